@@ -1,0 +1,91 @@
+// The C handles and the one place where core exceptions become af_error_t*.
+// capi/src is translation only: handles <-> core objects, errors <-> codes.
+#pragma once
+
+#include <af/af.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <string_view>
+
+#include "exec/env.h"
+#include "exec/exec.h"
+#include "ir/ir.h"
+#include "value/error.h"
+#include "value/value.h"
+
+struct af_error {
+  int32_t code;
+  std::string message;
+  af_error* cause;
+  bool user_made;  // made by af_error_new (a callback's own failure)
+  bool is_static;  // the preallocated out-of-memory error: never freed
+};
+
+struct af_context {
+  af::RunEnv env;
+};
+
+struct af_value {
+  mutable std::atomic<uint32_t> refs{1};
+  af::Value v;
+};
+
+struct af_ir {
+  mutable std::atomic<uint32_t> refs{1};
+  af::IRPtr ir;
+  // Lowered on first call and reused; guarded by once.
+  std::once_flag lowered;
+  std::shared_ptr<const af::Plan> plan;
+};
+
+struct af_walk {
+  std::unique_ptr<af::Walker> walker;
+  af::RunEnv env;
+};
+
+namespace af::capi {
+
+af_error* to_c(const Error& e);
+// A callback's error as a core Error: user-made errors become CALLBACK with
+// the original as cause; errors libaf made pass through unchanged. Frees e.
+Error from_callback(af_error* e, const std::string& what);
+af_error* out_of_memory();
+
+// Runs f, turning every exception into an af_error_t*. Never throws.
+template <class F>
+af_error_t* guard(F&& f) noexcept {
+  try {
+    f();
+    return nullptr;
+  } catch (const Error& e) {
+    return to_c(e);
+  } catch (const std::bad_alloc&) {
+    return out_of_memory();
+  } catch (const std::exception& e) {
+    return to_c(Error(Code::Internal, std::string("internal error: ") + e.what()));
+  } catch (...) {
+    return to_c(Error(Code::Internal, "internal error: unknown exception"));
+  }
+}
+
+// Throws INVALID_ARGUMENT "<fn>: `<name>` is NULL" when p is null.
+inline void require(const void* p, const char* fn, const char* name) {
+  if (!p) invalid(std::string(fn) + ": `" + name + "` is NULL");
+}
+// A (ptr, len) string argument, validated as UTF-8.
+std::string_view text(const char* s, size_t len, const char* fn, const char* name);
+
+af_value* wrap(Value v);
+inline const Value& unwrap(const af_value* v) { return v->v; }
+// n value handles -> Values; INVALID_ARGUMENT naming the NULL entry.
+std::vector<Value> unwrap_all(const af_value_t* const* items, size_t n, const char* fn,
+                              const char* name);
+af_ir* wrap(IRPtr ir);
+const Plan& plan_of(const af_ir* ir);
+void to_bytes(std::string_view s, af_bytes_t* out);
+
+}  // namespace af::capi

@@ -1,0 +1,163 @@
+// Structural equality and hashing of Params and IRs. Two IRs are equal when
+// they would print, serialize and run the same: same primitives (name +
+// version, not Prim address, so a reloaded graph matches), params, atoms (var
+// ids as numbers), trees, avals and tags. The plan cache relies on
+// `ir_hash(a) != ir_hash(b)` implying `!ir_equal(a, b)`.
+#include <functional>
+#include <string_view>
+#include <type_traits>
+
+#include "ir/ir.h"
+#include "ir/prim.h"
+
+namespace af {
+
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  // 64-bit hash combine with splitmix64's finalizer (same as Value::hash).
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  return h ^ (h >> 29);
+}
+
+uint64_t hash_str(std::string_view s) { return std::hash<std::string_view>{}(s); }
+
+const std::vector<std::string> kNoTags;
+const std::vector<std::string>& tag_list(const Tags& t) { return t ? *t : kNoTags; }
+
+// Tags are sorted and duplicate-free (ir.h), so set equality is sequence
+// equality and hashing in order is consistent with it.
+bool tags_equal(const Tags& a, const Tags& b) { return tag_list(a) == tag_list(b); }
+
+uint64_t tags_hash(const Tags& t) {
+  const auto& tags = tag_list(t);
+  uint64_t h = mix(0, tags.size());
+  for (const std::string& s : tags) h = mix(h, hash_str(s));
+  return h;
+}
+
+bool prim_equal(const Prim* a, const Prim* b) {
+  if (a == b) return true;
+  return a && b && a->name == b->name && a->version == b->version;
+}
+
+uint64_t prim_hash(const Prim* p) { return p ? mix(hash_str(p->name), p->version) : 0; }
+
+bool ir_ptr_equal(const IRPtr& a, const IRPtr& b) {
+  if (a == b) return true;
+  return a && b && ir_equal(*a, *b);
+}
+
+uint64_t ir_ptr_hash(const IRPtr& p) { return p ? ir_hash(*p) : 0; }
+
+bool param_equal(const Param& a, const Param& b) {
+  if (a.index() != b.index()) return false;
+  return std::visit(
+      [&](const auto& x) -> bool {
+        using T = std::decay_t<decltype(x)>;
+        const T& y = std::get<T>(b);
+        if constexpr (std::is_same_v<T, Value>) {
+          return x == y;
+        } else if constexpr (std::is_same_v<T, IRPtr>) {
+          return ir_ptr_equal(x, y);
+        } else if constexpr (std::is_same_v<T, IRList>) {
+          if (x.size() != y.size()) return false;
+          for (size_t i = 0; i < x.size(); ++i)
+            if (!ir_ptr_equal(x[i], y[i])) return false;
+          return true;
+        } else {
+          if (x.size() != y.size()) return false;
+          for (size_t i = 0; i < x.size(); ++i)
+            if (x[i].first != y[i].first || !ir_ptr_equal(x[i].second, y[i].second)) return false;
+          return true;
+        }
+      },
+      a);
+}
+
+uint64_t param_hash(const Param& p) {
+  // Seed with the alternative so a Value and an IR param never collide by shape.
+  uint64_t h = mix(0, p.index());
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, Value>) {
+          h = mix(h, x.hash());
+        } else if constexpr (std::is_same_v<T, IRPtr>) {
+          h = mix(h, ir_ptr_hash(x));
+        } else if constexpr (std::is_same_v<T, IRList>) {
+          h = mix(h, x.size());
+          for (const IRPtr& ir : x) h = mix(h, ir_ptr_hash(ir));
+        } else {
+          h = mix(h, x.size());
+          for (const auto& [name, ir] : x) h = mix(mix(h, hash_str(name)), ir_ptr_hash(ir));
+        }
+      },
+      p);
+  return h;
+}
+
+uint64_t atom_hash(const Atom& a) { return a.is_var() ? mix(1, a.var) : mix(2, a.lit.hash()); }
+
+uint64_t atoms_hash(uint64_t h, const std::vector<Atom>& atoms) {
+  h = mix(h, atoms.size());
+  for (const Atom& a : atoms) h = mix(h, atom_hash(a));
+  return h;
+}
+
+bool eqn_equal(const Eqn& a, const Eqn& b) {
+  return prim_equal(a.prim, b.prim) && a.in == b.in && a.in_tree == b.in_tree && a.out == b.out &&
+         a.out_tree == b.out_tree && a.params == b.params && tags_equal(a.tags, b.tags);
+}
+
+uint64_t eqn_hash(const Eqn& e) {
+  uint64_t h = mix(0, prim_hash(e.prim));
+  h = atoms_hash(h, e.in);
+  h = mix(h, e.in_tree.hash());
+  h = mix(h, e.out.size());
+  for (VarId v : e.out) h = mix(h, v);
+  h = mix(h, e.out_tree.hash());
+  h = mix(h, e.params.hash());
+  return mix(h, tags_hash(e.tags));
+}
+
+}  // namespace
+
+bool operator==(const Params& a, const Params& b) noexcept {
+  if (a.items_.size() != b.items_.size()) return false;
+  for (size_t i = 0; i < a.items_.size(); ++i)
+    if (a.items_[i].first != b.items_[i].first || !param_equal(a.items_[i].second, b.items_[i].second))
+      return false;
+  return true;
+}
+
+uint64_t Params::hash() const noexcept {
+  uint64_t h = mix(0, items_.size());
+  for (const auto& [name, p] : items_) h = mix(mix(h, hash_str(name)), param_hash(p));
+  return h;
+}
+
+bool ir_equal(const IR& a, const IR& b) noexcept {
+  if (&a == &b) return true;
+  if (a.vars != b.vars || a.in != b.in || !(a.in_tree == b.in_tree) || a.out != b.out ||
+      !(a.out_tree == b.out_tree) || a.eqns.size() != b.eqns.size())
+    return false;
+  for (size_t i = 0; i < a.eqns.size(); ++i)
+    if (!eqn_equal(a.eqns[i], b.eqns[i])) return false;
+  return true;
+}
+
+uint64_t ir_hash(const IR& ir) noexcept {
+  uint64_t h = mix(0, ir.vars.size());
+  for (const Aval& a : ir.vars) h = mix(h, uint64_t(a.kind) << 8 | a.list_depth);
+  h = atoms_hash(h, ir.in);
+  h = mix(h, ir.in_tree.hash());
+  h = mix(h, ir.eqns.size());
+  for (const Eqn& e : ir.eqns) h = mix(h, eqn_hash(e));
+  h = atoms_hash(h, ir.out);
+  return mix(h, ir.out_tree.hash());
+}
+
+}  // namespace af

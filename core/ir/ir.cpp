@@ -1,0 +1,58 @@
+#include "ir/ir.h"
+
+#include <algorithm>
+
+#include "value/error.h"
+
+namespace af {
+
+std::string aval_name(const Aval& a) {
+  std::string s = kind_name(a.kind);
+  for (int i = 0; i < a.list_depth; ++i) s = "list<" + s + ">";
+  return s;
+}
+
+Aval aval_of(const Value& v) {
+  if (v.kind() == Kind::Placeholder) return Aval{v.placeholder_ref().kind, 0};
+  if (v.kind() != Kind::List || v.size() == 0) return Aval{v.kind(), 0};
+  // A list of leaves of one kind (a batched value) is list<kind>.
+  Aval first = aval_of(v.items().front());
+  for (const Value& item : v.items())
+    if (!(aval_of(item) == first)) return Aval{Kind::List, 0};
+  if (first.kind == Kind::List || first.kind == Kind::Dict || first.kind == Kind::Null)
+    return Aval{Kind::List, 0};
+  return Aval{first.kind, uint8_t(first.list_depth + 1)};
+}
+
+void Params::set(std::string name, Param p) {
+  auto it = std::lower_bound(items_.begin(), items_.end(), name,
+                             [](const auto& item, const std::string& n) { return item.first < n; });
+  if (it != items_.end() && it->first == name) {
+    it->second = std::move(p);
+  } else {
+    items_.emplace(it, std::move(name), std::move(p));
+  }
+}
+
+const Param* Params::find(std::string_view name) const noexcept {
+  auto it = std::lower_bound(items_.begin(), items_.end(), name,
+                             [](const auto& item, std::string_view n) { return item.first < n; });
+  if (it == items_.end() || it->first != name) return nullptr;
+  return &it->second;
+}
+
+const Value& Params::value(std::string_view name) const {
+  const Param* p = find(name);
+  if (!p || !std::holds_alternative<Value>(*p))
+    fail(Code::Internal, "missing value param \"" + std::string(name) + "\"");
+  return std::get<Value>(*p);
+}
+
+const IRPtr& Params::ir(std::string_view name) const {
+  const Param* p = find(name);
+  if (!p || !std::holds_alternative<IRPtr>(*p))
+    fail(Code::Internal, "missing IR param \"" + std::string(name) + "\"");
+  return std::get<IRPtr>(*p);
+}
+
+}  // namespace af

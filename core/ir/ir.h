@@ -1,0 +1,127 @@
+// The IR: SSA equations over dense local variable ids. An IR is plain data
+// (no function pointers but the registered Prim it names, no host objects):
+// it compares, hashes, prints and serializes by structure.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "value/tree.h"
+#include "value/value.h"
+
+namespace af {
+
+using VarId = uint32_t;
+inline constexpr VarId kNoVar = std::numeric_limits<VarId>::max();
+
+// The abstract kind of a variable: a leaf kind, possibly wrapped in
+// `list_depth` levels of list (batched values).
+struct Aval {
+  Kind kind = Kind::Str;
+  uint8_t list_depth = 0;
+  friend bool operator==(const Aval&, const Aval&) = default;
+};
+std::string aval_name(const Aval& a);  // "str", "list<int>"
+// The aval of a concrete leaf value (list<...> for lists of leaves of one kind).
+Aval aval_of(const Value& v);
+
+// An equation input or IR output: a variable or a literal value.
+struct Atom {
+  VarId var = kNoVar;
+  Value lit;  // used when var == kNoVar
+  bool is_var() const noexcept { return var != kNoVar; }
+  static Atom of_var(VarId v) { return Atom{v, Value()}; }
+  static Atom literal(Value v) { return Atom{kNoVar, std::move(v)}; }
+  friend bool operator==(const Atom& a, const Atom& b) noexcept {
+    return a.var == b.var && (a.is_var() || a.lit == b.lit);
+  }
+};
+
+struct IR;
+using IRPtr = std::shared_ptr<const IR>;
+using IRList = std::vector<IRPtr>;
+using IRMap = std::vector<std::pair<std::string, IRPtr>>;  // sorted by name
+
+// A param value: a Value, an IR, a list of IRs, or a map name -> IR. Nothing
+// else, so every IR serializes.
+using Param = std::variant<Value, IRPtr, IRList, IRMap>;
+
+// name -> Param, kept sorted by name.
+class Params {
+ public:
+  void set(std::string name, Param p);
+  const Param* find(std::string_view name) const noexcept;
+  // Throws INTERNAL if absent or of another type (params are built by rules).
+  const Value& value(std::string_view name) const;
+  const IRPtr& ir(std::string_view name) const;
+  const std::vector<std::pair<std::string, Param>>& items() const noexcept { return items_; }
+  bool empty() const noexcept { return items_.empty(); }
+  friend bool operator==(const Params& a, const Params& b) noexcept;
+  uint64_t hash() const noexcept;
+
+ private:
+  std::vector<std::pair<std::string, Param>> items_;
+};
+
+// Tags: a sorted, duplicate-free set of labels, shared between equations.
+using Tags = std::shared_ptr<const std::vector<std::string>>;
+
+struct Prim;
+
+struct Eqn {
+  const Prim* prim = nullptr;
+  std::vector<Atom> in;   // flat input leaves
+  TreeDef in_tree;        // structure of the inputs (a list at the root)
+  std::vector<VarId> out; // flat output leaves
+  TreeDef out_tree;
+  Params params;
+  Tags tags;              // may be null (no tags)
+};
+
+struct IR {
+  std::vector<Aval> vars;  // aval of each var id 0..n-1
+  std::vector<Atom> in;    // flat input leaves (literals are static inputs)
+  TreeDef in_tree;         // a list of positional input trees
+  std::vector<Eqn> eqns;   // in a valid topological order
+  std::vector<Atom> out;
+  TreeDef out_tree;
+
+  size_t num_inputs() const { return in_tree.root().n_children; }
+};
+
+// Structural equality and hash (var ids compared as numbers: tracing and
+// transforms number variables canonically, in order of definition).
+bool ir_equal(const IR& a, const IR& b) noexcept;
+uint64_t ir_hash(const IR& ir) noexcept;
+
+// Checks SSA (each var defined once, before use, inputs defined by `in`),
+// arity and avals against each primitive's abstract rule, and recursively
+// sub-IRs in params. Throws INVALID_ARGUMENT describing the first problem.
+void validate(const IR& ir);
+
+// Equation indices (sorted) whose outputs eqn i transitively uses / that
+// transitively use eqn i's outputs.
+std::vector<size_t> ancestors(const IR& ir, size_t i);
+std::vector<size_t> descendants(const IR& ir, size_t i);
+// A topological order of the equations (stable: keeps the given order where
+// dependencies allow). Throws INVALID_ARGUMENT on a cycle or an undefined var.
+std::vector<size_t> topological_order(const IR& ir);
+// For each var, the index of the equation defining it (SIZE_MAX for inputs).
+std::vector<size_t> defining_eqn(const IR& ir);
+
+// Checks positional inputs against the IR's inputs: count, structure, leaf
+// kinds (placeholders by their kind), equality of static (literal) inputs.
+// Returns the flat input leaves. INVALID_ARGUMENT names the input path.
+std::vector<Value> check_inputs(const IR& ir, std::span<const Value> inputs);
+
+// Text form, documented in docs/IR_TEXT.md.
+std::string to_text(const IR& ir);
+// Graphviz DOT.
+std::string to_dot(const IR& ir);
+
+}  // namespace af

@@ -1,0 +1,59 @@
+// Prim: a registered primitive (name + version) and all of its rules. A
+// primitive family registers its prims in one file under core/prims/; no
+// transform special-cases a primitive by name.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace af {
+
+// Run-time environment handed to impl rules (host functions, providers,
+// cancellation live here as the executor grows). Defined in exec/.
+struct RunEnv;
+
+// Transform contexts, defined by the transforms that use them.
+struct BatchCtx;
+struct PushCtx;
+struct PullCtx;
+struct DceCtx;
+
+enum PrimFlags : uint32_t {
+  kPure = 0,               // same inputs -> same outputs, no effects
+  kEffectful = 1u << 0,    // must run even if its outputs look unused
+  kNondeterministic = 1u << 1,  // sampled (LM calls): CSE only on request
+  kNoMerge = 1u << 2,      // never merged by CSE nor memoized (checkpoint)
+};
+
+struct AbstractOut {
+  std::vector<Aval> out;
+  TreeDef out_tree;
+};
+
+struct Prim {
+  std::string name;
+  uint32_t version = 1;
+  uint32_t flags = kPure;
+  double cost = 1.0;  // cost hint for critical-path priorities
+
+  // Evaluates the equation: `in` are its flat input leaves, `out` receives
+  // its flat output leaves (sized by the caller). Throws Error.
+  void (*impl)(const Eqn& e, std::span<const Value> in, std::span<Value> out,
+               RunEnv& env) = nullptr;
+  // Output avals and structure from params and input avals/structure.
+  // Throws INVALID_ARGUMENT on kinds the primitive does not accept.
+  AbstractOut (*abstract_eval)(const Params& params, std::span<const Aval> in,
+                               const TreeDef& in_tree) = nullptr;
+
+  // Transform rule slots (filled by the transforms issue; null = unsupported).
+  void (*batch)(BatchCtx& ctx, const Eqn& e) = nullptr;
+  void (*pushforward)(PushCtx& ctx, const Eqn& e) = nullptr;
+  void (*pullback_fwd)(PullCtx& ctx, const Eqn& e) = nullptr;
+  void (*pullback_bwd)(PullCtx& ctx, const Eqn& e) = nullptr;
+  void (*dce)(DceCtx& ctx, const Eqn& e) = nullptr;
+};
+
+}  // namespace af

@@ -1,0 +1,243 @@
+#include "trace/trace.h"
+
+#include <algorithm>
+#include <atomic>
+
+#include "value/error.h"
+
+namespace af {
+
+namespace {
+
+struct Frame {
+  uint64_t id;
+  IR ir;                          // being built
+  std::vector<std::string> tag_stack;
+  Tags tags;                      // the union of tag_stack, sorted
+  int fold_depth = 0;
+
+  VarId new_var(Aval a) {
+    ir.vars.push_back(a);
+    return VarId(ir.vars.size() - 1);
+  }
+  Value placeholder(VarId v) { return Value::placeholder({id, v, ir.vars[v].kind}); }
+};
+
+thread_local std::vector<Frame*> t_stack;
+std::atomic<uint64_t> g_next_frame{1};
+
+Frame* top() { return t_stack.empty() ? nullptr : t_stack.back(); }
+
+Frame& require_frame(const char* what) {
+  Frame* f = top();
+  if (!f) invalid(std::string(what) + " is only valid inside a trace (no trace is active on this thread)");
+  return *f;
+}
+
+// The atom a leaf becomes in frame f.
+Atom atom_of(Frame& f, const Value& leaf, const char* prim) {
+  if (leaf.kind() != Kind::Placeholder) return Atom::literal(leaf);
+  const PlaceholderRef& r = leaf.placeholder_ref();
+  if (r.frame != f.id)
+    invalid(std::string(prim) + ": an argument is a traced value of another (enclosing or "
+            "finished) trace; pass it to this trace as an input instead");
+  return Atom::of_var(r.var);
+}
+
+Aval aval_of_leaf(const Value& leaf) { return aval_of(leaf); }
+
+void reject_placeholders(const Prim& p, std::span<const Value> leaves, bool folding) {
+  for (const Value& v : leaves) {
+    if (v.kind() != Kind::Placeholder) continue;
+    if (folding) invalid("cannot fold " + p.name + ": it depends on a traced value");
+    invalid(p.name + ": an argument is a traced value whose trace has finished; call the traced "
+            "program (af_ir_call) instead of reusing its placeholders");
+  }
+}
+
+Value evaluate(const Prim& p, const Params& params, std::vector<Value> leaves,
+               const TreeDef& in_tree, RunEnv& env) {
+  std::vector<Aval> avals;
+  avals.reserve(leaves.size());
+  for (const Value& v : leaves) avals.push_back(aval_of_leaf(v));
+  AbstractOut shape = p.abstract_eval(params, avals, in_tree);
+  Eqn e;
+  e.prim = &p;
+  e.in_tree = in_tree;
+  e.out_tree = shape.out_tree;
+  e.params = params;
+  std::vector<Value> out(shape.out.size());
+  p.impl(e, leaves, out, env);
+  return shape.out_tree.unflatten(out);
+}
+
+Value record(Frame& f, const Prim& p, Params params, std::vector<Value> leaves, TreeDef in_tree) {
+  Eqn e;
+  e.prim = &p;
+  e.in.reserve(leaves.size());
+  std::vector<Aval> avals;
+  avals.reserve(leaves.size());
+  for (const Value& v : leaves) {
+    e.in.push_back(atom_of(f, v, p.name.c_str()));
+    avals.push_back(aval_of_leaf(v));
+  }
+  AbstractOut shape = p.abstract_eval(params, avals, in_tree);
+  e.in_tree = std::move(in_tree);
+  e.params = std::move(params);
+  e.tags = f.tags;
+  std::vector<Value> outs;
+  outs.reserve(shape.out.size());
+  e.out.reserve(shape.out.size());
+  for (const Aval& a : shape.out) {
+    VarId v = f.new_var(a);
+    e.out.push_back(v);
+    outs.push_back(f.placeholder(v));
+  }
+  e.out_tree = shape.out_tree;
+  f.ir.eqns.push_back(std::move(e));
+  return shape.out_tree.is_leaf() ? std::move(outs[0]) : shape.out_tree.unflatten(outs);
+}
+
+Tags union_tags(const Tags& a, const Tags& b) {
+  if (!a || a->empty()) return b;
+  if (!b || b->empty()) return a;
+  auto merged = std::make_shared<std::vector<std::string>>();
+  std::set_union(a->begin(), a->end(), b->begin(), b->end(), std::back_inserter(*merged));
+  return merged;
+}
+
+// Pops the frame however the traced function exits.
+struct FrameGuard {
+  explicit FrameGuard(Frame* f) { t_stack.push_back(f); }
+  ~FrameGuard() { t_stack.pop_back(); }
+};
+
+}  // namespace
+
+bool is_tracing() noexcept { return top() != nullptr; }
+bool recording() noexcept { return top() && top()->fold_depth == 0; }
+
+IRPtr trace(const TraceFn& fn, std::span<const Value> examples, const Value& static_mask) {
+  Frame f;
+  f.id = g_next_frame.fetch_add(1);
+  // Which leaves are static: the mask is a prefix of the list of inputs.
+  Value all = Value::list(std::vector<Value>(examples.begin(), examples.end()));
+  TreeDef all_tree = TreeDef::of(all);
+  Value mask = static_mask.is_null() ? Value::boolean(false) : static_mask;
+  std::vector<Value> is_static = broadcast_prefix(mask, all_tree, "the static mask");
+  for (const Value& b : is_static)
+    if (b.kind() != Kind::Bool)
+      invalid(std::string("the static mask must hold bools, found ") + kind_name(b.kind()));
+
+  std::vector<Value> inputs;
+  std::vector<TreeDef> trees;
+  size_t k = 0;
+  for (size_t i = 0; i < examples.size(); ++i) {
+    auto [leaves, tree] = flatten(examples[i]);
+    for (Value& leaf : leaves) {
+      bool st = is_static[k++].as_bool();
+      if (leaf.kind() == Kind::Placeholder && st)
+        invalid("input[" + std::to_string(i) + "]: a static input must be a concrete value");
+      if (st) {
+        f.ir.in.push_back(Atom::literal(leaf));
+        continue;
+      }
+      Aval a{leaf.kind() == Kind::Placeholder ? leaf.placeholder_ref().kind : leaf.kind(), 0};
+      VarId v = f.new_var(a);
+      f.ir.in.push_back(Atom::of_var(v));
+      leaf = f.placeholder(v);
+    }
+    inputs.push_back(tree.unflatten(leaves));
+    trees.push_back(std::move(tree));
+  }
+  f.ir.in_tree = TreeDef::list_of(trees);
+
+  Value result;
+  {
+    FrameGuard guard(&f);
+    result = fn(inputs);
+    if (!f.tag_stack.empty())
+      invalid("the traced function returned with " + std::to_string(f.tag_stack.size()) +
+              " tag scope(s) still open (pair every tag push with a pop)");
+    if (f.fold_depth != 0)
+      invalid("the traced function returned with a fold scope still open");
+  }
+  auto [leaves, tree] = flatten(result);
+  for (const Value& leaf : leaves) f.ir.out.push_back(atom_of(f, leaf, "the traced output"));
+  f.ir.out_tree = std::move(tree);
+  return std::make_shared<const IR>(std::move(f.ir));
+}
+
+Value bind(const Prim& p, Params params, const Value& in, RunEnv& env) {
+  auto [leaves, in_tree] = flatten(in);
+  Frame* f = top();
+  if (!f || f->fold_depth > 0) {
+    reject_placeholders(p, leaves, f != nullptr);
+    return evaluate(p, params, std::move(leaves), in_tree, env);
+  }
+  return record(*f, p, std::move(params), std::move(leaves), std::move(in_tree));
+}
+
+Value bind_flat(const Prim& p, Params params, std::vector<Value> leaves, RunEnv& env) {
+  TreeDef in_tree = TreeDef::flat_list(leaves.size());
+  Frame* f = top();
+  if (!f || f->fold_depth > 0) {
+    reject_placeholders(p, leaves, f != nullptr);
+    return evaluate(p, params, std::move(leaves), in_tree, env);
+  }
+  return record(*f, p, std::move(params), std::move(leaves), std::move(in_tree));
+}
+
+Value inline_ir(const IR& ir, std::span<const Value> inputs) {
+  Frame& f = require_frame("inlining a program");
+  std::vector<Value> leaves = check_inputs(ir, inputs);
+  // Map each var of ir to an atom of the frame.
+  std::vector<Atom> map(ir.vars.size());
+  for (size_t k = 0; k < ir.in.size(); ++k)
+    if (ir.in[k].is_var()) map[ir.in[k].var] = atom_of(f, leaves[k], "a program input");
+  auto remap = [&](const Atom& a) { return a.is_var() ? map[a.var] : a; };
+  for (const Eqn& src : ir.eqns) {
+    Eqn e = src;
+    for (Atom& a : e.in) a = remap(a);
+    for (VarId& v : e.out) {
+      VarId nv = f.new_var(ir.vars[v]);
+      map[v] = Atom::of_var(nv);
+      v = nv;
+    }
+    e.tags = union_tags(src.tags, f.tags);
+    f.ir.eqns.push_back(std::move(e));
+  }
+  std::vector<Value> outs;
+  for (const Atom& a : ir.out) {
+    Atom m = remap(a);
+    outs.push_back(m.is_var() ? f.placeholder(m.var) : m.lit);
+  }
+  return ir.out_tree.unflatten(outs);
+}
+
+void push_tag(std::string tag) {
+  Frame& f = require_frame("a tag scope");
+  f.tag_stack.push_back(tag);
+  auto one = std::make_shared<const std::vector<std::string>>(1, std::move(tag));
+  f.tags = union_tags(f.tags, one);
+}
+
+void pop_tag() {
+  Frame& f = require_frame("a tag scope");
+  if (f.tag_stack.empty()) invalid("tag pop without a matching push");
+  f.tag_stack.pop_back();
+  auto set = std::make_shared<std::vector<std::string>>(f.tag_stack);
+  std::sort(set->begin(), set->end());
+  set->erase(std::unique(set->begin(), set->end()), set->end());
+  f.tags = set->empty() ? nullptr : Tags(std::move(set));
+}
+
+void push_fold() { ++require_frame("a fold scope").fold_depth; }
+
+void pop_fold() {
+  Frame& f = require_frame("a fold scope");
+  if (f.fold_depth == 0) invalid("fold pop without a matching push");
+  --f.fold_depth;
+}
+
+}  // namespace af

@@ -1,0 +1,147 @@
+// Exact JSON in and out. Parsing uses simdjson (validates UTF-8 and keeps
+// the int/float distinction); writing is ours because it must print floats
+// so they read back as floats.
+#include <charconv>
+#include <cmath>
+#include <simdjson.h>
+
+#include "value/error.h"
+#include "value/value.h"
+
+namespace af {
+
+namespace {
+
+Value convert(simdjson::dom::element e) {
+  using T = simdjson::dom::element_type;
+  switch (e.type()) {
+    case T::ARRAY: {
+      std::vector<Value> items;
+      for (auto child : e.get_array()) items.push_back(convert(child));
+      return Value::list(std::move(items));
+    }
+    case T::OBJECT: {
+      std::vector<Entry> entries;
+      for (auto field : e.get_object())
+        entries.emplace_back(std::string(field.key), convert(field.value));
+      return Value::dict(std::move(entries));
+    }
+    case T::INT64: return Value::integer(int64_t(e.get_int64()));
+    case T::UINT64:
+      invalid("JSON integer " + std::to_string(uint64_t(e.get_uint64())) +
+              " is outside the int64 range; write it as a float (e.g. 1.8e19) or a string");
+    case T::DOUBLE: return Value::floating(double(e.get_double()));
+    case T::STRING: return Value::str(std::string(std::string_view(e.get_string())));
+    case T::BOOL: return Value::boolean(bool(e.get_bool()));
+    case T::NULL_VALUE: return Value();
+  }
+  invalid("unsupported JSON element");
+}
+
+}  // namespace
+
+bool valid_utf8(std::string_view s) noexcept { return simdjson::validate_utf8(s.data(), s.size()); }
+
+Value from_json(std::string_view json) {
+  thread_local simdjson::dom::parser parser;
+  simdjson::padded_string padded(json);
+  simdjson::dom::element root;
+  auto err = parser.parse(padded).get(root);
+  if (err) {
+    std::string why = simdjson::error_message(err);
+    if (err == simdjson::UTF8_ERROR) why = "the text is not valid UTF-8";
+    invalid("invalid JSON: " + why);
+  }
+  return convert(root);
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+  static const char* hex = "0123456789abcdef";
+  out.push_back('"');
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20) {
+          out += "\\u00";
+          out.push_back(hex[c >> 4]);
+          out.push_back(hex[c & 15]);
+        } else {
+          out.push_back(char(c));
+        }
+    }
+  }
+  out.push_back('"');
+}
+
+static void append_float(std::string& out, double f) {
+  if (!std::isfinite(f))
+    invalid("cannot write a non-finite float (" + std::string(std::isnan(f) ? "nan" : "infinity") +
+            ") as JSON");
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, f);
+  std::string_view s(buf, size_t(r.ptr - buf));
+  out += s;
+  // Shortest form of 2.0 is "2": keep it a float when read back.
+  if (s.find_first_of(".e") == std::string_view::npos) out += ".0";
+}
+
+void append_json(std::string& out, const Value& v) {
+  switch (v.kind()) {
+    case Kind::Null: out += "null"; return;
+    case Kind::Bool: out += v.as_bool() ? "true" : "false"; return;
+    case Kind::Int: {
+      char buf[24];
+      auto r = std::to_chars(buf, buf + sizeof buf, v.as_int());
+      out.append(buf, r.ptr);
+      return;
+    }
+    case Kind::Float: append_float(out, v.as_float()); return;
+    case Kind::Str: append_json_string(out, v.as_str()); return;
+    case Kind::List: {
+      out.push_back('[');
+      bool first = true;
+      for (const Value& item : v.items()) {
+        if (!first) out.push_back(',');
+        first = false;
+        append_json(out, item);
+      }
+      out.push_back(']');
+      return;
+    }
+    case Kind::Dict: {
+      out.push_back('{');
+      bool first = true;
+      for (const Entry& e : v.entries()) {
+        if (!first) out.push_back(',');
+        first = false;
+        append_json_string(out, e.first);
+        out.push_back(':');
+        append_json(out, e.second);
+      }
+      out.push_back('}');
+      return;
+    }
+    case Kind::Placeholder:
+      fail_placeholder_read("writing JSON");
+  }
+}
+
+std::string to_json(const Value& v) {
+  std::string out;
+  append_json(out, v);
+  return out;
+}
+
+std::string stringify(const Value& v) {
+  if (v.kind() == Kind::Str) return v.as_str();
+  return to_json(v);
+}
+
+}  // namespace af

@@ -1,0 +1,78 @@
+// TreeDef: the structure of a Value tree without its leaves. flatten() lists
+// the leaves in order (list items in order, dict entries in sorted key
+// order); unflatten() rebuilds a tree from a structure and leaves. null is an
+// empty node (no leaf). TreeDefs are immutable and shared.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "value/value.h"
+
+namespace af {
+
+class TreeDef {
+ public:
+  enum class NodeType : uint8_t { Leaf, Null, List, Dict };
+  // Pre-order node; a container's children follow it. For a dict, keys[i]
+  // names child i (sorted key order).
+  struct Node {
+    NodeType type;
+    uint32_t n_children;
+    uint32_t n_leaves;            // leaves in this subtree
+    uint32_t n_nodes;             // nodes in this subtree, itself included
+    std::vector<std::string> keys;  // dict only
+  };
+
+  // A single leaf (shared instance).
+  TreeDef();
+  static TreeDef leaf();
+  // A list of n leaves (the common shape of positional primitive inputs).
+  static TreeDef flat_list(size_t n);
+  // A list whose children are the given trees.
+  static TreeDef list_of(std::span<const TreeDef> children);
+  // The structure of v (placeholders are leaves).
+  static TreeDef of(const Value& v);
+
+  size_t num_leaves() const noexcept { return nodes_->front().n_leaves; }
+  const Node& root() const noexcept { return nodes_->front(); }
+  const std::vector<Node>& nodes() const noexcept { return *nodes_; }
+  bool is_leaf() const noexcept { return root().type == NodeType::Leaf; }
+
+  // The i-th child subtree of a list/dict root.
+  TreeDef child(size_t i) const;
+  std::vector<TreeDef> children() const;
+
+  // Rebuilds a tree; leaves.size() must equal num_leaves(). Dicts come back
+  // in sorted key order.
+  Value unflatten(std::span<const Value> leaves) const;
+
+  friend bool operator==(const TreeDef& a, const TreeDef& b) noexcept;
+  uint64_t hash() const noexcept;
+  // Human-readable structure with '*' for leaves: [*, {"a": *}].
+  std::string to_string() const;
+
+ private:
+  explicit TreeDef(std::shared_ptr<const std::vector<Node>> nodes) : nodes_(std::move(nodes)) {}
+  std::shared_ptr<const std::vector<Node>> nodes_;
+};
+
+// Appends the leaves of v in flattening order.
+void flatten_into(const Value& v, std::vector<Value>& leaves);
+// Leaves of v and its structure.
+std::pair<std::vector<Value>, TreeDef> flatten(const Value& v);
+
+// Checks that v has structure `def`; on mismatch throws INVALID_ARGUMENT
+// naming `what`, the path (e.g. input[0]["k"][2]) and expected vs found.
+void check_structure(const Value& v, const TreeDef& def, const std::string& what);
+
+// For each leaf of `def`, the value of the prefix tree `prefix` that covers
+// it (prefix must be a prefix of def: at each node either a leaf covering the
+// whole subtree, or the same container with matching children). Throws
+// INVALID_ARGUMENT naming `what` when prefix is not a prefix of def.
+std::vector<Value> broadcast_prefix(const Value& prefix, const TreeDef& def,
+                                    const std::string& what);
+
+}  // namespace af

@@ -1,0 +1,256 @@
+#include "value/value.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "value/error.h"
+
+namespace af {
+
+namespace {
+
+struct StrHeap final : detail::Heap {
+  explicit StrHeap(std::string s) : s(std::move(s)) {}
+  std::string s;
+};
+struct ListHeap final : detail::Heap {
+  explicit ListHeap(std::vector<Value> v) : items(std::move(v)) {}
+  std::vector<Value> items;
+};
+struct DictHeap final : detail::Heap {
+  std::vector<Entry> entries;
+  std::vector<uint32_t> sorted;  // entry indices by key
+};
+struct PlaceholderHeap final : detail::Heap {
+  explicit PlaceholderHeap(PlaceholderRef r) : ref(r) {}
+  PlaceholderRef ref;
+};
+
+const std::vector<Value> kNoItems;
+const std::vector<Entry> kNoEntries;
+const std::vector<uint32_t> kNoIndices;
+const std::string kNoStr;
+
+bool has_heap(Kind k) { return k >= Kind::Str; }
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  // 64-bit hash combine (from splitmix64's finalizer).
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  h ^= h >> 31;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  return h ^ (h >> 29);
+}
+
+}  // namespace
+
+void fail_placeholder_read(std::string_view what) {
+  invalid(std::string(what) +
+          ": cannot read the content of a traced value while tracing; it is only known when the "
+          "program runs. Branch on it with switch, loop on it with while_loop, or mark the input "
+          "static so its value is fixed at trace time");
+}
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::Null: return "null";
+    case Kind::Bool: return "bool";
+    case Kind::Int: return "int";
+    case Kind::Float: return "float";
+    case Kind::Str: return "str";
+    case Kind::List: return "list";
+    case Kind::Dict: return "dict";
+    case Kind::Placeholder: return "placeholder";
+  }
+  return "?";
+}
+
+Value Value::boolean(bool b) noexcept {
+  Value v;
+  v.kind_ = Kind::Bool;
+  v.i_ = 0;
+  v.b_ = b;
+  return v;
+}
+Value Value::integer(int64_t i) noexcept {
+  Value v;
+  v.kind_ = Kind::Int;
+  v.i_ = i;
+  return v;
+}
+Value Value::floating(double f) noexcept {
+  Value v;
+  v.kind_ = Kind::Float;
+  v.f_ = f;
+  return v;
+}
+Value Value::str(std::string s) {
+  Value v;
+  v.kind_ = Kind::Str;
+  v.h_ = new StrHeap(std::move(s));
+  return v;
+}
+Value Value::list(std::vector<Value> items) {
+  Value v;
+  v.kind_ = Kind::List;
+  v.h_ = new ListHeap(std::move(items));
+  return v;
+}
+Value Value::dict(std::vector<Entry> entries) {
+  auto* h = new DictHeap();
+  Value v;
+  v.kind_ = Kind::Dict;
+  v.h_ = h;  // owned by v from here on, so a throw below frees it
+  h->entries = std::move(entries);
+  h->sorted.resize(h->entries.size());
+  for (uint32_t i = 0; i < h->sorted.size(); ++i) h->sorted[i] = i;
+  std::sort(h->sorted.begin(), h->sorted.end(), [h](uint32_t a, uint32_t b) {
+    return h->entries[a].first < h->entries[b].first;
+  });
+  for (size_t i = 1; i < h->sorted.size(); ++i) {
+    const std::string& k = h->entries[h->sorted[i]].first;
+    if (k == h->entries[h->sorted[i - 1]].first) invalid("duplicate dict key \"" + k + "\"");
+  }
+  return v;
+}
+Value Value::placeholder(PlaceholderRef ref) {
+  Value v;
+  v.kind_ = Kind::Placeholder;
+  v.h_ = new PlaceholderHeap(ref);
+  return v;
+}
+
+Value::Value(const Value& o) noexcept : kind_(o.kind_), i_(o.i_) {
+  if (has_heap(kind_)) h_->refs.fetch_add(1, std::memory_order_relaxed);
+}
+Value::Value(Value&& o) noexcept : kind_(o.kind_), i_(o.i_) {
+  o.kind_ = Kind::Null;
+  o.i_ = 0;
+}
+Value& Value::operator=(const Value& o) noexcept {
+  if (this != &o) {
+    if (has_heap(o.kind_)) o.h_->refs.fetch_add(1, std::memory_order_relaxed);
+    release();
+    kind_ = o.kind_;
+    i_ = o.i_;
+  }
+  return *this;
+}
+Value& Value::operator=(Value&& o) noexcept {
+  if (this != &o) {
+    release();
+    kind_ = o.kind_;
+    i_ = o.i_;
+    o.kind_ = Kind::Null;
+    o.i_ = 0;
+  }
+  return *this;
+}
+Value::~Value() { release(); }
+
+void Value::release() noexcept {
+  if (has_heap(kind_) && h_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete h_;
+}
+
+const std::string& Value::as_str() const noexcept {
+  return kind_ == Kind::Str ? static_cast<StrHeap*>(h_)->s : kNoStr;
+}
+const std::vector<Value>& Value::items() const noexcept {
+  return kind_ == Kind::List ? static_cast<ListHeap*>(h_)->items : kNoItems;
+}
+const std::vector<Entry>& Value::entries() const noexcept {
+  return kind_ == Kind::Dict ? static_cast<DictHeap*>(h_)->entries : kNoEntries;
+}
+const std::vector<uint32_t>& Value::sorted() const noexcept {
+  return kind_ == Kind::Dict ? static_cast<DictHeap*>(h_)->sorted : kNoIndices;
+}
+const PlaceholderRef& Value::placeholder_ref() const noexcept {
+  static const PlaceholderRef none;
+  return kind_ == Kind::Placeholder ? static_cast<PlaceholderHeap*>(h_)->ref : none;
+}
+
+const Value* Value::find(std::string_view key) const noexcept {
+  if (kind_ != Kind::Dict) return nullptr;
+  const auto* h = static_cast<DictHeap*>(h_);
+  auto it = std::lower_bound(h->sorted.begin(), h->sorted.end(), key,
+                             [h](uint32_t i, std::string_view k) { return h->entries[i].first < k; });
+  if (it == h->sorted.end() || h->entries[*it].first != key) return nullptr;
+  return &h->entries[*it].second;
+}
+
+size_t Value::size() const noexcept {
+  if (kind_ == Kind::List) return items().size();
+  if (kind_ == Kind::Dict) return entries().size();
+  return 0;
+}
+
+bool operator==(const Value& a, const Value& b) noexcept {
+  if (a.kind_ != b.kind_) return false;
+  switch (a.kind_) {
+    case Kind::Null: return true;
+    case Kind::Bool: return a.b_ == b.b_;
+    case Kind::Int: return a.i_ == b.i_;
+    case Kind::Float: return a.f_ == b.f_ || (a.f_ != a.f_ && b.f_ != b.f_);
+    case Kind::Str: return a.h_ == b.h_ || a.as_str() == b.as_str();
+    case Kind::List: return a.h_ == b.h_ || a.items() == b.items();
+    case Kind::Dict: {
+      if (a.h_ == b.h_) return true;
+      if (a.size() != b.size()) return false;
+      // Key order is display only: compare in sorted order.
+      for (size_t i = 0; i < a.size(); ++i) {
+        const Entry& x = a.entries()[a.sorted()[i]];
+        const Entry& y = b.entries()[b.sorted()[i]];
+        if (x.first != y.first || !(x.second == y.second)) return false;
+      }
+      return true;
+    }
+    case Kind::Placeholder: {
+      const auto& x = a.placeholder_ref();
+      const auto& y = b.placeholder_ref();
+      return x.frame == y.frame && x.var == y.var;
+    }
+  }
+  return false;
+}
+
+uint64_t Value::hash() const noexcept {
+  uint64_t h = mix(0, static_cast<uint64_t>(kind_));
+  switch (kind_) {
+    case Kind::Null: return h;
+    case Kind::Bool: return mix(h, b_);
+    case Kind::Int: return mix(h, static_cast<uint64_t>(i_));
+    case Kind::Float: {
+      double f = f_ == 0.0 ? 0.0 : f_;  // -0.0 == 0.0
+      uint64_t bits;
+      std::memcpy(&bits, &f, sizeof bits);
+      return mix(h, bits);
+    }
+    case Kind::Str: return mix(h, std::hash<std::string_view>{}(as_str()));
+    case Kind::List:
+      for (const Value& v : items()) h = mix(h, v.hash());
+      return h;
+    case Kind::Dict:
+      for (uint32_t i : sorted()) {
+        h = mix(h, std::hash<std::string_view>{}(entries()[i].first));
+        h = mix(h, entries()[i].second.hash());
+      }
+      return h;
+    case Kind::Placeholder:
+      return mix(mix(h, placeholder_ref().frame), placeholder_ref().var);
+  }
+  return h;
+}
+
+bool Value::has_placeholder() const noexcept {
+  switch (kind_) {
+    case Kind::Placeholder: return true;
+    case Kind::List:
+      return std::any_of(items().begin(), items().end(),
+                         [](const Value& v) { return v.has_placeholder(); });
+    case Kind::Dict:
+      return std::any_of(entries().begin(), entries().end(),
+                         [](const Entry& e) { return e.second.has_placeholder(); });
+    default: return false;
+  }
+}
+
+}  // namespace af

@@ -1,0 +1,119 @@
+// Value: an immutable, cheaply shared tree of leaves (null, bool, int, float,
+// str) and containers (list, dict). Scalars live inline; strings, lists,
+// dicts and placeholders live in one refcounted heap node, so passing a
+// Value through an equation never copies a string.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace af {
+
+enum class Kind : uint8_t { Null = 0, Bool, Int, Float, Str, List, Dict, Placeholder };
+
+// Stable lower-case name ("str", "int", ...), used in messages and IR text.
+const char* kind_name(Kind k);
+
+class Value;
+using Entry = std::pair<std::string, Value>;
+
+namespace detail {
+struct Heap {
+  mutable std::atomic<uint32_t> refs{1};
+  virtual ~Heap() = default;
+};
+}  // namespace detail
+
+// The identity of a traced leaf: which trace frame made it and its variable
+// id there, plus the kind it will have at run time.
+struct PlaceholderRef {
+  uint64_t frame = 0;
+  uint32_t var = 0;
+  Kind kind = Kind::Null;
+};
+
+class Value {
+ public:
+  Value() noexcept : kind_(Kind::Null), i_(0) {}
+  static Value boolean(bool b) noexcept;
+  static Value integer(int64_t i) noexcept;
+  static Value floating(double f) noexcept;
+  static Value str(std::string s);
+  static Value list(std::vector<Value> items);
+  // Throws Error(INVALID_ARGUMENT) on a duplicate key.
+  static Value dict(std::vector<Entry> entries);
+  static Value placeholder(PlaceholderRef ref);
+
+  Value(const Value& o) noexcept;
+  Value(Value&& o) noexcept;
+  Value& operator=(const Value& o) noexcept;
+  Value& operator=(Value&& o) noexcept;
+  ~Value();
+
+  Kind kind() const noexcept { return kind_; }
+  bool is_null() const noexcept { return kind_ == Kind::Null; }
+  bool is_container() const noexcept { return kind_ == Kind::List || kind_ == Kind::Dict; }
+  // A leaf is anything flattening yields: bool, int, float, str, placeholder.
+  bool is_leaf() const noexcept { return !is_container() && kind_ != Kind::Null; }
+
+  // Unchecked accessors: the caller has checked kind().
+  bool as_bool() const noexcept { return b_; }
+  int64_t as_int() const noexcept { return i_; }
+  double as_float() const noexcept { return f_; }
+  const std::string& as_str() const noexcept;
+  const std::vector<Value>& items() const noexcept;   // list
+  const std::vector<Entry>& entries() const noexcept; // dict, insertion order
+  // Dict entry indices in sorted key order (the flattening order).
+  const std::vector<uint32_t>& sorted() const noexcept;
+  const PlaceholderRef& placeholder_ref() const noexcept;
+
+  // Dict lookup by key (binary search over sorted keys); nullptr if absent.
+  const Value* find(std::string_view key) const noexcept;
+  // Number of items (list) or entries (dict); 0 otherwise.
+  size_t size() const noexcept;
+
+  // Deep structural equality (floats compare by value; int != float).
+  friend bool operator==(const Value& a, const Value& b) noexcept;
+  // Deep hash consistent with ==.
+  uint64_t hash() const noexcept;
+  // True if any leaf is a placeholder.
+  bool has_placeholder() const noexcept;
+
+ private:
+  void release() noexcept;
+  Kind kind_;
+  union {
+    bool b_;
+    int64_t i_;
+    double f_;
+    detail::Heap* h_;
+  };
+};
+
+// Stringification used by format for non-string leaves and containers:
+// JSON conventions ("2.5", "2.0", "1e+30", "true", "null", "[1,\"a\"]").
+// Throws INVALID_ARGUMENT for NaN/infinity and placeholders.
+std::string stringify(const Value& v);
+
+// Exact JSON. Parse: ints stay int64, numbers with '.'/'e' are floats;
+// INVALID_ARGUMENT on malformed JSON, invalid UTF-8, duplicate keys, integers
+// outside int64. Write: compact, dict keys in insertion order, floats in
+// shortest round-trip form that always reads back as a float.
+Value from_json(std::string_view json);
+std::string to_json(const Value& v);
+void append_json(std::string& out, const Value& v);
+// JSON string literal of s (quotes and escapes included).
+void append_json_string(std::string& out, std::string_view s);
+
+// Throws INVALID_ARGUMENT: `what` tried to read a placeholder's content,
+// which is only known when the program runs. The message names the fixes.
+[[noreturn]] void fail_placeholder_read(std::string_view what);
+
+// UTF-8 validity of s.
+bool valid_utf8(std::string_view s) noexcept;
+
+}  // namespace af
