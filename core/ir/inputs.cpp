@@ -11,27 +11,25 @@ std::vector<Value> check_inputs(const IR& ir, std::span<const Value> inputs) {
   leaves.reserve(ir.in.size());
   auto trees = ir.in_tree.children();
   for (size_t i = 0; i < inputs.size(); ++i) {
-    std::string where = "input[" + std::to_string(i) + "]";
-    check_structure(inputs[i], trees[i], where);
-    size_t first = leaves.size();
-    flatten_into(inputs[i], leaves);
-    for (size_t k = first; k < leaves.size(); ++k) {
-      const Atom& slot = ir.in[k];
-      const Value& got = leaves[k];
+    const size_t first = leaves.size();
+    // Kinds and static values are checked leaf by leaf, with the path.
+    auto check_leaf = [&](size_t k, const Value& got, const std::string& path) {
+      const Atom& slot = ir.in[first + k];
       if (!slot.is_var()) {
         if (!(got == slot.lit))
-          invalid("static input mismatch in " + where + ": expected " + to_json(slot.lit) +
+          invalid("static input mismatch at " + path + ": expected " + to_json(slot.lit) +
                   ", got " + (got.kind() == Kind::Placeholder ? std::string("a traced value")
                                                              : to_json(got)) +
                   " (static inputs are fixed when the program is traced)");
-        continue;
+        return;
       }
       Aval want = ir.vars[slot.var];
       Aval have = aval_of(got);
       if (!(want == have))
-        invalid(where + " leaf " + std::to_string(k - first) + ": expected " + aval_name(want) +
-                ", found " + aval_name(have));
-    }
+        invalid(path + ": expected " + aval_name(want) + ", found " + aval_name(have));
+    };
+    check_structure(inputs[i], trees[i], "input[" + std::to_string(i) + "]", check_leaf);
+    flatten_into(inputs[i], leaves);
   }
   return leaves;
 }

@@ -50,6 +50,9 @@ Value from_json(std::string_view json) {
   if (err) {
     std::string why = simdjson::error_message(err);
     if (err == simdjson::UTF8_ERROR) why = "the text is not valid UTF-8";
+    if (err == simdjson::NUMBER_ERROR)
+      why = "a number is malformed or out of range (integers must fit in int64, floats in a "
+            "double; write larger numbers as floats or strings)";
     invalid("invalid JSON: " + why);
   }
   return convert(root);
@@ -84,11 +87,17 @@ static void append_float(std::string& out, double f) {
   if (!std::isfinite(f))
     invalid("cannot write a non-finite float (" + std::string(std::isnan(f) ? "nan" : "infinity") +
             ") as JSON");
-  char buf[32];
-  auto r = std::to_chars(buf, buf + sizeof buf, f);
+  // Shortest round-trip digits, laid out like Python's repr: fixed notation
+  // for 1e-4 <= |f| < 1e16 ("100000.0", "0.001"), scientific otherwise
+  // ("1e+30", "1.5e-05").
+  double mag = std::fabs(f);
+  auto fmt = (mag == 0 || (mag >= 1e-4 && mag < 1e16)) ? std::chars_format::fixed
+                                                       : std::chars_format::scientific;
+  char buf[400];
+  auto r = std::to_chars(buf, buf + sizeof buf, f, fmt);
   std::string_view s(buf, size_t(r.ptr - buf));
   out += s;
-  // Shortest form of 2.0 is "2": keep it a float when read back.
+  // Keep it a float when read back: "2" -> "2.0".
   if (s.find_first_of(".e") == std::string_view::npos) out += ".0";
 }
 

@@ -11,20 +11,24 @@ namespace {
 using Node = TreeDef::Node;
 using NodeType = TreeDef::NodeType;
 
-Node leaf_node() { return Node{NodeType::Leaf, 0, 1, 1, {}}; }
+Node leaf_node() { return Node{NodeType::Leaf, 0, 1, 1, {}, {}}; }
 
 void build(const Value& v, std::vector<Node>& nodes) {
   size_t at = nodes.size();
   switch (v.kind()) {
-    case Kind::Null: nodes.push_back(Node{NodeType::Null, 0, 0, 1, {}}); return;
+    case Kind::Null: nodes.push_back(Node{NodeType::Null, 0, 0, 1, {}, {}}); return;
     case Kind::List: {
-      nodes.push_back(Node{NodeType::List, uint32_t(v.size()), 0, 1, {}});
+      nodes.push_back(Node{NodeType::List, uint32_t(v.size()), 0, 1, {}, {}});
       for (const Value& item : v.items()) build(item, nodes);
       break;
     }
     case Kind::Dict: {
-      Node n{NodeType::Dict, uint32_t(v.size()), 0, 1, {}};
-      for (uint32_t i : v.sorted()) n.keys.push_back(v.entries()[i].first);
+      Node n{NodeType::Dict, uint32_t(v.size()), 0, 1, {}, {}};
+      n.display.resize(v.size());
+      for (uint32_t pos = 0; pos < v.size(); ++pos) {
+        n.keys.push_back(v.entries()[v.sorted()[pos]].first);
+        n.display[v.sorted()[pos]] = pos;
+      }
       nodes.push_back(std::move(n));
       for (uint32_t i : v.sorted()) build(v.entries()[i].second, nodes);
       break;
@@ -65,10 +69,15 @@ Value rebuild(const std::vector<Node>& nodes, size_t& pos, const Value*& leaf) {
       return Value::list(std::move(items));
     }
     case NodeType::Dict: {
+      std::vector<Value> children;
+      children.reserve(n.n_children);
+      for (uint32_t c = 0; c < n.n_children; ++c) children.push_back(rebuild(nodes, pos, leaf));
       std::vector<Entry> entries;
       entries.reserve(n.n_children);
-      for (uint32_t c = 0; c < n.n_children; ++c)
-        entries.emplace_back(n.keys[c], rebuild(nodes, pos, leaf));
+      for (uint32_t c = 0; c < n.n_children; ++c) {
+        uint32_t s = n.display.empty() ? c : n.display[c];
+        entries.emplace_back(n.keys[s], std::move(children[s]));
+      }
       return Value::dict(std::move(entries));
     }
   }
@@ -130,14 +139,17 @@ std::string keys_of(const std::vector<std::string>& keys) {
 }
 
 void check_at(const Value& v, const std::vector<Node>& nodes, size_t at, std::string path,
-              const std::string& what) {
+              const std::string& what, size_t& leaf_index, const LeafCheck& leaf) {
   const Node& n = nodes[at];
   auto mismatch = [&](const std::string& expected, const std::string& found) {
     invalid(what + path + ": expected " + expected + ", found " + found);
   };
   switch (n.type) {
     case NodeType::Leaf:
+      // The leaf check sees non-leaves too, so it can name the kind it wanted.
+      if (leaf) leaf(leaf_index, v, what + path);
       if (!v.is_leaf()) mismatch("a leaf", shape_of(v));
+      ++leaf_index;
       return;
     case NodeType::Null:
       if (!v.is_null()) mismatch("null", shape_of(v));
@@ -146,7 +158,8 @@ void check_at(const Value& v, const std::vector<Node>& nodes, size_t at, std::st
       if (v.kind() != Kind::List || v.size() != n.n_children) mismatch(shape_of(n), shape_of(v));
       auto starts = child_starts(nodes, at);
       for (size_t c = 0; c < starts.size(); ++c)
-        check_at(v.items()[c], nodes, starts[c], path + "[" + std::to_string(c) + "]", what);
+        check_at(v.items()[c], nodes, starts[c], path + "[" + std::to_string(c) + "]", what,
+                 leaf_index, leaf);
       return;
     }
     case NodeType::Dict: {
@@ -164,7 +177,7 @@ void check_at(const Value& v, const std::vector<Node>& nodes, size_t at, std::st
         std::string key;
         append_json_string(key, n.keys[c]);
         check_at(v.entries()[v.sorted()[c]].second, nodes, starts[c], path + "[" + key + "]",
-                 what);
+                 what, leaf_index, leaf);
       }
       return;
     }
@@ -218,7 +231,7 @@ TreeDef TreeDef::flat_list(size_t n) {
   auto make = [n] {
     auto nodes = std::make_shared<std::vector<Node>>();
     nodes->reserve(n + 1);
-    nodes->push_back(Node{NodeType::List, uint32_t(n), uint32_t(n), uint32_t(n + 1), {}});
+    nodes->push_back(Node{NodeType::List, uint32_t(n), uint32_t(n), uint32_t(n + 1), {}, {}});
     for (size_t i = 0; i < n; ++i) nodes->push_back(leaf_node());
     return std::shared_ptr<const std::vector<Node>>(std::move(nodes));
   };
@@ -230,7 +243,7 @@ TreeDef TreeDef::flat_list(size_t n) {
 
 TreeDef TreeDef::list_of(std::span<const TreeDef> children) {
   auto nodes = std::make_shared<std::vector<Node>>();
-  nodes->push_back(Node{NodeType::List, uint32_t(children.size()), 0, 1, {}});
+  nodes->push_back(Node{NodeType::List, uint32_t(children.size()), 0, 1, {}, {}});
   for (const TreeDef& c : children) {
     nodes->insert(nodes->end(), c.nodes().begin(), c.nodes().end());
     (*nodes)[0].n_leaves += uint32_t(c.num_leaves());
@@ -315,8 +328,10 @@ std::pair<std::vector<Value>, TreeDef> flatten(const Value& v) {
   return {std::move(leaves), TreeDef::of(v)};
 }
 
-void check_structure(const Value& v, const TreeDef& def, const std::string& what) {
-  check_at(v, def.nodes(), 0, "", what);
+void check_structure(const Value& v, const TreeDef& def, const std::string& what,
+                     const LeafCheck& leaf) {
+  size_t leaf_index = 0;
+  check_at(v, def.nodes(), 0, "", what, leaf_index, leaf);
 }
 
 std::vector<Value> broadcast_prefix(const Value& prefix, const TreeDef& def,

@@ -4,6 +4,7 @@
 // empty node (no leaf). TreeDefs are immutable and shared.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -23,7 +24,10 @@ class TreeDef {
     uint32_t n_children;
     uint32_t n_leaves;            // leaves in this subtree
     uint32_t n_nodes;             // nodes in this subtree, itself included
-    std::vector<std::string> keys;  // dict only
+    std::vector<std::string> keys;  // dict only, sorted
+    // dict only: display[i] = sorted position of the i-th key in insertion
+    // order, so unflatten restores the order a user wrote. Not structural.
+    std::vector<uint32_t> display;
   };
 
   // A single leaf (shared instance).
@@ -45,8 +49,8 @@ class TreeDef {
   TreeDef child(size_t i) const;
   std::vector<TreeDef> children() const;
 
-  // Rebuilds a tree; leaves.size() must equal num_leaves(). Dicts come back
-  // in sorted key order.
+  // Rebuilds a tree; leaves.size() must equal num_leaves(). Dicts keep the
+  // insertion order of the tree the structure was taken from.
   Value unflatten(std::span<const Value> leaves) const;
 
   friend bool operator==(const TreeDef& a, const TreeDef& b) noexcept;
@@ -66,7 +70,10 @@ std::pair<std::vector<Value>, TreeDef> flatten(const Value& v);
 
 // Checks that v has structure `def`; on mismatch throws INVALID_ARGUMENT
 // naming `what`, the path (e.g. input[0]["k"][2]) and expected vs found.
-void check_structure(const Value& v, const TreeDef& def, const std::string& what);
+// `leaf` (optional) checks each leaf: (leaf index in def, value, path).
+using LeafCheck = std::function<void(size_t, const Value&, const std::string&)>;
+void check_structure(const Value& v, const TreeDef& def, const std::string& what,
+                     const LeafCheck& leaf = nullptr);
 
 // For each leaf of `def`, the value of the prefix tree `prefix` that covers
 // it (prefix must be a prefix of def: at each node either a leaf covering the

@@ -232,10 +232,10 @@ AF_API af_error_t* af_fold_pop(af_context_t* ctx);
 
 /* Python-style template: "{}" automatic, "{0}" positional, "{name}" named,
  * "{{" / "}}" escapes. Non-string arguments are stringified as JSON ("2.5",
- * "true", "[1,2]"). named: a dict of named arguments, or NULL.
- * INVALID_ARGUMENT: unbalanced braces, automatic and manual numbering mixed,
- * missing positional or named argument, a container argument that holds a
- * placeholder. */
+ * "true", "[1,2]"; a list or dict argument may hold placeholders). named: a
+ * dict of named arguments, or NULL. INVALID_ARGUMENT: unbalanced braces,
+ * automatic and manual numbering mixed, missing positional or named
+ * argument (checked when the operation is recorded, not when it runs). */
 AF_API af_error_t* af_format(af_context_t* ctx, const char* tmpl, size_t tmpl_len,
                              const af_value_t* const* args, size_t n_args,
                              const af_value_t* named, af_value_t** out);

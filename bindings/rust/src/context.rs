@@ -1,0 +1,362 @@
+//! `af::Context`, the operations recorded inside a trace, tag/fold scopes
+//! and `Context::trace`.
+
+use std::any::Any;
+use std::mem::ManuallyDrop;
+use std::os::raw::c_void;
+use std::panic::{self, AssertUnwindSafe};
+use std::ptr::{self, NonNull};
+use std::sync::OnceLock;
+
+use crate::error::{check, Error, ErrorCode, Result};
+use crate::ir::Ir;
+use crate::sys;
+use crate::value::{make_value, value_ptrs, Value};
+
+/// What a program needs at run time (later: host functions, providers,
+/// caches). Not `Clone` (the C API has no context reference counting): share
+/// it with `&Context` or `Arc<Context>`.
+pub struct Context {
+    raw: NonNull<sys::af_context_t>,
+}
+
+// The header: handles may move between threads; an af_context_t serializes
+// its own mutations internally.
+unsafe impl Send for Context {}
+unsafe impl Sync for Context {}
+
+static DEFAULT: OnceLock<Context> = OnceLock::new();
+
+/// The process-wide context used by `Value` constructors (values are not tied
+/// to a context).
+pub(crate) fn default_context() -> *mut sys::af_context_t {
+    Context::shared().as_ptr()
+}
+
+impl Context {
+    /// A new context.
+    pub fn new() -> Result<Context> {
+        let mut out: *mut sys::af_context_t = ptr::null_mut();
+        check(unsafe { sys::af_context_new(&mut out) })?;
+        NonNull::new(out).map(|raw| Context { raw }).ok_or_else(|| {
+            Error::new(
+                ErrorCode::Internal,
+                "af_context_new returned success without a context",
+            )
+        })
+    }
+
+    /// A process-wide context, created on first use (panics only if libaf
+    /// cannot create a context at all).
+    pub fn shared() -> &'static Context {
+        DEFAULT.get_or_init(|| {
+            Context::new().unwrap_or_else(|e| panic!("libaf: cannot create a context: {e}"))
+        })
+    }
+
+    /// The borrowed handle.
+    pub fn as_ptr(&self) -> *mut sys::af_context_t {
+        self.raw.as_ptr()
+    }
+
+    /// Takes ownership of an `af_context_t*` (None if NULL).
+    ///
+    /// # Safety
+    /// `raw` must be NULL or an owned, valid context.
+    pub unsafe fn from_raw(raw: *mut sys::af_context_t) -> Option<Context> {
+        NonNull::new(raw).map(|raw| Context { raw })
+    }
+
+    /// Gives up ownership: the caller must `af_context_free` the result.
+    pub fn into_raw(self) -> *mut sys::af_context_t {
+        let p = self.as_ptr();
+        std::mem::forget(self);
+        p
+    }
+
+    // ---------------------------------------------------------------- tracing
+
+    /// Traces `f` once on placeholders shaped like `examples` into an [`Ir`].
+    ///
+    /// `f` gets the context to record operations with and the inputs
+    /// (placeholders, or the example values themselves for static leaves).
+    /// `static_mask`: a bool tree that is a prefix of the list of inputs
+    /// (true = static); `None` = all dynamic.
+    ///
+    /// Errors (the C API's rule): an error `f` got from libaf and returned
+    /// (e.g. with `?`) comes back unchanged; an error `f` made itself ([`Error::new`]) comes back as
+    /// a `Callback` error whose cause carries its code and message; libaf's
+    /// own trace errors (bad mask, output not built from the inputs, ...)
+    /// as they are. If `f` panics, the panic resumes here once libaf has
+    /// returned (it never unwinds through C).
+    pub fn trace<F>(&self, f: F, examples: &[Value], static_mask: Option<&Value>) -> Result<Ir>
+    where
+        F: FnMut(&Context, &[Value]) -> Result<Value>,
+    {
+        let mut state = TraceState {
+            f,
+            panic: None,
+            library_error: None,
+        };
+        let mut out: *mut sys::af_ir_t = ptr::null_mut();
+        let err = unsafe {
+            sys::af_trace(
+                self.as_ptr(),
+                Some(trace_trampoline::<F>),
+                (&mut state as *mut TraceState<F>).cast::<c_void>(),
+                value_ptrs(examples),
+                examples.len(),
+                static_mask.map_or(ptr::null(), Value::as_ptr),
+                &mut out,
+            )
+        };
+        let result = check(err).and_then(|()| {
+            unsafe { Ir::from_raw(out) }.ok_or_else(|| {
+                Error::new(
+                    ErrorCode::Internal,
+                    "af_trace returned success without an IR",
+                )
+            })
+        });
+        if let Some(payload) = state.panic.take() {
+            drop(result);
+            panic::resume_unwind(payload);
+        }
+        match (result, state.library_error.take()) {
+            (Err(_), Some(original)) => Err(original),
+            (r, _) => r,
+        }
+    }
+
+    /// Pushes a tag scope: every equation recorded by the innermost trace of
+    /// this thread carries `tag` until the matching [`tag_pop`](Self::tag_pop).
+    /// `InvalidArgument` outside a trace.
+    pub fn tag_push(&self, tag: &str) -> Result<()> {
+        check(unsafe { sys::af_tag_push(self.as_ptr(), tag.as_ptr().cast(), tag.len()) })
+    }
+
+    /// Pops the innermost tag scope (`InvalidArgument` without a push).
+    pub fn tag_pop(&self) -> Result<()> {
+        check(unsafe { sys::af_tag_pop(self.as_ptr()) })
+    }
+
+    /// Starts folding: operations run at trace time and become literals.
+    pub fn fold_push(&self) -> Result<()> {
+        check(unsafe { sys::af_fold_push(self.as_ptr()) })
+    }
+
+    /// Ends the innermost fold scope.
+    pub fn fold_pop(&self) -> Result<()> {
+        check(unsafe { sys::af_fold_pop(self.as_ptr()) })
+    }
+
+    /// Runs `f` inside a tag scope (popped even if `f` fails or panics).
+    pub fn with_tag<R>(&self, tag: &str, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        self.tag_push(tag)?;
+        let guard = ScopeGuard {
+            ctx: self,
+            pop: Context::tag_pop,
+        };
+        guard.finish(f())
+    }
+
+    /// Runs `f` inside a fold scope (popped even if `f` fails or panics).
+    pub fn with_fold<R>(&self, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        self.fold_push()?;
+        let guard = ScopeGuard {
+            ctx: self,
+            pop: Context::fold_pop,
+        };
+        guard.finish(f())
+    }
+
+    // ------------------------------------------------------------- operations
+
+    /// Python-style template: `{}` automatic, `{0}` positional, `{name}`
+    /// named (from the `named` dict), `{{`/`}}` escapes. Non-string arguments
+    /// are stringified as JSON. `InvalidArgument` for unbalanced braces,
+    /// mixed numbering, missing arguments.
+    pub fn format(&self, tmpl: &str, args: &[Value], named: Option<&Value>) -> Result<Value> {
+        make_value(|out| unsafe {
+            sys::af_format(
+                self.as_ptr(),
+                tmpl.as_ptr().cast(),
+                tmpl.len(),
+                value_ptrs(args),
+                args.len(),
+                named.map_or(ptr::null(), Value::as_ptr),
+                out,
+            )
+        })
+    }
+
+    /// Concatenation of strings (every argument must be a str).
+    pub fn concat(&self, args: &[Value]) -> Result<Value> {
+        make_value(|out| unsafe {
+            sys::af_concat(self.as_ptr(), value_ptrs(args), args.len(), out)
+        })
+    }
+
+    /// String equality: a bool value.
+    pub fn match_(&self, a: &Value, b: &Value) -> Result<Value> {
+        make_value(|out| unsafe { sys::af_match(self.as_ptr(), a.as_ptr(), b.as_ptr(), out) })
+    }
+
+    /// Identity on a tree; tangents and cotangents through it are zero.
+    pub fn stop_gradient(&self, v: &Value) -> Result<Value> {
+        make_value(|out| unsafe { sys::af_stop_gradient(self.as_ptr(), v.as_ptr(), out) })
+    }
+
+    /// `value`, produced only after every dep exists (keeps deps alive in DCE).
+    pub fn depends(&self, value: &Value, deps: &[Value]) -> Result<Value> {
+        make_value(|out| unsafe {
+            sys::af_depends(
+                self.as_ptr(),
+                value.as_ptr(),
+                value_ptrs(deps),
+                deps.len(),
+                out,
+            )
+        })
+    }
+
+    /// Identity that marks `v` as checkpoint `key` of `collection`.
+    pub fn checkpoint(&self, v: &Value, key: &str, collection: &str) -> Result<Value> {
+        make_value(|out| unsafe {
+            sys::af_checkpoint(
+                self.as_ptr(),
+                v.as_ptr(),
+                key.as_ptr().cast(),
+                key.len(),
+                collection.as_ptr().cast(),
+                collection.len(),
+                out,
+            )
+        })
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        unsafe { sys::af_context_free(self.raw.as_ptr()) }
+    }
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Context({:p})", self.raw)
+    }
+}
+
+/// True if the calling thread is inside a trace callback.
+pub fn is_tracing() -> bool {
+    unsafe { sys::af_is_tracing() != 0 }
+}
+
+/// Pops a tag/fold scope when dropped (also while unwinding).
+struct ScopeGuard<'a> {
+    ctx: &'a Context,
+    pop: fn(&Context) -> Result<()>,
+}
+
+impl ScopeGuard<'_> {
+    fn finish<R>(self, r: Result<R>) -> Result<R> {
+        let popped = (self.pop)(self.ctx);
+        std::mem::forget(self);
+        let v = r?;
+        popped?;
+        Ok(v)
+    }
+}
+
+impl Drop for ScopeGuard<'_> {
+    fn drop(&mut self) {
+        let _ = (self.pop)(self.ctx);
+    }
+}
+
+struct TraceState<F> {
+    f: F,
+    /// A panic of `f`, resumed after af_trace returns.
+    panic: Option<Box<dyn Any + Send + 'static>>,
+    /// A libaf error `f` returned: handed back unchanged by `trace`.
+    library_error: Option<Error>,
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&'static str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "<non-string panic payload>"
+    }
+}
+
+unsafe extern "C" fn trace_trampoline<F>(
+    user_data: *mut c_void,
+    ctx: *mut sys::af_context_t,
+    inputs: *const *const sys::af_value_t,
+    n_inputs: usize,
+    out: *mut *mut sys::af_value_t,
+) -> *mut sys::af_error_t
+where
+    F: FnMut(&Context, &[Value]) -> Result<Value>,
+{
+    if !out.is_null() {
+        *out = ptr::null_mut();
+    }
+    if user_data.is_null() || ctx.is_null() || out.is_null() {
+        let msg = "af trace trampoline called with NULL user_data, ctx or out";
+        return sys::af_error_new(sys::AF_ERR_INTERNAL, msg.as_ptr().cast(), msg.len());
+    }
+    let state = &mut *user_data.cast::<TraceState<F>>();
+    if state.panic.is_some() {
+        let msg = "the Rust trace closure panicked earlier";
+        return sys::af_error_new(sys::AF_ERR_INTERNAL, msg.as_ptr().cast(), msg.len());
+    }
+    let result = panic::catch_unwind(AssertUnwindSafe(|| {
+        // The context libaf passes, borrowed (never freed here).
+        let borrowed = ManuallyDrop::new(Context {
+            raw: NonNull::new_unchecked(ctx),
+        });
+        let mut values = Vec::with_capacity(n_inputs);
+        for i in 0..n_inputs {
+            let p = if inputs.is_null() {
+                ptr::null()
+            } else {
+                *inputs.add(i)
+            };
+            match Value::clone_from_ptr(p) {
+                Some(v) => values.push(v),
+                None => {
+                    return Err(Error::new(
+                        ErrorCode::Internal,
+                        format!("trace input {i} is NULL"),
+                    ))
+                }
+            }
+        }
+        (state.f)(&borrowed, &values)
+    }));
+    match result {
+        Ok(Ok(v)) => {
+            *out = v.into_raw();
+            ptr::null_mut()
+        }
+        Ok(Err(e)) => {
+            if e.from_library {
+                state.library_error = Some(e.clone());
+            }
+            e.into_raw()
+        }
+        Err(payload) => {
+            let msg = format!(
+                "the Rust trace closure panicked: {}",
+                panic_message(&*payload)
+            );
+            state.panic = Some(payload);
+            sys::af_error_new(sys::AF_ERR_INTERNAL, msg.as_ptr().cast(), msg.len())
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! `af::Error`: a libaf error (code, message, cause chain) as a Rust value.
+
+use std::ffi::CStr;
+use std::fmt;
+
+use crate::sys;
+
+/// The `AF_ERR_*` codes of `af.h`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    /// Bad input, structure, kind or template (`AF_ERR_INVALID_ARGUMENT`, 1).
+    InvalidArgument,
+    /// Switch key, host function, provider or route not found (2).
+    NotFound,
+    /// Structured output did not validate (3).
+    Schema,
+    /// Corrupt or unverifiable graph bytes (4).
+    Format,
+    /// The graph needs a newer library (5).
+    Version,
+    /// An LM or host call failed after retries (6).
+    Provider,
+    /// 7.
+    Timeout,
+    /// 8.
+    Cancelled,
+    /// A host callback returned an error; see [`Error::cause`] (9).
+    Callback,
+    /// 10.
+    Io,
+    /// 11.
+    OutOfMemory,
+    /// 12.
+    Internal,
+    /// A code this binding does not know (a newer library).
+    Other(i32),
+}
+
+impl ErrorCode {
+    /// The code from its `AF_ERR_*` number.
+    pub fn from_i32(code: i32) -> ErrorCode {
+        match code {
+            sys::AF_ERR_INVALID_ARGUMENT => ErrorCode::InvalidArgument,
+            sys::AF_ERR_NOT_FOUND => ErrorCode::NotFound,
+            sys::AF_ERR_SCHEMA => ErrorCode::Schema,
+            sys::AF_ERR_FORMAT => ErrorCode::Format,
+            sys::AF_ERR_VERSION => ErrorCode::Version,
+            sys::AF_ERR_PROVIDER => ErrorCode::Provider,
+            sys::AF_ERR_TIMEOUT => ErrorCode::Timeout,
+            sys::AF_ERR_CANCELLED => ErrorCode::Cancelled,
+            sys::AF_ERR_CALLBACK => ErrorCode::Callback,
+            sys::AF_ERR_IO => ErrorCode::Io,
+            sys::AF_ERR_OUT_OF_MEMORY => ErrorCode::OutOfMemory,
+            sys::AF_ERR_INTERNAL => ErrorCode::Internal,
+            other => ErrorCode::Other(other),
+        }
+    }
+
+    /// The `AF_ERR_*` number.
+    pub fn as_i32(self) -> i32 {
+        match self {
+            ErrorCode::InvalidArgument => sys::AF_ERR_INVALID_ARGUMENT,
+            ErrorCode::NotFound => sys::AF_ERR_NOT_FOUND,
+            ErrorCode::Schema => sys::AF_ERR_SCHEMA,
+            ErrorCode::Format => sys::AF_ERR_FORMAT,
+            ErrorCode::Version => sys::AF_ERR_VERSION,
+            ErrorCode::Provider => sys::AF_ERR_PROVIDER,
+            ErrorCode::Timeout => sys::AF_ERR_TIMEOUT,
+            ErrorCode::Cancelled => sys::AF_ERR_CANCELLED,
+            ErrorCode::Callback => sys::AF_ERR_CALLBACK,
+            ErrorCode::Io => sys::AF_ERR_IO,
+            ErrorCode::OutOfMemory => sys::AF_ERR_OUT_OF_MEMORY,
+            ErrorCode::Internal => sys::AF_ERR_INTERNAL,
+            ErrorCode::Other(n) => n,
+        }
+    }
+
+    /// The name of the code without the `AF_ERR_` prefix ("INVALID_ARGUMENT").
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::Schema => "SCHEMA",
+            ErrorCode::Format => "FORMAT",
+            ErrorCode::Version => "VERSION",
+            ErrorCode::Provider => "PROVIDER",
+            ErrorCode::Timeout => "TIMEOUT",
+            ErrorCode::Cancelled => "CANCELLED",
+            ErrorCode::Callback => "CALLBACK",
+            ErrorCode::Io => "IO",
+            ErrorCode::OutOfMemory => "OUT_OF_MEMORY",
+            ErrorCode::Internal => "INTERNAL",
+            ErrorCode::Other(_) => "UNKNOWN",
+        }
+    }
+}
+
+impl From<ErrorCode> for i32 {
+    fn from(c: ErrorCode) -> i32 {
+        c.as_i32()
+    }
+}
+
+impl From<i32> for ErrorCode {
+    fn from(c: i32) -> ErrorCode {
+        ErrorCode::from_i32(c)
+    }
+}
+
+impl PartialEq<i32> for ErrorCode {
+    fn eq(&self, other: &i32) -> bool {
+        self.as_i32() == *other
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ErrorCode::Other(n) => write!(f, "error code {n}"),
+            c => f.write_str(c.name()),
+        }
+    }
+}
+
+/// An error of libaf (or one a trace closure reports back to it).
+///
+/// `Display` prints `CODE: message`; with `{:#}` it also prints the causes.
+/// [`std::error::Error::source`] returns the cause.
+#[derive(Clone, Debug)]
+pub struct Error {
+    /// What kind of failure.
+    pub code: ErrorCode,
+    /// The message (from libaf: names what was wrong and how to fix it).
+    pub message: String,
+    /// The error that caused this one (e.g. the closure's error under a
+    /// `Callback` error).
+    pub cause: Option<Box<Error>>,
+    /// True when the error was made by libaf (not by `Error::new`): a trace
+    /// closure that returns such an error gets it back unchanged from
+    /// `Context::trace`, as if it had propagated.
+    pub(crate) from_library: bool,
+}
+
+/// `Result<T, af::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A new error, e.g. for a trace closure to return.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Error {
+        Error {
+            code,
+            message: message.into(),
+            cause: None,
+            from_library: false,
+        }
+    }
+
+    /// The same error with `cause` attached.
+    pub fn with_cause(mut self, cause: Error) -> Error {
+        self.cause = Some(Box::new(cause));
+        self
+    }
+
+    /// The code as its `AF_ERR_*` number.
+    pub fn code_i32(&self) -> i32 {
+        self.code.as_i32()
+    }
+
+    /// The cause, if any.
+    pub fn cause(&self) -> Option<&Error> {
+        self.cause.as_deref()
+    }
+
+    /// This error and its causes, outermost first.
+    pub fn chain(&self) -> impl Iterator<Item = &Error> {
+        std::iter::successors(Some(self), |e| e.cause.as_deref())
+    }
+
+    /// Copies a borrowed libaf error (and its causes).
+    ///
+    /// # Safety
+    /// `e` must be a valid `af_error_t*` (non-null).
+    pub(crate) unsafe fn copy_from_raw(e: *const sys::af_error_t) -> Error {
+        let code = ErrorCode::from_i32(sys::af_error_code(e));
+        let msg = sys::af_error_message(e);
+        let message = if msg.is_null() {
+            String::new()
+        } else {
+            CStr::from_ptr(msg).to_string_lossy().into_owned()
+        };
+        let c = sys::af_error_cause(e);
+        let cause = if c.is_null() {
+            None
+        } else {
+            Some(Box::new(Error::copy_from_raw(c)))
+        };
+        Error {
+            code,
+            message,
+            cause,
+            from_library: true,
+        }
+    }
+
+    /// Takes an owned libaf error: copies it, then frees it.
+    ///
+    /// # Safety
+    /// `e` must be an owned, valid `af_error_t*` (non-null); it is freed.
+    pub unsafe fn from_raw(e: *mut sys::af_error_t) -> Error {
+        let err = Error::copy_from_raw(e);
+        sys::af_error_free(e);
+        err
+    }
+
+    /// An owned `af_error_t*` with this code and message (causes are
+    /// appended to the message: the C API has no way to build a chain).
+    /// NULL only if libaf is out of memory.
+    pub fn into_raw(self) -> *mut sys::af_error_t {
+        let mut msg = self.message;
+        let mut cause = self.cause;
+        while let Some(c) = cause {
+            msg.push_str(": ");
+            msg.push_str(&c.message);
+            cause = c.cause;
+        }
+        unsafe { sys::af_error_new(self.code.as_i32(), msg.as_ptr().cast(), msg.len()) }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)?;
+        if f.alternate() {
+            let mut c = self.cause.as_deref();
+            while let Some(e) = c {
+                write!(f, "\n  caused by {}: {}", e.code, e.message)?;
+                c = e.cause.as_deref();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Equal code, message and causes (where the error was made is ignored).
+impl PartialEq for Error {
+    fn eq(&self, other: &Error) -> bool {
+        self.code == other.code && self.message == other.message && self.cause == other.cause
+    }
+}
+impl Eq for Error {}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// NULL -> Ok, else the owned error as Err.
+#[inline]
+pub(crate) fn check(e: *mut sys::af_error_t) -> Result<()> {
+    if e.is_null() {
+        Ok(())
+    } else {
+        Err(unsafe { Error::from_raw(e) })
+    }
+}

@@ -1,0 +1,59 @@
+//! Rust binding of libaf: trace LM programs (string formatting,
+//! concatenation, ... later LM calls) into an IR that can be printed,
+//! transformed and called from any language.
+//!
+//! ```
+//! use af::{Context, Value};
+//!
+//! let ctx = Context::new()?;
+//! let hello = ctx.trace(
+//!     |ctx, inputs| {
+//!         let greeting = ctx.format("Hello, {}!", &inputs[..1], None)?;
+//!         ctx.concat(&[greeting, Value::from("?")])
+//!     },
+//!     &[Value::from("x")],
+//!     None,
+//! )?;
+//! let out = hello.call(&ctx, &[Value::from("World")])?;
+//! assert_eq!(out.as_str()?, "Hello, World!?");
+//! # Ok::<(), af::Error>(())
+//! ```
+//!
+//! Every fallible call returns `Result<T, af::Error>`. Handles (`Context`,
+//! `Value`, `Ir`, `Walk`) free themselves on drop; `Value` and `Ir` clone by
+//! reference counting. The raw C API is in [`sys`].
+
+pub mod sys;
+
+mod context;
+mod error;
+mod ir;
+mod util;
+mod value;
+mod walk;
+
+pub use context::{is_tracing, Context};
+pub use error::{Error, ErrorCode, Result};
+pub use ir::Ir;
+pub use value::{Kind, Value};
+pub use walk::{Step, Walk};
+
+/// "MAJOR.MINOR.PATCH" of the loaded libaf.
+pub fn version() -> &'static str {
+    let p = unsafe { sys::af_version() };
+    if p.is_null() {
+        return "";
+    }
+    // Static storage in libaf.
+    unsafe { std::ffi::CStr::from_ptr(p) }
+        .to_str()
+        .unwrap_or("")
+}
+
+/// `AF_ABI_VERSION` of the loaded libaf.
+pub fn abi_version() -> u32 {
+    unsafe { sys::af_abi_version() }
+}
+
+/// The `AF_ABI_VERSION` this binding was written against.
+pub const ABI_VERSION: u32 = sys::AF_ABI_VERSION;

@@ -1,0 +1,53 @@
+//! Small helpers for strings and byte buffers coming out of libaf.
+
+use std::os::raw::c_char;
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::sys;
+
+/// Copies an owned `af_bytes_t` into a `Vec<u8>` and frees it.
+///
+/// # Safety
+/// `b` must be zeroed or hold a buffer libaf returned.
+pub(crate) unsafe fn take_bytes(b: &mut sys::af_bytes_t) -> Vec<u8> {
+    let v = if b.data.is_null() || b.len == 0 {
+        Vec::new()
+    } else {
+        std::slice::from_raw_parts(b.data, b.len).to_vec()
+    };
+    sys::af_bytes_free(b);
+    v
+}
+
+/// Copies an owned UTF-8 `af_bytes_t` into a `String` and frees it.
+///
+/// # Safety
+/// As [`take_bytes`].
+pub(crate) unsafe fn bytes_to_string(b: &mut sys::af_bytes_t) -> String {
+    match String::from_utf8(take_bytes(b)) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    }
+}
+
+/// A borrowed (pointer, length) string from libaf as `&str`.
+///
+/// # Safety
+/// `s` must be valid for `n` bytes for the lifetime `'a`.
+pub(crate) unsafe fn borrowed_str<'a>(s: *const c_char, n: usize) -> Result<&'a str> {
+    if n == 0 {
+        return Ok("");
+    }
+    if s.is_null() {
+        return Err(Error::new(
+            ErrorCode::Internal,
+            "libaf returned a NULL string",
+        ));
+    }
+    std::str::from_utf8(std::slice::from_raw_parts(s.cast::<u8>(), n)).map_err(|e| {
+        Error::new(
+            ErrorCode::Internal,
+            format!("libaf returned invalid UTF-8: {e}"),
+        )
+    })
+}
