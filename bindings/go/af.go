@@ -1,0 +1,84 @@
+// Package af is the Go binding of libaf, a library that traces "LM programs"
+// (string formatting, concatenation, matching, later LM calls) into an IR
+// that can be printed, transformed and called from any language.
+//
+// The binding wraps the stable C API (capi/include/af/af.h) through cgo:
+//
+//   - Every fallible call returns an error; a libaf failure is an *Error with
+//     a Code (one of the Code* constants) and a cause chain (errors.As,
+//     errors.Is and errors.Unwrap work through it).
+//   - Handles (*Context, *Value, *IR, *Walk) own a libaf reference. Call
+//     Close when done; a finalizer releases a forgotten handle as a backstop.
+//     Close is idempotent. A handle must not be used concurrently with its
+//     own Close.
+//   - Values and IRs are immutable and may be used from several goroutines at
+//     once; a Context serializes its own mutations.
+//   - Tracing is per OS thread in libaf. Trace locks the calling goroutine to
+//     its thread while the trace function runs; operations made by that
+//     function (on its goroutine) are recorded into the trace. Operations
+//     made by other goroutines are not.
+//
+// Building: the package links libaf.so from ../../build/lib by default;
+// set CGO_LDFLAGS="-L<dir> -Wl,-rpath,<dir>" to use another build (see
+// README.md).
+package af
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../capi/include
+#cgo LDFLAGS: -L${SRCDIR}/../../build/lib -laf -Wl,-rpath,${SRCDIR}/../../build/lib
+#include <stdlib.h>
+#include "af/af.h"
+*/
+import "C"
+
+import (
+	"strconv"
+	"unsafe"
+)
+
+// Version is the "MAJOR.MINOR.PATCH" version of the loaded libaf.
+func Version() string { return C.GoString(C.af_version()) }
+
+// ABIVersion is the ABI version of the loaded libaf (AF_ABI_VERSION).
+func ABIVersion() uint32 { return uint32(C.af_abi_version()) }
+
+// HeaderABIVersion is the ABI version of the af.h this package was built
+// against; it must equal ABIVersion().
+const HeaderABIVersion uint32 = C.AF_ABI_VERSION
+
+// IsTracing reports whether the calling OS thread is inside a trace
+// function (see Trace). Meaningful only on the goroutine running the trace
+// function, which is locked to that thread.
+func IsTracing() bool { return C.af_is_tracing() != 0 }
+
+// emptyC is a valid pointer for zero-length strings: libaf receives
+// (pointer, length) pairs and is never handed a NULL pointer.
+var emptyC = C.CString("")
+
+// cstr returns s as a (pointer, length) pair pointing into Go memory. The
+// memory holds no Go pointers, so cgo allows passing it for the duration of
+// one call; s must stay reachable until the call returns (it does: it is an
+// argument of the caller).
+func cstr(s string) (*C.char, C.size_t) {
+	if len(s) == 0 {
+		return emptyC, 0
+	}
+	return (*C.char)(unsafe.Pointer(unsafe.StringData(s))), C.size_t(len(s))
+}
+
+// goString copies n bytes at p into a Go string.
+func goString(p *C.char, n C.size_t) string {
+	if n == 0 || p == nil {
+		return ""
+	}
+	return string(unsafe.Slice((*byte)(unsafe.Pointer(p)), int(n)))
+}
+
+// takeBytes copies an owned af_bytes_t into a Go string and frees it.
+func takeBytes(b *C.af_bytes_t) string {
+	s := goString((*C.char)(unsafe.Pointer(b.data)), b.len)
+	C.af_bytes_free(b)
+	return s
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -1,0 +1,47 @@
+package af
+
+/*
+#include "af/af.h"
+*/
+import "C"
+
+import "runtime"
+
+// Context owns what a program needs at run time (later: host functions,
+// providers, caches). Values and IRs are not tied to one context. A
+// Context may be used from several goroutines; it serializes its own
+// mutations.
+type Context struct {
+	ptr *C.af_context_t
+}
+
+// NewContext makes a new context. Close it when done (a finalizer frees a
+// forgotten one).
+func NewContext() (*Context, error) {
+	var p *C.af_context_t
+	if err := takeError(C.af_context_new(&p)); err != nil {
+		return nil, err
+	}
+	c := &Context{ptr: p}
+	runtime.SetFinalizer(c, (*Context).Close)
+	return c, nil
+}
+
+// Close frees the context. It is idempotent. Values, IRs and walks made
+// with the context stay valid (they are not tied to it), but do not Close a
+// context while a call that uses it (Trace, Call, a Walk step) is running.
+func (c *Context) Close() {
+	if c == nil || c.ptr == nil {
+		return
+	}
+	C.af_context_free(c.ptr)
+	c.ptr = nil
+	runtime.SetFinalizer(c, nil)
+}
+
+func (c *Context) handle() (*C.af_context_t, error) {
+	if c == nil || c.ptr == nil {
+		return nil, errClosed("context")
+	}
+	return c.ptr, nil
+}

@@ -1,0 +1,186 @@
+package af
+
+/*
+#include "af/af.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"strings"
+	"unicode/utf8"
+)
+
+// Error codes (AF_ERR_* in af.h). Codes, not message texts, are the
+// contract: compare Code() against these.
+const (
+	CodeInvalidArgument int32 = C.AF_ERR_INVALID_ARGUMENT // bad input, structure, kind, template
+	CodeNotFound        int32 = C.AF_ERR_NOT_FOUND        // switch key, host function, provider, route
+	CodeSchema          int32 = C.AF_ERR_SCHEMA           // structured output did not validate
+	CodeFormat          int32 = C.AF_ERR_FORMAT           // corrupt or unverifiable graph bytes
+	CodeVersion         int32 = C.AF_ERR_VERSION          // graph needs a newer library
+	CodeProvider        int32 = C.AF_ERR_PROVIDER         // LM or host call failed after retries
+	CodeTimeout         int32 = C.AF_ERR_TIMEOUT
+	CodeCancelled       int32 = C.AF_ERR_CANCELLED
+	CodeCallback        int32 = C.AF_ERR_CALLBACK // a host callback returned an error (see cause)
+	CodeIO              int32 = C.AF_ERR_IO
+	CodeOutOfMemory     int32 = C.AF_ERR_OUT_OF_MEMORY
+	CodeInternal        int32 = C.AF_ERR_INTERNAL
+)
+
+var codeNames = map[int32]string{
+	CodeInvalidArgument: "invalid argument",
+	CodeNotFound:        "not found",
+	CodeSchema:          "schema",
+	CodeFormat:          "format",
+	CodeVersion:         "version",
+	CodeProvider:        "provider",
+	CodeTimeout:         "timeout",
+	CodeCancelled:       "cancelled",
+	CodeCallback:        "callback",
+	CodeIO:              "io",
+	CodeOutOfMemory:     "out of memory",
+	CodeInternal:        "internal",
+}
+
+// CodeName is a short lower-case name of an error code ("invalid argument").
+func CodeName(code int32) string {
+	if n, ok := codeNames[code]; ok {
+		return n
+	}
+	return "code " + itoa(int(code))
+}
+
+// Error is a libaf error: a code, a message and an optional cause.
+//
+// Errors returned by libaf are *Error values; use errors.As to get one and
+// Code to branch on it. Unwrap returns the cause: the next *Error of the
+// chain or, for the error a Go trace function returned, that original Go
+// error (so errors.Is finds the caller's own sentinel errors).
+type Error struct {
+	// Message is libaf's message for this link of the chain. libaf's
+	// messages usually repeat their cause's message; Error() shows a
+	// cause's message only when this one does not already contain it.
+	Message string
+	code    int32
+	cause   error
+	// fromLib is true for errors made by libaf (as opposed to NewError):
+	// a trace function that returns one fails the trace with that very
+	// error, as af_trace does with an error an operation returned.
+	fromLib bool
+}
+
+// NewError makes an *Error with the given code, for a trace function that
+// wants to report its own failure with a specific code (Trace then returns
+// a CodeCallback error whose cause is this error).
+func NewError(code int32, message string) *Error {
+	return &Error{Message: message, code: code}
+}
+
+// Code is the AF_ERR_* code of this error (one of the Code* constants).
+func (e *Error) Code() int32 { return e.code }
+
+// Unwrap returns the cause of e, or nil.
+func (e *Error) Unwrap() error {
+	if e.cause == nil {
+		return nil
+	}
+	return e.cause
+}
+
+// Error is "af: <code name>: <message>", followed by "; caused by: <code
+// name>: <message>" for each *Error cause whose message is not already
+// part of the text.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("af: ")
+	b.WriteString(CodeName(e.code))
+	b.WriteString(": ")
+	b.WriteString(e.Message)
+	for cur := e; ; {
+		next, ok := cur.cause.(*Error)
+		if !ok || next == nil {
+			// A non-*Error cause is the original Go error of a trace
+			// function, whose text is already cur.Message (see Trace).
+			break
+		}
+		if !strings.Contains(b.String(), next.Message) {
+			b.WriteString("; caused by: ")
+			b.WriteString(CodeName(next.code))
+			b.WriteString(": ")
+			b.WriteString(next.Message)
+		}
+		cur = next
+	}
+	return b.String()
+}
+
+// takeError converts an owned af_error_t* (and its causes) and frees it.
+// Returns an untyped nil for NULL.
+func takeError(e *C.af_error_t) error {
+	if e == nil {
+		return nil
+	}
+	err := convertError(e)
+	C.af_error_free(e)
+	return err
+}
+
+func convertError(e *C.af_error_t) *Error {
+	out := &Error{
+		Message: C.GoString(C.af_error_message(e)),
+		code:    int32(C.af_error_code(e)),
+		fromLib: true,
+	}
+	if c := C.af_error_cause(e); c != nil {
+		out.cause = convertError(c)
+	}
+	return out
+}
+
+// newCError makes an owned af_error_t* for a Go error returned by a
+// callback: an *Error (or an error wrapping one) keeps its code, any other
+// error gets CodeCallback. Returns the code and message used, so the
+// original Go error can be spliced back into the chain afterwards.
+func newCError(err error) (*C.af_error_t, int32, string) {
+	code, msg := CodeCallback, err.Error()
+	var ae *Error
+	if errors.As(err, &ae) {
+		code = ae.code
+		if ae == err {
+			msg = ae.Message
+		}
+	}
+	p, n := cstr(msg)
+	return C.af_error_new(C.int32_t(code), p, n), code, msg
+}
+
+// spliceGoError puts the Go error a callback returned back into the chain
+// libaf built around it: the leaf with the code and message newCError sent
+// gets goErr as its cause (or, if goErr is an *Error, is replaced by it).
+// Returns the (possibly replaced) head of the chain.
+func spliceGoError(head error, goErr error, code int32, msg string) error {
+	want := strings.ToValidUTF8(msg, string(utf8.RuneError))
+	var parent *Error
+	for cur, ok := head.(*Error); ok && cur != nil; {
+		if cur.cause == nil && cur.code == code && cur.Message == want {
+			if orig, isAf := goErr.(*Error); isAf {
+				if parent == nil {
+					return orig
+				}
+				parent.cause = orig
+			} else {
+				cur.cause = goErr
+			}
+			return head
+		}
+		parent = cur
+		cur, ok = cur.cause.(*Error)
+	}
+	return head
+}
+
+// errClosed is the error of a call on a closed (or invalidated) handle.
+func errClosed(what string) error {
+	return &Error{Message: what + " is closed (or was a borrowed trace input used after the trace function returned)", code: CodeInvalidArgument}
+}

@@ -1,0 +1,3 @@
+module libaf.dev/af
+
+go 1.21

@@ -1,0 +1,174 @@
+package af
+
+/*
+#include "af/af.h"
+*/
+import "C"
+
+import "runtime"
+
+// IR is a traced program of primitives, immutable once built. Its inputs
+// are a list of positional trees; its output is one tree. An IR may be
+// used from several goroutines at once. Close it when done (a finalizer
+// frees a forgotten one).
+type IR struct {
+	ptr *C.af_ir_t
+}
+
+func newIR(p *C.af_ir_t) *IR {
+	ir := &IR{ptr: p}
+	runtime.SetFinalizer(ir, (*IR).Close)
+	return ir
+}
+
+// Close releases the IR's reference. Idempotent.
+func (ir *IR) Close() {
+	if ir == nil || ir.ptr == nil {
+		return
+	}
+	C.af_ir_free(ir.ptr)
+	ir.ptr = nil
+	runtime.SetFinalizer(ir, nil)
+}
+
+// Clone returns a new handle to the same IR.
+func (ir *IR) Clone() (*IR, error) {
+	p, err := ir.handle()
+	if err != nil {
+		return nil, err
+	}
+	out := newIR(C.af_ir_clone(p))
+	runtime.KeepAlive(ir)
+	return out, nil
+}
+
+func (ir *IR) handle() (*C.af_ir_t, error) {
+	if ir == nil || ir.ptr == nil {
+		return nil, errClosed("IR")
+	}
+	return ir.ptr, nil
+}
+
+// Call runs the IR on inputs (one per positional input; each must match
+// the traced structure and leaf kinds, static leaves must be equal).
+// Called from a trace function, the IR's equations are inlined into the
+// trace instead. CodeInvalidArgument names the input path, the expected
+// and the found kind.
+func (ir *IR) Call(ctx *Context, inputs ...*Value) (*Value, error) {
+	p, err := ir.handle()
+	if err != nil {
+		return nil, err
+	}
+	cp, err := ctx.handle()
+	if err != nil {
+		return nil, err
+	}
+	ps, err := cValues(inputs)
+	if err != nil {
+		return nil, err
+	}
+	var out *C.af_value_t
+	e := C.af_ir_call(cp, p, cArray(ps), C.size_t(len(ps)), &out)
+	runtime.KeepAlive(ir)
+	runtime.KeepAlive(ctx)
+	runtime.KeepAlive(inputs)
+	return takeValue(e, out)
+}
+
+// Text is the IR's text form (documented in docs/IR_TEXT.md, stable across
+// versions).
+func (ir *IR) Text() (string, error) {
+	p, err := ir.handle()
+	if err != nil {
+		return "", err
+	}
+	var b C.af_bytes_t
+	e := C.af_ir_to_text(p, &b)
+	runtime.KeepAlive(ir)
+	if err := takeError(e); err != nil {
+		return "", err
+	}
+	return takeBytes(&b), nil
+}
+
+// String is the text form, for fmt.
+func (ir *IR) String() string {
+	s, err := ir.Text()
+	if err != nil {
+		return "<af.IR: " + err.Error() + ">"
+	}
+	return s
+}
+
+// DOT is the IR as a Graphviz graph: inputs as boxes, outputs as double
+// octagons, one edge per dependency.
+func (ir *IR) DOT() (string, error) {
+	p, err := ir.handle()
+	if err != nil {
+		return "", err
+	}
+	var b C.af_bytes_t
+	e := C.af_ir_to_dot(p, &b)
+	runtime.KeepAlive(ir)
+	if err := takeError(e); err != nil {
+		return "", err
+	}
+	return takeBytes(&b), nil
+}
+
+// EqnCount is the number of equations (0 for a closed IR).
+func (ir *IR) EqnCount() int {
+	if ir == nil || ir.ptr == nil {
+		return 0
+	}
+	n := C.af_ir_eqn_count(ir.ptr)
+	runtime.KeepAlive(ir)
+	return int(n)
+}
+
+// EqnPrim is the primitive name of equation i ("format", "concat", ...);
+// "" if i is out of range.
+func (ir *IR) EqnPrim(i int) string {
+	if ir == nil || ir.ptr == nil || i < 0 {
+		return ""
+	}
+	s := C.af_ir_eqn_prim(ir.ptr, C.size_t(i))
+	runtime.KeepAlive(ir)
+	if s == nil {
+		return ""
+	}
+	return C.GoString(s) // static storage
+}
+
+// InputCount is the number of positional inputs (0 for a closed IR).
+func (ir *IR) InputCount() int {
+	if ir == nil || ir.ptr == nil {
+		return 0
+	}
+	n := C.af_ir_input_count(ir.ptr)
+	runtime.KeepAlive(ir)
+	return int(n)
+}
+
+// Hash is a structural hash: equal IRs (same equations, params, literals,
+// structure, kinds, tags) hash equal whatever their origin.
+func (ir *IR) Hash() uint64 {
+	if ir == nil || ir.ptr == nil {
+		return 0
+	}
+	h := C.af_ir_hash(ir.ptr)
+	runtime.KeepAlive(ir)
+	return uint64(h)
+}
+
+// Equal reports whether ir and other are structurally equal (false if
+// either is nil or closed).
+func (ir *IR) Equal(other *IR) bool {
+	if ir == nil || ir.ptr == nil || other == nil || other.ptr == nil {
+		return false
+	}
+	eq := C.af_ir_equal(ir.ptr, other.ptr)
+	runtime.KeepAlive(ir)
+	runtime.KeepAlive(other)
+	return eq != 0
+}

@@ -1,0 +1,177 @@
+package af
+
+/*
+#include <stdint.h>
+#include "af/af.h"
+
+// Defined in trampoline.c.
+af_error_t* afgo_trace(af_context_t* ctx, uintptr_t handle, const af_value_t* const* examples,
+                       size_t n_examples, const af_value_t* static_mask, af_ir_t** out);
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/cgo"
+	"unsafe"
+)
+
+// TraceFunc is a function to trace. It receives the Context that called
+// Trace and one input per example: placeholders shaped like the examples
+// (static leaves are the example values themselves). It builds its output
+// with the Context's operations (Format, Concat, ...) and returns it.
+//
+// Ownership:
+//   - inputs are BORROWED from libaf: do not Close them (Close is a no-op
+//     on them) and do not use them after fn returns (they are invalidated
+//     then, and any call on them fails with CodeInvalidArgument). Clone an
+//     input to keep it.
+//   - the returned *Value must be open when fn returns (so do not defer its
+//     Close inside fn). The binding hands libaf a reference of its own, so
+//     the Go handle stays owned by the caller of Trace's fn: Close it later
+//     or leave it to the finalizer.
+//
+// Errors and panics:
+//   - a returned error fails the trace. An error libaf itself returned (say
+//     from Format) is returned by Trace unchanged, as af_trace does. Any
+//     other error makes Trace return a CodeCallback error whose cause is
+//     fn's error: an *Error made with NewError (or an error wrapping a libaf
+//     *Error) keeps its code, any other error is sent with CodeCallback, and
+//     the original Go error is reachable through Unwrap (errors.Is and
+//     errors.As find it).
+//   - a panic is recovered, reported to libaf as an error (so libaf unwinds
+//     its trace state cleanly) and re-raised with the same value by Trace
+//     once libaf has returned.
+//   - fn must not call runtime.Goexit (t.FailNow, t.Fatal;
+//     os.Exit is fine): that would unwind through libaf's C++ frames.
+//
+// fn runs on the goroutine (and OS thread) that called Trace. Operations
+// made from other goroutines are not recorded into this trace.
+type TraceFunc func(ctx *Context, inputs []*Value) (*Value, error)
+
+type traceState struct {
+	ctx *Context
+	fn  TraceFunc
+
+	// The error fn returned, and the code and message sent to libaf for it.
+	goErr    error
+	sentCode int32
+	sentMsg  string
+
+	panicked bool
+	panicVal any
+}
+
+// Trace traces fn once on placeholders shaped like examples (only their
+// structure and leaf kinds matter) and returns the IR. All inputs are
+// dynamic; see TraceStatic for static inputs.
+//
+// Errors: CodeInvalidArgument (unsupported leaf kind, output not built from
+// the inputs), CodeCallback (fn failed; its error is the cause) and the
+// error of an operation fn called and returned (see TraceFunc).
+func Trace(ctx *Context, fn TraceFunc, examples ...*Value) (*IR, error) {
+	return TraceStatic(ctx, fn, nil, examples...)
+}
+
+// TraceStatic is Trace with a static mask: a bool tree that is a prefix of
+// the list of inputs (true = static: the leaf becomes a literal and calls
+// must pass an equal value). A nil mask means all dynamic.
+func TraceStatic(ctx *Context, fn TraceFunc, staticMask *Value, examples ...*Value) (*IR, error) {
+	if fn == nil {
+		return nil, &Error{Message: "trace: fn is nil", code: CodeInvalidArgument}
+	}
+	cp, err := ctx.handle()
+	if err != nil {
+		return nil, err
+	}
+	ps, err := cValues(examples)
+	if err != nil {
+		return nil, err
+	}
+	var mp *C.af_value_t
+	if staticMask != nil {
+		if mp, err = staticMask.handle(); err != nil {
+			return nil, err
+		}
+	}
+
+	st := &traceState{ctx: ctx, fn: fn}
+	h := cgo.NewHandle(st)
+	defer h.Delete()
+
+	// libaf keeps trace state per OS thread and runs fn on the calling
+	// thread: keep this goroutine on one thread for the whole trace.
+	runtime.LockOSThread()
+	var out *C.af_ir_t
+	e := C.afgo_trace(cp, C.uintptr_t(h), cArray(ps), C.size_t(len(ps)), mp, &out)
+	runtime.UnlockOSThread()
+	runtime.KeepAlive(ctx)
+	runtime.KeepAlive(examples)
+	runtime.KeepAlive(staticMask)
+
+	err = takeError(e)
+	if st.panicked {
+		C.af_ir_free(out) // NULL after a failure; freed in case libaf succeeded anyway
+		panic(st.panicVal)
+	}
+	if err != nil {
+		if ae, ok := st.goErr.(*Error); ok && ae.fromLib {
+			// af_trace returns an operation's error unchanged when the
+			// callback passes it on. The binding had to hand libaf a copy
+			// (af_error_new), which libaf wraps as CALLBACK; undo that.
+			return nil, ae
+		}
+		if st.goErr != nil {
+			err = spliceGoError(err, st.goErr, st.sentCode, st.sentMsg)
+		}
+		return nil, err
+	}
+	return newIR(out), nil
+}
+
+//export afgoTraceCallback
+func afgoTraceCallback(h C.uintptr_t, inputs **C.af_value_t, n C.size_t, out **C.af_value_t) (ret *C.af_error_t) {
+	st := cgo.Handle(h).Value().(*traceState)
+
+	ins := make([]*Value, int(n))
+	if n > 0 {
+		for i, p := range unsafe.Slice(inputs, int(n)) {
+			ins[i] = borrowValue(p)
+		}
+	}
+	// Borrowed inputs die with this call: make later use an error, not a
+	// use-after-free. (Deferred first, so it runs after the recover below.)
+	defer func() {
+		for _, v := range ins {
+			v.ptr = nil
+		}
+	}()
+	defer func() {
+		if r := recover(); r != nil {
+			st.panicked, st.panicVal = true, r
+			msg := fmt.Sprint("panic in Go trace function: ", r)
+			p, l := cstr(msg)
+			ret = C.af_error_new(C.int32_t(CodeCallback), p, l)
+		}
+	}()
+
+	res, err := st.fn(st.ctx, ins)
+	if err == nil {
+		if res == nil {
+			err = &Error{Message: "trace function returned a nil *Value and a nil error", code: CodeInvalidArgument}
+		} else if _, herr := res.handle(); herr != nil {
+			err = &Error{Message: "trace function returned a closed *Value", code: CodeInvalidArgument}
+		}
+	}
+	if err != nil {
+		ce, code, msg := newCError(err)
+		st.goErr, st.sentCode, st.sentMsg = err, code, msg
+		return ce
+	}
+	// libaf takes ownership of *out: give it its own reference so the Go
+	// handle (and its finalizer) stay valid.
+	*out = C.af_value_clone(res.ptr)
+	runtime.KeepAlive(res)
+	return nil
+}

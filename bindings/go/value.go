@@ -1,0 +1,482 @@
+package af
+
+/*
+#include <stdlib.h>
+#include "af/af.h"
+*/
+import "C"
+
+import (
+	"runtime"
+	"unsafe"
+)
+
+// Kind is the kind of a Value (AF_KIND_* in af.h).
+type Kind int32
+
+// Value kinds.
+const (
+	KindInvalid     Kind = -1 // a closed or nil Value
+	KindNull        Kind = C.AF_KIND_NULL
+	KindBool        Kind = C.AF_KIND_BOOL
+	KindInt         Kind = C.AF_KIND_INT
+	KindFloat       Kind = C.AF_KIND_FLOAT
+	KindStr         Kind = C.AF_KIND_STR
+	KindList        Kind = C.AF_KIND_LIST
+	KindDict        Kind = C.AF_KIND_DICT
+	KindPlaceholder Kind = C.AF_KIND_PLACEHOLDER // a traced leaf, only seen inside a trace
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindNull:
+		return "null"
+	case KindBool:
+		return "bool"
+	case KindInt:
+		return "int"
+	case KindFloat:
+		return "float"
+	case KindStr:
+		return "str"
+	case KindList:
+		return "list"
+	case KindDict:
+		return "dict"
+	case KindPlaceholder:
+		return "placeholder"
+	case KindInvalid:
+		return "invalid"
+	}
+	return "kind(" + itoa(int(k)) + ")"
+}
+
+// Value is an immutable, reference-counted tree: null, bool, int (int64),
+// float (float64), str (UTF-8), list, dict (string keys, insertion order
+// kept). Inside a trace a Value may be, or contain, a placeholder: a traced
+// leaf whose content is only known when the program runs.
+//
+// A Value returned by this package is owned: Close it when done (a
+// finalizer frees a forgotten one). The input Values a trace function
+// receives are borrowed instead: see TraceFunc.
+type Value struct {
+	ptr      *C.af_value_t
+	borrowed bool
+}
+
+// newValue wraps an owned af_value_t*.
+func newValue(p *C.af_value_t) *Value {
+	v := &Value{ptr: p}
+	runtime.SetFinalizer(v, (*Value).Close)
+	return v
+}
+
+// borrowValue wraps a borrowed af_value_t* (no reference, no finalizer).
+func borrowValue(p *C.af_value_t) *Value {
+	return &Value{ptr: p, borrowed: true}
+}
+
+// takeValue finishes a call that produced an owned value in *out.
+func takeValue(e *C.af_error_t, out *C.af_value_t) (*Value, error) {
+	if err := takeError(e); err != nil {
+		return nil, err
+	}
+	return newValue(out), nil
+}
+
+// Close releases the Value's reference. Idempotent; a no-op on a borrowed
+// trace input.
+func (v *Value) Close() {
+	if v == nil || v.ptr == nil || v.borrowed {
+		return
+	}
+	C.af_value_free(v.ptr)
+	v.ptr = nil
+	runtime.SetFinalizer(v, nil)
+}
+
+// Clone returns a new owned handle to the same value (which stays valid
+// after a trace function returns, even for a borrowed input).
+func (v *Value) Clone() (*Value, error) {
+	p, err := v.handle()
+	if err != nil {
+		return nil, err
+	}
+	out := newValue(C.af_value_clone(p))
+	runtime.KeepAlive(v)
+	return out, nil
+}
+
+func (v *Value) handle() (*C.af_value_t, error) {
+	if v == nil || v.ptr == nil {
+		return nil, errClosed("value")
+	}
+	return v.ptr, nil
+}
+
+// cValues returns the C handles of vs (nil for an empty slice). The
+// caller must keep vs alive (runtime.KeepAlive) until the C call returns.
+func cValues(vs []*Value) ([]*C.af_value_t, error) {
+	if len(vs) == 0 {
+		return nil, nil
+	}
+	ps := make([]*C.af_value_t, len(vs))
+	for i, v := range vs {
+		p, err := v.handle()
+		if err != nil {
+			return nil, err
+		}
+		ps[i] = p
+	}
+	return ps, nil
+}
+
+// cArray returns a pointer to the first handle (NULL when empty). The
+// slice holds C pointers only, so cgo allows passing it.
+func cArray(ps []*C.af_value_t) **C.af_value_t {
+	if len(ps) == 0 {
+		return nil
+	}
+	return &ps[0]
+}
+
+// --- Constructors -----------------------------------------------------------
+
+// FromJSON parses exact JSON: integers stay int, numbers with '.' or an
+// exponent stay float. CodeInvalidArgument for malformed JSON, duplicate
+// keys or integers outside int64.
+func (c *Context) FromJSON(json string) (*Value, error) {
+	cp, err := c.handle()
+	if err != nil {
+		return nil, err
+	}
+	var out *C.af_value_t
+	s, n := cstr(json)
+	e := C.af_value_from_json(cp, s, n, &out)
+	runtime.KeepAlive(c)
+	return takeValue(e, out)
+}
+
+// Null makes a null value.
+func (c *Context) Null() (*Value, error) {
+	cp, err := c.handle()
+	if err != nil {
+		return nil, err
+	}
+	var out *C.af_value_t
+	e := C.af_value_null(cp, &out)
+	runtime.KeepAlive(c)
+	return takeValue(e, out)
+}
+
+// Bool makes a bool value.
+func (c *Context) Bool(b bool) (*Value, error) {
+	cp, err := c.handle()
+	if err != nil {
+		return nil, err
+	}
+	var i C.int32_t
+	if b {
+		i = 1
+	}
+	var out *C.af_value_t
+	e := C.af_value_bool(cp, i, &out)
+	runtime.KeepAlive(c)
+	return takeValue(e, out)
+}
+
+// Int makes an int value.
+func (c *Context) Int(i int64) (*Value, error) {
+	cp, err := c.handle()
+	if err != nil {
+		return nil, err
+	}
+	var out *C.af_value_t
+	e := C.af_value_int(cp, C.int64_t(i), &out)
+	runtime.KeepAlive(c)
+	return takeValue(e, out)
+}
+
+// Float makes a float value (its JSON keeps a '.', "2.0").
+func (c *Context) Float(f float64) (*Value, error) {
+	cp, err := c.handle()
+	if err != nil {
+		return nil, err
+	}
+	var out *C.af_value_t
+	e := C.af_value_float(cp, C.double(f), &out)
+	runtime.KeepAlive(c)
+	return takeValue(e, out)
+}
+
+// Str makes a str value; CodeInvalidArgument if s is not valid UTF-8.
+func (c *Context) Str(s string) (*Value, error) {
+	cp, err := c.handle()
+	if err != nil {
+		return nil, err
+	}
+	var out *C.af_value_t
+	p, n := cstr(s)
+	e := C.af_value_str(cp, p, n, &out)
+	runtime.KeepAlive(c)
+	return takeValue(e, out)
+}
+
+// List makes a list of items (the list takes its own references; the
+// caller still owns and should Close the items).
+func (c *Context) List(items ...*Value) (*Value, error) {
+	cp, err := c.handle()
+	if err != nil {
+		return nil, err
+	}
+	ps, err := cValues(items)
+	if err != nil {
+		return nil, err
+	}
+	var out *C.af_value_t
+	e := C.af_value_list(cp, cArray(ps), C.size_t(len(ps)), &out)
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(items)
+	return takeValue(e, out)
+}
+
+// Dict makes a dict with keys[i] -> values[i], in that order.
+// CodeInvalidArgument on a duplicate key or when the lengths differ.
+func (c *Context) Dict(keys []string, values []*Value) (*Value, error) {
+	cp, err := c.handle()
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) != len(values) {
+		return nil, &Error{Message: "dict: " + itoa(len(keys)) + " keys but " + itoa(len(values)) + " values", code: CodeInvalidArgument}
+	}
+	ps, err := cValues(values)
+	if err != nil {
+		return nil, err
+	}
+	n := len(keys)
+	var out *C.af_value_t
+	if n == 0 {
+		e := C.af_value_dict(cp, nil, nil, nil, 0, &out)
+		runtime.KeepAlive(c)
+		return takeValue(e, out)
+	}
+	// The key pointers must live in C memory (a Go array of pointers into Go
+	// memory is not allowed to cross into C), so keys are copied into one C
+	// block: [n]*char, [n]size_t, then the key bytes.
+	total := 0
+	for _, k := range keys {
+		total += len(k)
+	}
+	ptrSize := unsafe.Sizeof((*C.char)(nil))
+	lenSize := unsafe.Sizeof(C.size_t(0))
+	block := C.malloc(C.size_t(uintptr(n)*(ptrSize+lenSize) + uintptr(total) + 1))
+	if block == nil {
+		return nil, &Error{Message: "dict: out of memory copying keys", code: CodeOutOfMemory}
+	}
+	defer C.free(block)
+	kptrs := unsafe.Slice((**C.char)(block), n)
+	klens := unsafe.Slice((*C.size_t)(unsafe.Add(block, uintptr(n)*ptrSize)), n)
+	bytes := unsafe.Slice((*byte)(unsafe.Add(block, uintptr(n)*(ptrSize+lenSize))), total+1)
+	off := 0
+	for i, k := range keys {
+		copy(bytes[off:], k)
+		kptrs[i] = (*C.char)(unsafe.Pointer(&bytes[off]))
+		klens[i] = C.size_t(len(k))
+		off += len(k)
+	}
+	e := C.af_value_dict(cp, &kptrs[0], &klens[0], cArray(ps), C.size_t(n), &out)
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(values)
+	return takeValue(e, out)
+}
+
+// --- Accessors --------------------------------------------------------------
+
+// Kind is the kind of v (KindInvalid for a nil or closed Value). It never
+// reads a placeholder's content.
+func (v *Value) Kind() Kind {
+	if v == nil || v.ptr == nil {
+		return KindInvalid
+	}
+	k := Kind(C.af_value_kind(v.ptr))
+	runtime.KeepAlive(v)
+	return k
+}
+
+// Len is the number of items of a list or dict; CodeInvalidArgument for
+// other kinds.
+func (v *Value) Len() (int, error) {
+	p, err := v.handle()
+	if err != nil {
+		return 0, err
+	}
+	var n C.size_t
+	e := C.af_value_len(p, &n)
+	runtime.KeepAlive(v)
+	if err := takeError(e); err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}
+
+// Index is item i of a list, or the value of the i-th entry of a dict
+// (insertion order).
+func (v *Value) Index(i int) (*Value, error) {
+	p, err := v.handle()
+	if err != nil {
+		return nil, err
+	}
+	if i < 0 {
+		return nil, &Error{Message: "index " + itoa(i) + " is negative", code: CodeInvalidArgument}
+	}
+	var out *C.af_value_t
+	e := C.af_value_index(p, C.size_t(i), &out)
+	runtime.KeepAlive(v)
+	return takeValue(e, out)
+}
+
+// Key is the value under key in a dict; CodeNotFound if absent.
+func (v *Value) Key(key string) (*Value, error) {
+	p, err := v.handle()
+	if err != nil {
+		return nil, err
+	}
+	var out *C.af_value_t
+	s, n := cstr(key)
+	e := C.af_value_key(p, s, n, &out)
+	runtime.KeepAlive(v)
+	return takeValue(e, out)
+}
+
+// KeyAt is the i-th key of a dict (insertion order).
+func (v *Value) KeyAt(i int) (string, error) {
+	p, err := v.handle()
+	if err != nil {
+		return "", err
+	}
+	if i < 0 {
+		return "", &Error{Message: "index " + itoa(i) + " is negative", code: CodeInvalidArgument}
+	}
+	var s *C.char
+	var n C.size_t
+	e := C.af_value_key_at(p, C.size_t(i), &s, &n)
+	if err := takeError(e); err != nil {
+		runtime.KeepAlive(v)
+		return "", err
+	}
+	key := goString(s, n) // copied while v is alive: the bytes are borrowed
+	runtime.KeepAlive(v)
+	return key, nil
+}
+
+// Keys are the keys of a dict in insertion order.
+func (v *Value) Keys() ([]string, error) {
+	n, err := v.Len()
+	if err != nil {
+		return nil, err
+	}
+	if v.Kind() != KindDict {
+		return nil, &Error{Message: "keys: expected a dict, found " + v.Kind().String(), code: CodeInvalidArgument}
+	}
+	keys := make([]string, n)
+	for i := range keys {
+		if keys[i], err = v.KeyAt(i); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
+
+// AsString is the content of a str (copied into Go memory).
+func (v *Value) AsString() (string, error) {
+	p, err := v.handle()
+	if err != nil {
+		return "", err
+	}
+	var s *C.char
+	var n C.size_t
+	e := C.af_value_get_str(p, &s, &n)
+	if err := takeError(e); err != nil {
+		runtime.KeepAlive(v)
+		return "", err
+	}
+	str := goString(s, n)
+	runtime.KeepAlive(v)
+	return str, nil
+}
+
+// AsInt is the content of an int.
+func (v *Value) AsInt() (int64, error) {
+	p, err := v.handle()
+	if err != nil {
+		return 0, err
+	}
+	var out C.int64_t
+	e := C.af_value_get_int(p, &out)
+	runtime.KeepAlive(v)
+	if err := takeError(e); err != nil {
+		return 0, err
+	}
+	return int64(out), nil
+}
+
+// AsFloat is the content of a float.
+func (v *Value) AsFloat() (float64, error) {
+	p, err := v.handle()
+	if err != nil {
+		return 0, err
+	}
+	var out C.double
+	e := C.af_value_get_float(p, &out)
+	runtime.KeepAlive(v)
+	if err := takeError(e); err != nil {
+		return 0, err
+	}
+	return float64(out), nil
+}
+
+// AsBool is the content of a bool.
+func (v *Value) AsBool() (bool, error) {
+	p, err := v.handle()
+	if err != nil {
+		return false, err
+	}
+	var out C.int32_t
+	e := C.af_value_get_bool(p, &out)
+	runtime.KeepAlive(v)
+	if err := takeError(e); err != nil {
+		return false, err
+	}
+	return out != 0, nil
+}
+
+// JSON is the compact JSON of v; floats use the shortest round-trip form
+// and keep a '.' ("2.0"). CodeInvalidArgument for NaN, infinities and
+// placeholders.
+func (v *Value) JSON() (string, error) {
+	p, err := v.handle()
+	if err != nil {
+		return "", err
+	}
+	var b C.af_bytes_t
+	e := C.af_value_to_json(p, &b)
+	runtime.KeepAlive(v)
+	if err := takeError(e); err != nil {
+		return "", err
+	}
+	return takeBytes(&b), nil
+}
+
+// String is the JSON of v, or a description when v has none (placeholder,
+// closed value), for fmt and debugging.
+func (v *Value) String() string {
+	if v == nil || v.ptr == nil {
+		return "<af.Value closed>"
+	}
+	s, err := v.JSON()
+	if err != nil {
+		return "<af.Value " + v.Kind().String() + ">"
+	}
+	return s
+}

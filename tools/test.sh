@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Builds libaf and runs every test suite: C++ (GoogleTest) and C API (C99)
+# tests, the same under ASan+UBSan, the exported-symbol and install checks,
+# and the Rust, Go and C# bindings. Ends with one line "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+LOG=$ROOT/build/test-logs
+mkdir -p "$LOG"
+PASSED=0
+FAILED=0
+
+note() { printf '\n== %s\n' "$*"; }
+count() { PASSED=$((PASSED + $1)); FAILED=$((FAILED + $2)); echo "-- $3: $1 passed, $2 failed"; }
+check() {  # check NAME CMD...: one test that passes when CMD succeeds
+  local name=$1; shift
+  if "$@" >"$LOG/$name.log" 2>&1; then count 1 0 "$name"; else count 0 1 "$name"; tail -20 "$LOG/$name.log"; fi
+}
+# ctest summary "NN% tests passed, F tests failed out of T" -> counts
+ctest_counts() {
+  local line total failed
+  line=$(grep -E "tests passed, [0-9]+ tests? failed out of" "$1" | tail -1)
+  if [ -z "$line" ]; then count 0 1 "$2 (no ctest summary)"; return; fi
+  failed=$(echo "$line" | sed -E 's/.* ([0-9]+) tests? failed.*/\1/')
+  total=$(echo "$line" | sed -E 's/.*out of ([0-9]+).*/\1/')
+  count $((total - failed)) "$failed" "$2"
+}
+
+note "setup and build (RelWithDebInfo, warnings as errors)"
+if bash tools/setup.sh >"$LOG/build.log" 2>&1; then
+  note "C++ and C API suites"
+  ctest --test-dir build --output-on-failure -j2 >"$LOG/ctest.log" 2>&1
+  grep -E "Failed|\*\*\*" "$LOG/ctest.log" | head -40
+  ctest_counts "$LOG/ctest.log" "ctest"
+
+  note "exported symbols"
+  check only-af-symbols bash -c \
+    "! nm -D --defined-only build/lib/libaf.so | awk '{print \$3}' | grep -v '^af_' | grep ."
+
+  note "install: find_package(af) and pkg-config"
+  check install-consumers bash tools/check_install.sh build
+
+  note "examples"
+  check af-demo bash -c "build/bin/af demo | grep -q 'Hello, World!?'"
+else
+  tail -40 "$LOG/build.log"
+  count 0 1 "build"
+fi
+
+note "C++ and C API suites under ASan+UBSan"
+if cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DAF_SANITIZE=address,undefined \
+     -DAF_BUILD_BENCH=OFF >"$LOG/asan-configure.log" 2>&1 &&
+   cmake --build build-asan >"$LOG/asan-build.log" 2>&1; then
+  ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j2 >"$LOG/asan-ctest.log" 2>&1
+  grep -E "Failed|\*\*\*|ERROR: " "$LOG/asan-ctest.log" | head -40
+  ctest_counts "$LOG/asan-ctest.log" "ctest (asan+ubsan)"
+else
+  tail -40 "$LOG/asan-build.log"
+  count 0 1 "asan build"
+fi
+
+LIBDIR=$ROOT/build/lib
+
+note "Rust binding"
+(cd bindings/rust && AF_LIB_DIR=$LIBDIR cargo test --offline) >"$LOG/rust.log" 2>&1
+# Sum "test result: ok. N passed; M failed; ..." over every test binary.
+rust_pass=$(awk '/^test result:/ {for (i = 1; i <= NF; i++) if ($(i+1) ~ /^passed/) s += $i} END {print s + 0}' "$LOG/rust.log")
+rust_fail=$(awk '/^test result:/ {for (i = 1; i <= NF; i++) if ($(i+1) ~ /^failed/) s += $i} END {print s + 0}' "$LOG/rust.log")
+if ! grep -q "^test result:" "$LOG/rust.log"; then tail -30 "$LOG/rust.log"; rust_fail=1; fi
+grep -E "^test .* FAILED|panicked" "$LOG/rust.log" | head -20
+count "${rust_pass:-0}" "${rust_fail:-0}" "rust"
+
+note "Go binding"
+(cd bindings/go && CGO_ENABLED=1 GOFLAGS=-mod=mod \
+   CGO_LDFLAGS="-L$LIBDIR -Wl,-rpath,$LIBDIR" go test -count=1 -v ./...) >"$LOG/go.log" 2>&1
+go_rc=$?
+go_pass=$(grep -cE "^\s*--- PASS" "$LOG/go.log")
+go_fail=$(grep -cE "^\s*--- FAIL" "$LOG/go.log")
+if [ "$go_rc" != 0 ] && [ "$go_fail" = 0 ]; then tail -30 "$LOG/go.log"; go_fail=1; fi
+grep -E -- "--- FAIL" "$LOG/go.log" | head -20
+count "$go_pass" "$go_fail" "go"
+
+note "C# binding"
+AF_LIB_DIR=$LIBDIR AF_CS_OUT=$ROOT/build/csharp bash bindings/csharp/build.sh >"$LOG/csharp.log" 2>&1
+cs_rc=$?
+cs_line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$LOG/csharp.log" | tail -1)
+if [ -n "$cs_line" ]; then
+  cs_pass=$(echo "$cs_line" | sed -E 's/^([0-9]+) passed.*/\1/')
+  cs_fail=$(echo "$cs_line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+else
+  cs_pass=0; cs_fail=1
+fi
+if [ "$cs_rc" != 0 ]; then tail -30 "$LOG/csharp.log"; [ "$cs_fail" = 0 ] && cs_fail=1; fi
+count "$cs_pass" "$cs_fail" "csharp"
+
+echo
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" = 0 ]
