@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "exec/context.h"
 #include "exec/env.h"
 #include "exec/exec.h"
 #include "ir/ir.h"
@@ -26,7 +27,8 @@ struct af_error {
 };
 
 struct af_context {
-  af::RunEnv env;
+  af::Context core;
+  af::RunEnv env{&core};
 };
 
 struct af_value {
