@@ -3,7 +3,8 @@
 
 namespace af {
 
-std::vector<Value> check_inputs(const IR& ir, std::span<const Value> inputs) {
+std::vector<Value> check_inputs(const IR& ir, std::span<const Value> inputs,
+                                bool allow_placeholders) {
   if (inputs.size() != ir.num_inputs())
     invalid("the program takes " + std::to_string(ir.num_inputs()) + " input(s), got " +
             std::to_string(inputs.size()));
@@ -23,6 +24,9 @@ std::vector<Value> check_inputs(const IR& ir, std::span<const Value> inputs) {
                   " (static inputs are fixed when the program is traced)");
         return;
       }
+      if (got.kind() == Kind::Placeholder && !allow_placeholders)
+        invalid(path + ": a traced value (placeholder) cannot be run; it only exists inside its "
+                "trace. Pass a concrete value");
       Aval want = ir.vars[slot.var];
       Aval have = aval_of(got);
       if (!(want == have))

@@ -115,9 +115,11 @@ std::vector<size_t> topological_order(const IR& ir);
 std::vector<size_t> defining_eqn(const IR& ir);
 
 // Checks positional inputs against the IR's inputs: count, structure, leaf
-// kinds (placeholders by their kind), equality of static (literal) inputs.
+// kinds, equality of static (literal) inputs. Placeholders are accepted (by
+// their kind) only when `allow_placeholders` (inlining into a trace).
 // Returns the flat input leaves. INVALID_ARGUMENT names the input path.
-std::vector<Value> check_inputs(const IR& ir, std::span<const Value> inputs);
+std::vector<Value> check_inputs(const IR& ir, std::span<const Value> inputs,
+                                bool allow_placeholders = false);
 
 // Text form, documented in docs/IR_TEXT.md.
 std::string to_text(const IR& ir);

@@ -37,7 +37,8 @@ void format_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, 
   const auto& names = e.params.value("names").items();
   // Arguments as trees (the flat case needs no rebuilding).
   std::vector<Value> args;
-  if (e.in_tree.num_leaves() == e.in_tree.root().n_children) {
+  const bool flat = e.in_tree.nodes().size() == e.in_tree.root().n_children + 1;
+  if (flat) {
     args.assign(in.begin(), in.end());
   } else {
     args = e.in_tree.unflatten(in).items();

@@ -190,7 +190,7 @@ Value bind_flat(const Prim& p, Params params, std::vector<Value> leaves, RunEnv&
 
 Value inline_ir(const IR& ir, std::span<const Value> inputs) {
   Frame& f = require_frame("inlining a program");
-  std::vector<Value> leaves = check_inputs(ir, inputs);
+  std::vector<Value> leaves = check_inputs(ir, inputs, /*allow_placeholders=*/true);
   // Map each var of ir to an atom of the frame.
   std::vector<Atom> map(ir.vars.size());
   for (size_t k = 0; k < ir.in.size(); ++k)

@@ -1,0 +1,108 @@
+using System;
+using System.Runtime.InteropServices;
+
+namespace Af
+{
+    /// <summary>The AF_ERR_* codes of af.h.</summary>
+    public enum ErrorCode
+    {
+        /// <summary>Bad input, structure, kind or template.</summary>
+        InvalidArgument = Native.AF_ERR_INVALID_ARGUMENT,
+        /// <summary>Switch key, host function, provider or route not found.</summary>
+        NotFound = Native.AF_ERR_NOT_FOUND,
+        /// <summary>Structured output did not validate.</summary>
+        Schema = Native.AF_ERR_SCHEMA,
+        /// <summary>Corrupt or unverifiable graph bytes.</summary>
+        Format = Native.AF_ERR_FORMAT,
+        /// <summary>The graph needs a newer library.</summary>
+        Version = Native.AF_ERR_VERSION,
+        /// <summary>LM or host call failed after retries.</summary>
+        Provider = Native.AF_ERR_PROVIDER,
+        Timeout = Native.AF_ERR_TIMEOUT,
+        Cancelled = Native.AF_ERR_CANCELLED,
+        /// <summary>A host callback failed (see InnerException).</summary>
+        Callback = Native.AF_ERR_CALLBACK,
+        IO = Native.AF_ERR_IO,
+        OutOfMemory = Native.AF_ERR_OUT_OF_MEMORY,
+        Internal = Native.AF_ERR_INTERNAL,
+    }
+
+    /// <summary>An error reported by libaf (or raised by a host callback to
+    /// be reported through libaf). The af_error_cause chain becomes the
+    /// InnerException chain.</summary>
+    public class AfException : Exception
+    {
+        public ErrorCode Code { get; }
+
+        public AfException(ErrorCode code, string message) : base(message)
+        {
+            Code = code;
+        }
+
+        public AfException(ErrorCode code, string message, Exception inner) : base(message, inner)
+        {
+            Code = code;
+        }
+
+        public override string ToString()
+        {
+            return "AfException(" + Code + "): " + base.ToString();
+        }
+
+        /// <summary>Builds an AfException from an af_error_t* (and its causes)
+        /// WITHOUT freeing it. Returns null for IntPtr.Zero.</summary>
+        public static AfException FromNativeBorrowed(IntPtr error)
+        {
+            if (error == IntPtr.Zero) return null;
+            IntPtr causePtr = Native.af_error_cause(error);
+            AfException cause = causePtr == IntPtr.Zero ? null : FromNativeBorrowed(causePtr);
+            var code = (ErrorCode)Native.af_error_code(error);
+            string msg = Utf8.FromNulTerminated(Native.af_error_message(error)) ?? "";
+            return cause == null ? new AfException(code, msg) : new AfException(code, msg, cause);
+        }
+
+        /// <summary>Builds an AfException from an owned af_error_t* and frees
+        /// it. Returns null for IntPtr.Zero.</summary>
+        public static AfException FromNative(IntPtr error)
+        {
+            if (error == IntPtr.Zero) return null;
+            try
+            {
+                return FromNativeBorrowed(error);
+            }
+            finally
+            {
+                Native.af_error_free(error);
+            }
+        }
+
+        /// <summary>Throws (and frees) error if it is not IntPtr.Zero.</summary>
+        internal static void Check(IntPtr error)
+        {
+            if (error != IntPtr.Zero) throw FromNative(error);
+        }
+
+        /// <summary>A new owned af_error_t* carrying code and message (for
+        /// callbacks). Never throws; IntPtr.Zero only if libaf is out of
+        /// memory.</summary>
+        internal static IntPtr ToNative(ErrorCode code, string message)
+        {
+            try
+            {
+                byte[] b = Utf8.EncodeLossy(message ?? "");
+                return Native.af_error_new((int)code, b, (UIntPtr)(ulong)b.Length);
+            }
+            catch (Exception)
+            {
+                try
+                {
+                    return Native.af_error_new((int)code, new byte[0], UIntPtr.Zero);
+                }
+                catch (Exception)
+                {
+                    return IntPtr.Zero;
+                }
+            }
+        }
+    }
+}

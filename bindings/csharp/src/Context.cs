@@ -1,0 +1,304 @@
+using System;
+using System.Runtime.ExceptionServices;
+using System.Runtime.InteropServices;
+
+namespace Af
+{
+    /// <summary>Library-wide information.</summary>
+    public static class Library
+    {
+        /// <summary>"MAJOR.MINOR.PATCH" of the loaded libaf.</summary>
+        public static string Version => Utf8.FromNulTerminated(Native.af_version());
+
+        /// <summary>AF_ABI_VERSION of the loaded libaf.</summary>
+        public static uint AbiVersion => Native.af_abi_version();
+
+        /// <summary>True if the calling thread is inside a trace callback.</summary>
+        public static bool IsTracing => Native.af_is_tracing() != 0;
+    }
+
+    /// <summary>A libaf context: what a program needs at run time. Creates
+    /// values, traces functions into IRs, and records operations (Format,
+    /// Concat, ...) into the trace running on this thread, or evaluates them
+    /// right away outside a trace.</summary>
+    public sealed class Context : IDisposable
+    {
+        public ContextHandle Handle { get; }
+
+        public Context()
+        {
+            AfException.Check(Native.af_context_new(out IntPtr p));
+            if (p == IntPtr.Zero) throw new AfException(ErrorCode.Internal, "af_context_new returned null");
+            Handle = new ContextHandle(p);
+        }
+
+        public void Dispose() => Handle.Dispose();
+
+        /// <summary>True if the calling thread is inside a trace callback.</summary>
+        public static bool IsTracing => Library.IsTracing;
+
+        // --- Value shortcuts ---------------------------------------------
+        public Value FromJson(string json) => Value.FromJson(this, json);
+        public Value Null() => Value.Null(this);
+        public Value Bool(bool b) => Value.Bool(this, b);
+        public Value Int(long i) => Value.Int(this, i);
+        public Value Float(double f) => Value.Float(this, f);
+        public Value Str(string s) => Value.Str(this, s);
+        public Value List(params Value[] items) => Value.List(this, items);
+
+        // --- Tracing -----------------------------------------------------
+
+        private sealed class TraceState
+        {
+            public Context Context;
+            public Func<Context, Value[], Value> Fn;
+            public ExceptionDispatchInfo Error;
+        }
+
+        // Rooted for the life of the process: native code may call it during
+        // any af_trace, and it carries no per-call state (that is user_data).
+        private static readonly Native.TraceFn s_traceTrampoline = TraceTrampoline;
+
+        private static IntPtr TraceTrampoline(IntPtr userData, IntPtr ctx, IntPtr inputs, UIntPtr nInputs, IntPtr output)
+        {
+            TraceState st = null;
+            Value[] args = null;
+            try
+            {
+                if (output != IntPtr.Zero) Marshal.WriteIntPtr(output, IntPtr.Zero);
+                st = (TraceState)GCHandle.FromIntPtr(userData).Target;
+                int n = checked((int)(ulong)nInputs);
+                args = new Value[n];
+                for (int i = 0; i < n; i++)
+                    args[i] = Value.FromBorrowed(Marshal.ReadIntPtr(inputs, i * IntPtr.Size));
+                Value result = st.Fn(st.Context, args);
+                if (result == null)
+                    throw new InvalidOperationException("the traced function returned null; return a Value");
+                // libaf takes the returned reference: hand it a new one so the
+                // managed Value keeps (and later drops) its own.
+                using (var b = new Borrow())
+                {
+                    IntPtr owned = Native.af_value_clone(b.Add(result));
+                    Marshal.WriteIntPtr(output, owned);
+                }
+                return IntPtr.Zero;
+            }
+            catch (Exception ex)
+            {
+                if (st != null) st.Error = ExceptionDispatchInfo.Capture(ex);
+                var ae = ex as AfException;
+                string msg;
+                try { msg = ex.GetType().Name + ": " + ex.Message; } catch (Exception) { msg = "exception in trace callback"; }
+                return AfException.ToNative(ae != null ? ae.Code : ErrorCode.Callback, ae != null ? ae.Message : msg);
+            }
+            finally
+            {
+                // Inputs are placeholders that only mean something inside this
+                // trace: release our references now rather than at GC time.
+                if (args != null)
+                    foreach (var a in args)
+                        if (a != null) a.Dispose();
+            }
+        }
+
+        /// <summary>Traces fn once on placeholders shaped like examples into an
+        /// IR. fn receives this context and one Value per example, and returns
+        /// the output tree. staticMask: a bool tree that is a prefix of the list
+        /// of inputs (true = static), or null for all dynamic. An exception
+        /// thrown by fn is rethrown here unchanged (same object and stack).
+        /// </summary>
+        public Ir Trace(Func<Context, Value[], Value> fn, Value[] examples, Value staticMask = null)
+        {
+            if (fn == null) throw new ArgumentNullException(nameof(fn));
+            if (examples == null) throw new ArgumentNullException(nameof(examples));
+            var st = new TraceState { Context = this, Fn = fn };
+            GCHandle gch = GCHandle.Alloc(st);
+            IntPtr err;
+            IntPtr ir;
+            try
+            {
+                using (var b = new Borrow())
+                {
+                    IntPtr c = b.Add(Handle);
+                    IntPtr[] ex = b.AddAll(examples, nameof(examples));
+                    IntPtr mask = b.Add(staticMask);
+                    err = Native.af_trace(c, s_traceTrampoline, GCHandle.ToIntPtr(gch), ex,
+                                          (UIntPtr)(ulong)ex.Length, mask, out ir);
+                }
+            }
+            finally
+            {
+                gch.Free();
+                GC.KeepAlive(s_traceTrampoline);
+            }
+            if (st.Error != null)
+            {
+                // The managed exception is the real story; libaf's CALLBACK
+                // error (and anything built on top of it) only wraps it.
+                Native.af_error_free(err);
+                Native.af_ir_free(ir);
+                st.Error.Throw();
+            }
+            AfException.Check(err);
+            if (ir == IntPtr.Zero) throw new AfException(ErrorCode.Internal, "af_trace returned no IR");
+            return new Ir(new IrHandle(ir));
+        }
+
+        /// <summary>Trace with one example per input.</summary>
+        public Ir Trace(Func<Context, Value[], Value> fn, params Value[] examples)
+        {
+            return Trace(fn, examples, null);
+        }
+
+        // --- Tags and fold -----------------------------------------------
+
+        /// <summary>While pushed, equations recorded by the innermost trace of
+        /// this thread carry tag. INVALID_ARGUMENT outside a trace.</summary>
+        public void PushTag(string tag)
+        {
+            byte[] t = Utf8.Encode(tag, nameof(tag));
+            using (var b = new Borrow())
+                AfException.Check(Native.af_tag_push(b.Add(Handle), t, Utf8.Len(t)));
+        }
+
+        public void PopTag()
+        {
+            using (var b = new Borrow())
+                AfException.Check(Native.af_tag_pop(b.Add(Handle)));
+        }
+
+        /// <summary>PushTag now, PopTag on Dispose: <c>using (ctx.Tag("x")) {...}</c></summary>
+        public IDisposable Tag(string tag)
+        {
+            PushTag(tag);
+            return new Scope(this, false);
+        }
+
+        /// <summary>Between push and pop, operations run at trace time and
+        /// their results become literals.</summary>
+        public void PushFold()
+        {
+            using (var b = new Borrow())
+                AfException.Check(Native.af_fold_push(b.Add(Handle)));
+        }
+
+        public void PopFold()
+        {
+            using (var b = new Borrow())
+                AfException.Check(Native.af_fold_pop(b.Add(Handle)));
+        }
+
+        /// <summary>PushFold now, PopFold on Dispose.</summary>
+        public IDisposable Fold()
+        {
+            PushFold();
+            return new Scope(this, true);
+        }
+
+        private sealed class Scope : IDisposable
+        {
+            private Context _ctx;
+            private readonly bool _fold;
+
+            public Scope(Context ctx, bool fold)
+            {
+                _ctx = ctx;
+                _fold = fold;
+            }
+
+            public void Dispose()
+            {
+                Context c = _ctx;
+                if (c == null) return;
+                _ctx = null;
+                if (_fold) c.PopFold();
+                else c.PopTag();
+            }
+        }
+
+        // --- Operations --------------------------------------------------
+
+        /// <summary>Python-style template: "{}", "{0}", "{name}", "{{", "}}".
+        /// Non-string arguments are stringified as JSON.</summary>
+        public Value Format(string template, params Value[] args)
+        {
+            return FormatNamed(template, args, null);
+        }
+
+        /// <summary>Format with named arguments (a dict, or null).</summary>
+        public Value FormatNamed(string template, Value[] args, Value named)
+        {
+            byte[] t = Utf8.Encode(template, nameof(template));
+            using (var b = new Borrow())
+            {
+                IntPtr c = b.Add(Handle);
+                IntPtr[] a = b.AddAll(args ?? new Value[0], nameof(args));
+                IntPtr nm = b.Add(named);
+                AfException.Check(Native.af_format(c, t, Utf8.Len(t), a, (UIntPtr)(ulong)a.Length, nm, out IntPtr o));
+                return Value.Own(o);
+            }
+        }
+
+        /// <summary>Concatenation of strings (every argument must be a str).</summary>
+        public Value Concat(params Value[] args)
+        {
+            using (var b = new Borrow())
+            {
+                IntPtr c = b.Add(Handle);
+                IntPtr[] a = b.AddAll(args, nameof(args));
+                AfException.Check(Native.af_concat(c, a, (UIntPtr)(ulong)a.Length, out IntPtr o));
+                return Value.Own(o);
+            }
+        }
+
+        /// <summary>String equality: a bool value.</summary>
+        public Value Match(Value a, Value b)
+        {
+            if (a == null) throw new ArgumentNullException(nameof(a));
+            if (b == null) throw new ArgumentNullException(nameof(b));
+            using (var br = new Borrow())
+            {
+                AfException.Check(Native.af_match(br.Add(Handle), br.Add(a), br.Add(b), out IntPtr o));
+                return Value.Own(o);
+            }
+        }
+
+        /// <summary>Identity on a tree; tangents and cotangents through it are Zero.</summary>
+        public Value StopGradient(Value v)
+        {
+            if (v == null) throw new ArgumentNullException(nameof(v));
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_stop_gradient(b.Add(Handle), b.Add(v), out IntPtr o));
+                return Value.Own(o);
+            }
+        }
+
+        /// <summary>value, produced only after every dep exists.</summary>
+        public Value Depends(Value value, params Value[] deps)
+        {
+            if (value == null) throw new ArgumentNullException(nameof(value));
+            using (var b = new Borrow())
+            {
+                IntPtr c = b.Add(Handle);
+                IntPtr v = b.Add(value);
+                IntPtr[] d = b.AddAll(deps, nameof(deps));
+                AfException.Check(Native.af_depends(c, v, d, (UIntPtr)(ulong)d.Length, out IntPtr o));
+                return Value.Own(o);
+            }
+        }
+
+        /// <summary>Identity that marks v as checkpoint key of collection.</summary>
+        public Value Checkpoint(Value v, string key, string collection)
+        {
+            if (v == null) throw new ArgumentNullException(nameof(v));
+            byte[] k = Utf8.Encode(key, nameof(key));
+            byte[] col = Utf8.Encode(collection, nameof(collection));
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_checkpoint(b.Add(Handle), b.Add(v), k, Utf8.Len(k), col, Utf8.Len(col), out IntPtr o));
+                return Value.Own(o);
+            }
+        }
+    }
+}

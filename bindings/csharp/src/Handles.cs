@@ -1,0 +1,83 @@
+// Handles.cs — one SafeHandle per libaf handle type. Each owns one libaf
+// reference and drops it exactly once (Dispose or finalizer).
+using System;
+using System.Runtime.InteropServices;
+
+namespace Af
+{
+    public sealed class ContextHandle : SafeHandle
+    {
+        public ContextHandle() : base(IntPtr.Zero, true) { }
+
+        /// <summary>Takes ownership of one reference to ctx.</summary>
+        public ContextHandle(IntPtr ctx) : base(IntPtr.Zero, true) { SetHandle(ctx); }
+
+        public override bool IsInvalid => handle == IntPtr.Zero;
+
+        protected override bool ReleaseHandle()
+        {
+            Native.af_context_free(handle);
+            return true;
+        }
+    }
+
+    public sealed class ValueHandle : SafeHandle
+    {
+        public ValueHandle() : base(IntPtr.Zero, true) { }
+
+        /// <summary>Takes ownership of one reference to v.</summary>
+        public ValueHandle(IntPtr v) : base(IntPtr.Zero, true) { SetHandle(v); }
+
+        public override bool IsInvalid => handle == IntPtr.Zero;
+
+        protected override bool ReleaseHandle()
+        {
+            Native.af_value_free(handle);
+            return true;
+        }
+    }
+
+    public sealed class IrHandle : SafeHandle
+    {
+        public IrHandle() : base(IntPtr.Zero, true) { }
+
+        /// <summary>Takes ownership of one reference to ir.</summary>
+        public IrHandle(IntPtr ir) : base(IntPtr.Zero, true) { SetHandle(ir); }
+
+        public override bool IsInvalid => handle == IntPtr.Zero;
+
+        protected override bool ReleaseHandle()
+        {
+            Native.af_ir_free(handle);
+            return true;
+        }
+    }
+
+    /// <summary>A walk. af.h does not say whether a walk keeps its context
+    /// and IR alive, so this handle holds a reference on both SafeHandles
+    /// and releases them after af_walk_free.</summary>
+    public sealed class WalkHandle : SafeHandle
+    {
+        private SafeHandle[] _deps = new SafeHandle[0];
+
+        public WalkHandle() : base(IntPtr.Zero, true) { }
+
+        /// <summary>Takes ownership of w. deps must already be AddRef'd once
+        /// each by the caller; they are released when the walk is freed.</summary>
+        internal WalkHandle(IntPtr w, SafeHandle[] addRefdDeps) : base(IntPtr.Zero, true)
+        {
+            _deps = addRefdDeps ?? new SafeHandle[0];
+            SetHandle(w);
+        }
+
+        public override bool IsInvalid => handle == IntPtr.Zero;
+
+        protected override bool ReleaseHandle()
+        {
+            Native.af_walk_free(handle);
+            foreach (var d in _deps) d.DangerousRelease();
+            _deps = new SafeHandle[0];
+            return true;
+        }
+    }
+}

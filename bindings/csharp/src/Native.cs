@@ -1,0 +1,266 @@
+// Native.cs — raw P/Invoke declarations for every function of af.h.
+//
+// One declaration per C function, with the exact C signature:
+//   - handles and pointers are IntPtr (owned/borrowed as af.h says);
+//   - size_t is UIntPtr, int32_t int, uint32_t uint, int64_t long,
+//     uint64_t ulong;
+//   - strings in are UTF-8 byte[] plus an explicit length (never string);
+//   - library-owned `const char*` returns are IntPtr (never string: the
+//     marshaller would free memory it does not own).
+// The idiomatic API (Context, Value, Ir, Walk, AfException) is built on top;
+// use this class directly only for what the wrappers do not cover.
+using System;
+using System.Runtime.InteropServices;
+
+namespace Af
+{
+    /// <summary>af_bytes_t: an owned byte buffer, released with af_bytes_free.</summary>
+    [StructLayout(LayoutKind.Sequential)]
+    public struct AfBytes
+    {
+        public IntPtr Data;
+        public UIntPtr Len;
+    }
+
+    public static class Native
+    {
+        public const string Lib = "af";
+
+        // --- Versioning --------------------------------------------------
+        public const int AF_VERSION_MAJOR = 0;
+        public const int AF_VERSION_MINOR = 1;
+        public const int AF_VERSION_PATCH = 0;
+        public const string AF_VERSION_STRING = "0.1.0";
+        public const uint AF_ABI_VERSION = 1;
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_version();
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern uint af_abi_version();
+
+        // --- Errors ------------------------------------------------------
+        public const int AF_ERR_INVALID_ARGUMENT = 1;
+        public const int AF_ERR_NOT_FOUND = 2;
+        public const int AF_ERR_SCHEMA = 3;
+        public const int AF_ERR_FORMAT = 4;
+        public const int AF_ERR_VERSION = 5;
+        public const int AF_ERR_PROVIDER = 6;
+        public const int AF_ERR_TIMEOUT = 7;
+        public const int AF_ERR_CANCELLED = 8;
+        public const int AF_ERR_CALLBACK = 9;
+        public const int AF_ERR_IO = 10;
+        public const int AF_ERR_OUT_OF_MEMORY = 11;
+        public const int AF_ERR_INTERNAL = 12;
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int af_error_code(IntPtr e);
+
+        /// <summary>NUL-terminated UTF-8, owned by e.</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_error_message(IntPtr e);
+
+        /// <summary>Borrowed from e; IntPtr.Zero if none.</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_error_cause(IntPtr e);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_error_new(int code, byte[] msg, UIntPtr len);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern void af_error_free(IntPtr e);
+
+        // --- Bytes -------------------------------------------------------
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern void af_bytes_free(ref AfBytes b);
+
+        // --- Context -----------------------------------------------------
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_context_new(out IntPtr ctx);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern void af_context_free(IntPtr ctx);
+
+        // --- Values ------------------------------------------------------
+        public const int AF_KIND_NULL = 0;
+        public const int AF_KIND_BOOL = 1;
+        public const int AF_KIND_INT = 2;
+        public const int AF_KIND_FLOAT = 3;
+        public const int AF_KIND_STR = 4;
+        public const int AF_KIND_LIST = 5;
+        public const int AF_KIND_DICT = 6;
+        public const int AF_KIND_PLACEHOLDER = 7;
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_from_json(IntPtr ctx, byte[] json, UIntPtr len, out IntPtr value);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_to_json(IntPtr v, out AfBytes bytes);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_null(IntPtr ctx, out IntPtr value);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_bool(IntPtr ctx, int b, out IntPtr value);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_int(IntPtr ctx, long i, out IntPtr value);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_float(IntPtr ctx, double f, out IntPtr value);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_str(IntPtr ctx, byte[] s, UIntPtr len, out IntPtr value);
+
+        /// <summary>items: const af_value_t* const* (may be null when n == 0).</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_list(IntPtr ctx, IntPtr[] items, UIntPtr n, out IntPtr value);
+
+        /// <summary>keys: const char* const*: pointers to (pinned) UTF-8 key bytes.</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_dict(IntPtr ctx, IntPtr[] keys, UIntPtr[] keyLens,
+                                                  IntPtr[] values, UIntPtr n, out IntPtr value);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int af_value_kind(IntPtr v);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_len(IntPtr v, out UIntPtr len);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_index(IntPtr v, UIntPtr i, out IntPtr value);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_key(IntPtr v, byte[] key, UIntPtr len, out IntPtr value);
+
+        /// <summary>key: Borrowed from v, not NUL-terminated.</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_key_at(IntPtr v, UIntPtr i, out IntPtr key, out UIntPtr len);
+
+        /// <summary>s: Borrowed from v, not NUL-terminated.</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_get_str(IntPtr v, out IntPtr s, out UIntPtr len);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_get_int(IntPtr v, out long value);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_get_float(IntPtr v, out double value);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_get_bool(IntPtr v, out int value);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_clone(IntPtr v);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern void af_value_free(IntPtr v);
+
+        // --- Tracing -----------------------------------------------------
+
+        /// <summary>af_trace_fn. inputs: const af_value_t* const* (borrowed);
+        /// output: af_value_t** receiving an owned value. Must not throw.</summary>
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        public delegate IntPtr TraceFn(IntPtr userData, IntPtr ctx, IntPtr inputs, UIntPtr nInputs, IntPtr output);
+
+        /// <summary>staticMask: IntPtr.Zero = all dynamic.</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_trace(IntPtr ctx, TraceFn fn, IntPtr userData, IntPtr[] examples,
+                                             UIntPtr nExamples, IntPtr staticMask, out IntPtr ir);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int af_is_tracing();
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_tag_push(IntPtr ctx, byte[] tag, UIntPtr len);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_tag_pop(IntPtr ctx);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_fold_push(IntPtr ctx);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_fold_pop(IntPtr ctx);
+
+        // --- Operations --------------------------------------------------
+
+        /// <summary>named: A dict of named arguments, or IntPtr.Zero.</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_format(IntPtr ctx, byte[] tmpl, UIntPtr tmplLen, IntPtr[] args,
+                                              UIntPtr nArgs, IntPtr named, out IntPtr value);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_concat(IntPtr ctx, IntPtr[] args, UIntPtr n, out IntPtr value);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_match(IntPtr ctx, IntPtr a, IntPtr b, out IntPtr value);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_stop_gradient(IntPtr ctx, IntPtr v, out IntPtr value);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_depends(IntPtr ctx, IntPtr value, IntPtr[] deps, UIntPtr nDeps,
+                                               out IntPtr output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_checkpoint(IntPtr ctx, IntPtr v, byte[] key, UIntPtr keyLen,
+                                                  byte[] collection, UIntPtr collectionLen, out IntPtr value);
+
+        // --- Calling and inspecting IRs ----------------------------------
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_ir_call(IntPtr ctx, IntPtr ir, IntPtr[] inputs, UIntPtr n, out IntPtr value);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_ir_to_text(IntPtr ir, out AfBytes bytes);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_ir_to_dot(IntPtr ir, out AfBytes bytes);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern UIntPtr af_ir_eqn_count(IntPtr ir);
+
+        /// <summary>Static storage, NUL-terminated; IntPtr.Zero if out of range.</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_ir_eqn_prim(IntPtr ir, UIntPtr i);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern UIntPtr af_ir_input_count(IntPtr ir);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern ulong af_ir_hash(IntPtr ir);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int af_ir_equal(IntPtr a, IntPtr b);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_ir_clone(IntPtr ir);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern void af_ir_free(IntPtr ir);
+
+        // --- Walking -----------------------------------------------------
+
+        /// <summary>AF_WALK_DONE (SIZE_MAX) as a UIntPtr.</summary>
+        public static readonly UIntPtr AF_WALK_DONE =
+            UIntPtr.Size == 8 ? new UIntPtr(ulong.MaxValue) : new UIntPtr(uint.MaxValue);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_walk_new(IntPtr ctx, IntPtr ir, IntPtr[] inputs, UIntPtr n, out IntPtr walk);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_walk_next(IntPtr w, out UIntPtr eqnIndex, out IntPtr inputs);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_walk_eval(IntPtr w);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_walk_send(IntPtr w, IntPtr outputs);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_walk_outputs(IntPtr w, out IntPtr value);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern void af_walk_free(IntPtr w);
+    }
+}

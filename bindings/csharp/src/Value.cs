@@ -1,0 +1,323 @@
+using System;
+using System.Collections.Generic;
+using System.Runtime.InteropServices;
+
+namespace Af
+{
+    /// <summary>The AF_KIND_* of a value.</summary>
+    public enum ValueKind
+    {
+        Null = Native.AF_KIND_NULL,
+        Bool = Native.AF_KIND_BOOL,
+        Int = Native.AF_KIND_INT,
+        Float = Native.AF_KIND_FLOAT,
+        Str = Native.AF_KIND_STR,
+        List = Native.AF_KIND_LIST,
+        Dict = Native.AF_KIND_DICT,
+        /// <summary>A traced leaf (only seen inside a trace).</summary>
+        Placeholder = Native.AF_KIND_PLACEHOLDER,
+    }
+
+    /// <summary>An immutable libaf value tree (null, bool, int, float, str,
+    /// list, dict; a placeholder inside a trace). Owns one reference.</summary>
+    public sealed class Value : IDisposable
+    {
+        public ValueHandle Handle { get; }
+
+        /// <summary>Wraps h, taking ownership of its reference.</summary>
+        public Value(ValueHandle h)
+        {
+            if (h == null) throw new ArgumentNullException(nameof(h));
+            Handle = h;
+        }
+
+        /// <summary>Wraps an owned af_value_t*. Throws if it is IntPtr.Zero.</summary>
+        internal static Value Own(IntPtr p)
+        {
+            if (p == IntPtr.Zero) throw new AfException(ErrorCode.Internal, "libaf returned a null value");
+            return new Value(new ValueHandle(p));
+        }
+
+        /// <summary>A new reference to a borrowed af_value_t* (e.g. an input of
+        /// a trace callback); the caller keeps its own reference.</summary>
+        public static Value FromBorrowed(IntPtr p)
+        {
+            if (p == IntPtr.Zero) throw new ArgumentNullException(nameof(p));
+            return Own(Native.af_value_clone(p));
+        }
+
+        public void Dispose() => Handle.Dispose();
+
+        /// <summary>A new reference to the same (immutable) value.</summary>
+        public Value Clone()
+        {
+            using (var b = new Borrow())
+                return Own(Native.af_value_clone(b.Add(Handle)));
+        }
+
+        // --- Construction ------------------------------------------------
+
+        /// <summary>Parses exact JSON: integers stay int, numbers with '.' or
+        /// 'e' stay float.</summary>
+        public static Value FromJson(Context ctx, string json)
+        {
+            byte[] s = Utf8.Encode(json, nameof(json));
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_value_from_json(b.Add(Ctx(ctx)), s, Utf8.Len(s), out IntPtr o));
+                return Own(o);
+            }
+        }
+
+        public static Value Null(Context ctx)
+        {
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_value_null(b.Add(Ctx(ctx)), out IntPtr o));
+                return Own(o);
+            }
+        }
+
+        public static Value Bool(Context ctx, bool value)
+        {
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_value_bool(b.Add(Ctx(ctx)), value ? 1 : 0, out IntPtr o));
+                return Own(o);
+            }
+        }
+
+        public static Value Int(Context ctx, long value)
+        {
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_value_int(b.Add(Ctx(ctx)), value, out IntPtr o));
+                return Own(o);
+            }
+        }
+
+        public static Value Float(Context ctx, double value)
+        {
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_value_float(b.Add(Ctx(ctx)), value, out IntPtr o));
+                return Own(o);
+            }
+        }
+
+        public static Value Str(Context ctx, string value)
+        {
+            byte[] s = Utf8.Encode(value, nameof(value));
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_value_str(b.Add(Ctx(ctx)), s, Utf8.Len(s), out IntPtr o));
+                return Own(o);
+            }
+        }
+
+        /// <summary>A list of items (each gets a new reference; the caller
+        /// keeps its own).</summary>
+        public static Value List(Context ctx, params Value[] items)
+        {
+            using (var b = new Borrow())
+            {
+                IntPtr c = b.Add(Ctx(ctx));
+                IntPtr[] ptrs = b.AddAll(items, nameof(items));
+                AfException.Check(Native.af_value_list(c, ptrs, (UIntPtr)(ulong)ptrs.Length, out IntPtr o));
+                return Own(o);
+            }
+        }
+
+        /// <summary>A dict with the entries in enumeration order
+        /// (INVALID_ARGUMENT on a duplicate key).</summary>
+        public static Value Dict(Context ctx, IEnumerable<KeyValuePair<string, Value>> entries)
+        {
+            if (entries == null) throw new ArgumentNullException(nameof(entries));
+            var list = new List<KeyValuePair<string, Value>>(entries);
+            int n = list.Count;
+            var keyBytes = new byte[n][];
+            var keyLens = new UIntPtr[n];
+            var values = new Value[n];
+            for (int i = 0; i < n; i++)
+            {
+                keyBytes[i] = Utf8.Encode(list[i].Key, "entries key");
+                keyLens[i] = Utf8.Len(keyBytes[i]);
+                values[i] = list[i].Value;
+            }
+            var pins = new GCHandle[n];
+            var keyPtrs = new IntPtr[n];
+            try
+            {
+                for (int i = 0; i < n; i++)
+                {
+                    pins[i] = GCHandle.Alloc(keyBytes[i], GCHandleType.Pinned);
+                    keyPtrs[i] = pins[i].AddrOfPinnedObject();
+                }
+                using (var b = new Borrow())
+                {
+                    IntPtr c = b.Add(Ctx(ctx));
+                    IntPtr[] vals = b.AddAll(values, nameof(entries));
+                    AfException.Check(Native.af_value_dict(c, keyPtrs, keyLens, vals, (UIntPtr)(ulong)n, out IntPtr o));
+                    return Own(o);
+                }
+            }
+            finally
+            {
+                for (int i = 0; i < n; i++)
+                    if (pins[i].IsAllocated) pins[i].Free();
+            }
+        }
+
+        /// <summary>A dict from (key, value) tuples, in order.</summary>
+        public static Value Dict(Context ctx, params (string Key, Value Value)[] entries)
+        {
+            if (entries == null) throw new ArgumentNullException(nameof(entries));
+            var kvs = new List<KeyValuePair<string, Value>>(entries.Length);
+            foreach (var e in entries) kvs.Add(new KeyValuePair<string, Value>(e.Key, e.Value));
+            return Dict(ctx, kvs);
+        }
+
+        // --- Inspection --------------------------------------------------
+
+        public ValueKind Kind
+        {
+            get
+            {
+                using (var b = new Borrow())
+                    return (ValueKind)Native.af_value_kind(b.Add(Handle));
+            }
+        }
+
+        /// <summary>Number of items of a list or dict (INVALID_ARGUMENT
+        /// otherwise).</summary>
+        public int Count
+        {
+            get
+            {
+                using (var b = new Borrow())
+                {
+                    AfException.Check(Native.af_value_len(b.Add(Handle), out UIntPtr n));
+                    return checked((int)(ulong)n);
+                }
+            }
+        }
+
+        /// <summary>Item i of a list, or the value of the i-th dict entry
+        /// (insertion order).</summary>
+        public Value this[int index]
+        {
+            get
+            {
+                if (index < 0) throw new ArgumentOutOfRangeException(nameof(index), "index is negative");
+                using (var b = new Borrow())
+                {
+                    AfException.Check(Native.af_value_index(b.Add(Handle), (UIntPtr)(ulong)index, out IntPtr o));
+                    return Own(o);
+                }
+            }
+        }
+
+        /// <summary>The value under key in a dict (NOT_FOUND if absent).</summary>
+        public Value this[string key]
+        {
+            get
+            {
+                byte[] k = Utf8.Encode(key, nameof(key));
+                using (var b = new Borrow())
+                {
+                    AfException.Check(Native.af_value_key(b.Add(Handle), k, Utf8.Len(k), out IntPtr o));
+                    return Own(o);
+                }
+            }
+        }
+
+        /// <summary>The keys of a dict in insertion order.</summary>
+        public IReadOnlyList<string> Keys
+        {
+            get
+            {
+                using (var b = new Borrow())
+                {
+                    IntPtr v = b.Add(Handle);
+                    AfException.Check(Native.af_value_len(v, out UIntPtr n));
+                    int count = checked((int)(ulong)n);
+                    var keys = new string[count];
+                    for (int i = 0; i < count; i++)
+                    {
+                        AfException.Check(Native.af_value_key_at(v, (UIntPtr)(ulong)i, out IntPtr p, out UIntPtr len));
+                        keys[i] = Utf8.FromPtr(p, len);
+                    }
+                    return keys;
+                }
+            }
+        }
+
+        public string AsString()
+        {
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_value_get_str(b.Add(Handle), out IntPtr p, out UIntPtr len));
+                return Utf8.FromPtr(p, len); // copied while the handle is still held
+            }
+        }
+
+        public long AsInt()
+        {
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_value_get_int(b.Add(Handle), out long i));
+                return i;
+            }
+        }
+
+        public double AsFloat()
+        {
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_value_get_float(b.Add(Handle), out double f));
+                return f;
+            }
+        }
+
+        public bool AsBool()
+        {
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_value_get_bool(b.Add(Handle), out int x));
+                return x != 0;
+            }
+        }
+
+        /// <summary>Compact JSON (floats shortest round-trip, e.g. "2.0").
+        /// INVALID_ARGUMENT for NaN/infinity and placeholders.</summary>
+        public string ToJson()
+        {
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_value_to_json(b.Add(Handle), out AfBytes bytes));
+                return Utf8.TakeBytes(ref bytes);
+            }
+        }
+
+        /// <summary>JSON when it has one, else "&lt;kind&gt;" (never throws
+        /// for a live value; for debuggers and logs).</summary>
+        public override string ToString()
+        {
+            if (Handle.IsClosed) return "<disposed value>";
+            try
+            {
+                return ToJson();
+            }
+            catch (AfException)
+            {
+                return "<" + Kind.ToString().ToLowerInvariant() + ">";
+            }
+        }
+
+        private static ContextHandle Ctx(Context ctx)
+        {
+            if (ctx == null) throw new ArgumentNullException(nameof(ctx));
+            return ctx.Handle;
+        }
+    }
+}
