@@ -220,6 +220,7 @@ uint64_t Value::hash() const noexcept {
     case Kind::Int: return mix(h, static_cast<uint64_t>(i_));
     case Kind::Float: {
       double f = f_ == 0.0 ? 0.0 : f_;  // -0.0 == 0.0
+      if (f != f) return mix(h, 0x7ff8000000000000ULL);  // every NaN equals every NaN
       uint64_t bits;
       std::memcpy(&bits, &f, sizeof bits);
       return mix(h, bits);
