@@ -1,0 +1,260 @@
+// Calling a traced chain of N concat equations. Target: <= 250 ns per
+// equation. Two chains, reported separately (see bench/README.md):
+//
+//  Bounded (the honest engine-overhead measure):
+//    y_0 = x (a str of `payload` bytes), y_i = concat(y_{i-1}, "")
+//    Every equation is a real concat on the previous result (a strict
+//    dependency chain, nothing can be skipped or reordered), and every
+//    equation builds a new string of exactly `payload` bytes, so the work per
+//    equation is constant and the time per equation is the engine's overhead
+//    plus one fixed-size string build.
+//
+//  Growing (the naive chain, the same IR that trace_bench.cpp traces):
+//    y_0 = x = "x", y_i = concat(y_{i-1}, "x")
+//    y_i has i+1 bytes, so one call copies ~N^2/2 bytes (50 MB for N=10000):
+//    its time per equation is dominated by memcpy/malloc, not by the engine.
+//
+// Each family is run through the C++ API (af::lower once, af::run per
+// iteration; plus af::call, which checks and lowers on every call) and
+// through the C API (af_ir_call, which lowers once per IR handle and wraps
+// input/output handles per call). BM_Floor_* does the same string builds
+// with no engine at all, so engine overhead = Call - Floor, in one run.
+//
+// Counters: eqn_per_s is equations per second; sec_per_eqn is its inverse,
+// printed with an SI prefix (e.g. "95.2n" = 95.2 ns per equation). Both use
+// CPU time, like the Time/CPU columns.
+#include <af/af.h>
+#include <benchmark/benchmark.h>
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "exec/env.h"
+#include "exec/exec.h"
+#include "ir/ir.h"
+#include "prims/ops.h"
+#include "trace/trace.h"
+#include "value/value.h"
+
+namespace {
+
+constexpr int64_t kN = 10000;
+
+void set_eqn_counters(benchmark::State& state, int64_t eqns_per_iter) {
+  state.SetItemsProcessed(state.iterations() * eqns_per_iter);
+  state.counters["eqn_per_s"] =
+      benchmark::Counter(double(eqns_per_iter), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["sec_per_eqn"] =
+      benchmark::Counter(double(eqns_per_iter), benchmark::Counter::kIsIterationInvariantRate |
+                                                    benchmark::Counter::kInvert);
+}
+
+// Bytes the chain's equations write per call: sum of the output lengths.
+int64_t chain_bytes(bool growing, int64_t n, int64_t payload) {
+  return growing ? (n * (n + 1)) / 2 + n /* y_i has i+1 bytes */ : n * payload;
+}
+
+// ---------------------------------------------------------------- C++ API
+
+struct CppChain {
+  af::Value input;
+  af::IRPtr ir;
+  std::string expected;
+};
+
+// growing: concat(prev, "x") from "x"; else concat(prev, "") from `payload`
+// bytes of 'p'.
+CppChain make_cpp_chain(bool growing, size_t n, size_t payload) {
+  af::RunEnv env;
+  CppChain c;
+  c.input = af::Value::str(growing ? std::string("x") : std::string(payload, 'p'));
+  const af::Value lit = af::Value::str(growing ? "x" : "");
+  c.ir = af::trace(
+      [&](std::span<const af::Value> in) {
+        af::Value prev = in[0];
+        for (size_t i = 0; i < n; ++i) {
+          const af::Value args[2] = {prev, lit};
+          prev = af::op_concat(args, env);
+        }
+        return prev;
+      },
+      std::span<const af::Value>(&c.input, 1), af::Value());
+  c.expected = growing ? std::string(n + 1, 'x') : std::string(payload, 'p');
+  return c;
+}
+
+bool output_ok(const af::Value& out, const CppChain& c) {
+  return out.kind() == af::Kind::Str && out.as_str() == c.expected;
+}
+
+// af::lower once, af::run per iteration (inputs checked once, untimed).
+void call_run_cpp(benchmark::State& state, bool growing) {
+  const size_t n = size_t(state.range(0));
+  const size_t payload = growing ? 1 : size_t(state.range(1));
+  CppChain c = make_cpp_chain(growing, n, payload);
+  af::RunEnv env;
+  auto plan = af::lower(c.ir);
+  const std::vector<af::Value> leaves = af::check_inputs(*c.ir, std::span(&c.input, 1));
+  if (c.ir->eqns.size() != n || !output_ok(af::run(*plan, leaves, env), c)) {
+    state.SkipWithError("the chain does not compute what it claims");
+    return;
+  }
+  for (auto _ : state) {
+    af::Value out = af::run(*plan, leaves, env);
+    benchmark::DoNotOptimize(out);
+  }
+  set_eqn_counters(state, int64_t(n));
+  state.SetBytesProcessed(state.iterations() * chain_bytes(growing, int64_t(n), int64_t(payload)));
+}
+
+// af::call per iteration: check_inputs + lower + run every time.
+void call_call_cpp(benchmark::State& state, bool growing) {
+  const size_t n = size_t(state.range(0));
+  const size_t payload = growing ? 1 : size_t(state.range(1));
+  CppChain c = make_cpp_chain(growing, n, payload);
+  af::RunEnv env;
+  if (!output_ok(af::call(c.ir, std::span(&c.input, 1), env), c)) {
+    state.SkipWithError("the chain does not compute what it claims");
+    return;
+  }
+  for (auto _ : state) {
+    af::Value out = af::call(c.ir, std::span(&c.input, 1), env);
+    benchmark::DoNotOptimize(out);
+  }
+  set_eqn_counters(state, int64_t(n));
+  state.SetBytesProcessed(state.iterations() * chain_bytes(growing, int64_t(n), int64_t(payload)));
+}
+
+void BM_Call_Bounded_CppRun(benchmark::State& s) { call_run_cpp(s, false); }
+void BM_Call_Bounded_CppCall(benchmark::State& s) { call_call_cpp(s, false); }
+void BM_Call_Growing_CppRun(benchmark::State& s) { call_run_cpp(s, true); }
+void BM_Call_Growing_CppCall(benchmark::State& s) { call_call_cpp(s, true); }
+
+// ---------------------------------------------------------------- floor
+
+// The string work of the bounded chain without the engine: N times build a
+// `payload`-byte str Value from the previous one the way concat's impl does
+// (reserve + append + Value::str), keeping every result alive until the end
+// like the interpreter's slot array does.
+void BM_Floor_Bounded_StrBuild(benchmark::State& state) {
+  const size_t n = size_t(state.range(0));
+  const size_t payload = size_t(state.range(1));
+  const af::Value input = af::Value::str(std::string(payload, 'p'));
+  const af::Value lit = af::Value::str("");
+  std::vector<af::Value> slots;
+  for (auto _ : state) {
+    slots.assign(n + 1, af::Value());
+    slots[0] = input;
+    for (size_t i = 1; i <= n; ++i) {
+      const std::string& a = slots[i - 1].as_str();
+      const std::string& b = lit.as_str();
+      std::string s;
+      s.reserve(a.size() + b.size());
+      s += a;
+      s += b;
+      slots[i] = af::Value::str(std::move(s));
+    }
+    benchmark::DoNotOptimize(slots.back());
+    slots.clear();
+  }
+  set_eqn_counters(state, int64_t(n));
+}
+
+// ---------------------------------------------------------------- C API
+
+struct CSpec {
+  size_t n;
+  const char* lit;
+  size_t lit_len;
+};
+
+af_error_t* c_chain_fn(void* user_data, af_context_t* ctx, const af_value_t* const* inputs,
+                       size_t n_inputs, af_value_t** out) {
+  const CSpec* spec = static_cast<const CSpec*>(user_data);
+  (void)n_inputs;
+  af_value_t* lit = nullptr;
+  af_error_t* err = af_value_str(ctx, spec->lit, spec->lit_len, &lit);
+  if (err) return err;
+  af_value_t* prev = af_value_clone(inputs[0]);
+  for (size_t i = 0; i < spec->n && !err; ++i) {
+    const af_value_t* args[2] = {prev, lit};
+    af_value_t* next = nullptr;
+    err = af_concat(ctx, args, 2, &next);
+    if (!err) {
+      af_value_free(prev);
+      prev = next;
+    }
+  }
+  af_value_free(lit);
+  if (err) {
+    af_value_free(prev);
+    return err;
+  }
+  *out = prev;
+  return nullptr;
+}
+
+void call_c(benchmark::State& state, bool growing) {
+  const size_t n = size_t(state.range(0));
+  const size_t payload = growing ? 1 : size_t(state.range(1));
+  const std::string input_str = growing ? std::string("x") : std::string(payload, 'p');
+  const std::string expected = growing ? std::string(n + 1, 'x') : input_str;
+  CSpec spec{n, growing ? "x" : "", growing ? size_t(1) : size_t(0)};
+
+  af_context_t* ctx = nullptr;
+  af_value_t* input = nullptr;
+  af_ir_t* ir = nullptr;
+  af_value_t* out = nullptr;
+  af_error_t* err = af_context_new(&ctx);
+  if (!err) err = af_value_str(ctx, input_str.data(), input_str.size(), &input);
+  if (!err) err = af_trace(ctx, c_chain_fn, &spec, &input, 1, nullptr, &ir);
+  if (!err) err = af_ir_call(ctx, ir, &input, 1, &out);  // also lowers (once per handle)
+  const char* s = nullptr;
+  size_t len = 0;
+  if (!err) err = af_value_get_str(out, &s, &len);
+  if (err || af_ir_eqn_count(ir) != n || std::string(s, len) != expected) {
+    state.SkipWithError(err ? af_error_message(err) : "the chain does not compute what it claims");
+  } else {
+    for (auto _ : state) {
+      af_value_t* o = nullptr;
+      af_error_t* e = af_ir_call(ctx, ir, &input, 1, &o);
+      if (e) {
+        state.SkipWithError(af_error_message(e));
+        af_error_free(e);
+        break;
+      }
+      af_value_free(o);
+    }
+    set_eqn_counters(state, int64_t(n));
+    state.SetBytesProcessed(state.iterations() *
+                            chain_bytes(growing, int64_t(n), int64_t(payload)));
+  }
+  af_error_free(err);
+  af_value_free(out);
+  af_ir_free(ir);
+  af_value_free(input);
+  af_context_free(ctx);
+}
+
+void BM_Call_Bounded_C(benchmark::State& s) { call_c(s, false); }
+void BM_Call_Growing_C(benchmark::State& s) { call_c(s, true); }
+
+// payload 1 fits std::string's small buffer (one allocation per equation:
+// the Value's heap node); payload 256 adds a second allocation and a copy.
+#define AF_BOUNDED_ARGS                  \
+  ArgNames({"n", "payload"})             \
+      ->Args({kN, 1})                    \
+      ->Args({kN, 256})                  \
+      ->Unit(benchmark::kMicrosecond)
+
+BENCHMARK(BM_Floor_Bounded_StrBuild)->AF_BOUNDED_ARGS;
+BENCHMARK(BM_Call_Bounded_CppRun)->AF_BOUNDED_ARGS;
+BENCHMARK(BM_Call_Bounded_CppCall)->AF_BOUNDED_ARGS;
+BENCHMARK(BM_Call_Bounded_C)->AF_BOUNDED_ARGS;
+
+BENCHMARK(BM_Call_Growing_CppRun)->ArgName("n")->Arg(kN)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Call_Growing_CppCall)->ArgName("n")->Arg(kN)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Call_Growing_C)->ArgName("n")->Arg(kN)->Unit(benchmark::kMillisecond);
+
+}  // namespace
