@@ -35,23 +35,34 @@ void validate_at(const IR& ir, const std::string& where) {
       use(a, by);
       in.push_back(a.is_var() ? ir.vars[a.var] : aval_of(a.lit));
     }
-    AbstractOut shape = e.prim->abstract_eval(e.params, in, e.in_tree);
+    // Sub-IRs first: a primitive's abstract rule may look inside them.
+    for (const auto& [name, p] : e.params.items()) {
+      std::string sub = where + " > " + by + " param " + name;
+      auto check = [&](const IRPtr& x, const std::string& at) {
+        if (!x) bad(by + ": param " + name + " holds a null IR");
+        validate_at(*x, at);
+      };
+      if (auto* one = std::get_if<IRPtr>(&p)) {
+        check(*one, sub);
+      } else if (auto* list = std::get_if<IRList>(&p)) {
+        for (const auto& x : *list) check(x, sub);
+      } else if (auto* map = std::get_if<IRMap>(&p)) {
+        for (const auto& [k, x] : *map) check(x, sub + "[" + k + "]");
+      }
+    }
+    AbstractOut shape;
+    try {
+      shape = e.prim->abstract_eval(e.params, in, e.in_tree);
+    } catch (const Error& err) {
+      // Keep the rule's code (NOT_FOUND for an unregistered host function, ...).
+      throw Error(err.code(), "invalid IR" + where + ": " + by + ": " + err.what(), err.cause_ptr());
+    }
     if (!(shape.out_tree == e.out_tree)) bad(by + ": output structure differs from the primitive's rule");
     for (size_t k = 0; k < e.out.size(); ++k) {
       define(e.out[k], by);
       if (!(ir.vars[e.out[k]] == shape.out[k]))
         bad(by + ": output " + std::to_string(k) + " is declared " + aval_name(ir.vars[e.out[k]]) +
             " but the primitive produces " + aval_name(shape.out[k]));
-    }
-    for (const auto& [name, p] : e.params.items()) {
-      std::string sub = where + " > " + by + " param " + name;
-      if (auto* one = std::get_if<IRPtr>(&p)) {
-        validate_at(**one, sub);
-      } else if (auto* list = std::get_if<IRList>(&p)) {
-        for (const auto& x : *list) validate_at(*x, sub);
-      } else if (auto* map = std::get_if<IRMap>(&p)) {
-        for (const auto& [k, x] : *map) validate_at(*x, sub + "[" + k + "]");
-      }
     }
   }
   for (const Atom& a : ir.out) use(a, "the output");

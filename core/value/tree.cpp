@@ -138,6 +138,13 @@ std::string keys_of(const std::vector<std::string>& keys) {
   return s + "}";
 }
 
+// path + ["key"], the key written as a JSON string so quotes stay unambiguous.
+std::string key_path(const std::string& path, const std::string& key) {
+  std::string out = path + "[";
+  append_json_string(out, key);
+  return out + "]";
+}
+
 void check_at(const Value& v, const std::vector<Node>& nodes, size_t at, std::string path,
               const std::string& what, size_t& leaf_index, const LeafCheck& leaf) {
   const Node& n = nodes[at];
@@ -174,9 +181,7 @@ void check_at(const Value& v, const std::vector<Node>& nodes, size_t at, std::st
       }
       auto starts = child_starts(nodes, at);
       for (size_t c = 0; c < starts.size(); ++c) {
-        std::string key;
-        append_json_string(key, n.keys[c]);
-        check_at(v.entries()[v.sorted()[c]].second, nodes, starts[c], path + "[" + key + "]",
+        check_at(v.entries()[v.sorted()[c]].second, nodes, starts[c], key_path(path, n.keys[c]),
                  what, leaf_index, leaf);
       }
       return;
@@ -206,7 +211,7 @@ void broadcast_at(const Value& prefix, const std::vector<Node>& nodes, size_t at
     if (same) {
       for (size_t c = 0; c < starts.size(); ++c)
         broadcast_at(prefix.entries()[prefix.sorted()[c]].second, nodes, starts[c], out,
-                     path + "[\"" + n.keys[c] + "\"]", what);
+                     key_path(path, n.keys[c]), what);
       return;
     }
   }
