@@ -55,8 +55,21 @@ std::string to_dot(const IR& ir) {
       label += "\n#";
       for (size_t t = 0; t < e.tags->size(); ++t) label += (t ? "," : "") + (*e.tags)[t];
     }
+    if (e.sched)
+      label += "\nlevel " + std::to_string(e.sched->level) + ", priority " +
+               sched_number(e.sched->priority);
     node("e" + std::to_string(i), "ellipse", label);
   }
+  // Scheduled equations of one level share a rank, so the drawing shows the levels.
+  std::vector<std::string> ranks;
+  for (size_t i = 0; i < ir.eqns.size(); ++i) {
+    if (!ir.eqns[i].sched) continue;
+    size_t level = ir.eqns[i].sched->level;
+    if (ranks.size() <= level) ranks.resize(level + 1);
+    ranks[level] += " e" + std::to_string(i) + ";";
+  }
+  for (const std::string& r : ranks)
+    if (!r.empty()) out += "  { rank=same;" + r + " }\n";
   for (size_t k = 0; k < ir.out.size(); ++k) {
     const Atom& a = ir.out[k];
     std::string k_name = a.is_var() ? kind(a.var) : aval_name(aval_of(a.lit));

@@ -109,7 +109,8 @@ uint64_t atoms_hash(uint64_t h, const std::vector<Atom>& atoms) {
 
 bool eqn_equal(const Eqn& a, const Eqn& b) {
   return prim_equal(a.prim, b.prim) && a.in == b.in && a.in_tree == b.in_tree && a.out == b.out &&
-         a.out_tree == b.out_tree && a.params == b.params && tags_equal(a.tags, b.tags);
+         a.out_tree == b.out_tree && a.params == b.params && tags_equal(a.tags, b.tags) &&
+         a.sched == b.sched;
 }
 
 uint64_t eqn_hash(const Eqn& e) {
@@ -120,7 +121,9 @@ uint64_t eqn_hash(const Eqn& e) {
   for (VarId v : e.out) h = mix(h, v);
   h = mix(h, e.out_tree.hash());
   h = mix(h, e.params.hash());
-  return mix(h, tags_hash(e.tags));
+  h = mix(h, tags_hash(e.tags));
+  if (e.sched) h = mix(mix(h, e.sched->level), std::hash<double>{}(e.sched->priority));
+  return h;
 }
 
 }  // namespace

@@ -3,6 +3,105 @@
 
 namespace af {
 
+namespace {
+
+using Node = TreeDef::Node;
+using NodeType = TreeDef::NodeType;
+
+// Does v hold a value of aval a? list<T> is a list (possibly empty, possibly
+// ragged below) whose items hold T.
+bool conforms(const Value& v, Aval a) {
+  if (a.list_depth == 0) return v.kind() == a.kind;
+  if (v.kind() != Kind::List) return false;
+  for (const Value& item : v.items())
+    if (!conforms(item, Aval{a.kind, uint8_t(a.list_depth - 1)})) return false;
+  return true;
+}
+
+std::string describe(const Value& v) {
+  if (v.kind() == Kind::List) return "a list of " + std::to_string(v.size());
+  if (v.kind() == Kind::Dict) return "a dict";
+  return kind_name(v.kind());
+}
+
+// Inputs of an IR with batched (list<...>) input slots: a leaf slot of aval
+// list<T> takes a list, which is the leaf (not a container to descend).
+struct BatchedInputs {
+  const IR& ir;
+  bool allow_placeholders;
+  std::vector<Value>& leaves;
+
+  void walk(const Value& v, const std::vector<Node>& nodes, size_t& pos, const std::string& path) {
+    const Node& n = nodes[pos++];
+    auto mismatch = [&](const std::string& expected) {
+      invalid(path + ": expected " + expected + ", found " + describe(v));
+    };
+    switch (n.type) {
+      case NodeType::Leaf: {
+        const Atom& slot = ir.in[leaves.size()];
+        if (!slot.is_var()) {
+          if (!(v == slot.lit))
+            invalid("static input mismatch at " + path + ": expected " + to_json(slot.lit) +
+                    ", got " + (v.kind() == Kind::Placeholder ? std::string("a traced value") : to_json(v)) +
+                    " (static inputs are fixed when the program is traced)");
+        } else {
+          Aval want = ir.vars[slot.var];
+          if (v.kind() == Kind::Placeholder) {
+            if (!allow_placeholders)
+              invalid(path + ": a traced value (placeholder) cannot be run; it only exists inside its "
+                      "trace. Pass a concrete value");
+            if (want.list_depth != 0 || v.placeholder_ref().kind != want.kind)
+              invalid(path + ": expected " + aval_name(want) + ", found a traced " +
+                      kind_name(v.placeholder_ref().kind));
+          } else if (!conforms(v, want)) {
+            mismatch(want.list_depth ? aval_name(want) + " (a batched input: one item per batch element)"
+                                     : aval_name(want));
+          }
+        }
+        leaves.push_back(v);
+        return;
+      }
+      case NodeType::Null:
+        if (!v.is_null()) mismatch("null");
+        return;
+      case NodeType::List: {
+        if (v.kind() != Kind::List || v.size() != n.n_children)
+          mismatch("a list of " + std::to_string(n.n_children));
+        for (uint32_t c = 0; c < n.n_children; ++c)
+          walk(v.items()[c], nodes, pos, path + "[" + std::to_string(c) + "]");
+        return;
+      }
+      case NodeType::Dict: {
+        bool same = v.kind() == Kind::Dict && v.size() == n.n_children;
+        for (size_t c = 0; same && c < n.n_children; ++c)
+          same = v.entries()[v.sorted()[c]].first == n.keys[c];
+        if (!same) {
+          std::string keys;
+          for (size_t c = 0; c < n.keys.size(); ++c) {
+            if (c) keys += ", ";
+            append_json_string(keys, n.keys[c]);
+          }
+          mismatch("a dict with keys {" + keys + "}");
+        }
+        for (uint32_t c = 0; c < n.n_children; ++c) {
+          std::string key;
+          append_json_string(key, n.keys[c]);
+          walk(v.entries()[v.sorted()[c]].second, nodes, pos, path + "[" + key + "]");
+        }
+        return;
+      }
+    }
+  }
+};
+
+bool has_batched_inputs(const IR& ir) {
+  for (const Atom& a : ir.in)
+    if (a.is_var() && ir.vars[a.var].list_depth != 0) return true;
+  return false;
+}
+
+}  // namespace
+
 std::vector<Value> check_inputs(const IR& ir, std::span<const Value> inputs,
                                 bool allow_placeholders) {
   if (inputs.size() != ir.num_inputs())
@@ -10,6 +109,14 @@ std::vector<Value> check_inputs(const IR& ir, std::span<const Value> inputs,
             std::to_string(inputs.size()));
   std::vector<Value> leaves;
   leaves.reserve(ir.in.size());
+  if (has_batched_inputs(ir)) {
+    BatchedInputs walker{ir, allow_placeholders, leaves};
+    const auto& nodes = ir.in_tree.nodes();
+    size_t pos = 1;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      walker.walk(inputs[i], nodes, pos, "input[" + std::to_string(i) + "]");
+    return leaves;
+  }
   auto trees = ir.in_tree.children();
   for (size_t i = 0; i < inputs.size(); ++i) {
     const size_t first = leaves.size();

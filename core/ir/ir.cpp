@@ -17,8 +17,10 @@ Aval aval_of(const Value& v) {
   if (v.kind() != Kind::List || v.size() == 0) return Aval{v.kind(), 0};
   // A list of leaves of one kind (a batched value) is list<kind>.
   Aval first = aval_of(v.items().front());
-  for (const Value& item : v.items())
-    if (!(aval_of(item) == first)) return Aval{Kind::List, 0};
+  // From the second item on: revisiting the first would make nested lists
+  // cost 2^depth.
+  for (size_t i = 1; i < v.items().size(); ++i)
+    if (!(aval_of(v.items()[i]) == first)) return Aval{Kind::List, 0};
   if (first.kind == Kind::List || first.kind == Kind::Dict || first.kind == Kind::Null)
     return Aval{Kind::List, 0};
   return Aval{first.kind, uint8_t(first.list_depth + 1)};

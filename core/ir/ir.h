@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <variant>
@@ -73,6 +74,14 @@ using Tags = std::shared_ptr<const std::vector<std::string>>;
 
 struct Prim;
 
+// What sched (core/transforms/sched.cpp) writes on an equation, for
+// inspection and drawing only: execution never reads it.
+struct EqnSched {
+  uint32_t level = 0;     // dependency depth: 0 = reads only IR inputs and literals
+  double priority = 0.0;  // cost-weighted longest path from here to an output
+  friend bool operator==(const EqnSched&, const EqnSched&) = default;
+};
+
 struct Eqn {
   const Prim* prim = nullptr;
   std::vector<Atom> in;   // flat input leaves
@@ -81,6 +90,7 @@ struct Eqn {
   TreeDef out_tree;
   Params params;
   Tags tags;              // may be null (no tags)
+  std::optional<EqnSched> sched;  // set by sched; absent otherwise
 };
 
 struct IR {
@@ -125,5 +135,7 @@ std::vector<Value> check_inputs(const IR& ir, std::span<const Value> inputs,
 std::string to_text(const IR& ir);
 // Graphviz DOT.
 std::string to_dot(const IR& ir);
+// How text and DOT print a sched priority ("3", "2.5").
+std::string sched_number(double d);
 
 }  // namespace af

@@ -3,6 +3,8 @@
 // transform special-cases a primitive by name.
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -20,12 +22,27 @@ struct BatchCtx;
 struct PushCtx;
 struct PullCtx;
 struct DceCtx;
+// One asynchronous evaluation in flight (exec/async.h).
+class AsyncOp;
 
 enum PrimFlags : uint32_t {
   kPure = 0,               // same inputs -> same outputs, no effects
   kEffectful = 1u << 0,    // must run even if its outputs look unused
   kNondeterministic = 1u << 1,  // sampled (LM calls): CSE only on request
   kNoMerge = 1u << 2,      // never merged by CSE nor memoized (checkpoint)
+};
+
+// A param a primitive takes (see Prim::params). `kind` is the index of the
+// alternative in af::Param (0 Value, 1 IR, 2 IR list, 3 IR map); for a
+// Value, `value_kind` is the kind it must have (Null = any).
+// `names_host_function`: the param (a str) is the registered name of a host
+// function the equation calls; saved graphs list these names.
+struct ParamSpec {
+  std::string name;
+  uint8_t kind = 0;
+  Kind value_kind = Kind::Null;
+  bool optional = false;
+  bool names_host_function = false;
 };
 
 struct AbstractOut {
@@ -43,6 +60,12 @@ struct Prim {
   // its flat output leaves (sized by the caller). Throws Error.
   void (*impl)(const Eqn& e, std::span<const Value> in, std::span<Value> out,
                RunEnv& env) = nullptr;
+  // Asynchronous form (LM calls, async host functions): starts the work and
+  // returns; the work finishes `op` later, exactly once, from any thread
+  // (AsyncOp::succeed / fail). The dataflow executor prefers it to `impl`,
+  // so nothing blocks a thread while the work is in flight.
+  void (*impl_async)(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op,
+                     RunEnv& env) = nullptr;
   // Output avals and structure from params and input avals/structure.
   // Throws INVALID_ARGUMENT on kinds the primitive does not accept.
   AbstractOut (*abstract_eval)(const Params& params, std::span<const Aval> in,
@@ -54,6 +77,11 @@ struct Prim {
   void (*pullback_fwd)(PullCtx& ctx, const Eqn& e) = nullptr;
   void (*pullback_bwd)(PullCtx& ctx, const Eqn& e) = nullptr;
   void (*dce)(DceCtx& ctx, const Eqn& e) = nullptr;
+
+  // The params the primitive takes, if it declares them. The saved-graph
+  // loader (core/io) then rejects a missing, unknown or wrongly-kinded param
+  // before any rule sees it; undeclared, only abstract_eval checks params.
+  std::optional<std::vector<ParamSpec>> params;
 };
 
 }  // namespace af

@@ -119,6 +119,20 @@ void append_structure(std::string& out, const TreeDef& def, size_t n_leaves, boo
 
 void append_ir(std::string& out, const IR& ir, const std::string& indent);
 
+}  // namespace
+
+// A sched priority: integral values without a fraction ("3"), others in
+// shortest round-trip JSON form ("2.5").
+std::string sched_number(double d) {
+  if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 1e15)
+    return std::to_string(int64_t(d));
+  std::string s;
+  append_literal(s, Value::floating(d));
+  return s;
+}
+
+namespace {
+
 // A nested IR as `{`, its block two spaces deeper than `indent`, then `}`.
 void append_nested(std::string& out, const IRPtr& ir, const std::string& indent) {
   if (!ir) {
@@ -195,6 +209,7 @@ void append_eqn(std::string& out, const IR& ir, size_t i, const std::string& ind
       out += (*e.tags)[t];
     }
   }
+  if (e.sched) out += " @level=" + std::to_string(e.sched->level) + " @priority=" + sched_number(e.sched->priority);
   out += '\n';
 }
 

@@ -1,9 +1,13 @@
 // Structural primitives: stop_gradient, depends, checkpoint. Each is an
 // identity on (part of) its inputs; what distinguishes them is how
 // transforms treat them (see SEMANTICS.md §3).
+#include "exec/context.h"
 #include "prims/ops.h"
 #include "prims/registry.h"
 #include "trace/trace.h"
+#include "transforms/batch.h"
+#include "transforms/pullback.h"
+#include "transforms/pushforward.h"
 #include "value/error.h"
 
 namespace af {
@@ -30,15 +34,95 @@ Prim identity_like(const char* name, uint32_t flags) {
   return p;
 }
 
+// ---- checkpoint: the hook of collect / inject (exec/scopes.h)
+
+void checkpoint_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
+  if (!env.context || !env.context->scopes.any_checkpoint_scope()) {
+    for (size_t i = 0; i < out.size(); ++i) out[i] = in[i];
+    return;
+  }
+  const TreeDef value_tree = e.in_tree.child(0);
+  const Value value = value_tree.unflatten(in.first(value_tree.num_leaves()));
+  const std::string& key = e.params.value("key").as_str();
+  auto check = [&](const Value& injected) {
+    check_structure(injected, value_tree, "inject: the value for checkpoint \"" + key + "\"",
+                    [&](size_t k, const Value& got, const std::string& path) {
+                      if (got.is_leaf() && !(aval_of(got) == aval_of(in[k])))
+                        invalid(path + ": expected " + aval_name(aval_of(in[k])) + ", found " +
+                                aval_name(aval_of(got)));
+                    });
+  };
+  Value result = env.context->scopes.checkpoint(e.params.value("collection").as_str(), key, value, check);
+  std::vector<Value> leaves;
+  flatten_into(result, leaves);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = leaves[i];
+}
+
+// ---- transform rules
+//
+// stop_gradient: batch as is; tangents and cotangents are Zero.
+// depends:       batch as is; the value's tangents / cotangents pass
+//                through, the deps get Zero (dce keeps the deps: the default
+//                rule reads every input of a kept equation).
+// checkpoint:    batch maps over the items (one checkpoint hit per item);
+//                push / pull apply the checkpoint again to the (materialized)
+//                tangents / cotangents, so collectors see both; dce never
+//                removes it (effectful), cse never merges it (no-merge).
+
+void zero_push(PushCtx& ctx, const Eqn&) {
+  std::vector<Atom> o = ctx.emit_primal();
+  for (size_t k = 0; k < o.size(); ++k) ctx.tangent_out(k, std::nullopt);
+}
+
+void zero_pull_bwd(PullCtx&, const Eqn&) {}
+
+void pass_push(PushCtx& ctx, const Eqn&) {
+  std::vector<Atom> o = ctx.emit_primal();
+  for (size_t k = 0; k < o.size(); ++k) ctx.tangent_out(k, ctx.tangent(k));
+}
+
+void pass_pull_bwd(PullCtx& ctx, const Eqn&) {
+  for (size_t k = 0; k < ctx.n_out(); ++k)
+    if (ctx.cotangent(k)) ctx.add_cotangent(k, *ctx.cotangent(k));
+}
+
+void checkpoint_push(PushCtx& ctx, const Eqn& e) {
+  std::vector<Atom> o = ctx.emit_primal();
+  std::vector<Atom> t;
+  for (size_t k = 0; k < o.size(); ++k) t.push_back(ctx.tangent_or_zero(k));
+  std::vector<Atom> to = ctx.b.emit(*e.prim, e.params, std::move(t), e.in_tree);
+  for (size_t k = 0; k < to.size(); ++k) ctx.tangent_out(k, to[k]);
+}
+
+void checkpoint_pull_bwd(PullCtx& ctx, const Eqn& e) {
+  std::vector<Atom> c;
+  for (size_t k = 0; k < ctx.n_out(); ++k) c.push_back(ctx.cotangent_or_zero(k));
+  std::vector<Atom> co = ctx.b.emit(*e.prim, e.params, std::move(c), e.in_tree);
+  for (size_t k = 0; k < co.size(); ++k) ctx.add_cotangent(k, co[k]);
+}
+
 }  // namespace
 
 void add_control_prims(std::vector<Prim>& out) {
   // stop_gradient(tree) -> tree
-  out.push_back(identity_like("stop_gradient", kPure));
+  Prim stop = identity_like("stop_gradient", kPure);
+  stop.batch = batch_identity;
+  stop.pushforward = zero_push;
+  stop.pullback_bwd = zero_pull_bwd;
+  out.push_back(stop);
   // depends(value, deps...) -> value, once every dep exists
-  out.push_back(identity_like("depends", kPure));
+  Prim depends = identity_like("depends", kPure);
+  depends.batch = batch_identity;
+  depends.pushforward = pass_push;
+  depends.pullback_bwd = pass_pull_bwd;
+  out.push_back(depends);
   // checkpoint(value; key P, collection P) -> value: never removed or merged
-  out.push_back(identity_like("checkpoint", kEffectful | kNoMerge));
+  Prim checkpoint = identity_like("checkpoint", kEffectful | kNoMerge);
+  checkpoint.impl = checkpoint_impl;
+  checkpoint.batch = batch_by_map;
+  checkpoint.pushforward = checkpoint_push;
+  checkpoint.pullback_bwd = checkpoint_pull_bwd;
+  out.push_back(checkpoint);
 }
 
 Value op_stop_gradient(const Value& v, RunEnv& env) {
@@ -57,6 +141,14 @@ Value op_checkpoint(const Value& v, std::string_view key, std::string_view colle
                     RunEnv& env) {
   if (!valid_utf8(key) || !valid_utf8(collection))
     invalid("checkpoint: key and collection must be valid UTF-8");
+  // Injecting while tracing turns the value into a literal (SEMANTICS.md §4).
+  if (recording() && env.context) {
+    if (std::optional<Value> injected =
+            env.context->scopes.take_injected(std::string(collection), std::string(key))) {
+      check_structure(*injected, TreeDef::of(v), "inject: the value for checkpoint \"" + std::string(key) + "\"");
+      return *injected;
+    }
+  }
   static const Prim& p = prim("checkpoint");
   Params params;
   params.set("collection", Value::str(std::string(collection)));

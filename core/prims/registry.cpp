@@ -33,6 +33,12 @@ Registry& registry() {
     std::vector<Prim> builtins;
     add_string_prims(builtins);
     add_control_prims(builtins);
+    add_lm_prims(builtins);
+    add_control_flow_prims(builtins);
+    add_scan_prims(builtins);
+    add_batching_prims(builtins);
+    add_linear_prims(builtins);
+    add_host_prims(builtins);
     for (Prim& p : builtins) reg->add(std::move(p));
     return reg;
   }();

@@ -5,6 +5,9 @@
 #include "prims/ops.h"
 #include "prims/registry.h"
 #include "prims/template.h"
+#include "transforms/batch.h"
+#include "transforms/pullback.h"
+#include "transforms/pushforward.h"
 #include "trace/trace.h"
 #include "value/error.h"
 
@@ -32,12 +35,28 @@ AbstractOut format_abstract(const Params& params, std::span<const Aval> in, cons
   return one_leaf(Kind::Str);
 }
 
+// The parsed template of a format equation. Batched runs call the impl once
+// per item with the same params, so the last parse is kept (per thread).
+const Template& parsed_template(const Value& tmpl) {
+  thread_local const std::string* key = nullptr;
+  thread_local std::string text;
+  thread_local Template parsed;
+  const std::string& s = tmpl.as_str();
+  if (key != &s || text != s) {
+    parsed = parse_template(s);
+    text = s;
+    key = &s;
+  }
+  return parsed;
+}
+
 void format_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv&) {
-  Template t = parse_template(e.params.value("template").as_str());
+  const Template& t = parsed_template(e.params.value("template"));
   const auto& names = e.params.value("names").items();
   // Arguments as trees (the flat case needs no rebuilding).
   std::vector<Value> args;
-  const bool flat = e.in_tree.nodes().size() == e.in_tree.root().n_children + 1;
+  const bool flat = e.in_tree.nodes().size() == e.in_tree.root().n_children + 1 &&
+                    e.in_tree.num_leaves() == e.in_tree.root().n_children;
   if (flat) {
     args.assign(in.begin(), in.end());
   } else {
@@ -93,6 +112,60 @@ void match_impl(const Eqn&, std::span<const Value> in, std::span<Value> out, Run
   out[0] = Value::boolean(in[0].as_str() == in[1].as_str());
 }
 
+// ---- transform rules
+//
+// batch: every string primitive maps over the items (batch_by_map).
+// format  push: the same template on the tangents ("" for a Zero tangent).
+//         pull: the output cotangent goes to every argument that is a str
+//         leaf of its own; other arguments (numbers, containers rendered as
+//         JSON) get Zero.
+// concat  push: concat of the tangents ("" for literals and Zero tangents).
+//         pull: the output cotangent goes to every input.
+// match   push: Zero. pull: Zero to both inputs.
+
+void format_push(PushCtx& ctx, const Eqn& e) {
+  ctx.emit_primal();
+  std::vector<Atom> t;
+  t.reserve(ctx.n_in());
+  for (size_t k = 0; k < ctx.n_in(); ++k)
+    t.push_back(ctx.tangent(k) ? *ctx.tangent(k) : Atom::literal(Value::str("")));
+  std::vector<Atom> o = ctx.b.emit_known(*e.prim, e.params, std::move(t), e.in_tree,
+                                         std::vector<Aval>{Aval{Kind::Str, 0}}, e.out_tree);
+  ctx.tangent_out(0, o[0]);
+}
+
+void format_pull_bwd(PullCtx& ctx, const Eqn& e) {
+  const auto& nodes = e.in_tree.nodes();
+  size_t pos = 1, leaf = 0;
+  for (uint32_t c = 0; c < e.in_tree.root().n_children; ++c) {
+    const TreeDef::Node& n = nodes[pos];
+    if (n.type == TreeDef::NodeType::Leaf && ctx.in_aval(leaf) == Aval{Kind::Str, 0})
+      ctx.add_cotangent(leaf, *ctx.cotangent(0));
+    leaf += n.n_leaves;
+    pos += n.n_nodes;
+  }
+}
+
+void concat_push(PushCtx& ctx, const Eqn& e) {
+  ctx.emit_primal();
+  std::vector<Atom> t;
+  t.reserve(ctx.n_in());
+  for (size_t k = 0; k < ctx.n_in(); ++k)
+    t.push_back(ctx.tangent(k) ? *ctx.tangent(k) : Atom::literal(Value::str("")));
+  ctx.tangent_out(0, ctx.b.emit1(*e.prim, Params(), std::move(t)));
+}
+
+void concat_pull_bwd(PullCtx& ctx, const Eqn&) {
+  for (size_t k = 0; k < ctx.n_in(); ++k) ctx.add_cotangent(k, *ctx.cotangent(0));
+}
+
+void match_push(PushCtx& ctx, const Eqn&) {
+  ctx.emit_primal();
+  ctx.tangent_out(0, std::nullopt);
+}
+
+void match_pull_bwd(PullCtx&, const Eqn&) {}
+
 }  // namespace
 
 void add_string_prims(std::vector<Prim>& out) {
@@ -100,18 +173,27 @@ void add_string_prims(std::vector<Prim>& out) {
   format.name = "format";
   format.impl = format_impl;
   format.abstract_eval = format_abstract;
+  format.batch = batch_by_map;
+  format.pushforward = format_push;
+  format.pullback_bwd = format_pull_bwd;
   out.push_back(format);
 
   Prim concat;
   concat.name = "concat";
   concat.impl = concat_impl;
   concat.abstract_eval = concat_abstract;
+  concat.batch = batch_by_map;
+  concat.pushforward = concat_push;
+  concat.pullback_bwd = concat_pull_bwd;
   out.push_back(concat);
 
   Prim match;
   match.name = "match";
   match.impl = match_impl;
   match.abstract_eval = match_abstract;
+  match.batch = batch_by_map;
+  match.pushforward = match_push;
+  match.pullback_bwd = match_pull_bwd;
   out.push_back(match);
 }
 

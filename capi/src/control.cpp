@@ -1,0 +1,170 @@
+// Control flow (switch, while_loop), host functions, and the run-time
+// scopes of a context (collect, inject, memoize).
+#include "handles.h"
+#include "prims/control_flow.h"
+#include "prims/host.h"
+
+using namespace af;
+using namespace af::capi;
+
+namespace {
+
+template <class F>
+af_error_t* op(const char* fn, af_context_t* ctx, af_value_t** out, F&& compute) {
+  if (out) *out = nullptr;
+  return guard([&] {
+    require(ctx, fn, "ctx");
+    require(out, fn, "out");
+    *out = wrap(compute(ctx->env));
+  });
+}
+
+// A registered C callback; destroy runs once, when the last reference (the
+// registry entry or a call in flight) goes away.
+struct CHostFn {
+  af_host_fn fn = nullptr;
+  void* user_data = nullptr;
+  void (*destroy)(void*) = nullptr;
+  ~CHostFn() {
+    if (destroy) destroy(user_data);
+  }
+};
+
+}  // namespace
+
+extern "C" {
+
+af_error_t* af_switch(af_context_t* ctx, const af_value_t* key, const char* const* names,
+                      const size_t* name_lens, const af_ir_t* const* branches, size_t n_branches,
+                      const af_value_t* const* operands, size_t n_operands, af_value_t** out) {
+  return op("af_switch", ctx, out, [&](RunEnv& env) {
+    require(key, "af_switch", "key");
+    if (n_branches && (!names || !name_lens || !branches))
+      invalid("af_switch: `names`, `name_lens` or `branches` is NULL with " + std::to_string(n_branches) +
+              " branch(es)");
+    std::vector<std::string> ns;
+    std::vector<IRPtr> irs;
+    for (size_t i = 0; i < n_branches; ++i) {
+      ns.emplace_back(text(names[i], name_lens[i], "af_switch", "names[i]"));
+      if (!branches[i]) invalid("af_switch: `branches[" + std::to_string(i) + "]` is NULL");
+      irs.push_back(branches[i]->ir);
+    }
+    return op_switch(unwrap(key), ns, irs, unwrap_all(operands, n_operands, "af_switch", "operands"), env);
+  });
+}
+
+af_error_t* af_while_loop(af_context_t* ctx, const af_ir_t* cond, const af_ir_t* body,
+                          const af_value_t* init, uint64_t max_iters, af_value_t** out) {
+  return op("af_while_loop", ctx, out, [&](RunEnv& env) {
+    require(cond, "af_while_loop", "cond");
+    require(body, "af_while_loop", "body");
+    require(init, "af_while_loop", "init");
+    return op_while_loop(cond->ir, body->ir, unwrap(init), max_iters, env);
+  });
+}
+
+af_error_t* af_register_function(af_context_t* ctx, const char* name, size_t name_len, af_host_fn fn,
+                                 void* user_data, void (*destroy)(void*),
+                                 const af_value_t* result_kinds) {
+  // Owned from here on: destroy runs exactly once, also when this fails.
+  std::shared_ptr<CHostFn> holder;
+  try {
+    holder = std::make_shared<CHostFn>();
+  } catch (...) {
+    if (destroy) destroy(user_data);
+    return out_of_memory();
+  }
+  holder->fn = fn;
+  holder->user_data = user_data;
+  holder->destroy = destroy;
+  return guard([&] {
+    require(ctx, "af_register_function", "ctx");
+    if (!fn) invalid("af_register_function: `fn` is NULL");
+    require(result_kinds, "af_register_function", "result_kinds");
+    std::string n(text(name, name_len, "af_register_function", "name"));
+    if (n.empty()) invalid("af_register_function: the name is empty");
+    auto f = std::make_shared<HostFunction>();
+    f->name = n;
+    f->result_kinds = unwrap(result_kinds);
+    f->result = parse_result_kinds(f->result_kinds);
+    f->call = [holder, n](std::span<const Value> args) -> Value {
+      std::vector<af_value_t*> handles;
+      struct Free {
+        std::vector<af_value_t*>& h;
+        ~Free() {
+          for (af_value_t* v : h) af_value_free(v);
+        }
+      } free_args{handles};
+      handles.reserve(args.size());
+      for (const Value& v : args) handles.push_back(wrap(v));
+      af_value_t* result = nullptr;
+      af_error_t* err = holder->fn(holder->user_data, handles.data(), handles.size(), &result);
+      if (err) {
+        af_value_free(result);
+        std::string what = "host function \"" + n + "\"";
+        throw from_callback(err, what);
+      }
+      if (!result) invalid("host function \"" + n + "\" returned no value and no error");
+      Value v = result->v;
+      af_value_free(result);
+      return v;
+    };
+    ctx->core.hosts.add(std::move(f));
+  });
+}
+
+af_error_t* af_host_call(af_context_t* ctx, const char* name, size_t name_len, const af_value_t* const* args,
+                         size_t n, af_value_t** out) {
+  return op("af_host_call", ctx, out, [&](RunEnv& env) {
+    std::string_view nm = text(name, name_len, "af_host_call", "name");
+    return op_host_call(nm, unwrap_all(args, n, "af_host_call", "args"), env);
+  });
+}
+
+af_error_t* af_collect_push(af_context_t* ctx, const char* collection, size_t len) {
+  return guard([&] {
+    require(ctx, "af_collect_push", "ctx");
+    ctx->core.scopes.push_collect(std::string(text(collection, len, "af_collect_push", "collection")));
+  });
+}
+
+af_error_t* af_collect_pop(af_context_t* ctx, af_value_t** collected) {
+  if (collected) *collected = nullptr;
+  return guard([&] {
+    require(ctx, "af_collect_pop", "ctx");
+    require(collected, "af_collect_pop", "collected");
+    *collected = wrap(ctx->core.scopes.pop_collect());
+  });
+}
+
+af_error_t* af_inject_push(af_context_t* ctx, const char* collection, size_t len, const af_value_t* values) {
+  return guard([&] {
+    require(ctx, "af_inject_push", "ctx");
+    require(values, "af_inject_push", "values");
+    ctx->core.scopes.push_inject(std::string(text(collection, len, "af_inject_push", "collection")),
+                                 unwrap(values));
+  });
+}
+
+af_error_t* af_inject_pop(af_context_t* ctx) {
+  return guard([&] {
+    require(ctx, "af_inject_pop", "ctx");
+    ctx->core.scopes.pop_inject();
+  });
+}
+
+af_error_t* af_memoize_push(af_context_t* ctx) {
+  return guard([&] {
+    require(ctx, "af_memoize_push", "ctx");
+    ctx->core.scopes.push_memo();
+  });
+}
+
+af_error_t* af_memoize_pop(af_context_t* ctx) {
+  return guard([&] {
+    require(ctx, "af_memoize_pop", "ctx");
+    ctx->core.scopes.pop_memo();
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,170 @@
+#include "exec/scopes.h"
+
+#include <variant>
+
+#include "exec/context.h"
+#include "ir/prim.h"
+#include "value/error.h"
+
+namespace af {
+
+// ---- collect
+
+void RunScopes::push_collect(std::string collection) {
+  std::lock_guard<std::mutex> lock(mu_);
+  collects_.push_back(Collect{std::move(collection), {}, {}});
+  checkpoint_scopes_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+Value RunScopes::pop_collect() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (collects_.empty()) invalid("collect pop without a matching push");
+  Collect c = std::move(collects_.back());
+  collects_.pop_back();
+  checkpoint_scopes_.fetch_sub(1, std::memory_order_acq_rel);
+  std::vector<Entry> entries;
+  entries.reserve(c.order.size());
+  for (const std::string& key : c.order) entries.emplace_back(key, Value::list(std::move(c.values[key])));
+  return Value::dict(std::move(entries));
+}
+
+// ---- inject
+
+void RunScopes::push_inject(std::string collection, const Value& values) {
+  if (values.kind() != Kind::Dict)
+    invalid(std::string("inject: the values must be a dict {key: [values...]}, found ") +
+            kind_name(values.kind()));
+  Inject inj{std::move(collection), {}, {}};
+  for (const Entry& e : values.entries()) {
+    if (e.second.kind() != Kind::List)
+      invalid("inject: the values under key \"" + e.first + "\" must be a list (a queue, one value per hit), found " +
+              kind_name(e.second.kind()));
+    inj.queues[e.first] = e.second.items();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  injects_.push_back(std::move(inj));
+  checkpoint_scopes_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void RunScopes::pop_inject() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (injects_.empty()) invalid("inject pop without a matching push");
+  injects_.pop_back();
+  checkpoint_scopes_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+std::optional<Value> RunScopes::take_locked(const std::string& collection, const std::string& key) {
+  for (auto it = injects_.rbegin(); it != injects_.rend(); ++it) {
+    if (it->collection != collection) continue;
+    auto q = it->queues.find(key);
+    if (q == it->queues.end()) continue;
+    size_t& next = it->next[key];
+    if (next < q->second.size()) return q->second[next++];
+  }
+  return std::nullopt;
+}
+
+std::optional<Value> RunScopes::take_injected(const std::string& collection, const std::string& key) {
+  if (!any_checkpoint_scope()) return std::nullopt;
+  std::lock_guard<std::mutex> lock(mu_);
+  return take_locked(collection, key);
+}
+
+Value RunScopes::checkpoint(const std::string& collection, const std::string& key, const Value& value,
+                            const std::function<void(const Value&)>& check) {
+  if (!any_checkpoint_scope()) return value;
+  std::lock_guard<std::mutex> lock(mu_);
+  Value result = value;
+  if (std::optional<Value> injected = take_locked(collection, key)) {
+    if (check) check(*injected);
+    result = std::move(*injected);
+  }
+  for (Collect& c : collects_) {
+    if (c.collection != collection) continue;
+    auto [it, fresh] = c.values.try_emplace(key);
+    if (fresh) c.order.push_back(key);
+    it->second.push_back(result);
+  }
+  return result;
+}
+
+// ---- memoize
+
+namespace {
+
+uint64_t memo_key(const Eqn& e, std::span<const Value> in) {
+  uint64_t h = std::hash<std::string>{}(e.prim->name) ^ (uint64_t(e.prim->version) << 32);
+  h = h * 1099511628211ULL ^ e.params.hash();
+  for (const Value& v : in) h = h * 1099511628211ULL ^ v.hash();
+  return h;
+}
+
+bool memoizable(const Eqn& e) {
+  if (e.prim->flags & (kEffectful | kNoMerge)) return false;
+  for (const auto& [name, p] : e.params.items())
+    if (!std::holds_alternative<Value>(p)) return false;  // sub-IRs memoize their own equations
+  return true;
+}
+
+}  // namespace
+
+void RunScopes::push_memo() {
+  std::lock_guard<std::mutex> lock(mu_);
+  memos_.emplace_back();
+  memo_scopes_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void RunScopes::pop_memo() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (memos_.empty()) invalid("memoize pop without a matching push");
+  memos_.pop_back();
+  memo_scopes_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+bool RunScopes::memo_find(const Eqn& e, std::span<const Value> in, std::span<Value> out) {
+  uint64_t h = memo_key(e, in);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (memos_.empty()) return false;
+  Memo& m = memos_.back();
+  auto [lo, hi] = m.entries.equal_range(h);
+  for (auto it = lo; it != hi; ++it) {
+    const MemoEntry& entry = it->second;
+    if (entry.prim != e.prim || entry.in.size() != in.size() || entry.out.size() != out.size() ||
+        !(entry.params == e.params))
+      continue;
+    bool same = true;
+    for (size_t i = 0; same && i < in.size(); ++i) same = entry.in[i] == in[i];
+    if (!same) continue;
+    for (size_t i = 0; i < out.size(); ++i) out[i] = entry.out[i];
+    ++m.hits;
+    return true;
+  }
+  return false;
+}
+
+void RunScopes::memo_store(const Eqn& e, std::span<const Value> in, std::span<const Value> out) {
+  uint64_t h = memo_key(e, in);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (memos_.empty()) return;
+  memos_.back().entries.emplace(
+      h, MemoEntry{e.prim, e.params, std::vector<Value>(in.begin(), in.end()),
+                   std::vector<Value>(out.begin(), out.end())});
+}
+
+uint64_t RunScopes::memo_hits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return memos_.empty() ? 0 : memos_.back().hits;
+}
+
+void invoke(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
+  if (env.context && env.context->scopes.memo_open() && memoizable(e)) {
+    RunScopes& s = env.context->scopes;
+    if (s.memo_find(e, in, out)) return;
+    e.prim->impl(e, in, out, env);
+    s.memo_store(e, in, out);
+    return;
+  }
+  e.prim->impl(e, in, out, env);
+}
+
+}  // namespace af

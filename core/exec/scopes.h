@@ -1,0 +1,108 @@
+// RunScopes: the run-time scopes a context can have open — collect and
+// inject (the hooks of checkpoint) and memoize (identical calls run once).
+// They live in the Context (exec/context.h), so every executor reaches them
+// through RunEnv::context; the checkpoint impl rule and invoke() below are
+// the only readers. SEMANTICS.md §4 (collect / inject / memoize).
+//
+// Thread safety: every member function may be called from any thread; runs
+// started from one context share its scopes.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "exec/env.h"
+#include "ir/ir.h"
+#include "value/value.h"
+
+namespace af {
+
+class RunScopes {
+ public:
+  // collect(collection): from push to pop, every checkpoint of `collection`
+  // that runs appends its value under its key, in execution order. pop
+  // returns {key: [values...]} (keys in order of first hit) of the innermost
+  // collect scope; INVALID_ARGUMENT if none is open.
+  void push_collect(std::string collection);
+  Value pop_collect();
+
+  // inject(collection, {key: [values...]}): a checkpoint of `collection`
+  // whose key has a queued value yields the next queued value instead of
+  // its input (one value per hit); an empty queue lets the checkpoint run
+  // normally. The innermost scope with a queued value wins. INVALID_ARGUMENT
+  // if `values` is not a dict of lists.
+  void push_inject(std::string collection, const Value& values);
+  void pop_inject();
+
+  // memoize: from push to pop, an equation that is neither effectful nor a
+  // no-merge primitive (checkpoint) and holds no sub-IR runs once per
+  // distinct (primitive, params, input values); later identical calls get
+  // the stored outputs. Scopes nest; the innermost cache is used.
+  void push_memo();
+  void pop_memo();
+
+  // The checkpoint hook: the value a checkpoint (collection, key) yields for
+  // `value` (an injected one if queued, else `value`), recorded by every open
+  // collect scope of the collection. `check` validates an injected value
+  // (structure and kinds) before it is used.
+  Value checkpoint(const std::string& collection, const std::string& key, const Value& value,
+                   const std::function<void(const Value&)>& check = nullptr);
+  // While tracing: the injected value for (collection, key) if one is queued
+  // (it is consumed), else nothing.
+  std::optional<Value> take_injected(const std::string& collection, const std::string& key);
+
+  bool any_checkpoint_scope() const noexcept { return checkpoint_scopes_.load(std::memory_order_acquire) != 0; }
+  bool memo_open() const noexcept { return memo_scopes_.load(std::memory_order_acquire) != 0; }
+
+  // The memo cache of the innermost scope: true and `out` filled on a hit.
+  bool memo_find(const Eqn& e, std::span<const Value> in, std::span<Value> out);
+  void memo_store(const Eqn& e, std::span<const Value> in, std::span<const Value> out);
+  // Number of memo hits since the innermost memo scope opened (for tests).
+  uint64_t memo_hits() const;
+
+ private:
+  struct Collect {
+    std::string collection;
+    std::vector<std::string> order;  // keys by first hit
+    std::unordered_map<std::string, std::vector<Value>> values;
+  };
+  struct Inject {
+    std::string collection;
+    std::unordered_map<std::string, std::vector<Value>> queues;
+    std::unordered_map<std::string, size_t> next;  // per key: index of the next value
+  };
+  struct MemoEntry {
+    const Prim* prim;
+    Params params;
+    std::vector<Value> in;
+    std::vector<Value> out;
+  };
+  struct Memo {
+    std::unordered_multimap<uint64_t, MemoEntry> entries;
+    uint64_t hits = 0;
+  };
+  std::optional<Value> take_locked(const std::string& collection, const std::string& key);
+
+  mutable std::mutex mu_;
+  std::vector<Collect> collects_;
+  std::vector<Inject> injects_;
+  std::vector<Memo> memos_;
+  std::atomic<uint32_t> checkpoint_scopes_{0};
+  std::atomic<uint32_t> memo_scopes_{0};
+};
+
+// Evaluates one equation: through the memo cache of env's context when a
+// memoize scope is open, otherwise straight through its impl rule. Every
+// executor (the interpreter, the walker, sub-IR runs of control flow) runs
+// equations through this.
+void invoke(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env);
+
+}  // namespace af

@@ -1,0 +1,370 @@
+// The primitives the batch transform emits (SEMANTICS.md §4 batch):
+//
+//   map[axes, body](inputs...) -> outputs     the body once per batch item:
+//       input k is a list of per-item values when axes[k], else shared by
+//       every item; each output is the list of the body's per-item outputs.
+//   batch_check[paths](lists...) -> lists      the batch's entry check: every
+//       batched input holds the same, non-zero number of items.
+//   broadcast(x, like) -> list                x once per item of `like`.
+//
+// Each has all of its rules here; map's push / pull / dce recurse into the
+// body (pushforward_flat, pullback_split, dce_flat), so a batched program
+// is itself transformable.
+#include <algorithm>
+
+#include "exec/scopes.h"
+#include "prims/registry.h"
+#include "prims/subir.h"
+#include "transforms/batch.h"
+#include "transforms/dce.h"
+#include "transforms/pullback.h"
+#include "transforms/pushforward.h"
+#include "value/error.h"
+
+namespace af {
+
+namespace {
+
+Aval up(Aval a) { return Aval{a.kind, uint8_t(a.list_depth + 1)}; }
+
+std::vector<bool> bools(const Value& list) {
+  std::vector<bool> out;
+  out.reserve(list.size());
+  for (const Value& v : list.items()) out.push_back(v.as_bool());
+  return out;
+}
+
+// ---- map
+
+AbstractOut map_abstract(const Params& params, std::span<const Aval> in, const TreeDef&) {
+  const IRPtr& body = params.ir("body");
+  const Value& axes = params.value("axes");
+  if (axes.kind() != Kind::List || axes.size() != in.size() || body->in.size() != in.size())
+    invalid("map: the body takes " + std::to_string(body->in.size()) + " input(s), axes has " +
+            std::to_string(axes.size()) + ", the equation has " + std::to_string(in.size()));
+  std::vector<Aval> body_in = in_avals(*body);
+  bool any = false;
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (axes.items()[k].kind() != Kind::Bool) invalid("map: axes must hold bools");
+    bool batched = axes.items()[k].as_bool();
+    any = any || batched;
+    Aval want = batched ? up(body_in[k]) : body_in[k];
+    if (!(in[k] == want))
+      invalid("map: input " + std::to_string(k) + " is " + aval_name(in[k]) + ", expected " + aval_name(want));
+  }
+  if (!any) invalid("map: no input is batched");
+  AbstractOut out;
+  for (const Aval& a : out_avals(*body)) out.out.push_back(up(a));
+  out.out_tree = body->out_tree;
+  return out;
+}
+
+// Number of items of the batched inputs (equal lengths checked).
+size_t batch_length(const char* prim, std::span<const Value> in, const std::vector<bool>& axes) {
+  size_t n = SIZE_MAX, first = 0;
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (!axes[k]) continue;
+    if (in[k].kind() != Kind::List)
+      invalid(std::string(prim) + ": batched input " + std::to_string(k) + " is " + kind_name(in[k].kind()) +
+              ", not a list of items");
+    if (n == SIZE_MAX) {
+      n = in[k].size();
+      first = k;
+    } else if (in[k].size() != n) {
+      invalid(std::string(prim) + ": batched inputs have different lengths: input " + std::to_string(first) +
+              " has " + std::to_string(n) + " items, input " + std::to_string(k) + " has " +
+              std::to_string(in[k].size()));
+    }
+  }
+  return n == SIZE_MAX ? 0 : n;
+}
+
+void map_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
+  const IRPtr& body = e.params.ir("body");
+  const std::vector<bool> axes = bools(e.params.value("axes"));
+  const size_t n = batch_length("map", in, axes);
+  std::vector<std::vector<Value>> cols(out.size());
+  for (auto& c : cols) c.reserve(n);
+
+  if (body->eqns.size() == 1) {
+    // One equation (what batch_by_map makes): call it directly per item.
+    const Eqn& be = body->eqns[0];
+    // Where each input of the equation comes from: body input k (>= 0) or
+    // its own literal (-1).
+    std::vector<int64_t> src_of_var(body->vars.size(), -1);
+    for (size_t k = 0; k < body->in.size(); ++k)
+      if (body->in[k].is_var()) src_of_var[body->in[k].var] = int64_t(k);
+    std::vector<int64_t> arg_src(be.in.size());
+    std::vector<Value> args(be.in.size());
+    for (size_t j = 0; j < be.in.size(); ++j) {
+      arg_src[j] = be.in[j].is_var() ? src_of_var[be.in[j].var] : -1;
+      if (arg_src[j] < 0) args[j] = be.in[j].lit;
+    }
+    // Where each body output comes from: output j of the equation (>= 0),
+    // body input (-2 - k), or a literal (-1).
+    std::vector<int64_t> out_src(body->out.size());
+    for (size_t o = 0; o < body->out.size(); ++o) {
+      const Atom& a = body->out[o];
+      out_src[o] = -1;
+      if (!a.is_var()) continue;
+      for (size_t j = 0; j < be.out.size(); ++j)
+        if (be.out[j] == a.var) out_src[o] = int64_t(j);
+      if (out_src[o] < 0 && src_of_var[a.var] >= 0) out_src[o] = -2 - src_of_var[a.var];
+    }
+    std::vector<Value> res(be.out.size());
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t j = 0; j < args.size(); ++j) {
+        int64_t k = arg_src[j];
+        if (k >= 0) args[j] = axes[size_t(k)] ? in[size_t(k)].items()[i] : in[size_t(k)];
+      }
+      invoke(be, args, res, env);
+      for (size_t o = 0; o < out.size(); ++o) {
+        int64_t s = out_src[o];
+        if (s >= 0) {
+          cols[o].push_back(res[size_t(s)]);  // copied: an output may be listed twice
+        } else if (s == -1) {
+          cols[o].push_back(body->out[o].lit);
+        } else {
+          size_t k = size_t(-2 - s);
+          cols[o].push_back(axes[k] ? in[k].items()[i] : in[k]);
+        }
+      }
+    }
+  } else {
+    auto program = sub_program(body);
+    SubProgram::Frame frame = program->frame();
+    std::vector<Value> item_in(in.size()), item_out(out.size());
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t k = 0; k < in.size(); ++k) item_in[k] = axes[k] ? in[k].items()[i] : in[k];
+      program->run(frame, item_in, item_out, env);
+      for (size_t o = 0; o < out.size(); ++o) cols[o].push_back(std::move(item_out[o]));
+    }
+  }
+  for (size_t o = 0; o < out.size(); ++o) out[o] = Value::list(std::move(cols[o]));
+}
+
+void map_push(PushCtx& ctx, const Eqn& e) {
+  static const Prim& map = prim("map");
+  const std::vector<bool> axes = bools(e.params.value("axes"));
+  std::vector<bool> nz(ctx.n_in());
+  for (size_t k = 0; k < ctx.n_in(); ++k) nz[k] = ctx.tangent(k).has_value();
+  PushedIR p = pushforward_flat(*e.params.ir("body"), nz, {});
+  std::vector<Atom> in = ctx.primals;
+  std::vector<Value> new_axes;
+  for (bool a : axes) new_axes.push_back(Value::boolean(a));
+  for (size_t k = 0; k < ctx.n_in(); ++k)
+    if (nz[k]) {
+      in.push_back(*ctx.tangent(k));
+      new_axes.push_back(Value::boolean(axes[k]));
+    }
+  Params params;
+  params.set("axes", Value::list(std::move(new_axes)));
+  params.set("body", p.ir);
+  std::vector<Atom> o = ctx.b.emit(map, std::move(params), std::move(in));
+  const size_t n_out = e.out.size();
+  size_t j = n_out;
+  for (size_t k = 0; k < n_out; ++k) {
+    ctx.primal_out(k, o[k]);
+    ctx.tangent_out(k, p.nz_out[k] ? std::optional<Atom>(o[j++]) : std::nullopt);
+  }
+}
+
+void map_pull_fwd(PullCtx& ctx, const Eqn& e) {
+  static const Prim& map = prim("map");
+  SplitIR s = pullback_forward(*e.params.ir("body"));
+  Params params;
+  params.set("axes", e.params.value("axes"));
+  params.set("body", s.fwd);
+  std::vector<Atom> o = ctx.b.emit(map, std::move(params), ctx.primals);
+  for (size_t k = 0; k < e.out.size(); ++k) ctx.forward_out(k, o[k]);
+  ctx.residuals.assign(o.begin() + long(e.out.size()), o.end());
+}
+
+// True (and `out` set) when body has no equation and every output is a
+// batched input: mapping it would only copy lists.
+bool passes_through(const IR& body, const std::vector<Atom>& in, const std::vector<Value>& axes,
+                    std::vector<Atom>& out) {
+  if (!body.eqns.empty()) return false;
+  for (const Atom& o : body.out) {
+    if (!o.is_var()) return false;
+    size_t k = 0;
+    while (k < body.in.size() && !(body.in[k].is_var() && body.in[k].var == o.var)) ++k;
+    if (k == body.in.size() || !axes[k].as_bool()) return false;
+    out.push_back(in[k]);
+  }
+  return true;
+}
+
+void map_pull_bwd(PullCtx& ctx, const Eqn& e) {
+  static const Prim& map = prim("map");
+  static const Prim& accumulate_items = prim("accumulate_items");
+  const std::vector<bool> axes = bools(e.params.value("axes"));
+  std::vector<bool> nz(e.out.size());
+  for (size_t k = 0; k < e.out.size(); ++k) nz[k] = ctx.cotangent(k).has_value();
+  SplitIR s = pullback_split(*e.params.ir("body"), nz, {});
+  if (std::none_of(s.nz_in.begin(), s.nz_in.end(), [](bool x) { return x; })) return;
+  std::vector<Atom> in = ctx.primals;
+  std::vector<Value> new_axes;
+  for (bool a : axes) new_axes.push_back(Value::boolean(a));
+  for (const Atom& r : ctx.residuals) {
+    in.push_back(r);
+    new_axes.push_back(Value::boolean(true));
+  }
+  for (size_t k = 0; k < e.out.size(); ++k)
+    if (nz[k]) {
+      in.push_back(*ctx.cotangent(k));
+      new_axes.push_back(Value::boolean(true));
+    }
+  std::vector<Atom> o;
+  if (std::vector<Atom> direct; passes_through(*s.bwd, in, new_axes, direct)) {
+    // The backward body only routes batched inputs to outputs: no map needed.
+    o = std::move(direct);
+  } else {
+    Params params;
+    params.set("axes", Value::list(std::move(new_axes)));
+    params.set("body", s.bwd);
+    o = ctx.b.emit(map, std::move(params), std::move(in));
+  }
+  size_t j = 0;
+  for (size_t k = 0; k < e.in.size(); ++k) {
+    if (!s.nz_in[k]) continue;
+    Atom ct = o[j++];
+    // A shared (unbatched) input gets the sum over the items.
+    if (!axes[k]) ct = ctx.b.emit1(accumulate_items, Params(), {ct});
+    ctx.add_cotangent(k, ct);
+  }
+}
+
+void map_dce(DceCtx& ctx, const Eqn& e) {
+  const std::vector<bool> axes = bools(e.params.value("axes"));
+  DcedIR d = dce_flat(*e.params.ir("body"), ctx.out_used);
+  Eqn k;
+  k.prim = e.prim;
+  std::vector<Value> new_axes;
+  for (size_t i = 0; i < e.in.size(); ++i)
+    if (d.used_in[i]) {
+      k.in.push_back(e.in[i]);
+      new_axes.push_back(Value::boolean(axes[i]));
+    }
+  if (new_axes.empty() || std::none_of(new_axes.begin(), new_axes.end(), [](const Value& v) { return v.as_bool(); })) {
+    // Nothing batched is read any more: keep the equation as it was (its
+    // outputs must still be one list item per batch element).
+    return;
+  }
+  k.in_tree = TreeDef::flat_list(k.in.size());
+  for (size_t o = 0; o < e.out.size(); ++o)
+    if (ctx.out_used[o]) k.out.push_back(e.out[o]);
+  k.out_tree = TreeDef::flat_list(k.out.size());
+  k.params.set("axes", Value::list(std::move(new_axes)));
+  k.params.set("body", drop_inputs(*d.ir, d.used_in));
+  k.tags = e.tags;
+  k.sched = e.sched;
+  ctx.replace(std::move(k));
+}
+
+// ---- batch_check
+
+AbstractOut batch_check_abstract(const Params&, std::span<const Aval> in, const TreeDef&) {
+  if (in.empty()) invalid("batch_check: no batched input");
+  for (size_t k = 0; k < in.size(); ++k)
+    if (in[k].list_depth == 0)
+      invalid("batch_check: input " + std::to_string(k) + " is " + aval_name(in[k]) + ", not a batched list");
+  return AbstractOut{std::vector<Aval>(in.begin(), in.end()), TreeDef::flat_list(in.size())};
+}
+
+void batch_check_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv&) {
+  const Param* paths = e.params.find("paths");
+  auto name = [&](size_t k) {
+    if (paths && std::holds_alternative<Value>(*paths) && k < std::get<Value>(*paths).size())
+      return std::get<Value>(*paths).items()[k].as_str();
+    return "batched input " + std::to_string(k);
+  };
+  size_t n = 0;
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (in[k].kind() != Kind::List)
+      invalid("batch: " + name(k) + " must be a list of items, found " + kind_name(in[k].kind()));
+    if (k == 0) {
+      n = in[k].size();
+    } else if (in[k].size() != n) {
+      invalid("batch: batched inputs have different lengths: " + name(0) + " has " + std::to_string(n) +
+              " items but " + name(k) + " has " + std::to_string(in[k].size()) +
+              " (every batched input holds one value per batch item)");
+    }
+  }
+  if (n == 0) invalid("batch: the batch is empty (" + name(0) + " has 0 items); pass at least one item");
+  for (size_t k = 0; k < in.size(); ++k) out[k] = in[k];
+}
+
+void batch_check_push(PushCtx& ctx, const Eqn&) {
+  std::vector<Atom> o = ctx.emit_primal();
+  for (size_t k = 0; k < o.size(); ++k) ctx.tangent_out(k, ctx.tangent(k));
+}
+
+void pass_pull_bwd(PullCtx& ctx, const Eqn&) {
+  for (size_t k = 0; k < ctx.n_out(); ++k)
+    if (ctx.cotangent(k)) ctx.add_cotangent(k, *ctx.cotangent(k));
+}
+
+// ---- broadcast
+
+AbstractOut broadcast_abstract(const Params&, std::span<const Aval> in, const TreeDef&) {
+  if (in.size() != 2) invalid("broadcast: takes (value, like), got " + std::to_string(in.size()) + " inputs");
+  if (in[1].list_depth == 0) invalid("broadcast: `like` is " + aval_name(in[1]) + ", not a batched list");
+  return AbstractOut{{up(in[0])}, TreeDef::leaf()};
+}
+
+void broadcast_impl(const Eqn&, std::span<const Value> in, std::span<Value> out, RunEnv&) {
+  if (in[1].kind() != Kind::List) invalid("broadcast: `like` is not a list");
+  out[0] = Value::list(std::vector<Value>(in[1].size(), in[0]));
+}
+
+void broadcast_push(PushCtx& ctx, const Eqn& e) {
+  ctx.emit_primal();
+  if (!ctx.tangent(0)) return ctx.tangent_out(0, std::nullopt);
+  ctx.tangent_out(0, ctx.b.emit1(*e.prim, Params(), {*ctx.tangent(0), ctx.primal(1)}));
+}
+
+void broadcast_pull_bwd(PullCtx& ctx, const Eqn&) {
+  static const Prim& accumulate_items = prim("accumulate_items");
+  ctx.add_cotangent(0, ctx.b.emit1(accumulate_items, Params(), {*ctx.cotangent(0)}));
+}
+
+}  // namespace
+
+void add_batching_prims(std::vector<Prim>& out) {
+  Prim map;
+  map.name = "map";
+  map.impl = map_impl;
+  map.abstract_eval = map_abstract;
+  map.batch = batch_by_map;
+  map.pushforward = map_push;
+  map.pullback_fwd = map_pull_fwd;
+  map.pullback_bwd = map_pull_bwd;
+  map.dce = map_dce;
+  map.params = std::vector<ParamSpec>{{"axes", 0, Kind::List, false}, {"body", 1, Kind::Null, false}};
+  out.push_back(map);
+
+  Prim check;
+  check.name = "batch_check";
+  check.cost = 0.0;
+  check.impl = batch_check_impl;
+  check.abstract_eval = batch_check_abstract;
+  check.batch = batch_by_map;
+  check.pushforward = batch_check_push;
+  check.pullback_bwd = pass_pull_bwd;
+  check.params = std::vector<ParamSpec>{{"paths", 0, Kind::List, true}};
+  out.push_back(check);
+
+  Prim broadcast;
+  broadcast.name = "broadcast";
+  broadcast.cost = 0.0;
+  broadcast.impl = broadcast_impl;
+  broadcast.abstract_eval = broadcast_abstract;
+  broadcast.batch = batch_by_map;
+  broadcast.pushforward = broadcast_push;
+  broadcast.pullback_bwd = broadcast_pull_bwd;
+  broadcast.params = std::vector<ParamSpec>{};
+  out.push_back(broadcast);
+}
+
+}  // namespace af

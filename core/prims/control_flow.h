@@ -1,0 +1,31 @@
+// Control-flow operations (SEMANTICS.md §3): switch and while_loop. Like
+// the operations of ops.h they check their arguments, then bind (recorded
+// inside a trace, evaluated outside).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "exec/env.h"
+#include "ir/ir.h"
+#include "value/value.h"
+
+namespace af {
+
+// switch(key, branches, operands...): runs the branch named key on the
+// operands (positional trees). Every branch takes the operands' structure
+// and all branches return one structure; output kinds are joined over the
+// branches. INVALID_ARGUMENT (at trace time) on mismatched structures or
+// kinds; NOT_FOUND (at run time) for an unknown key, listing the known ones.
+Value op_switch(const Value& key, std::span<const std::string> names, std::span<const IRPtr> branches,
+                std::span<const Value> operands, RunEnv& env);
+
+// while_loop(cond, body, init, max_iters): while cond(state) is true and
+// fewer than max_iters iterations ran, state = body(state). cond and body
+// take one positional input (the state); body keeps its structure and kinds.
+Value op_while_loop(const IRPtr& cond, const IRPtr& body, const Value& init, uint64_t max_iters,
+                    RunEnv& env);
+
+}  // namespace af

@@ -1,0 +1,170 @@
+// host_call[name, result](args...) -> result: calls the host function
+// registered under `name` on the running context; `result` is the tree of
+// kind names declared at registration, kept in the IR so a saved graph
+// knows its output kinds without the function.
+//
+// Flags: nondeterministic (like an LM call: cse merges it only on request;
+// dce removes it when its result is unused; memoize caches it).
+// Rules: batch maps it over the items (one host call per item). push and
+// pull are not supported (SEMANTICS.md §3): transforming a program whose
+// tangent / cotangent reaches a host call is INVALID_ARGUMENT naming the
+// function (wrap its result in stop_gradient to cut it out); a host call no
+// tangent / cotangent reaches transforms fine (it just runs forward).
+#include "prims/host.h"
+
+#include "exec/context.h"
+#include "prims/registry.h"
+#include "trace/trace.h"
+#include "transforms/batch.h"
+#include "transforms/pullback.h"
+#include "transforms/pushforward.h"
+#include "value/error.h"
+
+namespace af {
+
+namespace {
+
+std::string quoted(std::string_view s) {
+  std::string out;
+  append_json_string(out, s);
+  return out;
+}
+
+Aval parse_aval(const std::string& s, const std::string& path) {
+  std::string_view v = s;
+  uint8_t depth = 0;
+  while (v.size() > 6 && v.substr(0, 5) == "list<" && v.back() == '>') {
+    v = v.substr(5, v.size() - 6);
+    ++depth;
+  }
+  Kind k;
+  if (v == "str") k = Kind::Str;
+  else if (v == "int") k = Kind::Int;
+  else if (v == "float") k = Kind::Float;
+  else if (v == "bool") k = Kind::Bool;
+  else
+    invalid("host function result kinds: " + quoted(s) + " at " + path +
+            " is not a kind (use \"str\", \"int\", \"float\", \"bool\" or \"list<...>\" of them)");
+  return Aval{k, depth};
+}
+
+void collect_kinds(const Value& v, const std::string& path, std::vector<Aval>& out) {
+  switch (v.kind()) {
+    case Kind::Null: return;
+    case Kind::List:
+      for (size_t i = 0; i < v.size(); ++i) collect_kinds(v.items()[i], path + "[" + std::to_string(i) + "]", out);
+      return;
+    case Kind::Dict:
+      for (uint32_t i : v.sorted())
+        collect_kinds(v.entries()[i].second, path + "[" + quoted(v.entries()[i].first) + "]", out);
+      return;
+    case Kind::Str: out.push_back(parse_aval(v.as_str(), path)); return;
+    default:
+      invalid(std::string("host function result kinds: the leaf at ") + path + " is " + kind_name(v.kind()) +
+              ", not a kind name such as \"str\"");
+  }
+}
+
+bool conforms(const Value& v, Aval a) {
+  if (a.list_depth == 0) return v.kind() == a.kind;
+  if (v.kind() != Kind::List) return false;
+  for (const Value& item : v.items())
+    if (!conforms(item, Aval{a.kind, uint8_t(a.list_depth - 1)})) return false;
+  return true;
+}
+
+AbstractOut host_abstract(const Params& params, std::span<const Aval>, const TreeDef&) {
+  return parse_result_kinds(params.value("result"));
+}
+
+void host_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
+  const std::string& name = e.params.value("name").as_str();
+  if (!env.context) fail(Code::NotFound, "host function " + quoted(name) + " is not registered (no context)");
+  std::shared_ptr<const HostFunction> fn = env.context->hosts.require(name);
+  std::vector<Value> args = e.in_tree.unflatten(in).items();
+  Value result = fn->call(args);
+  AbstractOut want = parse_result_kinds(e.params.value("result"));
+  const std::string what = "host function " + quoted(name) + " returned a value that does not match its declared result kinds " +
+                           to_json(e.params.value("result")) + ": result";
+  check_structure(result, want.out_tree, what, [&](size_t k, const Value& got, const std::string& path) {
+    if (!conforms(got, want.out[k]))
+      invalid(path + ": expected " + aval_name(want.out[k]) + ", found " +
+              (got.is_container() ? to_json(got) : std::string(kind_name(got.kind()))));
+  });
+  std::vector<Value> leaves;
+  leaves.reserve(out.size());
+  flatten_into(result, leaves);
+  for (size_t k = 0; k < out.size(); ++k) out[k] = std::move(leaves[k]);
+}
+
+void host_push(PushCtx&, const Eqn& e) {
+  invalid("pushforward: host function " + quoted(e.params.value("name").as_str()) +
+          " has no pushforward rule (a tangent reaches its arguments; wrap them in stop_gradient if the "
+          "host call should not be differentiated)");
+}
+
+void host_pull_bwd(PullCtx&, const Eqn& e) {
+  invalid("pullback: host function " + quoted(e.params.value("name").as_str()) +
+          " has no pullback rule (a cotangent reaches its result; wrap the result in stop_gradient if the "
+          "host call should not be differentiated)");
+}
+
+}  // namespace
+
+void HostRegistry::add(std::shared_ptr<const HostFunction> fn) {
+  std::shared_ptr<const HostFunction> old;  // released outside the lock
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& slot = fns_[fn->name];
+  old = std::move(slot);
+  slot = std::move(fn);
+}
+
+std::shared_ptr<const HostFunction> HostRegistry::find(std::string_view name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = fns_.find(name);
+  return it == fns_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<const HostFunction> HostRegistry::require(std::string_view name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = fns_.find(name);
+  if (it != fns_.end()) return it->second;
+  std::string known;
+  for (const auto& [n, f] : fns_) known += (known.empty() ? "" : ", ") + quoted(n);
+  fail(Code::NotFound, "host function " + quoted(name) + " is not registered on this context (" +
+                           (known.empty() ? std::string("no host function is registered") : "registered: " + known) +
+                           "); register it with af_register_function");
+}
+
+AbstractOut parse_result_kinds(const Value& kinds) {
+  AbstractOut out;
+  collect_kinds(kinds, "result", out.out);
+  out.out_tree = TreeDef::of(kinds);
+  return out;
+}
+
+void add_host_prims(std::vector<Prim>& out) {
+  Prim p;
+  p.name = "host_call";
+  p.flags = kNondeterministic;
+  p.impl = host_impl;
+  p.abstract_eval = host_abstract;
+  p.batch = batch_by_map;
+  p.pushforward = host_push;
+  p.pullback_bwd = host_pull_bwd;
+  p.params = std::vector<ParamSpec>{{"name", 0, Kind::Str, false}, {"result", 0, Kind::Null, false}};
+  out.push_back(p);
+}
+
+Value op_host_call(std::string_view name, std::span<const Value> args, RunEnv& env) {
+  if (!valid_utf8(name)) invalid("host_call: the name is not valid UTF-8");
+  if (!env.context) invalid("host_call: no context");
+  std::shared_ptr<const HostFunction> fn = env.context->hosts.require(name);
+  Params params;
+  params.set("name", Value::str(std::string(name)));
+  params.set("result", fn->result_kinds);
+  static const Prim& p = prim("host_call");
+  return bind(p, std::move(params), Value::list(std::vector<Value>(args.begin(), args.end())), env);
+}
+
+}  // namespace af

@@ -1,0 +1,472 @@
+// The loops pullback emits (SEMANTICS.md §3 while_loop, pull): the forward
+// records a trajectory, the backward walks it in reverse.
+//
+//   while_scan[cond, body, max_iters](carry...) -> (carry..., ys..., n)
+//       while_loop that also records per-iteration values: body maps the
+//       carry (flat leaves) to [next carry..., y...]; output y_j is the list
+//       of y_j over the n iterations that ran.
+//   scan[body, n_xs, reverse](n, xs..., carry...) -> (carry..., ys...)
+//       n iterations (last to first when reverse); iteration i reads item i
+//       of every xs list; body maps [x_i..., carry...] to [next carry...,
+//       y_i...]; output y_j holds y_j of iteration i at index i.
+//
+// Both have every rule, so pullback(pullback(while_loop)) and the other
+// compositions work: batch maps them over the items; push carries the
+// tangents along (a fixpoint decides which carry tangents can be non-zero);
+// pull records this loop's own trajectory with another while_scan / scan and
+// walks it back with a scan in the other direction.
+#include <algorithm>
+
+#include "prims/registry.h"
+#include "prims/subir.h"
+#include "transforms/batch.h"
+#include "transforms/dce.h"
+#include "transforms/pullback.h"
+#include "transforms/pushforward.h"
+#include "value/error.h"
+
+namespace af {
+
+namespace {
+
+Aval up(Aval a) { return Aval{a.kind, uint8_t(a.list_depth + 1)}; }
+
+std::vector<size_t> iota(size_t from, size_t n) {
+  std::vector<size_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = from + i;
+  return v;
+}
+
+void append(std::vector<size_t>& v, const std::vector<size_t>& w) { v.insert(v.end(), w.begin(), w.end()); }
+
+size_t count(const std::vector<bool>& m) { return size_t(std::count(m.begin(), m.end(), true)); }
+
+// ---- while_scan
+
+AbstractOut while_scan_abstract(const Params& params, std::span<const Aval> in, const TreeDef&) {
+  const IRPtr& cond = params.ir("cond");
+  const IRPtr& body = params.ir("body");
+  const size_t k = in.size();
+  std::vector<Aval> ci = in_avals(*cond), bi = in_avals(*body), bo = out_avals(*body), co = out_avals(*cond);
+  if (ci.size() != k || bi.size() != k || bo.size() < k || co.size() != 1 || !(co[0] == Aval{Kind::Bool, 0}))
+    invalid("while_scan: cond / body do not match the carry");
+  for (size_t i = 0; i < k; ++i)
+    if (!(ci[i] == in[i]) || !(bi[i] == in[i]) || !(bo[i] == in[i]))
+      invalid("while_scan: carry leaf " + std::to_string(i) + " kind mismatch");
+  AbstractOut out;
+  out.out.assign(in.begin(), in.end());
+  for (size_t j = k; j < bo.size(); ++j) out.out.push_back(up(bo[j]));
+  out.out.push_back(Aval{Kind::Int, 0});
+  out.out_tree = TreeDef::flat_list(out.out.size());
+  return out;
+}
+
+void while_scan_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
+  auto cond = sub_program(e.params.ir("cond"));
+  auto body = sub_program(e.params.ir("body"));
+  SubProgram::Frame cf = cond->frame(), bf = body->frame();
+  const size_t k = in.size(), m = body->n_out() - k;
+  std::vector<Value> carry(in.begin(), in.end()), res(body->n_out());
+  std::vector<std::vector<Value>> ys(m);
+  Value go;
+  const int64_t max = e.params.value("max_iters").as_int();
+  int64_t n = 0;
+  for (; n < max; ++n) {
+    cond->run(cf, carry, std::span<Value>(&go, 1), env);
+    if (!go.as_bool()) break;
+    body->run(bf, carry, res, env);
+    for (size_t i = 0; i < k; ++i) carry[i] = std::move(res[i]);
+    for (size_t j = 0; j < m; ++j) ys[j].push_back(std::move(res[k + j]));
+  }
+  for (size_t i = 0; i < k; ++i) out[i] = std::move(carry[i]);
+  for (size_t j = 0; j < m; ++j) out[k + j] = Value::list(std::move(ys[j]));
+  out[k + m] = Value::integer(n);
+}
+
+IRPtr cond_with_extra(const IR& cond, std::span<const Aval> extra) {
+  std::vector<Aval> avals = in_avals(cond);
+  std::vector<size_t> from = iota(0, avals.size());
+  avals.insert(avals.end(), extra.begin(), extra.end());
+  std::vector<size_t> sel{0};
+  return leaf_output(*rewire(cond, avals, from, sel));
+}
+
+void while_scan_push(PushCtx& ctx, const Eqn& e) {
+  static const Prim& ws = prim("while_scan");
+  const IRPtr& body = e.params.ir("body");
+  const size_t k = ctx.n_in(), m = body->out.size() - k;
+  std::vector<bool> nz(k);
+  for (size_t i = 0; i < k; ++i) nz[i] = ctx.tangent(i).has_value();
+  std::vector<bool> mat;
+  PushedIR p;
+  for (;;) {
+    mat = nz;
+    mat.resize(k + m, false);
+    p = pushforward_flat(*body, nz, mat);
+    bool grew = false;
+    for (size_t i = 0; i < k; ++i)
+      if (p.nz_out[i] && !nz[i]) nz[i] = grew = true;
+    if (!grew) break;
+  }
+  const size_t t = count(nz);
+  std::vector<bool> nz_y(p.nz_out.begin() + long(k), p.nz_out.end());
+  const size_t ty = count(nz_y);
+  // p.ir: [c, tc] -> [c', y, tc', ty]; the loop wants carry [c, tc] -> [c', tc' | y, ty].
+  std::vector<Aval> avals = in_avals(*p.ir);
+  std::vector<size_t> sel = iota(0, k);
+  append(sel, iota(k + m, t));
+  append(sel, iota(k, m));
+  append(sel, iota(k + m + t, ty));
+  IRPtr new_body = rewire(*p.ir, avals, iota(0, avals.size()), sel);
+  std::vector<Aval> extra;
+  std::vector<Atom> init = ctx.primals;
+  for (size_t i = 0; i < k; ++i)
+    if (nz[i]) {
+      extra.push_back(ctx.in_aval(i));
+      init.push_back(ctx.tangent_or_zero(i));
+    }
+  Params params;
+  params.set("body", new_body);
+  params.set("cond", cond_with_extra(*e.params.ir("cond"), extra));
+  params.set("max_iters", e.params.value("max_iters"));
+  std::vector<Atom> o = ctx.b.emit(ws, std::move(params), std::move(init));
+  // o: [c (k), tc (t), y (m), ty (ty), n]
+  for (size_t i = 0, j = k; i < k; ++i) {
+    ctx.primal_out(i, o[i]);
+    ctx.tangent_out(i, nz[i] ? std::optional<Atom>(o[j++]) : std::nullopt);
+  }
+  for (size_t j = 0, q = k + t + m; j < m; ++j) {
+    ctx.primal_out(k + j, o[k + t + j]);
+    ctx.tangent_out(k + j, nz_y[j] ? std::optional<Atom>(o[q++]) : std::nullopt);
+  }
+  ctx.primal_out(k + m, o.back());
+  ctx.tangent_out(k + m, std::nullopt);
+}
+
+void while_scan_pull_fwd(PullCtx& ctx, const Eqn& e) {
+  static const Prim& ws = prim("while_scan");
+  const IRPtr& body = e.params.ir("body");
+  const size_t k = ctx.n_in(), m = body->out.size() - k;
+  SplitIR s = pullback_forward(*body);
+  // s.fwd: c -> [c', y, R]; recording body: c -> [c' | y, c, R].
+  const size_t r = s.n_res;
+  std::vector<size_t> sel = iota(0, k + m);
+  append(sel, iota(k + m + r, k));
+  append(sel, iota(k + m, r));
+  IRPtr rec = rewire(*s.fwd, in_avals(*s.fwd), iota(0, k), sel);
+  Params params;
+  params.set("body", rec);
+  params.set("cond", e.params.ir("cond"));
+  params.set("max_iters", e.params.value("max_iters"));
+  std::vector<Atom> o = ctx.b.emit(ws, std::move(params), ctx.primals);
+  // o: [c (k), y (m), traj_c (k), traj_R (r), n]
+  for (size_t i = 0; i < k + m; ++i) ctx.forward_out(i, o[i]);
+  ctx.forward_out(k + m, o.back());
+  ctx.residuals.assign(o.begin() + long(k + m), o.end());  // [traj_c, traj_R, n]
+}
+
+void while_scan_pull_bwd(PullCtx& ctx, const Eqn& e) {
+  static const Prim& scan = prim("scan");
+  const IRPtr& body = e.params.ir("body");
+  const size_t k = ctx.n_in(), m = body->out.size() - k;
+  std::vector<bool> c(k), py(m);
+  for (size_t i = 0; i < k; ++i) c[i] = ctx.cotangent(i).has_value();
+  for (size_t j = 0; j < m; ++j) py[j] = ctx.cotangent(k + j).has_value();
+  SplitIR s;
+  for (;;) {
+    std::vector<bool> nz_out = c;
+    nz_out.insert(nz_out.end(), py.begin(), py.end());
+    s = pullback_split(*body, nz_out, c);
+    bool grew = false;
+    for (size_t i = 0; i < k; ++i)
+      if (s.nz_in[i] && !c[i]) c[i] = grew = true;
+    if (!grew) break;
+  }
+  const size_t r = s.n_res, nc = count(c), ny = count(py);
+  // s.bwd: [c_i (k), R_i (r), ct_c (nc), ct_y (ny)] -> [ct_c (nc)];
+  // the scan body wants [c_i, R_i, ct_y_i | ct_c].
+  std::vector<Aval> bin = in_avals(*s.bwd);
+  std::vector<Aval> avals(bin.begin(), bin.begin() + long(k + r));
+  avals.insert(avals.end(), bin.begin() + long(k + r + nc), bin.end());
+  avals.insert(avals.end(), bin.begin() + long(k + r), bin.begin() + long(k + r + nc));
+  std::vector<size_t> from = iota(0, k + r);
+  append(from, iota(k + r + ny, nc));
+  append(from, iota(k + r, ny));
+  IRPtr back = rewire(*s.bwd, avals, from, iota(0, nc));
+  std::vector<Atom> in{ctx.residuals.back()};
+  in.insert(in.end(), ctx.residuals.begin(), ctx.residuals.end() - 1);
+  for (size_t j = 0; j < m; ++j)
+    if (py[j]) in.push_back(*ctx.cotangent(k + j));
+  for (size_t i = 0; i < k; ++i)
+    if (c[i]) in.push_back(ctx.cotangent_or_zero(i));
+  Params params;
+  params.set("body", back);
+  params.set("n_xs", Value::integer(int64_t(k + r + ny)));
+  params.set("reverse", Value::boolean(true));
+  std::vector<Atom> o = ctx.b.emit(scan, std::move(params), std::move(in));
+  for (size_t i = 0, j = 0; i < k; ++i)
+    if (c[i]) ctx.add_cotangent(i, o[j++]);
+}
+
+// ---- scan
+
+size_t n_xs_of(const Params& p) { return size_t(p.value("n_xs").as_int()); }
+bool reverse_of(const Params& p) { return p.value("reverse").as_bool(); }
+
+Params scan_params(IRPtr body, size_t n_xs, bool reverse) {
+  Params p;
+  p.set("body", std::move(body));
+  p.set("n_xs", Value::integer(int64_t(n_xs)));
+  p.set("reverse", Value::boolean(reverse));
+  return p;
+}
+
+AbstractOut scan_abstract(const Params& params, std::span<const Aval> in, const TreeDef&) {
+  const IRPtr& body = params.ir("body");
+  const size_t a = n_xs_of(params);
+  std::vector<Aval> bi = in_avals(*body), bo = out_avals(*body);
+  if (in.empty() || !(in[0] == Aval{Kind::Int, 0})) invalid("scan: the first input must be the int count");
+  if (in.size() != 1 + bi.size() || bi.size() < a) invalid("scan: the inputs do not match the body");
+  const size_t k = bi.size() - a;
+  if (bo.size() < k) invalid("scan: the body returns fewer leaves than the carry has");
+  for (size_t i = 0; i < a; ++i)
+    if (!(in[1 + i] == up(bi[i]))) invalid("scan: xs " + std::to_string(i) + " kind mismatch");
+  for (size_t i = 0; i < k; ++i)
+    if (!(in[1 + a + i] == bi[a + i]) || !(bo[i] == bi[a + i]))
+      invalid("scan: carry " + std::to_string(i) + " kind mismatch");
+  AbstractOut out;
+  out.out.assign(bo.begin(), bo.begin() + long(k));
+  for (size_t j = k; j < bo.size(); ++j) out.out.push_back(up(bo[j]));
+  out.out_tree = TreeDef::flat_list(out.out.size());
+  return out;
+}
+
+void scan_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
+  auto body = sub_program(e.params.ir("body"));
+  SubProgram::Frame frame = body->frame();
+  const size_t a = n_xs_of(e.params), k = body->n_in() - a, m = body->n_out() - k;
+  const int64_t n = in[0].as_int();
+  if (n < 0) invalid("scan: negative count");
+  for (size_t i = 0; i < a; ++i)
+    if (in[1 + i].kind() != Kind::List || in[1 + i].size() != size_t(n))
+      invalid("scan: xs " + std::to_string(i) + " must hold " + std::to_string(n) + " items");
+  std::vector<Value> args(a + k), res(k + m);
+  for (size_t i = 0; i < k; ++i) args[a + i] = in[1 + a + i];
+  std::vector<std::vector<Value>> ys(m, std::vector<Value>(size_t(n)));
+  const bool rev = reverse_of(e.params);
+  for (int64_t step = 0; step < n; ++step) {
+    size_t it = size_t(rev ? n - 1 - step : step);
+    for (size_t i = 0; i < a; ++i) args[i] = in[1 + i].items()[it];
+    body->run(frame, args, res, env);
+    for (size_t i = 0; i < k; ++i) args[a + i] = std::move(res[i]);
+    for (size_t j = 0; j < m; ++j) ys[j][it] = std::move(res[k + j]);
+  }
+  for (size_t i = 0; i < k; ++i) out[i] = std::move(args[a + i]);
+  for (size_t j = 0; j < m; ++j) out[k + j] = Value::list(std::move(ys[j]));
+}
+
+void scan_push(PushCtx& ctx, const Eqn& e) {
+  static const Prim& scan = prim("scan");
+  const IRPtr& body = e.params.ir("body");
+  const size_t a = n_xs_of(e.params), k = body->in.size() - a, m = body->out.size() - k;
+  std::vector<bool> nzx(a), nzc(k);
+  for (size_t i = 0; i < a; ++i) nzx[i] = ctx.tangent(1 + i).has_value();
+  for (size_t i = 0; i < k; ++i) nzc[i] = ctx.tangent(1 + a + i).has_value();
+  PushedIR p;
+  for (;;) {
+    std::vector<bool> nz_in = nzx;
+    nz_in.insert(nz_in.end(), nzc.begin(), nzc.end());
+    std::vector<bool> mat = nzc;
+    mat.resize(k + m, false);
+    p = pushforward_flat(*body, nz_in, mat);
+    bool grew = false;
+    for (size_t i = 0; i < k; ++i)
+      if (p.nz_out[i] && !nzc[i]) nzc[i] = grew = true;
+    if (!grew) break;
+  }
+  const size_t tx = count(nzx), tc = count(nzc);
+  std::vector<bool> nz_y(p.nz_out.begin() + long(k), p.nz_out.end());
+  const size_t ty = count(nz_y);
+  // p.ir: [x (a), c (k), tx, tc] -> [c', y, tc', ty]; the scan body wants
+  // [x, tx | c, tc] -> [c', tc' | y, ty].
+  std::vector<Aval> pin = in_avals(*p.ir);
+  std::vector<Aval> avals(pin.begin(), pin.begin() + long(a));
+  avals.insert(avals.end(), pin.begin() + long(a + k), pin.begin() + long(a + k + tx));
+  avals.insert(avals.end(), pin.begin() + long(a), pin.begin() + long(a + k));
+  avals.insert(avals.end(), pin.begin() + long(a + k + tx), pin.end());
+  std::vector<size_t> from = iota(0, a);
+  append(from, iota(a + tx, k));
+  append(from, iota(a, tx));
+  append(from, iota(a + tx + k, tc));
+  std::vector<size_t> sel = iota(0, k);
+  append(sel, iota(k + m, tc));
+  append(sel, iota(k, m));
+  append(sel, iota(k + m + tc, ty));
+  IRPtr new_body = rewire(*p.ir, avals, from, sel);
+  std::vector<Atom> in{ctx.primal(0)};
+  for (size_t i = 0; i < a; ++i) in.push_back(ctx.primal(1 + i));
+  for (size_t i = 0; i < a; ++i)
+    if (nzx[i]) in.push_back(*ctx.tangent(1 + i));
+  for (size_t i = 0; i < k; ++i) in.push_back(ctx.primal(1 + a + i));
+  for (size_t i = 0; i < k; ++i)
+    if (nzc[i]) in.push_back(ctx.tangent_or_zero(1 + a + i));
+  std::vector<Atom> o = ctx.b.emit(scan, scan_params(new_body, a + tx, reverse_of(e.params)), std::move(in));
+  // o: [c (k), tc, y (m), ty]
+  for (size_t i = 0, j = k; i < k; ++i) {
+    ctx.primal_out(i, o[i]);
+    ctx.tangent_out(i, nzc[i] ? std::optional<Atom>(o[j++]) : std::nullopt);
+  }
+  for (size_t j = 0, q = k + tc + m; j < m; ++j) {
+    ctx.primal_out(k + j, o[k + tc + j]);
+    ctx.tangent_out(k + j, nz_y[j] ? std::optional<Atom>(o[q++]) : std::nullopt);
+  }
+}
+
+void scan_pull_fwd(PullCtx& ctx, const Eqn& e) {
+  static const Prim& scan = prim("scan");
+  const IRPtr& body = e.params.ir("body");
+  const size_t a = n_xs_of(e.params), k = body->in.size() - a, m = body->out.size() - k;
+  SplitIR s = pullback_forward(*body);
+  const size_t r = s.n_res;
+  // s.fwd: [x, c] -> [c', y, R]; recording body: [x, c] -> [c' | y, c, R].
+  std::vector<size_t> sel = iota(0, k + m);
+  append(sel, iota(k + m + r + a, k));
+  append(sel, iota(k + m, r));
+  IRPtr rec = rewire(*s.fwd, in_avals(*s.fwd), iota(0, a + k), sel);
+  std::vector<Atom> o = ctx.b.emit(scan, scan_params(rec, a, reverse_of(e.params)), ctx.primals);
+  for (size_t i = 0; i < k + m; ++i) ctx.forward_out(i, o[i]);
+  ctx.residuals.assign(o.begin() + long(k + m), o.end());  // [traj_c (k), traj_R (r)]
+}
+
+void scan_pull_bwd(PullCtx& ctx, const Eqn& e) {
+  static const Prim& scan = prim("scan");
+  const IRPtr& body = e.params.ir("body");
+  const size_t a = n_xs_of(e.params), k = body->in.size() - a, m = body->out.size() - k;
+  std::vector<bool> c(k), py(m);
+  for (size_t i = 0; i < k; ++i) c[i] = ctx.cotangent(i).has_value();
+  for (size_t j = 0; j < m; ++j) py[j] = ctx.cotangent(k + j).has_value();
+  SplitIR s;
+  for (;;) {
+    std::vector<bool> nz_out = c;
+    nz_out.insert(nz_out.end(), py.begin(), py.end());
+    std::vector<bool> mat(a, false);
+    mat.insert(mat.end(), c.begin(), c.end());
+    s = pullback_split(*body, nz_out, mat);
+    bool grew = false;
+    for (size_t i = 0; i < k; ++i)
+      if (s.nz_in[a + i] && !c[i]) c[i] = grew = true;
+    if (!grew) break;
+  }
+  const size_t r = s.n_res, nc = count(c), ny = count(py);
+  std::vector<bool> nzx(s.nz_in.begin(), s.nz_in.begin() + long(a));
+  const size_t nx = count(nzx);
+  // s.bwd: [x (a), c_i (k), R_i (r), ct_c (nc), ct_y (ny)] -> [ct_x (nx), ct_c (nc)];
+  // the scan body wants [x, c_i, R_i, ct_y_i | ct_c] -> [ct_c | ct_x_i].
+  std::vector<Aval> bin = in_avals(*s.bwd);
+  std::vector<Aval> avals(bin.begin(), bin.begin() + long(a + k + r));
+  avals.insert(avals.end(), bin.begin() + long(a + k + r + nc), bin.end());
+  avals.insert(avals.end(), bin.begin() + long(a + k + r), bin.begin() + long(a + k + r + nc));
+  std::vector<size_t> from = iota(0, a + k + r);
+  append(from, iota(a + k + r + ny, nc));
+  append(from, iota(a + k + r, ny));
+  std::vector<size_t> sel = iota(nx, nc);
+  append(sel, iota(0, nx));
+  IRPtr back = rewire(*s.bwd, avals, from, sel);
+  std::vector<Atom> in{ctx.primal(0)};
+  for (size_t i = 0; i < a; ++i) in.push_back(ctx.primal(1 + i));
+  in.insert(in.end(), ctx.residuals.begin(), ctx.residuals.end());
+  for (size_t j = 0; j < m; ++j)
+    if (py[j]) in.push_back(*ctx.cotangent(k + j));
+  for (size_t i = 0; i < k; ++i)
+    if (c[i]) in.push_back(ctx.cotangent_or_zero(i));
+  std::vector<Atom> o =
+      ctx.b.emit(scan, scan_params(back, a + k + r + ny, !reverse_of(e.params)), std::move(in));
+  // o: [ct_c (nc), ct_xs (nx)]
+  for (size_t i = 0, j = 0; i < k; ++i)
+    if (c[i]) ctx.add_cotangent(1 + a + i, o[j++]);
+  for (size_t i = 0, j = nc; i < a; ++i)
+    if (nzx[i]) ctx.add_cotangent(1 + i, o[j++]);
+}
+
+// ---- dce: a loop keeps its whole carry; unread per-iteration outputs (ys)
+// go, and so do the xs the remaining body no longer reads (scan).
+
+void while_scan_dce(DceCtx& ctx, const Eqn& e) {
+  const IRPtr& body = e.params.ir("body");
+  const size_t k = e.in.size(), m = body->out.size() - k;
+  std::vector<bool> keep(k + m, true);
+  bool any_dropped = false;
+  for (size_t j = 0; j < m; ++j)
+    if (!ctx.used(k + j)) keep[k + j] = false, any_dropped = true;
+  if (!any_dropped) return;
+  DcedIR d = dce_flat(*body, keep);
+  Eqn n = e;
+  n.params.set("body", d.ir);
+  n.out.clear();
+  for (size_t i = 0; i < e.out.size(); ++i)
+    if (i >= k + m || keep[i]) n.out.push_back(e.out[i]);
+  n.out_tree = TreeDef::flat_list(n.out.size());
+  ctx.replace(std::move(n));
+}
+
+void scan_dce(DceCtx& ctx, const Eqn& e) {
+  const IRPtr& body = e.params.ir("body");
+  const size_t a = n_xs_of(e.params), k = body->in.size() - a, m = body->out.size() - k;
+  std::vector<bool> keep(k + m, true);
+  for (size_t j = 0; j < m; ++j) keep[k + j] = ctx.used(k + j);
+  DcedIR d = dce_flat(*body, keep);
+  // Every carry input stays (the loop threads it), xs only if read.
+  std::vector<bool> keep_in = d.used_in;
+  for (size_t i = 0; i < k; ++i) keep_in[a + i] = true;
+  size_t new_a = 0;
+  Eqn n;
+  n.prim = e.prim;
+  n.in.push_back(e.in[0]);
+  for (size_t i = 0; i < a + k; ++i)
+    if (keep_in[i]) {
+      n.in.push_back(e.in[1 + i]);
+      if (i < a) ++new_a;
+    }
+  n.in_tree = TreeDef::flat_list(n.in.size());
+  for (size_t i = 0; i < k + m; ++i)
+    if (keep[i]) n.out.push_back(e.out[i]);
+  n.out_tree = TreeDef::flat_list(n.out.size());
+  n.params = scan_params(drop_inputs(*d.ir, keep_in), new_a, reverse_of(e.params));
+  n.tags = e.tags;
+  n.sched = e.sched;
+  ctx.replace(std::move(n));
+}
+
+}  // namespace
+
+void add_scan_prims(std::vector<Prim>& out) {
+  Prim ws;
+  ws.name = "while_scan";
+  ws.cost = 0.0;
+  ws.impl = while_scan_impl;
+  ws.abstract_eval = while_scan_abstract;
+  ws.batch = batch_by_map;
+  ws.pushforward = while_scan_push;
+  ws.pullback_fwd = while_scan_pull_fwd;
+  ws.pullback_bwd = while_scan_pull_bwd;
+  ws.dce = while_scan_dce;
+  ws.params = std::vector<ParamSpec>{
+      {"body", 1, Kind::Null, false}, {"cond", 1, Kind::Null, false}, {"max_iters", 0, Kind::Int, false}};
+  out.push_back(ws);
+
+  Prim scan;
+  scan.name = "scan";
+  scan.cost = 0.0;
+  scan.impl = scan_impl;
+  scan.abstract_eval = scan_abstract;
+  scan.batch = batch_by_map;
+  scan.pushforward = scan_push;
+  scan.pullback_fwd = scan_pull_fwd;
+  scan.pullback_bwd = scan_pull_bwd;
+  scan.dce = scan_dce;
+  scan.params = std::vector<ParamSpec>{
+      {"body", 1, Kind::Null, false}, {"n_xs", 0, Kind::Int, false}, {"reverse", 0, Kind::Bool, false}};
+  out.push_back(scan);
+}
+
+}  // namespace af

@@ -1,0 +1,267 @@
+#include "transforms/builder.h"
+
+#include <variant>
+
+#include "prims/registry.h"
+#include "value/error.h"
+
+namespace af {
+
+VarId Builder::var(Aval a) {
+  ir_.vars.push_back(a);
+  return VarId(ir_.vars.size() - 1);
+}
+
+Aval Builder::aval(const Atom& a) const { return a.is_var() ? ir_.vars[a.var] : aval_of(a.lit); }
+
+std::vector<Atom> Builder::emit(const Prim& p, Params params, std::vector<Atom> in, TreeDef in_tree) {
+  std::vector<Aval> avals;
+  avals.reserve(in.size());
+  for (const Atom& a : in) avals.push_back(aval(a));
+  AbstractOut shape = p.abstract_eval(params, avals, in_tree);
+  return emit_known(p, std::move(params), std::move(in), std::move(in_tree), shape.out,
+                    std::move(shape.out_tree));
+}
+
+std::vector<Atom> Builder::emit(const Prim& p, Params params, std::vector<Atom> in) {
+  TreeDef tree = TreeDef::flat_list(in.size());
+  return emit(p, std::move(params), std::move(in), std::move(tree));
+}
+
+Atom Builder::emit1(const Prim& p, Params params, std::vector<Atom> in) {
+  std::vector<Atom> out = emit(p, std::move(params), std::move(in));
+  if (out.size() != 1)
+    fail(Code::Internal, p.name + ": expected one output, the rule made " + std::to_string(out.size()));
+  return out[0];
+}
+
+std::vector<Atom> Builder::emit_known(const Prim& p, Params params, std::vector<Atom> in,
+                                      TreeDef in_tree, std::span<const Aval> out, TreeDef out_tree) {
+  Eqn e;
+  e.prim = &p;
+  e.in = std::move(in);
+  e.in_tree = std::move(in_tree);
+  e.params = std::move(params);
+  e.tags = tags;
+  e.out_tree = std::move(out_tree);
+  std::vector<Atom> atoms;
+  atoms.reserve(out.size());
+  e.out.reserve(out.size());
+  for (const Aval& a : out) {
+    VarId v = var(a);
+    e.out.push_back(v);
+    atoms.push_back(Atom::of_var(v));
+  }
+  ir_.eqns.push_back(std::move(e));
+  return atoms;
+}
+
+std::vector<Atom> Builder::copy(const IR& src, const Eqn& from, std::vector<Atom> in) {
+  Eqn e;
+  e.prim = from.prim;
+  e.in = std::move(in);
+  e.in_tree = from.in_tree;
+  e.params = from.params;
+  e.tags = from.tags;
+  e.out_tree = from.out_tree;
+  e.sched = from.sched;
+  std::vector<Atom> atoms;
+  atoms.reserve(from.out.size());
+  e.out.reserve(from.out.size());
+  for (VarId v : from.out) {
+    VarId nv = var(src.vars[v]);
+    e.out.push_back(nv);
+    atoms.push_back(Atom::of_var(nv));
+  }
+  ir_.eqns.push_back(std::move(e));
+  return atoms;
+}
+
+IRPtr Builder::finish(std::vector<Atom> in, TreeDef in_tree, std::vector<Atom> out,
+                      TreeDef out_tree) {
+  return extract(0, ir_.eqns.size(), std::move(in), std::move(in_tree), std::move(out),
+                 std::move(out_tree));
+}
+
+IRPtr Builder::extract(size_t first, size_t last, std::vector<Atom> in, TreeDef in_tree,
+                       std::vector<Atom> out, TreeDef out_tree) {
+  auto res = std::make_shared<IR>();
+  std::vector<VarId> map(ir_.vars.size(), kNoVar);
+  auto define = [&](VarId v) {
+    if (map[v] != kNoVar) fail(Code::Internal, "transform: %" + std::to_string(v) + " is defined twice");
+    map[v] = VarId(res->vars.size());
+    res->vars.push_back(ir_.vars[v]);
+    return map[v];
+  };
+  auto use = [&](const Atom& a, const char* where) -> Atom {
+    if (!a.is_var()) return a;
+    if (a.var >= map.size() || map[a.var] == kNoVar)
+      fail(Code::Internal, std::string("transform: ") + where + " uses %" + std::to_string(a.var) +
+                               ", which the IR being built does not define");
+    return Atom::of_var(map[a.var]);
+  };
+  res->in.reserve(in.size());
+  for (const Atom& a : in) res->in.push_back(a.is_var() ? Atom::of_var(define(a.var)) : a);
+  res->in_tree = std::move(in_tree);
+  res->eqns.reserve(last - first);
+  for (size_t i = first; i < last; ++i) {
+    Eqn e = std::move(ir_.eqns[i]);
+    for (Atom& a : e.in) a = use(a, e.prim->name.c_str());
+    for (VarId& v : e.out) v = define(v);
+    res->eqns.push_back(std::move(e));
+  }
+  res->out.reserve(out.size());
+  for (const Atom& a : out) res->out.push_back(use(a, "an output"));
+  res->out_tree = std::move(out_tree);
+  return res;
+}
+
+std::vector<Atom> inline_into(Builder& b, const IR& ir, std::span<const Atom> in) {
+  if (in.size() != ir.in.size())
+    fail(Code::Internal, "inline_into: " + std::to_string(in.size()) + " inputs for an IR of " +
+                             std::to_string(ir.in.size()));
+  std::vector<Atom> map(ir.vars.size());
+  for (size_t k = 0; k < ir.in.size(); ++k)
+    if (ir.in[k].is_var()) map[ir.in[k].var] = in[k];
+  auto remap = [&](const Atom& a) { return a.is_var() ? map[a.var] : a; };
+  for (const Eqn& e : ir.eqns) {
+    std::vector<Atom> ins;
+    ins.reserve(e.in.size());
+    for (const Atom& a : e.in) ins.push_back(remap(a));
+    std::vector<Atom> outs = b.copy(ir, e, std::move(ins));
+    for (size_t k = 0; k < outs.size(); ++k) map[e.out[k]] = outs[k];
+  }
+  std::vector<Atom> out;
+  out.reserve(ir.out.size());
+  for (const Atom& a : ir.out) out.push_back(remap(a));
+  return out;
+}
+
+// ---- zeros
+
+Value zero_value(Kind k) {
+  switch (k) {
+    case Kind::Str: return Value::str("");
+    case Kind::Int: return Value::integer(0);
+    case Kind::Float: return Value::floating(0.0);
+    case Kind::Bool: return Value::boolean(false);
+    default: fail(Code::Internal, std::string("no zero of kind ") + kind_name(k));
+  }
+}
+
+Atom zero_atom(Builder& b, Aval a, const Atom& like) {
+  if (a.list_depth == 0) return Atom::literal(zero_value(a.kind));
+  if (!like.is_var()) return Atom::literal(filler_value(a));
+  static const Prim& zeros_like = prim("zeros_like");
+  return b.emit1(zeros_like, Params(), {like});
+}
+
+Value filler_value(Aval a) {
+  Value v = zero_value(a.kind);
+  for (int d = 0; d < a.list_depth; ++d) v = Value::list({v});
+  return v;
+}
+
+// ---- surgery
+
+std::vector<Aval> in_avals(const IR& ir) {
+  std::vector<Aval> out;
+  out.reserve(ir.in.size());
+  for (const Atom& a : ir.in) out.push_back(a.is_var() ? ir.vars[a.var] : aval_of(a.lit));
+  return out;
+}
+
+std::vector<Aval> out_avals(const IR& ir) {
+  std::vector<Aval> out;
+  out.reserve(ir.out.size());
+  for (const Atom& a : ir.out) out.push_back(a.is_var() ? ir.vars[a.var] : aval_of(a.lit));
+  return out;
+}
+
+IRPtr flat_signature(const IR& ir) {
+  auto res = std::make_shared<IR>(ir);
+  res->in_tree = TreeDef::flat_list(ir.in.size());
+  res->out_tree = TreeDef::flat_list(ir.out.size());
+  return res;
+}
+
+IRPtr flat_inputs(const IR& ir) {
+  auto res = std::make_shared<IR>(ir);
+  res->in_tree = TreeDef::flat_list(ir.in.size());
+  return res;
+}
+
+IRPtr leaf_output(const IR& ir) {
+  if (ir.out.size() != 1) fail(Code::Internal, "leaf_output: the IR has " + std::to_string(ir.out.size()) + " outputs");
+  auto res = std::make_shared<IR>(ir);
+  res->out_tree = TreeDef::leaf();
+  return res;
+}
+
+IRPtr state_signature(const IR& ir) {
+  auto res = std::make_shared<IR>(ir);
+  TreeDef flat = TreeDef::flat_list(ir.in.size());
+  res->in_tree = TreeDef::list_of(std::span<const TreeDef>(&flat, 1));
+  return res;
+}
+
+IRPtr rewire(const IR& ir, std::span<const Aval> new_in, std::span<const size_t> in_from,
+             std::span<const size_t> out_select) {
+  if (in_from.size() != ir.in.size())
+    fail(Code::Internal, "rewire: input map of the wrong size");
+  Builder b;
+  std::vector<Atom> ins;
+  ins.reserve(new_in.size());
+  for (const Aval& a : new_in) ins.push_back(Atom::of_var(b.var(a)));
+  std::vector<Atom> bound(ir.in.size());
+  for (size_t i = 0; i < ir.in.size(); ++i) {
+    if (in_from[i] >= ins.size()) fail(Code::Internal, "rewire: input index out of range");
+    bound[i] = ir.in[i].is_var() ? ins[in_from[i]] : ir.in[i];
+  }
+  std::vector<Atom> outs = inline_into(b, ir, bound);
+  std::vector<Atom> sel;
+  sel.reserve(out_select.size());
+  for (size_t j : out_select) {
+    if (j < outs.size()) {
+      sel.push_back(outs[j]);
+    } else if (j - outs.size() < ins.size()) {
+      sel.push_back(ins[j - outs.size()]);
+    } else {
+      fail(Code::Internal, "rewire: output index out of range");
+    }
+  }
+  TreeDef in_tree = TreeDef::flat_list(ins.size());
+  TreeDef out_tree = TreeDef::flat_list(sel.size());
+  return b.finish(std::move(ins), std::move(in_tree), std::move(sel), std::move(out_tree));
+}
+
+bool eqn_has_effects(const Eqn& e) {
+  if (e.prim->flags & (kEffectful | kNoMerge)) return true;
+  for (const auto& [name, p] : e.params.items()) {
+    if (auto* one = std::get_if<IRPtr>(&p)) {
+      if (*one && has_effects(**one)) return true;
+    } else if (auto* list = std::get_if<IRList>(&p)) {
+      for (const IRPtr& x : *list)
+        if (x && has_effects(*x)) return true;
+    } else if (auto* map = std::get_if<IRMap>(&p)) {
+      for (const auto& [k, x] : *map)
+        if (x && has_effects(*x)) return true;
+    }
+  }
+  return false;
+}
+
+bool has_effects(const IR& ir) {
+  for (const Eqn& e : ir.eqns)
+    if (eqn_has_effects(e)) return true;
+  return false;
+}
+
+TreeDef tree_without(const TreeDef& def, const std::vector<bool>& keep) {
+  std::vector<Value> leaves;
+  leaves.reserve(keep.size());
+  for (bool k : keep) leaves.push_back(k ? Value::integer(0) : Value());
+  return TreeDef::of(def.unflatten(leaves));
+}
+
+}  // namespace af

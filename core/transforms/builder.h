@@ -1,0 +1,113 @@
+// Builder: the emitter every transform and every transform rule writes
+// into. It holds the IR being built (vars and equations); emit() is the
+// bind() of transforms: it runs the primitive's abstract rule, makes the
+// output vars and appends the equation. finish() numbers the vars in order
+// of definition, so transformed IRs are canonical (equal, hash equal) like
+// traced ones.
+//
+// Also here: the small IR surgeries the rules of control-flow primitives
+// need on their sub-IRs (flat signatures, rewiring inputs and outputs,
+// extracting a range of equations), and zero materialization.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+#include "ir/prim.h"
+
+namespace af {
+
+class Builder {
+ public:
+  Builder() = default;
+
+  VarId var(Aval a);
+  Aval aval(const Atom& a) const;
+  const std::vector<Aval>& avals() const noexcept { return ir_.vars; }
+
+  // Emits p(in) with input structure in_tree (a flat list when omitted); the
+  // outputs come from p's abstract rule. Returns the flat output atoms.
+  std::vector<Atom> emit(const Prim& p, Params params, std::vector<Atom> in, TreeDef in_tree);
+  std::vector<Atom> emit(const Prim& p, Params params, std::vector<Atom> in);
+  // Single-output convenience.
+  Atom emit1(const Prim& p, Params params, std::vector<Atom> in);
+  // Emits with outputs known to the caller (no abstract rule run).
+  std::vector<Atom> emit_known(const Prim& p, Params params, std::vector<Atom> in, TreeDef in_tree,
+                               std::span<const Aval> out, TreeDef out_tree);
+  // Copies e (an equation of `src`) with new input atoms of the same avals:
+  // fresh output vars with e's output avals. Tags and annotations are kept.
+  std::vector<Atom> copy(const IR& src, const Eqn& e, std::vector<Atom> in);
+
+  // Tags put on every emitted equation (a rule's equations carry the tags
+  // of the equation it transforms).
+  Tags tags;
+
+  size_t num_eqns() const noexcept { return ir_.eqns.size(); }
+  const IR& ir() const noexcept { return ir_; }
+  IR& ir() noexcept { return ir_; }
+
+  // The IR with these inputs and outputs, vars renumbered in order of
+  // definition (inputs first, then equation outputs); vars nothing defines
+  // are dropped. INTERNAL if an equation or output uses an undefined var.
+  // Moves the equations out: the builder is done with them.
+  IRPtr finish(std::vector<Atom> in, TreeDef in_tree, std::vector<Atom> out, TreeDef out_tree);
+  // The same for the equations [first, last) only, whose inputs are `in`
+  // (vars defined before `first` that the range reads must be among them).
+  // Moves those equations out (extract disjoint ranges only).
+  IRPtr extract(size_t first, size_t last, std::vector<Atom> in, TreeDef in_tree,
+                std::vector<Atom> out, TreeDef out_tree);
+
+ private:
+  IR ir_;
+};
+
+// Inlines ir's equations into b with ir's input leaves bound to `in`;
+// returns ir's output atoms. Equations keep their own tags.
+std::vector<Atom> inline_into(Builder& b, const IR& ir, std::span<const Atom> in);
+
+// ---- zeros (SEMANTICS.md §1: Zero materialized)
+
+// The zero of a leaf kind: "" for str, 0, 0.0, false. INTERNAL for others.
+Value zero_value(Kind k);
+// The zero of aval a as an atom: a literal for a leaf aval; for list avals
+// (batched values) zeros_like(like), which keeps like's list lengths.
+Atom zero_atom(Builder& b, Aval a, const Atom& like);
+// A value of aval a to fill a slot nobody reads (switch residuals of the
+// branches not taken): the zero of a leaf aval, one-item lists of it for
+// list avals (a literal whose aval is list<...>).
+Value filler_value(Aval a);
+
+// ---- IR surgery (all results renumbered canonically)
+
+// ir with a flat list of input leaves and a flat list of output leaves.
+IRPtr flat_signature(const IR& ir);
+// ir with a flat list of input leaves, outputs unchanged.
+IRPtr flat_inputs(const IR& ir);
+// ir with its single output leaf as a leaf (not a one-item list).
+IRPtr leaf_output(const IR& ir);
+// ir whose single positional input is the flat state list [leaves...]
+// (the shape while_loop's cond and body take), outputs unchanged.
+IRPtr state_signature(const IR& ir);
+// A flat IR whose inputs are `new_in` (avals), where old input i is new
+// input in_from[i], and whose outputs are old outputs out_select[j] (or, if
+// out_select[j] >= old output count, old input out_select[j] - old output
+// count: a pass-through). Inputs no old input maps to are unused.
+IRPtr rewire(const IR& ir, std::span<const Aval> new_in, std::span<const size_t> in_from,
+             std::span<const size_t> out_select);
+// The avals of ir's input / output leaves.
+std::vector<Aval> in_avals(const IR& ir);
+std::vector<Aval> out_avals(const IR& ir);
+
+// True if ir (or any sub-IR in its params, recursively) holds an effectful
+// or no-merge equation (checkpoint): such an IR must run even if unused.
+bool has_effects(const IR& ir);
+bool eqn_has_effects(const Eqn& e);
+
+// The tree `def` with the leaves where keep[k] is false replaced by null
+// nodes (how transformed IRs show Zero outputs and dropped outputs).
+TreeDef tree_without(const TreeDef& def, const std::vector<bool>& keep);
+
+}  // namespace af

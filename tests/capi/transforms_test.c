@@ -1,0 +1,610 @@
+/* transforms_test.c — batch, pushforward, pullback, dce, cse and sched
+ * through the C API: every primitive under every transform and nested
+ * compositions (one table of program x transform chain -> output), the
+ * shape of transformed IRs, and the errors of bad input. */
+#include "check.h"
+
+/* ---- programs --------------------------------------------------------- */
+
+static af_error_t* lit(af_context_t* c, const char* s, af_value_t** out) {
+  return af_value_str(c, s, strlen(s), out);
+}
+
+/* format("<{}|{a}>", x, a=y) */
+static af_error_t* format_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                             af_value_t** out) {
+  const char* key = "a";
+  size_t key_len = 1;
+  af_value_t* named = NULL;
+  af_error_t* e = af_value_dict(c, &key, &key_len, &in[1], 1, &named);
+  (void)ud;
+  (void)n;
+  if (!e) e = af_format(c, "<{}|{a}>", 8, in, 1, named, out);
+  af_value_free(named);
+  return e;
+}
+
+/* concat(x, "-", y) */
+static af_error_t* concat_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                             af_value_t** out) {
+  af_value_t* parts[3] = {NULL, NULL, NULL};
+  af_error_t* e = lit(c, "-", &parts[1]);
+  (void)ud;
+  (void)n;
+  parts[0] = af_value_clone(in[0]);
+  parts[2] = af_value_clone(in[1]);
+  if (!e) e = af_concat(c, AS_ARGS(parts), 3, out);
+  free_items(parts, 3);
+  return e;
+}
+
+/* [match(x, y), x] */
+static af_error_t* match_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                            af_value_t** out) {
+  af_value_t* items[2] = {NULL, NULL};
+  af_error_t* e = af_match(c, in[0], in[1], &items[0]);
+  (void)ud;
+  (void)n;
+  items[1] = af_value_clone(in[0]);
+  if (!e) e = af_value_list(c, AS_ARGS(items), 2, out);
+  free_items(items, 2);
+  return e;
+}
+
+/* concat(stop_gradient(x), y) */
+static af_error_t* stop_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                           af_value_t** out) {
+  af_value_t* parts[2] = {NULL, NULL};
+  af_error_t* e = af_stop_gradient(c, in[0], &parts[0]);
+  (void)ud;
+  (void)n;
+  parts[1] = af_value_clone(in[1]);
+  if (!e) e = af_concat(c, AS_ARGS(parts), 2, out);
+  free_items(parts, 2);
+  return e;
+}
+
+/* depends(concat(x, "1"), [y]) */
+static af_error_t* depends_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                              af_value_t** out) {
+  af_value_t* parts[2] = {NULL, NULL};
+  af_value_t* v = NULL;
+  af_error_t* e = lit(c, "1", &parts[1]);
+  (void)ud;
+  (void)n;
+  parts[0] = af_value_clone(in[0]);
+  if (!e) e = af_concat(c, AS_ARGS(parts), 2, &v);
+  if (!e) e = af_depends(c, v, &in[1], 1, out);
+  free_items(parts, 2);
+  af_value_free(v);
+  return e;
+}
+
+/* checkpoint(concat(x, y), "k", "c") */
+static af_error_t* checkpoint_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                                 af_value_t** out) {
+  af_value_t* v = NULL;
+  af_error_t* e = af_concat(c, in, 2, &v);
+  (void)ud;
+  (void)n;
+  if (!e) e = af_checkpoint(c, v, "k", 1, "c", 1, out);
+  af_value_free(v);
+  return e;
+}
+
+/* concat(x, format("{}{}", x, x)): x has three consumers */
+static af_error_t* multi_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                            af_value_t** out) {
+  const af_value_t* two[2];
+  af_value_t* parts[2] = {NULL, NULL};
+  af_error_t* e;
+  (void)ud;
+  (void)n;
+  two[0] = in[0];
+  two[1] = in[0];
+  e = af_format(c, "{}{}", 4, two, 2, NULL, &parts[1]);
+  parts[0] = af_value_clone(in[0]);
+  if (!e) e = af_concat(c, AS_ARGS(parts), 2, out);
+  free_items(parts, 2);
+  return e;
+}
+
+/* Branches of the switch programs. */
+static af_error_t* branch_a_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                               af_value_t** out) {
+  (void)ud;
+  (void)n;
+  return af_format(c, "A{}", 3, in, 1, NULL, out);
+}
+static af_error_t* branch_b_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                               af_value_t** out) {
+  const af_value_t* two[2];
+  (void)ud;
+  (void)n;
+  two[0] = in[0];
+  two[1] = in[0];
+  return af_concat(c, two, 2, out);
+}
+
+/* A function returning a constant (the JSON in ud): literal branches. */
+static af_error_t* const_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                            af_value_t** out) {
+  (void)in;
+  (void)n;
+  return af_value_from_json(c, (const char*)ud, strlen((const char*)ud), out);
+}
+
+struct branches {
+  const char* names[4];
+  size_t lens[4];
+  af_ir_t* irs[4];
+  size_t n;
+};
+
+static void free_branches(struct branches* b) {
+  size_t i;
+  for (i = 0; i < b->n; i++) af_ir_free(b->irs[i]);
+}
+
+/* switch(key, {"a": format("A{}", x), "b": concat(x, x)}, x) */
+static af_error_t* switch_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                             af_value_t** out) {
+  struct branches* b = (struct branches*)ud;
+  (void)n;
+  return af_switch(c, in[0], b->names, b->lens, (const af_ir_t* const*)b->irs, b->n, &in[1], 1, out);
+}
+
+/* The counter loop's state is [s, c] with c in "0".."3". */
+static struct branches go_branches, step_branches;
+
+static af_error_t* state_item(af_context_t* c, const af_value_t* state, size_t i, af_value_t** out) {
+  (void)c;
+  return af_value_index(state, i, out);
+}
+
+/* cond([s, c]) = switch(c, {"0": true, "1": true, "2": true, "3": false}, c) */
+static af_error_t* cond_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                           af_value_t** out) {
+  af_value_t* k = NULL;
+  af_error_t* e = state_item(c, in[0], 1, &k);
+  const af_value_t* ops[1];
+  (void)ud;
+  (void)n;
+  ops[0] = k;
+  if (!e)
+    e = af_switch(c, k, go_branches.names, go_branches.lens, (const af_ir_t* const*)go_branches.irs, 4, ops, 1,
+                  out);
+  af_value_free(k);
+  return e;
+}
+
+/* body([s, c]) = [concat(s, "!"), switch(c, {"0": "1", ..., "3": "3"}, c)] */
+static af_error_t* body_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                           af_value_t** out) {
+  af_value_t* s = NULL;
+  af_value_t* k = NULL;
+  af_value_t* bang = NULL;
+  af_value_t* items[2] = {NULL, NULL};
+  af_error_t* e;
+  const af_value_t* ops[1];
+  (void)ud;
+  (void)n;
+  e = state_item(c, in[0], 0, &s);
+  if (!e) e = state_item(c, in[0], 1, &k);
+  if (!e) e = lit(c, "!", &bang);
+  if (!e) {
+    const af_value_t* parts[2];
+    parts[0] = s;
+    parts[1] = bang;
+    e = af_concat(c, parts, 2, &items[0]);
+  }
+  ops[0] = k;
+  if (!e)
+    e = af_switch(c, k, step_branches.names, step_branches.lens, (const af_ir_t* const*)step_branches.irs, 4, ops,
+                  1, &items[1]);
+  if (!e) e = af_value_list(c, AS_ARGS(items), 2, out);
+  af_value_free(s);
+  af_value_free(k);
+  af_value_free(bang);
+  free_items(items, 2);
+  return e;
+}
+
+struct loop {
+  af_ir_t* cond;
+  af_ir_t* body;
+};
+
+/* while_loop(cond, body, [s, c], 10) */
+static af_error_t* while_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                            af_value_t** out) {
+  struct loop* l = (struct loop*)ud;
+  af_value_t* init = NULL;
+  af_error_t* e = af_value_list(c, in, n, &init);
+  if (!e) e = af_while_loop(c, l->cond, l->body, init, 10, out);
+  af_value_free(init);
+  return e;
+}
+
+/* Host function "upper": upper-cases a str. */
+static int upper_calls;
+static af_error_t* upper(void* ud, const af_value_t* const* args, size_t n, af_value_t** out) {
+  const char* s = NULL;
+  size_t len = 0, i;
+  char buf[256];
+  af_error_t* e;
+  (void)ud;
+  if (n != 1) return af_error_new(AF_ERR_INVALID_ARGUMENT, "upper takes 1 argument", 22);
+  e = af_value_get_str(args[0], &s, &len);
+  if (e) return e;
+  if (len >= sizeof buf) len = sizeof buf - 1;
+  for (i = 0; i < len; i++) buf[i] = (char)((s[i] >= 'a' && s[i] <= 'z') ? s[i] - 32 : s[i]);
+  upper_calls++;
+  return af_value_str(ctx, buf, len, out);
+}
+
+static void register_upper(void) {
+  af_value_t* kinds = mk_json("\"str\"");
+  CHECK_OK(af_register_function(ctx, "upper", 5, upper, NULL, NULL, kinds));
+  af_value_free(kinds);
+}
+
+/* concat(stop_gradient(upper(stop_gradient(x))), y) */
+static af_error_t* host_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                           af_value_t** out) {
+  af_value_t* x = NULL;
+  af_value_t* h = NULL;
+  af_value_t* parts[2] = {NULL, NULL};
+  af_error_t* e = af_stop_gradient(c, in[0], &x);
+  const af_value_t* args[1];
+  (void)ud;
+  (void)n;
+  args[0] = x;
+  if (!e) e = af_host_call(c, "upper", 5, args, 1, &h);
+  if (!e) e = af_stop_gradient(c, h, &parts[0]);
+  parts[1] = af_value_clone(in[1]);
+  if (!e) e = af_concat(c, AS_ARGS(parts), 2, out);
+  af_value_free(x);
+  af_value_free(h);
+  free_items(parts, 2);
+  return e;
+}
+
+static struct branches ab;
+static struct loop counter;
+
+static void make_branches(void) {
+  static const char* digits[4] = {"0", "1", "2", "3"};
+  static const char* go[4] = {"true", "true", "true", "false"};
+  static const char* step[4] = {"\"1\"", "\"2\"", "\"3\"", "\"3\""};
+  size_t i;
+  ab.n = 2;
+  ab.names[0] = "a";
+  ab.names[1] = "b";
+  ab.lens[0] = ab.lens[1] = 1;
+  ab.irs[0] = TRACE(branch_a_fn, NULL, "[\"x\"]", NULL);
+  ab.irs[1] = TRACE(branch_b_fn, NULL, "[\"x\"]", NULL);
+  go_branches.n = step_branches.n = 4;
+  for (i = 0; i < 4; i++) {
+    go_branches.names[i] = step_branches.names[i] = digits[i];
+    go_branches.lens[i] = step_branches.lens[i] = 1;
+    go_branches.irs[i] = TRACE(const_fn, (void*)go[i], "[\"0\"]", NULL);
+    step_branches.irs[i] = TRACE(const_fn, (void*)step[i], "[\"0\"]", NULL);
+  }
+  counter.cond = TRACE(cond_fn, NULL, "[[\"x\",\"0\"]]", NULL);
+  counter.body = TRACE(body_fn, NULL, "[[\"x\",\"0\"]]", NULL);
+}
+
+static void free_made(void) {
+  free_branches(&ab);
+  free_branches(&go_branches);
+  free_branches(&step_branches);
+  af_ir_free(counter.cond);
+  af_ir_free(counter.body);
+}
+
+/* The program named `name`, traced. */
+static af_ir_t* program(const char* name) {
+  if (!strcmp(name, "format")) return TRACE(format_fn, NULL, "[\"x\",\"y\"]", NULL);
+  if (!strcmp(name, "concat")) return TRACE(concat_fn, NULL, "[\"x\",\"y\"]", NULL);
+  if (!strcmp(name, "match")) return TRACE(match_fn, NULL, "[\"x\",\"y\"]", NULL);
+  if (!strcmp(name, "stop_gradient")) return TRACE(stop_fn, NULL, "[\"x\",\"y\"]", NULL);
+  if (!strcmp(name, "depends")) return TRACE(depends_fn, NULL, "[\"x\",\"y\"]", NULL);
+  if (!strcmp(name, "checkpoint")) return TRACE(checkpoint_fn, NULL, "[\"x\",\"y\"]", NULL);
+  if (!strcmp(name, "multi")) return TRACE(multi_fn, NULL, "[\"x\"]", NULL);
+  if (!strcmp(name, "switch")) return TRACE(switch_fn, &ab, "[\"a\",\"x\"]", NULL);
+  if (!strcmp(name, "while_loop")) return TRACE(while_fn, &counter, "[\"x\",\"0\"]", NULL);
+  if (!strcmp(name, "host")) {
+    register_upper();
+    return TRACE(host_fn, NULL, "[\"x\",\"y\"]", NULL);
+  }
+  check_fail(__FILE__, __LINE__, "no program %s", name);
+  return NULL;
+}
+
+/* Applies a comma-separated chain of transforms, left to right. */
+static af_ir_t* apply_chain(af_ir_t* ir, const char* chain) {
+  char buf[128];
+  char* t;
+  size_t len = strlen(chain);
+  if (len >= sizeof buf) return NULL;
+  memcpy(buf, chain, len + 1);
+  for (t = strtok(buf, ","); t && ir; t = strtok(NULL, ",")) {
+    af_ir_t* next = NULL;
+    af_error_t* e;
+    if (!strcmp(t, "batch")) e = af_batch(ctx, ir, NULL, &next);
+    else if (!strcmp(t, "pushforward")) e = af_pushforward(ctx, ir, &next);
+    else if (!strcmp(t, "pullback")) e = af_pullback(ctx, ir, &next);
+    else if (!strcmp(t, "dce")) e = af_dce(ctx, ir, NULL, &next);
+    else if (!strcmp(t, "cse")) e = af_cse(ctx, ir, &next);
+    else if (!strcmp(t, "sched")) e = af_sched(ctx, ir, &next);
+    else e = af_error_new(AF_ERR_INTERNAL, "unknown transform", 17);
+    af_ir_free(ir);
+    ir = NULL;
+    if (!CHECK_OK(e)) break;
+    if (!CHECK_OK(af_ir_validate(next))) {
+      char* text = ir_text(next);
+      printf("%s\n", text ? text : "");
+      free(text);
+    }
+    ir = next;
+  }
+  return ir;
+}
+
+/* ---- the table --------------------------------------------------------- */
+
+struct row {
+  const char* program;
+  const char* chain; /* "" = the program itself */
+  const char* inputs;
+  const char* expected;
+};
+
+static const struct row rows[] = {
+    /* The programs as traced. */
+    {"format", "", "[\"p\",\"q\"]", "\"<p|q>\""},
+    {"switch", "", "[\"b\",\"p\"]", "\"pp\""},
+    {"while_loop", "", "[\"p\",\"1\"]", "[\"p!!\",\"3\"]"},
+    {"host", "", "[\"p\",\"q\"]", "\"Pq\""},
+    /* pushforward: (primals, tangents) -> [outputs, tangents]; Zero = null. */
+    {"format", "pushforward", "[[\"p\",\"q\"],[\"dp\",\"dq\"]]", "[\"<p|q>\",\"<dp|dq>\"]"},
+    {"concat", "pushforward", "[[\"p\",\"q\"],[\"dp\",\"dq\"]]", "[\"p-q\",\"dpdq\"]"},
+    {"match", "pushforward", "[[\"p\",\"q\"],[\"dp\",\"dq\"]]", "[[false,\"p\"],[null,\"dp\"]]"},
+    {"stop_gradient", "pushforward", "[[\"p\",\"q\"],[\"dp\",\"dq\"]]", "[\"pq\",\"dq\"]"},
+    {"depends", "pushforward", "[[\"p\",\"q\"],[\"dp\",\"dq\"]]", "[\"p1\",\"dp\"]"},
+    {"checkpoint", "pushforward", "[[\"p\",\"q\"],[\"dp\",\"dq\"]]", "[\"pq\",\"dpdq\"]"},
+    {"multi", "pushforward", "[[\"p\"],[\"d\"]]", "[\"ppp\",\"ddd\"]"},
+    {"switch", "pushforward", "[[\"a\",\"p\"],[\"\",\"dp\"]]", "[\"Ap\",\"Adp\"]"},
+    {"switch", "pushforward", "[[\"b\",\"p\"],[\"\",\"dp\"]]", "[\"pp\",\"dpdp\"]"},
+    {"while_loop", "pushforward", "[[\"p\",\"1\"],[\"dp\",\"dc\"]]", "[[\"p!!\",\"3\"],[\"dp\",\"\"]]"},
+    {"host", "pushforward", "[[\"p\",\"q\"],[\"dp\",\"dq\"]]", "[\"Pq\",\"dq\"]"},
+    /* pullback: (primals, output_cotangent) -> [outputs, input_cotangents]. */
+    {"format", "pullback", "[[\"p\",\"q\"],\"g\"]", "[\"<p|q>\",[\"g\",\"g\"]]"},
+    {"concat", "pullback", "[[\"p\",\"q\"],\"g\"]", "[\"p-q\",[\"g\",\"g\"]]"},
+    {"match", "pullback", "[[\"p\",\"q\"],[true,\"g\"]]", "[[false,\"p\"],[\"g\",null]]"},
+    {"stop_gradient", "pullback", "[[\"p\",\"q\"],\"g\"]", "[\"pq\",[null,\"g\"]]"},
+    {"depends", "pullback", "[[\"p\",\"q\"],\"g\"]", "[\"p1\",[\"g\",null]]"},
+    {"checkpoint", "pullback", "[[\"p\",\"q\"],\"g\"]", "[\"pq\",[\"g\",\"g\"]]"},
+    {"multi", "pullback", "[[\"p\"],\"g\"]", "[\"ppp\",[\"ggg\"]]"},
+    {"switch", "pullback", "[[\"a\",\"p\"],\"g\"]", "[\"Ap\",[null,\"g\"]]"},
+    {"switch", "pullback", "[[\"b\",\"p\"],\"g\"]", "[\"pp\",[null,\"gg\"]]"},
+    {"while_loop", "pullback", "[[\"p\",\"1\"],[\"g\",\"h\"]]", "[[\"p!!\",\"3\"],[\"g\",\"\"]]"},
+    {"host", "pullback", "[[\"p\",\"q\"],\"g\"]", "[\"Pq\",[null,\"g\"]]"},
+    /* batch: every leaf a list of per-item values. */
+    {"format", "batch", "[[\"a\",\"b\"],[\"x\",\"y\"]]", "[\"<a|x>\",\"<b|y>\"]"},
+    {"concat", "batch", "[[\"a\",\"b\"],[\"x\",\"y\"]]", "[\"a-x\",\"b-y\"]"},
+    {"match", "batch", "[[\"a\",\"b\"],[\"a\",\"y\"]]", "[[true,false],[\"a\",\"b\"]]"},
+    {"stop_gradient", "batch", "[[\"a\",\"b\"],[\"x\",\"y\"]]", "[\"ax\",\"by\"]"},
+    {"depends", "batch", "[[\"a\",\"b\"],[\"x\",\"y\"]]", "[\"a1\",\"b1\"]"},
+    {"checkpoint", "batch", "[[\"a\",\"b\"],[\"x\",\"y\"]]", "[\"ax\",\"by\"]"},
+    {"switch", "batch", "[[\"a\",\"b\",\"a\"],[\"x\",\"y\",\"z\"]]", "[\"Ax\",\"yy\",\"Az\"]"},
+    {"while_loop", "batch", "[[\"p\",\"q\",\"r\"],[\"0\",\"2\",\"3\"]]",
+     "[[\"p!!!\",\"q!\",\"r\"],[\"3\",\"3\",\"3\"]]"},
+    {"host", "batch", "[[\"a\",\"b\"],[\"x\",\"y\"]]", "[\"Ax\",\"By\"]"},
+    /* dce / cse / sched keep the outputs. */
+    {"multi", "dce", "[\"p\"]", "\"ppp\""},
+    {"switch", "cse", "[\"b\",\"p\"]", "\"pp\""},
+    {"while_loop", "sched", "[\"p\",\"2\"]", "[\"p!\",\"3\"]"},
+    {"while_loop", "sched,dce", "[\"p\",\"2\"]", "[\"p!\",\"3\"]"},
+    /* Compositions named by the issue. */
+    {"format", "pullback,batch", "[[[\"a\",\"b\"],[\"c\",\"d\"]],[\"g1\",\"g2\"]]",
+     "[[\"<a|c>\",\"<b|d>\"],[[\"g1\",\"g2\"],[\"g1\",\"g2\"]]]"},
+    {"concat", "batch,pullback", "[[[\"a\",\"b\"],[\"c\",\"d\"]],[\"g1\",\"g2\"]]",
+     "[[\"a-c\",\"b-d\"],[[\"g1\",\"g2\"],[\"g1\",\"g2\"]]]"},
+    {"concat", "pullback,pushforward", "[[[\"p\",\"q\"],\"g\"],[[\"dp\",\"dq\"],\"dg\"]]",
+     "[[\"p-q\",[\"g\",\"g\"]],[\"dpdq\",[\"dg\",\"dg\"]]]"},
+    {"multi", "pullback,pullback", "[[[\"p\"],\"g\"],[\"o\",[\"h\"]]]", "[[\"ppp\",[\"ggg\"]],[[\"ooo\"],\"hhh\"]]"},
+    {"concat", "pushforward,pushforward,pushforward",
+     "[[[[\"a\",\"b\"],[\"c\",\"d\"]],[[\"e\",\"f\"],[\"g\",\"h\"]]],[[[\"i\",\"j\"],[\"k\",\"l\"]],[[\"m\",\"n\"],"
+     "[\"o\",\"p\"]]]]",
+     "[[[\"a-b\",\"cd\"],[\"ef\",\"gh\"]],[[\"ij\",\"kl\"],[\"mn\",\"op\"]]]"},
+    {"concat", "batch,batch,batch,batch", "[[[[[\"a\"]]],[[[\"b\",\"c\"]]]],[[[[\"x\"]]],[[[\"y\",\"z\"]]]]]",
+     "[[[[\"a-x\"]]],[[[\"b-y\",\"c-z\"]]]]"},
+    {"multi", "sched,dce", "[\"p\"]", "\"ppp\""},
+    {"switch", "pullback,batch", "[[[\"a\",\"b\"],[\"x\",\"y\"]],[\"g\",\"h\"]]",
+     "[[\"Ax\",\"yy\"],[null,[\"g\",\"hh\"]]]"},
+    {"switch", "batch,pullback", "[[[\"a\",\"b\"],[\"x\",\"y\"]],[\"g\",\"h\"]]",
+     "[[\"Ax\",\"yy\"],[null,[\"g\",\"hh\"]]]"},
+    {"switch", "pullback,pullback", "[[[\"b\",\"p\"],\"g\"],[\"o\",[null,\"h\"]]]",
+     "[[\"pp\",[null,\"gg\"]],[[null,\"oo\"],\"hh\"]]"},
+    {"while_loop", "pullback,batch", "[[[\"p\",\"q\"],[\"1\",\"3\"]],[[\"g\",\"h\"],[\"x\",\"y\"]]]",
+     "[[[\"p!!\",\"q\"],[\"3\",\"3\"]],[[\"g\",\"h\"],[\"\",\"y\"]]]"},
+    {"while_loop", "batch,pullback", "[[[\"p\",\"q\"],[\"1\",\"3\"]],[[\"g\",\"h\"],[\"x\",\"y\"]]]",
+     "[[[\"p!!\",\"q\"],[\"3\",\"3\"]],[[\"g\",\"h\"],[\"\",\"y\"]]]"},
+    {"while_loop", "pullback,pullback", "[[[\"p\",\"1\"],[\"g\",\"h\"]],[[\"o\",\"c\"],[\"i\",\"j\"]]]",
+     "[[[\"p!!\",\"3\"],[\"g\",\"\"]],[[\"o\",\"\"],[\"i\",\"\"]]]"},
+    {"while_loop", "pushforward,pullback",
+     "[[[\"p\",\"1\"],[\"dp\",\"dc\"]],[[\"o\",\"c\"],[\"do\",\"e\"]]]",
+     "[[[\"p!!\",\"3\"],[\"dp\",\"\"]],[[\"o\",\"\"],[\"do\",\"\"]]]"},
+};
+
+static void table(void) {
+  size_t i;
+  make_branches();
+  for (i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    const struct row* r = &rows[i];
+    af_ir_t* ir = program(r->program);
+    if (!ir) continue;
+    if (r->chain[0]) ir = apply_chain(ir, r->chain);
+    if (!ir) {
+      printf("    in row %d: %s / %s\n", (int)i, r->program, r->chain);
+      continue;
+    }
+    if (!CHECK_CALL(ir, r->inputs, r->expected)) printf("    in row %d: %s / %s\n", (int)i, r->program, r->chain);
+    af_ir_free(ir);
+  }
+  free_made();
+}
+
+/* ---- the shape of transformed IRs ------------------------------------- */
+
+static void pullback_text_shows_the_backward(void) {
+  af_ir_t* ir;
+  char* text;
+  make_branches();
+  ir = apply_chain(program("while_loop"), "pullback");
+  text = ir ? ir_text(ir) : NULL;
+  if (text) {
+    /* The forward records the trajectory; the backward walks it back. */
+    CHECK_CONTAINS(text, "while_scan[");
+    CHECK_CONTAINS(text, "reverse=true");
+    CHECK_STR_EQ(af_ir_eqn_prim(ir, 0), "while_scan");
+    CHECK_STR_EQ(af_ir_eqn_prim(ir, 1), "scan");
+  }
+  free(text);
+  af_ir_free(ir);
+  ir = apply_chain(program("switch"), "pullback");
+  text = ir ? ir_text(ir) : NULL;
+  if (text) {
+    CHECK_INT_EQ(af_ir_eqn_count(ir), 2);
+    CHECK_STR_EQ(af_ir_eqn_prim(ir, 0), "switch");
+    CHECK_STR_EQ(af_ir_eqn_prim(ir, 1), "switch");
+  }
+  free(text);
+  af_ir_free(ir);
+  free_made();
+}
+
+static void sched_annotates_levels(void) {
+  af_ir_t* ir = apply_chain(program("multi"), "sched");
+  uint32_t level = 99;
+  double priority = -1;
+  char* text;
+  char* dot;
+  if (!ir) return;
+  CHECK_OK(af_ir_eqn_sched(ir, 0, &level, &priority));
+  CHECK_INT_EQ(level, 0);
+  CHECK(priority == 2.0);
+  CHECK_OK(af_ir_eqn_sched(ir, 1, &level, &priority));
+  CHECK_INT_EQ(level, 1);
+  CHECK(priority == 1.0);
+  CHECK_ERR(af_ir_eqn_sched(ir, 2, &level, &priority), AF_ERR_INVALID_ARGUMENT, "out of range");
+  text = ir_text(ir);
+  if (text) CHECK_CONTAINS(text, "@level=1 @priority=1");
+  dot = ir_dot(ir);
+  if (dot) {
+    CHECK_CONTAINS(dot, "rank=same");
+    CHECK_CONTAINS(dot, "level 0, priority 2");
+  }
+  free(text);
+  free(dot);
+  af_ir_free(ir);
+  ir = program("multi");
+  CHECK_ERR(af_ir_eqn_sched(ir, 0, &level, &priority), AF_ERR_NOT_FOUND, "af_sched");
+  af_ir_free(ir);
+}
+
+static void dce_mask_and_cse_options(void) {
+  af_ir_t* ir = program("match");
+  af_ir_t* d = NULL;
+  af_value_t* mask = mk_json("[false,true]");
+  af_cse_options_t opts;
+  af_ir_t* c = NULL;
+  if (!ir) return;
+  if (CHECK_OK(af_dce(ctx, ir, mask, &d))) {
+    CHECK_INT_EQ(af_ir_eqn_count(d), 0);
+    CHECK_CALL(d, "[\"p\",\"q\"]", "[null,\"p\"]");
+  }
+  opts.struct_size = sizeof opts;
+  opts.merge_nondeterministic = 1;
+  if (CHECK_OK(af_cse_ex(ctx, ir, &opts, &c))) CHECK_CALL(c, "[\"p\",\"p\"]", "[true,\"p\"]");
+  af_ir_free(c);
+  c = NULL;
+  opts.struct_size = 2;
+  CHECK_ERR(af_cse_ex(ctx, ir, &opts, &c), AF_ERR_INVALID_ARGUMENT, "struct_size");
+  CHECK_NULLED(c, af_ir_free);
+  af_value_free(mask);
+  af_ir_free(d);
+  af_ir_free(ir);
+}
+
+/* ---- bad input -------------------------------------------------------- */
+
+static void batch_errors(void) {
+  af_ir_t* ir = program("concat");
+  af_ir_t* b = NULL;
+  af_value_t* out = NULL;
+  af_value_t* axes;
+  if (!ir) return;
+  if (CHECK_OK(af_batch(ctx, ir, NULL, &b))) {
+    CHECK_ERR(call_json(b, "[[\"a\",\"b\"],[\"x\",\"y\",\"z\"]]", &out), AF_ERR_INVALID_ARGUMENT, "2 items",
+              "has 3");
+    CHECK_NULLED(out, af_value_free);
+    CHECK_ERR(call_json(b, "[[],[]]", &out), AF_ERR_INVALID_ARGUMENT, "empty");
+    CHECK_ERR(call_json(b, "[\"a\",[\"x\"]]", &out), AF_ERR_INVALID_ARGUMENT, "expected list<str>");
+  }
+  af_ir_free(b);
+  b = NULL;
+  axes = mk_json("[true]");
+  CHECK_ERR(af_batch(ctx, ir, axes, &b), AF_ERR_INVALID_ARGUMENT, "in_axes is not a prefix");
+  CHECK_NULLED(b, af_ir_free);
+  af_value_free(axes);
+  axes = mk_json("[true,\"yes\"]");
+  CHECK_ERR(af_batch(ctx, ir, axes, &b), AF_ERR_INVALID_ARGUMENT, "in_axes must hold bools");
+  af_value_free(axes);
+  axes = mk_json("[true,false]");
+  if (CHECK_OK(af_batch(ctx, ir, axes, &b))) CHECK_CALL(b, "[[\"a\",\"b\"],\"Y\"]", "[\"a-Y\",\"b-Y\"]");
+  af_value_free(axes);
+  af_ir_free(b);
+  b = NULL;
+  CHECK_ERR(af_batch(NULL, ir, NULL, &b), AF_ERR_INVALID_ARGUMENT, "ctx");
+  CHECK_ERR(af_pullback(ctx, NULL, &b), AF_ERR_INVALID_ARGUMENT, "ir");
+  CHECK_ERR(af_pushforward(ctx, ir, NULL), AF_ERR_INVALID_ARGUMENT, "out");
+  af_ir_free(ir);
+}
+
+/* upper(x): the host function is on the differentiated path. */
+static af_error_t* host_only_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                                af_value_t** out) {
+  (void)ud;
+  return af_host_call(c, "upper", 5, in, n, out);
+}
+
+static void transforms_of_a_host_function_on_the_path(void) {
+  af_ir_t* h;
+  af_ir_t* t = NULL;
+  register_upper();
+  h = TRACE(host_only_fn, NULL, "[\"x\"]", NULL);
+  if (!h) return;
+  CHECK_ERR(af_pushforward(ctx, h, &t), AF_ERR_INVALID_ARGUMENT, "no pushforward rule", "upper");
+  CHECK_NULLED(t, af_ir_free);
+  CHECK_ERR(af_pullback(ctx, h, &t), AF_ERR_INVALID_ARGUMENT, "no pullback rule", "upper");
+  CHECK_NULLED(t, af_ir_free);
+  /* batch is fine: one host call per item. */
+  if (CHECK_OK(af_batch(ctx, h, NULL, &t))) CHECK_CALL(t, "[[\"a\",\"b\"]]", "[\"A\",\"B\"]");
+  af_ir_free(t);
+  af_ir_free(h);
+}
+
+int main(int argc, char** argv) {
+  static const struct test_case cases[] = {
+      CASE(table),
+      CASE(pullback_text_shows_the_backward),
+      CASE(sched_annotates_levels),
+      CASE(dce_mask_and_cse_options),
+      CASE(batch_errors),
+      CASE(transforms_of_a_host_function_on_the_path),
+  };
+  return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
+}
