@@ -1,6 +1,7 @@
 // The interpreter: an IR lowered once into a Plan (slot indices per
 // equation), then run over a flat slot array with no lookups per equation.
 #include "exec/exec.h"
+#include "exec/scopes.h"
 #include "trace/trace.h"
 #include <algorithm>
 
@@ -48,7 +49,7 @@ void run_step(const Plan& plan, const Plan::Step& s, std::vector<Value>& slots,
   in.resize(s.in_count);
   out.assign(s.out_count, Value());
   for (uint32_t k = 0; k < s.in_count; ++k) in[k] = slots[plan.args[s.in_begin + k]];
-  s.eqn->prim->impl(*s.eqn, in, out, env);
+  invoke(*s.eqn, in, out, env);
   for (uint32_t k = 0; k < s.out_count; ++k) slots[plan.results[s.out_begin + k]] = std::move(out[k]);
 }
 

@@ -1,0 +1,365 @@
+// The dataflow executor and the LM layer, measured through the C API with
+// the echo provider (deterministic, offline, optional fixed latency).
+//
+//  BM_Exec_RandomDag1000   a random DAG of 1 000 lm_calls with mixed
+//                          latencies (5/10/20/40 ms by model). Reports the
+//                          makespan, the critical-path lower bound (the
+//                          longest latency-weighted path), their ratio, and
+//                          the makespan of the same DAG run level by level
+//                          (every node of level L+1 made to depend on every
+//                          node of level L with `depends`: autoform's gather
+//                          schedule, measured in the same process).
+//  BM_Exec_InFlight10k     10 000 independent lm_calls of 200 ms each in one
+//                          run: makespan, peak requests in flight, threads in
+//                          the process while they are in flight.
+//  BM_Exec_Overhead        engine overhead per LM call with a zero-latency
+//                          echo (the reply is made inline), for 1 000
+//                          independent calls and for a chain of 1 000.
+//
+// Scenario benchmarks run one iteration each (manual time = the makespan).
+#include <af/af.h>
+#include <benchmark/benchmark.h>
+#include <dirent.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+struct Ctx {
+  af_context_t* ctx = nullptr;
+  Ctx() { af_error_free(af_context_new(&ctx)); }
+  ~Ctx() { af_context_free(ctx); }
+};
+
+bool ok(benchmark::State& state, af_error_t* e, const char* what) {
+  if (!e) return true;
+  state.SkipWithError((std::string(what) + ": " + af_error_message(e)).c_str());
+  af_error_free(e);
+  return false;
+}
+
+af_value_t* str(af_context_t* c, const std::string& s) {
+  af_value_t* v = nullptr;
+  af_error_free(af_value_str(c, s.data(), s.size(), &v));
+  return v;
+}
+
+af_provider_t* echo(const std::string& opts) {
+  af_provider_t* p = nullptr;
+  af_error_free(af_provider_echo_new(opts.data(), opts.size(), &p));
+  return p;
+}
+
+long stat(const af_provider_t* p, const char* field) {
+  af_bytes_t b{nullptr, 0};
+  if (af_provider_stats(p, &b)) return -1;
+  std::string s(reinterpret_cast<char*>(b.data), b.len);
+  af_bytes_free(&b);
+  size_t at = s.find(std::string("\"") + field + "\":");
+  return at == std::string::npos ? -1 : std::stol(s.substr(at + std::strlen(field) + 3));
+}
+
+int threads_now() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+// messages = [{"role":"user","content": c} for c in contents]
+af_value_t* messages(af_context_t* c, const std::vector<af_value_t*>& contents) {
+  af_value_t* role = str(c, "user");
+  std::vector<af_value_t*> ms;
+  const char* keys[] = {"role", "content"};
+  size_t lens[] = {4, 7};
+  for (af_value_t* content : contents) {
+    const af_value_t* vals[] = {role, content};
+    af_value_t* m = nullptr;
+    af_error_free(af_value_dict(c, keys, lens, vals, 2, &m));
+    ms.push_back(m);
+  }
+  af_value_t* list = nullptr;
+  af_error_free(af_value_list(c, ms.data(), ms.size(), &list));
+  for (af_value_t* m : ms) af_value_free(m);
+  af_value_free(role);
+  return list;
+}
+
+// ---- the random DAG
+
+struct Dag {
+  std::vector<std::vector<int>> parents;
+  std::vector<int> latency_ms;  // by model
+  std::vector<int> level;
+  double critical_ms = 0;
+  double levels_ms = 0;  // sum over levels of the slowest node
+};
+
+Dag random_dag(int n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const int lat[] = {5, 10, 20, 40};
+  Dag d;
+  d.parents.resize(size_t(n));
+  d.latency_ms.resize(size_t(n));
+  d.level.resize(size_t(n));
+  std::vector<double> finish(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    d.latency_ms[size_t(i)] = lat[rng() % 4];
+    int k = i == 0 ? 0 : int(rng() % 4);  // 0..3 parents among the last 60 nodes
+    for (int j = 0; j < k; ++j) {
+      int p = i - 1 - int(rng() % uint64_t(std::min(i, 60)));
+      if (std::find(d.parents[size_t(i)].begin(), d.parents[size_t(i)].end(), p) == d.parents[size_t(i)].end())
+        d.parents[size_t(i)].push_back(p);
+    }
+    double start = 0;
+    int lvl = 0;
+    for (int p : d.parents[size_t(i)]) {
+      start = std::max(start, finish[size_t(p)]);
+      lvl = std::max(lvl, d.level[size_t(p)] + 1);
+    }
+    finish[size_t(i)] = start + d.latency_ms[size_t(i)];
+    d.level[size_t(i)] = lvl;
+    d.critical_ms = std::max(d.critical_ms, finish[size_t(i)]);
+  }
+  int max_level = *std::max_element(d.level.begin(), d.level.end());
+  for (int l = 0; l <= max_level; ++l) {
+    int worst = 0;
+    for (int i = 0; i < n; ++i)
+      if (d.level[size_t(i)] == l) worst = std::max(worst, d.latency_ms[size_t(i)]);
+    d.levels_ms += worst;
+  }
+  return d;
+}
+
+struct DagTrace {
+  const Dag* dag;
+  bool barriers;  // level by level
+};
+
+// Node i: lm_call(model "lat-<ms>", [parent outputs..., "node i"]).
+af_error_t* trace_dag(void* ud, af_context_t* c, const af_value_t* const*, size_t, af_value_t** out) {
+  auto* t = static_cast<DagTrace*>(ud);
+  const Dag& d = *t->dag;
+  const size_t n = d.parents.size();
+  std::vector<af_value_t*> outs(n, nullptr);
+  std::vector<std::vector<af_value_t*>> by_level;
+  af_error_t* e = nullptr;
+  // Level order (parents always sit on lower levels), so that a level's
+  // barrier sees every node of the level before it.
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return d.level[a] < d.level[b]; });
+  for (size_t i : order) {
+    if (e) break;
+    std::vector<af_value_t*> contents;
+    for (int p : d.parents[i]) contents.push_back(af_value_clone(outs[size_t(p)]));
+    af_value_t* own = str(c, "node " + std::to_string(i));
+    if (t->barriers && d.level[i] > 0) {
+      // own = depends(own, every output of the previous level)
+      const auto& prev = by_level[size_t(d.level[i] - 1)];
+      af_value_t* gated = nullptr;
+      e = af_depends(c, own, prev.data(), prev.size(), &gated);
+      af_value_free(own);
+      own = gated;
+    }
+    contents.push_back(own);
+    af_value_t* msgs = messages(c, contents);
+    for (af_value_t* v : contents) af_value_free(v);
+    af_value_t* model = str(c, "lat-" + std::to_string(d.latency_ms[i]));
+    if (!e) e = af_lm_call(c, msgs, model, &outs[i]);
+    af_value_free(msgs);
+    af_value_free(model);
+    if (by_level.size() <= size_t(d.level[i])) by_level.resize(size_t(d.level[i]) + 1);
+    by_level[size_t(d.level[i])].push_back(outs[i]);
+  }
+  if (!e) e = af_value_list(c, outs.data(), n, out);
+  for (af_value_t* v : outs) af_value_free(v);
+  return e;
+}
+
+double run_ms(af_context_t* c, const af_program_t* p) {
+  af_value_t* out = nullptr;
+  auto t0 = std::chrono::steady_clock::now();
+  af_error_t* e = af_program_call(c, p, nullptr, 0, &out);
+  auto t1 = std::chrono::steady_clock::now();
+  af_error_free(e);
+  af_value_free(out);
+  return e ? -1 : std::chrono::duration<double, std::milli>(t1 - t0).count();
+}
+
+void BM_Exec_RandomDag1000(benchmark::State& state) {
+  Ctx c;
+  std::vector<af_provider_t*> providers;
+  for (int ms : {5, 10, 20, 40}) {
+    af_provider_t* p = echo("{\"latency_ms\":" + std::to_string(ms) + "}");
+    std::string pat = "lat-" + std::to_string(ms);
+    af_error_free(af_context_route(c.ctx, pat.data(), pat.size(), p));
+    providers.push_back(p);
+  }
+  Dag dag = random_dag(1000, uint64_t(state.range(0)));
+  DagTrace flow{&dag, false}, levels{&dag, true};
+  af_ir_t *ir_flow = nullptr, *ir_levels = nullptr;
+  af_program_t *p_flow = nullptr, *p_levels = nullptr;
+  if (!ok(state, af_trace(c.ctx, trace_dag, &flow, nullptr, 0, nullptr, &ir_flow), "trace") ||
+      !ok(state, af_trace(c.ctx, trace_dag, &levels, nullptr, 0, nullptr, &ir_levels), "trace levels") ||
+      !ok(state, af_compile(c.ctx, ir_flow, &p_flow), "compile") ||
+      !ok(state, af_compile(c.ctx, ir_levels, &p_levels), "compile levels"))
+    return;
+  double makespan = 0, level_ms = 0;
+  for (auto _ : state) {
+    makespan = run_ms(c.ctx, p_flow);
+    level_ms = run_ms(c.ctx, p_levels);
+    state.SetIterationTime(makespan / 1000.0);
+  }
+  state.counters["makespan_ms"] = makespan;
+  state.counters["critical_path_ms"] = dag.critical_ms;
+  state.counters["ratio"] = makespan / dag.critical_ms;
+  state.counters["level_by_level_ms"] = level_ms;
+  state.counters["level_bound_ms"] = dag.levels_ms;
+  state.counters["speedup_vs_levels"] = level_ms / makespan;
+  af_program_free(p_flow);
+  af_program_free(p_levels);
+  af_ir_free(ir_flow);
+  af_ir_free(ir_levels);
+  for (af_provider_t* p : providers) af_provider_free(p);
+}
+BENCHMARK(BM_Exec_RandomDag1000)->Arg(1)->Arg(2)->Arg(3)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// ---- 10 000 in flight
+
+struct Fan {
+  int n;
+};
+
+af_error_t* trace_fan(void* ud, af_context_t* c, const af_value_t* const* in, size_t, af_value_t** out) {
+  int n = static_cast<Fan*>(ud)->n;
+  std::vector<af_value_t*> outs(size_t(n), nullptr);
+  af_value_t* model = str(c, "m");
+  af_error_t* e = nullptr;
+  for (int i = 0; i < n && !e; ++i) {
+    af_value_t* own = str(c, std::to_string(i));
+    const af_value_t* parts[] = {in[0], own};
+    af_value_t* content = nullptr;
+    e = af_concat(c, parts, 2, &content);
+    af_value_t* msgs = messages(c, {content});
+    if (!e) e = af_lm_call(c, msgs, model, &outs[size_t(i)]);
+    af_value_free(own);
+    af_value_free(content);
+    af_value_free(msgs);
+  }
+  if (!e) e = af_value_list(c, outs.data(), outs.size(), out);
+  for (af_value_t* v : outs) af_value_free(v);
+  af_value_free(model);
+  return e;
+}
+
+void BM_Exec_InFlight10k(benchmark::State& state) {
+  const bool async = state.range(0) == 1;
+  Ctx c;
+  af_provider_t* p = echo("{\"latency_ms\":200}");
+  af_error_free(af_context_route(c.ctx, "*", 1, p));
+  Fan fan{10000};
+  af_value_t* ex = str(c.ctx, "q");
+  af_ir_t* ir = nullptr;
+  af_program_t* prog = nullptr;
+  if (!ok(state, af_trace(c.ctx, trace_fan, &fan, &ex, 1, nullptr, &ir), "trace") ||
+      !ok(state, af_compile(c.ctx, ir, &prog), "compile"))
+    return;
+  int base_threads = threads_now();
+  double makespan = 0;
+  std::atomic<int> peak_threads{0};
+  for (auto _ : state) {
+    std::atomic<bool> done{false};
+    std::thread watch([&] {
+      while (!done) {
+        peak_threads = std::max(peak_threads.load(), threads_now() - 1 /* this watcher */);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    });
+    auto t0 = std::chrono::steady_clock::now();
+    af_value_t* out = nullptr;
+    af_error_t* e;
+    if (async) {
+      af_future_t* f = nullptr;
+      e = af_program_call_async(c.ctx, prog, &ex, 1, &f);
+      if (!e) e = af_future_wait(f, &out);
+      af_future_free(f);
+    } else {
+      e = af_program_call(c.ctx, prog, &ex, 1, &out);
+    }
+    makespan = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    done = true;
+    watch.join();
+    af_value_free(out);
+    if (!ok(state, e, "call")) break;
+    state.SetIterationTime(makespan / 1000.0);
+  }
+  state.counters["makespan_ms"] = makespan;
+  state.counters["peak_in_flight"] = double(stat(p, "peak_in_flight"));
+  state.counters["threads_before"] = base_threads;
+  state.counters["threads_peak"] = peak_threads.load();
+  af_program_free(prog);
+  af_ir_free(ir);
+  af_value_free(ex);
+  af_provider_free(p);
+}
+BENCHMARK(BM_Exec_InFlight10k)->Arg(0)->Arg(1)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// ---- overhead per LM call
+
+af_error_t* trace_chain(void* ud, af_context_t* c, const af_value_t* const* in, size_t, af_value_t** out) {
+  int n = static_cast<Fan*>(ud)->n;
+  af_value_t* model = str(c, "m");
+  af_value_t* cur = af_value_clone(in[0]);
+  af_error_t* e = nullptr;
+  for (int i = 0; i < n && !e; ++i) {
+    af_value_t* msgs = messages(c, {cur});
+    af_value_t* next = nullptr;
+    e = af_lm_call(c, msgs, model, &next);
+    af_value_free(msgs);
+    af_value_free(cur);
+    cur = next;
+  }
+  // Echo prefixes "m|" each time; the result is 2n + 1 bytes: small.
+  *out = cur;
+  af_value_free(model);
+  return e;
+}
+
+void BM_Exec_Overhead(benchmark::State& state) {
+  const bool chain = state.range(0) == 1;
+  Ctx c;
+  af_provider_t* p = echo("{}");
+  af_error_free(af_context_route(c.ctx, "*", 1, p));
+  Fan n{1000};
+  af_value_t* ex = str(c.ctx, "q");
+  af_ir_t* ir = nullptr;
+  af_program_t* prog = nullptr;
+  if (!ok(state, af_trace(c.ctx, chain ? trace_chain : trace_fan, &n, &ex, 1, nullptr, &ir), "trace") ||
+      !ok(state, af_compile(c.ctx, ir, &prog), "compile"))
+    return;
+  for (auto _ : state) {
+    af_value_t* out = nullptr;
+    if (!ok(state, af_program_call(c.ctx, prog, &ex, 1, &out), "call")) break;
+    af_value_free(out);
+  }
+  state.counters["us_per_lm_call"] =
+      benchmark::Counter(double(n.n) / 1e6, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  af_program_free(prog);
+  af_ir_free(ir);
+  af_value_free(ex);
+  af_provider_free(p);
+}
+BENCHMARK(BM_Exec_Overhead)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace

@@ -1,0 +1,188 @@
+// Programs, runs and futures: af_compile, af_program_call*, af_future_*.
+#include <cstring>
+
+#include "exec/executor.h"
+#include "handles.h"
+#include "trace/trace.h"
+
+using namespace af;
+using namespace af::capi;
+
+struct af_program {
+  mutable std::atomic<uint32_t> refs{1};
+  std::shared_ptr<const Program> prog;
+};
+
+struct af_future {
+  Future f;
+};
+
+namespace af::capi {
+
+const std::shared_ptr<const Program>& program_of(const af_ir* h) {
+  auto* m = const_cast<af_ir*>(h);  // a cache, built once
+  std::call_once(m->compiled, [m] { m->program = compile(m->ir); });
+  return m->program;
+}
+
+}  // namespace af::capi
+
+namespace {
+
+// Owns a C callback's user_data: destroy runs exactly once, when the last
+// copy of the std::function holding it goes.
+struct UserData {
+  void* data;
+  void (*destroy)(void*);
+  UserData(void* d, void (*fn)(void*)) : data(d), destroy(fn) {}
+  ~UserData() {
+    if (destroy) destroy(data);
+  }
+};
+
+RunOptions run_options(const af_run_options_t* o, const char* fn) {
+  RunOptions r;
+  if (!o) return r;
+  if (o->struct_size < sizeof(uint32_t) * 2)
+    invalid(std::string(fn) + ": options.struct_size is " + std::to_string(o->struct_size) +
+            "; set it to sizeof(af_run_options_t)");
+  // Fields beyond what the caller's struct holds keep their defaults, so a
+  // program built against an older af.h keeps working.
+  af_run_options_t c{};
+  std::memcpy(&c, o, std::min<size_t>(o->struct_size, sizeof c));
+  // Own user_data first: destroy then runs exactly once whatever fails next.
+  std::shared_ptr<UserData> ud;
+  if (c.progress || c.progress_destroy) ud = std::make_shared<UserData>(c.progress_user_data, c.progress_destroy);
+  if (c.flags & ~uint32_t(AF_RUN_KEEP_GOING | AF_RUN_PROFILE))
+    invalid(std::string(fn) + ": unknown bits in options.flags");
+  if (c.timeout_ms > uint64_t(INT64_MAX / 1000000))
+    invalid(std::string(fn) + ": options.timeout_ms is too large");
+  r.timeout_ms = int64_t(c.timeout_ms);
+  r.keep_going = c.flags & AF_RUN_KEEP_GOING;
+  r.profile = c.flags & AF_RUN_PROFILE;
+  if (c.progress) {
+    af_progress_fn progress = c.progress;
+    r.progress = [ud, progress](uint64_t done, uint64_t total) { progress(ud->data, done, total); };
+  }
+  if (c.profile_path_len) r.profile_path = std::string(text(c.profile_path, c.profile_path_len, fn, "options.profile_path"));
+  return r;
+}
+
+std::vector<Value> checked_inputs(const af_program_t* p, const af_value_t* const* inputs, size_t n,
+                                  const char* fn) {
+  return check_inputs(*p->prog->ir, unwrap_all(inputs, n, fn, "inputs"));
+}
+
+}  // namespace
+
+extern "C" {
+
+af_error_t* af_compile(af_context_t* ctx, const af_ir_t* ir, af_program_t** out) {
+  if (out) *out = nullptr;
+  return guard([&] {
+    require(ctx, "af_compile", "ctx");
+    require(ir, "af_compile", "ir");
+    require(out, "af_compile", "out");
+    auto h = std::make_unique<af_program>();
+    h->prog = compile(ir->ir);
+    *out = h.release();
+  });
+}
+
+af_program_t* af_program_clone(const af_program_t* p) {
+  if (!p) return nullptr;
+  p->refs.fetch_add(1, std::memory_order_relaxed);
+  return const_cast<af_program_t*>(p);
+}
+
+void af_program_free(af_program_t* p) {
+  if (p && p->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete p;
+}
+
+af_error_t* af_program_call_with(af_context_t* ctx, const af_program_t* p, const af_value_t* const* inputs,
+                                 size_t n, const af_run_options_t* options, af_value_t** out) {
+  if (out) *out = nullptr;
+  return guard([&] {
+    const char* fn = "af_program_call";
+    RunOptions opts = run_options(options, fn);
+    require(ctx, fn, "ctx");
+    require(p, fn, "p");
+    require(out, fn, "out");
+    std::vector<Value> in = unwrap_all(inputs, n, fn, "inputs");
+    if (recording()) {
+      *out = wrap(inline_ir(*p->prog->ir, in));
+      return;
+    }
+    std::vector<Value> leaves = check_inputs(*p->prog->ir, in);
+    *out = wrap(run_sync(ctx->env, p->prog, std::move(leaves), std::move(opts)));
+  });
+}
+
+af_error_t* af_program_call(af_context_t* ctx, const af_program_t* p, const af_value_t* const* inputs, size_t n,
+                            af_value_t** out) {
+  return af_program_call_with(ctx, p, inputs, n, nullptr, out);
+}
+
+af_error_t* af_program_call_async_with(af_context_t* ctx, const af_program_t* p, const af_value_t* const* inputs,
+                                       size_t n, const af_run_options_t* options, af_future_t** out) {
+  if (out) *out = nullptr;
+  return guard([&] {
+    const char* fn = "af_program_call_async";
+    RunOptions opts = run_options(options, fn);
+    require(ctx, fn, "ctx");
+    require(p, fn, "p");
+    require(out, fn, "out");
+    std::vector<Value> leaves = checked_inputs(p, inputs, n, fn);
+    auto h = std::make_unique<af_future>();
+    h->f = run_async(ctx->env, p->prog, std::move(leaves), std::move(opts));
+    *out = h.release();
+  });
+}
+
+af_error_t* af_program_call_async(af_context_t* ctx, const af_program_t* p, const af_value_t* const* inputs,
+                                  size_t n, af_future_t** out) {
+  return af_program_call_async_with(ctx, p, inputs, n, nullptr, out);
+}
+
+af_error_t* af_future_wait(af_future_t* f, af_value_t** out) {
+  if (out) *out = nullptr;
+  return guard([&] {
+    require(f, "af_future_wait", "f");
+    require(out, "af_future_wait", "out");
+    *out = wrap(f->f.wait());
+  });
+}
+
+int af_future_ready(const af_future_t* f) { return f && f->f.ready() ? 1 : 0; }
+
+void af_future_cancel(af_future_t* f) {
+  if (f) f->f.cancel();
+}
+
+af_error_t* af_future_on_done(af_future_t* f, void (*fn)(void*), void* user_data, void (*destroy)(void*)) {
+  af_error_t* err = guard([&] {
+    require(f, "af_future_on_done", "f");
+    if (!fn) invalid("af_future_on_done: `fn` is NULL");
+    auto ud = std::make_shared<UserData>(user_data, destroy);
+    destroy = nullptr;  // owned by ud from here on
+    f->f.on_done([ud, fn] { fn(ud->data); });
+  });
+  if (err && destroy) destroy(user_data);
+  return err;
+}
+
+af_error_t* af_future_profile(const af_future_t* f, af_bytes_t* out) {
+  if (out) *out = af_bytes_t{nullptr, 0};
+  return guard([&] {
+    require(f, "af_future_profile", "f");
+    require(out, "af_future_profile", "out");
+    std::string json = f->f.profile_json();
+    if (json.empty())
+      invalid("af_future_profile: the run has no profile; start it with AF_RUN_PROFILE or a profile_path");
+    to_bytes(json, out);
+  });
+}
+
+void af_future_free(af_future_t* f) { delete f; }
+
+}  // extern "C"

@@ -1,0 +1,91 @@
+#include "exec/async.h"
+
+#include <condition_variable>
+#include <optional>
+
+#include "exec/env.h"
+#include "ir/prim.h"
+
+namespace af {
+
+bool AsyncOp::succeed(std::vector<Value> out) noexcept {
+  if (!claim()) return false;
+  on_finish(&out, nullptr);
+  return true;
+}
+
+bool AsyncOp::fail(const Error& err) noexcept {
+  if (!claim()) return false;
+  on_finish(nullptr, &err);
+  return true;
+}
+
+void AsyncOp::on_cancel(std::function<void()> hook) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!cancel_requested_.load(std::memory_order_acquire)) {
+      cancel_hook_ = std::move(hook);
+      return;
+    }
+  }
+  if (hook) hook();
+}
+
+void AsyncOp::cancel(const Error& why) noexcept {
+  if (finished()) return;  // nothing left to stop
+  std::function<void()> hook;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cancel_requested_.exchange(true, std::memory_order_acq_rel)) return;
+    hook.swap(cancel_hook_);
+  }
+  fail(why);
+  try {
+    if (hook) hook();
+  } catch (...) {
+    // A hook only releases resources; a failure there has nowhere to go.
+  }
+}
+
+namespace {
+
+class BlockingOp final : public AsyncOp {
+ public:
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::vector<Value> out;
+  std::optional<Error> err;
+
+ protected:
+  void on_finish(std::vector<Value>* o, const Error* e) noexcept override {
+    std::lock_guard<std::mutex> lock(mu);
+    if (o) out = std::move(*o);
+    if (e) err.emplace(*e);
+    done = true;
+    cv.notify_all();
+  }
+};
+
+}  // namespace
+
+void run_async_blocking(const Eqn& e, std::span<const Value> in, std::span<Value> out,
+                        RunEnv& env) {
+  if (!e.prim->impl_async)
+    fail(Code::Internal, e.prim->name + ": no asynchronous implementation");
+  auto op = std::make_shared<BlockingOp>();
+  try {
+    e.prim->impl_async(e, in, op, env);
+  } catch (const Error& err) {
+    op->fail(err);
+  }
+  std::unique_lock<std::mutex> lock(op->mu);
+  op->cv.wait(lock, [&] { return op->done; });
+  if (op->err) throw *op->err;
+  if (op->out.size() != out.size())
+    fail(Code::Internal, e.prim->name + ": produced " + std::to_string(op->out.size()) +
+                             " outputs, expected " + std::to_string(out.size()));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = std::move(op->out[i]);
+}
+
+}  // namespace af

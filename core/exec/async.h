@@ -1,0 +1,83 @@
+// AsyncOp: one asynchronous equation evaluation in flight (an LM call, an
+// async host function). The primitive's impl_async starts the work and
+// returns; whoever finishes the work (a provider thread, a host thread, the
+// executor itself) calls succeed() or fail() exactly once — later calls are
+// ignored, so a cancelled op may still be completed harmlessly.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "value/error.h"
+#include "value/value.h"
+
+namespace af {
+
+struct Eqn;
+struct Prim;
+struct RunEnv;
+
+// One provider request made on behalf of an op, for profiles. Times are
+// steady-clock nanoseconds (exec/profile.h: now_ns()).
+struct CallSpan {
+  std::string provider;  // the provider's name: one profile track group
+  int slot = -1;         // the provider slot it ran in: one track
+  int64_t queued_ns = 0;
+  int64_t started_ns = 0;
+  int64_t finished_ns = 0;
+  std::string model;
+  int32_t code = 0;      // 0 = success, else an af::Code
+  uint32_t attempts = 1;
+};
+
+class AsyncOp {
+ public:
+  virtual ~AsyncOp() = default;
+
+  // Finishes the op with its flat output leaves (sized as the equation's
+  // outputs) or an error. The first finish wins; returns false if the op was
+  // already finished (or cancelled). Any thread; never throws.
+  bool succeed(std::vector<Value> out) noexcept;
+  bool fail(const Error& err) noexcept;
+  bool finished() const noexcept { return done_.load(std::memory_order_acquire); }
+
+  // Cancellation. The work registers a hook that stops it (remove a request
+  // from a queue, abort a transfer); cancel() finishes the op with `why` and
+  // runs the hook once. A hook registered after cancel() runs at once.
+  void on_cancel(std::function<void()> hook);
+  void cancel(const Error& why) noexcept;
+  bool cancel_requested() const noexcept { return cancel_requested_.load(std::memory_order_acquire); }
+
+  // Set by the executor before impl_async: the equation's priority (higher
+  // runs first when a provider's limit makes requests wait).
+  double priority = 0;
+
+  // Profiles: the work reports each provider request it made.
+  virtual bool profiling() const noexcept { return false; }
+  virtual void record_span(const CallSpan&) noexcept {}
+
+ protected:
+  // Called exactly once: out != nullptr on success, else err != nullptr.
+  virtual void on_finish(std::vector<Value>* out, const Error* err) noexcept = 0;
+
+ private:
+  bool claim() noexcept { return !done_.exchange(true, std::memory_order_acq_rel); }
+  std::atomic<bool> done_{false};
+  std::atomic<bool> cancel_requested_{false};
+  std::mutex mu_;
+  std::function<void()> cancel_hook_;
+};
+
+// Runs e's impl_async and blocks the calling thread until it finishes,
+// writing the outputs into `out` (or throwing its error). The sync `impl`
+// of an async-only primitive is this (interpreter, walker, trace-time use).
+void run_async_blocking(const Eqn& e, std::span<const Value> in, std::span<Value> out,
+                        RunEnv& env);
+
+}  // namespace af

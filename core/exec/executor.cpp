@@ -1,0 +1,614 @@
+#include "exec/executor.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+
+#include "exec/async.h"
+#include "exec/context.h"
+#include "exec/profile.h"
+#include "exec/scopes.h"
+#include "ir/prim.h"
+#include "lm/timer.h"
+#include "value/error.h"
+
+namespace af {
+
+constexpr uint32_t kNone = UINT32_MAX;
+
+class Run : public std::enable_shared_from_this<Run> {
+ public:
+  std::shared_ptr<const Program> prog;
+  std::shared_ptr<Scheduler> sched;
+  RunEnv env;
+  RunOptions opts;
+  bool caller_driven = false;
+  std::vector<Value> slots;
+  std::unique_ptr<std::atomic<uint32_t>[]> pending;
+  std::atomic<uint32_t> remaining{0};
+  std::atomic<uint64_t> done_count{0};
+  std::atomic<bool> finished{false};
+  std::unique_ptr<std::shared_ptr<const Error>[]> slot_err;  // keep_going only
+  std::unique_ptr<Profile> profile;
+  uint64_t timer_id = 0;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool ready = false;  // result published
+  Value result;
+  std::optional<Error> error;
+  std::vector<std::function<void()>> callbacks;
+  std::vector<std::shared_ptr<AsyncOp>> inflight;
+  struct LocalTask {
+    double priority;
+    uint64_t seq;
+    uint32_t node;
+    bool operator<(const LocalTask& o) const {
+      return priority != o.priority ? priority < o.priority : seq > o.seq;
+    }
+  };
+  std::priority_queue<LocalTask> local;  // caller-driven runs
+  uint64_t local_seq = 0;
+  std::mutex progress_mu;
+  uint64_t progress_done = 0;
+};
+
+namespace {
+
+// ---- per-thread scratch for gathering inputs (depth-indexed: an impl may
+// run a nested program on the same thread).
+struct Scratch {
+  std::vector<Value> in, out;
+};
+thread_local std::vector<std::unique_ptr<Scratch>> t_scratch;
+thread_local size_t t_depth = 0;
+
+struct ScratchLease {
+  Scratch* s;
+  ScratchLease() {
+    if (t_scratch.size() <= t_depth) t_scratch.push_back(std::make_unique<Scratch>());
+    s = t_scratch[t_depth++].get();
+  }
+  ~ScratchLease() {
+    s->in.clear();
+    s->out.clear();
+    --t_depth;
+  }
+};
+
+void finish(const std::shared_ptr<Run>& r, Value* result, const Error* err) noexcept;
+uint32_t complete(const std::shared_ptr<Run>& r, uint32_t node, bool can_continue);
+void execute(const std::shared_ptr<Run>& r, uint32_t node);
+
+// What the memo cache may hold (as exec/scopes.cpp decides for invoke()).
+bool memoizable(const Eqn& e) {
+  if (e.prim->flags & (kEffectful | kNoMerge)) return false;
+  for (const auto& [name, p] : e.params.items())
+    if (!std::holds_alternative<Value>(p)) return false;
+  return true;
+}
+
+Error internal_error(const std::exception& e) {
+  return Error(Code::Internal, std::string("internal error: ") + e.what());
+}
+
+void schedule(const std::shared_ptr<Run>& r, uint32_t node) {
+  double prio = r->prog->nodes[node].priority;
+  if (r->caller_driven) {
+    {
+      std::lock_guard<std::mutex> lock(r->mu);
+      if (r->ready) return;
+      r->local.push(Run::LocalTask{prio, r->local_seq++, node});
+    }
+    r->cv.notify_one();
+    return;
+  }
+  r->sched->push(Scheduler::Task{prio, 0, r, node});
+}
+
+bool input_error(const Run& r, const Program::Node& n, std::shared_ptr<const Error>& err) {
+  if (!r.slot_err) return false;
+  for (uint32_t k = 0; k < n.in_count; ++k)
+    if (const auto& e = r.slot_err[r.prog->args[n.in_begin + k]]) {
+      err = e;
+      return true;
+    }
+  return false;
+}
+
+void mark_outputs_failed(Run& r, const Program::Node& n, std::shared_ptr<const Error> err) {
+  for (uint32_t k = 0; k < n.out_count; ++k) r.slot_err[r.prog->results[n.out_begin + k]] = err;
+}
+
+// A failed equation: the run fails (default) or, with keep_going, its
+// outputs carry the error. Returns the continuation as complete() does.
+uint32_t fail_node(const std::shared_ptr<Run>& r, uint32_t node, const Error& err, bool can_continue) {
+  if (r->profile) r->profile->finished(node, int32_t(err.code()));
+  if (!r->opts.keep_going) {
+    finish(r, nullptr, &err);
+    return kNone;
+  }
+  mark_outputs_failed(*r, r->prog->nodes[node], std::make_shared<const Error>(err));
+  return complete(r, node, can_continue);
+}
+
+class ExecOp final : public AsyncOp {
+ public:
+  ExecOp(std::shared_ptr<Run> r, uint32_t node) : run_(std::move(r)), node_(node) {}
+  // Inputs kept to store the result in the open memoize scope (else empty).
+  std::optional<std::vector<Value>> memo_in;
+  bool profiling() const noexcept override { return run_->profile != nullptr; }
+  void record_span(const CallSpan& s) noexcept override {
+    try {
+      run_->profile->span(node_, s);
+    } catch (...) {
+    }
+  }
+
+ protected:
+  void on_finish(std::vector<Value>* out, const Error* err) noexcept override {
+    const std::shared_ptr<Run>& r = run_;
+    if (r->finished.load(std::memory_order_acquire)) return;
+    try {
+      const Program::Node& n = r->prog->nodes[node_];
+      if (err) {
+        fail_node(r, node_, *err, false);
+        return;
+      }
+      if (out->size() != n.out_count) {
+        fail_node(r, node_, Error(Code::Internal, n.eqn->prim->name + ": produced " + std::to_string(out->size()) +
+                                                      " outputs, expected " + std::to_string(n.out_count)),
+                  false);
+        return;
+      }
+      if (memo_in) r->env.context->scopes.memo_store(*n.eqn, *memo_in, *out);
+      for (uint32_t k = 0; k < n.out_count; ++k) r->slots[r->prog->results[n.out_begin + k]] = std::move((*out)[k]);
+      if (r->profile) r->profile->finished(node_, 0);
+      complete(r, node_, false);
+    } catch (const Error& e) {
+      finish(r, nullptr, &e);
+    } catch (const std::exception& e) {
+      Error ie = internal_error(e);
+      finish(r, nullptr, &ie);
+    }
+  }
+
+ private:
+  std::shared_ptr<Run> run_;
+  uint32_t node_;
+};
+
+void start_async(const std::shared_ptr<Run>& r, uint32_t node) {
+  const Program::Node& n = r->prog->nodes[node];
+  auto op = std::make_shared<ExecOp>(r, node);
+  op->priority = n.priority;
+  {
+    std::lock_guard<std::mutex> lock(r->mu);
+    if (r->ready || r->finished.load()) return;
+    r->inflight.push_back(op);
+  }
+  ScratchLease lease;
+  std::vector<Value>& in = lease.s->in;
+  in.resize(n.in_count);
+  for (uint32_t k = 0; k < n.in_count; ++k) in[k] = r->slots[r->prog->args[n.in_begin + k]];
+  if (r->profile) r->profile->started(node, engine_thread_index());
+  if (r->env.context && r->env.context->scopes.memo_open() && memoizable(*n.eqn)) {
+    std::vector<Value>& out = lease.s->out;
+    out.assign(n.out_count, Value());
+    if (r->env.context->scopes.memo_find(*n.eqn, in, out)) {
+      op->succeed(std::move(out));  // a memo hit: done without a request
+      return;
+    }
+    op->memo_in.emplace(in.begin(), in.end());
+  }
+  try {
+    n.eqn->prim->impl_async(*n.eqn, in, op, r->env);
+  } catch (const Error& e) {
+    op->fail(e);
+  } catch (const std::exception& e) {
+    op->fail(internal_error(e));
+  }
+}
+
+// Node finished: release its consumers. On an engine thread
+// (can_continue), async consumers start at once and the best synchronous
+// one is returned for the caller to run next; everything else is queued.
+uint32_t complete(const std::shared_ptr<Run>& r, uint32_t node, bool can_continue) {
+  const Program& p = *r->prog;
+  const Program::Node& n = p.nodes[node];
+  uint32_t best = kNone;
+  for (uint32_t k = 0; k < n.cons_count; ++k) {
+    uint32_t c = p.consumers[n.cons_begin + k];
+    if (r->pending[c].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+    if (r->profile) r->profile->queued(c);
+    if (!can_continue) {
+      schedule(r, c);
+    } else if (p.nodes[c].async && !r->slot_err) {
+      start_async(r, c);
+    } else if (best == kNone) {
+      best = c;
+    } else if (p.nodes[c].priority > p.nodes[best].priority) {
+      schedule(r, best);
+      best = c;
+    } else {
+      schedule(r, c);
+    }
+  }
+  if (r->opts.progress) {
+    std::lock_guard<std::mutex> lock(r->progress_mu);
+    r->done_count.fetch_add(1, std::memory_order_relaxed);
+    try {
+      r->opts.progress(++r->progress_done, p.nodes.size());
+    } catch (...) {
+    }
+  } else {
+    r->done_count.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (r->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    std::vector<Value> outs;
+    outs.reserve(p.out_slots.size());
+    for (uint32_t s : p.out_slots) {
+      if (r->slot_err && r->slot_err[s]) outs.push_back(error_value(*r->slot_err[s]));
+      else outs.push_back(r->slots[s]);
+    }
+    Value v = p.ir->out_tree.unflatten(outs);
+    finish(r, &v, nullptr);
+  }
+  return best;
+}
+
+void execute(const std::shared_ptr<Run>& r, uint32_t node) {
+  ScratchLease lease;
+  std::vector<Value>& in = lease.s->in;
+  std::vector<Value>& out = lease.s->out;
+  const Program& p = *r->prog;
+  while (node != kNone) {
+    if (r->finished.load(std::memory_order_acquire)) return;
+    const Program::Node& n = p.nodes[node];
+    std::shared_ptr<const Error> upstream;
+    if (input_error(*r, n, upstream)) {
+      mark_outputs_failed(*r, n, upstream);
+      node = complete(r, node, true);
+      continue;
+    }
+    if (n.async) {
+      start_async(r, node);
+      return;
+    }
+    in.resize(n.in_count);
+    for (uint32_t k = 0; k < n.in_count; ++k) in[k] = r->slots[p.args[n.in_begin + k]];
+    out.assign(n.out_count, Value());
+    if (r->profile) r->profile->started(node, engine_thread_index());
+    try {
+      invoke(*n.eqn, in, out, r->env);  // through memoize scopes (exec/scopes.h)
+    } catch (const Error& e) {
+      node = fail_node(r, node, e, true);
+      continue;
+    } catch (const std::exception& e) {
+      node = fail_node(r, node, internal_error(e), true);
+      continue;
+    }
+    for (uint32_t k = 0; k < n.out_count; ++k) r->slots[p.results[n.out_begin + k]] = std::move(out[k]);
+    if (r->profile) r->profile->finished(node, 0);
+    node = complete(r, node, true);
+  }
+}
+
+void finish(const std::shared_ptr<Run>& r, Value* result, const Error* err) noexcept {
+  bool expected = false;
+  if (!r->finished.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) return;
+  try {
+    if (r->timer_id) r->sched->cancel_timer(r->timer_id);
+    std::vector<std::shared_ptr<AsyncOp>> ops;
+    {
+      std::lock_guard<std::mutex> lock(r->mu);
+      ops.swap(r->inflight);
+      r->local = {};
+    }
+    std::optional<Error> error;
+    if (err) error.emplace(*err);
+    if (err) {
+      Error why(Code::Cancelled, std::string("the run ended before this finished: ") + err->what());
+      for (auto& op : ops) op->cancel(why);
+    }
+    ops.clear();
+    if (r->profile && !r->opts.profile_path.empty()) {
+      try {
+        r->profile->write(r->opts.profile_path, *r->prog);
+      } catch (const Error& e) {
+        if (!error) error.emplace(e);
+      }
+    }
+    std::vector<std::function<void()>> cbs;
+    {
+      std::lock_guard<std::mutex> lock(r->mu);
+      if (error) r->error = std::move(error);
+      else if (result) r->result = std::move(*result);
+      r->ready = true;
+      cbs.swap(r->callbacks);
+    }
+    r->cv.notify_all();
+    for (auto& cb : cbs) {
+      try {
+        cb();
+      } catch (...) {
+      }
+    }
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(r->mu);
+    if (!r->ready) {
+      r->error.emplace(Code::OutOfMemory, "out of memory while finishing a run");
+      r->ready = true;
+    }
+    r->cv.notify_all();
+  }
+  r->sched->remove_run(r.get());
+}
+
+std::shared_ptr<Run> make_run(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Value> leaves,
+                              RunOptions opts, bool caller_driven) {
+  if (!env.context) fail(Code::Internal, "run: no context");
+  if (leaves.size() != prog->in_slots.size())
+    fail(Code::Internal, "run: " + std::to_string(leaves.size()) + " input leaves for " +
+                             std::to_string(prog->in_slots.size()) + " slots");
+  if (opts.timeout_ms < 0) invalid("run options: timeout must be >= 0 ms");
+  if (!opts.profile_path.empty()) {
+    // Fail before running when the profile could not be written.
+    std::string tmp = opts.profile_path + ".tmp";
+    bool writable = std::ofstream(tmp, std::ios::binary | std::ios::trunc).good();
+    std::remove(tmp.c_str());
+    if (!writable) fail(Code::IO, "profile: cannot open " + tmp + " for writing");
+  }
+  auto r = std::make_shared<Run>();
+  r->prog = prog;
+  r->sched = env.context->scheduler();
+  r->env = env;
+  r->opts = std::move(opts);
+  r->caller_driven = caller_driven;
+  const Program& p = *prog;
+  r->slots.resize(p.n_slots);
+  const size_t n_vars = p.n_slots - p.constants.size();
+  for (size_t i = 0; i < p.constants.size(); ++i) r->slots[n_vars + i] = p.constants[i];
+  for (size_t i = 0; i < leaves.size(); ++i) r->slots[p.in_slots[i]] = std::move(leaves[i]);
+  r->pending.reset(new std::atomic<uint32_t>[p.nodes.size()]);
+  for (size_t i = 0; i < p.nodes.size(); ++i) r->pending[i].store(p.nodes[i].n_deps, std::memory_order_relaxed);
+  r->remaining.store(uint32_t(p.nodes.size()));
+  if (r->opts.keep_going) r->slot_err.reset(new std::shared_ptr<const Error>[p.n_slots]);
+  if (r->opts.profile || !r->opts.profile_path.empty()) r->profile = std::make_unique<Profile>(p.nodes.size());
+  return r;
+}
+
+void begin(const std::shared_ptr<Run>& r) {
+  r->sched->add_run(r.get(), r);
+  const Program& p = *r->prog;
+  if (p.nodes.empty()) {
+    std::vector<Value> outs;
+    for (uint32_t s : p.out_slots) outs.push_back(r->slots[s]);
+    Value v = p.ir->out_tree.unflatten(outs);
+    finish(r, &v, nullptr);
+    return;
+  }
+  if (r->opts.timeout_ms > 0) {
+    std::weak_ptr<Run> weak = r;
+    int64_t ms = r->opts.timeout_ms;
+    r->timer_id = r->sched->timer().schedule(now_ns() + ms * 1000000, [weak, ms] {
+      if (auto run = weak.lock()) {
+        Error e(Code::Timeout, "the run did not finish within its timeout of " + std::to_string(ms) + " ms");
+        finish(run, nullptr, &e);
+      }
+    });
+  }
+  for (uint32_t root : p.roots) {
+    if (r->profile) r->profile->queued(root);
+    schedule(r, root);
+  }
+}
+
+}  // namespace
+
+// ---- Scheduler
+
+namespace {
+thread_local Scheduler* t_worker_of = nullptr;
+}
+
+Scheduler::Scheduler() {
+  unsigned hw = std::thread::hardware_concurrency();
+  max_workers_ = std::clamp<size_t>(hw ? hw : 2, 2, 4);
+}
+
+Scheduler::~Scheduler() { shutdown(); }
+
+lm::TimerQueue& Scheduler::timer() {
+  std::call_once(timer_once_, [this] { timer_ = std::make_unique<lm::TimerQueue>(); });
+  return *timer_;
+}
+
+size_t Scheduler::worker_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return workers_.size();
+}
+
+void Scheduler::push(Task t) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (stop_) {
+    lock.unlock();
+    return;  // t.run released here, outside the lock
+  }
+  t.seq = seq_++;
+  queue_.push(std::move(t));
+  if (idle_ > 0) {
+    cv_.notify_one();
+  } else if (workers_.size() < max_workers_) {
+    int index = int(workers_.size()) + 1;
+    workers_.emplace_back([this, index] { worker(index); });
+  }
+}
+
+void Scheduler::cancel_timer(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (timer_) timer_->cancel(id);
+}
+
+void Scheduler::worker(int index) {
+  set_engine_thread_index(index);
+  t_worker_of = this;
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    while (!stop_ && queue_.empty()) {
+      ++idle_;
+      cv_.wait(lock);
+      --idle_;
+    }
+    if (stop_) return;
+    Task t = queue_.top();
+    queue_.pop();
+    lock.unlock();
+    execute(t.run, t.node);
+    t.run.reset();
+    lock.lock();
+  }
+}
+
+void Scheduler::add_run(Run* r, const std::shared_ptr<Run>& sp) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stop_) fail(Code::Cancelled, "the context is being freed; no new run can start");
+  runs_.emplace(r, sp);
+}
+
+void Scheduler::remove_run(Run* r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  runs_.erase(r);
+}
+
+void Scheduler::shutdown() noexcept {
+  std::vector<std::shared_ptr<Run>> live;
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return;
+    stop_ = true;
+    for (auto& [_, w] : runs_)
+      if (auto r = w.lock()) live.push_back(std::move(r));
+  }
+  Error why(Code::Cancelled, "the context was freed while the run was in flight");
+  for (auto& r : live) finish(r, nullptr, &why);
+  live.clear();
+  std::priority_queue<Task> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    threads.swap(workers_);
+    dropped.swap(queue_);
+  }
+  cv_.notify_all();
+  for (auto& t : threads) {
+    if (t.get_id() == std::this_thread::get_id()) t.detach();
+    else t.join();
+  }
+  std::unique_ptr<lm::TimerQueue> timer;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    timer.swap(timer_);
+  }
+}
+
+std::shared_ptr<Scheduler> make_scheduler() { return std::make_shared<Scheduler>(); }
+
+Context::~Context() {
+  if (scheduler_) scheduler_->shutdown();
+}
+
+// ---- runs
+
+Future run_async(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Value> leaves, RunOptions options) {
+  auto r = make_run(env, std::move(prog), std::move(leaves), std::move(options), false);
+  begin(r);
+  return Future(r);
+}
+
+Value run_sync(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Value> leaves, RunOptions options) {
+  auto r = make_run(env, std::move(prog), std::move(leaves), std::move(options), true);
+  begin(r);
+  for (;;) {
+    uint32_t node;
+    {
+      std::unique_lock<std::mutex> lock(r->mu);
+      r->cv.wait(lock, [&] { return r->ready || !r->local.empty(); });
+      if (r->ready) {
+        if (r->error) throw *r->error;
+        return r->result;
+      }
+      node = r->local.top().node;
+      r->local.pop();
+    }
+    execute(r, node);
+  }
+}
+
+// ---- Future
+
+bool Future::ready() const noexcept {
+  if (!run_) return false;
+  std::lock_guard<std::mutex> lock(run_->mu);
+  return run_->ready;
+}
+
+Value Future::wait() const {
+  if (!run_) invalid("wait: the future is empty");
+  std::unique_lock<std::mutex> lock(run_->mu);
+  run_->cv.wait(lock, [&] { return run_->ready; });
+  if (run_->error) throw *run_->error;
+  return run_->result;
+}
+
+void Future::cancel() const noexcept {
+  if (!run_) return;
+  Error e(Code::Cancelled, "the run was cancelled");
+  finish(run_, nullptr, &e);
+}
+
+void Future::on_done(std::function<void()> fn) const {
+  if (!run_) invalid("on_done: the future is empty");
+  {
+    std::lock_guard<std::mutex> lock(run_->mu);
+    if (!run_->ready) {
+      run_->callbacks.push_back(std::move(fn));
+      return;
+    }
+  }
+  fn();
+}
+
+std::string Future::profile_json() const {
+  if (!run_ || !run_->profile) return "";
+  return run_->profile->to_json(*run_->prog);
+}
+
+// ---- errors as values
+
+const char* code_name(Code c) noexcept {
+  switch (c) {
+    case Code::InvalidArgument: return "INVALID_ARGUMENT";
+    case Code::NotFound: return "NOT_FOUND";
+    case Code::Schema: return "SCHEMA";
+    case Code::Format: return "FORMAT";
+    case Code::Version: return "VERSION";
+    case Code::Provider: return "PROVIDER";
+    case Code::Timeout: return "TIMEOUT";
+    case Code::Cancelled: return "CANCELLED";
+    case Code::Callback: return "CALLBACK";
+    case Code::IO: return "IO";
+    case Code::OutOfMemory: return "OUT_OF_MEMORY";
+    case Code::Internal: return "INTERNAL";
+  }
+  return "UNKNOWN";
+}
+
+Value error_value(const Error& e) {
+  return Value::dict({{"error", Value::dict({{"code", Value::integer(int64_t(e.code()))},
+                                             {"name", Value::str(code_name(e.code()))},
+                                             {"message", Value::str(e.what())}})}});
+}
+
+}  // namespace af

@@ -1,0 +1,133 @@
+// The dataflow executor. Every run of a context goes through its one
+// Scheduler: an equation starts the moment its inputs exist (no level
+// barriers); ready work is taken highest priority first; cheap primitives
+// run inline on the thread that made them ready; async primitives (LM
+// calls, async host functions) are submitted and finish later from any
+// thread without holding one. Provider limits are shared by every run.
+//
+// Two ways to drive a run:
+//   run_sync  — the calling thread runs the program's synchronous
+//               equations itself and sleeps while only async work is in
+//               flight (af_program_call, af_ir_call);
+//   run_async — the scheduler's workers (at most 4) run it; the Future
+//               waits, polls, cancels, or calls back when done.
+// Errors cancel the run's outstanding work (in-flight requests included)
+// unless keep_going, which completes everything that does not depend on a
+// failure and returns each failed output leaf as an error value:
+//   {"error": {"code": 6, "name": "PROVIDER", "message": "..."}}
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "exec/env.h"
+#include "exec/program.h"
+#include "value/error.h"
+
+namespace af {
+
+namespace lm {
+class TimerQueue;
+}
+
+struct RunOptions {
+  int64_t timeout_ms = 0;  // 0 = none; TIMEOUT when exceeded
+  bool keep_going = false;
+  // Called after each equation finishes (never concurrently for one run),
+  // from whichever engine or provider thread finished it.
+  std::function<void(uint64_t done, uint64_t total)> progress;
+  // When set, the run's profile is written there (Chrome trace JSON) before
+  // the run reports completion.
+  std::string profile_path;
+  bool profile = false;  // record a profile even without a path
+};
+
+class Run;
+
+class Future {
+ public:
+  Future() = default;
+  explicit Future(std::shared_ptr<Run> r) : run_(std::move(r)) {}
+  bool valid() const noexcept { return run_ != nullptr; }
+  bool ready() const noexcept;
+  // Blocks until the run finishes; returns its output tree or throws its
+  // error (CANCELLED after cancel(), TIMEOUT after the deadline).
+  Value wait() const;
+  // Finishes the run with CANCELLED and cancels its in-flight work. No-op
+  // once it finished.
+  void cancel() const noexcept;
+  // fn runs once when the run finishes (at once, here, if it already has).
+  void on_done(std::function<void()> fn) const;
+  // The profile JSON ("" unless the run was profiled).
+  std::string profile_json() const;
+
+ private:
+  std::shared_ptr<Run> run_;
+};
+
+class Scheduler : public std::enable_shared_from_this<Scheduler> {
+ public:
+  Scheduler();
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Cancels every active run, stops and joins the workers. Idempotent.
+  void shutdown() noexcept;
+  size_t worker_count() const;
+  size_t max_workers() const noexcept { return max_workers_; }
+
+  struct Task {
+    double priority;
+    uint64_t seq;
+    std::shared_ptr<Run> run;
+    uint32_t node;
+    bool operator<(const Task& o) const {
+      return priority != o.priority ? priority < o.priority : seq > o.seq;
+    }
+  };
+
+  // Used by runs (exec/executor.cpp).
+  void push(Task t);
+  void add_run(Run* r, const std::shared_ptr<Run>& sp);
+  void remove_run(Run* r);
+  lm::TimerQueue& timer();
+  void cancel_timer(uint64_t id);
+
+ private:
+  void worker(int index);
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::priority_queue<Task> queue_;
+  uint64_t seq_ = 0;
+  std::vector<std::thread> workers_;
+  size_t idle_ = 0;
+  size_t max_workers_;
+  bool stop_ = false;
+  std::unordered_map<Run*, std::weak_ptr<Run>> runs_;
+  std::once_flag timer_once_;
+  std::unique_ptr<lm::TimerQueue> timer_;
+};
+
+// Runs prog on flat input leaves (already checked with check_inputs).
+Future run_async(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Value> leaves,
+                 RunOptions options = {});
+Value run_sync(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Value> leaves,
+               RunOptions options = {});
+
+// The error value keep_going puts in place of a failed output leaf.
+Value error_value(const Error& e);
+// "INVALID_ARGUMENT", "PROVIDER", ...
+const char* code_name(Code c) noexcept;
+
+}  // namespace af

@@ -1,0 +1,54 @@
+// Program: an IR compiled for the dataflow executor. compile() validates,
+// drops dead equations (DCE), merges identical pure equations (CSE), then
+// lowers to a flat plan: a slot per value, per equation its input/output
+// slots, dependency count and consumer list, and a priority = the longest
+// cost-weighted path from the equation to an output (Prim::cost; LM calls
+// dominate). Immutable once built; shared by every run of it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ir/ir.h"
+#include "ir/prim.h"
+
+namespace af {
+
+struct CompileOptions {
+  bool dce = true;
+  bool cse = true;
+  // Merge identical LM calls too (they may be sampled; off by default).
+  bool cse_nondeterministic = false;
+};
+
+struct Program {
+  IRPtr ir;  // the IR as given (equations are referenced by index into it)
+  uint32_t n_slots = 0;
+  std::vector<Value> constants;     // literal values: slots n_vars..
+  std::vector<uint32_t> in_slots;   // the IR's flat input leaves
+  std::vector<uint32_t> out_slots;  // the IR's flat output leaves
+
+  struct Node {
+    const Eqn* eqn;
+    uint32_t eqn_index;              // into ir->eqns
+    uint32_t in_begin, in_count;     // into args
+    uint32_t out_begin, out_count;   // into results
+    uint32_t cons_begin, cons_count; // into consumers (one entry per use)
+    uint32_t n_deps;                 // inputs produced by other nodes
+    double priority;
+    bool async;                      // prim has impl_async
+  };
+  std::vector<Node> nodes;           // live equations, in IR order
+  std::vector<uint32_t> args, results, consumers;
+  std::vector<uint32_t> roots;       // nodes with no dependency, best first
+  double critical_path = 0;          // max priority (cost units)
+  size_t max_arity = 0;
+  size_t n_async = 0;
+  size_t removed_dce = 0, merged_cse = 0;
+};
+
+// INVALID_ARGUMENT if the IR does not validate.
+std::shared_ptr<const Program> compile(IRPtr ir, const CompileOptions& options = {});
+
+}  // namespace af

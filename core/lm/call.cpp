@@ -1,0 +1,133 @@
+#include "lm/call.h"
+
+#include <chrono>
+
+#include "lm/provider.h"
+
+namespace af::lm {
+
+int64_t now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+namespace {
+void append_messages(std::string& s, const std::vector<Message>& messages) {
+  s += '[';
+  for (size_t i = 0; i < messages.size(); ++i) {
+    if (i) s += ',';
+    s += "{\"role\":";
+    append_json_string(s, messages[i].role);
+    s += ",\"content\":";
+    append_json_string(s, messages[i].content);
+    s += '}';
+  }
+  s += ']';
+}
+}  // namespace
+
+std::string Request::to_json() const {
+  std::string s = "{\"model\":";
+  append_json_string(s, model);
+  s += ",\"messages\":";
+  append_messages(s, messages);
+  if (!schema.is_null()) {
+    s += ",\"schema\":";
+    append_json(s, schema);
+    s += ",\"json_schema\":";
+    s += json_schema;
+  }
+  if (tags && !tags->empty()) {
+    s += ",\"tags\":[";
+    for (size_t i = 0; i < tags->size(); ++i) {
+      if (i) s += ',';
+      append_json_string(s, (*tags)[i]);
+    }
+    s += ']';
+  }
+  s += '}';
+  return s;
+}
+
+std::string Request::key() const {
+  std::string s = "{\"model\":";
+  append_json_string(s, model);
+  s += ",\"messages\":";
+  append_messages(s, messages);
+  s += ",\"schema\":";
+  append_json(s, schema);
+  s += '}';
+  return s;
+}
+
+Call::Call(Request req, Done done, double priority)
+    : req_(std::move(req)), done_hook_(std::move(done)), priority_(priority) {
+  queued_ns = now_ns();
+}
+
+Call::~Call() {
+  if (!done_.exchange(true, std::memory_order_acq_rel)) {
+    Error err(Code::Provider, "provider " + (provider_name.empty() ? std::string("?") : provider_name) +
+                                  " dropped the request for model \"" + req_.model + "\" unanswered");
+    finish(nullptr, &err);
+  }
+}
+
+bool Call::complete(std::string content) noexcept {
+  if (done_.exchange(true, std::memory_order_acq_rel)) return false;
+  finish(&content, nullptr);
+  return true;
+}
+
+bool Call::fail(const Error& err) noexcept {
+  if (done_.exchange(true, std::memory_order_acq_rel)) return false;
+  finish(nullptr, &err);
+  return true;
+}
+
+void Call::finish(const std::string* content, const Error* err) noexcept {
+  finished_ns = now_ns();
+  std::shared_ptr<Limiter> lim;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    lim.swap(limiter_);
+  }
+  if (lim && slot >= 0) lim->release(slot);
+  Done hook;
+  hook.swap(done_hook_);
+  try {
+    if (hook) hook(*this, content, err);
+  } catch (...) {
+    // The hook belongs to the submitter, which turns failures into errors
+    // itself; nothing may escape into a provider thread.
+  }
+}
+
+void Call::on_cancel(std::function<void()> hook) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!cancelled_.load(std::memory_order_acquire)) {
+      cancel_hook_ = std::move(hook);
+      return;
+    }
+  }
+  if (hook) hook();
+}
+
+void Call::cancel(const Error& why) noexcept {
+  if (finished()) return;  // nothing left to stop
+  std::function<void()> hook;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cancelled_.exchange(true, std::memory_order_acq_rel)) return;
+    hook.swap(cancel_hook_);
+  }
+  fail(why);
+  try {
+    if (hook) hook();
+  } catch (...) {
+  }
+}
+
+}  // namespace af::lm

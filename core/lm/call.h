@@ -1,0 +1,93 @@
+// An LM request and the Call that carries it through a provider. A Call is
+// finished exactly once — complete(), fail() or cancel() — from any thread;
+// whatever comes later is ignored. Its done hook (set by whoever submitted
+// it) receives the reply or the error.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "value/error.h"
+#include "value/value.h"
+
+namespace af::lm {
+
+struct Message {
+  std::string role;
+  std::string content;
+};
+
+struct Request {
+  std::string model;
+  std::vector<Message> messages;
+  // lm_schema_call: the schema node tree (lm/schema.h) and the JSON Schema
+  // sent as response_format; both empty/null for lm_call.
+  Value schema;
+  std::string json_schema;
+  std::shared_ptr<const std::vector<std::string>> tags;  // may be null
+
+  // {"model":..., "messages":[{"role","content"}...], "schema":..., "json_schema":..., "tags":[...]}
+  // (schema keys only for schema calls, tags only when present).
+  std::string to_json() const;
+  // A key equal for equal (model, messages, schema): what replay matches on.
+  std::string key() const;
+};
+
+class Limiter;
+
+int64_t now_ns() noexcept;  // steady clock
+
+class Call {
+ public:
+  // content != nullptr on success, else err != nullptr. Runs once.
+  using Done = std::function<void(Call& call, const std::string* content, const Error* err)>;
+
+  Call(Request req, Done done, double priority);
+  // A call dropped unfinished (its provider went away) fails with PROVIDER,
+  // so nobody waits for it forever.
+  ~Call();
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
+  const Request& request() const noexcept { return req_; }
+  double priority() const noexcept { return priority_; }
+
+  // Provider side. Return false if the call was already finished.
+  bool complete(std::string content) noexcept;
+  bool fail(const Error& err) noexcept;
+  // The provider's way to stop its work when the caller cancels. A hook set
+  // after cancellation runs at once.
+  void on_cancel(std::function<void()> hook);
+  bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
+  bool finished() const noexcept { return done_.load(std::memory_order_acquire); }
+
+  // Caller side: finishes with `why` (CANCELLED, TIMEOUT) and stops the work.
+  void cancel(const Error& why) noexcept;
+
+  // Set by the limiter and providers; read for profiles.
+  int slot = -1;
+  std::atomic<uint32_t> attempts{1};
+  int64_t queued_ns = 0;
+  int64_t started_ns = 0;
+  int64_t finished_ns = 0;
+  std::string provider_name;
+
+ private:
+  friend class Limiter;
+  void finish(const std::string* content, const Error* err) noexcept;
+  Request req_;
+  Done done_hook_;
+  double priority_;
+  std::atomic<bool> done_{false};
+  std::atomic<bool> cancelled_{false};
+  std::mutex mu_;
+  std::function<void()> cancel_hook_;
+  std::shared_ptr<Limiter> limiter_;  // holds the slot while started
+};
+
+}  // namespace af::lm

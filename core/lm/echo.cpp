@@ -1,0 +1,103 @@
+// echo: deterministic and offline. lm_call answers "<model>|<content of the
+// last message>"; lm_schema_call answers the smallest valid instance of the
+// schema. Optional latency (fixed, or drawn per request from a seeded hash
+// of the request, so a run is reproducible) simulates a real endpoint.
+#include "lm/options.h"
+#include "lm/providers.h"
+#include "lm/schema.h"
+#include "lm/timer.h"
+
+namespace af::lm {
+
+namespace {
+
+uint64_t mix(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return h;
+}
+
+uint64_t fnv(std::string_view s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+class Echo final : public Provider {
+ public:
+  Echo(std::string name, uint32_t max, double lat, double lo, double hi, uint64_t seed)
+      : Provider(std::move(name), max), fixed_ms_(lat), min_ms_(lo), max_ms_(hi), seed_(seed) {}
+  ~Echo() override { shutdown(); }
+
+  static std::string answer(const Request& r) {
+    if (!r.schema.is_null()) return schema_of(r.schema)->smallest_reply();
+    std::string s = r.model;
+    s += '|';
+    if (!r.messages.empty()) s += r.messages.back().content;
+    return s;
+  }
+
+  double latency_ms(const Request& r) const {
+    if (max_ms_ <= 0) return fixed_ms_;
+    uint64_t h = mix(fnv(r.key()) ^ mix(seed_));
+    double u = double(h >> 11) / double(1ULL << 53);
+    return min_ms_ + u * (max_ms_ - min_ms_);
+  }
+
+ protected:
+  void start(std::shared_ptr<Call> call) noexcept override {
+    std::string content;
+    try {
+      content = answer(call->request());
+    } catch (const Error& e) {
+      call->fail(e);
+      return;
+    } catch (...) {
+      call->fail(Error(Code::Internal, "echo: unexpected failure"));
+      return;
+    }
+    double ms = latency_ms(call->request());
+    if (ms <= 0) {
+      call->complete(std::move(content));
+      return;
+    }
+    try {
+      int64_t at = now_ns() + int64_t(ms * 1e6);
+      uint64_t id = timer_->schedule(at, [call, content = std::move(content)]() mutable {
+        call->complete(std::move(content));
+      });
+      std::weak_ptr<TimerQueue> timer = timer_;
+      call->on_cancel([timer, id] {
+        if (auto t = timer.lock()) t->cancel(id);
+      });
+    } catch (...) {
+      call->fail(Error(Code::OutOfMemory, "echo: out of memory"));
+    }
+  }
+
+ private:
+  double fixed_ms_, min_ms_, max_ms_;
+  uint64_t seed_;
+  std::shared_ptr<TimerQueue> timer_ = std::make_shared<TimerQueue>();
+};
+
+}  // namespace
+
+ProviderPtr make_echo(const Value& options) {
+  Options o(options, "echo provider");
+  std::string name = o.str("name", "echo");
+  auto max = uint32_t(o.integer("max_in_flight", 0, 0, 1 << 30));
+  double lat = o.number("latency_ms", 0, 0, 3.6e6);
+  double lo = o.number("latency_min_ms", 0, 0, 3.6e6);
+  double hi = o.number("latency_max_ms", 0, 0, 3.6e6);
+  auto seed = uint64_t(o.integer("seed", 0, INT64_MIN, INT64_MAX));
+  o.finish();
+  if (hi > 0 && lo > hi) invalid("echo provider: latency_min_ms is greater than latency_max_ms");
+  if (hi > 0 && lat > 0) invalid("echo provider: give latency_ms or latency_min_ms/latency_max_ms, not both");
+  return std::make_shared<Echo>(std::move(name), max, lat, lo, hi, seed);
+}
+
+}  // namespace af::lm

@@ -1,0 +1,426 @@
+// openai: any OpenAI-compatible chat-completions endpoint over HTTP(S),
+// through libcurl's multi interface on one thread per provider. Requests
+// in flight hold no engine thread; cancelling a call aborts its transfer.
+//
+// Retries: 429, 5xx, connection failures and per-attempt timeouts are
+// retried up to max_retries times with exponential backoff and jitter; a
+// Retry-After header (seconds or HTTP date) sets the delay instead. Other
+// statuses and malformed bodies fail at once. The API key is read from a
+// named environment variable when the provider is made and only ever goes
+// into the Authorization header — never into messages or profiles.
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cstdlib>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "lm/options.h"
+#include "lm/providers.h"
+
+namespace af::lm {
+
+namespace {
+
+struct Config {
+  std::string name;
+  std::string url;  // base_url + "/chat/completions"
+  std::string auth_header;  // "Authorization: Bearer ..." or empty
+  int64_t timeout_ms = 60000;
+  uint32_t max_retries = 3;
+  int64_t backoff_ms = 500;
+  int64_t backoff_max_ms = 20000;
+  Value extra;  // dict or null
+};
+
+std::string excerpt(std::string_view s, size_t max = 300) {
+  std::string out;
+  for (char c : s.substr(0, max)) out += (c == '\n' || c == '\r') ? ' ' : c;
+  if (s.size() > max) out += "...";
+  if (!valid_utf8(out)) out = "(binary body)";
+  return out;
+}
+
+// Retry-After: delta-seconds or an HTTP date. -1 if absent or unreadable.
+int64_t retry_after_ms(const std::string& v) {
+  if (v.empty()) return -1;
+  char* end = nullptr;
+  double secs = std::strtod(v.c_str(), &end);
+  if (end != v.c_str() && (*end == 0 || *end == ' ' || *end == '\r')) return secs < 0 ? -1 : int64_t(secs * 1000);
+  time_t when = curl_getdate(v.c_str(), nullptr);
+  if (when < 0) return -1;
+  int64_t delta = (int64_t(when) - int64_t(std::time(nullptr))) * 1000;
+  return std::max<int64_t>(0, delta);
+}
+
+struct Transfer {
+  std::shared_ptr<Call> call;
+  std::string body;
+  std::string response;
+  std::string retry_after;
+  CURL* easy = nullptr;
+  curl_slist* headers = nullptr;
+  uint32_t attempt = 0;
+  int64_t due_ns = 0;     // when waiting to retry
+  bool active = false;    // in the multi handle
+  bool done = false;
+};
+
+size_t on_body(char* p, size_t size, size_t n, void* ud) {
+  auto* t = static_cast<Transfer*>(ud);
+  t->response.append(p, size * n);
+  if (t->response.size() > (64u << 20)) return 0;  // a runaway body: abort
+  return size * n;
+}
+
+size_t on_header(char* p, size_t size, size_t n, void* ud) {
+  auto* t = static_cast<Transfer*>(ud);
+  std::string_view h(p, size * n);
+  constexpr std::string_view kName = "retry-after:";
+  if (h.size() > kName.size()) {
+    bool match = true;
+    for (size_t i = 0; i < kName.size() && match; ++i) match = std::tolower(static_cast<unsigned char>(h[i])) == kName[i];
+    if (match) {
+      std::string v(h.substr(kName.size()));
+      while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.erase(v.begin());
+      while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.pop_back();
+      t->retry_after = v;
+    }
+  }
+  return size * n;
+}
+
+// The curl thread and its multi handle; shared with cancel hooks, which
+// only hold it weakly.
+class Engine : public std::enable_shared_from_this<Engine> {
+ public:
+  explicit Engine(Config cfg) : cfg_(std::move(cfg)), rng_(std::random_device{}()) {
+    static std::once_flag once;
+    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+    multi_ = curl_multi_init();
+    if (!multi_) fail(Code::OutOfMemory, "openai provider: curl_multi_init failed");
+  }
+  ~Engine() { curl_multi_cleanup(multi_); }
+
+  void begin() { thread_ = std::thread([self = shared_from_this()] { self->loop(); }); }
+
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    curl_multi_wakeup(multi_);
+    if (thread_.joinable()) {
+      if (thread_.get_id() == std::this_thread::get_id()) thread_.detach();
+      else thread_.join();
+    }
+  }
+
+  void add(std::shared_ptr<Transfer> t) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      incoming_.push_back(std::move(t));
+    }
+    curl_multi_wakeup(multi_);
+  }
+
+  void cancel(std::shared_ptr<Transfer> t) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancels_.push_back(std::move(t));
+    }
+    curl_multi_wakeup(multi_);
+  }
+
+  const Config& config() const { return cfg_; }
+
+ private:
+  void attempt(const std::shared_ptr<Transfer>& t) {
+    ++t->attempt;
+    t->call->attempts = t->attempt;
+    t->response.clear();
+    t->retry_after.clear();
+    if (!t->easy) {
+      t->easy = curl_easy_init();
+      if (!t->easy) return finish(t, Error(Code::OutOfMemory, "openai provider: curl_easy_init failed"));
+      t->headers = curl_slist_append(t->headers, "Content-Type: application/json");
+      if (!cfg_.auth_header.empty()) t->headers = curl_slist_append(t->headers, cfg_.auth_header.c_str());
+    } else {
+      curl_easy_reset(t->easy);
+    }
+    CURL* e = t->easy;
+    curl_easy_setopt(e, CURLOPT_URL, cfg_.url.c_str());
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+    curl_easy_setopt(e, CURLOPT_POST, 1L);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->body.data());
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(t->body.size()));
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, t.get());
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, long(cfg_.timeout_ms));
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, long(std::min<int64_t>(cfg_.timeout_ms, 30000)));
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    if (curl_multi_add_handle(multi_, e) != CURLM_OK)
+      return finish(t, Error(Code::Internal, "openai provider: curl_multi_add_handle failed"));
+    t->active = true;
+    active_[t.get()] = t;
+  }
+
+  void detach(const std::shared_ptr<Transfer>& t) {
+    if (t->active) {
+      curl_multi_remove_handle(multi_, t->easy);
+      t->active = false;
+      active_.erase(t.get());
+    }
+  }
+
+  void release(const std::shared_ptr<Transfer>& t) {
+    detach(t);
+    if (t->easy) curl_easy_cleanup(t->easy);
+    t->easy = nullptr;
+    curl_slist_free_all(t->headers);
+    t->headers = nullptr;
+    t->done = true;
+  }
+
+  void finish(const std::shared_ptr<Transfer>& t, const Error& err) {
+    release(t);
+    t->call->fail(err);
+  }
+
+  std::string what(const std::shared_ptr<Transfer>& t) const {
+    return "provider " + cfg_.name + " (" + cfg_.url + ", attempt " + std::to_string(t->attempt) + " of " +
+           std::to_string(cfg_.max_retries + 1) + ")";
+  }
+
+  // A failed attempt: retry later, or fail for good.
+  void retry_or_fail(const std::shared_ptr<Transfer>& t, const Error& err, int64_t after_ms) {
+    detach(t);
+    if (t->attempt > cfg_.max_retries || t->call->finished()) return finish(t, err);
+    int64_t delay;
+    if (after_ms >= 0) {
+      delay = after_ms;
+    } else {
+      double base = double(cfg_.backoff_ms) * double(1ull << std::min<uint32_t>(t->attempt - 1, 30));
+      base = std::min(base, double(cfg_.backoff_max_ms));
+      std::uniform_real_distribution<double> jitter(0.5, 1.0);
+      delay = int64_t(base * jitter(rng_));
+    }
+    t->due_ns = now_ns() + delay * 1000000;
+    delayed_.emplace(t->due_ns, t);
+  }
+
+  void completed(const std::shared_ptr<Transfer>& t, CURLcode res) {
+    if (res != CURLE_OK) {
+      Code code = res == CURLE_OPERATION_TIMEDOUT ? Code::Timeout : Code::Provider;
+      std::string why = res == CURLE_OPERATION_TIMEDOUT
+                            ? "no reply within " + std::to_string(cfg_.timeout_ms) + " ms"
+                            : std::string(curl_easy_strerror(res));
+      return retry_or_fail(t, Error(code, what(t) + ": " + why), -1);
+    }
+    long status = 0;
+    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+    if (status == 429 || status >= 500) {
+      return retry_or_fail(t, Error(Code::Provider, what(t) + ": HTTP " + std::to_string(status) + ": " +
+                                                        excerpt(t->response)),
+                           retry_after_ms(t->retry_after));
+    }
+    if (status < 200 || status >= 300)
+      return finish(t, Error(Code::Provider, what(t) + ": HTTP " + std::to_string(status) + ": " + excerpt(t->response)));
+    Value v;
+    try {
+      v = from_json(t->response);
+    } catch (const Error& e) {
+      return finish(t, Error(Code::Provider, what(t) + ": the response is not valid JSON (" + e.what() +
+                                                 "): " + excerpt(t->response)));
+    }
+    const Value* choices = v.kind() == Kind::Dict ? v.find("choices") : nullptr;
+    const Value* first = choices && choices->kind() == Kind::List && choices->size() ? &choices->items()[0] : nullptr;
+    const Value* msg = first && first->kind() == Kind::Dict ? first->find("message") : nullptr;
+    const Value* content = msg && msg->kind() == Kind::Dict ? msg->find("content") : nullptr;
+    if (!content || content->kind() != Kind::Str) {
+      const Value* refusal = msg && msg->kind() == Kind::Dict ? msg->find("refusal") : nullptr;
+      if (refusal && refusal->kind() == Kind::Str)
+        return finish(t, Error(Code::Provider, what(t) + ": the model refused: " + excerpt(refusal->as_str())));
+      return finish(t, Error(Code::Provider, what(t) + ": the response has no choices[0].message.content: " +
+                                                 excerpt(t->response)));
+    }
+    std::string text = content->as_str();
+    release(t);
+    t->call->complete(std::move(text));
+  }
+
+  void loop() {
+    std::vector<std::shared_ptr<Transfer>> in, cancels;
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stop_) break;
+        in.swap(incoming_);
+        cancels.swap(cancels_);
+      }
+      for (auto& t : in)
+        if (!t->done && !t->call->finished()) attempt(t);
+        else if (!t->done) release(t);
+      in.clear();
+      for (auto& t : cancels)
+        if (!t->done) release(t);  // the call already finished as cancelled
+      cancels.clear();
+      int64_t now = now_ns();
+      while (!delayed_.empty() && delayed_.begin()->first <= now) {
+        auto t = delayed_.begin()->second;
+        delayed_.erase(delayed_.begin());
+        if (t->done) continue;
+        if (t->call->finished()) release(t);
+        else attempt(t);
+      }
+      int running = 0;
+      curl_multi_perform(multi_, &running);
+      int left = 0;
+      while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
+        if (m->msg != CURLMSG_DONE) continue;
+        Transfer* raw = nullptr;
+        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&raw));
+        auto it = active_.find(raw);
+        if (it == active_.end()) continue;
+        std::shared_ptr<Transfer> t = it->second;
+        completed(t, m->data.result);
+      }
+      int timeout = 1000;
+      if (!delayed_.empty())
+        timeout = int(std::clamp<int64_t>((delayed_.begin()->first - now_ns()) / 1000000 + 1, 0, 1000));
+      curl_multi_poll(multi_, nullptr, 0, timeout, nullptr);
+    }
+    // Stopping: whatever is left fails.
+    std::vector<std::shared_ptr<Transfer>> left;
+    for (auto& [_, t] : active_) left.push_back(t);
+    for (auto& [_, t] : delayed_) left.push_back(t);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& t : incoming_) left.push_back(t);
+      incoming_.clear();
+      cancels_.clear();
+    }
+    delayed_.clear();
+    for (auto& t : left)
+      if (!t->done) finish(t, Error(Code::Cancelled, "provider " + cfg_.name + " was freed"));
+  }
+
+  Config cfg_;
+  CURLM* multi_ = nullptr;
+  std::thread thread_;
+  std::mutex mu_;
+  bool stop_ = false;
+  std::vector<std::shared_ptr<Transfer>> incoming_, cancels_;
+  std::map<Transfer*, std::shared_ptr<Transfer>> active_;
+  std::multimap<int64_t, std::shared_ptr<Transfer>> delayed_;
+  std::mt19937_64 rng_;
+};
+
+std::string request_body(const Config& cfg, const Request& r) {
+  std::string s = "{\"model\":";
+  append_json_string(s, r.model);
+  s += ",\"messages\":[";
+  for (size_t i = 0; i < r.messages.size(); ++i) {
+    if (i) s += ',';
+    s += "{\"role\":";
+    append_json_string(s, r.messages[i].role);
+    s += ",\"content\":";
+    append_json_string(s, r.messages[i].content);
+    s += '}';
+  }
+  s += ']';
+  if (!r.json_schema.empty())
+    s += ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"output\",\"strict\":true,"
+         "\"schema\":" + r.json_schema + "}}";
+  if (cfg.extra.kind() == Kind::Dict)
+    for (const auto& [k, v] : cfg.extra.entries()) {
+      s += ',';
+      append_json_string(s, k);
+      s += ':';
+      append_json(s, v);
+    }
+  s += '}';
+  return s;
+}
+
+class OpenAI final : public Provider {
+ public:
+  OpenAI(Config cfg, uint32_t max) : Provider(cfg.name, max), engine_(std::make_shared<Engine>(std::move(cfg))) {
+    engine_->begin();
+  }
+  ~OpenAI() override {
+    shutdown();
+    engine_->stop();
+  }
+
+ protected:
+  void start(std::shared_ptr<Call> call) noexcept override {
+    try {
+      auto t = std::make_shared<Transfer>();
+      t->body = request_body(engine_->config(), call->request());
+      t->call = call;
+      std::weak_ptr<Engine> engine = engine_;
+      std::weak_ptr<Transfer> weak = t;
+      call->on_cancel([engine, weak] {
+        auto e = engine.lock();
+        auto tr = weak.lock();
+        if (e && tr) e->cancel(std::move(tr));
+      });
+      engine_->add(std::move(t));
+    } catch (const Error& e) {
+      call->fail(e);
+    } catch (...) {
+      call->fail(Error(Code::OutOfMemory, "openai provider: out of memory"));
+    }
+  }
+
+ private:
+  std::shared_ptr<Engine> engine_;
+};
+
+}  // namespace
+
+ProviderPtr make_openai(const Value& options) {
+  Options o(options, "openai provider");
+  Config cfg;
+  cfg.name = o.str("name", "openai");
+  auto max = uint32_t(o.integer("max_in_flight", 16, 0, 1 << 30));
+  std::string base = o.str("base_url", "");
+  std::string key_env = o.str("api_key_env", "");
+  cfg.timeout_ms = o.integer("timeout_ms", 60000, 1, 24 * 3600 * 1000LL);
+  cfg.max_retries = uint32_t(o.integer("max_retries", 3, 0, 100));
+  cfg.backoff_ms = o.integer("backoff_ms", 500, 0, 3600 * 1000LL);
+  cfg.backoff_max_ms = o.integer("backoff_max_ms", 20000, 0, 3600 * 1000LL);
+  if (const Value* extra = o.raw("extra")) {
+    if (extra->kind() != Kind::Dict) invalid("openai provider: option \"extra\" must be an object");
+    for (const auto& [k, _] : extra->entries())
+      if (k == "model" || k == "messages" || k == "response_format")
+        invalid("openai provider: option \"extra\" may not set \"" + k + "\" (libaf sets it per request)");
+    cfg.extra = *extra;
+  }
+  o.finish();
+  if (base.empty()) invalid("openai provider: option \"base_url\" is required (e.g. \"https://api.openai.com/v1\")");
+  if (base.rfind("http://", 0) != 0 && base.rfind("https://", 0) != 0)
+    invalid("openai provider: \"base_url\" must start with http:// or https://, found \"" + base + "\"");
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  cfg.url = base + "/chat/completions";
+  if (!key_env.empty()) {
+    const char* key = std::getenv(key_env.c_str());
+    if (!key || !*key)
+      invalid("openai provider: the environment variable " + key_env + " (option \"api_key_env\") is not set");
+    cfg.auth_header = std::string("Authorization: Bearer ") + key;
+  }
+  return std::make_shared<OpenAI>(std::move(cfg), max);
+}
+
+}  // namespace af::lm

@@ -1,0 +1,23 @@
+// The built-in providers, made from JSON options (documented in af.h and
+// lm/README.md). Each returns a shared provider; its limit (max_in_flight)
+// is shared by every context it is routed in.
+#pragma once
+
+#include <functional>
+
+#include "lm/provider.h"
+
+namespace af::lm {
+
+ProviderPtr make_echo(const Value& options);
+ProviderPtr make_openai(const Value& options);
+ProviderPtr make_replay(const Value& options);
+// {"type": "echo" | "openai" | "replay", ...the options of that type}
+ProviderPtr make_provider(const Value& spec);
+// A provider whose work is done by `submit` (the host): it receives each
+// started call and finishes it later from any thread. `on_free` runs once
+// when the provider is destroyed.
+ProviderPtr make_host(std::function<void(std::shared_ptr<Call>)> submit,
+                      std::function<void()> on_free, uint32_t max_in_flight);
+
+}  // namespace af::lm

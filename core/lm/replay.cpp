@@ -1,0 +1,172 @@
+// replay: answers from a recorded JSON Lines file; in record mode forwards
+// each request to an upstream provider and appends its answer. A line is
+// {"request": {"model", "messages", "schema"}, "content": str}; identical
+// requests are answered in recorded order (the last answer repeats).
+#include <cctype>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <unordered_map>
+
+#include "lm/options.h"
+#include "lm/providers.h"
+
+namespace af::lm {
+
+namespace {
+
+std::string normalized(std::string_view key_json) { return to_json(from_json(key_json)); }
+
+class Replay final : public Provider {
+ public:
+  Replay(std::string name, uint32_t max, std::string path, ProviderPtr upstream)
+      : Provider(std::move(name), max), path_(std::move(path)), upstream_(std::move(upstream)) {
+    if (upstream_) {
+      sink_ = std::make_shared<Sink>();
+      sink_->path = path_;
+      sink_->out.open(path_, std::ios::app | std::ios::binary);
+      if (!sink_->out) fail(Code::IO, "replay provider: cannot open " + path_ + " for appending");
+      return;
+    }
+    std::ifstream in(path_, std::ios::binary);
+    if (!in) fail(Code::IO, "replay provider: cannot open " + path_);
+    std::string line;
+    size_t n = 0;
+    while (std::getline(in, line)) {
+      ++n;
+      bool blank = true;
+      for (char c : line) blank = blank && std::isspace(static_cast<unsigned char>(c));
+      if (blank) continue;
+      Value v;
+      try {
+        v = from_json(line);
+      } catch (const Error& e) {
+        fail(Code::Format, "replay provider: " + path_ + " line " + std::to_string(n) + ": " + e.what());
+      }
+      const Value* req = v.kind() == Kind::Dict ? v.find("request") : nullptr;
+      const Value* content = v.kind() == Kind::Dict ? v.find("content") : nullptr;
+      if (!req || !content || content->kind() != Kind::Str)
+        fail(Code::Format, "replay provider: " + path_ + " line " + std::to_string(n) +
+                               ": expected {\"request\": {...}, \"content\": str}");
+      answers_[to_json(*req)].push_back(content->as_str());
+    }
+  }
+  ~Replay() override { shutdown(); }
+
+ protected:
+  void start(std::shared_ptr<Call> call) noexcept override {
+    try {
+      if (upstream_) return record(std::move(call));
+      std::string key = normalized(call->request().key());
+      std::string answer;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = answers_.find(key);
+        if (it == answers_.end() || it->second.empty()) {
+          std::string last = call->request().messages.empty() ? "" : call->request().messages.back().content;
+          if (last.size() > 80) last = last.substr(0, 80) + "...";
+          std::string m, l;
+          append_json_string(m, call->request().model);
+          append_json_string(l, last);
+          call->fail(Error(Code::NotFound, "replay provider: no recorded answer in " + path_ + " for model " + m +
+                                               " with last message " + l + " (record it with mode \"record\")"));
+          return;
+        }
+        answer = it->second.front();
+        if (it->second.size() > 1) it->second.pop_front();
+      }
+      call->complete(std::move(answer));
+    } catch (const Error& e) {
+      call->fail(e);
+    } catch (...) {
+      call->fail(Error(Code::Internal, "replay provider: unexpected failure"));
+    }
+  }
+
+ private:
+  void record(std::shared_ptr<Call> call) {
+    std::weak_ptr<Call> weak = call;
+    auto up = std::make_shared<Call>(
+        call->request(),
+        [sink = sink_, call](Call& u, const std::string* content, const Error* err) {
+          call->attempts = u.attempts.load();
+          if (err) {
+            call->fail(*err);
+            return;
+          }
+          try {
+            std::string line = "{\"request\":" + normalized(call->request().key()) + ",\"content\":";
+            append_json_string(line, *content);
+            line += "}\n";
+            std::lock_guard<std::mutex> lock(sink->mu);
+            sink->out << line;
+            sink->out.flush();
+            if (!sink->out) {
+              call->fail(Error(Code::IO, "replay provider: cannot append to " + sink->path));
+              return;
+            }
+          } catch (...) {
+            call->fail(Error(Code::IO, "replay provider: cannot record the answer"));
+            return;
+          }
+          call->complete(*content);
+        },
+        call->priority());
+    std::weak_ptr<Call> weak_up = up;
+    call->on_cancel([weak_up] {
+      if (auto u = weak_up.lock()) u->cancel(Error(Code::Cancelled, "the request was cancelled"));
+    });
+    upstream_->submit(std::move(up));
+  }
+
+  std::string path_;
+  ProviderPtr upstream_;
+  std::mutex mu_;
+  std::unordered_map<std::string, std::deque<std::string>> answers_;
+  // Where record mode appends; shared with requests still in flight.
+  struct Sink {
+    std::mutex mu;
+    std::string path;
+    std::ofstream out;
+  };
+  std::shared_ptr<Sink> sink_;
+};
+
+}  // namespace
+
+ProviderPtr make_replay(const Value& options) {
+  Options o(options, "replay provider");
+  std::string name = o.str("name", "replay");
+  auto max = uint32_t(o.integer("max_in_flight", 0, 0, 1 << 30));
+  std::string path = o.str("path", "");
+  std::string mode = o.str("mode", "replay");
+  const Value* up = o.raw("upstream");
+  o.finish();
+  if (path.empty()) invalid("replay provider: option \"path\" is required");
+  if (mode != "replay" && mode != "record")
+    invalid("replay provider: option \"mode\" must be \"replay\" or \"record\", found \"" + mode + "\"");
+  ProviderPtr upstream;
+  if (mode == "record") {
+    if (!up) invalid("replay provider: mode \"record\" needs \"upstream\", a provider spec such as {\"type\":\"echo\"}");
+    upstream = make_provider(*up);
+  } else if (up) {
+    invalid("replay provider: \"upstream\" is only used in mode \"record\"");
+  }
+  return std::make_shared<Replay>(std::move(name), max, std::move(path), std::move(upstream));
+}
+
+ProviderPtr make_provider(const Value& spec) {
+  if (spec.kind() != Kind::Dict) invalid(std::string("provider spec: expected an object with \"type\", found ") + kind_name(spec.kind()));
+  const Value* t = spec.find("type");
+  if (!t || t->kind() != Kind::Str) invalid("provider spec: \"type\" (\"echo\", \"openai\" or \"replay\") is required");
+  std::vector<Entry> rest;
+  for (const auto& [k, v] : spec.entries())
+    if (k != "type") rest.emplace_back(k, v);
+  Value opts = Value::dict(std::move(rest));
+  if (t->as_str() == "echo") return make_echo(opts);
+  if (t->as_str() == "openai") return make_openai(opts);
+  if (t->as_str() == "replay") return make_replay(opts);
+  invalid("provider spec: unknown type \"" + t->as_str() + "\" (known: echo, openai, replay)");
+}
+
+}  // namespace af::lm

@@ -1,0 +1,500 @@
+#include "lm/schema.h"
+
+#include <cctype>
+#include <cmath>
+#include <mutex>
+#include <optional>
+#include <regex>
+#include <unordered_map>
+
+#include "value/error.h"
+
+namespace af::lm {
+
+struct SchemaNode {
+  enum Type { Str, Int, Float, Bool, Enum, Dict, List } type;
+  std::string doc;
+  std::optional<int64_t> imin, imax;  // str length, int bounds
+  std::optional<double> fmin, fmax;   // float bounds
+  std::string pattern;
+  std::shared_ptr<const std::regex> re;
+  std::vector<Value> values;          // enum
+  std::vector<std::pair<std::string, SchemaNode>> fields;  // dict (insertion order)
+  std::vector<SchemaNode> items;      // list
+  bool is_leaf() const { return type != Dict && type != List; }
+};
+
+namespace {
+
+std::string child_path(const std::string& path, std::string_view key) {
+  std::string p = path;
+  bool plain = !key.empty();
+  for (char c : key)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) plain = false;
+  if (plain) {
+    p += '.';
+    p += key;
+  } else {
+    p += '[';
+    append_json_string(p, key);
+    p += ']';
+  }
+  return p;
+}
+std::string index_path(const std::string& path, size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+[[noreturn]] void bad(const std::string& path, const std::string& why) {
+  invalid("lm_schema_call: schema at " + path + ": " + why);
+}
+
+SchemaNode parse_node(const Value& v, const std::string& path);
+
+void check_keys(const Value& v, const std::string& path, std::initializer_list<const char*> known) {
+  for (const auto& [k, _] : v.entries()) {
+    bool ok = false;
+    for (const char* n : known) ok = ok || k == n;
+    if (!ok) {
+      std::string list;
+      for (const char* n : known) list += std::string(list.empty() ? "" : ", ") + n;
+      bad(path, "unknown key \"" + k + "\" for a " + v.find("type")->as_str() +
+                    " node (known keys: " + list + ")");
+    }
+  }
+}
+
+std::optional<int64_t> int_key(const Value& v, const char* key, const std::string& path) {
+  const Value* x = v.find(key);
+  if (!x || x->is_null()) return std::nullopt;
+  if (x->kind() != Kind::Int)
+    bad(path, std::string("\"") + key + "\" must be an int, found " + kind_name(x->kind()));
+  return x->as_int();
+}
+
+std::optional<double> num_key(const Value& v, const char* key, const std::string& path) {
+  const Value* x = v.find(key);
+  if (!x || x->is_null()) return std::nullopt;
+  if (x->kind() == Kind::Int) return double(x->as_int());
+  if (x->kind() != Kind::Float || !std::isfinite(x->as_float()))
+    bad(path, std::string("\"") + key + "\" must be a finite number, found " + kind_name(x->kind()));
+  return x->as_float();
+}
+
+SchemaNode parse_container(const Value& v, const std::string& path) {
+  SchemaNode n;
+  if (v.kind() == Kind::List) {
+    n.type = SchemaNode::List;
+    if (v.items().empty()) bad(path, "an empty list has no field to fill");
+    for (size_t i = 0; i < v.items().size(); ++i)
+      n.items.push_back(parse_node(v.items()[i], index_path(path, i)));
+  } else {
+    n.type = SchemaNode::Dict;
+    if (v.entries().empty()) bad(path, "an empty dict has no field to fill");
+    for (const auto& [k, x] : v.entries()) n.fields.emplace_back(k, parse_node(x, child_path(path, k)));
+  }
+  return n;
+}
+
+SchemaNode parse_node(const Value& v, const std::string& path) {
+  if (v.kind() == Kind::List) return parse_container(v, path);
+  if (v.kind() != Kind::Dict)
+    bad(path, std::string("expected a node (a dict with \"type\") or a container, found ") +
+                  kind_name(v.kind()) + (v.is_leaf() && v.kind() != Kind::Placeholder ? " " + to_json(v) : ""));
+  const Value* t = v.find("type");
+  if (!t) return parse_container(v, path);
+  if (t->kind() != Kind::Str) bad(path, "\"type\" must be a str naming the node type");
+  const std::string& ty = t->as_str();
+  std::string doc;
+  if (const Value* d = v.find("doc")) {
+    if (d->kind() != Kind::Str) bad(path, "\"doc\" must be a str");
+    doc = d->as_str();
+  }
+  SchemaNode n;
+  if (ty == "str") {
+    check_keys(v, path, {"type", "doc", "min", "max", "pattern"});
+    n.type = SchemaNode::Str;
+    n.imin = int_key(v, "min", path);
+    n.imax = int_key(v, "max", path);
+    if (n.imin && *n.imin < 0) bad(path, "\"min\" must be >= 0");
+    if (const Value* p = v.find("pattern")) {
+      if (p->kind() != Kind::Str) bad(path, "\"pattern\" must be a str");
+      n.pattern = p->as_str();
+      try {
+        n.re = std::make_shared<const std::regex>(n.pattern, std::regex::ECMAScript);
+      } catch (const std::regex_error& e) {
+        bad(path, "\"pattern\" is not a valid regular expression: " + std::string(e.what()));
+      }
+    }
+  } else if (ty == "int") {
+    check_keys(v, path, {"type", "doc", "min", "max"});
+    n.type = SchemaNode::Int;
+    n.imin = int_key(v, "min", path);
+    n.imax = int_key(v, "max", path);
+  } else if (ty == "float") {
+    check_keys(v, path, {"type", "doc", "min", "max"});
+    n.type = SchemaNode::Float;
+    n.fmin = num_key(v, "min", path);
+    n.fmax = num_key(v, "max", path);
+    if (n.fmin && n.fmax && *n.fmin > *n.fmax) bad(path, "\"min\" is greater than \"max\"");
+  } else if (ty == "bool") {
+    check_keys(v, path, {"type", "doc"});
+    n.type = SchemaNode::Bool;
+  } else if (ty == "enum") {
+    check_keys(v, path, {"type", "doc", "values"});
+    n.type = SchemaNode::Enum;
+    const Value* vals = v.find("values");
+    if (!vals || vals->kind() != Kind::List || vals->items().empty())
+      bad(path, "an enum needs \"values\": a non-empty list");
+    Kind k = vals->items()[0].kind();
+    if (k != Kind::Str && k != Kind::Int && k != Kind::Bool)
+      bad(path, std::string("enum values must be str, int or bool, found ") + kind_name(k));
+    for (size_t i = 0; i < vals->items().size(); ++i) {
+      const Value& x = vals->items()[i];
+      if (x.kind() != k) bad(path, "enum values must all have one kind");
+      for (size_t j = 0; j < i; ++j)
+        if (vals->items()[j] == x) bad(path, "enum value " + to_json(x) + " is listed twice");
+    }
+    n.values = vals->items();
+  } else if (ty == "dict") {
+    check_keys(v, path, {"type", "doc", "fields"});
+    const Value* f = v.find("fields");
+    if (!f || f->kind() != Kind::Dict) bad(path, "a dict node needs \"fields\": a dict of nodes");
+    n = parse_container(*f, path);
+  } else if (ty == "list") {
+    check_keys(v, path, {"type", "doc", "items"});
+    const Value* f = v.find("items");
+    if (!f || f->kind() != Kind::List) bad(path, "a list node needs \"items\": a list of nodes");
+    n = parse_container(*f, path);
+  } else {
+    bad(path, "unknown node type \"" + ty + "\" (known: str, int, float, bool, enum, dict, list)");
+  }
+  if (n.imin && n.imax && *n.imin > *n.imax) bad(path, "\"min\" is greater than \"max\"");
+  n.doc = std::move(doc);
+  return n;
+}
+
+// A Value with the output's structure: leaves are their node index in
+// pre-order (insertion order), so flattening gives the leaf order.
+Value shape_of(const SchemaNode& n, std::vector<const SchemaNode*>& leaves) {
+  if (n.is_leaf()) {
+    leaves.push_back(&n);
+    return Value::integer(int64_t(leaves.size() - 1));
+  }
+  if (n.type == SchemaNode::List) {
+    std::vector<Value> items;
+    for (const SchemaNode& c : n.items) items.push_back(shape_of(c, leaves));
+    return Value::list(std::move(items));
+  }
+  std::vector<Entry> entries;
+  for (const auto& [k, c] : n.fields) entries.emplace_back(k, shape_of(c, leaves));
+  return Value::dict(std::move(entries));
+}
+
+void append_json_schema(std::string& s, const SchemaNode& n) {
+  s += '{';
+  auto field = [&](const char* k) {
+    if (s.back() != '{') s += ',';
+    s += '"';
+    s += k;
+    s += "\":";
+  };
+  auto num = [&](double d) { s += to_json(Value::floating(d)); };
+  switch (n.type) {
+    case SchemaNode::Str:
+      field("type"), s += "\"string\"";
+      if (n.imin) field("minLength"), s += std::to_string(*n.imin);
+      if (n.imax) field("maxLength"), s += std::to_string(*n.imax);
+      if (!n.pattern.empty()) field("pattern"), append_json_string(s, n.pattern);
+      break;
+    case SchemaNode::Int:
+      field("type"), s += "\"integer\"";
+      if (n.imin) field("minimum"), s += std::to_string(*n.imin);
+      if (n.imax) field("maximum"), s += std::to_string(*n.imax);
+      break;
+    case SchemaNode::Float:
+      field("type"), s += "\"number\"";
+      if (n.fmin) field("minimum"), num(*n.fmin);
+      if (n.fmax) field("maximum"), num(*n.fmax);
+      break;
+    case SchemaNode::Bool:
+      field("type"), s += "\"boolean\"";
+      break;
+    case SchemaNode::Enum: {
+      Kind k = n.values[0].kind();
+      field("type"), s += k == Kind::Str ? "\"string\"" : k == Kind::Int ? "\"integer\"" : "\"boolean\"";
+      field("enum"), append_json(s, Value::list(n.values));
+      break;
+    }
+    case SchemaNode::Dict:
+    case SchemaNode::List: {
+      field("type"), s += "\"object\"";
+      field("properties"), s += '{';
+      std::string required = "[";
+      auto prop = [&](const std::string& k, const SchemaNode& c) {
+        if (s.back() != '{') s += ',', required += ',';
+        append_json_string(s, k);
+        s += ':';
+        append_json_schema(s, c);
+        append_json_string(required, k);
+      };
+      if (n.type == SchemaNode::Dict)
+        for (const auto& [k, c] : n.fields) prop(k, c);
+      else
+        for (size_t i = 0; i < n.items.size(); ++i) prop(std::to_string(i), n.items[i]);
+      s += '}';
+      field("required"), s += required + "]";
+      field("additionalProperties"), s += "false";
+      break;
+    }
+  }
+  if (!n.doc.empty()) field("description"), append_json_string(s, n.doc);
+  s += '}';
+}
+
+size_t code_points(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+std::string excerpt(std::string_view s, size_t max = 200) {
+  if (s.size() <= max) return std::string(s);
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(s.substr(0, cut)) + "...";
+}
+
+[[noreturn]] void mismatch(const std::string& path, const std::string& expected, const Value& found) {
+  std::string f = found.is_container() ? std::string("a ") + kind_name(found.kind()) : to_json(found);
+  fail(Code::Schema, "lm_schema_call: the reply does not match the schema at " + path + ": expected " +
+                         expected + ", found " + excerpt(f, 120));
+}
+
+std::string bounds(const char* what, std::optional<int64_t> lo, std::optional<int64_t> hi) {
+  std::string s = what;
+  if (lo) s += " >= " + std::to_string(*lo);
+  if (lo && hi) s += " and";
+  if (hi) s += " <= " + std::to_string(*hi);
+  return s;
+}
+
+Value validate(const SchemaNode& n, const Value& v, const std::string& path) {
+  switch (n.type) {
+    case SchemaNode::Str: {
+      if (v.kind() != Kind::Str) mismatch(path, "a string", v);
+      size_t len = code_points(v.as_str());
+      if ((n.imin && int64_t(len) < *n.imin) || (n.imax && int64_t(len) > *n.imax))
+        mismatch(path, bounds("a string of length", n.imin, n.imax) + " (length " + std::to_string(len) + ")", v);
+      if (n.re && !std::regex_search(v.as_str(), *n.re)) mismatch(path, "a string matching /" + n.pattern + "/", v);
+      return v;
+    }
+    case SchemaNode::Int: {
+      int64_t i;
+      if (v.kind() == Kind::Int) {
+        i = v.as_int();
+      } else if (v.kind() == Kind::Float && std::trunc(v.as_float()) == v.as_float() &&
+                 std::fabs(v.as_float()) < 9.0e15) {
+        i = int64_t(v.as_float());
+      } else {
+        mismatch(path, bounds("an integer", n.imin, n.imax), v);
+      }
+      if ((n.imin && i < *n.imin) || (n.imax && i > *n.imax)) mismatch(path, bounds("an integer", n.imin, n.imax), v);
+      return Value::integer(i);
+    }
+    case SchemaNode::Float: {
+      double d;
+      if (v.kind() == Kind::Float) d = v.as_float();
+      else if (v.kind() == Kind::Int) d = double(v.as_int());
+      else mismatch(path, "a number", v);
+      if ((n.fmin && d < *n.fmin) || (n.fmax && d > *n.fmax)) {
+        std::string e = "a number";
+        if (n.fmin) e += " >= " + to_json(Value::floating(*n.fmin));
+        if (n.fmin && n.fmax) e += " and";
+        if (n.fmax) e += " <= " + to_json(Value::floating(*n.fmax));
+        mismatch(path, e, v);
+      }
+      return Value::floating(d);
+    }
+    case SchemaNode::Bool:
+      if (v.kind() != Kind::Bool) mismatch(path, "true or false", v);
+      return v;
+    case SchemaNode::Enum:
+      for (const Value& x : n.values)
+        if (x == v) return v;
+      mismatch(path, "one of " + to_json(Value::list(n.values)), v);
+    case SchemaNode::Dict:
+    case SchemaNode::List: {
+      if (v.kind() != Kind::Dict) mismatch(path, "an object", v);
+      std::vector<std::pair<std::string, const SchemaNode*>> want;
+      if (n.type == SchemaNode::Dict)
+        for (const auto& [k, c] : n.fields) want.emplace_back(k, &c);
+      else
+        for (size_t i = 0; i < n.items.size(); ++i) want.emplace_back(std::to_string(i), &n.items[i]);
+      for (const auto& [k, _] : v.entries()) {
+        bool known = false;
+        for (const auto& w : want) known = known || w.first == k;
+        if (!known) fail(Code::Schema, "lm_schema_call: the reply does not match the schema at " +
+                                           child_path(path, k) + ": unexpected property (allowed: " +
+                                           [&] { std::string s; for (auto& w : want) s += (s.empty() ? "" : ", ") + w.first; return s; }() + ")");
+      }
+      std::vector<Value> items;
+      std::vector<Entry> entries;
+      for (const auto& [k, c] : want) {
+        const Value* x = v.find(k);
+        std::string p = child_path(path, k);
+        if (!x) fail(Code::Schema, "lm_schema_call: the reply does not match the schema at " + p +
+                                       ": the required property is missing");
+        Value got = validate(*c, *x, p);
+        if (n.type == SchemaNode::Dict) entries.emplace_back(k, std::move(got));
+        else items.push_back(std::move(got));
+      }
+      return n.type == SchemaNode::Dict ? Value::dict(std::move(entries)) : Value::list(std::move(items));
+    }
+  }
+  fail(Code::Internal, "schema: unknown node");
+}
+
+Value smallest(const SchemaNode& n, const std::string& path) {
+  switch (n.type) {
+    case SchemaNode::Str: {
+      size_t len = n.imin ? size_t(*n.imin) : 0;
+      for (const char* fill : {"a", "0", "A", " "}) {
+        std::string s;
+        for (size_t i = 0; i < len; ++i) s += fill;
+        if (!n.re || std::regex_search(s, *n.re)) return Value::str(std::move(s));
+      }
+      fail(Code::Provider, "echo: cannot make a string matching /" + n.pattern + "/ for " + path);
+    }
+    case SchemaNode::Int: {
+      int64_t i = 0;
+      if (n.imin && i < *n.imin) i = *n.imin;
+      if (n.imax && i > *n.imax) i = *n.imax;
+      return Value::integer(i);
+    }
+    case SchemaNode::Float: {
+      double d = 0.0;
+      if (n.fmin && d < *n.fmin) d = *n.fmin;
+      if (n.fmax && d > *n.fmax) d = *n.fmax;
+      return Value::floating(d);
+    }
+    case SchemaNode::Bool: return Value::boolean(false);
+    case SchemaNode::Enum: return n.values[0];
+    case SchemaNode::Dict: {
+      std::vector<Entry> e;
+      for (const auto& [k, c] : n.fields) e.emplace_back(k, smallest(c, child_path(path, k)));
+      return Value::dict(std::move(e));
+    }
+    case SchemaNode::List: {
+      std::vector<Entry> e;
+      for (size_t i = 0; i < n.items.size(); ++i)
+        e.emplace_back(std::to_string(i), smallest(n.items[i], index_path(path, i)));
+      return Value::dict(std::move(e));
+    }
+  }
+  fail(Code::Internal, "schema: unknown node");
+}
+
+Kind kind_of(const SchemaNode& n) {
+  switch (n.type) {
+    case SchemaNode::Str: return Kind::Str;
+    case SchemaNode::Int: return Kind::Int;
+    case SchemaNode::Float: return Kind::Float;
+    case SchemaNode::Bool: return Kind::Bool;
+    case SchemaNode::Enum: return n.values[0].kind();
+    default: return Kind::Null;
+  }
+}
+
+// Strips surrounding whitespace and one Markdown code fence, which some
+// models put around JSON even when asked not to.
+std::string_view unfence(std::string_view s) {
+  auto trim = [](std::string_view x) {
+    while (!x.empty() && std::isspace(static_cast<unsigned char>(x.front()))) x.remove_prefix(1);
+    while (!x.empty() && std::isspace(static_cast<unsigned char>(x.back()))) x.remove_suffix(1);
+    return x;
+  };
+  s = trim(s);
+  if (s.size() >= 6 && s.substr(0, 3) == "```" && s.substr(s.size() - 3) == "```") {
+    s = s.substr(3, s.size() - 6);
+    size_t nl = s.find('\n');
+    if (nl != std::string_view::npos && s.substr(0, nl).find('{') == std::string_view::npos)
+      s = s.substr(nl + 1);
+    s = trim(s);
+  }
+  return s;
+}
+
+}  // namespace
+
+Schema Schema::parse(const Value& tree) {
+  Schema s;
+  s.tree_ = tree;
+  auto root = std::make_shared<SchemaNode>(parse_node(tree, "$"));
+  std::vector<const SchemaNode*> leaves;
+  Value shape = shape_of(*root, leaves);
+  s.out_tree_ = TreeDef::of(shape);
+  auto [order, _] = flatten(shape);
+  for (const Value& i : order) s.kinds_.push_back(kind_of(*leaves[size_t(i.as_int())]));
+  if (root->is_leaf()) {
+    SchemaNode wrap;
+    wrap.type = SchemaNode::Dict;
+    wrap.fields.emplace_back("value", *root);
+    append_json_schema(s.json_schema_, wrap);
+  } else {
+    append_json_schema(s.json_schema_, *root);
+  }
+  s.root_ = std::move(root);
+  return s;
+}
+
+std::vector<Value> Schema::parse_reply(std::string_view reply) const {
+  std::string_view body = unfence(reply);
+  Value v;
+  try {
+    v = from_json(body);
+  } catch (const Error& e) {
+    fail(Code::Schema, "lm_schema_call: the reply is not valid JSON (" + std::string(e.what()) +
+                           "): " + excerpt(reply));
+  }
+  Value out;
+  if (root_->is_leaf()) {
+    if (v.kind() != Kind::Dict) mismatch("$", "an object {\"value\": ...}", v);
+    for (const auto& [k, _] : v.entries())
+      if (k != "value")
+        fail(Code::Schema, "lm_schema_call: the reply does not match the schema at " + child_path("$", k) +
+                               ": unexpected property (allowed: value)");
+    const Value* x = v.find("value");
+    if (!x) fail(Code::Schema, "lm_schema_call: the reply does not match the schema at $.value: the required property is missing");
+    out = validate(*root_, *x, "$.value");
+  } else {
+    out = validate(*root_, v, "$");
+  }
+  return flatten(out).first;
+}
+
+std::string Schema::smallest_reply() const {
+  Value v = smallest(*root_, "$");
+  if (root_->is_leaf()) v = Value::dict({{"value", v}});
+  return to_json(v);
+}
+
+std::shared_ptr<const Schema> schema_of(const Value& tree) {
+  static std::mutex mu;
+  static std::unordered_map<uint64_t, std::vector<std::shared_ptr<const Schema>>> cache;
+  uint64_t h = tree.hash();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(h);
+    if (it != cache.end())
+      for (const auto& s : it->second)
+        if (s->tree() == tree) return s;
+  }
+  auto s = std::make_shared<const Schema>(Schema::parse(tree));
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache.size() > 4096) cache.clear();  // bounded; re-parsing is cheap
+  cache[h].push_back(s);
+  return s;
+}
+
+}  // namespace af::lm

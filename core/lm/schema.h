@@ -1,0 +1,61 @@
+// Structured-output schemas of lm_schema_call (SEMANTICS.md §3).
+//
+// A schema is a Value tree: containers (list, dict) hold nodes, and a node
+// is a dict with a "type" key:
+//   {"type":"str",  "min":0, "max":80, "pattern":"^[a-z]+$"}   (length in code points)
+//   {"type":"int",  "min":1, "max":10}
+//   {"type":"float","min":0.0, "max":1.0}
+//   {"type":"bool"}
+//   {"type":"enum", "values":["yes","no"]}         (one scalar kind)
+//   {"type":"dict", "fields":{...}}  {"type":"list", "items":[...]}
+// Every node may carry "doc" (its description); the "dict"/"list" forms
+// exist to attach a doc to a subtree (or to use a field named "type").
+// On the wire containers are JSON objects (a list's keys are "0", "1", ...)
+// with every property required and no other; a leaf root travels as
+// {"value": ...}. The output tree has the schema's structure with one leaf
+// per node.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "value/tree.h"
+#include "value/value.h"
+
+namespace af::lm {
+
+struct SchemaNode;
+
+class Schema {
+ public:
+  // Checks the node tree; INVALID_ARGUMENT naming the path ($.a.b) and what
+  // is wrong (unknown type or key, min > max, bad pattern, empty enum, ...).
+  static Schema parse(const Value& tree);
+
+  const Value& tree() const noexcept { return tree_; }
+  const TreeDef& out_tree() const noexcept { return out_tree_; }
+  // Leaf kinds in flattening order.
+  const std::vector<Kind>& leaf_kinds() const noexcept { return kinds_; }
+  // The JSON Schema (an object) as compact JSON text.
+  const std::string& json_schema() const noexcept { return json_schema_; }
+  // Parses and validates a reply; returns the output leaves in flattening
+  // order. SCHEMA error with the JSON path, the expectation and the finding.
+  std::vector<Value> parse_reply(std::string_view reply) const;
+  // The smallest valid reply (what the echo provider answers), wire form.
+  // PROVIDER error if a string pattern defeats the simple synthesis.
+  std::string smallest_reply() const;
+
+ private:
+  Value tree_;
+  std::shared_ptr<const SchemaNode> root_;
+  TreeDef out_tree_;
+  std::vector<Kind> kinds_;
+  std::string json_schema_;
+};
+
+// Parsed schemas are cached by tree (equations reuse the same param).
+std::shared_ptr<const Schema> schema_of(const Value& tree);
+
+}  // namespace af::lm

@@ -1,0 +1,47 @@
+// TimerQueue: runs callbacks at given times on one thread of its own
+// (started on first use). Used for simulated latency, retry backoff and run
+// deadlines. Callbacks must be short; they run without the queue's lock.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <queue>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace af::lm {
+
+class TimerQueue {
+ public:
+  TimerQueue() = default;
+  ~TimerQueue();  // joins; pending callbacks are dropped unrun
+  TimerQueue(const TimerQueue&) = delete;
+  TimerQueue& operator=(const TimerQueue&) = delete;
+
+  // Runs fn at steady-clock time `at_ns` (lm::now_ns()). Returns an id for
+  // cancel(). Never runs fn on the calling thread.
+  uint64_t schedule(int64_t at_ns, std::function<void()> fn);
+  // Drops a pending callback; false if it already ran or is running.
+  bool cancel(uint64_t id);
+  size_t pending() const;
+
+ private:
+  void loop();
+  struct Item {
+    int64_t at;
+    uint64_t id;
+    bool operator>(const Item& o) const { return at != o.at ? at > o.at : id > o.id; }
+  };
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap_;
+  std::unordered_map<uint64_t, std::function<void()>> fns_;
+  uint64_t next_id_ = 1;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace af::lm

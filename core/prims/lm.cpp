@@ -1,0 +1,469 @@
+// LM primitives: lm_call and lm_schema_call (SEMANTICS.md §3).
+//
+// Equation shape: inputs = [content_0, ..., content_{n-1}, model] (flat
+// leaves), params = {"roles": [str...]} (+ "schema" for lm_schema_call).
+// Roles are static; contents and the model are inputs. Batched values
+// (list<str> avals, made by the batch transform) are native: the impl
+// issues one request per item, all at once, under the provider's limits.
+#include "prims/lm.h"
+
+#include <atomic>
+#include <mutex>
+
+#include "exec/async.h"
+#include "exec/context.h"
+#include "lm/router.h"
+#include "lm/schema.h"
+#include "prims/registry.h"
+#include "trace/trace.h"
+#include "transforms/batch.h"
+#include "transforms/pullback.h"
+#include "transforms/pushforward.h"
+#include "value/error.h"
+
+namespace af {
+
+namespace {
+
+const Value& roles_of(const Params& p) { return p.value("roles"); }
+
+// The roles param, checked (graphs loaded from disk reach abstract_eval
+// with whatever params they hold).
+const Value& checked_roles(const char* prim, const Params& p) {
+  const Param* r = p.find("roles");
+  const Value* v = r ? std::get_if<Value>(r) : nullptr;
+  if (!v || v->kind() != Kind::List || v->items().empty())
+    invalid(std::string(prim) + ": param \"roles\" must be a non-empty list of str");
+  for (const Value& x : v->items())
+    if (x.kind() != Kind::Str || x.as_str().empty())
+      invalid(std::string(prim) + ": param \"roles\" must hold non-empty str roles");
+  return *v;
+}
+
+// Batch depth D of the inputs: every input is str or list^D<str>.
+uint8_t batch_depth(const char* prim, std::span<const Aval> in, size_t n_roles) {
+  if (in.size() != n_roles + 1)
+    invalid(std::string(prim) + ": expected " + std::to_string(n_roles) + " message content(s) and a model, got " +
+            std::to_string(in.size()) + " input(s)");
+  uint8_t depth = 0;
+  for (const Aval& a : in) {
+    if (a.kind != Kind::Str)
+      invalid(std::string(prim) + ": message contents and the model must be str, found " + aval_name(a));
+    depth = std::max(depth, a.list_depth);
+  }
+  for (const Aval& a : in)
+    if (a.list_depth != 0 && a.list_depth != depth)
+      invalid(std::string(prim) + ": batched inputs must share one batch depth, found " + aval_name(a));
+  return depth;
+}
+
+AbstractOut lm_call_abstract(const Params& params, std::span<const Aval> in, const TreeDef&) {
+  uint8_t d = batch_depth("lm_call", in, checked_roles("lm_call", params).size());
+  return AbstractOut{{Aval{Kind::Str, d}}, TreeDef::leaf()};
+}
+
+AbstractOut lm_schema_call_abstract(const Params& params, std::span<const Aval> in, const TreeDef&) {
+  uint8_t d = batch_depth("lm_schema_call", in, checked_roles("lm_schema_call", params).size());
+  const Param* sp = params.find("schema");
+  const Value* tree = sp ? std::get_if<Value>(sp) : nullptr;
+  if (!tree) invalid("lm_schema_call: param \"schema\" (the node tree) is missing");
+  auto schema = lm::schema_of(*tree);
+  AbstractOut out;
+  out.out_tree = schema->out_tree();
+  for (Kind k : schema->leaf_kinds()) out.out.push_back(Aval{k, d});
+  return out;
+}
+
+// Expanding a (possibly batched) equation into requests. `shape` records
+// the list lengths level by level so the results can be put back together.
+struct Shape {
+  std::vector<Shape> items;  // empty + leaf = one request
+  bool leaf = true;
+  size_t first = 0;          // index of the first request under this node
+};
+
+struct Expansion {
+  std::vector<std::vector<const Value*>> rows;  // per request: content..., model
+  Shape shape;
+};
+
+void expand(const char* prim, std::vector<const Value*>& row, Shape& shape, Expansion& ex,
+            const std::string& where) {
+  size_t len = SIZE_MAX;
+  for (const Value* v : row)
+    if (v->kind() == Kind::List) {
+      if (len != SIZE_MAX && v->size() != len)
+        invalid(std::string(prim) + ": batched inputs have different lengths (" + std::to_string(len) + " and " +
+                std::to_string(v->size()) + ")" + where);
+      len = v->size();
+    } else if (v->kind() != Kind::Str) {
+      invalid(std::string(prim) + ": an input is " + kind_name(v->kind()) + ", expected str" + where);
+    }
+  shape.first = ex.rows.size();
+  if (len == SIZE_MAX) {
+    shape.leaf = true;
+    ex.rows.push_back(row);
+    return;
+  }
+  shape.leaf = false;
+  shape.items.resize(len);
+  for (size_t i = 0; i < len; ++i) {
+    std::vector<const Value*> sub = row;
+    for (const Value*& v : sub)
+      if (v->kind() == Kind::List) v = &v->items()[i];
+    expand(prim, sub, shape.items[i], ex, where + (where.empty() ? " (batch item " : ", item ") + std::to_string(i) + ")");
+  }
+}
+
+Value assemble(const Shape& s, const std::vector<std::vector<Value>>& results, size_t leaf) {
+  if (s.leaf) return results[s.first][leaf];
+  std::vector<Value> items;
+  items.reserve(s.items.size());
+  for (const Shape& c : s.items) items.push_back(assemble(c, results, leaf));
+  return Value::list(std::move(items));
+}
+
+// The shared state of one equation's requests.
+struct Batch {
+  std::shared_ptr<AsyncOp> op;
+  std::shared_ptr<const lm::Schema> schema;  // null for lm_call
+  Shape shape;
+  size_t n_out = 1;
+  std::vector<std::vector<Value>> results;
+  std::atomic<size_t> remaining{0};
+  std::mutex mu;
+  std::vector<std::weak_ptr<lm::Call>> calls;
+  std::atomic<bool> cancelled{false};
+
+  void cancel_all(const Error& why) {
+    std::vector<std::weak_ptr<lm::Call>> cs;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      cancelled.store(true);
+      cs = calls;
+    }
+    for (auto& w : cs)
+      if (auto c = w.lock()) c->cancel(why);
+  }
+};
+
+std::string quoted(std::string_view s) {
+  std::string q;
+  append_json_string(q, s);
+  return q;
+}
+
+void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, RunEnv& env) {
+  const char* prim = e.prim->name.c_str();
+  if (!env.context) fail(Code::Internal, std::string(prim) + ": no context to route the model");
+  const Value& roles = roles_of(e.params);
+  auto batch = std::make_shared<Batch>();
+  batch->op = op;
+  if (const Param* s = e.params.find("schema")) {
+    batch->schema = lm::schema_of(std::get<Value>(*s));
+    batch->n_out = batch->schema->leaf_kinds().size();
+  }
+  Expansion ex;
+  std::vector<const Value*> row;
+  for (const Value& v : in) row.push_back(&v);
+  expand(prim, row, ex.shape, ex, "");
+  batch->shape = ex.shape;
+  const size_t n = ex.rows.size();
+  batch->results.resize(n);
+  batch->remaining.store(n);
+  if (n == 0) {  // an empty batch: empty lists out
+    std::vector<Value> out(batch->n_out, Value::list({}));
+    op->succeed(std::move(out));
+    return;
+  }
+  // Route every request first: a missing route fails before anything runs.
+  lm::Router& router = env.context->router();
+  std::vector<lm::ProviderPtr> providers(n);
+  for (size_t i = 0; i < n; ++i) providers[i] = router.resolve(ex.rows[i].back()->as_str());
+
+  batch->calls.resize(n);
+  std::vector<std::shared_ptr<lm::Call>> calls(n);
+  for (size_t i = 0; i < n; ++i) {
+    lm::Request req;
+    req.model = ex.rows[i].back()->as_str();
+    req.messages.reserve(roles.size());
+    for (size_t k = 0; k < roles.size(); ++k)
+      req.messages.push_back(lm::Message{roles.items()[k].as_str(), ex.rows[i][k]->as_str()});
+    if (batch->schema) {
+      req.schema = batch->schema->tree();
+      req.json_schema = batch->schema->json_schema();
+    }
+    req.tags = e.tags;
+    std::string item = n > 1 || !ex.shape.leaf ? " (batch item " + std::to_string(i) + ")" : "";
+    auto done = [batch, i, prim, item](lm::Call& call, const std::string* content, const Error* err) {
+      AsyncOp& op = *batch->op;
+      if (op.profiling())
+        op.record_span(CallSpan{call.provider_name, call.slot, call.queued_ns, call.started_ns, call.finished_ns,
+                                call.request().model, err ? int32_t(err->code()) : 0, call.attempts.load()});
+      if (op.finished()) return;
+      std::string what = std::string(prim) + " to model " + quoted(call.request().model) + item;
+      if (err) {
+        if (err->code() == Code::Cancelled && batch->cancelled) return;
+        op.fail(Error(err->code(), what + ": " + err->what(), err->cause_ptr()));
+        batch->cancel_all(Error(Code::Cancelled, "a sibling request of the same equation failed"));
+        return;
+      }
+      try {
+        if (batch->schema) {
+          batch->results[i] = batch->schema->parse_reply(*content);
+        } else {
+          batch->results[i] = {Value::str(*content)};
+        }
+      } catch (const Error& pe) {
+        op.fail(Error(pe.code(), what + ": " + pe.what()));
+        batch->cancel_all(Error(Code::Cancelled, "a sibling request of the same equation failed"));
+        return;
+      }
+      if (batch->remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+      std::vector<Value> out;
+      out.reserve(batch->n_out);
+      for (size_t k = 0; k < batch->n_out; ++k) out.push_back(assemble(batch->shape, batch->results, k));
+      op.succeed(std::move(out));
+    };
+    calls[i] = std::make_shared<lm::Call>(std::move(req), std::move(done), op->priority);
+    batch->calls[i] = calls[i];
+  }
+  std::weak_ptr<Batch> weak = batch;
+  op->on_cancel([weak] {
+    if (auto b = weak.lock()) b->cancel_all(Error(Code::Cancelled, "the run was cancelled"));
+  });
+  for (size_t i = 0; i < n; ++i) {
+    if (op->finished()) break;
+    providers[i]->submit(std::move(calls[i]));
+  }
+}
+
+void lm_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
+  run_async_blocking(e, in, out, env);
+}
+
+void lm_batch(BatchCtx& ctx, const Eqn& e);
+void lm_push(PushCtx& ctx, const Eqn& e);
+void lm_pull_bwd(PullCtx& ctx, const Eqn& e);
+
+Prim lm_prim(const char* name, AbstractOut (*abstract)(const Params&, std::span<const Aval>, const TreeDef&)) {
+  Prim p;
+  p.name = name;
+  p.flags = kNondeterministic;
+  p.cost = kLmCallCost;
+  p.impl = lm_impl;
+  p.impl_async = lm_impl_async;
+  p.abstract_eval = abstract;
+  p.batch = lm_batch;
+  p.pushforward = lm_push;
+  p.pullback_bwd = lm_pull_bwd;
+  p.params = std::vector<ParamSpec>{{"roles", 0, Kind::List, false}};
+  return p;
+}
+
+// Checks messages and splits them into roles (static) and contents.
+void split_messages(const char* op, const Value& messages, Value& roles, std::vector<Value>& contents) {
+  if (messages.kind() != Kind::List)
+    invalid(std::string(op) + ": messages must be a list of {\"role\", \"content\"} dicts, found " +
+            kind_name(messages.kind()));
+  if (messages.items().empty()) invalid(std::string(op) + ": messages is empty; give at least one message");
+  std::vector<Value> rs;
+  for (size_t i = 0; i < messages.items().size(); ++i) {
+    const Value& m = messages.items()[i];
+    std::string at = std::string(op) + ": messages[" + std::to_string(i) + "]";
+    if (m.kind() != Kind::Dict) invalid(at + " must be a dict {\"role\", \"content\"}, found " + kind_name(m.kind()));
+    for (const auto& [k, _] : m.entries())
+      if (k != "role" && k != "content") invalid(at + " has an unknown key \"" + k + "\" (allowed: role, content)");
+    const Value* role = m.find("role");
+    const Value* content = m.find("content");
+    if (!role || !content) invalid(at + " needs both \"role\" and \"content\"");
+    if (role->kind() == Kind::Placeholder)
+      invalid(at + ": the role is a traced value; roles are static (give a concrete str such as \"user\")");
+    if (role->kind() != Kind::Str || role->as_str().empty())
+      invalid(at + ": the role must be a non-empty str, found " + (role->kind() == Kind::Str ? "\"\"" : kind_name(role->kind())));
+    bool str_like = content->kind() == Kind::Str ||
+                    (content->kind() == Kind::Placeholder && content->placeholder_ref().kind == Kind::Str);
+    if (!str_like) invalid(at + ": the content must be str, found " + kind_name(content->kind()));
+    rs.push_back(*role);
+    contents.push_back(*content);
+  }
+  roles = Value::list(std::move(rs));
+}
+
+void check_model(const char* op, const Value& model) {
+  bool str_like = model.kind() == Kind::Str ||
+                  (model.kind() == Kind::Placeholder && model.placeholder_ref().kind == Kind::Str);
+  if (!str_like) invalid(std::string(op) + ": the model must be a str, found " + kind_name(model.kind()));
+}
+
+
+// ---- transform rules
+//
+// batch: lm_call and lm_schema_call take batched (list) inputs natively, so
+//   the rule re-emits the equation on the batched atoms; the impl issues
+//   every item's request at once. An input batched at a shallower depth
+//   than the others is broadcast first.
+// pushforward: the primal call and a second call whose contents are the
+//   tangents (a literal message keeps its text: instructions stay; a Zero
+//   tangent is ""), same roles, model and schema. Two independent
+//   equations, so the executor runs them concurrently. No tangent at all:
+//   Zero out, no second call.
+// pullback: for every message content that is not a literal, one ordinary
+//   lm_call in the backward graph asking for concise, specific, actionable
+//   advice on improving that input, given the input, the output and the
+//   feedback on it. lm_schema_call's prompt lists every output field (path,
+//   value, feedback; "No feedback" for a Zero cotangent). The model
+//   cotangent is Zero. (The transform emits no backward equations when
+//   every output cotangent is Zero.)
+
+void lm_batch(BatchCtx& ctx, const Eqn& e) {
+  bool any = false;
+  uint8_t depth = 0;
+  for (size_t k = 0; k < ctx.n_in(); ++k) {
+    any = any || ctx.batched(k);
+    depth = std::max(depth, ctx.b.aval(ctx.in(k)).list_depth);
+  }
+  std::vector<Atom> in = ctx.ins;
+  const Atom* like = nullptr;
+  for (size_t k = 0; k < in.size(); ++k)
+    if (ctx.batched(k) && ctx.b.aval(in[k]).list_depth == depth) like = &ctx.ins[k];
+  for (size_t k = 0; k < in.size(); ++k) {
+    uint8_t d = ctx.b.aval(in[k]).list_depth;
+    if (d != 0 && d != depth && like) in[k] = broadcast_like(ctx.b, in[k], *like);
+  }
+  std::vector<Atom> outs = ctx.b.emit(*e.prim, e.params, std::move(in), e.in_tree);
+  for (size_t k = 0; k < outs.size(); ++k) ctx.out(k, outs[k], any);
+}
+
+void lm_push(PushCtx& ctx, const Eqn& e) {
+  ctx.emit_primal();
+  const size_t n = roles_of(e.params).size();
+  bool any = false;
+  for (size_t k = 0; k < n; ++k) any = any || ctx.tangent(k).has_value();
+  const size_t n_out = e.out.size();
+  if (!any) {
+    for (size_t k = 0; k < n_out; ++k) ctx.tangent_out(k, std::nullopt);
+    return;
+  }
+  std::vector<Atom> in;
+  in.reserve(n + 1);
+  for (size_t k = 0; k < n; ++k)
+    in.push_back(!ctx.primal(k).is_var() && !ctx.tangent(k) ? ctx.primal(k) : ctx.tangent_or_zero(k));
+  in.push_back(ctx.primal(n));  // the model
+  std::vector<Atom> t = ctx.b.emit(*e.prim, e.params, std::move(in), e.in_tree);
+  for (size_t k = 0; k < n_out; ++k) ctx.tangent_out(k, t[k]);
+}
+
+constexpr const char* kFeedbackSystem =
+    "You help improve the inputs of a language-model call. You are given one input of the call, the "
+    "output the call produced, and feedback on that output. Reply with concise, specific, actionable "
+    "advice on how to change that input so that the output improves. Reply with the advice only.";
+
+// Literal text for a format template: braces doubled.
+std::string template_text(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    out += c;
+    if (c == '{' || c == '}') out += c;
+  }
+  return out;
+}
+
+// "$.a.b[0]" for each output leaf of a tree, in flattening order.
+void leaf_paths(const std::vector<TreeDef::Node>& nodes, size_t& pos, const std::string& path,
+                std::vector<std::string>& out) {
+  const TreeDef::Node& n = nodes[pos++];
+  switch (n.type) {
+    case TreeDef::NodeType::Leaf: out.push_back(path); return;
+    case TreeDef::NodeType::Null: return;
+    case TreeDef::NodeType::List:
+      for (uint32_t i = 0; i < n.n_children; ++i) leaf_paths(nodes, pos, path + "[" + std::to_string(i) + "]", out);
+      return;
+    case TreeDef::NodeType::Dict:
+      for (uint32_t i = 0; i < n.n_children; ++i) leaf_paths(nodes, pos, path + "." + n.keys[i], out);
+      return;
+  }
+}
+
+void lm_pull_bwd(PullCtx& ctx, const Eqn& e) {
+  const Value& roles = roles_of(e.params);
+  const size_t n = roles.size();
+  const bool structured = e.params.find("schema") != nullptr;
+  for (size_t k = 0; k < ctx.n_in(); ++k)
+    if (ctx.in_aval(k).list_depth != 0)
+      invalid(e.prim->name + ": pullback of a batched call is not supported; apply pullback before batch "
+              "(batch(pullback(ir)))");
+  static const Prim& format = prim("format");
+  static const Prim& lm_call = prim("lm_call");
+  std::vector<std::string> paths;
+  if (structured) {
+    size_t pos = 0;
+    leaf_paths(e.out_tree.nodes(), pos, "$", paths);
+  }
+  const Atom model = ctx.primal(n);
+  for (size_t k = 0; k < n; ++k) {
+    if (!ctx.primal(k).is_var()) continue;  // a literal message gets no feedback call
+    const std::string& role = roles.items()[k].as_str();
+    std::string tmpl = "The input (the " + template_text(role) + " message):\n{}\n\n";
+    std::vector<Atom> args{ctx.primal(k)};
+    if (!structured) {
+      tmpl += "The output:\n{}\n\nFeedback on the output:\n{}";
+      args.push_back(ctx.out(0));
+      args.push_back(ctx.cotangent_or_zero(0));
+    } else {
+      tmpl += "The output fields (path, value, feedback):";
+      for (size_t j = 0; j < ctx.n_out(); ++j) {
+        tmpl += "\n- " + template_text(paths[j]) + " = {}\n  feedback: {}";
+        args.push_back(ctx.out(j));
+        args.push_back(ctx.cotangent(j) ? *ctx.cotangent(j) : Atom::literal(Value::str("No feedback")));
+      }
+    }
+    tmpl += "\n\nHow should the input be improved?";
+    Params fp;
+    fp.set("names", Value::list({}));
+    fp.set("template", Value::str(tmpl));
+    Atom prompt = ctx.b.emit1(format, std::move(fp), std::move(args));
+    Params lp;
+    lp.set("roles", Value::list({Value::str("system"), Value::str("user")}));
+    Atom advice = ctx.b.emit1(lm_call, std::move(lp), {Atom::literal(Value::str(kFeedbackSystem)), prompt, model});
+    ctx.add_cotangent(k, advice);
+  }
+}
+
+}  // namespace
+
+void add_lm_prims(std::vector<Prim>& out) {
+  out.push_back(lm_prim("lm_call", lm_call_abstract));
+  Prim schema_call = lm_prim("lm_schema_call", lm_schema_call_abstract);
+  schema_call.params->push_back(ParamSpec{"schema", 0, Kind::Null, false});
+  out.push_back(std::move(schema_call));
+}
+
+Value op_lm_call(const Value& messages, const Value& model, RunEnv& env) {
+  Value roles;
+  std::vector<Value> in;
+  split_messages("lm_call", messages, roles, in);
+  check_model("lm_call", model);
+  in.push_back(model);
+  Params params;
+  params.set("roles", std::move(roles));
+  static const Prim& p = prim("lm_call");
+  return bind_flat(p, std::move(params), std::move(in), env);
+}
+
+Value op_lm_schema_call(const Value& messages, const Value& model, const Value& schema, RunEnv& env) {
+  Value roles;
+  std::vector<Value> in;
+  split_messages("lm_schema_call", messages, roles, in);
+  check_model("lm_schema_call", model);
+  if (schema.has_placeholder()) invalid("lm_schema_call: the schema is static; it cannot hold traced values");
+  lm::schema_of(schema);  // INVALID_ARGUMENT with the path, before anything is recorded
+  in.push_back(model);
+  Params params;
+  params.set("roles", std::move(roles));
+  params.set("schema", schema);
+  static const Prim& p = prim("lm_schema_call");
+  return bind_flat(p, std::move(params), std::move(in), env);
+}
+
+}  // namespace af

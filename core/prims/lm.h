@@ -1,0 +1,21 @@
+// The LM operations as C++ functions (the C API calls these): each checks
+// its arguments, then binds lm_call / lm_schema_call (recorded inside a
+// trace, evaluated — i.e. one blocking request — outside).
+#pragma once
+
+#include "exec/env.h"
+#include "value/value.h"
+
+namespace af {
+
+// messages: a list of {"role": str (concrete), "content": str}; model: str.
+Value op_lm_call(const Value& messages, const Value& model, RunEnv& env);
+// schema: a node tree (lm/schema.h). The result has the schema's structure.
+Value op_lm_schema_call(const Value& messages, const Value& model, const Value& schema,
+                        RunEnv& env);
+
+// Cost hint of an LM call relative to a cheap primitive (1): priorities
+// follow the longest remaining path, so LM calls dominate them.
+inline constexpr double kLmCallCost = 1000.0;
+
+}  // namespace af

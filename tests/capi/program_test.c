@@ -1,0 +1,620 @@
+/* Compiled programs through the C API: af_compile, af_program_call(_with),
+ * async runs and futures, cancellation, timeouts, progress, profiles,
+ * keep-going, and the dataflow property (independent LM calls overlap,
+ * across levels). */
+#include "check.h"
+
+#include <pthread.h>
+#include <time.h>
+
+static void sleep_ms(long ms) {
+  struct timespec ts;
+  ts.tv_sec = ms / 1000;
+  ts.tv_nsec = (ms % 1000) * 1000000L;
+  nanosleep(&ts, NULL);
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static af_provider_t* echo_with(const char* options) {
+  af_provider_t* p = NULL;
+  if (!CHECK_OK(af_provider_echo_new(options, options ? strlen(options) : 0, &p))) return NULL;
+  return p;
+}
+
+static void route(const char* pattern, af_provider_t* p) {
+  CHECK_OK(af_context_route(ctx, pattern, strlen(pattern), p));
+}
+
+static long stat_field(const af_provider_t* p, const char* field) {
+  af_bytes_t b = {NULL, 0};
+  char key[64];
+  const char* at;
+  long v = -1;
+  if (!CHECK_OK(af_provider_stats(p, &b))) return -1;
+  snprintf(key, sizeof key, "\"%s\":", field);
+  at = strstr((const char*)b.data, key);
+  if (at) v = strtol(at + strlen(key), NULL, 10);
+  af_bytes_free(&b);
+  return v;
+}
+
+/* lm_call(model, [user: content]) inside a trace. */
+static af_error_t* ask(af_context_t* c, const af_value_t* content, const af_value_t* model, af_value_t** out) {
+  af_value_t *role = NULL, *m = NULL, *msgs = NULL;
+  const char* keys[] = {"role", "content"};
+  size_t lens[] = {4, 7};
+  const af_value_t* vals[2];
+  af_error_t* e;
+  af_value_str(c, "user", 4, &role);
+  vals[0] = role;
+  vals[1] = content;
+  af_value_dict(c, keys, lens, vals, 2, &m);
+  af_value_list(c, (const af_value_t* const*)&m, 1, &msgs);
+  e = af_lm_call(c, msgs, model, out);
+  af_value_free(role);
+  af_value_free(m);
+  af_value_free(msgs);
+  return e;
+}
+
+static af_value_t* cstr(af_context_t* c, const char* s) {
+  af_value_t* v = NULL;
+  af_value_str(c, s, strlen(s), &v);
+  return v;
+}
+
+/* A two-level DAG over input (q, slow_model, fast_model):
+ *   s  = lm(slow, q)          level 0, slow
+ *   f1 = lm(fast, q + "1")    level 0, fast
+ *   f2 = lm(fast, f1)         level 1, fast: can start long before s ends
+ *   out = [s, f2]                                                       */
+static af_error_t* two_level(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+  af_value_t *s = NULL, *f1 = NULL, *f2 = NULL, *one = cstr(c, "1"), *q1 = NULL;
+  const af_value_t* parts[2];
+  af_error_t* e;
+  (void)ud;
+  (void)n;
+  parts[0] = in[0];
+  parts[1] = one;
+  e = ask(c, in[0], in[1], &s);
+  if (!e) e = af_concat(c, parts, 2, &q1);
+  if (!e) e = ask(c, q1, in[2], &f1);
+  if (!e) e = ask(c, f1, in[2], &f2);
+  if (!e) {
+    const af_value_t* items[] = {s, f2};
+    e = af_value_list(c, items, 2, out);
+  }
+  af_value_free(s);
+  af_value_free(f1);
+  af_value_free(f2);
+  af_value_free(one);
+  af_value_free(q1);
+  return e;
+}
+
+/* n independent calls (n = *(int*)ud) on q + "<i>", model in[1]. */
+static af_error_t* fan_out(void* ud, af_context_t* c, const af_value_t* const* in, size_t n_in, af_value_t** out) {
+  int n = *(int*)ud, i;
+  af_value_t* results[64] = {NULL};
+  af_error_t* e = NULL;
+  (void)n_in;
+  for (i = 0; i < n && !e; i++) {
+    char num[8];
+    af_value_t *suffix, *q = NULL;
+    const af_value_t* parts[2];
+    snprintf(num, sizeof num, "%d", i);
+    suffix = cstr(c, num);
+    parts[0] = in[0];
+    parts[1] = suffix;
+    e = af_concat(c, parts, 2, &q);
+    results[i] = NULL;
+    if (!e) e = ask(c, q, in[1], &results[i]);
+    af_value_free(suffix);
+    af_value_free(q);
+  }
+  if (!e) e = af_value_list(c, (const af_value_t* const*)results, (size_t)n, out);
+  for (i = 0; i < n; i++) af_value_free(results[i]);
+  return e;
+}
+
+static af_program_t* compile_ir(af_ir_t* ir) {
+  af_program_t* p = NULL;
+  if (!ir) return NULL;
+  CHECK_OK(af_compile(ctx, ir, &p));
+  return p;
+}
+
+static af_error_t* call_program(const af_program_t* p, const char* inputs_json, const af_run_options_t* o,
+                                af_value_t** out) {
+  af_value_t* in[MAX_INPUTS];
+  size_t n = split_list(inputs_json, in);
+  af_error_t* e = af_program_call_with(ctx, p, (const af_value_t* const*)in, n, o, out);
+  free_items(in, n);
+  return e;
+}
+
+static af_error_t* start_program(const af_program_t* p, const char* inputs_json, const af_run_options_t* o,
+                                 af_future_t** out) {
+  af_value_t* in[MAX_INPUTS];
+  size_t n = split_list(inputs_json, in);
+  af_error_t* e = af_program_call_async_with(ctx, p, (const af_value_t* const*)in, n, o, out);
+  free_items(in, n);
+  return e;
+}
+
+/* ---- cases ------------------------------------------------------------ */
+
+static af_error_t* greet(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+  af_value_t* unused = NULL;
+  af_error_t* e;
+  const af_value_t* args[] = {in[0]};
+  (void)ud;
+  (void)n;
+  e = af_format(c, "dead {}", 7, args, 1, NULL, &unused); /* removed by DCE */
+  af_value_free(unused);
+  if (e) return e;
+  return af_format(c, "Hello, {}!", 10, args, 1, NULL, out);
+}
+
+static void compiled_program_matches_ir_call(void) {
+  af_ir_t* ir = TRACE(greet, NULL, "[\"x\"]", NULL);
+  af_program_t* p = compile_ir(ir);
+  af_value_t* out = NULL;
+  if (!p) return;
+  if (CHECK_OK(call_program(p, "[\"Ada\"]", NULL, &out))) CHECK_JSON(out, "\"Hello, Ada!\"");
+  af_value_free(out);
+  CHECK_CALL(ir, "[\"Ada\"]", "\"Hello, Ada!\"");
+  out = (af_value_t*)&out;
+  CHECK_ERR(call_program(p, "[3]", NULL, &out), AF_ERR_INVALID_ARGUMENT, "input[0]", "expected str");
+  CHECK_NULLED(out, af_value_free);
+  CHECK_ERR(af_compile(ctx, NULL, &p), AF_ERR_INVALID_ARGUMENT, "ir");
+  {
+    af_program_t* q = af_program_clone(p);
+    CHECK(q == p);
+    af_program_free(q);
+  }
+  af_program_free(p);
+  af_ir_free(ir);
+}
+
+static void dataflow_starts_work_across_levels(void) {
+  /* slow = 300 ms, fast = 20 ms: f2 (level 1) must finish while s (level
+   * 0) is still in flight, which a level-by-level schedule cannot do. */
+  af_provider_t* slow = echo_with("{\"latency_ms\":300,\"name\":\"slow\"}");
+  af_provider_t* fast = echo_with("{\"latency_ms\":20,\"name\":\"fast\"}");
+  af_ir_t* ir = TRACE(two_level, NULL, "[\"q\",\"s\",\"f\"]", NULL);
+  af_program_t* p = compile_ir(ir);
+  af_future_t* f = NULL;
+  af_value_t* out = NULL;
+  if (!p) return;
+  route("slow", slow);
+  route("fast", fast);
+  if (!CHECK_OK(start_program(p, "[\"q\",\"slow\",\"fast\"]", NULL, &f))) return;
+  /* Wait until both fast calls are done; the slow one must still be open. */
+  {
+    double t0 = now_ms();
+    while (stat_field(fast, "finished") < 2 && now_ms() - t0 < 5000) sleep_ms(2);
+  }
+  CHECK_INT_EQ(stat_field(fast, "finished"), 2);
+  CHECK_INT_EQ(stat_field(slow, "in_flight"), 1);
+  CHECK(!af_future_ready(f));
+  if (CHECK_OK(af_future_wait(f, &out))) CHECK_JSON(out, "[\"slow|q\",\"fast|fast|q1\"]");
+  CHECK(af_future_ready(f));
+  af_value_free(out);
+  af_future_free(f);
+  af_program_free(p);
+  af_ir_free(ir);
+  af_provider_free(slow);
+  af_provider_free(fast);
+}
+
+static void independent_calls_are_all_in_flight_at_once(void) {
+  int n = 32;
+  af_provider_t* echo = echo_with("{\"latency_ms\":50}");
+  af_ir_t* ir = TRACE(fan_out, &n, "[\"q\",\"m\"]", NULL);
+  af_program_t* p = compile_ir(ir);
+  af_value_t* out = NULL;
+  if (!p) return;
+  route("*", echo);
+  if (CHECK_OK(call_program(p, "[\"x\",\"m\"]", NULL, &out))) {
+    af_value_t* item = NULL;
+    CHECK_OK(af_value_index(out, 31, &item));
+    CHECK_JSON(item, "\"m|x31\"");
+    af_value_free(item);
+  }
+  CHECK_INT_EQ(stat_field(echo, "peak_in_flight"), 32);
+  af_value_free(out);
+  /* af_ir_call goes through the same executor. */
+  out = NULL;
+  CHECK_OK(call_json(ir, "[\"y\",\"m\"]", &out));
+  CHECK_INT_EQ(stat_field(echo, "finished"), 64);
+  CHECK_INT_EQ(stat_field(echo, "peak_in_flight"), 32);
+  af_value_free(out);
+  af_program_free(p);
+  af_ir_free(ir);
+  af_provider_free(echo);
+}
+
+struct done_flag {
+  pthread_mutex_t mu;
+  int calls, destroyed;
+};
+static void on_done(void* ud) {
+  struct done_flag* d = (struct done_flag*)ud;
+  pthread_mutex_lock(&d->mu);
+  d->calls++;
+  pthread_mutex_unlock(&d->mu);
+}
+static void on_done_destroy(void* ud) {
+  struct done_flag* d = (struct done_flag*)ud;
+  pthread_mutex_lock(&d->mu);
+  d->destroyed++;
+  pthread_mutex_unlock(&d->mu);
+}
+static int done_count(struct done_flag* d, int destroyed) {
+  int n;
+  pthread_mutex_lock(&d->mu);
+  n = destroyed ? d->destroyed : d->calls;
+  pthread_mutex_unlock(&d->mu);
+  return n;
+}
+
+static void futures_wait_poll_and_call_back(void) {
+  int n = 4;
+  af_provider_t* echo = echo_with("{\"latency_ms\":30}");
+  af_ir_t* ir = TRACE(fan_out, &n, "[\"q\",\"m\"]", NULL);
+  af_program_t* p = compile_ir(ir);
+  af_future_t* f = NULL;
+  af_value_t *out = NULL, *again = NULL;
+  struct done_flag d;
+  if (!p) return;
+  memset(&d, 0, sizeof d);
+  pthread_mutex_init(&d.mu, NULL);
+  route("*", echo);
+  if (!CHECK_OK(start_program(p, "[\"a\",\"m\"]", NULL, &f))) return;
+  CHECK_OK(af_future_on_done(f, on_done, &d, on_done_destroy));
+  if (CHECK_OK(af_future_wait(f, &out))) CHECK_JSON(out, "[\"m|a0\",\"m|a1\",\"m|a2\",\"m|a3\"]");
+  if (CHECK_OK(af_future_wait(f, &again))) CHECK_JSON(again, "[\"m|a0\",\"m|a1\",\"m|a2\",\"m|a3\"]");
+  {
+    double t0 = now_ms();
+    while (done_count(&d, 1) == 0 && now_ms() - t0 < 2000) sleep_ms(1);
+  }
+  CHECK_INT_EQ(done_count(&d, 0), 1);
+  CHECK_INT_EQ(done_count(&d, 1), 1);
+  /* Registered after completion: runs at once, here. */
+  CHECK_OK(af_future_on_done(f, on_done, &d, on_done_destroy));
+  CHECK_INT_EQ(done_count(&d, 0), 2);
+  CHECK_INT_EQ(done_count(&d, 1), 2);
+  CHECK_ERR(af_future_profile(f, &(af_bytes_t){NULL, 0}), AF_ERR_INVALID_ARGUMENT, "AF_RUN_PROFILE");
+  af_value_free(out);
+  af_value_free(again);
+  af_future_free(f);
+  af_program_free(p);
+  af_ir_free(ir);
+  af_provider_free(echo);
+}
+
+/* Host provider that never answers: a request stays in flight. */
+struct parked {
+  pthread_mutex_t mu;
+  af_lm_request_t* reqs[16];
+  int n;
+};
+static void park(void* ud, af_lm_request_t* req) {
+  struct parked* p = (struct parked*)ud;
+  pthread_mutex_lock(&p->mu);
+  if (p->n < 16) p->reqs[p->n++] = req;
+  pthread_mutex_unlock(&p->mu);
+}
+
+static void cancel_stops_in_flight_requests(void) {
+  int n = 3;
+  struct parked parked;
+  af_provider_t* host = NULL;
+  af_ir_t* ir = TRACE(fan_out, &n, "[\"q\",\"m\"]", NULL);
+  af_program_t* p = compile_ir(ir);
+  af_future_t* f = NULL;
+  af_value_t* out = (af_value_t*)&out;
+  int i;
+  if (!p) return;
+  memset(&parked, 0, sizeof parked);
+  pthread_mutex_init(&parked.mu, NULL);
+  CHECK_OK(af_provider_host_new(park, &parked, NULL, &host));
+  route("*", host);
+  if (!CHECK_OK(start_program(p, "[\"a\",\"m\"]", NULL, &f))) return;
+  {
+    double t0 = now_ms();
+    while (stat_field(host, "in_flight") < 3 && now_ms() - t0 < 5000) sleep_ms(1);
+  }
+  CHECK_INT_EQ(stat_field(host, "in_flight"), 3);
+  for (i = 0; i < parked.n; i++) CHECK_INT_EQ(af_lm_request_cancelled(parked.reqs[i]), 0);
+  af_future_cancel(f);
+  CHECK_ERR(af_future_wait(f, &out), AF_ERR_CANCELLED, "cancelled");
+  CHECK_NULLED(out, af_value_free);
+  CHECK_INT_EQ(stat_field(host, "in_flight"), 0);
+  for (i = 0; i < parked.n; i++) {
+    CHECK_INT_EQ(af_lm_request_cancelled(parked.reqs[i]), 1);
+    /* Finishing a cancelled request is harmless and frees the handle. */
+    CHECK_OK(af_lm_request_complete(parked.reqs[i], "late", 4));
+  }
+  af_future_cancel(f); /* no-op now */
+  af_future_free(f);
+  af_program_free(p);
+  af_ir_free(ir);
+  af_provider_free(host);
+}
+
+static void timeout_fails_the_run_quickly(void) {
+  int n = 2;
+  af_provider_t* echo = echo_with("{\"latency_ms\":10000}");
+  af_ir_t* ir = TRACE(fan_out, &n, "[\"q\",\"m\"]", NULL);
+  af_program_t* p = compile_ir(ir);
+  af_run_options_t o;
+  af_value_t* out = NULL;
+  double t0;
+  if (!p) return;
+  route("*", echo);
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.timeout_ms = 50;
+  t0 = now_ms();
+  CHECK_ERR(call_program(p, "[\"a\",\"m\"]", &o, &out), AF_ERR_TIMEOUT, "50 ms");
+  CHECK(now_ms() - t0 < 5000);
+  CHECK_INT_EQ(stat_field(echo, "in_flight"), 0);
+  af_program_free(p);
+  af_ir_free(ir);
+  af_provider_free(echo);
+}
+
+struct progress_log {
+  uint64_t last_done, total;
+  int calls, monotonic, destroyed;
+};
+static void on_progress(void* ud, uint64_t done, uint64_t total) {
+  struct progress_log* l = (struct progress_log*)ud;
+  if (done != l->last_done + 1) l->monotonic = 0;
+  l->last_done = done;
+  l->total = total;
+  l->calls++;
+}
+static void on_progress_destroy(void* ud) { ((struct progress_log*)ud)->destroyed++; }
+
+static void progress_reports_every_equation(void) {
+  int n = 5;
+  af_provider_t* echo = echo_with(NULL);
+  af_ir_t* ir = TRACE(fan_out, &n, "[\"q\",\"m\"]", NULL);
+  af_program_t* p = compile_ir(ir);
+  af_run_options_t o;
+  struct progress_log log;
+  af_value_t* out = NULL;
+  if (!p) return;
+  route("*", echo);
+  memset(&log, 0, sizeof log);
+  log.monotonic = 1;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.progress = on_progress;
+  o.progress_user_data = &log;
+  o.progress_destroy = on_progress_destroy;
+  CHECK_OK(call_program(p, "[\"a\",\"m\"]", &o, &out));
+  CHECK_INT_EQ(log.total, 10); /* 5 concats + 5 lm_calls */
+  CHECK_INT_EQ(log.last_done, 10);
+  CHECK_INT_EQ(log.calls, 10);
+  CHECK(log.monotonic);
+  CHECK_INT_EQ(log.destroyed, 1);
+  af_value_free(out);
+  /* Bad options fail before running, and destroy still runs once. */
+  o.struct_size = 3;
+  out = NULL;
+  CHECK_ERR(call_program(p, "[\"a\",\"m\"]", &o, &out), AF_ERR_INVALID_ARGUMENT, "struct_size");
+  o.struct_size = sizeof o;
+  o.flags = 0x80;
+  CHECK_ERR(call_program(p, "[\"a\",\"m\"]", &o, &out), AF_ERR_INVALID_ARGUMENT, "flags");
+  CHECK_INT_EQ(log.destroyed, 2); /* the struct_size failure could not read the fields */
+  af_program_free(p);
+  af_ir_free(ir);
+  af_provider_free(echo);
+}
+
+static char* read_file(const char* path) {
+  FILE* f = fopen(path, "rb");
+  long n;
+  char* s;
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  s = (char*)malloc((size_t)n + 1);
+  if (fread(s, 1, (size_t)n, f) != (size_t)n) n = 0;
+  s[n] = 0;
+  fclose(f);
+  return s;
+}
+
+static void profile_is_chrome_trace_json(void) {
+  af_provider_t* slow = echo_with("{\"latency_ms\":30,\"name\":\"slowpool\",\"max_in_flight\":1}");
+  af_provider_t* fast = echo_with("{\"latency_ms\":5,\"name\":\"fastpool\"}");
+  af_ir_t* ir = TRACE(two_level, NULL, "[\"q\",\"s\",\"f\"]", NULL);
+  af_program_t* p = compile_ir(ir);
+  af_run_options_t o;
+  char path[128];
+  af_value_t* out = NULL;
+  char* json;
+  if (!p) return;
+  route("slow", slow);
+  route("fast", fast);
+  snprintf(path, sizeof path, "/tmp/af_profile_%d.json", (int)getpid());
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.profile_path = path;
+  o.profile_path_len = strlen(path);
+  CHECK_OK(call_program(p, "[\"q\",\"slow\",\"fast\"]", &o, &out));
+  af_value_free(out);
+  json = read_file(path);
+  CHECK(json != NULL);
+  if (json) {
+    af_value_t* v = NULL;
+    af_value_t* events = NULL;
+    size_t n = 0;
+    CHECK_OK(af_value_from_json(ctx, json, strlen(json), &v));
+    CHECK_OK(af_value_key(v, "traceEvents", 11, &events));
+    CHECK_OK(af_value_len(events, &n));
+    CHECK(n > 10);
+    CHECK_CONTAINS(json, "\"provider slowpool\"");
+    CHECK_CONTAINS(json, "\"provider fastpool\"");
+    CHECK_CONTAINS(json, "\"slot 0\"");
+    CHECK_CONTAINS(json, "\"lm_call #");
+    CHECK_CONTAINS(json, "\"queued\"");
+    CHECK_CONTAINS(json, "\"concat #");
+    CHECK_CONTAINS(json, "\"ph\":\"X\"");
+    af_value_free(events);
+    af_value_free(v);
+    free(json);
+  }
+  remove(path);
+  /* AF_RUN_PROFILE keeps it on the future instead. */
+  {
+    af_future_t* f = NULL;
+    af_bytes_t b = {NULL, 0};
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.flags = AF_RUN_PROFILE;
+    if (CHECK_OK(start_program(p, "[\"q\",\"slow\",\"fast\"]", &o, &f))) {
+      out = NULL;
+      CHECK_OK(af_future_wait(f, &out));
+      af_value_free(out);
+      if (CHECK_OK(af_future_profile(f, &b))) CHECK_CONTAINS((const char*)b.data, "traceEvents");
+      af_bytes_free(&b);
+      af_future_free(f);
+    }
+  }
+  /* A profile that cannot be written fails before running: IO. */
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.profile_path = "/nonexistent-dir/p.json";
+  o.profile_path_len = strlen(o.profile_path);
+  out = NULL;
+  CHECK_ERR(call_program(p, "[\"q\",\"slow\",\"fast\"]", &o, &out), AF_ERR_IO, "nonexistent-dir");
+  af_program_free(p);
+  af_ir_free(ir);
+  af_provider_free(slow);
+  af_provider_free(fast);
+}
+
+static void errors_cancel_the_rest_or_keep_going(void) {
+  /* model "slow" is routed, "missing" is not: f1/f2 fail with NOT_FOUND. */
+  af_provider_t* slow = echo_with("{\"latency_ms\":5000}");
+  af_ir_t* ir = TRACE(two_level, NULL, "[\"q\",\"s\",\"f\"]", NULL);
+  af_program_t* p = compile_ir(ir);
+  af_run_options_t o;
+  af_value_t* out = NULL;
+  double t0;
+  if (!p) return;
+  route("slow", slow);
+  t0 = now_ms();
+  CHECK_ERR(call_program(p, "[\"q\",\"slow\",\"missing\"]", NULL, &out), AF_ERR_NOT_FOUND, "missing");
+  CHECK(now_ms() - t0 < 2500); /* the 5 s call was cancelled, not awaited */
+  CHECK_INT_EQ(stat_field(slow, "in_flight"), 0);
+  CHECK_OK(af_provider_set_max_in_flight(slow, 0));
+  af_program_free(p);
+  af_provider_free(slow);
+  slow = echo_with("{\"latency_ms\":10}");
+  route("slow", slow);
+  p = compile_ir(ir);
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.flags = AF_RUN_KEEP_GOING;
+  out = NULL;
+  if (CHECK_OK(call_program(p, "[\"q\",\"slow\",\"missing\"]", &o, &out))) {
+    af_value_t *ok = NULL, *bad = NULL, *err = NULL, *code = NULL;
+    int64_t c = 0;
+    CHECK_OK(af_value_index(out, 0, &ok));
+    CHECK_JSON(ok, "\"slow|q\"");
+    CHECK_OK(af_value_index(out, 1, &bad));
+    CHECK_OK(af_value_key(bad, "error", 5, &err));
+    CHECK_OK(af_value_key(err, "code", 4, &code));
+    CHECK_OK(af_value_get_int(code, &c));
+    CHECK_INT_EQ(c, AF_ERR_NOT_FOUND);
+    {
+      char* s = json_of(err);
+      CHECK_CONTAINS(s, "NOT_FOUND");
+      CHECK_CONTAINS(s, "missing");
+      free(s);
+    }
+    af_value_free(ok);
+    af_value_free(bad);
+    af_value_free(err);
+    af_value_free(code);
+  }
+  af_value_free(out);
+  af_program_free(p);
+  af_ir_free(ir);
+  af_provider_free(slow);
+}
+
+static void freeing_the_context_cancels_runs(void) {
+  int n = 2;
+  af_provider_t* echo = echo_with("{\"latency_ms\":10000}");
+  af_ir_t* ir = TRACE(fan_out, &n, "[\"q\",\"m\"]", NULL);
+  af_program_t* p = compile_ir(ir);
+  af_future_t* f = NULL;
+  af_value_t* out = NULL;
+  if (!p) return;
+  route("*", echo);
+  if (!CHECK_OK(start_program(p, "[\"a\",\"m\"]", NULL, &f))) return;
+  af_context_free(ctx);
+  ctx = NULL;
+  CHECK_ERR(af_future_wait(f, &out), AF_ERR_CANCELLED, "context");
+  af_future_free(f);
+  af_program_free(p);
+  af_ir_free(ir);
+  CHECK_INT_EQ(stat_field(echo, "in_flight"), 0);
+  af_provider_free(echo);
+  af_context_new(&ctx);
+}
+
+static void many_async_runs_share_one_scheduler(void) {
+  int n = 4, i;
+  af_provider_t* echo = echo_with("{\"latency_ms\":400}"); /* long: overlap even when sanitized */
+  af_ir_t* ir = TRACE(fan_out, &n, "[\"q\",\"m\"]", NULL);
+  af_program_t* p = compile_ir(ir);
+  af_future_t* fs[50];
+  if (!p) return;
+  route("*", echo);
+  for (i = 0; i < 50; i++) {
+    fs[i] = NULL;
+    CHECK_OK(start_program(p, "[\"a\",\"m\"]", NULL, &fs[i]));
+  }
+  for (i = 0; i < 50; i++) {
+    af_value_t* out = NULL;
+    if (fs[i] && CHECK_OK(af_future_wait(fs[i], &out))) CHECK_JSON(out, "[\"m|a0\",\"m|a1\",\"m|a2\",\"m|a3\"]");
+    af_value_free(out);
+    af_future_free(fs[i]);
+  }
+  CHECK_INT_EQ(stat_field(echo, "peak_in_flight"), 200);
+  af_program_free(p);
+  af_ir_free(ir);
+  af_provider_free(echo);
+}
+
+int main(int argc, char** argv) {
+  static const struct test_case cases[] = {
+      CASE(compiled_program_matches_ir_call),
+      CASE(dataflow_starts_work_across_levels),
+      CASE(independent_calls_are_all_in_flight_at_once),
+      CASE(futures_wait_poll_and_call_back),
+      CASE(cancel_stops_in_flight_requests),
+      CASE(timeout_fails_the_run_quickly),
+      CASE(progress_reports_every_equation),
+      CASE(profile_is_chrome_trace_json),
+      CASE(errors_cancel_the_rest_or_keep_going),
+      CASE(freeing_the_context_cancels_runs),
+      CASE(many_async_runs_share_one_scheduler),
+  };
+  return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
+}

@@ -1,0 +1,214 @@
+// The LM layer's own pieces: schemas (JSON Schema, reply validation,
+// smallest instances), model routing globs, Calls and the Limiter (limits,
+// priorities, cancellation), the timer queue.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "lm/call.h"
+#include "lm/provider.h"
+#include "lm/router.h"
+#include "lm/schema.h"
+#include "lm/timer.h"
+#include "value/error.h"
+
+namespace af::lm {
+namespace {
+
+Value J(const char* s) { return from_json(s); }
+
+TEST(LmSchema, JsonSchemaHasEveryPropertyRequiredAndNoOthers) {
+  Schema s = Schema::parse(J(R"({"answer":{"type":"str","max":80,"doc":"short"},
+                                 "score":{"type":"int","min":1,"max":10},
+                                 "tags":[{"type":"enum","values":["a","b"]}, {"type":"bool"}]})"));
+  EXPECT_EQ(s.json_schema(),
+            R"({"type":"object","properties":{"answer":{"type":"string","maxLength":80,"description":"short"},)"
+            R"("score":{"type":"integer","minimum":1,"maximum":10},"tags":{"type":"object","properties":)"
+            R"({"0":{"type":"string","enum":["a","b"]},"1":{"type":"boolean"}},"required":["0","1"],)"
+            R"("additionalProperties":false}},"required":["answer","score","tags"],"additionalProperties":false})");
+  // Output leaves in flattening order (dict keys sorted): answer, score, tags[0], tags[1].
+  EXPECT_EQ(s.leaf_kinds(), (std::vector<Kind>{Kind::Str, Kind::Int, Kind::Str, Kind::Bool}));
+  EXPECT_EQ(s.out_tree().to_string(), R"({"answer": *, "score": *, "tags": [*, *]})");
+}
+
+TEST(LmSchema, DocOnASubtreeAndALeafRoot) {
+  Schema sub = Schema::parse(J(R"({"type":"dict","doc":"the verdict","fields":{"type":{"type":"bool"}}})"));
+  EXPECT_NE(sub.json_schema().find(R"("description":"the verdict")"), std::string::npos);
+  EXPECT_NE(sub.json_schema().find(R"("type":{"type":"boolean"})"), std::string::npos);
+  Schema leaf = Schema::parse(J(R"({"type":"float","min":0,"max":1})"));
+  EXPECT_EQ(leaf.json_schema(),
+            R"({"type":"object","properties":{"value":{"type":"number","minimum":0.0,"maximum":1.0}},)"
+            R"("required":["value"],"additionalProperties":false})");
+  EXPECT_EQ(leaf.parse_reply(R"({"value": 0.25})"), std::vector<Value>{Value::floating(0.25)});
+  EXPECT_EQ(leaf.smallest_reply(), R"({"value":0.0})");
+}
+
+struct ReplyCase {
+  const char* reply;
+  const char* error;  // nullptr = valid; else a fragment of the SCHEMA message
+};
+
+TEST(LmSchema, RepliesAreValidatedWithTheirPath) {
+  Schema s = Schema::parse(J(R"({"name":{"type":"str","min":2,"max":4,"pattern":"^[a-z]+$"},
+                                 "n":{"type":"int","min":0},"x":{"type":"float","max":2.5},
+                                 "pick":{"type":"enum","values":[1,2]},"inner":{"ok":{"type":"bool"}}})"));
+  const ReplyCase cases[] = {
+      {R"({"name":"abc","n":0,"x":1,"pick":2,"inner":{"ok":true}})", nullptr},
+      {R"({"name":"abc","n":3.0,"x":2.5,"pick":1,"inner":{"ok":false}})", nullptr},
+      {R"({"name":"a","n":0,"x":1,"pick":2,"inner":{"ok":true}})", "$.name: expected a string of length >= 2"},
+      {R"({"name":"abcde","n":0,"x":1,"pick":2,"inner":{"ok":true}})", "<= 4"},
+      {R"({"name":"AB","n":0,"x":1,"pick":2,"inner":{"ok":true}})", "matching /^[a-z]+$/"},
+      {R"({"name":"ab","n":-1,"x":1,"pick":2,"inner":{"ok":true}})", "$.n: expected an integer >= 0"},
+      {R"({"name":"ab","n":1.5,"x":1,"pick":2,"inner":{"ok":true}})", "$.n"},
+      {R"({"name":"ab","n":1,"x":3,"pick":2,"inner":{"ok":true}})", "$.x: expected a number <= 2.5"},
+      {R"({"name":"ab","n":1,"x":1,"pick":3,"inner":{"ok":true}})", "$.pick: expected one of [1,2]"},
+      {R"({"name":"ab","n":1,"x":1,"pick":1,"inner":{"ok":"yes"}})", "$.inner.ok: expected true or false"},
+      {R"({"name":"ab","n":1,"x":1,"pick":1,"inner":{}})", "$.inner.ok: the required property is missing"},
+      {R"({"name":"ab","n":1,"x":1,"pick":1,"inner":{"ok":true},"more":1})", "$.more: unexpected property"},
+      {R"({"name":"ab")", "not valid JSON"},
+      {"", "not valid JSON"},
+  };
+  for (const ReplyCase& c : cases) {
+    SCOPED_TRACE(c.reply);
+    if (!c.error) {
+      EXPECT_NO_THROW(s.parse_reply(c.reply));
+      continue;
+    }
+    try {
+      s.parse_reply(c.reply);
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Code::Schema);
+      EXPECT_NE(std::string(e.what()).find(c.error), std::string::npos) << e.what();
+    }
+  }
+  // Values come back typed: an integral float for an int becomes an int.
+  auto leaves = s.parse_reply(R"({"name":"abc","n":3.0,"x":1,"pick":2,"inner":{"ok":true}})");
+  ASSERT_EQ(leaves.size(), 5u);  // inner.ok, n, name, pick, x (sorted keys)
+  EXPECT_EQ(leaves[1], Value::integer(3));
+  EXPECT_EQ(leaves[4], Value::floating(1.0));
+}
+
+TEST(LmSchema, SmallestReplyIsValid) {
+  for (const char* tree : {R"({"a":{"type":"str","min":3,"pattern":"^[0-9]+$"},"b":{"type":"int","min":5}})",
+                           R"([{"type":"float","min":-3.5,"max":-1},{"type":"enum","values":[true]}])",
+                           R"({"type":"str"})"}) {
+    Schema s = Schema::parse(J(tree));
+    EXPECT_NO_THROW(s.parse_reply(s.smallest_reply())) << tree << " -> " << s.smallest_reply();
+  }
+  Schema impossible = Schema::parse(J(R"({"a":{"type":"str","pattern":"^x{3}$"}})"));
+  try {
+    impossible.smallest_reply();
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::Provider);
+  }
+}
+
+TEST(LmRouter, GlobsAndPrecedence) {
+  EXPECT_TRUE(glob_match("*", ""));
+  EXPECT_TRUE(glob_match("gpt-*", "gpt-4o"));
+  EXPECT_FALSE(glob_match("gpt-*", "xgpt-4"));
+  EXPECT_TRUE(glob_match("*-mini", "gpt-4o-mini"));
+  EXPECT_TRUE(glob_match("g?t-*o", "gpt-4o"));
+  EXPECT_FALSE(glob_match("g?t", "gt"));
+  EXPECT_TRUE(glob_match("a*b*c", "aXXbYYc"));
+  EXPECT_FALSE(glob_match("a*b*c", "aXXbYY"));
+}
+
+// A provider that records start order and completes on demand.
+class Manual final : public Provider {
+ public:
+  Manual(uint32_t max) : Provider("manual", max) {}
+  ~Manual() override { shutdown(); }
+  std::mutex mu;
+  std::vector<std::shared_ptr<Call>> started;
+  std::vector<std::string> order;
+
+ protected:
+  void start(std::shared_ptr<Call> call) noexcept override {
+    std::lock_guard<std::mutex> lock(mu);
+    order.push_back(call->request().model);
+    started.push_back(std::move(call));
+  }
+};
+
+std::shared_ptr<Call> call_for(const std::string& model, double prio, std::vector<std::string>* done) {
+  Request r;
+  r.model = model;
+  return std::make_shared<Call>(std::move(r),
+                                [done](Call& c, const std::string* content, const Error* err) {
+                                  done->push_back(c.request().model + (err ? ":err" : ":" + *content));
+                                },
+                                prio);
+}
+
+TEST(LmLimiter, StartsWaitingCallsByPriorityWithinTheLimit) {
+  auto p = std::make_shared<Manual>(1);
+  std::vector<std::string> done;
+  p->submit(call_for("first", 0, &done));
+  p->submit(call_for("low", 1, &done));
+  p->submit(call_for("high", 9, &done));
+  p->submit(call_for("mid", 5, &done));
+  EXPECT_EQ(p->order, std::vector<std::string>{"first"});
+  EXPECT_EQ(p->limiter().stats().queued, 3u);
+  for (int i = 0; i < 4; ++i) {
+    std::shared_ptr<Call> c;
+    {
+      std::lock_guard<std::mutex> lock(p->mu);
+      c = p->started.back();
+    }
+    c->complete("ok");
+  }
+  EXPECT_EQ(p->order, (std::vector<std::string>{"first", "high", "mid", "low"}));
+  EXPECT_EQ(p->limiter().stats().peak_in_flight, 1u);
+  EXPECT_EQ(done.size(), 4u);
+}
+
+TEST(LmCall, FirstFinishWinsAndDroppedCallsFail) {
+  std::vector<std::string> done;
+  auto c = call_for("m", 0, &done);
+  int hooks = 0;
+  c->on_cancel([&] { ++hooks; });
+  c->cancel(Error(Code::Cancelled, "stop"));
+  EXPECT_FALSE(c->complete("late"));
+  c->cancel(Error(Code::Cancelled, "again"));
+  EXPECT_EQ(hooks, 1);
+  EXPECT_EQ(done, std::vector<std::string>{"m:err"});
+  {
+    auto dropped = call_for("d", 0, &done);
+  }
+  EXPECT_EQ(done.back(), "d:err");
+  // A cancelled call waiting for a slot never starts.
+  auto p = std::make_shared<Manual>(1);
+  p->submit(call_for("busy", 0, &done));
+  auto waiting = call_for("w", 0, &done);
+  p->submit(waiting);
+  waiting->cancel(Error(Code::Cancelled, "no"));
+  p->started.back()->complete("x");
+  EXPECT_EQ(p->order, std::vector<std::string>{"busy"});
+  EXPECT_EQ(p->limiter().stats().in_flight, 0u);
+}
+
+TEST(LmTimer, RunsInTimeOrderAndCancels) {
+  TimerQueue t;
+  std::mutex mu;
+  std::vector<int> seen;
+  std::atomic<int> n{0};
+  int64_t now = now_ns();
+  for (int i : {3, 1, 2}) t.schedule(now + i * 5000000, [&, i] {
+      std::lock_guard<std::mutex> lock(mu);
+      seen.push_back(i);
+      ++n;
+    });
+  uint64_t id = t.schedule(now + 1000000, [&] { seen.push_back(99); });
+  EXPECT_TRUE(t.cancel(id));
+  for (int i = 0; i < 400 && n < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(seen, (std::vector<int>{1, 2, 3}));
+}
+
+}  // namespace
+}  // namespace af::lm

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""A local chat-completions server with fault injection, for libaf's tests.
+
+Speaks POST <base>/chat/completions like an OpenAI-compatible endpoint. The
+model name picks the behaviour (counters are kept per model + last message,
+so tests do not disturb each other):
+
+  ok              200, content "<model>|<last message content>"
+  429xN           N times 429 with Retry-After: 1, then ok
+  500xN           N times 500, then ok
+  500always       always 500
+  slow            answers after 3 s (longer than the tests' timeouts)
+  hang            answers after 30 s (for cancellation)
+  malformed       200 with a body that is not JSON
+  nocontent       200 with JSON lacking choices[0].message.content
+  schema-bad      200, content {"answer": "x", "score": 99}
+  schema-ok       200, content {"answer": "fine", "score": 7}
+  show-request    200, content = the request body it received
+  show-auth       200, content = the Authorization header ("" if none)
+  show-format     200, content {"answer": <the request's response_format as
+                  JSON text>, "score": 1} (valid for the tests' schema)
+
+GET /stats?key=<model>|<content> returns {"attempts": N, "aborted": N}.
+Prints "PORT <n>" on stdout once listening on 127.0.0.1 (port 0 = any free
+port). Bounded: exits after --lifetime seconds, when its parent process
+goes away, or on POST /shutdown.
+"""
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+LOCK = threading.Lock()
+ATTEMPTS = {}
+ABORTED = {}
+
+
+def count(key):
+    with LOCK:
+        ATTEMPTS[key] = ATTEMPTS.get(key, 0) + 1
+        return ATTEMPTS[key]
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):  # quiet
+        pass
+
+    def send(self, status, body, headers=None, ctype="application/json"):
+        data = body.encode("utf-8") if isinstance(body, str) else body
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        try:
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def reply(self, model, content):
+        body = {
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+        self.send(200, json.dumps(body))
+
+    def do_GET(self):
+        url = urlparse(self.path)
+        if url.path == "/stats":
+            key = parse_qs(url.query).get("key", [""])[0]
+            with LOCK:
+                out = {"attempts": ATTEMPTS.get(key, 0), "aborted": ABORTED.get(key, 0)}
+            self.send(200, json.dumps(out))
+            return
+        self.send(404, json.dumps({"error": {"message": "not found"}}))
+
+    def sleep_or_abort(self, seconds, key):
+        """Sleeps; returns False if the client went away meanwhile."""
+        end = time.time() + seconds
+        self.connection.settimeout(0.05)
+        while time.time() < end:
+            try:
+                if self.connection.recv(1, 2) == b"":  # MSG_PEEK: closed?
+                    with LOCK:
+                        ABORTED[key] = ABORTED.get(key, 0) + 1
+                    return False
+            except (BlockingIOError, TimeoutError, OSError):
+                pass
+            time.sleep(0.02)
+        self.connection.settimeout(None)
+        return True
+
+    def do_POST(self):
+        if self.path == "/shutdown":
+            self.send(200, "{}")
+            threading.Thread(target=self.server.shutdown, daemon=True).start()
+            return
+        length = int(self.headers.get("Content-Length", "0"))
+        raw = self.rfile.read(length).decode("utf-8")
+        if not self.path.endswith("/chat/completions"):
+            self.send(404, json.dumps({"error": {"message": "no such path " + self.path}}))
+            return
+        try:
+            req = json.loads(raw)
+            model = req["model"]
+            last = req["messages"][-1]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            self.send(400, json.dumps({"error": {"message": "bad request body"}}))
+            return
+        key = model + "|" + last
+        n = count(key)
+        if model.startswith("429x"):
+            if n <= int(model[4:]):
+                self.send(429, json.dumps({"error": {"message": "rate limited"}}), {"Retry-After": "1"})
+                return
+        elif model.startswith("500x"):
+            if n <= int(model[4:]):
+                self.send(500, json.dumps({"error": {"message": "internal failure"}}))
+                return
+        elif model == "500always":
+            self.send(500, json.dumps({"error": {"message": "always failing"}}))
+            return
+        elif model == "slow":
+            if not self.sleep_or_abort(3, key):
+                return
+        elif model == "hang":
+            if not self.sleep_or_abort(30, key):
+                return
+        elif model == "malformed":
+            self.send(200, "{this is not json")
+            return
+        elif model == "nocontent":
+            self.send(200, json.dumps({"choices": []}))
+            return
+        elif model == "schema-bad":
+            self.reply(model, json.dumps({"answer": "x", "score": 99}))
+            return
+        elif model == "schema-ok":
+            self.reply(model, json.dumps({"answer": "fine", "score": 7}))
+            return
+        elif model == "show-request":
+            self.reply(model, raw)
+            return
+        elif model == "show-format":
+            fmt = json.dumps(req.get("response_format"))
+            self.reply(model, json.dumps({"answer": fmt, "score": 1}))
+            return
+        elif model == "show-auth":
+            self.reply(model, self.headers.get("Authorization", ""))
+            return
+        self.reply(model, model + "|" + last)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--lifetime", type=float, default=120.0)
+    args = ap.parse_args()
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    server.daemon_threads = True
+    parent = os.getppid()
+
+    def watchdog():
+        end = time.time() + args.lifetime
+        while time.time() < end and os.getppid() == parent:
+            time.sleep(0.2)
+        server.shutdown()
+
+    threading.Thread(target=watchdog, daemon=True).start()
+    print("PORT %d" % server.server_address[1], flush=True)
+    server.serve_forever(poll_interval=0.1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
