@@ -14,6 +14,7 @@
 #include "exec/context.h"
 #include "exec/env.h"
 #include "exec/exec.h"
+#include "exec/program.h"
 #include "ir/ir.h"
 #include "value/error.h"
 #include "value/value.h"
@@ -42,6 +43,9 @@ struct af_ir {
   // Lowered on first call and reused; guarded by once.
   std::once_flag lowered;
   std::shared_ptr<const af::Plan> plan;
+  // Compiled for the dataflow executor on first af_ir_call (capi/src/program.cpp).
+  std::once_flag compiled;
+  std::shared_ptr<const af::Program> program;
 };
 
 struct af_walk {
@@ -88,6 +92,8 @@ std::vector<Value> unwrap_all(const af_value_t* const* items, size_t n, const ch
                               const char* name);
 af_ir* wrap(IRPtr ir);
 const Plan& plan_of(const af_ir* ir);
+// The IR compiled once for the executor (capi/src/program.cpp).
+const std::shared_ptr<const Program>& program_of(const af_ir* ir);
 void to_bytes(std::string_view s, af_bytes_t* out);
 
 }  // namespace af::capi

@@ -1,5 +1,6 @@
 // IRs: calling, printing, inspecting, walking.
 #include "handles.h"
+#include "exec/executor.h"
 #include "trace/trace.h"
 
 using namespace af;
@@ -36,7 +37,7 @@ af_error_t* af_ir_call(af_context_t* ctx, const af_ir_t* ir, const af_value_t* c
       return;
     }
     std::vector<Value> leaves = check_inputs(*ir->ir, in);
-    *out = wrap(run(plan_of(ir), leaves, ctx->env));
+    *out = wrap(run_sync(ctx->env, program_of(ir), std::move(leaves)));
   });
 }
 

@@ -321,13 +321,380 @@ AF_API void af_walk_free(af_walk_t* w);
 /* Transforms, control flow and host functions                              */
 /* ======================================================================= */
 
+/* Transforms are IR -> IR rewrites (SEMANTICS.md §4). Each returns a new,
+ * owned IR (free with af_ir_free) made of registered primitives: it prints,
+ * transforms again (every transform accepts every other's output) and runs
+ * with af_ir_call. The input IR is not modified. A symbolic Zero (no
+ * tangent, no feedback) reaches the caller as JSON null.
+ * Errors: INVALID_ARGUMENT (bad in_axes / out_used, a primitive that has no
+ * rule for the transform, e.g. a host function on the differentiated path);
+ * NULL ctx / ir / out is INVALID_ARGUMENT. */
+
+/* batch (vmap). in_axes: a bool tree that is a prefix of the list of
+ * positional inputs (true = batched, false or null = shared); NULL = every
+ * input. Each leaf under `true` arrives as a list holding its value for each
+ * batch item, and every output leaf comes back as such a list (outputs that
+ * do not depend on a batched input are repeated). At run time the batched
+ * lists must have one equal, non-zero length (INVALID_ARGUMENT naming both
+ * lengths, or "empty"). Static input leaves are never batched; with no
+ * batched input the result is the same program. */
+AF_API af_error_t* af_batch(af_context_t* ctx, const af_ir_t* ir, const af_value_t* in_axes,
+                            af_ir_t** out);
+/* pushforward (jvp). The result takes two positional inputs (primals,
+ * tangents) — tangents shaped like the primals, of the same kinds (values
+ * given for static inputs are ignored) — and returns [outputs,
+ * output_tangents], null where a tangent is Zero. */
+AF_API af_error_t* af_pushforward(af_context_t* ctx, const af_ir_t* ir, af_ir_t** out);
+/* pullback (vjp). The result takes (primals, output_cotangent) — the
+ * cotangent shaped like the output — and returns [outputs,
+ * input_cotangents], shaped like the primals, null where nothing flows.
+ * Several contributions to one input are accumulated in the forward order of
+ * their consumers: strings concatenated, numbers summed, bools or-ed. The
+ * backward equations read the forward's values (residuals) and never re-run
+ * forward work; control flow keeps the branch taken / the loop trajectory. */
+AF_API af_error_t* af_pullback(af_context_t* ctx, const af_ir_t* ir, af_ir_t** out);
+/* Dead code elimination. out_used: a bool tree prefix of the output (NULL =
+ * every output); outputs marked false become null. Recurses into switch
+ * branches and loop bodies; checkpoints are always kept. */
+AF_API af_error_t* af_dce(af_context_t* ctx, const af_ir_t* ir, const af_value_t* out_used,
+                          af_ir_t** out);
+/* Common subexpression elimination: identical pure equations (same
+ * primitive, params, inputs, tags) are merged; checkpoints never are, host
+ * functions and LM calls only with af_cse_ex's merge_nondeterministic. */
+AF_API af_error_t* af_cse(af_context_t* ctx, const af_ir_t* ir, af_ir_t** out);
+typedef struct af_cse_options {
+  uint32_t struct_size;            /* sizeof(af_cse_options_t) */
+  uint32_t merge_nondeterministic; /* nonzero: merge LM calls and host functions too */
+} af_cse_options_t;
+/* af_cse with options (NULL = defaults). */
+AF_API af_error_t* af_cse_ex(af_context_t* ctx, const af_ir_t* ir, const af_cse_options_t* options,
+                             af_ir_t** out);
+/* Annotates every equation (also inside branches and bodies) with its
+ * dependency level and priority (cost-weighted longest path to an output).
+ * af_ir_to_text prints them (" @level=1 @priority=2"), af_ir_to_dot draws
+ * one rank per level. Execution never depends on them. */
+AF_API af_error_t* af_sched(af_context_t* ctx, const af_ir_t* ir, af_ir_t** out);
+/* The sched annotation of equation i. INVALID_ARGUMENT if i is out of range,
+ * NOT_FOUND if the IR was not scheduled. */
+AF_API af_error_t* af_ir_eqn_sched(const af_ir_t* ir, size_t i, uint32_t* level, double* priority);
+/* Checks an IR: SSA, arity and kinds against every primitive's rule,
+ * recursively into sub-IRs. INVALID_ARGUMENT describing the first problem. */
+AF_API af_error_t* af_ir_validate(const af_ir_t* ir);
+
+/* switch: runs the branch named by key (a str) on the operands (positional
+ * trees). branches[i] is named names[i] (name_lens[i] bytes); every branch
+ * takes the operands' structure and kinds, and all return one structure
+ * (output kinds must agree). Recorded inside a trace, evaluated outside.
+ * INVALID_ARGUMENT: no branches, duplicate names, a branch that does not take
+ * the operands, branches returning different structures or kinds, a key
+ * that is not a str. NOT_FOUND (when it runs): a key no branch has — the
+ * message lists the branch names. */
+AF_API af_error_t* af_switch(af_context_t* ctx, const af_value_t* key, const char* const* names,
+                             const size_t* name_lens, const af_ir_t* const* branches,
+                             size_t n_branches, const af_value_t* const* operands,
+                             size_t n_operands, af_value_t** out);
+/* while_loop: state = init; while cond(state) is true and fewer than
+ * max_iters iterations ran, state = body(state); returns state (max_iters 0
+ * returns init). cond and body take one positional input, the state; cond
+ * returns a bool, body returns the state's structure and kinds.
+ * INVALID_ARGUMENT: cond / body do not take init, cond does not return one
+ * bool, body changes the state structure or a leaf's kind. */
+AF_API af_error_t* af_while_loop(af_context_t* ctx, const af_ir_t* cond, const af_ir_t* body,
+                                 const af_value_t* init, uint64_t max_iters, af_value_t** out);
+
+/* A host function: receives the positional argument trees (borrowed for the
+ * call; a Zero arrives as null) and returns its result in *out (ownership
+ * passes to libaf) or an error (made with af_error_new; it becomes the cause
+ * of an AF_ERR_CALLBACK error). May be called from any thread. */
+typedef af_error_t* (*af_host_fn)(void* user_data, const af_value_t* const* args, size_t n,
+                                  af_value_t** out);
+/* Registers fn under name on ctx (replacing an earlier function of that
+ * name). result_kinds: the result's structure with kind names as leaves
+ * ("str", "int", "float", "bool", "list<str>", ...), e.g. {"title": "str",
+ * "n": "int"}; it is recorded in IRs, so a saved graph runs wherever the same
+ * name is registered. destroy(user_data) (may be NULL) runs exactly once: when
+ * the function is replaced or ctx is freed, or before this call returns an
+ * error. INVALID_ARGUMENT: empty name, NULL fn, bad result_kinds. */
+AF_API af_error_t* af_register_function(af_context_t* ctx, const char* name, size_t name_len,
+                                        af_host_fn fn, void* user_data, void (*destroy)(void*),
+                                        const af_value_t* result_kinds);
+/* Calls host function name on args (positional trees): recorded inside a
+ * trace (as host_call), called at once outside. NOT_FOUND: name is not
+ * registered on ctx (listing the registered names). CALLBACK: the function
+ * returned an error (its error is the cause). INVALID_ARGUMENT: its result
+ * does not have the declared structure and kinds. Under pushforward /
+ * pullback a host function is not differentiable (wrap it in
+ * af_stop_gradient): transforming a program where a tangent or cotangent
+ * reaches it is INVALID_ARGUMENT. */
+AF_API af_error_t* af_host_call(af_context_t* ctx, const char* name, size_t name_len,
+                                const af_value_t* const* args, size_t n, af_value_t** out);
+
+/* Run-time scopes of a context (SEMANTICS.md §4), for every run started from
+ * ctx while open; pushes and pops pair up (a pop without a push is
+ * INVALID_ARGUMENT).
+ *  - collect: every checkpoint of `collection` that runs appends its value
+ *    under its key; af_collect_pop returns {key: [values in execution
+ *    order]} of the innermost collect scope (owned).
+ *  - inject: values is {key: [values...]}: a checkpoint of `collection`
+ *    whose key has a queued value yields it instead of its input, one per
+ *    hit; an empty queue lets the checkpoint run normally. Inside a trace the
+ *    injected value becomes a literal. INVALID_ARGUMENT if values is not a
+ *    dict of lists, or (when used) an injected value's structure or kinds
+ *    differ from the checkpoint's.
+ *  - memoize: identical calls (same primitive, params and input values) run
+ *    once; checkpoints bypass it. */
+AF_API af_error_t* af_collect_push(af_context_t* ctx, const char* collection, size_t len);
+AF_API af_error_t* af_collect_pop(af_context_t* ctx, af_value_t** collected);
+AF_API af_error_t* af_inject_push(af_context_t* ctx, const char* collection, size_t len,
+                                  const af_value_t* values);
+AF_API af_error_t* af_inject_pop(af_context_t* ctx);
+AF_API af_error_t* af_memoize_push(af_context_t* ctx);
+AF_API af_error_t* af_memoize_pop(af_context_t* ctx);
+
 /* ======================================================================= */
 /* Programs, execution and LM providers                                     */
 /* ======================================================================= */
 
+/* Compiling and running programs.
+ *
+ * af_compile turns an IR into a program for the dataflow executor: it
+ * validates the IR, drops equations whose outputs are unused (DCE), merges
+ * identical pure equations (CSE; LM calls are never merged), and plans the
+ * run (slots, dependency counts, priorities = longest cost-weighted path, LM
+ * calls dominating). Running a program starts every equation the moment its
+ * inputs exist, anywhere in the graph, and issues independent LM calls
+ * concurrently under each provider's limit. All runs of one context share one
+ * scheduler (at most 4 threads; requests in flight hold no thread). */
+typedef struct af_program af_program_t;
+
+/* Compiles ir. Owned result: free with af_program_free. INVALID_ARGUMENT if
+ * the IR does not validate. */
+AF_API af_error_t* af_compile(af_context_t* ctx, const af_ir_t* ir, af_program_t** out);
+/* Adds a reference: returns p (NULL if p is NULL). */
+AF_API af_program_t* af_program_clone(const af_program_t* p);
+AF_API void af_program_free(af_program_t* p);
+
+/* Run options: zero the struct, set struct_size = sizeof(af_run_options_t),
+ * then the fields you need. Passing NULL options means all defaults. */
+#define AF_RUN_KEEP_GOING 1u /* a failure does not cancel the rest; see below */
+#define AF_RUN_PROFILE 2u    /* record a profile (af_future_profile) */
+
+/* Progress: done and total equations. Called from libaf threads, never
+ * concurrently for one run, after each equation; must be quick. */
+typedef void (*af_progress_fn)(void* user_data, uint64_t done, uint64_t total);
+
+typedef struct af_run_options {
+  uint32_t struct_size;    /* sizeof(af_run_options_t) */
+  uint32_t flags;          /* AF_RUN_* */
+  uint64_t timeout_ms;     /* 0 = none; the run fails with TIMEOUT */
+  af_progress_fn progress; /* NULL = none */
+  void* progress_user_data;
+  void (*progress_destroy)(void* user_data); /* runs once, when the run is gone */
+  /* Where to write the profile as Chrome trace JSON (opens in Perfetto and
+   * chrome://tracing): one track per engine thread, one per provider slot,
+   * every equation queued -> started -> finished. Written before the run
+   * reports completion. NULL/0 = no file. */
+  const char* profile_path;
+  size_t profile_path_len;
+} af_run_options_t;
+
+/* Runs p and waits. inputs are checked as in af_ir_call; inside a trace the
+ * program's equations are inlined instead. Errors: those of the equations
+ * (the first failure cancels the rest, in-flight LM requests included),
+ * TIMEOUT, IO (profile file). With AF_RUN_KEEP_GOING, everything that does
+ * not depend on a failure completes and each failed output leaf becomes
+ * {"error": {"code": N, "name": "PROVIDER", "message": "..."}}. */
+AF_API af_error_t* af_program_call(af_context_t* ctx, const af_program_t* p,
+                                   const af_value_t* const* inputs, size_t n, af_value_t** out);
+/* af_program_call with options (NULL = defaults). */
+AF_API af_error_t* af_program_call_with(af_context_t* ctx, const af_program_t* p,
+                                        const af_value_t* const* inputs, size_t n,
+                                        const af_run_options_t* options, af_value_t** out);
+
+/* A run in flight. Owned by the caller: free with af_future_free (freeing
+ * does not cancel the run; it completes unobserved). */
+typedef struct af_future af_future_t;
+
+/* Starts p on the context's scheduler and returns at once. Input errors are
+ * returned here; run errors by af_future_wait. */
+AF_API af_error_t* af_program_call_async(af_context_t* ctx, const af_program_t* p,
+                                         const af_value_t* const* inputs, size_t n,
+                                         af_future_t** out);
+AF_API af_error_t* af_program_call_async_with(af_context_t* ctx, const af_program_t* p,
+                                              const af_value_t* const* inputs, size_t n,
+                                              const af_run_options_t* options,
+                                              af_future_t** out);
+/* Blocks until the run finishes; *out is its output (owned). May be called
+ * again (same result). CANCELLED after af_future_cancel, TIMEOUT, or the
+ * run's error. */
+AF_API af_error_t* af_future_wait(af_future_t* f, af_value_t** out);
+/* 1 if the run has finished (af_future_wait will not block), else 0. */
+AF_API int af_future_ready(const af_future_t* f);
+/* Finishes the run with CANCELLED and cancels its in-flight work (HTTP
+ * transfers are aborted, queued requests dropped). No-op once finished. */
+AF_API void af_future_cancel(af_future_t* f);
+/* fn(user_data) runs once when the run finishes — on a libaf thread, or here
+ * at once if it already has; destroy(user_data) runs once after it. fn must
+ * not free the context. */
+AF_API af_error_t* af_future_on_done(af_future_t* f, void (*fn)(void* user_data),
+                                     void* user_data, void (*destroy)(void* user_data));
+/* The run's profile as Chrome trace JSON (owned bytes); INVALID_ARGUMENT if
+ * the run was started without AF_RUN_PROFILE or a profile_path. */
+AF_API af_error_t* af_future_profile(const af_future_t* f, af_bytes_t* out);
+AF_API void af_future_free(af_future_t* f);
+
+/* LM calls. messages: a list of {"role": str, "content": str} (roles must be
+ * concrete; contents may be traced values); model: a str (may be traced).
+ * Inside a trace these record an equation; outside they make one blocking
+ * request through the provider routed for the model. Errors:
+ * INVALID_ARGUMENT (malformed messages or schema), NOT_FOUND (no route for
+ * the model, naming it), PROVIDER, TIMEOUT, SCHEMA.
+ * af_lm_call: the reply text (a str). */
+AF_API af_error_t* af_lm_call(af_context_t* ctx, const af_value_t* messages,
+                              const af_value_t* model, af_value_t** out);
+
+/* af_lm_schema_call: structured output. schema is a tree (lists and dicts)
+ * whose leaves are node descriptions, dicts with a "type":
+ *   {"type":"str",   "min":0, "max":80, "pattern":"^[a-z]+$"}  length in code points
+ *   {"type":"int",   "min":1, "max":10}
+ *   {"type":"float", "min":0.0, "max":1.0}
+ *   {"type":"bool"}
+ *   {"type":"enum",  "values":["yes","no"]}     values of one kind (str, int, bool)
+ *   {"type":"dict",  "fields":{...}}  {"type":"list", "items":[...]}  (a subtree)
+ * Every key but "type" is optional; any node or subtree may carry
+ * "doc":"..." (its description). A dict without "type" is a container.
+ * Example: {"answer": {"type":"str","max":200,"doc":"one sentence"},
+ *           "score": {"type":"int","min":1,"max":10}}.
+ * The provider receives the equivalent JSON Schema (containers as objects
+ * with every property required and no others; a list's properties are
+ * "0","1",...; a single-node schema travels as {"value": ...}). The reply is
+ * parsed and validated: SCHEMA error naming the JSON path ("$.score"), what
+ * was expected and what was found. The result has the schema's structure
+ * with one leaf per node (str, int, float, bool; an enum's kind). */
+AF_API af_error_t* af_lm_schema_call(af_context_t* ctx, const af_value_t* messages,
+                                     const af_value_t* model, const af_value_t* schema,
+                                     af_value_t** out);
+
+/* Providers: where LM requests go. A provider is reference counted and may
+ * be routed in several contexts; its limit (max in flight) is shared by all
+ * of them. Options are a JSON object (NULL/0 or "null" = defaults); unknown
+ * keys are INVALID_ARGUMENT. Every provider takes "max_in_flight" (0 =
+ * unlimited) and "name" (profile track and error messages). */
+typedef struct af_provider af_provider_t;
+
+/* echo: deterministic and offline. lm_call answers "<model>|<content of the
+ * last message>"; lm_schema_call the smallest valid instance of the schema.
+ * Options: "latency_ms" (fixed), or "latency_min_ms" + "latency_max_ms" +
+ * "seed" (a latency drawn per request from a hash of the request and seed,
+ * so runs are reproducible). */
+AF_API af_error_t* af_provider_echo_new(const char* options_json, size_t len,
+                                        af_provider_t** out);
+/* openai: any OpenAI-compatible chat-completions endpoint, over libcurl.
+ * Options: "base_url" (required, e.g. "https://api.openai.com/v1"; the
+ * request goes to base_url + "/chat/completions"), "api_key_env" (name of the
+ * environment variable holding the key, read at creation, never logged;
+ * default none), "max_in_flight" (default 16), "timeout_ms" (per attempt,
+ * default 60000), "max_retries" (default 3; retried: 429, 5xx, connection
+ * failures, timeouts), "backoff_ms" (first delay, default 500, doubled each
+ * retry, with jitter, capped by "backoff_max_ms", default 20000; a
+ * Retry-After header wins), "extra" (an object merged into every request
+ * body, e.g. {"temperature": 0}). Schema calls send response_format
+ * {"type":"json_schema", ...strict}. Failures: PROVIDER (status and body
+ * excerpt, after retries), TIMEOUT. */
+AF_API af_error_t* af_provider_openai_new(const char* options_json, size_t len,
+                                          af_provider_t** out);
+/* replay: answers from a recorded JSON Lines file (one {"key":...,
+ * "content":...} per request; identical requests are answered in recorded
+ * order). Options: "path" (required), "mode": "replay" (default; a request
+ * not recorded is NOT_FOUND) or "record" (each request goes to "upstream",
+ * a provider spec such as {"type":"openai", ...options} or {"type":"echo"},
+ * and its answer is appended to the file). */
+AF_API af_error_t* af_provider_replay_new(const char* options_json, size_t len,
+                                          af_provider_t** out);
+
+/* host: the host answers. fn receives each request as an owned handle and
+ * must finish it exactly once — af_lm_request_complete or af_lm_request_fail
+ * — from any thread, now or later. fn runs on a libaf thread and must not
+ * block for long. destroy(user_data) runs once when the provider is freed. */
+typedef struct af_lm_request af_lm_request_t;
+typedef void (*af_provider_submit_fn)(void* user_data, af_lm_request_t* req);
+AF_API af_error_t* af_provider_host_new(af_provider_submit_fn fn, void* user_data,
+                                        void (*destroy)(void*), af_provider_t** out);
+/* The request as JSON (owned bytes): {"model": str, "messages": [{"role",
+ * "content"}...], "schema": node tree, "json_schema": JSON Schema, "tags":
+ * [...]} — schema keys only for schema calls, tags only when present. */
+AF_API af_error_t* af_lm_request_json(const af_lm_request_t* req, af_bytes_t* out);
+/* 1 if the run no longer wants the answer (cancelled, timed out, failed);
+ * the host may stop working on it but must still finish the handle. */
+AF_API int af_lm_request_cancelled(const af_lm_request_t* req);
+/* Answers the request with the reply text (for schema calls: the JSON the
+ * schema describes). Consumes req in every case. INVALID_ARGUMENT for
+ * invalid UTF-8 (the request then fails with it). */
+AF_API af_error_t* af_lm_request_complete(af_lm_request_t* req, const char* content, size_t len);
+/* Fails the request with err (owned, consumed; its code is kept — use
+ * AF_ERR_PROVIDER for a failed call — and it becomes the cause). Consumes
+ * req. NULL err fails with PROVIDER. */
+AF_API af_error_t* af_lm_request_fail(af_lm_request_t* req, af_error_t* err);
+
+/* Routes models matching model_pattern to provider (the context takes a
+ * reference). '*' matches any run of characters, '?' one: "*", "gpt-*".
+ * An exact name beats any pattern; among patterns the one with more literal
+ * characters wins; on a tie the later route. Re-routing a pattern replaces
+ * it. A model without a route fails with NOT_FOUND naming the model. */
+AF_API af_error_t* af_context_route(af_context_t* ctx, const char* model_pattern, size_t len,
+                                    af_provider_t* provider);
+/* Changes a provider's limit (0 = unlimited); waiting requests start at
+ * once if the new limit allows. */
+AF_API af_error_t* af_provider_set_max_in_flight(af_provider_t* p, uint32_t max_in_flight);
+/* Counters as JSON (owned bytes): {"submitted","started","finished",
+ * "in_flight","queued","peak_in_flight","max_in_flight"}. */
+AF_API af_error_t* af_provider_stats(const af_provider_t* p, af_bytes_t* out);
+/* Adds a reference: returns p (NULL if p is NULL). */
+AF_API af_provider_t* af_provider_clone(const af_provider_t* p);
+/* Drops a reference. A provider still routed stays alive in its contexts;
+ * requests still in flight when the last reference goes fail with
+ * CANCELLED. */
+AF_API void af_provider_free(af_provider_t* p);
+
 /* ======================================================================= */
 /* Saved graphs                                                             */
 /* ======================================================================= */
+
+/* A saved graph (.afg) holds an IR (and, for a program, its plan): a fixed
+ * header, then a FlatBuffers graph compressed with zstd. Saving is
+ * deterministic: the same IR gives the same bytes. Loading treats the bytes
+ * as untrusted and checks everything (size, header, checksum, zstd, the
+ * FlatBuffers verifier, every index, SSA, primitives and their arity, UTF-8)
+ * before building anything. Errors: FORMAT (damaged or inconsistent bytes),
+ * VERSION (a newer format, or a primitive this library lacks, named), IO
+ * (files). Primitives are found by (name, version) in this process. */
+
+/* Writes ir to path (via a temporary file and a rename, so a crash never
+ * leaves a half-written file). IO on failure; INVALID_ARGUMENT if the IR is
+ * beyond a limit of the format (see core/io/README.md). */
+AF_API af_error_t* af_ir_save(const af_ir_t* ir, const char* path, size_t path_len);
+/* Reads and checks the graph at path; *out is a new IR. The message of a
+ * FORMAT/VERSION error names the file and what is wrong. */
+AF_API af_error_t* af_ir_load(af_context_t* ctx, const char* path, size_t path_len,
+                              af_ir_t** out);
+/* The .afg bytes of ir, owned by the caller (af_bytes_free). */
+AF_API af_error_t* af_ir_to_bytes(const af_ir_t* ir, af_bytes_t* out);
+/* An IR from .afg bytes (borrowed for the call), after every check. */
+AF_API af_error_t* af_ir_from_bytes(af_context_t* ctx, const uint8_t* data, size_t len,
+                                    af_ir_t** out);
+/* Runs every load check on .afg bytes; on success, if summary is not NULL,
+ * writes a one-line JSON summary (versions, producer, sizes, equations,
+ * primitives, host functions) into it. */
+AF_API af_error_t* af_graph_verify(af_context_t* ctx, const uint8_t* data, size_t len,
+                                   af_bytes_t* summary);
+/* The readable JSON form of .afg bytes (checked first). Round trip exact:
+ * af_graph_from_json of it gives the same bytes. */
+AF_API af_error_t* af_graph_to_json(af_context_t* ctx, const uint8_t* data, size_t len,
+                                    af_bytes_t* out);
+/* .afg bytes from the JSON form, which gets every check bytes get (FORMAT,
+ * VERSION as for af_ir_from_bytes). */
+AF_API af_error_t* af_graph_from_json(af_context_t* ctx, const char* json, size_t len,
+                                      af_bytes_t* out);
 
 #ifdef __cplusplus
 } /* extern "C" */
