@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.h"
 #include "exec/exec.h"
 #include "ir/ir.h"
 #include "prims/ops.h"
@@ -16,18 +17,6 @@
 
 namespace af {
 namespace {
-
-#define EXPECT_AF_ERROR(stmt, code_, fragment)                                            \
-  do {                                                                                    \
-    try {                                                                                 \
-      stmt;                                                                               \
-      ADD_FAILURE() << "expected af::Error containing \"" << (fragment) << "\"";          \
-    } catch (const ::af::Error& e_) {                                                     \
-      EXPECT_EQ(e_.code(), (code_)) << e_.what();                                         \
-      EXPECT_NE(std::string(e_.what()).find(fragment), std::string::npos)                 \
-          << "message: " << e_.what() << "\nexpected fragment: " << (fragment);           \
-    }                                                                                     \
-  } while (0)
 
 using Args = std::span<const Value>;
 

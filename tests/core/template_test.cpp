@@ -5,23 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.h"
 #include "prims/template.h"
 #include "value/error.h"
 
 namespace af {
 namespace {
-
-#define EXPECT_AF_ERROR(stmt, code_, fragment)                                            \
-  do {                                                                                    \
-    try {                                                                                 \
-      stmt;                                                                               \
-      ADD_FAILURE() << "expected af::Error containing \"" << (fragment) << "\"";          \
-    } catch (const ::af::Error& e_) {                                                     \
-      EXPECT_EQ(e_.code(), (code_)) << e_.what();                                         \
-      EXPECT_NE(std::string(e_.what()).find(fragment), std::string::npos)                 \
-          << "message: " << e_.what() << "\nexpected fragment: " << (fragment);           \
-    }                                                                                     \
-  } while (0)
 
 // A part written compactly: literal text, then the field (if any).
 struct Part {

@@ -8,23 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "expect_error.h"
 #include "value/error.h"
 #include "value/value.h"
 
 namespace af {
 namespace {
-
-#define EXPECT_AF_ERROR(stmt, code_, fragment)                                            \
-  do {                                                                                    \
-    try {                                                                                 \
-      stmt;                                                                               \
-      ADD_FAILURE() << "expected af::Error containing \"" << (fragment) << "\"";          \
-    } catch (const ::af::Error& e_) {                                                     \
-      EXPECT_EQ(e_.code(), (code_)) << e_.what();                                         \
-      EXPECT_NE(std::string(e_.what()).find(fragment), std::string::npos)                 \
-          << "message: " << e_.what() << "\nexpected fragment: " << (fragment);           \
-    }                                                                                     \
-  } while (0)
 
 Value S(const char* s) { return Value::str(s); }
 Value I(int64_t i) { return Value::integer(i); }
