@@ -3,26 +3,19 @@
 // version, not Prim address, so a reloaded graph matches), params, atoms (var
 // ids as numbers), trees, avals and tags. The plan cache relies on
 // `ir_hash(a) != ir_hash(b)` implying `!ir_equal(a, b)`.
-#include <functional>
 #include <string_view>
 #include <type_traits>
 
 #include "ir/ir.h"
 #include "ir/prim.h"
+#include "value/hash.h"
 
 namespace af {
 
 namespace {
 
-uint64_t mix(uint64_t h, uint64_t v) {
-  // 64-bit hash combine with splitmix64's finalizer (same as Value::hash).
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  h ^= h >> 31;
-  h *= 0xbf58476d1ce4e5b9ULL;
-  return h ^ (h >> 29);
-}
-
-uint64_t hash_str(std::string_view s) { return std::hash<std::string_view>{}(s); }
+uint64_t mix(uint64_t h, uint64_t v) { return hash_mix(h, v); }
+uint64_t hash_str(std::string_view s) { return hash_bytes(s); }
 
 const std::vector<std::string> kNoTags;
 const std::vector<std::string>& tag_list(const Tags& t) { return t ? *t : kNoTags; }
@@ -122,7 +115,7 @@ uint64_t eqn_hash(const Eqn& e) {
   h = mix(h, e.out_tree.hash());
   h = mix(h, e.params.hash());
   h = mix(h, tags_hash(e.tags));
-  if (e.sched) h = mix(mix(h, e.sched->level), std::hash<double>{}(e.sched->priority));
+  if (e.sched) h = mix(mix(h, e.sched->level), hash_double(e.sched->priority));
   return h;
 }
 

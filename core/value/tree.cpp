@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "value/error.h"
+#include "value/hash.h"
 
 namespace af {
 
@@ -299,10 +300,10 @@ bool operator==(const TreeDef& a, const TreeDef& b) noexcept {
 }
 
 uint64_t TreeDef::hash() const noexcept {
-  uint64_t h = 1469598103934665603ULL;
+  uint64_t h = 0;
   for (const Node& n : *nodes_) {
-    h = (h ^ (uint64_t(n.type) << 32 | n.n_children)) * 1099511628211ULL;
-    for (const auto& k : n.keys) h = (h ^ std::hash<std::string>{}(k)) * 1099511628211ULL;
+    h = hash_mix(h, uint64_t(n.type) << 32 | n.n_children);
+    for (const auto& k : n.keys) h = hash_mix(h, hash_bytes(k));
   }
   return h;
 }

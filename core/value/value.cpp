@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "value/error.h"
+#include "value/hash.h"
 
 namespace af {
 
@@ -32,14 +33,6 @@ const std::vector<uint32_t> kNoIndices;
 const std::string kNoStr;
 
 bool has_heap(Kind k) { return k >= Kind::Str; }
-
-uint64_t mix(uint64_t h, uint64_t v) {
-  // 64-bit hash combine (from splitmix64's finalizer).
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  h ^= h >> 31;
-  h *= 0xbf58476d1ce4e5b9ULL;
-  return h ^ (h >> 29);
-}
 
 }  // namespace
 
@@ -213,30 +206,24 @@ bool operator==(const Value& a, const Value& b) noexcept {
 }
 
 uint64_t Value::hash() const noexcept {
-  uint64_t h = mix(0, static_cast<uint64_t>(kind_));
+  uint64_t h = hash_mix(0, static_cast<uint64_t>(kind_));
   switch (kind_) {
     case Kind::Null: return h;
-    case Kind::Bool: return mix(h, b_);
-    case Kind::Int: return mix(h, static_cast<uint64_t>(i_));
-    case Kind::Float: {
-      double f = f_ == 0.0 ? 0.0 : f_;  // -0.0 == 0.0
-      if (f != f) return mix(h, 0x7ff8000000000000ULL);  // every NaN equals every NaN
-      uint64_t bits;
-      std::memcpy(&bits, &f, sizeof bits);
-      return mix(h, bits);
-    }
-    case Kind::Str: return mix(h, std::hash<std::string_view>{}(as_str()));
+    case Kind::Bool: return hash_mix(h, b_);
+    case Kind::Int: return hash_mix(h, static_cast<uint64_t>(i_));
+    case Kind::Float: return hash_mix(h, hash_double(f_));
+    case Kind::Str: return hash_mix(h, hash_bytes(as_str()));
     case Kind::List:
-      for (const Value& v : items()) h = mix(h, v.hash());
+      for (const Value& v : items()) h = hash_mix(h, v.hash());
       return h;
     case Kind::Dict:
       for (uint32_t i : sorted()) {
-        h = mix(h, std::hash<std::string_view>{}(entries()[i].first));
-        h = mix(h, entries()[i].second.hash());
+        h = hash_mix(h, hash_bytes(entries()[i].first));
+        h = hash_mix(h, entries()[i].second.hash());
       }
       return h;
     case Kind::Placeholder:
-      return mix(mix(h, placeholder_ref().frame), placeholder_ref().var);
+      return hash_mix(hash_mix(h, placeholder_ref().frame), placeholder_ref().var);
   }
   return h;
 }

@@ -280,7 +280,9 @@ AF_API const char* af_ir_eqn_prim(const af_ir_t* ir, size_t i);
 /* Number of positional inputs of ir (0 if ir is NULL). */
 AF_API size_t af_ir_input_count(const af_ir_t* ir);
 /* Structural hash: equal IRs (same equations, params, literals, structure,
- * kinds, tags) hash equal whatever their origin. */
+ * kinds, tags) hash equal whatever their origin. A defined function of the
+ * IR: the same in every process, build and platform (it may key on-disk
+ * caches); it changes only with a new libaf major version. */
 AF_API uint64_t af_ir_hash(const af_ir_t* ir);
 /* 1 if a and b are structurally equal, else 0. */
 AF_API int32_t af_ir_equal(const af_ir_t* a, const af_ir_t* b);
