@@ -210,6 +210,87 @@ static af_error_t* body_fn(void* ud, af_context_t* c, const af_value_t* const* i
   return e;
 }
 
+/* Branches of the routed loop's body: how s changes at each step. */
+static af_error_t* bang_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                           af_value_t** out) {
+  af_value_t* parts[2] = {NULL, NULL};
+  af_error_t* e = lit(c, "!", &parts[1]);
+  (void)ud;
+  (void)n;
+  parts[0] = af_value_clone(in[0]);
+  if (!e) e = af_concat(c, AS_ARGS(parts), 2, out);
+  free_items(parts, 2);
+  return e;
+}
+static af_error_t* paren_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                            af_value_t** out) {
+  (void)ud;
+  (void)n;
+  return af_format(c, "({})", 4, in, 1, NULL, out);
+}
+static af_error_t* identity_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                               af_value_t** out) {
+  (void)ud;
+  (void)c;
+  (void)n;
+  *out = af_value_clone(in[0]);
+  return NULL;
+}
+
+/* How s changes at step c: "0": s + "!", "1": "(" s ")", "2": s + s, "3": s. */
+static struct branches route_branches;
+
+/* routed body([s, c]) = [switch(c, route_branches, s), switch(c, step_branches, c)]:
+ * the backward of each iteration needs that iteration's key, so the pullback
+ * must record the trajectory. */
+static af_error_t* routed_body_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                                  af_value_t** out) {
+  af_value_t* s = NULL;
+  af_value_t* k = NULL;
+  af_value_t* items[2] = {NULL, NULL};
+  af_error_t* e;
+  const af_value_t* ops[1];
+  (void)ud;
+  (void)n;
+  e = state_item(c, in[0], 0, &s);
+  if (!e) e = state_item(c, in[0], 1, &k);
+  ops[0] = s;
+  if (!e)
+    e = af_switch(c, k, route_branches.names, route_branches.lens, (const af_ir_t* const*)route_branches.irs, 4,
+                  ops, 1, &items[0]);
+  ops[0] = k;
+  if (!e)
+    e = af_switch(c, k, step_branches.names, step_branches.lens, (const af_ir_t* const*)step_branches.irs, 4, ops,
+                  1, &items[1]);
+  if (!e) e = af_value_list(c, AS_ARGS(items), 2, out);
+  af_value_free(s);
+  af_value_free(k);
+  free_items(items, 2);
+  return e;
+}
+
+/* lm_call([{"role": "user", "content": format("Q:{}", x)}], y): the echo
+ * provider answers "<model>|<content>". */
+static af_error_t* lm_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                         af_value_t** out) {
+  const char* keys[2] = {"role", "content"};
+  size_t lens[2] = {4, 7};
+  af_value_t* items[2] = {NULL, NULL};
+  af_value_t* msg = NULL;
+  af_value_t* msgs = NULL;
+  af_error_t* e = lit(c, "user", &items[0]);
+  (void)ud;
+  (void)n;
+  if (!e) e = af_format(c, "Q:{}", 4, in, 1, NULL, &items[1]);
+  if (!e) e = af_value_dict(c, keys, lens, AS_ARGS(items), 2, &msg);
+  if (!e) e = af_value_list(c, AS_ARGS(&msg), 1, &msgs);
+  if (!e) e = af_lm_call(c, msgs, in[1], out);
+  free_items(items, 2);
+  af_value_free(msg);
+  af_value_free(msgs);
+  return e;
+}
+
 struct loop {
   af_ir_t* cond;
   af_ir_t* body;
@@ -249,6 +330,13 @@ static void register_upper(void) {
   af_value_free(kinds);
 }
 
+/* Every model answered by the echo provider. */
+static void route_echo(void) {
+  af_provider_t* echo = NULL;
+  if (CHECK_OK(af_provider_echo_new(NULL, 0, &echo))) CHECK_OK(af_context_route(ctx, "*", 1, echo));
+  af_provider_free(echo);
+}
+
 /* concat(stop_gradient(upper(stop_gradient(x))), y) */
 static af_error_t* host_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
                            af_value_t** out) {
@@ -271,7 +359,7 @@ static af_error_t* host_fn(void* ud, af_context_t* c, const af_value_t* const* i
 }
 
 static struct branches ab;
-static struct loop counter;
+static struct loop counter, routed;
 
 static void make_branches(void) {
   static const char* digits[4] = {"0", "1", "2", "3"};
@@ -293,14 +381,28 @@ static void make_branches(void) {
   }
   counter.cond = TRACE(cond_fn, NULL, "[[\"x\",\"0\"]]", NULL);
   counter.body = TRACE(body_fn, NULL, "[[\"x\",\"0\"]]", NULL);
+  route_branches.n = 4;
+  for (i = 0; i < 4; i++) {
+    route_branches.names[i] = digits[i];
+    route_branches.lens[i] = 1;
+  }
+  route_branches.irs[0] = TRACE(bang_fn, NULL, "[\"x\"]", NULL);
+  route_branches.irs[1] = TRACE(paren_fn, NULL, "[\"x\"]", NULL);
+  route_branches.irs[2] = TRACE(branch_b_fn, NULL, "[\"x\"]", NULL);
+  route_branches.irs[3] = TRACE(identity_fn, NULL, "[\"x\"]", NULL);
+  routed.cond = af_ir_clone(counter.cond);
+  routed.body = TRACE(routed_body_fn, NULL, "[[\"x\",\"0\"]]", NULL);
 }
 
 static void free_made(void) {
   free_branches(&ab);
   free_branches(&go_branches);
   free_branches(&step_branches);
+  free_branches(&route_branches);
   af_ir_free(counter.cond);
   af_ir_free(counter.body);
+  af_ir_free(routed.cond);
+  af_ir_free(routed.body);
 }
 
 /* The program named `name`, traced. */
@@ -314,6 +416,11 @@ static af_ir_t* program(const char* name) {
   if (!strcmp(name, "multi")) return TRACE(multi_fn, NULL, "[\"x\"]", NULL);
   if (!strcmp(name, "switch")) return TRACE(switch_fn, &ab, "[\"a\",\"x\"]", NULL);
   if (!strcmp(name, "while_loop")) return TRACE(while_fn, &counter, "[\"x\",\"0\"]", NULL);
+  if (!strcmp(name, "routed_loop")) return TRACE(while_fn, &routed, "[\"x\",\"0\"]", NULL);
+  if (!strcmp(name, "lm_call")) {
+    route_echo();
+    return TRACE(lm_fn, NULL, "[\"x\",\"m\"]", NULL);
+  }
   if (!strcmp(name, "host")) {
     register_upper();
     return TRACE(host_fn, NULL, "[\"x\",\"y\"]", NULL);
@@ -367,6 +474,8 @@ static const struct row rows[] = {
     {"switch", "", "[\"b\",\"p\"]", "\"pp\""},
     {"while_loop", "", "[\"p\",\"1\"]", "[\"p!!\",\"3\"]"},
     {"host", "", "[\"p\",\"q\"]", "\"Pq\""},
+    {"routed_loop", "", "[\"p\",\"0\"]", "[\"(p!)(p!)\",\"3\"]"},
+    {"lm_call", "", "[\"p\",\"m\"]", "\"m|Q:p\""},
     /* pushforward: (primals, tangents) -> [outputs, tangents]; Zero = null. */
     {"format", "pushforward", "[[\"p\",\"q\"],[\"dp\",\"dq\"]]", "[\"<p|q>\",\"<dp|dq>\"]"},
     {"concat", "pushforward", "[[\"p\",\"q\"],[\"dp\",\"dq\"]]", "[\"p-q\",\"dpdq\"]"},
@@ -379,6 +488,9 @@ static const struct row rows[] = {
     {"switch", "pushforward", "[[\"b\",\"p\"],[\"\",\"dp\"]]", "[\"pp\",\"dpdp\"]"},
     {"while_loop", "pushforward", "[[\"p\",\"1\"],[\"dp\",\"dc\"]]", "[[\"p!!\",\"3\"],[\"dp\",\"\"]]"},
     {"host", "pushforward", "[[\"p\",\"q\"],[\"dp\",\"dq\"]]", "[\"Pq\",\"dq\"]"},
+    {"routed_loop", "pushforward", "[[\"p\",\"0\"],[\"d\",\"e\"]]", "[[\"(p!)(p!)\",\"3\"],[\"(d)(d)\",\"\"]]"},
+    {"routed_loop", "pushforward", "[[\"p\",\"3\"],[\"d\",\"e\"]]", "[[\"p\",\"3\"],[\"d\",\"e\"]]"},
+    {"lm_call", "pushforward", "[[\"p\",\"m\"],[\"d\",\"\"]]", "[\"m|Q:p\",\"m|Q:d\"]"},
     /* pullback: (primals, output_cotangent) -> [outputs, input_cotangents]. */
     {"format", "pullback", "[[\"p\",\"q\"],\"g\"]", "[\"<p|q>\",[\"g\",\"g\"]]"},
     {"concat", "pullback", "[[\"p\",\"q\"],\"g\"]", "[\"p-q\",[\"g\",\"g\"]]"},
@@ -391,6 +503,15 @@ static const struct row rows[] = {
     {"switch", "pullback", "[[\"b\",\"p\"],\"g\"]", "[\"pp\",[null,\"gg\"]]"},
     {"while_loop", "pullback", "[[\"p\",\"1\"],[\"g\",\"h\"]]", "[[\"p!!\",\"3\"],[\"g\",\"\"]]"},
     {"host", "pullback", "[[\"p\",\"q\"],\"g\"]", "[\"Pq\",[null,\"g\"]]"},
+    /* The backward of each iteration routes by that iteration's key (the
+     * recorded trajectory): "!" and "(...)" pass g on, s + s doubles it. */
+    {"routed_loop", "pullback", "[[\"p\",\"0\"],[\"g\",\"h\"]]", "[[\"(p!)(p!)\",\"3\"],[\"gg\",\"\"]]"},
+    {"routed_loop", "pullback", "[[\"p\",\"1\"],[\"g\",\"h\"]]", "[[\"(p)(p)\",\"3\"],[\"gg\",\"\"]]"},
+    {"routed_loop", "pullback", "[[\"p\",\"3\"],[\"g\",\"h\"]]", "[[\"p\",\"3\"],[\"g\",\"h\"]]"},
+    /* One feedback call on the user message (echo answers model|prompt). */
+    {"lm_call", "pullback", "[[\"p\",\"m\"],\"g\"]",
+     "[\"m|Q:p\",[\"m|The input (the user message):\\nQ:p\\n\\nThe output:\\nm|Q:p\\n\\nFeedback on the "
+     "output:\\ng\\n\\nHow should the input be improved?\",null]]"},
     /* batch: every leaf a list of per-item values. */
     {"format", "batch", "[[\"a\",\"b\"],[\"x\",\"y\"]]", "[\"<a|x>\",\"<b|y>\"]"},
     {"concat", "batch", "[[\"a\",\"b\"],[\"x\",\"y\"]]", "[\"a-x\",\"b-y\"]"},
@@ -402,11 +523,46 @@ static const struct row rows[] = {
     {"while_loop", "batch", "[[\"p\",\"q\",\"r\"],[\"0\",\"2\",\"3\"]]",
      "[[\"p!!!\",\"q!\",\"r\"],[\"3\",\"3\",\"3\"]]"},
     {"host", "batch", "[[\"a\",\"b\"],[\"x\",\"y\"]]", "[\"Ax\",\"By\"]"},
+    {"routed_loop", "batch", "[[\"p\",\"q\",\"r\"],[\"0\",\"2\",\"3\"]]",
+     "[[\"(p!)(p!)\",\"qq\",\"r\"],[\"3\",\"3\",\"3\"]]"},
+    {"lm_call", "batch", "[[\"p\",\"q\"],[\"m\",\"n\"]]", "[\"m|Q:p\",\"n|Q:q\"]"},
     /* dce / cse / sched keep the outputs. */
+    {"format", "dce", "[\"p\",\"q\"]", "\"<p|q>\""},
+    {"format", "cse", "[\"p\",\"q\"]", "\"<p|q>\""},
+    {"format", "sched", "[\"p\",\"q\"]", "\"<p|q>\""},
+    {"concat", "dce", "[\"p\",\"q\"]", "\"p-q\""},
+    {"concat", "cse", "[\"p\",\"q\"]", "\"p-q\""},
+    {"concat", "sched", "[\"p\",\"q\"]", "\"p-q\""},
+    {"match", "dce", "[\"p\",\"p\"]", "[true,\"p\"]"},
+    {"match", "cse", "[\"p\",\"q\"]", "[false,\"p\"]"},
+    {"match", "sched", "[\"p\",\"q\"]", "[false,\"p\"]"},
+    {"stop_gradient", "dce", "[\"p\",\"q\"]", "\"pq\""},
+    {"stop_gradient", "cse", "[\"p\",\"q\"]", "\"pq\""},
+    {"stop_gradient", "sched", "[\"p\",\"q\"]", "\"pq\""},
+    {"depends", "dce", "[\"p\",\"q\"]", "\"p1\""},
+    {"depends", "cse", "[\"p\",\"q\"]", "\"p1\""},
+    {"depends", "sched", "[\"p\",\"q\"]", "\"p1\""},
+    {"checkpoint", "dce", "[\"p\",\"q\"]", "\"pq\""},
+    {"checkpoint", "cse", "[\"p\",\"q\"]", "\"pq\""},
+    {"checkpoint", "sched", "[\"p\",\"q\"]", "\"pq\""},
     {"multi", "dce", "[\"p\"]", "\"ppp\""},
+    {"multi", "cse", "[\"p\"]", "\"ppp\""},
+    {"switch", "dce", "[\"a\",\"p\"]", "\"Ap\""},
     {"switch", "cse", "[\"b\",\"p\"]", "\"pp\""},
+    {"switch", "sched", "[\"b\",\"p\"]", "\"pp\""},
+    {"while_loop", "dce", "[\"p\",\"1\"]", "[\"p!!\",\"3\"]"},
+    {"while_loop", "cse", "[\"p\",\"1\"]", "[\"p!!\",\"3\"]"},
     {"while_loop", "sched", "[\"p\",\"2\"]", "[\"p!\",\"3\"]"},
     {"while_loop", "sched,dce", "[\"p\",\"2\"]", "[\"p!\",\"3\"]"},
+    {"routed_loop", "dce", "[\"p\",\"1\"]", "[\"(p)(p)\",\"3\"]"},
+    {"routed_loop", "cse", "[\"p\",\"1\"]", "[\"(p)(p)\",\"3\"]"},
+    {"routed_loop", "sched", "[\"p\",\"1\"]", "[\"(p)(p)\",\"3\"]"},
+    {"host", "dce", "[\"p\",\"q\"]", "\"Pq\""},
+    {"host", "cse", "[\"p\",\"q\"]", "\"Pq\""},
+    {"host", "sched", "[\"p\",\"q\"]", "\"Pq\""},
+    {"lm_call", "dce", "[\"p\",\"m\"]", "\"m|Q:p\""},
+    {"lm_call", "cse", "[\"p\",\"m\"]", "\"m|Q:p\""},
+    {"lm_call", "sched", "[\"p\",\"m\"]", "\"m|Q:p\""},
     /* Compositions named by the issue. */
     {"format", "pullback,batch", "[[[\"a\",\"b\"],[\"c\",\"d\"]],[\"g1\",\"g2\"]]",
      "[[\"<a|c>\",\"<b|d>\"],[[\"g1\",\"g2\"],[\"g1\",\"g2\"]]]"},
@@ -437,6 +593,44 @@ static const struct row rows[] = {
     {"while_loop", "pushforward,pullback",
      "[[[\"p\",\"1\"],[\"dp\",\"dc\"]],[[\"o\",\"c\"],[\"do\",\"e\"]]]",
      "[[[\"p!!\",\"3\"],[\"dp\",\"\"]],[[\"o\",\"\"],[\"do\",\"\"]]]"},
+    {"routed_loop", "pullback,batch", "[[[\"p\",\"q\"],[\"0\",\"3\"]],[[\"g\",\"h\"],[\"x\",\"y\"]]]",
+     "[[[\"(p!)(p!)\",\"q\"],[\"3\",\"3\"]],[[\"gg\",\"h\"],[\"\",\"y\"]]]"},
+    {"routed_loop", "batch,pullback", "[[[\"p\",\"q\"],[\"0\",\"3\"]],[[\"g\",\"h\"],[\"x\",\"y\"]]]",
+     "[[[\"(p!)(p!)\",\"q\"],[\"3\",\"3\"]],[[\"gg\",\"h\"],[\"\",\"y\"]]]"},
+    {"routed_loop", "pullback,pullback", "[[[\"p\",\"1\"],[\"g\",\"h\"]],[[\"o\",\"c\"],[\"i\",\"j\"]]]",
+     "[[[\"(p)(p)\",\"3\"],[\"gg\",\"\"]],[[\"oo\",\"\"],[\"ii\",\"\"]]]"},
+    {"routed_loop", "pushforward,pullback", "[[[\"p\",\"1\"],[\"d\",\"e\"]],[[\"o\",\"c\"],[\"i\",\"j\"]]]",
+     "[[[\"(p)(p)\",\"3\"],[\"(d)(d)\",\"\"]],[[\"oo\",\"\"],[\"ii\",\"\"]]]"},
+    {"routed_loop", "pullback,pushforward", "[[[\"p\",\"1\"],[\"g\",\"h\"]],[[\"d\",\"e\"],[\"i\",\"j\"]]]",
+     "[[[\"(p)(p)\",\"3\"],[\"gg\",\"\"]],[[\"(d)(d)\",\"\"],[\"ii\",\"\"]]]"},
+    {"switch", "pullback,dce", "[[\"b\",\"p\"],\"g\"]", "[\"pp\",[null,\"gg\"]]"},
+    {"while_loop", "dce,sched", "[\"p\",\"1\"]", "[\"p!!\",\"3\"]"},
+    {"lm_call", "pushforward,batch", "[[[\"p\",\"q\"],[\"m\",\"m\"]],[[\"d\",\"e\"],[\"\",\"\"]]]",
+     "[[\"m|Q:p\",\"m|Q:q\"],[\"m|Q:d\",\"m|Q:e\"]]"},
+    /* Triples and a quadruple. */
+    {"concat", "pullback,pullback,pullback",
+     "[[[[\"p\",\"q\"],\"g\"],[\"o\",[\"h\",\"i\"]]],[[\"a\",[\"b\",\"c\"]],[[\"d\",\"e\"],\"f\"]]]",
+     "[[[\"p-q\",[\"g\",\"g\"]],[[\"o\",\"o\"],\"hi\"]],[[[\"a\",\"a\"],\"bc\"],[\"de\",[\"f\",\"f\"]]]]"},
+    {"switch", "pullback,batch,pushforward",
+     "[[[[\"a\",\"b\"],[\"x\",\"y\"]],[\"g\",\"h\"]],[[[\"\",\"\"],[\"dx\",\"dy\"]],[\"dg\",\"dh\"]]]",
+     "[[[\"Ax\",\"yy\"],[null,[\"g\",\"hh\"]]],[[\"Adx\",\"dydy\"],[null,[\"dg\",\"dhdh\"]]]]"},
+    {"switch", "pushforward,pullback,batch",
+     "[[[[\"a\",\"b\"],[\"x\",\"y\"]],[[\"\",\"\"],[\"dx\",\"dy\"]]],[[\"o1\",\"o2\"],[\"t1\",\"t2\"]]]",
+     "[[[\"Ax\",\"yy\"],[\"Adx\",\"dydy\"]],[[null,[\"o1\",\"o2o2\"]],[null,[\"t1\",\"t2t2\"]]]]"},
+    {"format", "pushforward,batch,pullback",
+     "[[[[\"a\",\"b\"],[\"c\",\"d\"]],[[\"e\",\"f\"],[\"g\",\"h\"]]],[[\"o1\",\"o2\"],[\"t1\",\"t2\"]]]",
+     "[[[\"<a|c>\",\"<b|d>\"],[\"<e|g>\",\"<f|h>\"]],[[[\"o1\",\"o2\"],[\"o1\",\"o2\"]],[[\"t1\",\"t2\"],[\"t1\","
+     "\"t2\"]]]]"},
+    /* Ragged inner batches: each outer item has its own number of items. */
+    {"routed_loop", "pullback,batch,batch",
+     "[[[[\"p\"],[\"q\",\"r\"]],[[\"0\"],[\"1\",\"3\"]]],[[[\"g\"],[\"h\",\"i\"]],[[\"x\"],[\"y\",\"z\"]]]]",
+     "[[[[\"(p!)(p!)\"],[\"(q)(q)\",\"r\"]],[[\"3\"],[\"3\",\"3\"]]],[[[\"gg\"],[\"hh\",\"i\"]],[[\"\"],[\"\",\"z\"]]]]"},
+    {"routed_loop", "pushforward,pushforward,pushforward",
+     "[[[[\"p\",\"1\"],[\"d\",\"e\"]],[[\"f\",\"g\"],[\"h\",\"i\"]]],[[[\"j\",\"k\"],[\"l\",\"m\"]],[[\"n\",\"o\"],[\"q\",\"r\"]]]]",
+     "[[[[\"(p)(p)\",\"3\"],[\"(d)(d)\",\"\"]],[[\"(f)(f)\",\"\"],[\"(h)(h)\",\"\"]]],[[[\"(j)(j)\",\"\"],[\"(l)(l)\","
+     "\"\"]],[[\"(n)(n)\",\"\"],[\"(q)(q)\",\"\"]]]]"},
+    {"switch", "batch,batch,batch,batch", "[[[[[\"a\"]]],[[[\"b\",\"a\"]]]],[[[[\"x\"]]],[[[\"y\",\"z\"]]]]]",
+     "[[[[\"Ax\"]]],[[[\"yy\",\"Az\"]]]]"},
 };
 
 static void table(void) {
@@ -459,6 +653,17 @@ static void table(void) {
 
 /* ---- the shape of transformed IRs ------------------------------------- */
 
+static int count_occurrences(const char* text, const char* needle) {
+  int n = 0;
+  const char* p = text;
+  size_t len = strlen(needle);
+  while ((p = strstr(p, needle)) != NULL) {
+    n++;
+    p += len;
+  }
+  return n;
+}
+
 static void pullback_text_shows_the_backward(void) {
   af_ir_t* ir;
   char* text;
@@ -480,6 +685,31 @@ static void pullback_text_shows_the_backward(void) {
     CHECK_INT_EQ(af_ir_eqn_count(ir), 2);
     CHECK_STR_EQ(af_ir_eqn_prim(ir, 0), "switch");
     CHECK_STR_EQ(af_ir_eqn_prim(ir, 1), "switch");
+    /* The backward switch, routed by the same key %0, only accumulates
+     * cotangents: the branches' forward work appears once. */
+    CHECK_CONTAINS(text, "}}](%0, %2)");
+    CHECK_INT_EQ(count_occurrences(text, "template=\"A{}\""), 1);
+    CHECK_INT_EQ(count_occurrences(text, "concat("), 1);
+    CHECK_INT_EQ(count_occurrences(text, "accumulate(%0, %0)"), 1);
+  }
+  free(text);
+  af_ir_free(ir);
+  /* The loop whose body routes by the state's key: the forward while_scan
+   * also returns the keys of every iteration (list<str>, the trajectory)
+   * and the trip count; the backward scan reads them in reverse and runs
+   * only the backward parts of the branches taken. */
+  ir = apply_chain(program("routed_loop"), "pullback");
+  text = ir ? ir_text(ir) : NULL;
+  if (text) {
+    CHECK_INT_EQ(af_ir_eqn_count(ir), 2);
+    CHECK_STR_EQ(af_ir_eqn_prim(ir, 0), "while_scan");
+    CHECK_STR_EQ(af_ir_eqn_prim(ir, 1), "scan");
+    CHECK_CONTAINS(text, "[%4:str, %5:str, %6:list<str>, %7:int] = while_scan[");
+    CHECK_CONTAINS(text, "n_xs=1, reverse=true](%7, %6, %2, %3)");
+    CHECK_INT_EQ(count_occurrences(text, "concat(%0, \"!\")"), 1);
+    CHECK_INT_EQ(count_occurrences(text, "template=\"({})\""), 1);
+    CHECK_INT_EQ(count_occurrences(text, "concat(%0, %0)"), 1);
+    CHECK_INT_EQ(count_occurrences(text, "accumulate(%0, %0)"), 1);
   }
   free(text);
   af_ir_free(ir);
