@@ -420,10 +420,40 @@ static void host_function_errors(void) {
   CHECK_ERR(af_host_call(ctx, "liar", 4, args, 1, &out), AF_ERR_INVALID_ARGUMENT, "liar",
             "declared result kinds", "expected str, found int");
   CHECK_NULLED(out, af_value_free);
+  /* A result of the wrong structure. */
+  {
+    af_value_t* dict_kinds = mk_json("{\"title\":\"str\"}");
+    CHECK_OK(af_register_function(ctx, "titled", 6, upper, NULL, NULL, dict_kinds));
+    CHECK_ERR(af_host_call(ctx, "titled", 6, args, 1, &out), AF_ERR_INVALID_ARGUMENT, "titled",
+              "declared result kinds");
+    CHECK_NULLED(out, af_value_free);
+    af_value_free(dict_kinds);
+  }
   /* The same errors from a traced program when it runs. */
   CHECK_OK(af_register_function(ctx, "upper", 5, failing, NULL, NULL, kinds));
   ir = TRACE(host_trace_fn, NULL, "[\"x\"]", NULL);
-  if (ir) CHECK_ERR(call_json(ir, "[\"a\"]", &out), AF_ERR_CALLBACK, "upper");
+  if (ir) {
+    e = call_json(ir, "[\"a\"]", &out);
+    if (CHECK_ERR_KEEP(e, AF_ERR_CALLBACK, "upper")) {
+      const af_error_t* cause = af_error_cause(e);
+      CHECK(cause != NULL);
+      if (cause) CHECK_STR_EQ(af_error_message(cause), "search backend down");
+    }
+    af_error_free(e);
+    CHECK_NULLED(out, af_value_free);
+    CHECK_OK(af_register_function(ctx, "upper", 5, wrong_kind, NULL, NULL, kinds));
+    CHECK_ERR(call_json(ir, "[\"a\"]", &out), AF_ERR_INVALID_ARGUMENT, "upper", "expected str, found int");
+    /* A context where the name is not registered (a graph run elsewhere). */
+    {
+      af_context_t* other = NULL;
+      if (CHECK_OK(af_context_new(&other))) {
+        CHECK_ERR(af_ir_call(other, ir, args, 1, &out), AF_ERR_NOT_FOUND, "\"upper\"", "not registered",
+                  "af_register_function");
+        CHECK_NULLED(out, af_value_free);
+      }
+      af_context_free(other);
+    }
+  }
   af_ir_free(ir);
   af_value_free(kinds);
   af_value_free(x);

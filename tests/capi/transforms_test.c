@@ -790,6 +790,9 @@ static void batch_errors(void) {
   CHECK_ERR(af_batch(ctx, ir, axes, &b), AF_ERR_INVALID_ARGUMENT, "in_axes is not a prefix");
   CHECK_NULLED(b, af_ir_free);
   af_value_free(axes);
+  axes = mk_json("{\"x\":true}");
+  CHECK_ERR(af_batch(ctx, ir, axes, &b), AF_ERR_INVALID_ARGUMENT, "in_axes is not a prefix", "dict");
+  af_value_free(axes);
   axes = mk_json("[true,\"yes\"]");
   CHECK_ERR(af_batch(ctx, ir, axes, &b), AF_ERR_INVALID_ARGUMENT, "in_axes must hold bools");
   af_value_free(axes);
@@ -798,6 +801,16 @@ static void batch_errors(void) {
   af_value_free(axes);
   af_ir_free(b);
   b = NULL;
+  /* Lengths checked on every batched leaf, also deep in a pullback's inputs. */
+  {
+    af_ir_t* pb = apply_chain(af_ir_clone(ir), "pullback");
+    if (pb && CHECK_OK(af_batch(ctx, pb, NULL, &b)))
+      CHECK_ERR(call_json(b, "[[[\"a\",\"b\"],[\"x\",\"y\"]],[\"g\"]]", &out), AF_ERR_INVALID_ARGUMENT,
+                "input[0][0] has 2 items", "input[1] has 1");
+    af_ir_free(b);
+    b = NULL;
+    af_ir_free(pb);
+  }
   CHECK_ERR(af_batch(NULL, ir, NULL, &b), AF_ERR_INVALID_ARGUMENT, "ctx");
   CHECK_ERR(af_pullback(ctx, NULL, &b), AF_ERR_INVALID_ARGUMENT, "ir");
   CHECK_ERR(af_pushforward(ctx, ir, NULL), AF_ERR_INVALID_ARGUMENT, "out");
@@ -809,6 +822,26 @@ static af_error_t* host_only_fn(void* ud, af_context_t* c, const af_value_t* con
                                 af_value_t** out) {
   (void)ud;
   return af_host_call(c, "upper", 5, in, n, out);
+}
+
+/* An unknown switch key is NOT_FOUND listing the branches, also when the
+ * switch was batched (per item) or pulled back. */
+static void unknown_switch_key_under_transforms(void) {
+  static const char* chains[3] = {"batch", "pullback", "pushforward"};
+  static const char* inputs[3] = {"[[\"a\",\"zz\"],[\"p\",\"q\"]]", "[[\"zz\",\"p\"],\"g\"]",
+                                  "[[\"zz\",\"p\"],[\"\",\"d\"]]"};
+  size_t i;
+  make_branches();
+  for (i = 0; i < 3; i++) {
+    af_ir_t* ir = apply_chain(program("switch"), chains[i]);
+    af_value_t* out = NULL;
+    if (ir)
+      CHECK_ERR(call_json(ir, inputs[i], &out), AF_ERR_NOT_FOUND, "no branch is named \"zz\"",
+                "the branches are \"a\", \"b\"");
+    CHECK_NULLED(out, af_value_free);
+    af_ir_free(ir);
+  }
+  free_made();
 }
 
 static void transforms_of_a_host_function_on_the_path(void) {
@@ -834,6 +867,7 @@ int main(int argc, char** argv) {
       CASE(sched_annotates_levels),
       CASE(dce_mask_and_cse_options),
       CASE(batch_errors),
+      CASE(unknown_switch_key_under_transforms),
       CASE(transforms_of_a_host_function_on_the_path),
   };
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
