@@ -1,5 +1,6 @@
 //! `af::Context`, the operations recorded inside a trace, tag/fold scopes
-//! and `Context::trace`.
+//! and `Context::trace` (control flow, host functions, scopes and LM calls
+//! are in their own modules).
 
 use std::any::Any;
 use std::mem::ManuallyDrop;
@@ -13,8 +14,8 @@ use crate::ir::Ir;
 use crate::sys;
 use crate::value::{make_value, value_ptrs, Value};
 
-/// What a program needs at run time (later: host functions, providers,
-/// caches). Not `Clone` (the C API has no context reference counting): share
+/// What a program needs at run time: host functions, provider routes,
+/// run-time scopes (collect, inject, memoize) and the scheduler. Not `Clone` (the C API has no context reference counting): share
 /// it with `&Context` or `Arc<Context>`.
 pub struct Context {
     raw: NonNull<sys::af_context_t>,
@@ -283,7 +284,7 @@ struct TraceState<F> {
     library_error: Option<Error>,
 }
 
-fn panic_message(payload: &(dyn Any + Send)) -> &str {
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> &str {
     if let Some(s) = payload.downcast_ref::<&'static str>() {
         s
     } else if let Some(s) = payload.downcast_ref::<String>() {

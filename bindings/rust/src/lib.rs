@@ -19,22 +19,37 @@
 //! # Ok::<(), af::Error>(())
 //! ```
 //!
+//! Beyond tracing: transforms ([`Ir::pullback`], [`Ir::batch`], ...),
+//! control flow ([`Context::switch`], [`Context::while_loop`]), host
+//! functions ([`Context::register_function`]), compiled programs run sync or
+//! async ([`Program`], [`Future`]), LM providers ([`Provider`]) and saved
+//! graphs ([`Ir::save`], [`Ir::load`]).
+//!
 //! Every fallible call returns `Result<T, af::Error>`. Handles (`Context`,
-//! `Value`, `Ir`, `Walk`) free themselves on drop; `Value` and `Ir` clone by
+//! `Value`, `Ir`, `Walk`, `Program`, `Future`, `Provider`) free themselves on drop; `Value` and `Ir` clone by
 //! reference counting. The raw C API is in [`sys`].
 
 pub mod sys;
 
 mod context;
+mod control;
 mod error;
+mod graph;
+mod host;
 mod ir;
+mod program;
+mod provider;
+mod transform;
 mod util;
 mod value;
 mod walk;
 
 pub use context::{is_tracing, Context};
 pub use error::{Error, ErrorCode, Result};
+pub use graph::{graph_from_json, graph_to_json, graph_verify};
 pub use ir::Ir;
+pub use program::{Future, Program, ProgressFn, RunOptions};
+pub use provider::{LmRequest, Provider};
 pub use value::{Kind, Value};
 pub use walk::{Step, Walk};
 

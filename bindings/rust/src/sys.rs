@@ -56,13 +56,79 @@ macro_rules! opaque {
         }
     )*};
 }
-opaque!(af_error, af_context, af_value, af_ir, af_walk);
+opaque!(
+    af_error,
+    af_context,
+    af_value,
+    af_ir,
+    af_walk,
+    af_program,
+    af_future,
+    af_provider,
+    af_lm_request
+);
 
 pub type af_error_t = af_error;
 pub type af_context_t = af_context;
 pub type af_value_t = af_value;
 pub type af_ir_t = af_ir;
 pub type af_walk_t = af_walk;
+pub type af_program_t = af_program;
+pub type af_future_t = af_future;
+pub type af_provider_t = af_provider;
+pub type af_lm_request_t = af_lm_request;
+
+// ------------------------------------------------------------ run options
+
+pub const AF_RUN_KEEP_GOING: u32 = 1;
+pub const AF_RUN_PROFILE: u32 = 2;
+
+/// Progress of a run: done and total equations.
+pub type af_progress_fn =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, done: u64, total: u64)>;
+/// A destroy callback for user data.
+pub type af_destroy_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
+
+/// Options of a run (zero it, set `struct_size`, then the fields needed).
+#[repr(C)]
+#[derive(Debug)]
+pub struct af_run_options {
+    pub struct_size: u32,
+    pub flags: u32,
+    pub timeout_ms: u64,
+    pub progress: af_progress_fn,
+    pub progress_user_data: *mut c_void,
+    pub progress_destroy: af_destroy_fn,
+    pub profile_path: *const c_char,
+    pub profile_path_len: usize,
+}
+pub type af_run_options_t = af_run_options;
+
+/// Options of `af_cse_ex`.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct af_cse_options {
+    pub struct_size: u32,
+    pub merge_nondeterministic: u32,
+}
+pub type af_cse_options_t = af_cse_options;
+
+/// A host function (see `af_register_function`).
+pub type af_host_fn = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        args: *const *const af_value_t,
+        n: usize,
+        out: *mut *mut af_value_t,
+    ) -> *mut af_error_t,
+>;
+
+/// The submit callback of a host provider.
+pub type af_provider_submit_fn =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, req: *mut af_lm_request_t)>;
+
+/// A callback run when a future finishes.
+pub type af_done_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
 
 /// An owned byte buffer returned by libaf (free with [`af_bytes_free`]).
 #[repr(C)]
@@ -284,4 +350,255 @@ extern "C" {
     pub fn af_walk_send(w: *mut af_walk_t, outputs: *const af_value_t) -> *mut af_error_t;
     pub fn af_walk_outputs(w: *mut af_walk_t, out: *mut *mut af_value_t) -> *mut af_error_t;
     pub fn af_walk_free(w: *mut af_walk_t);
+
+    // Transforms
+    pub fn af_batch(
+        ctx: *mut af_context_t,
+        ir: *const af_ir_t,
+        in_axes: *const af_value_t,
+        out: *mut *mut af_ir_t,
+    ) -> *mut af_error_t;
+    pub fn af_pushforward(
+        ctx: *mut af_context_t,
+        ir: *const af_ir_t,
+        out: *mut *mut af_ir_t,
+    ) -> *mut af_error_t;
+    pub fn af_pullback(
+        ctx: *mut af_context_t,
+        ir: *const af_ir_t,
+        out: *mut *mut af_ir_t,
+    ) -> *mut af_error_t;
+    pub fn af_dce(
+        ctx: *mut af_context_t,
+        ir: *const af_ir_t,
+        out_used: *const af_value_t,
+        out: *mut *mut af_ir_t,
+    ) -> *mut af_error_t;
+    pub fn af_cse(
+        ctx: *mut af_context_t,
+        ir: *const af_ir_t,
+        out: *mut *mut af_ir_t,
+    ) -> *mut af_error_t;
+    pub fn af_cse_ex(
+        ctx: *mut af_context_t,
+        ir: *const af_ir_t,
+        options: *const af_cse_options_t,
+        out: *mut *mut af_ir_t,
+    ) -> *mut af_error_t;
+    pub fn af_sched(
+        ctx: *mut af_context_t,
+        ir: *const af_ir_t,
+        out: *mut *mut af_ir_t,
+    ) -> *mut af_error_t;
+    pub fn af_ir_eqn_sched(
+        ir: *const af_ir_t,
+        i: usize,
+        level: *mut u32,
+        priority: *mut f64,
+    ) -> *mut af_error_t;
+    pub fn af_ir_validate(ir: *const af_ir_t) -> *mut af_error_t;
+
+    // Control flow
+    pub fn af_switch(
+        ctx: *mut af_context_t,
+        key: *const af_value_t,
+        names: *const *const c_char,
+        name_lens: *const usize,
+        branches: *const *const af_ir_t,
+        n_branches: usize,
+        operands: *const *const af_value_t,
+        n_operands: usize,
+        out: *mut *mut af_value_t,
+    ) -> *mut af_error_t;
+    pub fn af_while_loop(
+        ctx: *mut af_context_t,
+        cond: *const af_ir_t,
+        body: *const af_ir_t,
+        init: *const af_value_t,
+        max_iters: u64,
+        out: *mut *mut af_value_t,
+    ) -> *mut af_error_t;
+
+    // Host functions
+    pub fn af_register_function(
+        ctx: *mut af_context_t,
+        name: *const c_char,
+        name_len: usize,
+        fn_: af_host_fn,
+        user_data: *mut c_void,
+        destroy: af_destroy_fn,
+        result_kinds: *const af_value_t,
+    ) -> *mut af_error_t;
+    pub fn af_host_call(
+        ctx: *mut af_context_t,
+        name: *const c_char,
+        name_len: usize,
+        args: *const *const af_value_t,
+        n: usize,
+        out: *mut *mut af_value_t,
+    ) -> *mut af_error_t;
+
+    // Run-time scopes
+    pub fn af_collect_push(
+        ctx: *mut af_context_t,
+        collection: *const c_char,
+        len: usize,
+    ) -> *mut af_error_t;
+    pub fn af_collect_pop(
+        ctx: *mut af_context_t,
+        collected: *mut *mut af_value_t,
+    ) -> *mut af_error_t;
+    pub fn af_inject_push(
+        ctx: *mut af_context_t,
+        collection: *const c_char,
+        len: usize,
+        values: *const af_value_t,
+    ) -> *mut af_error_t;
+    pub fn af_inject_pop(ctx: *mut af_context_t) -> *mut af_error_t;
+    pub fn af_memoize_push(ctx: *mut af_context_t) -> *mut af_error_t;
+    pub fn af_memoize_pop(ctx: *mut af_context_t) -> *mut af_error_t;
+
+    // Programs
+    pub fn af_compile(
+        ctx: *mut af_context_t,
+        ir: *const af_ir_t,
+        out: *mut *mut af_program_t,
+    ) -> *mut af_error_t;
+    pub fn af_program_clone(p: *const af_program_t) -> *mut af_program_t;
+    pub fn af_program_free(p: *mut af_program_t);
+    pub fn af_program_call(
+        ctx: *mut af_context_t,
+        p: *const af_program_t,
+        inputs: *const *const af_value_t,
+        n: usize,
+        out: *mut *mut af_value_t,
+    ) -> *mut af_error_t;
+    pub fn af_program_call_with(
+        ctx: *mut af_context_t,
+        p: *const af_program_t,
+        inputs: *const *const af_value_t,
+        n: usize,
+        options: *const af_run_options_t,
+        out: *mut *mut af_value_t,
+    ) -> *mut af_error_t;
+    pub fn af_program_call_async(
+        ctx: *mut af_context_t,
+        p: *const af_program_t,
+        inputs: *const *const af_value_t,
+        n: usize,
+        out: *mut *mut af_future_t,
+    ) -> *mut af_error_t;
+    pub fn af_program_call_async_with(
+        ctx: *mut af_context_t,
+        p: *const af_program_t,
+        inputs: *const *const af_value_t,
+        n: usize,
+        options: *const af_run_options_t,
+        out: *mut *mut af_future_t,
+    ) -> *mut af_error_t;
+    pub fn af_future_wait(f: *mut af_future_t, out: *mut *mut af_value_t) -> *mut af_error_t;
+    pub fn af_future_ready(f: *const af_future_t) -> i32;
+    pub fn af_future_cancel(f: *mut af_future_t);
+    pub fn af_future_on_done(
+        f: *mut af_future_t,
+        fn_: af_done_fn,
+        user_data: *mut c_void,
+        destroy: af_destroy_fn,
+    ) -> *mut af_error_t;
+    pub fn af_future_profile(f: *const af_future_t, out: *mut af_bytes_t) -> *mut af_error_t;
+    pub fn af_future_free(f: *mut af_future_t);
+
+    // LM calls
+    pub fn af_lm_call(
+        ctx: *mut af_context_t,
+        messages: *const af_value_t,
+        model: *const af_value_t,
+        out: *mut *mut af_value_t,
+    ) -> *mut af_error_t;
+    pub fn af_lm_schema_call(
+        ctx: *mut af_context_t,
+        messages: *const af_value_t,
+        model: *const af_value_t,
+        schema: *const af_value_t,
+        out: *mut *mut af_value_t,
+    ) -> *mut af_error_t;
+
+    // Providers
+    pub fn af_provider_echo_new(
+        options_json: *const c_char,
+        len: usize,
+        out: *mut *mut af_provider_t,
+    ) -> *mut af_error_t;
+    pub fn af_provider_openai_new(
+        options_json: *const c_char,
+        len: usize,
+        out: *mut *mut af_provider_t,
+    ) -> *mut af_error_t;
+    pub fn af_provider_replay_new(
+        options_json: *const c_char,
+        len: usize,
+        out: *mut *mut af_provider_t,
+    ) -> *mut af_error_t;
+    pub fn af_provider_host_new(
+        fn_: af_provider_submit_fn,
+        user_data: *mut c_void,
+        destroy: af_destroy_fn,
+        out: *mut *mut af_provider_t,
+    ) -> *mut af_error_t;
+    pub fn af_lm_request_json(req: *const af_lm_request_t, out: *mut af_bytes_t)
+        -> *mut af_error_t;
+    pub fn af_lm_request_cancelled(req: *const af_lm_request_t) -> i32;
+    pub fn af_lm_request_complete(
+        req: *mut af_lm_request_t,
+        content: *const c_char,
+        len: usize,
+    ) -> *mut af_error_t;
+    pub fn af_lm_request_fail(req: *mut af_lm_request_t, err: *mut af_error_t) -> *mut af_error_t;
+    pub fn af_context_route(
+        ctx: *mut af_context_t,
+        model_pattern: *const c_char,
+        len: usize,
+        provider: *mut af_provider_t,
+    ) -> *mut af_error_t;
+    pub fn af_provider_set_max_in_flight(
+        p: *mut af_provider_t,
+        max_in_flight: u32,
+    ) -> *mut af_error_t;
+    pub fn af_provider_stats(p: *const af_provider_t, out: *mut af_bytes_t) -> *mut af_error_t;
+    pub fn af_provider_clone(p: *const af_provider_t) -> *mut af_provider_t;
+    pub fn af_provider_free(p: *mut af_provider_t);
+
+    // Saved graphs
+    pub fn af_ir_save(ir: *const af_ir_t, path: *const c_char, path_len: usize) -> *mut af_error_t;
+    pub fn af_ir_load(
+        ctx: *mut af_context_t,
+        path: *const c_char,
+        path_len: usize,
+        out: *mut *mut af_ir_t,
+    ) -> *mut af_error_t;
+    pub fn af_ir_to_bytes(ir: *const af_ir_t, out: *mut af_bytes_t) -> *mut af_error_t;
+    pub fn af_ir_from_bytes(
+        ctx: *mut af_context_t,
+        data: *const u8,
+        len: usize,
+        out: *mut *mut af_ir_t,
+    ) -> *mut af_error_t;
+    pub fn af_graph_verify(
+        ctx: *mut af_context_t,
+        data: *const u8,
+        len: usize,
+        summary: *mut af_bytes_t,
+    ) -> *mut af_error_t;
+    pub fn af_graph_to_json(
+        ctx: *mut af_context_t,
+        data: *const u8,
+        len: usize,
+        out: *mut af_bytes_t,
+    ) -> *mut af_error_t;
+    pub fn af_graph_from_json(
+        ctx: *mut af_context_t,
+        json: *const c_char,
+        len: usize,
+        out: *mut af_bytes_t,
+    ) -> *mut af_error_t;
 }

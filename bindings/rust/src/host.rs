@@ -1,0 +1,159 @@
+//! Host functions (closures registered by name and called from programs)
+//! and the run-time scopes of a context (collect, inject, memoize).
+
+use std::os::raw::c_void;
+use std::panic::{self, AssertUnwindSafe};
+use std::ptr;
+
+use crate::context::{panic_message, Context};
+use crate::error::{check, Error, ErrorCode, Result};
+use crate::sys;
+use crate::value::{make_value, value_ptrs, Value};
+
+type HostFn = dyn Fn(&[Value]) -> Result<Value> + Send + Sync + 'static;
+
+impl Context {
+    /// Registers `f` as host function `name` (replacing an earlier one).
+    /// `result_kinds`: the result's structure with kind names as leaves
+    /// (`"str"`, `{"n": "int"}`, ...). `f` may be called from any thread; an
+    /// error it returns becomes the cause of a `Callback` error, and a panic
+    /// is caught and reported the same way (it never unwinds into libaf).
+    /// The closure is dropped exactly once: when replaced, when the context
+    /// is dropped, or here if registration fails.
+    pub fn register_function<F>(&self, name: &str, result_kinds: &Value, f: F) -> Result<()>
+    where
+        F: Fn(&[Value]) -> Result<Value> + Send + Sync + 'static,
+    {
+        let boxed: Box<Box<HostFn>> = Box::new(Box::new(f));
+        let user_data = Box::into_raw(boxed).cast::<c_void>();
+        // libaf runs destroy_host_fn before returning an error, so the box
+        // is never freed twice nor leaked.
+        check(unsafe {
+            sys::af_register_function(
+                self.as_ptr(),
+                name.as_ptr().cast(),
+                name.len(),
+                Some(host_trampoline),
+                user_data,
+                Some(destroy_host_fn),
+                result_kinds.as_ptr(),
+            )
+        })
+    }
+
+    /// Calls host function `name`: recorded inside a trace, called at once
+    /// outside. `NotFound` if it is not registered, `Callback` if it failed.
+    pub fn host_call(&self, name: &str, args: &[Value]) -> Result<Value> {
+        make_value(|out| unsafe {
+            sys::af_host_call(
+                self.as_ptr(),
+                name.as_ptr().cast(),
+                name.len(),
+                value_ptrs(args),
+                args.len(),
+                out,
+            )
+        })
+    }
+
+    // ------------------------------------------------------------ run scopes
+
+    /// Opens a collect scope: every checkpoint of `collection` that runs
+    /// appends its value under its key.
+    pub fn collect_push(&self, collection: &str) -> Result<()> {
+        check(unsafe {
+            sys::af_collect_push(self.as_ptr(), collection.as_ptr().cast(), collection.len())
+        })
+    }
+
+    /// Closes the innermost collect scope: `{key: [values in execution order]}`.
+    pub fn collect_pop(&self) -> Result<Value> {
+        make_value(|out| unsafe { sys::af_collect_pop(self.as_ptr(), out) })
+    }
+
+    /// Opens an inject scope: `values` is `{key: [values...]}`; a checkpoint
+    /// of `collection` with a queued value yields it instead of its input.
+    pub fn inject_push(&self, collection: &str, values: &Value) -> Result<()> {
+        check(unsafe {
+            sys::af_inject_push(
+                self.as_ptr(),
+                collection.as_ptr().cast(),
+                collection.len(),
+                values.as_ptr(),
+            )
+        })
+    }
+
+    /// Closes the innermost inject scope.
+    pub fn inject_pop(&self) -> Result<()> {
+        check(unsafe { sys::af_inject_pop(self.as_ptr()) })
+    }
+
+    /// Opens a memoize scope: identical calls run once.
+    pub fn memoize_push(&self) -> Result<()> {
+        check(unsafe { sys::af_memoize_push(self.as_ptr()) })
+    }
+
+    /// Closes the innermost memoize scope.
+    pub fn memoize_pop(&self) -> Result<()> {
+        check(unsafe { sys::af_memoize_pop(self.as_ptr()) })
+    }
+}
+
+unsafe extern "C" fn host_trampoline(
+    user_data: *mut c_void,
+    args: *const *const sys::af_value_t,
+    n: usize,
+    out: *mut *mut sys::af_value_t,
+) -> *mut sys::af_error_t {
+    if out.is_null() || user_data.is_null() {
+        let msg = "af host trampoline called with NULL user_data or out";
+        return sys::af_error_new(sys::AF_ERR_INTERNAL, msg.as_ptr().cast(), msg.len());
+    }
+    *out = ptr::null_mut();
+    let f = &*user_data.cast::<Box<HostFn>>();
+    let result = panic::catch_unwind(AssertUnwindSafe(|| {
+        let mut values = Vec::with_capacity(n);
+        for i in 0..n {
+            let p = if args.is_null() {
+                ptr::null()
+            } else {
+                *args.add(i)
+            };
+            // libaf passes a Zero as null; a NULL pointer would be a libaf bug.
+            match Value::clone_from_ptr(p) {
+                Some(v) => values.push(v),
+                None => {
+                    return Err(Error::new(
+                        ErrorCode::Internal,
+                        format!("host argument {i} is NULL"),
+                    ))
+                }
+            }
+        }
+        f(&values)
+    }));
+    match result {
+        Ok(Ok(v)) => {
+            *out = v.into_raw();
+            ptr::null_mut()
+        }
+        Ok(Err(e)) => e.into_raw(),
+        Err(payload) => {
+            let msg = format!(
+                "the Rust host function panicked: {}",
+                panic_message(&*payload)
+            );
+            sys::af_error_new(sys::AF_ERR_INTERNAL, msg.as_ptr().cast(), msg.len())
+        }
+    }
+}
+
+unsafe extern "C" fn destroy_host_fn(user_data: *mut c_void) {
+    if !user_data.is_null() {
+        // A panic in the closure's destructor must not unwind into libaf.
+        let _ = panic::catch_unwind(AssertUnwindSafe(|| {
+            drop(Box::from_raw(user_data.cast::<Box<HostFn>>()))
+        }));
+    }
+}

@@ -1,0 +1,317 @@
+//! Compiled programs (`af::Program`), run options and runs in flight
+//! (`af::Future`).
+
+use std::marker::PhantomData;
+use std::os::raw::c_void;
+use std::panic::{self, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::ptr::{self, NonNull};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::context::Context;
+use crate::error::{check, Error, ErrorCode, Result};
+use crate::ir::Ir;
+use crate::sys;
+use crate::util::bytes_to_string;
+use crate::value::{make_value, value_ptrs, Value};
+
+/// A compiled program for the dataflow executor (from [`Program::compile`]).
+/// `Clone` adds a reference.
+pub struct Program {
+    raw: NonNull<sys::af_program_t>,
+}
+
+// The header: handles may move between threads; a compiled program is
+// immutable.
+unsafe impl Send for Program {}
+unsafe impl Sync for Program {}
+
+/// Progress callback of a run: `(done, total)` equations.
+pub type ProgressFn = dyn Fn(u64, u64) + Send + Sync + 'static;
+
+/// Options of a run. `Default` is what a run without options does.
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    /// A failure does not cancel the rest; each failed output leaf becomes
+    /// `{"error": {"code", "name", "message"}}`.
+    pub keep_going: bool,
+    /// Record a profile (see [`Future::profile`]).
+    pub profile: bool,
+    /// The run fails with `Timeout` after this long.
+    pub timeout: Option<Duration>,
+    /// Where to write the profile as Chrome trace JSON.
+    pub profile_path: Option<PathBuf>,
+    /// Called from libaf threads after each equation; must be quick.
+    pub progress: Option<Arc<ProgressFn>>,
+}
+
+/// The C struct for `opts`; the progress closure is moved into its
+/// user_data (freed by libaf through `destroy_progress`, exactly once). The
+/// returned path bytes back `profile_path` and must outlive the call.
+fn raw_options(opts: &RunOptions) -> Result<(sys::af_run_options_t, Vec<u8>)> {
+    let path = match &opts.profile_path {
+        Some(p) => p
+            .to_str()
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorCode::InvalidArgument,
+                    format!("profile path {p:?} is not UTF-8"),
+                )
+            })?
+            .as_bytes()
+            .to_vec(),
+        None => Vec::new(),
+    };
+    let mut flags = 0;
+    if opts.keep_going {
+        flags |= sys::AF_RUN_KEEP_GOING;
+    }
+    if opts.profile {
+        flags |= sys::AF_RUN_PROFILE;
+    }
+    let timeout_ms = opts.timeout.map_or(0, |d| {
+        u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+    });
+    let (progress, user_data, destroy): (sys::af_progress_fn, *mut c_void, sys::af_destroy_fn) =
+        match &opts.progress {
+            Some(f) => (
+                Some(progress_trampoline),
+                Box::into_raw(Box::new(Arc::clone(f))).cast(),
+                Some(destroy_progress),
+            ),
+            None => (None, ptr::null_mut(), None),
+        };
+    let raw = sys::af_run_options {
+        struct_size: std::mem::size_of::<sys::af_run_options_t>() as u32,
+        flags,
+        timeout_ms,
+        progress,
+        progress_user_data: user_data,
+        progress_destroy: destroy,
+        profile_path: if path.is_empty() {
+            ptr::null()
+        } else {
+            path.as_ptr().cast()
+        },
+        profile_path_len: path.len(),
+    };
+    Ok((raw, path))
+}
+
+unsafe extern "C" fn progress_trampoline(user_data: *mut c_void, done: u64, total: u64) {
+    if let Some(f) = user_data.cast::<Arc<ProgressFn>>().as_ref() {
+        // A panic must not unwind into libaf; progress is advisory.
+        let _ = panic::catch_unwind(AssertUnwindSafe(|| f(done, total)));
+    }
+}
+
+unsafe extern "C" fn destroy_progress(user_data: *mut c_void) {
+    if !user_data.is_null() {
+        let _ = panic::catch_unwind(AssertUnwindSafe(|| {
+            drop(Box::from_raw(user_data.cast::<Arc<ProgressFn>>()))
+        }));
+    }
+}
+
+impl Program {
+    /// Compiles `ir` (validate, DCE, CSE, plan). `InvalidArgument` if the IR
+    /// does not validate.
+    pub fn compile(ctx: &Context, ir: &Ir) -> Result<Program> {
+        let mut out: *mut sys::af_program_t = ptr::null_mut();
+        check(unsafe { sys::af_compile(ctx.as_ptr(), ir.as_ptr(), &mut out) })?;
+        unsafe { Program::from_raw(out) }.ok_or_else(|| {
+            Error::new(
+                ErrorCode::Internal,
+                "af_compile returned success without a program",
+            )
+        })
+    }
+
+    /// Takes ownership of an owned `af_program_t*` (None if NULL).
+    ///
+    /// # Safety
+    /// `raw` must be NULL or an owned reference to a valid program.
+    pub unsafe fn from_raw(raw: *mut sys::af_program_t) -> Option<Program> {
+        NonNull::new(raw).map(|raw| Program { raw })
+    }
+
+    /// The borrowed handle.
+    pub fn as_ptr(&self) -> *const sys::af_program_t {
+        self.raw.as_ptr()
+    }
+
+    /// Runs the program and waits.
+    pub fn call(&self, ctx: &Context, inputs: &[Value]) -> Result<Value> {
+        make_value(|out| unsafe {
+            sys::af_program_call(
+                ctx.as_ptr(),
+                self.as_ptr(),
+                value_ptrs(inputs),
+                inputs.len(),
+                out,
+            )
+        })
+    }
+
+    /// Runs the program with options and waits.
+    pub fn call_with(
+        &self,
+        ctx: &Context,
+        inputs: &[Value],
+        options: &RunOptions,
+    ) -> Result<Value> {
+        let (raw, _path) = raw_options(options)?;
+        make_value(|out| unsafe {
+            sys::af_program_call_with(
+                ctx.as_ptr(),
+                self.as_ptr(),
+                value_ptrs(inputs),
+                inputs.len(),
+                &raw,
+                out,
+            )
+        })
+    }
+
+    /// Starts the program and returns at once (input errors are returned
+    /// here, run errors by [`Future::wait`]).
+    pub fn call_async<'c>(&self, ctx: &'c Context, inputs: &[Value]) -> Result<Future<'c>> {
+        self.call_async_with(ctx, inputs, &RunOptions::default())
+    }
+
+    /// [`call_async`](Self::call_async) with options.
+    pub fn call_async_with<'c>(
+        &self,
+        ctx: &'c Context,
+        inputs: &[Value],
+        options: &RunOptions,
+    ) -> Result<Future<'c>> {
+        let (raw, _path) = raw_options(options)?;
+        let mut out: *mut sys::af_future_t = ptr::null_mut();
+        check(unsafe {
+            sys::af_program_call_async_with(
+                ctx.as_ptr(),
+                self.as_ptr(),
+                value_ptrs(inputs),
+                inputs.len(),
+                &raw,
+                &mut out,
+            )
+        })?;
+        NonNull::new(out)
+            .map(|raw| Future {
+                raw,
+                _ctx: PhantomData,
+            })
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorCode::Internal,
+                    "af_program_call_async returned success without a future",
+                )
+            })
+    }
+}
+
+impl Clone for Program {
+    fn clone(&self) -> Program {
+        let p = unsafe { sys::af_program_clone(self.as_ptr()) };
+        Program {
+            raw: NonNull::new(p).expect("af_program_clone returned NULL"),
+        }
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        unsafe { sys::af_program_free(self.raw.as_ptr()) }
+    }
+}
+
+/// A run in flight. Dropping it does not cancel the run (it completes
+/// unobserved); it borrows the context the run uses.
+pub struct Future<'c> {
+    raw: NonNull<sys::af_future_t>,
+    _ctx: PhantomData<&'c Context>,
+}
+
+// The future's state is synchronized inside libaf: one thread may wait while
+// another cancels.
+unsafe impl Send for Future<'_> {}
+unsafe impl Sync for Future<'_> {}
+
+impl Future<'_> {
+    /// Blocks until the run finishes; its output or error (`Cancelled`,
+    /// `Timeout`, or the run's). May be called again with the same result.
+    pub fn wait(&self) -> Result<Value> {
+        make_value(|out| unsafe { sys::af_future_wait(self.raw.as_ptr(), out) })
+    }
+
+    /// True if the run has finished ([`wait`](Self::wait) will not block).
+    pub fn ready(&self) -> bool {
+        unsafe { sys::af_future_ready(self.raw.as_ptr()) != 0 }
+    }
+
+    /// Finishes the run with `Cancelled` and cancels its in-flight work.
+    pub fn cancel(&self) {
+        unsafe { sys::af_future_cancel(self.raw.as_ptr()) }
+    }
+
+    /// Runs `f` once when the run finishes (on a libaf thread, or here at
+    /// once if it already has). A panic in `f` is caught and dropped.
+    pub fn on_done<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
+        let boxed: Box<Option<F>> = Box::new(Some(f));
+        check(unsafe {
+            sys::af_future_on_done(
+                self.raw.as_ptr(),
+                Some(done_trampoline::<F>),
+                Box::into_raw(boxed).cast(),
+                Some(destroy_done::<F>),
+            )
+        })
+    }
+
+    /// The run's profile as Chrome trace JSON (`InvalidArgument` if the run
+    /// was started without `profile` or a `profile_path`).
+    pub fn profile(&self) -> Result<String> {
+        let mut b = sys::af_bytes_t::default();
+        check(unsafe { sys::af_future_profile(self.raw.as_ptr(), &mut b) })?;
+        Ok(unsafe { bytes_to_string(&mut b) })
+    }
+}
+
+unsafe extern "C" fn done_trampoline<F: FnOnce() + Send + 'static>(user_data: *mut c_void) {
+    if let Some(slot) = user_data.cast::<Option<F>>().as_mut() {
+        if let Some(f) = slot.take() {
+            let _ = panic::catch_unwind(AssertUnwindSafe(f));
+        }
+    }
+}
+
+unsafe extern "C" fn destroy_done<F: FnOnce() + Send + 'static>(user_data: *mut c_void) {
+    if !user_data.is_null() {
+        let _ = panic::catch_unwind(AssertUnwindSafe(|| {
+            drop(Box::from_raw(user_data.cast::<Option<F>>()))
+        }));
+    }
+}
+
+impl Drop for Future<'_> {
+    fn drop(&mut self) {
+        unsafe { sys::af_future_free(self.raw.as_ptr()) }
+    }
+}
+
+impl std::fmt::Debug for Program {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Program({:p})", self.raw)
+    }
+}
+
+impl std::fmt::Debug for Future<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Future")
+            .field("ready", &self.ready())
+            .finish()
+    }
+}
