@@ -1,13 +1,16 @@
 // Package af is the Go binding of libaf, a library that traces "LM programs"
-// (string formatting, concatenation, matching, later LM calls) into an IR
-// that can be printed, transformed and called from any language.
+// (string formatting, concatenation, matching, control flow, host functions,
+// LM calls) into an IR that can be printed, transformed (Batch, Pullback,
+// DCE, ...), compiled into a Program run synchronously, asynchronously
+// (Future, context.Context cancellation) or saved as a graph file, and called
+// from any language.
 //
 // The binding wraps the stable C API (capi/include/af/af.h) through cgo:
 //
 //   - Every fallible call returns an error; a libaf failure is an *Error with
 //     a Code (one of the Code* constants) and a cause chain (errors.As,
 //     errors.Is and errors.Unwrap work through it).
-//   - Handles (*Context, *Value, *IR, *Walk) own a libaf reference. Call
+//   - Handles (*Context, *Value, *IR, *Walk, *Program, *Future, *Provider) own a libaf reference. Call
 //     Close when done; a finalizer releases a forgotten handle as a backstop.
 //     Close is idempotent. A handle must not be used concurrently with its
 //     own Close.
@@ -17,6 +20,10 @@
 //     its thread while the trace function runs; operations made by that
 //     function (on its goroutine) are recorded into the trace. Operations
 //     made by other goroutines are not.
+//   - Callbacks (host functions, host providers, progress) run on libaf
+//     threads; each Go closure is held through a cgo.Handle that libaf's
+//     destroy callback deletes exactly once. A panic in a callback is
+//     recovered and reported to libaf as an error.
 //
 // Building: the package links libaf.so from ../../build/lib by default;
 // set CGO_LDFLAGS="-L<dir> -Wl,-rpath,<dir>" to use another build (see

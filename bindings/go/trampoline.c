@@ -18,3 +18,45 @@ af_error_t* afgo_trace(af_context_t* ctx, uintptr_t handle, const af_value_t* co
   return af_trace(ctx, afgo_trace_trampoline, (void*)handle, examples, n_examples, static_mask,
                   out);
 }
+
+/* ---- host functions, providers, progress and completion callbacks ----- */
+/* Each passes its cgo.Handle (user_data) to an exported Go function; the
+ * destroy callback deletes the handle, so the Go closure lives exactly as
+ * long as libaf holds it. */
+
+static void afgo_handle_destroy(void* user_data) { afgoHandleDelete((uintptr_t)user_data); }
+
+static af_error_t* afgo_host_trampoline(void* user_data, const af_value_t* const* args, size_t n,
+                                        af_value_t** out) {
+  return afgoHostCallback((uintptr_t)user_data, (af_value_t**)args, n, out);
+}
+
+af_error_t* afgo_register_function(af_context_t* ctx, const char* name, size_t name_len,
+                                   uintptr_t handle, const af_value_t* result_kinds) {
+  return af_register_function(ctx, name, name_len, afgo_host_trampoline, (void*)handle,
+                              afgo_handle_destroy, result_kinds);
+}
+
+static void afgo_submit_trampoline(void* user_data, af_lm_request_t* req) {
+  afgoSubmitCallback((uintptr_t)user_data, req);
+}
+
+af_error_t* afgo_provider_host_new(uintptr_t handle, af_provider_t** out) {
+  return af_provider_host_new(afgo_submit_trampoline, (void*)handle, afgo_handle_destroy, out);
+}
+
+static void afgo_progress_trampoline(void* user_data, uint64_t done, uint64_t total) {
+  afgoProgressCallback((uintptr_t)user_data, done, total);
+}
+
+void afgo_set_progress(af_run_options_t* o, uintptr_t handle) {
+  o->progress = afgo_progress_trampoline;
+  o->progress_user_data = (void*)handle;
+  o->progress_destroy = afgo_handle_destroy;
+}
+
+static void afgo_done_trampoline(void* user_data) { afgoDoneCallback((uintptr_t)user_data); }
+
+af_error_t* afgo_future_on_done(af_future_t* f, uintptr_t handle) {
+  return af_future_on_done(f, afgo_done_trampoline, (void*)handle, afgo_handle_destroy);
+}

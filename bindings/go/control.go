@@ -1,0 +1,250 @@
+package af
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+#include "af/af.h"
+
+af_error_t* afgo_register_function(af_context_t* ctx, const char* name, size_t name_len,
+                                   uintptr_t handle, const af_value_t* result_kinds);
+*/
+import "C"
+
+import (
+	"runtime"
+	"runtime/cgo"
+	"unsafe"
+)
+
+// Branch is one named branch of Switch.
+type Branch struct {
+	Name string
+	IR   *IR
+}
+
+// Switch runs the branch named by key (a str) on the operands. Every branch
+// takes the operands' structure and kinds; all return one structure.
+// Recorded inside a trace, evaluated outside. CodeNotFound (when it runs)
+// for a key no branch has.
+func (c *Context) Switch(key *Value, branches []Branch, operands ...*Value) (*Value, error) {
+	cp, err := c.handle()
+	if err != nil {
+		return nil, err
+	}
+	kp, err := key.handle()
+	if err != nil {
+		return nil, err
+	}
+	ops, err := cValues(operands)
+	if err != nil {
+		return nil, err
+	}
+	// The arrays live in C memory: an array of pointers into Go strings
+	// would be Go memory holding Go pointers, which cgo forbids.
+	n := len(branches)
+	names, namesMem := cSlice[*C.char](n)
+	defer C.free(namesMem)
+	lens, lensMem := cSlice[C.size_t](n)
+	defer C.free(lensMem)
+	irs, irsMem := cSlice[*C.af_ir_t](n)
+	defer C.free(irsMem)
+	defer func() {
+		for _, p := range names {
+			C.free(unsafe.Pointer(p)) // NULL for names never set
+		}
+	}()
+	for i, b := range branches {
+		if irs[i], err = b.IR.handle(); err != nil {
+			return nil, err
+		}
+		names[i] = C.CString(b.Name)
+		lens[i] = C.size_t(len(b.Name))
+	}
+	var np **C.char
+	var lp *C.size_t
+	var ip **C.af_ir_t
+	if n > 0 {
+		np, lp, ip = &names[0], &lens[0], &irs[0]
+	}
+	var out *C.af_value_t
+	e := C.af_switch(cp, kp, np, lp, ip, C.size_t(n), cArray(ops), C.size_t(len(ops)), &out)
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(key)
+	runtime.KeepAlive(branches)
+	runtime.KeepAlive(operands)
+	return takeValue(e, out)
+}
+
+// WhileLoop: state = init; while cond(state) is true and fewer than
+// maxIters iterations ran, state = body(state); returns the state.
+func (c *Context) WhileLoop(cond, body *IR, init *Value, maxIters uint64) (*Value, error) {
+	cp, err := c.handle()
+	if err != nil {
+		return nil, err
+	}
+	condp, err := cond.handle()
+	if err != nil {
+		return nil, err
+	}
+	bodyp, err := body.handle()
+	if err != nil {
+		return nil, err
+	}
+	ip, err := init.handle()
+	if err != nil {
+		return nil, err
+	}
+	var out *C.af_value_t
+	e := C.af_while_loop(cp, condp, bodyp, ip, C.uint64_t(maxIters), &out)
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(cond)
+	runtime.KeepAlive(body)
+	runtime.KeepAlive(init)
+	return takeValue(e, out)
+}
+
+// cSlice allocates n zeroed T in C memory (free the pointer with C.free;
+// nil for n == 0).
+func cSlice[T any](n int) ([]T, unsafe.Pointer) {
+	if n == 0 {
+		return nil, nil
+	}
+	var zero T
+	p := C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(zero)))
+	return unsafe.Slice((*T)(p), n), p
+}
+
+// HostFunc is a host function: it receives the positional argument trees
+// (borrowed for the call: Clone one to keep it; a zero arrives as null) and
+// returns its result. It may be called from any goroutine or libaf thread,
+// concurrently. A returned error becomes the cause of a CodeCallback error
+// (an *Error keeps its code); a panic is recovered and reported the same way.
+type HostFunc func(args []*Value) (*Value, error)
+
+// RegisterFunction registers fn as host function name on c (replacing an
+// earlier function of that name). resultKinds: the result's structure with
+// kind names as leaves ("str", {"n": "int"}, ...). libaf releases fn exactly
+// once: when it is replaced, when c is closed, or at once if registration
+// fails.
+func (c *Context) RegisterFunction(name string, resultKinds *Value, fn HostFunc) error {
+	cp, err := c.handle()
+	if err != nil {
+		return err
+	}
+	kp, err := resultKinds.handle()
+	if err != nil {
+		return err
+	}
+	if fn == nil {
+		return &Error{Message: "RegisterFunction: fn is nil", code: CodeInvalidArgument}
+	}
+	h := cgo.NewHandle(fn) // deleted by libaf's destroy callback, also on error
+	p, n := cstr(name)
+	e := C.afgo_register_function(cp, p, n, C.uintptr_t(h), kp)
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(resultKinds)
+	runtime.KeepAlive(name)
+	return takeError(e)
+}
+
+// HostCall calls host function name on args: recorded inside a trace,
+// called at once outside. CodeNotFound if name is not registered,
+// CodeCallback if the function failed.
+func (c *Context) HostCall(name string, args ...*Value) (*Value, error) {
+	cp, err := c.handle()
+	if err != nil {
+		return nil, err
+	}
+	ps, err := cValues(args)
+	if err != nil {
+		return nil, err
+	}
+	p, n := cstr(name)
+	var out *C.af_value_t
+	e := C.af_host_call(cp, p, n, cArray(ps), C.size_t(len(ps)), &out)
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(args)
+	runtime.KeepAlive(name)
+	return takeValue(e, out)
+}
+
+// --- run-time scopes ----------------------------------------------------------
+
+// PushCollect opens a collect scope: every checkpoint of collection that
+// runs appends its value under its key.
+func (c *Context) PushCollect(collection string) error {
+	cp, err := c.handle()
+	if err != nil {
+		return err
+	}
+	p, n := cstr(collection)
+	e := C.af_collect_push(cp, p, n)
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(collection)
+	return takeError(e)
+}
+
+// PopCollect closes the innermost collect scope and returns
+// {key: [values in execution order]}.
+func (c *Context) PopCollect() (*Value, error) {
+	cp, err := c.handle()
+	if err != nil {
+		return nil, err
+	}
+	var out *C.af_value_t
+	e := C.af_collect_pop(cp, &out)
+	runtime.KeepAlive(c)
+	return takeValue(e, out)
+}
+
+// PushInject opens an inject scope: values is {key: [values...]}; a
+// checkpoint of collection with a queued value yields it instead.
+func (c *Context) PushInject(collection string, values *Value) error {
+	cp, err := c.handle()
+	if err != nil {
+		return err
+	}
+	vp, err := values.handle()
+	if err != nil {
+		return err
+	}
+	p, n := cstr(collection)
+	e := C.af_inject_push(cp, p, n, vp)
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(values)
+	runtime.KeepAlive(collection)
+	return takeError(e)
+}
+
+// PopInject closes the innermost inject scope.
+func (c *Context) PopInject() error {
+	cp, err := c.handle()
+	if err != nil {
+		return err
+	}
+	e := C.af_inject_pop(cp)
+	runtime.KeepAlive(c)
+	return takeError(e)
+}
+
+// PushMemoize opens a memoize scope: identical calls run once.
+func (c *Context) PushMemoize() error {
+	cp, err := c.handle()
+	if err != nil {
+		return err
+	}
+	e := C.af_memoize_push(cp)
+	runtime.KeepAlive(c)
+	return takeError(e)
+}
+
+// PopMemoize closes the innermost memoize scope.
+func (c *Context) PopMemoize() error {
+	cp, err := c.handle()
+	if err != nil {
+		return err
+	}
+	e := C.af_memoize_pop(cp)
+	runtime.KeepAlive(c)
+	return takeError(e)
+}

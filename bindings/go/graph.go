@@ -1,0 +1,130 @@
+package af
+
+/*
+#include "af/af.h"
+*/
+import "C"
+
+import (
+	"runtime"
+	"unsafe"
+)
+
+// Save writes the IR to path as a saved graph (.afg), atomically.
+func (ir *IR) Save(path string) error {
+	ip, err := ir.handle()
+	if err != nil {
+		return err
+	}
+	p, n := cstr(path)
+	e := C.af_ir_save(ip, p, n)
+	runtime.KeepAlive(ir)
+	runtime.KeepAlive(path)
+	return takeError(e)
+}
+
+// LoadIR reads and checks the saved graph at path (CodeFormat, CodeVersion,
+// CodeIO).
+func LoadIR(ctx *Context, path string) (*IR, error) {
+	cp, err := ctx.handle()
+	if err != nil {
+		return nil, err
+	}
+	p, n := cstr(path)
+	var out *C.af_ir_t
+	e := C.af_ir_load(cp, p, n, &out)
+	runtime.KeepAlive(ctx)
+	runtime.KeepAlive(path)
+	if err := takeError(e); err != nil {
+		return nil, err
+	}
+	return newIR(out), nil
+}
+
+// Bytes is the IR as .afg bytes (the same IR gives the same bytes).
+func (ir *IR) Bytes() ([]byte, error) {
+	ip, err := ir.handle()
+	if err != nil {
+		return nil, err
+	}
+	var b C.af_bytes_t
+	e := C.af_ir_to_bytes(ip, &b)
+	runtime.KeepAlive(ir)
+	if err := takeError(e); err != nil {
+		return nil, err
+	}
+	return []byte(takeBytes(&b)), nil
+}
+
+// bytesArg is data as a (pointer, length) pair into Go memory that holds
+// no Go pointers (allowed for the duration of one cgo call).
+func bytesArg(data []byte) (*C.uint8_t, C.size_t) {
+	if len(data) == 0 {
+		return (*C.uint8_t)(unsafe.Pointer(emptyC)), 0
+	}
+	return (*C.uint8_t)(unsafe.Pointer(&data[0])), C.size_t(len(data))
+}
+
+// IRFromBytes builds an IR from .afg bytes after every check.
+func IRFromBytes(ctx *Context, data []byte) (*IR, error) {
+	cp, err := ctx.handle()
+	if err != nil {
+		return nil, err
+	}
+	p, n := bytesArg(data)
+	var out *C.af_ir_t
+	e := C.af_ir_from_bytes(cp, p, n, &out)
+	runtime.KeepAlive(ctx)
+	runtime.KeepAlive(data)
+	if err := takeError(e); err != nil {
+		return nil, err
+	}
+	return newIR(out), nil
+}
+
+// graphBytes runs one af_graph_* call with data and returns its owned bytes.
+func graphBytes(ctx *Context, f func(c *C.af_context_t, out *C.af_bytes_t) *C.af_error_t) (string, error) {
+	cp, err := ctx.handle()
+	if err != nil {
+		return "", err
+	}
+	var b C.af_bytes_t
+	e := f(cp, &b)
+	runtime.KeepAlive(ctx)
+	if err := takeError(e); err != nil {
+		return "", err
+	}
+	return takeBytes(&b), nil
+}
+
+// VerifyGraph runs every load check on .afg bytes and returns a one-line
+// JSON summary.
+func VerifyGraph(ctx *Context, data []byte) (string, error) {
+	defer runtime.KeepAlive(data)
+	return graphBytes(ctx, func(c *C.af_context_t, out *C.af_bytes_t) *C.af_error_t {
+		p, n := bytesArg(data)
+		return C.af_graph_verify(c, p, n, out)
+	})
+}
+
+// GraphToJSON is the readable JSON form of .afg bytes (round trip exact).
+func GraphToJSON(ctx *Context, data []byte) (string, error) {
+	defer runtime.KeepAlive(data)
+	return graphBytes(ctx, func(c *C.af_context_t, out *C.af_bytes_t) *C.af_error_t {
+		p, n := bytesArg(data)
+		return C.af_graph_to_json(c, p, n, out)
+	})
+}
+
+// GraphFromJSON makes .afg bytes from the JSON form (checked as bytes are).
+func GraphFromJSON(ctx *Context, json string) ([]byte, error) {
+	defer runtime.KeepAlive(json)
+	s, err := graphBytes(ctx, func(c *C.af_context_t, out *C.af_bytes_t) *C.af_error_t {
+		p, n := cstr(json)
+		return C.af_graph_from_json(c, p, n, out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []byte(s), nil
+}

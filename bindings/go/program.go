@@ -1,0 +1,292 @@
+package af
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+#include "af/af.h"
+
+void afgo_set_progress(af_run_options_t* o, uintptr_t handle);
+af_error_t* afgo_future_on_done(af_future_t* f, uintptr_t handle);
+*/
+import "C"
+
+import (
+	"context"
+	"runtime"
+	"runtime/cgo"
+	"time"
+	"unsafe"
+)
+
+// Program is a compiled IR for the dataflow executor: every equation starts
+// the moment its inputs exist and independent LM calls run concurrently. It
+// is immutable and may be run from several goroutines at once. Close it
+// when done (a finalizer frees a forgotten one).
+type Program struct {
+	ptr *C.af_program_t
+}
+
+// Compile compiles ir (validate, DCE, CSE, plan). CodeInvalidArgument if the
+// IR does not validate.
+func Compile(ctx *Context, ir *IR) (*Program, error) {
+	cp, err := ctx.handle()
+	if err != nil {
+		return nil, err
+	}
+	ip, err := ir.handle()
+	if err != nil {
+		return nil, err
+	}
+	var out *C.af_program_t
+	e := C.af_compile(cp, ip, &out)
+	runtime.KeepAlive(ctx)
+	runtime.KeepAlive(ir)
+	if err := takeError(e); err != nil {
+		return nil, err
+	}
+	return newProgram(out), nil
+}
+
+func newProgram(p *C.af_program_t) *Program {
+	prog := &Program{ptr: p}
+	runtime.SetFinalizer(prog, (*Program).Close)
+	return prog
+}
+
+// Close releases the program's reference. Idempotent.
+func (p *Program) Close() {
+	if p == nil || p.ptr == nil {
+		return
+	}
+	C.af_program_free(p.ptr)
+	p.ptr = nil
+	runtime.SetFinalizer(p, nil)
+}
+
+// Clone returns a new handle to the same program.
+func (p *Program) Clone() (*Program, error) {
+	pp, err := p.handle()
+	if err != nil {
+		return nil, err
+	}
+	out := newProgram(C.af_program_clone(pp))
+	runtime.KeepAlive(p)
+	return out, nil
+}
+
+func (p *Program) handle() (*C.af_program_t, error) {
+	if p == nil || p.ptr == nil {
+		return nil, errClosed("program")
+	}
+	return p.ptr, nil
+}
+
+// RunOptions are the options of a run; the zero value (or nil) is the
+// default.
+type RunOptions struct {
+	// KeepGoing: a failure does not cancel the rest; each failed output
+	// leaf becomes {"error": {"code", "name", "message"}}.
+	KeepGoing bool
+	// Profile records a profile (Future.Profile).
+	Profile bool
+	// Timeout fails the run with CodeTimeout after this long (0 = none).
+	Timeout time.Duration
+	// ProfilePath: where to write the profile as Chrome trace JSON.
+	ProfilePath string
+	// Progress is called from libaf threads (never concurrently for one
+	// run) with done and total equations; it must be quick.
+	Progress func(done, total uint64)
+}
+
+// cOptions fills a C options struct (in C memory: it holds C pointers) for
+// o. free releases what it holds unless libaf took it.
+func (o *RunOptions) cOptions() (opts *C.af_run_options_t, free func()) {
+	if o == nil {
+		return nil, func() {}
+	}
+	opts = (*C.af_run_options_t)(C.calloc(1, C.sizeof_af_run_options_t))
+	opts.struct_size = C.uint32_t(C.sizeof_af_run_options_t)
+	if o.KeepGoing {
+		opts.flags |= C.AF_RUN_KEEP_GOING
+	}
+	if o.Profile {
+		opts.flags |= C.AF_RUN_PROFILE
+	}
+	if o.Timeout > 0 {
+		ms := o.Timeout.Milliseconds()
+		if ms == 0 {
+			ms = 1
+		}
+		opts.timeout_ms = C.uint64_t(ms)
+	}
+	if o.ProfilePath != "" {
+		opts.profile_path = C.CString(o.ProfilePath)
+		opts.profile_path_len = C.size_t(len(o.ProfilePath))
+	}
+	if o.Progress != nil {
+		// libaf runs progress_destroy (deleting the handle) exactly once,
+		// also when the call fails.
+		C.afgo_set_progress(opts, C.uintptr_t(cgo.NewHandle(o.Progress)))
+	}
+	return opts, func() {
+		C.free(unsafe.Pointer(opts.profile_path))
+		C.free(unsafe.Pointer(opts))
+	}
+}
+
+// Call runs the program on inputs and waits.
+func (p *Program) Call(ctx *Context, inputs ...*Value) (*Value, error) {
+	return p.CallWith(ctx, nil, inputs...)
+}
+
+// CallWith runs the program with options and waits.
+func (p *Program) CallWith(ctx *Context, opts *RunOptions, inputs ...*Value) (*Value, error) {
+	cp, err := ctx.handle()
+	if err != nil {
+		return nil, err
+	}
+	pp, err := p.handle()
+	if err != nil {
+		return nil, err
+	}
+	ps, err := cValues(inputs)
+	if err != nil {
+		return nil, err
+	}
+	co, free := opts.cOptions()
+	defer free()
+	var out *C.af_value_t
+	e := C.af_program_call_with(cp, pp, cArray(ps), C.size_t(len(ps)), co, &out)
+	runtime.KeepAlive(ctx)
+	runtime.KeepAlive(p)
+	runtime.KeepAlive(inputs)
+	return takeValue(e, out)
+}
+
+// Run runs the program and waits, cancelling the run when goctx is done
+// (the error is then CodeCancelled).
+func (p *Program) Run(goctx context.Context, ctx *Context, opts *RunOptions, inputs ...*Value) (*Value, error) {
+	f, err := p.CallAsync(ctx, opts, inputs...)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.WaitContext(goctx)
+}
+
+// CallAsync starts the program on ctx's scheduler and returns at once.
+// Input errors are returned here, run errors by Future.Wait. Keep ctx open
+// until the run has finished.
+func (p *Program) CallAsync(ctx *Context, opts *RunOptions, inputs ...*Value) (*Future, error) {
+	cp, err := ctx.handle()
+	if err != nil {
+		return nil, err
+	}
+	pp, err := p.handle()
+	if err != nil {
+		return nil, err
+	}
+	ps, err := cValues(inputs)
+	if err != nil {
+		return nil, err
+	}
+	co, free := opts.cOptions()
+	defer free()
+	var out *C.af_future_t
+	e := C.af_program_call_async_with(cp, pp, cArray(ps), C.size_t(len(ps)), co, &out)
+	runtime.KeepAlive(ctx)
+	runtime.KeepAlive(p)
+	runtime.KeepAlive(inputs)
+	if err := takeError(e); err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	// Closes done when the run finishes (the handle is deleted by libaf).
+	if err := takeError(C.afgo_future_on_done(out, C.uintptr_t(cgo.NewHandle(done)))); err != nil {
+		C.af_future_cancel(out)
+		C.af_future_free(out)
+		return nil, err
+	}
+	f := &Future{ptr: out, done: done}
+	runtime.SetFinalizer(f, (*Future).Close)
+	return f, nil
+}
+
+// Future is a run in flight. Its methods may be called from several
+// goroutines. Close it when done (closing does not cancel the run).
+type Future struct {
+	ptr  *C.af_future_t
+	done chan struct{}
+}
+
+// Done returns a channel closed when the run has finished.
+func (f *Future) Done() <-chan struct{} { return f.done }
+
+// Ready reports whether the run has finished (Wait will not block).
+func (f *Future) Ready() bool {
+	if f == nil || f.ptr == nil {
+		return false
+	}
+	r := C.af_future_ready(f.ptr) != 0
+	runtime.KeepAlive(f)
+	return r
+}
+
+// Wait blocks until the run finishes and returns its output or error
+// (CodeCancelled after Cancel, CodeTimeout, or the run's). It may be called
+// again and gives the same result.
+func (f *Future) Wait() (*Value, error) {
+	if f == nil || f.ptr == nil {
+		return nil, errClosed("future")
+	}
+	var out *C.af_value_t
+	e := C.af_future_wait(f.ptr, &out)
+	runtime.KeepAlive(f)
+	return takeValue(e, out)
+}
+
+// WaitContext is Wait that cancels the run when goctx is done first.
+func (f *Future) WaitContext(goctx context.Context) (*Value, error) {
+	select {
+	case <-f.done:
+	case <-goctx.Done():
+		f.Cancel()
+	}
+	return f.Wait()
+}
+
+// Cancel finishes the run with CodeCancelled and cancels its in-flight
+// work. A no-op once finished.
+func (f *Future) Cancel() {
+	if f == nil || f.ptr == nil {
+		return
+	}
+	C.af_future_cancel(f.ptr)
+	runtime.KeepAlive(f)
+}
+
+// Profile is the run's profile as Chrome trace JSON (CodeInvalidArgument if
+// the run was started without Profile or ProfilePath).
+func (f *Future) Profile() (string, error) {
+	if f == nil || f.ptr == nil {
+		return "", errClosed("future")
+	}
+	var b C.af_bytes_t
+	e := C.af_future_profile(f.ptr, &b)
+	runtime.KeepAlive(f)
+	if err := takeError(e); err != nil {
+		return "", err
+	}
+	return takeBytes(&b), nil
+}
+
+// Close frees the handle (the run, if still going, completes unobserved).
+// Idempotent; must not race with the other methods.
+func (f *Future) Close() {
+	if f == nil || f.ptr == nil {
+		return
+	}
+	C.af_future_free(f.ptr)
+	f.ptr = nil
+	runtime.SetFinalizer(f, nil)
+}

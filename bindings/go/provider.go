@@ -1,0 +1,262 @@
+package af
+
+/*
+#include <stdint.h>
+#include "af/af.h"
+
+af_error_t* afgo_provider_host_new(uintptr_t handle, af_provider_t** out);
+*/
+import "C"
+
+import (
+	"runtime"
+	"runtime/cgo"
+	"sync"
+)
+
+// Provider is where LM requests go. It may be routed in several contexts;
+// its limit (max in flight) is shared by all of them. Close it when done
+// (a finalizer frees a forgotten one); a routed provider stays alive in its
+// contexts.
+type Provider struct {
+	ptr *C.af_provider_t
+}
+
+func newProvider(e *C.af_error_t, p *C.af_provider_t) (*Provider, error) {
+	if err := takeError(e); err != nil {
+		return nil, err
+	}
+	prov := &Provider{ptr: p}
+	runtime.SetFinalizer(prov, (*Provider).Close)
+	return prov, nil
+}
+
+// NewEchoProvider is deterministic and offline: lm_call answers
+// "<model>|<content of the last message>". optionsJSON: a JSON object
+// ("" = defaults), e.g. {"latency_ms": 50}.
+func NewEchoProvider(optionsJSON string) (*Provider, error) {
+	p, n := cstr(optionsJSON)
+	var out *C.af_provider_t
+	e := C.af_provider_echo_new(p, n, &out)
+	runtime.KeepAlive(optionsJSON)
+	return newProvider(e, out)
+}
+
+// NewOpenAIProvider talks to an OpenAI-compatible chat-completions endpoint
+// ("base_url" required).
+func NewOpenAIProvider(optionsJSON string) (*Provider, error) {
+	p, n := cstr(optionsJSON)
+	var out *C.af_provider_t
+	e := C.af_provider_openai_new(p, n, &out)
+	runtime.KeepAlive(optionsJSON)
+	return newProvider(e, out)
+}
+
+// NewReplayProvider answers from (or records to) a JSON Lines file ("path"
+// required).
+func NewReplayProvider(optionsJSON string) (*Provider, error) {
+	p, n := cstr(optionsJSON)
+	var out *C.af_provider_t
+	e := C.af_provider_replay_new(p, n, &out)
+	runtime.KeepAlive(optionsJSON)
+	return newProvider(e, out)
+}
+
+// NewHostProvider makes a provider the host answers: fn receives each
+// request and must finish it exactly once (Complete or Fail) from any
+// goroutine, now or later. fn runs on a libaf thread and must not block for
+// long; a panic in it fails the request.
+func NewHostProvider(fn func(req *LMRequest)) (*Provider, error) {
+	if fn == nil {
+		return nil, &Error{Message: "NewHostProvider: fn is nil", code: CodeInvalidArgument}
+	}
+	var out *C.af_provider_t
+	// Deleted by libaf's destroy callback (also on error).
+	e := C.afgo_provider_host_new(C.uintptr_t(cgo.NewHandle(fn)), &out)
+	return newProvider(e, out)
+}
+
+// Close drops the provider's reference. Idempotent.
+func (p *Provider) Close() {
+	if p == nil || p.ptr == nil {
+		return
+	}
+	C.af_provider_free(p.ptr)
+	p.ptr = nil
+	runtime.SetFinalizer(p, nil)
+}
+
+func (p *Provider) handle() (*C.af_provider_t, error) {
+	if p == nil || p.ptr == nil {
+		return nil, errClosed("provider")
+	}
+	return p.ptr, nil
+}
+
+// SetMaxInFlight changes the provider's limit (0 = unlimited).
+func (p *Provider) SetMaxInFlight(n uint32) error {
+	pp, err := p.handle()
+	if err != nil {
+		return err
+	}
+	e := C.af_provider_set_max_in_flight(pp, C.uint32_t(n))
+	runtime.KeepAlive(p)
+	return takeError(e)
+}
+
+// Stats are the provider's counters as JSON: submitted, started, finished,
+// in_flight, queued, peak_in_flight, max_in_flight.
+func (p *Provider) Stats() (string, error) {
+	pp, err := p.handle()
+	if err != nil {
+		return "", err
+	}
+	var b C.af_bytes_t
+	e := C.af_provider_stats(pp, &b)
+	runtime.KeepAlive(p)
+	if err := takeError(e); err != nil {
+		return "", err
+	}
+	return takeBytes(&b), nil
+}
+
+// LMRequest is one request handed to a host provider. Finish it exactly once
+// with Complete or Fail, from any goroutine; a request that is garbage
+// collected unfinished is failed with CodeProvider.
+type LMRequest struct {
+	mu  sync.Mutex
+	ptr *C.af_lm_request_t
+}
+
+func newLMRequest(p *C.af_lm_request_t) *LMRequest {
+	r := &LMRequest{ptr: p}
+	runtime.SetFinalizer(r, func(r *LMRequest) {
+		_ = r.Fail(NewError(CodeProvider, "the host provider dropped the request without answering it"))
+	})
+	return r
+}
+
+// take hands the request to the caller once: later calls get an error.
+func (r *LMRequest) take() (*C.af_lm_request_t, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ptr == nil {
+		return nil, &Error{Message: "the LM request was already completed or failed", code: CodeInvalidArgument}
+	}
+	p := r.ptr
+	r.ptr = nil
+	runtime.SetFinalizer(r, nil)
+	return p, nil
+}
+
+// JSON is the request: {"model", "messages": [{"role", "content"}...]} plus
+// "schema" and "json_schema" for schema calls and "tags" when present.
+func (r *LMRequest) JSON() (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ptr == nil {
+		return "", &Error{Message: "the LM request was already completed or failed", code: CodeInvalidArgument}
+	}
+	var b C.af_bytes_t
+	if err := takeError(C.af_lm_request_json(r.ptr, &b)); err != nil {
+		return "", err
+	}
+	return takeBytes(&b), nil
+}
+
+// Cancelled reports whether the run no longer wants the answer (the request
+// must still be finished).
+func (r *LMRequest) Cancelled() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ptr != nil && C.af_lm_request_cancelled(r.ptr) != 0
+}
+
+// Complete answers the request with the reply text (for schema calls: the
+// JSON the schema describes).
+func (r *LMRequest) Complete(content string) error {
+	p, err := r.take()
+	if err != nil {
+		return err
+	}
+	cp, n := cstr(content)
+	e := C.af_lm_request_complete(p, cp, n)
+	runtime.KeepAlive(content)
+	return takeError(e)
+}
+
+// Fail fails the request with err (an *Error keeps its code; any other
+// error is sent as CodeProvider).
+func (r *LMRequest) Fail(err error) error {
+	p, terr := r.take()
+	if terr != nil {
+		return terr
+	}
+	var ce *C.af_error_t
+	if err != nil {
+		if _, ok := err.(*Error); !ok {
+			err = NewError(CodeProvider, err.Error())
+		}
+		ce, _, _ = newCError(err)
+	}
+	return takeError(C.af_lm_request_fail(p, ce))
+}
+
+// Route routes models matching pattern ('*' any run, '?' one character) to
+// provider; the context keeps a reference.
+func (c *Context) Route(pattern string, provider *Provider) error {
+	cp, err := c.handle()
+	if err != nil {
+		return err
+	}
+	pp, err := provider.handle()
+	if err != nil {
+		return err
+	}
+	p, n := cstr(pattern)
+	e := C.af_context_route(cp, p, n, pp)
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(provider)
+	runtime.KeepAlive(pattern)
+	return takeError(e)
+}
+
+// LMCall asks model (a str) for a reply to messages (a list of {"role",
+// "content"}). Recorded inside a trace, one blocking request outside.
+func (c *Context) LMCall(messages, model *Value) (*Value, error) {
+	return c.LMSchemaCall(messages, model, nil)
+}
+
+// LMSchemaCall is a structured LM call: the reply is validated against
+// schema (a tree of node descriptions) and has its structure. A nil schema
+// is a plain LMCall.
+func (c *Context) LMSchemaCall(messages, model, schema *Value) (*Value, error) {
+	cp, err := c.handle()
+	if err != nil {
+		return nil, err
+	}
+	mp, err := messages.handle()
+	if err != nil {
+		return nil, err
+	}
+	modp, err := model.handle()
+	if err != nil {
+		return nil, err
+	}
+	var out *C.af_value_t
+	var e *C.af_error_t
+	if schema == nil {
+		e = C.af_lm_call(cp, mp, modp, &out)
+	} else {
+		sp, err := schema.handle()
+		if err != nil {
+			return nil, err
+		}
+		e = C.af_lm_schema_call(cp, mp, modp, sp, &out)
+	}
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(messages)
+	runtime.KeepAlive(model)
+	runtime.KeepAlive(schema)
+	return takeValue(e, out)
+}

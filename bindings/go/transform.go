@@ -1,0 +1,123 @@
+package af
+
+/*
+#include "af/af.h"
+*/
+import "C"
+
+import "runtime"
+
+// transform runs one IR -> IR transform with the handles of ctx, ir and an
+// optional value argument.
+func transform(ctx *Context, ir *IR, arg *Value, f func(c *C.af_context_t, i *C.af_ir_t, a *C.af_value_t, out **C.af_ir_t) *C.af_error_t) (*IR, error) {
+	cp, err := ctx.handle()
+	if err != nil {
+		return nil, err
+	}
+	ip, err := ir.handle()
+	if err != nil {
+		return nil, err
+	}
+	var ap *C.af_value_t
+	if arg != nil {
+		if ap, err = arg.handle(); err != nil {
+			return nil, err
+		}
+	}
+	var out *C.af_ir_t
+	e := f(cp, ip, ap, &out)
+	runtime.KeepAlive(ctx)
+	runtime.KeepAlive(ir)
+	runtime.KeepAlive(arg)
+	if err := takeError(e); err != nil {
+		return nil, err
+	}
+	return newIR(out), nil
+}
+
+// Batch (vmap). inAxes: a bool tree that is a prefix of the list of inputs
+// (true = batched); nil = every input. Each batched leaf arrives as a list
+// of its per-item values and every output leaf comes back as such a list.
+func (ir *IR) Batch(ctx *Context, inAxes *Value) (*IR, error) {
+	return transform(ctx, ir, inAxes, func(c *C.af_context_t, i *C.af_ir_t, a *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
+		return C.af_batch(c, i, a, out)
+	})
+}
+
+// Pushforward (jvp): the result takes (primals, tangents) and returns
+// [outputs, output_tangents], null where a tangent is zero.
+func (ir *IR) Pushforward(ctx *Context) (*IR, error) {
+	return transform(ctx, ir, nil, func(c *C.af_context_t, i *C.af_ir_t, _ *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
+		return C.af_pushforward(c, i, out)
+	})
+}
+
+// Pullback (vjp): the result takes (primals, output_cotangent) and returns
+// [outputs, input_cotangents], null where nothing flows.
+func (ir *IR) Pullback(ctx *Context) (*IR, error) {
+	return transform(ctx, ir, nil, func(c *C.af_context_t, i *C.af_ir_t, _ *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
+		return C.af_pullback(c, i, out)
+	})
+}
+
+// DCE removes dead code. outUsed: a bool tree prefix of the output (nil =
+// every output); outputs marked false become null.
+func (ir *IR) DCE(ctx *Context, outUsed *Value) (*IR, error) {
+	return transform(ctx, ir, outUsed, func(c *C.af_context_t, i *C.af_ir_t, a *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
+		return C.af_dce(c, i, a, out)
+	})
+}
+
+// CSE merges identical pure equations.
+func (ir *IR) CSE(ctx *Context) (*IR, error) {
+	return ir.CSEWith(ctx, false)
+}
+
+// CSEWith is CSE that also merges LM calls and host functions when
+// mergeNondeterministic is true.
+func (ir *IR) CSEWith(ctx *Context, mergeNondeterministic bool) (*IR, error) {
+	var opts C.af_cse_options_t
+	opts.struct_size = C.uint32_t(C.sizeof_af_cse_options_t)
+	if mergeNondeterministic {
+		opts.merge_nondeterministic = 1
+	}
+	return transform(ctx, ir, nil, func(c *C.af_context_t, i *C.af_ir_t, _ *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
+		return C.af_cse_ex(c, i, &opts, out)
+	})
+}
+
+// Sched annotates every equation with its dependency level and priority.
+func (ir *IR) Sched(ctx *Context) (*IR, error) {
+	return transform(ctx, ir, nil, func(c *C.af_context_t, i *C.af_ir_t, _ *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
+		return C.af_sched(c, i, out)
+	})
+}
+
+// EqnSched is the (level, priority) of equation i of a scheduled IR
+// (CodeNotFound if the IR was not scheduled).
+func (ir *IR) EqnSched(i int) (level uint32, priority float64, err error) {
+	ip, err := ir.handle()
+	if err != nil {
+		return 0, 0, err
+	}
+	var l C.uint32_t
+	var p C.double
+	e := C.af_ir_eqn_sched(ip, C.size_t(i), &l, &p)
+	runtime.KeepAlive(ir)
+	if err := takeError(e); err != nil {
+		return 0, 0, err
+	}
+	return uint32(l), float64(p), nil
+}
+
+// Validate checks SSA, arity and kinds (CodeInvalidArgument naming the
+// first problem).
+func (ir *IR) Validate() error {
+	ip, err := ir.handle()
+	if err != nil {
+		return err
+	}
+	e := C.af_ir_validate(ip)
+	runtime.KeepAlive(ir)
+	return takeError(e)
+}
