@@ -21,7 +21,7 @@ namespace Af
     /// values, traces functions into IRs, and records operations (Format,
     /// Concat, ...) into the trace running on this thread, or evaluates them
     /// right away outside a trace.</summary>
-    public sealed class Context : IDisposable
+    public sealed partial class Context : IDisposable
     {
         public ContextHandle Handle { get; }
 

@@ -80,4 +80,52 @@ namespace Af
             return true;
         }
     }
+    public sealed class ProgramHandle : SafeHandle
+    {
+        public ProgramHandle() : base(IntPtr.Zero, true) { }
+
+        /// <summary>Takes ownership of one reference to p.</summary>
+        public ProgramHandle(IntPtr p) : base(IntPtr.Zero, true) { SetHandle(p); }
+
+        public override bool IsInvalid => handle == IntPtr.Zero;
+
+        protected override bool ReleaseHandle()
+        {
+            Native.af_program_free(handle);
+            return true;
+        }
+    }
+
+    /// <summary>A run in flight. Freeing it does not cancel the run.</summary>
+    public sealed class FutureHandle : SafeHandle
+    {
+        public FutureHandle() : base(IntPtr.Zero, true) { }
+
+        /// <summary>Takes ownership of f.</summary>
+        public FutureHandle(IntPtr f) : base(IntPtr.Zero, true) { SetHandle(f); }
+
+        public override bool IsInvalid => handle == IntPtr.Zero;
+
+        protected override bool ReleaseHandle()
+        {
+            Native.af_future_free(handle);
+            return true;
+        }
+    }
+
+    public sealed class ProviderHandle : SafeHandle
+    {
+        public ProviderHandle() : base(IntPtr.Zero, true) { }
+
+        /// <summary>Takes ownership of one reference to p.</summary>
+        public ProviderHandle(IntPtr p) : base(IntPtr.Zero, true) { SetHandle(p); }
+
+        public override bool IsInvalid => handle == IntPtr.Zero;
+
+        protected override bool ReleaseHandle()
+        {
+            Native.af_provider_free(handle);
+            return true;
+        }
+    }
 }

@@ -6,7 +6,7 @@ namespace Af
 {
     /// <summary>A traced program of primitives, immutable once built (safe to
     /// use from several threads at once). Equality is structural.</summary>
-    public sealed class Ir : IDisposable, IEquatable<Ir>
+    public sealed partial class Ir : IDisposable, IEquatable<Ir>
     {
         public IrHandle Handle { get; }
 

@@ -262,5 +262,238 @@ namespace Af
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern void af_walk_free(IntPtr w);
+            // --- Transforms ----------------------------------------------------
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_batch(IntPtr ctx, IntPtr ir, IntPtr inAxes, out IntPtr output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_pushforward(IntPtr ctx, IntPtr ir, out IntPtr output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_pullback(IntPtr ctx, IntPtr ir, out IntPtr output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_dce(IntPtr ctx, IntPtr ir, IntPtr outUsed, out IntPtr output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_cse(IntPtr ctx, IntPtr ir, out IntPtr output);
+
+        /// <summary>af_cse_options_t.</summary>
+        [StructLayout(LayoutKind.Sequential)]
+        public struct AfCseOptions
+        {
+            public uint StructSize;
+            public uint MergeNondeterministic;
+        }
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_cse_ex(IntPtr ctx, IntPtr ir, ref AfCseOptions options, out IntPtr output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_sched(IntPtr ctx, IntPtr ir, out IntPtr output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_ir_eqn_sched(IntPtr ir, UIntPtr i, out uint level, out double priority);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_ir_validate(IntPtr ir);
+
+        // --- Control flow and host functions -------------------------------
+
+        /// <summary>names: pointers to UTF-8 bytes (name_lens[i] long).</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_switch(IntPtr ctx, IntPtr key, IntPtr[] names, UIntPtr[] nameLens,
+                                              IntPtr[] branches, UIntPtr nBranches, IntPtr[] operands,
+                                              UIntPtr nOperands, out IntPtr output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_while_loop(IntPtr ctx, IntPtr cond, IntPtr body, IntPtr init, ulong maxIters,
+                                                  out IntPtr output);
+
+        /// <summary>af_host_fn. args: const af_value_t* const* (borrowed);
+        /// output: af_value_t** receiving an owned value. Must not throw.</summary>
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        public delegate IntPtr HostFn(IntPtr userData, IntPtr args, UIntPtr n, IntPtr output);
+
+        /// <summary>A destroy(user_data) callback. Must not throw.</summary>
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        public delegate void DestroyFn(IntPtr userData);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_register_function(IntPtr ctx, byte[] name, UIntPtr nameLen, HostFn fn,
+                                                         IntPtr userData, DestroyFn destroy, IntPtr resultKinds);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_host_call(IntPtr ctx, byte[] name, UIntPtr nameLen, IntPtr[] args, UIntPtr n,
+                                                 out IntPtr output);
+
+        // --- Run-time scopes -----------------------------------------------
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_collect_push(IntPtr ctx, byte[] collection, UIntPtr len);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_collect_pop(IntPtr ctx, out IntPtr collected);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_inject_push(IntPtr ctx, byte[] collection, UIntPtr len, IntPtr values);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_inject_pop(IntPtr ctx);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_memoize_push(IntPtr ctx);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_memoize_pop(IntPtr ctx);
+
+        // --- Programs ------------------------------------------------------
+
+        public const uint AF_RUN_KEEP_GOING = 1;
+        public const uint AF_RUN_PROFILE = 2;
+
+        /// <summary>af_progress_fn. Must not throw.</summary>
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        public delegate void ProgressFn(IntPtr userData, ulong done, ulong total);
+
+        /// <summary>af_run_options_t. Function pointers are IntPtr
+        /// (Marshal.GetFunctionPointerForDelegate of a rooted delegate).</summary>
+        [StructLayout(LayoutKind.Sequential)]
+        public struct AfRunOptions
+        {
+            public uint StructSize;
+            public uint Flags;
+            public ulong TimeoutMs;
+            public IntPtr Progress;
+            public IntPtr ProgressUserData;
+            public IntPtr ProgressDestroy;
+            public IntPtr ProfilePath;
+            public UIntPtr ProfilePathLen;
+        }
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_compile(IntPtr ctx, IntPtr ir, out IntPtr program);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_program_clone(IntPtr p);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern void af_program_free(IntPtr p);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_program_call(IntPtr ctx, IntPtr p, IntPtr[] inputs, UIntPtr n, out IntPtr output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_program_call_with(IntPtr ctx, IntPtr p, IntPtr[] inputs, UIntPtr n,
+                                                         ref AfRunOptions options, out IntPtr output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_program_call_async(IntPtr ctx, IntPtr p, IntPtr[] inputs, UIntPtr n,
+                                                          out IntPtr future);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_program_call_async_with(IntPtr ctx, IntPtr p, IntPtr[] inputs, UIntPtr n,
+                                                               ref AfRunOptions options, out IntPtr future);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_future_wait(IntPtr f, out IntPtr output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int af_future_ready(IntPtr f);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern void af_future_cancel(IntPtr f);
+
+        /// <summary>A callback with only user_data (af_future_on_done's fn). Must not throw.</summary>
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        public delegate void DoneFn(IntPtr userData);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_future_on_done(IntPtr f, DoneFn fn, IntPtr userData, DestroyFn destroy);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_future_profile(IntPtr f, out AfBytes output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern void af_future_free(IntPtr f);
+
+        // --- LM calls and providers ----------------------------------------
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_lm_call(IntPtr ctx, IntPtr messages, IntPtr model, out IntPtr output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_lm_schema_call(IntPtr ctx, IntPtr messages, IntPtr model, IntPtr schema,
+                                                      out IntPtr output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_provider_echo_new(byte[] optionsJson, UIntPtr len, out IntPtr provider);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_provider_openai_new(byte[] optionsJson, UIntPtr len, out IntPtr provider);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_provider_replay_new(byte[] optionsJson, UIntPtr len, out IntPtr provider);
+
+        /// <summary>af_provider_submit_fn: req is owned by the callee. Must not throw.</summary>
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        public delegate void SubmitFn(IntPtr userData, IntPtr req);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_provider_host_new(SubmitFn fn, IntPtr userData, DestroyFn destroy,
+                                                         out IntPtr provider);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_lm_request_json(IntPtr req, out AfBytes output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int af_lm_request_cancelled(IntPtr req);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_lm_request_complete(IntPtr req, byte[] content, UIntPtr len);
+
+        /// <summary>Consumes req and err.</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_lm_request_fail(IntPtr req, IntPtr err);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_context_route(IntPtr ctx, byte[] modelPattern, UIntPtr len, IntPtr provider);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_provider_set_max_in_flight(IntPtr p, uint maxInFlight);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_provider_stats(IntPtr p, out AfBytes output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_provider_clone(IntPtr p);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern void af_provider_free(IntPtr p);
+
+        // --- Saved graphs --------------------------------------------------
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_ir_save(IntPtr ir, byte[] path, UIntPtr pathLen);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_ir_load(IntPtr ctx, byte[] path, UIntPtr pathLen, out IntPtr ir);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_ir_to_bytes(IntPtr ir, out AfBytes output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_ir_from_bytes(IntPtr ctx, byte[] data, UIntPtr len, out IntPtr ir);
+
+        /// <summary>summary: the one-line JSON summary (owned bytes).</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_graph_verify(IntPtr ctx, byte[] data, UIntPtr len, out AfBytes summary);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_graph_to_json(IntPtr ctx, byte[] data, UIntPtr len, out AfBytes output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_graph_from_json(IntPtr ctx, byte[] json, UIntPtr len, out AfBytes output);
     }
 }

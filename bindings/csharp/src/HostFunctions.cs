@@ -1,0 +1,269 @@
+// HostFunctions.cs — control flow (switch, while_loop), host functions,
+// run-time scopes (collect, inject, memoize), routes and LM calls, as members
+// of Context.
+using System;
+using System.Collections.Generic;
+using System.Linq;
+using System.Runtime.InteropServices;
+
+namespace Af
+{
+    public sealed partial class Context
+    {
+        // --- Control flow ----------------------------------------------------
+
+        /// <summary>Runs the branch named by key (a str) on operands. Every
+        /// branch takes the operands' structure and kinds and all return one
+        /// structure. Recorded inside a trace, evaluated outside. NOT_FOUND
+        /// (when it runs) for a key no branch has. branches: name -> IR (a
+        /// Dictionary, or a list of pairs).</summary>
+        public Value Switch(Value key, IEnumerable<KeyValuePair<string, Ir>> branches, params Value[] operands)
+        {
+            if (key == null) throw new ArgumentNullException(nameof(key));
+            if (branches == null) throw new ArgumentNullException(nameof(branches));
+            return Switch(key, branches.ToArray(), operands);
+        }
+
+        private Value Switch(Value key, KeyValuePair<string, Ir>[] branches, Value[] operands)
+        {
+            var names = new IntPtr[branches.Length];
+            var lens = new UIntPtr[branches.Length];
+            var irs = new IntPtr[branches.Length];
+            try
+            {
+                using (var b = new Borrow())
+                {
+                    for (int i = 0; i < branches.Length; i++)
+                    {
+                        if (branches[i].Value == null)
+                            throw new ArgumentNullException(nameof(branches), "branch " + i + " has no IR");
+                        byte[] n = Utf8.Encode(branches[i].Key, nameof(branches));
+                        // +1: a valid pointer even for an empty name.
+                        names[i] = Marshal.AllocHGlobal(n.Length + 1);
+                        Marshal.Copy(n, 0, names[i], n.Length);
+                        lens[i] = Utf8.Len(n);
+                        irs[i] = b.Add(branches[i].Value.Handle);
+                    }
+                    IntPtr c = b.Add(Handle);
+                    IntPtr k = b.Add(key);
+                    IntPtr[] ops = b.AddAll(operands, nameof(operands));
+                    AfException.Check(Native.af_switch(c, k, names, lens, irs, (UIntPtr)(ulong)irs.Length, ops,
+                                                       (UIntPtr)(ulong)ops.Length, out IntPtr o));
+                    return Value.Own(o);
+                }
+            }
+            finally
+            {
+                foreach (var p in names)
+                    if (p != IntPtr.Zero) Marshal.FreeHGlobal(p);
+            }
+        }
+
+        /// <summary>state = init; while cond(state) is true and fewer than
+        /// maxIters iterations ran, state = body(state); returns the state.</summary>
+        public Value WhileLoop(Ir cond, Ir body, Value init, ulong maxIters)
+        {
+            if (cond == null) throw new ArgumentNullException(nameof(cond));
+            if (body == null) throw new ArgumentNullException(nameof(body));
+            if (init == null) throw new ArgumentNullException(nameof(init));
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_while_loop(b.Add(Handle), b.Add(cond.Handle), b.Add(body.Handle), b.Add(init),
+                                                       maxIters, out IntPtr o));
+                return Value.Own(o);
+            }
+        }
+
+        // --- Host functions --------------------------------------------------
+
+        // Rooted for the life of the process: libaf may call them from any
+        // thread for as long as a function is registered. Per-function state
+        // travels in user_data (a GCHandle freed by s_freeHandle, once).
+        private static readonly Native.HostFn s_hostTrampoline = HostTrampoline;
+        internal static readonly Native.DestroyFn s_freeHandle = FreeHandle;
+
+        private static void FreeHandle(IntPtr userData)
+        {
+            try
+            {
+                GCHandle.FromIntPtr(userData).Free();
+            }
+            catch (Exception)
+            {
+                // Never unwind into libaf.
+            }
+        }
+
+        /// <summary>The af_error_t* for an exception thrown by a callback: an
+        /// AfException keeps its code and message, anything else is CALLBACK
+        /// with the exception's type and message.</summary>
+        internal static IntPtr ErrorFor(Exception ex)
+        {
+            var ae = ex as AfException;
+            if (ae != null) return AfException.ToNative(ae.Code, ae.Message);
+            string msg;
+            try { msg = ex.GetType().Name + ": " + ex.Message; } catch (Exception) { msg = "exception in callback"; }
+            return AfException.ToNative(ErrorCode.Callback, msg);
+        }
+
+        private static IntPtr HostTrampoline(IntPtr userData, IntPtr args, UIntPtr n, IntPtr output)
+        {
+            Value[] vals = null;
+            try
+            {
+                Marshal.WriteIntPtr(output, IntPtr.Zero);
+                var fn = (Func<Value[], Value>)GCHandle.FromIntPtr(userData).Target;
+                int count = checked((int)(ulong)n);
+                vals = new Value[count];
+                for (int i = 0; i < count; i++)
+                    vals[i] = Value.FromBorrowed(Marshal.ReadIntPtr(args, i * IntPtr.Size));
+                Value result = fn(vals);
+                if (result == null)
+                    throw new InvalidOperationException("the host function returned null; return a Value");
+                using (var b = new Borrow())
+                    Marshal.WriteIntPtr(output, Native.af_value_clone(b.Add(result)));
+                return IntPtr.Zero;
+            }
+            catch (Exception ex)
+            {
+                return ErrorFor(ex);
+            }
+            finally
+            {
+                if (vals != null)
+                    foreach (var v in vals)
+                        if (v != null) v.Dispose();
+            }
+        }
+
+        /// <summary>Registers fn as host function name (replacing an earlier
+        /// one). resultKinds: the result's structure with kind names as leaves
+        /// ("str", {"n": "int"}, ...). fn receives the argument trees (valid for
+        /// the call: Clone one to keep it) and may run on any thread,
+        /// concurrently. An exception it throws becomes the cause of a CALLBACK
+        /// error (an AfException keeps its code). libaf releases fn exactly
+        /// once: when replaced, when the context is disposed, or at once if
+        /// registration fails.</summary>
+        public void RegisterFunction(string name, Value resultKinds, Func<Value[], Value> fn)
+        {
+            if (fn == null) throw new ArgumentNullException(nameof(fn));
+            if (resultKinds == null) throw new ArgumentNullException(nameof(resultKinds));
+            byte[] n = Utf8.Encode(name, nameof(name));
+            using (var b = new Borrow())
+            {
+                IntPtr c = b.Add(Handle);
+                IntPtr k = b.Add(resultKinds);
+                GCHandle gch = GCHandle.Alloc(fn); // freed by libaf through s_freeHandle, also on error
+                AfException.Check(Native.af_register_function(c, n, Utf8.Len(n), s_hostTrampoline,
+                                                              GCHandle.ToIntPtr(gch), s_freeHandle, k));
+            }
+        }
+
+        /// <summary>Calls host function name: recorded inside a trace, called at
+        /// once outside. NOT_FOUND if it is not registered, CALLBACK if it failed.</summary>
+        public Value HostCall(string name, params Value[] args)
+        {
+            byte[] n = Utf8.Encode(name, nameof(name));
+            using (var b = new Borrow())
+            {
+                IntPtr c = b.Add(Handle);
+                IntPtr[] a = b.AddAll(args, nameof(args));
+                AfException.Check(Native.af_host_call(c, n, Utf8.Len(n), a, (UIntPtr)(ulong)a.Length, out IntPtr o));
+                return Value.Own(o);
+            }
+        }
+
+        // --- Run-time scopes -------------------------------------------------
+
+        /// <summary>Opens a collect scope: every checkpoint of collection that
+        /// runs appends its value under its key.</summary>
+        public void PushCollect(string collection)
+        {
+            byte[] s = Utf8.Encode(collection, nameof(collection));
+            using (var b = new Borrow())
+                AfException.Check(Native.af_collect_push(b.Add(Handle), s, Utf8.Len(s)));
+        }
+
+        /// <summary>Closes the innermost collect scope: {key: [values in
+        /// execution order]}.</summary>
+        public Value PopCollect()
+        {
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_collect_pop(b.Add(Handle), out IntPtr o));
+                return Value.Own(o);
+            }
+        }
+
+        /// <summary>Opens an inject scope: values is {key: [values...]}; a
+        /// checkpoint of collection with a queued value yields it instead.</summary>
+        public void PushInject(string collection, Value values)
+        {
+            if (values == null) throw new ArgumentNullException(nameof(values));
+            byte[] s = Utf8.Encode(collection, nameof(collection));
+            using (var b = new Borrow())
+                AfException.Check(Native.af_inject_push(b.Add(Handle), s, Utf8.Len(s), b.Add(values)));
+        }
+
+        /// <summary>Closes the innermost inject scope.</summary>
+        public void PopInject()
+        {
+            using (var b = new Borrow())
+                AfException.Check(Native.af_inject_pop(b.Add(Handle)));
+        }
+
+        /// <summary>Opens a memoize scope: identical calls run once.</summary>
+        public void PushMemoize()
+        {
+            using (var b = new Borrow())
+                AfException.Check(Native.af_memoize_push(b.Add(Handle)));
+        }
+
+        /// <summary>Closes the innermost memoize scope.</summary>
+        public void PopMemoize()
+        {
+            using (var b = new Borrow())
+                AfException.Check(Native.af_memoize_pop(b.Add(Handle)));
+        }
+
+        // --- Routes and LM calls ---------------------------------------------
+
+        /// <summary>Routes models matching pattern ('*' any run, '?' one
+        /// character) to provider; the context keeps a reference.</summary>
+        public void Route(string pattern, Provider provider)
+        {
+            if (provider == null) throw new ArgumentNullException(nameof(provider));
+            byte[] p = Utf8.Encode(pattern, nameof(pattern));
+            using (var b = new Borrow())
+                AfException.Check(Native.af_context_route(b.Add(Handle), p, Utf8.Len(p), b.Add(provider.Handle)));
+        }
+
+        /// <summary>An LM call: messages is a list of {"role", "content"},
+        /// model a str. Recorded inside a trace, one blocking request outside.</summary>
+        public Value LmCall(Value messages, Value model)
+        {
+            if (messages == null) throw new ArgumentNullException(nameof(messages));
+            if (model == null) throw new ArgumentNullException(nameof(model));
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_lm_call(b.Add(Handle), b.Add(messages), b.Add(model), out IntPtr o));
+                return Value.Own(o);
+            }
+        }
+
+        /// <summary>A structured LM call: the reply is validated against schema
+        /// (a tree of node descriptions) and has its structure.</summary>
+        public Value LmSchemaCall(Value messages, Value model, Value schema)
+        {
+            if (messages == null) throw new ArgumentNullException(nameof(messages));
+            if (model == null) throw new ArgumentNullException(nameof(model));
+            if (schema == null) throw new ArgumentNullException(nameof(schema));
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_lm_schema_call(b.Add(Handle), b.Add(messages), b.Add(model), b.Add(schema),
+                                                           out IntPtr o));
+                return Value.Own(o);
+            }
+        }
+    }
+}

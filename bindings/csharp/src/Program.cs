@@ -1,0 +1,299 @@
+// Program.cs — compiled programs, run options and runs in flight (Task-based).
+using System;
+using System.Runtime.InteropServices;
+using System.Threading;
+using System.Threading.Tasks;
+
+namespace Af
+{
+    /// <summary>Options of a run; the defaults are what a run without
+    /// options does.</summary>
+    public sealed class RunOptions
+    {
+        /// <summary>A failure does not cancel the rest; each failed output leaf
+        /// becomes {"error": {"code", "name", "message"}}.</summary>
+        public bool KeepGoing { get; set; }
+
+        /// <summary>Record a profile (ProgramRun.Profile).</summary>
+        public bool Profile { get; set; }
+
+        /// <summary>The run fails with TIMEOUT after this long (null = none).</summary>
+        public TimeSpan? Timeout { get; set; }
+
+        /// <summary>Where to write the profile as Chrome trace JSON.</summary>
+        public string ProfilePath { get; set; }
+
+        /// <summary>Called from libaf threads (never concurrently for one run)
+        /// with done and total equations; must be quick. Exceptions are
+        /// swallowed (progress is advisory).</summary>
+        public Action<ulong, ulong> Progress { get; set; }
+
+        // Rooted for the life of the process (see Context.s_freeHandle).
+        private static readonly Native.ProgressFn s_progress = ProgressTrampoline;
+
+        private static void ProgressTrampoline(IntPtr userData, ulong done, ulong total)
+        {
+            try
+            {
+                ((Action<ulong, ulong>)GCHandle.FromIntPtr(userData).Target)(done, total);
+            }
+            catch (Exception)
+            {
+                // Never unwind into libaf.
+            }
+        }
+
+        /// <summary>The C struct for these options. The caller frees
+        /// ProfilePath (FreeNative) after the call; libaf frees the progress
+        /// handle (progress_destroy) exactly once, also when the call fails.</summary>
+        internal static Native.AfRunOptions ToNative(RunOptions o)
+        {
+            var n = new Native.AfRunOptions { StructSize = (uint)Marshal.SizeOf(typeof(Native.AfRunOptions)) };
+            if (o == null) return n;
+            if (o.KeepGoing) n.Flags |= Native.AF_RUN_KEEP_GOING;
+            if (o.Profile) n.Flags |= Native.AF_RUN_PROFILE;
+            if (o.Timeout.HasValue)
+            {
+                if (o.Timeout.Value <= TimeSpan.Zero)
+                    throw new ArgumentOutOfRangeException(nameof(Timeout), "the timeout must be positive (null = none)");
+                n.TimeoutMs = Math.Max(1UL, (ulong)o.Timeout.Value.TotalMilliseconds);
+            }
+            if (!string.IsNullOrEmpty(o.ProfilePath))
+            {
+                byte[] p = Utf8.Encode(o.ProfilePath, nameof(ProfilePath));
+                n.ProfilePath = Marshal.AllocHGlobal(p.Length + 1);
+                Marshal.Copy(p, 0, n.ProfilePath, p.Length);
+                n.ProfilePathLen = Utf8.Len(p);
+            }
+            if (o.Progress != null)
+            {
+                n.Progress = Marshal.GetFunctionPointerForDelegate(s_progress);
+                n.ProgressUserData = GCHandle.ToIntPtr(GCHandle.Alloc(o.Progress));
+                n.ProgressDestroy = Marshal.GetFunctionPointerForDelegate(Context.s_freeHandle);
+            }
+            return n;
+        }
+
+        internal static void FreeNative(ref Native.AfRunOptions n)
+        {
+            if (n.ProfilePath != IntPtr.Zero) Marshal.FreeHGlobal(n.ProfilePath);
+            n.ProfilePath = IntPtr.Zero;
+        }
+    }
+
+    /// <summary>A compiled program for the dataflow executor: every equation
+    /// starts the moment its inputs exist and independent LM calls run
+    /// concurrently. Immutable; may be run from several threads at once.</summary>
+    public sealed class Program : IDisposable
+    {
+        public ProgramHandle Handle { get; }
+
+        public Program(ProgramHandle h)
+        {
+            Handle = h ?? throw new ArgumentNullException(nameof(h));
+        }
+
+        public void Dispose() => Handle.Dispose();
+
+        /// <summary>Compiles ir (validate, DCE, CSE, plan). INVALID_ARGUMENT if
+        /// the IR does not validate.</summary>
+        public static Program Compile(Context ctx, Ir ir)
+        {
+            if (ctx == null) throw new ArgumentNullException(nameof(ctx));
+            if (ir == null) throw new ArgumentNullException(nameof(ir));
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_compile(b.Add(ctx.Handle), b.Add(ir.Handle), out IntPtr p));
+                if (p == IntPtr.Zero) throw new AfException(ErrorCode.Internal, "af_compile returned no program");
+                return new Program(new ProgramHandle(p));
+            }
+        }
+
+        /// <summary>A new reference to the same program.</summary>
+        public Program Clone()
+        {
+            using (var b = new Borrow())
+                return new Program(new ProgramHandle(Native.af_program_clone(b.Add(Handle))));
+        }
+
+        /// <summary>Runs the program and waits.</summary>
+        public Value Call(Context ctx, params Value[] inputs) => Call(ctx, null, inputs);
+
+        /// <summary>Runs the program with options and waits.</summary>
+        public Value Call(Context ctx, RunOptions options, params Value[] inputs)
+        {
+            if (ctx == null) throw new ArgumentNullException(nameof(ctx));
+            using (var b = new Borrow())
+            {
+                IntPtr c = b.Add(ctx.Handle);
+                IntPtr p = b.Add(Handle);
+                IntPtr[] ins = b.AddAll(inputs, nameof(inputs));
+                var opts = RunOptions.ToNative(options);
+                try
+                {
+                    AfException.Check(Native.af_program_call_with(c, p, ins, (UIntPtr)(ulong)ins.Length, ref opts, out IntPtr o));
+                    return Value.Own(o);
+                }
+                finally
+                {
+                    RunOptions.FreeNative(ref opts);
+                }
+            }
+        }
+
+        /// <summary>Starts the program on the context's scheduler and returns
+        /// the run at once (input errors are thrown here, run errors by its
+        /// Task). Dispose the run when done; the context must outlive it.</summary>
+        public ProgramRun Start(Context ctx, RunOptions options, params Value[] inputs)
+        {
+            if (ctx == null) throw new ArgumentNullException(nameof(ctx));
+            IntPtr f;
+            using (var b = new Borrow())
+            {
+                IntPtr c = b.Add(ctx.Handle);
+                IntPtr p = b.Add(Handle);
+                IntPtr[] ins = b.AddAll(inputs, nameof(inputs));
+                var opts = RunOptions.ToNative(options);
+                try
+                {
+                    AfException.Check(Native.af_program_call_async_with(c, p, ins, (UIntPtr)(ulong)ins.Length, ref opts, out f));
+                }
+                finally
+                {
+                    RunOptions.FreeNative(ref opts);
+                }
+            }
+            return new ProgramRun(new FutureHandle(f));
+        }
+
+        /// <summary>Runs the program asynchronously: the Task completes with the
+        /// output, or faults with the run's AfException (CANCELLED when ct is
+        /// cancelled, TIMEOUT, ...). Input errors are thrown here.</summary>
+        public Task<Value> CallAsync(Context ctx, RunOptions options = null, CancellationToken ct = default(CancellationToken),
+                                     params Value[] inputs)
+        {
+            var run = Start(ctx, options, inputs);
+            CancellationTokenRegistration reg = ct.Register(run.Cancel);
+            return run.Task.ContinueWith(t =>
+            {
+                reg.Dispose();
+                run.Dispose();
+                return t;
+            }, CancellationToken.None, TaskContinuationOptions.ExecuteSynchronously, TaskScheduler.Default).Unwrap();
+        }
+
+        /// <summary>CallAsync without options or cancellation.</summary>
+        public Task<Value> CallAsync(Context ctx, params Value[] inputs) => CallAsync(ctx, null, default(CancellationToken), inputs);
+    }
+
+    /// <summary>A run in flight (af_future_t): a Task for its result, plus
+    /// readiness, cancellation and the profile.</summary>
+    public sealed class ProgramRun : IDisposable
+    {
+        public FutureHandle Handle { get; }
+
+        /// <summary>Completes with the run's output or faults with its
+        /// AfException.</summary>
+        public Task<Value> Task => _tcs.Task;
+
+        private readonly TaskCompletionSource<Value> _tcs =
+            new TaskCompletionSource<Value>(TaskCreationOptions.RunContinuationsAsynchronously);
+
+        // Rooted for the life of the process; the run travels in user_data.
+        private static readonly Native.DoneFn s_done = Done;
+
+        internal ProgramRun(FutureHandle h)
+        {
+            Handle = h;
+            // The handle stays alive until Done has read the result, even if
+            // the run is disposed first.
+            bool added = false;
+            Handle.DangerousAddRef(ref added);
+            GCHandle gch = GCHandle.Alloc(this); // freed by libaf (s_freeHandle) after Done
+            IntPtr err = Native.af_future_on_done(Handle.DangerousGetHandle(), s_done, GCHandle.ToIntPtr(gch),
+                                                  Context.s_freeHandle);
+            if (err != IntPtr.Zero)
+            {
+                Handle.DangerousRelease();
+                Handle.Dispose();
+                AfException.Check(err);
+            }
+        }
+
+        private static void Done(IntPtr userData)
+        {
+            try
+            {
+                var run = (ProgramRun)GCHandle.FromIntPtr(userData).Target;
+                try
+                {
+                    IntPtr err = Native.af_future_wait(run.Handle.DangerousGetHandle(), out IntPtr o);
+                    if (err != IntPtr.Zero) run._tcs.TrySetException(AfException.FromNative(err));
+                    else run._tcs.TrySetResult(Value.Own(o));
+                }
+                catch (Exception ex)
+                {
+                    run._tcs.TrySetException(ex);
+                }
+                finally
+                {
+                    run.Handle.DangerousRelease();
+                }
+            }
+            catch (Exception)
+            {
+                // Never unwind into libaf.
+            }
+        }
+
+        /// <summary>Blocks until the run finishes: its output, or throws its
+        /// AfException. May be called again (same result).</summary>
+        public Value Wait()
+        {
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_future_wait(b.Add(Handle), out IntPtr o));
+                return Value.Own(o);
+            }
+        }
+
+        /// <summary>True once the run has finished.</summary>
+        public bool IsReady
+        {
+            get
+            {
+                using (var b = new Borrow())
+                    return Native.af_future_ready(b.Add(Handle)) != 0;
+            }
+        }
+
+        /// <summary>Finishes the run with CANCELLED and cancels its in-flight
+        /// work. A no-op once finished or disposed.</summary>
+        public void Cancel()
+        {
+            try
+            {
+                using (var b = new Borrow())
+                    Native.af_future_cancel(b.Add(Handle));
+            }
+            catch (ObjectDisposedException)
+            {
+                // Already disposed: nothing left to cancel from here.
+            }
+        }
+
+        /// <summary>The run's profile as Chrome trace JSON (INVALID_ARGUMENT if
+        /// it was started without Profile or ProfilePath).</summary>
+        public string Profile()
+        {
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_future_profile(b.Add(Handle), out AfBytes o));
+                return Utf8.TakeBytes(ref o);
+            }
+        }
+
+        /// <summary>Frees the handle (does not cancel the run).</summary>
+        public void Dispose() => Handle.Dispose();
+    }
+}

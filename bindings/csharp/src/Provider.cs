@@ -1,0 +1,183 @@
+// Provider.cs — LM providers (echo, openai, replay, host) and the requests a
+// host provider answers.
+using System;
+using System.Runtime.InteropServices;
+using System.Threading;
+
+namespace Af
+{
+    /// <summary>Where LM requests go. May be routed in several contexts; its
+    /// limit (max in flight) is shared by all of them. A routed provider stays
+    /// alive in its contexts after Dispose.</summary>
+    public sealed class Provider : IDisposable
+    {
+        public ProviderHandle Handle { get; }
+
+        public Provider(ProviderHandle h)
+        {
+            Handle = h ?? throw new ArgumentNullException(nameof(h));
+        }
+
+        public void Dispose() => Handle.Dispose();
+
+        private delegate IntPtr NewFn(byte[] options, UIntPtr len, out IntPtr provider);
+
+        private static Provider Make(string optionsJson, NewFn make)
+        {
+            byte[] o = Utf8.Encode(optionsJson ?? "", nameof(optionsJson));
+            AfException.Check(make(o, Utf8.Len(o), out IntPtr p));
+            if (p == IntPtr.Zero) throw new AfException(ErrorCode.Internal, "libaf returned no provider");
+            return new Provider(new ProviderHandle(p));
+        }
+
+        /// <summary>Deterministic and offline: answers "&lt;model&gt;|&lt;content of
+        /// the last message&gt;". optionsJson: a JSON object (null = defaults).</summary>
+        public static Provider Echo(string optionsJson = null) =>
+            Make(optionsJson, (byte[] o, UIntPtr n, out IntPtr p) => Native.af_provider_echo_new(o, n, out p));
+
+        /// <summary>An OpenAI-compatible chat-completions endpoint ("base_url"
+        /// required).</summary>
+        public static Provider OpenAI(string optionsJson) =>
+            Make(optionsJson, (byte[] o, UIntPtr n, out IntPtr p) => Native.af_provider_openai_new(o, n, out p));
+
+        /// <summary>Answers from (or records to) a JSON Lines file ("path"
+        /// required).</summary>
+        public static Provider Replay(string optionsJson) =>
+            Make(optionsJson, (byte[] o, UIntPtr n, out IntPtr p) => Native.af_provider_replay_new(o, n, out p));
+
+        // Rooted for the life of the process; the callback travels in user_data.
+        private static readonly Native.SubmitFn s_submit = Submit;
+
+        private static void Submit(IntPtr userData, IntPtr req)
+        {
+            LmRequest r = null;
+            try
+            {
+                r = new LmRequest(req);
+                ((Action<LmRequest>)GCHandle.FromIntPtr(userData).Target)(r);
+            }
+            catch (Exception ex)
+            {
+                // Never unwind into libaf: the exception fails the request.
+                if (r != null) r.TryFail(ErrorCode.Provider, "the host provider threw " + ex.GetType().Name + ": " + ex.Message);
+                else Native.af_error_free(Native.af_lm_request_fail(req, IntPtr.Zero));
+            }
+        }
+
+        /// <summary>The host answers: fn receives each request and must finish
+        /// it exactly once (Complete or Fail), from any thread, now or later.
+        /// fn runs on a libaf thread and must not block for long; an exception
+        /// it throws fails the request. fn is released once, when the provider
+        /// is freed.</summary>
+        public static Provider Host(Action<LmRequest> fn)
+        {
+            if (fn == null) throw new ArgumentNullException(nameof(fn));
+            GCHandle gch = GCHandle.Alloc(fn); // freed by libaf (destroy), also on error
+            AfException.Check(Native.af_provider_host_new(s_submit, GCHandle.ToIntPtr(gch), Context.s_freeHandle, out IntPtr p));
+            return new Provider(new ProviderHandle(p));
+        }
+
+        /// <summary>Changes the limit of requests in flight (0 = unlimited).</summary>
+        public void SetMaxInFlight(uint maxInFlight)
+        {
+            using (var b = new Borrow())
+                AfException.Check(Native.af_provider_set_max_in_flight(b.Add(Handle), maxInFlight));
+        }
+
+        /// <summary>Counters as JSON: submitted, started, finished, in_flight,
+        /// queued, peak_in_flight, max_in_flight.</summary>
+        public string Stats()
+        {
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_provider_stats(b.Add(Handle), out AfBytes o));
+                return Utf8.TakeBytes(ref o);
+            }
+        }
+
+        /// <summary>A new reference to the same provider.</summary>
+        public Provider Clone()
+        {
+            using (var b = new Borrow())
+                return new Provider(new ProviderHandle(Native.af_provider_clone(b.Add(Handle))));
+        }
+    }
+
+    /// <summary>One LM request handed to a host provider. Finish it exactly
+    /// once with Complete or Fail, from any thread; a request that is
+    /// finalized unfinished fails with PROVIDER.</summary>
+    public sealed class LmRequest
+    {
+        private IntPtr _req;
+
+        internal LmRequest(IntPtr req)
+        {
+            _req = req;
+        }
+
+        ~LmRequest()
+        {
+            TryFail(ErrorCode.Provider, "the host provider dropped the request without answering it");
+        }
+
+        private IntPtr Take()
+        {
+            IntPtr r = Interlocked.Exchange(ref _req, IntPtr.Zero);
+            if (r == IntPtr.Zero)
+                throw new AfException(ErrorCode.InvalidArgument, "the LM request was already completed or failed");
+            GC.SuppressFinalize(this);
+            return r;
+        }
+
+        /// <summary>The request as JSON: {"model", "messages": [{"role",
+        /// "content"}...]} plus "schema"/"json_schema" for schema calls and
+        /// "tags" when present.</summary>
+        public string Json
+        {
+            get
+            {
+                IntPtr r = Volatile.Read(ref _req);
+                if (r == IntPtr.Zero)
+                    throw new AfException(ErrorCode.InvalidArgument, "the LM request was already completed or failed");
+                AfException.Check(Native.af_lm_request_json(r, out AfBytes o));
+                return Utf8.TakeBytes(ref o);
+            }
+        }
+
+        /// <summary>True if the run no longer wants the answer (the request
+        /// must still be finished).</summary>
+        public bool IsCancelled
+        {
+            get
+            {
+                IntPtr r = Volatile.Read(ref _req);
+                return r != IntPtr.Zero && Native.af_lm_request_cancelled(r) != 0;
+            }
+        }
+
+        /// <summary>Answers with the reply text (for schema calls: the JSON the
+        /// schema describes).</summary>
+        public void Complete(string content)
+        {
+            byte[] c = Utf8.Encode(content, nameof(content));
+            AfException.Check(Native.af_lm_request_complete(Take(), c, Utf8.Len(c)));
+        }
+
+        /// <summary>Fails the request with code (use PROVIDER for a failed
+        /// call) and message.</summary>
+        public void Fail(ErrorCode code, string message)
+        {
+            IntPtr r = Take();
+            AfException.Check(Native.af_lm_request_fail(r, AfException.ToNative(code, message)));
+        }
+
+        /// <summary>Fail that never throws (finalizer and callback paths).</summary>
+        internal void TryFail(ErrorCode code, string message)
+        {
+            IntPtr r = Interlocked.Exchange(ref _req, IntPtr.Zero);
+            if (r == IntPtr.Zero) return;
+            GC.SuppressFinalize(this);
+            Native.af_error_free(Native.af_lm_request_fail(r, AfException.ToNative(code, message)));
+        }
+    }
+}
