@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -522,5 +523,38 @@ func TestConformanceCorpus(t *testing.T) {
 	}
 	if ran < 3 {
 		t.Fatalf("only %d golden graphs in %s", ran, dir)
+	}
+}
+
+// A registered function's closure is released when it is replaced and when
+// the context closes: its captured object becomes unreachable (a second
+// release would panic in cgo.Handle.Delete).
+func TestHostFunctionReleasedOnReplaceAndClose(t *testing.T) {
+	ctx, err := af.NewContext()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := must(ctx.FromJSON(`"str"`))(t)
+	defer kinds.Close()
+	var freed atomic.Int32
+	register := func(reply string) {
+		captured := &struct{ s string }{reply}
+		runtime.SetFinalizer(captured, func(any) { freed.Add(1) })
+		must(0, ctx.RegisterFunction("f", kinds, func([]*af.Value) (*af.Value, error) {
+			return ctx.Str(captured.s)
+		}))(t)
+	}
+	register("first")
+	register("second")
+	out := must(ctx.HostCall("f"))(t)
+	wantJSON(t, out, `"second"`)
+	ctx.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for freed.Load() < 2 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := freed.Load(); n != 2 {
+		t.Fatalf("released closures = %d, want 2", n)
 	}
 }

@@ -8,9 +8,9 @@ import "C"
 import "runtime"
 
 // Context owns what a program needs at run time: host functions, provider
-// routes, run-time scopes (collect, inject, memoize) and the scheduler. Values and IRs are not tied to one context. A
-// Context may be used from several goroutines; it serializes its own
-// mutations.
+// routes, run-time scopes (collect, inject, memoize) and the scheduler.
+// Values and IRs are not tied to one context. A Context may be used from
+// several goroutines; it serializes its own mutations.
 type Context struct {
 	ptr *C.af_context_t
 }

@@ -197,6 +197,48 @@ namespace Af.Tests
             Assert.ThrowsAf(ErrorCode.InvalidArgument, () => ctx.RegisterFunction("", J("\"str\""), a => null));
         }
 
+        // Registers "f" with a closure over a fresh object, on a thread that
+        // then exits (so no stale stack slot keeps the closure alive for
+        // mono's conservative stack scan); returns a weak reference to it.
+        private static WeakReference RegisterCapturing(Context c, Value kinds, string reply)
+        {
+            WeakReference weak = null;
+            var t = new Thread(() =>
+            {
+                var captured = new string(reply.ToCharArray());
+                c.RegisterFunction("f", kinds, a => c.Str(captured));
+                weak = new WeakReference(captured);
+            });
+            t.Start();
+            t.Join();
+            return weak;
+        }
+
+        private static bool Collected(WeakReference w)
+        {
+            for (int i = 0; i < 50 && w.IsAlive; i++)
+            {
+                GC.Collect();
+                GC.WaitForPendingFinalizers();
+                Thread.Sleep(10);
+            }
+            return !w.IsAlive;
+        }
+
+        [Test]
+        public void HostFunctionIsReleasedWhenReplaced()
+        {
+            using (var c = new Context())
+            using (var kinds = c.Str("str"))
+            {
+                WeakReference first = RegisterCapturing(c, kinds, "first");
+                WeakReference second = RegisterCapturing(c, kinds, "second");
+                JsonIs("\"second\"", c.HostCall("f"));
+                Assert.True(Collected(first), "the replaced closure was released");
+                Assert.True(second.IsAlive, "the registered closure is kept");
+            }
+        }
+
         [Test]
         public void CollectInjectAndMemoizeScopes()
         {

@@ -15,8 +15,9 @@ use crate::sys;
 use crate::value::{make_value, value_ptrs, Value};
 
 /// What a program needs at run time: host functions, provider routes,
-/// run-time scopes (collect, inject, memoize) and the scheduler. Not `Clone` (the C API has no context reference counting): share
-/// it with `&Context` or `Arc<Context>`.
+/// run-time scopes (collect, inject, memoize) and the scheduler. Not `Clone`
+/// (the C API has no context reference counting): share it with `&Context`
+/// or `Arc<Context>`.
 pub struct Context {
     raw: NonNull<sys::af_context_t>,
 }
