@@ -1,5 +1,6 @@
 // Saved graphs: IR <-> .afg bytes and files, the JSON form, verification.
 #include "handles.h"
+#include "exec/program.h"
 #include "io/afg.h"
 
 using namespace af;
@@ -16,6 +17,37 @@ std::string path_arg(const char* path, size_t len, const char* fn) {
 std::span<const uint8_t> bytes_arg(const uint8_t* data, size_t len, const char* fn) {
   if (!data && len) invalid(std::string(fn) + ": `data` is NULL with length " + std::to_string(len));
   return {data ? data : reinterpret_cast<const uint8_t*>(""), data ? len : 0};
+}
+
+SavedPlan to_saved(const io::PlanData& d) {
+  return SavedPlan{d.live, d.var_slot, d.priority, d.removed_dce, d.merged_cse};
+}
+
+io::PlanData to_data(const SavedPlan& s) {
+  return io::PlanData{s.live, s.var_slot, s.priority, s.removed_dce, s.merged_cse};
+}
+
+// Every check, the plan's meaning included (core/io checks only its shape,
+// since io does not depend on exec). Returns the program when there is a plan.
+std::shared_ptr<const Program> check_plan(const io::Loaded& g) {
+  if (!g.plan) return nullptr;
+  return program_from_plan(g.ir, to_saved(*g.plan));
+}
+
+io::Loaded load_checked(std::span<const uint8_t> bytes) {
+  io::Loaded g = io::load(bytes);
+  check_plan(g);
+  return g;
+}
+
+// A file's errors name the file.
+template <class F>
+auto naming_file(const std::string& path, F&& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    throw Error(e.code(), "\"" + path + "\": " + e.what(), e.cause_ptr());
+  }
 }
 
 }  // namespace
@@ -37,11 +69,7 @@ af_error_t* af_ir_load(af_context_t* ctx, const char* path, size_t path_len, af_
     require(out, "af_ir_load", "out");
     std::string p = path_arg(path, path_len, "af_ir_load");
     std::vector<uint8_t> bytes = io::read_file(p);
-    try {
-      *out = wrap(io::load_ir(bytes));
-    } catch (const Error& e) {
-      throw Error(e.code(), "\"" + p + "\": " + e.what(), e.cause_ptr());
-    }
+    *out = wrap(naming_file(p, [&] { return load_checked(bytes).ir; }));
   });
 }
 
@@ -59,7 +87,7 @@ af_error_t* af_ir_from_bytes(af_context_t* ctx, const uint8_t* data, size_t len,
   return guard([&] {
     require(ctx, "af_ir_from_bytes", "ctx");
     require(out, "af_ir_from_bytes", "out");
-    *out = wrap(io::load_ir(bytes_arg(data, len, "af_ir_from_bytes")));
+    *out = wrap(load_checked(bytes_arg(data, len, "af_ir_from_bytes")).ir);
   });
 }
 
@@ -67,7 +95,7 @@ af_error_t* af_graph_verify(af_context_t* ctx, const uint8_t* data, size_t len, 
   if (summary) *summary = af_bytes_t{nullptr, 0};
   return guard([&] {
     require(ctx, "af_graph_verify", "ctx");
-    io::Loaded g = io::load(bytes_arg(data, len, "af_graph_verify"));
+    io::Loaded g = load_checked(bytes_arg(data, len, "af_graph_verify"));
     if (summary) to_bytes(io::summary_json(g), summary);
   });
 }
@@ -77,8 +105,8 @@ af_error_t* af_graph_to_json(af_context_t* ctx, const uint8_t* data, size_t len,
   return guard([&] {
     require(ctx, "af_graph_to_json", "ctx");
     require(out, "af_graph_to_json", "out");
-    IRPtr ir = io::load_ir(bytes_arg(data, len, "af_graph_to_json"));
-    to_bytes(io::graph_to_json(*ir), out);
+    io::Loaded g = load_checked(bytes_arg(data, len, "af_graph_to_json"));
+    to_bytes(io::graph_to_json(*g.ir, g.plan ? &*g.plan : nullptr), out);
   });
 }
 
@@ -88,8 +116,36 @@ af_error_t* af_graph_from_json(af_context_t* ctx, const char* json, size_t len, 
     require(ctx, "af_graph_from_json", "ctx");
     require(out, "af_graph_from_json", "out");
     if (!json && len) invalid("af_graph_from_json: `json` is NULL with length " + std::to_string(len));
-    IRPtr ir = io::graph_from_json(std::string_view(json ? json : "", json ? len : 0));
-    to_bytes(io::save_ir(*ir), out);
+    io::Loaded g = io::graph_from_json(std::string_view(json ? json : "", json ? len : 0));
+    check_plan(g);
+    to_bytes(io::save_ir(*g.ir, g.plan ? &*g.plan : nullptr), out);
+  });
+}
+
+af_error_t* af_program_save(const af_program_t* p, const char* path, size_t path_len) {
+  return guard([&] {
+    require(p, "af_program_save", "p");
+    std::string file = path_arg(path, path_len, "af_program_save");
+    const Program& prog = *program_of(p);
+    io::PlanData plan = to_data(save_plan(prog));
+    io::write_file_atomic(file, io::save_ir(*prog.ir, &plan));
+  });
+}
+
+af_error_t* af_program_load(af_context_t* ctx, const char* path, size_t path_len,
+                            af_program_t** out) {
+  if (out) *out = nullptr;
+  return guard([&] {
+    require(ctx, "af_program_load", "ctx");
+    require(out, "af_program_load", "out");
+    std::string file = path_arg(path, path_len, "af_program_load");
+    std::vector<uint8_t> bytes = io::read_file(file);
+    std::shared_ptr<const Program> prog = naming_file(file, [&] {
+      io::Loaded g = io::load(bytes);
+      // A graph saved from an IR has no plan: it is compiled here instead.
+      return g.plan ? check_plan(g) : compile(g.ir);
+    });
+    *out = wrap(std::move(prog));
   });
 }
 

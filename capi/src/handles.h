@@ -94,6 +94,9 @@ af_ir* wrap(IRPtr ir);
 const Plan& plan_of(const af_ir* ir);
 // The IR compiled once for the executor (capi/src/program.cpp).
 const std::shared_ptr<const Program>& program_of(const af_ir* ir);
+// A program handle's Program, and a new handle for one (saved graphs).
+const std::shared_ptr<const Program>& program_of(const af_program* p);
+af_program* wrap(std::shared_ptr<const Program> p);
 void to_bytes(std::string_view s, af_bytes_t* out);
 
 }  // namespace af::capi

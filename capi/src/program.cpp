@@ -25,6 +25,14 @@ const std::shared_ptr<const Program>& program_of(const af_ir* h) {
   return m->program;
 }
 
+const std::shared_ptr<const Program>& program_of(const af_program* p) { return p->prog; }
+
+af_program* wrap(std::shared_ptr<const Program> p) {
+  auto h = std::make_unique<af_program>();
+  h->prog = std::move(p);
+  return h.release();
+}
+
 }  // namespace af::capi
 
 namespace {

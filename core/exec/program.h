@@ -51,4 +51,20 @@ struct Program {
 // INVALID_ARGUMENT if the IR does not validate.
 std::shared_ptr<const Program> compile(IRPtr ir, const CompileOptions& options = {});
 
+// ---- Saved plans (core/exec/saved_plan.cpp; saved by core/io as part of a
+// .afg program). What compile() decided, as plain data over the IR's
+// equation and variable indices.
+struct SavedPlan {
+  std::vector<uint32_t> live;      // equations that run, increasing
+  std::vector<uint32_t> var_slot;  // per var: var whose slot holds it; kNoVar = never computed
+  std::vector<double> priority;    // per live equation
+  uint64_t removed_dce = 0, merged_cse = 0;
+};
+SavedPlan save_plan(const Program& p);
+// Rebuilds the program of a saved plan over `ir` (already validated, as the
+// graph loader does) without compiling. FORMAT if the plan does not fit the
+// IR or could make a run read a value nothing computes, skip an effect or
+// merge equations that differ.
+std::shared_ptr<const Program> program_from_plan(IRPtr ir, const SavedPlan& plan);
+
 }  // namespace af

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -48,9 +49,20 @@ const std::string& producer();
 
 // ---- IR <-> bytes.
 
-// IR -> .afg bytes. INVALID_ARGUMENT if the IR is beyond a limit (nesting,
-// sizes) or holds what no graph can (a placeholder, a null sub-IR).
-std::string save_ir(const IR& ir);
+// A compiled program's plan as saved: af::SavedPlan (exec/program.h) field
+// for field, kept here as plain data because io does not depend on exec. The
+// loader checks only its shape; exec's program_from_plan checks its meaning.
+struct PlanData {
+  std::vector<uint32_t> live;
+  std::vector<uint32_t> var_slot;
+  std::vector<double> priority;
+  uint64_t removed_dce = 0, merged_cse = 0;
+};
+
+// IR (and, for a program, its plan) -> .afg bytes. INVALID_ARGUMENT if the
+// IR is beyond a limit (nesting, sizes) or holds what no graph can (a
+// placeholder, a null sub-IR).
+std::string save_ir(const IR& ir, const PlanData* plan = nullptr);
 
 // What a loaded graph holds besides its IR.
 struct Loaded {
@@ -64,6 +76,7 @@ struct Loaded {
   uint64_t content_bytes = 0;  // decompressed flatbuffer
   size_t n_irs = 0;
   size_t n_eqns = 0;            // over every IR of the graph
+  std::optional<PlanData> plan;  // a saved program's plan (shape checked only)
 };
 
 // .afg bytes -> IR, after every check. FORMAT: damaged or inconsistent
@@ -74,8 +87,8 @@ inline IRPtr load_ir(std::span<const uint8_t> bytes) { return load(bytes).ir; }
 
 // ---- The readable JSON form (af convert). Round trip exact: bytes -> JSON
 // -> bytes gives the same bytes; JSON is checked exactly like bytes.
-std::string graph_to_json(const IR& ir);
-IRPtr graph_from_json(std::string_view json);
+std::string graph_to_json(const IR& ir, const PlanData* plan = nullptr);
+Loaded graph_from_json(std::string_view json);
 
 // A one-line JSON summary of a loaded graph (af verify).
 std::string summary_json(const Loaded& g);

@@ -64,6 +64,7 @@ class Reader {
     param_sets();
     irs(out);
     host_functions(out);
+    plan(out);
     out.ir = irs_.back();
     out.content_bytes = size_;
     return out;
@@ -594,6 +595,28 @@ class Reader {
       if (!(vars[e.out[k]] == shape.out[k]))
         bad(where() + ": output %" + std::to_string(e.out[k]) + " is declared " + aval_name(vars[e.out[k]]) +
             " but the primitive produces " + aval_name(shape.out[k]));
+  }
+
+  // The plan's shape against the program's IR; exec checks its meaning.
+  void plan(Loaded& out) {
+    const fb::Plan* p = g_->plan();
+    if (!p) return;
+    const IR& ir = *irs_.back();
+    PlanData d;
+    auto column = [&](const auto* v, auto& into, size_t want, const char* name) {
+      if (size_of(v) != want)
+        bad("the program plan has " + std::to_string(size_of(v)) + " " + name + " entries, expected " +
+            std::to_string(want));
+      if (v) into.assign(v->begin(), v->end());
+    };
+    if (size_of(p->live()) > ir.eqns.size())
+      bad("the program plan runs more equations than the program has");
+    column(p->live(), d.live, size_of(p->live()), "live");
+    column(p->var_slot(), d.var_slot, ir.vars.size(), "var_slot");
+    column(p->priority(), d.priority, d.live.size(), "priority");
+    d.removed_dce = p->removed_dce();
+    d.merged_cse = p->merged_cse();
+    out.plan = std::move(d);
   }
 
   void host_functions(Loaded& out) {

@@ -326,9 +326,14 @@ class Writer {
     for (const RawIr& r : g_.irs) irs.push_back(ir(fbb, r));
     auto irs_vec = fbb.CreateVector(irs);
     auto hosts_vec = fbb.CreateVector(hosts);
+    Offset<fb::Plan> plan;
+    if (const auto& p = g_.plan)
+      plan = fb::CreatePlan(fbb, fbb.CreateVector(p->live), fbb.CreateVector(p->var_slot),
+                            fbb.CreateVector(p->priority), p->removed_dce, p->merged_cse);
 
     auto graph = fb::CreateGraph(fbb, g_.format_version, producer, strings, prims_vec,
-                                 literals_pool, trees_pool, tag_vec, set_vec, irs_vec, hosts_vec);
+                                 literals_pool, trees_pool, tag_vec, set_vec, irs_vec, hosts_vec,
+                                 plan);
     fb::FinishGraphBuffer(fbb, graph);
     return std::string(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
   }
@@ -451,19 +456,20 @@ const std::string& producer() {
 uint16_t pack_aval(const Aval& a) { return uint16_t(uint16_t(a.kind) | uint16_t(a.list_depth) << 8); }
 Aval unpack_aval(uint16_t a) { return Aval{Kind(a & 0xff), uint8_t(a >> 8)}; }
 
-RawGraph encode(const IR& ir) {
+RawGraph encode(const IR& ir, const PlanData* plan) {
   Encoder e;
   e.g.format_version = kFormatVersion;
   e.g.producer = producer();
   e.ir(ir, 0);
   e.g.host_functions.assign(e.hosts.begin(), e.hosts.end());
+  if (plan) e.g.plan = *plan;
   return std::move(e.g);
 }
 
 std::string write_flatbuffer(const RawGraph& g) { return Writer(g).write(); }
 
-std::string save_ir(const IR& ir) {
-  RawGraph g = encode(ir);
+std::string save_ir(const IR& ir, const PlanData* plan) {
+  RawGraph g = encode(ir, plan);
   uint16_t flags = g.host_functions.empty() ? 0 : kFlagHasHostFunctions;
   return seal(write_flatbuffer(g), flags);
 }

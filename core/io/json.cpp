@@ -121,13 +121,33 @@ class JsonWriter {
       out_ += i ? ",\n" : "\n";
       ir(g_.irs[i]);
     }
-    out_ += "\n  ]\n}\n";
+    out_ += "\n  ]";
+    if (g_.plan) plan(*g_.plan);
+    out_ += "\n}\n";
     return std::move(out_);
   }
 
  private:
   const RawGraph& g_;
   std::string out_;
+
+  // A program's plan; a variable never computed has slot null.
+  void plan(const PlanData& p) {
+    out_ += ",\n  \"plan\": {\"live\": [";
+    for (size_t i = 0; i < p.live.size(); ++i) out_ += (i ? "," : "") + std::to_string(p.live[i]);
+    out_ += "],\n    \"var_slot\": [";
+    for (size_t i = 0; i < p.var_slot.size(); ++i) {
+      if (i) out_ += ',';
+      out_ += p.var_slot[i] == kNoVar ? "null" : std::to_string(p.var_slot[i]);
+    }
+    out_ += "],\n    \"priority\": [";
+    for (size_t i = 0; i < p.priority.size(); ++i) {
+      if (i) out_ += ',';
+      append_value(out_, Value::floating(p.priority[i]));
+    }
+    out_ += "],\n    \"removed_dce\": " + std::to_string(p.removed_dce) +
+            ", \"merged_cse\": " + std::to_string(p.merged_cse) + "}";
+  }
 
   void atom(uint32_t a) {
     if (a & kLiteralBit) {
@@ -350,7 +370,7 @@ class JsonReader {
     } catch (const Error& e) {
       bad("the document", e.what());
     }
-    only_keys(doc, {"afg", "producer", "host_functions", "irs"}, "the document");
+    only_keys(doc, {"afg", "producer", "host_functions", "irs", "plan"}, "the document");
     const Value& version = field(doc, "afg", "the document");
     if (version.kind() != Kind::Int || version.as_int() < 1 || version.as_int() > 0xffffffffll)
       bad("\"afg\"", "expected the format version, a positive integer");
@@ -363,11 +383,35 @@ class JsonReader {
     }
     const auto& irs = list_of(field(doc, "irs", "the document"), "\"irs\"");
     for (size_t i = 0; i < irs.size(); ++i) ir(irs[i], "irs[" + std::to_string(i) + "]");
+    if (const Value* p = doc.find("plan")) plan(*p);
     return std::move(g_);
   }
 
  private:
   RawGraph g_;
+
+  void plan(const Value& v) {
+    const std::string where = "\"plan\"";
+    only_keys(v, {"live", "var_slot", "priority", "removed_dce", "merged_cse"}, where);
+    PlanData p;
+    for (const Value& x : list_of(field(v, "live", where), where + ".live"))
+      p.live.push_back(index_of(x, where + ".live"));
+    for (const Value& x : list_of(field(v, "var_slot", where), where + ".var_slot"))
+      p.var_slot.push_back(x.is_null() ? kNoVar : index_of(x, where + ".var_slot"));
+    for (const Value& x : list_of(field(v, "priority", where), where + ".priority")) {
+      Value f = decode_value(x, where + ".priority");
+      if (f.kind() != Kind::Float) bad(where + ".priority", "expected floats");
+      p.priority.push_back(f.as_float());
+    }
+    auto count = [&](const char* key) {
+      const Value& c = field(v, key, where);
+      if (c.kind() != Kind::Int || c.as_int() < 0) bad(where + "." + key, "expected a non-negative integer");
+      return uint64_t(c.as_int());
+    };
+    p.removed_dce = count("removed_dce");
+    p.merged_cse = count("merged_cse");
+    g_.plan = std::move(p);
+  }
   std::map<std::pair<std::string, uint32_t>, uint32_t> prim_index_;
 
   uint32_t literal(const Value& v, const std::string& where) {
@@ -509,9 +553,11 @@ class JsonReader {
 
 }  // namespace
 
-std::string graph_to_json(const IR& ir) { return JsonWriter(encode(ir)).write(); }
+std::string graph_to_json(const IR& ir, const PlanData* plan) {
+  return JsonWriter(encode(ir, plan)).write();
+}
 
-IRPtr graph_from_json(std::string_view json) {
+Loaded graph_from_json(std::string_view json) {
   RawGraph g = JsonReader().read(json);
   std::string fb;
   try {
@@ -522,7 +568,7 @@ IRPtr graph_from_json(std::string_view json) {
   }
   std::vector<uint64_t> aligned((fb.size() + 7) / 8);
   std::memcpy(aligned.data(), fb.data(), fb.size());
-  return read_flatbuffer(reinterpret_cast<const uint8_t*>(aligned.data()), fb.size()).ir;
+  return read_flatbuffer(reinterpret_cast<const uint8_t*>(aligned.data()), fb.size());
 }
 
 }  // namespace af::io

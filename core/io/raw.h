@@ -6,10 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "io/afg.h"
 #include "ir/ir.h"
 
 namespace af::io {
@@ -47,11 +49,12 @@ struct RawGraph {
   std::vector<std::vector<RawParam>> param_sets;
   std::vector<RawIr> irs;  // the last one is the program
   std::vector<std::string> host_functions;
+  std::optional<PlanData> plan;  // of the last IR
 };
 
 // IR -> RawGraph (pools deduplicated exactly; sub-IRs by pointer identity,
 // children before parents). INVALID_ARGUMENT past a limit.
-RawGraph encode(const IR& ir);
+RawGraph encode(const IR& ir, const PlanData* plan = nullptr);
 // RawGraph -> flatbuffer bytes. INVALID_ARGUMENT past a limit (depth of a
 // value, an index too large).
 std::string write_flatbuffer(const RawGraph& g);

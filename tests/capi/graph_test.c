@@ -244,6 +244,70 @@ static void argument_and_io_errors(void) {
   af_ir_free(ir);
 }
 
+/* ---- programs ---------------------------------------------------------- */
+
+static void program_save_load_runs_without_compiling(void) {
+  char p1[256], p2[256];
+  af_ir_t* ir = hello_ir();
+  af_program_t *prog = NULL, *back = NULL;
+  af_value_t *x = mk_str("plan"), *want = NULL, *got = NULL;
+  unsigned char *b1, *b2;
+  size_t n1 = 0, n2 = 0;
+  af_bytes_t json = {NULL, 0}, again = {NULL, 0};
+  temp_path(p1, sizeof p1, "prog1.afg");
+  temp_path(p2, sizeof p2, "prog2.afg");
+  CHECK_OK(af_compile(ctx, ir, &prog));
+  CHECK_OK(af_program_save(prog, p1, strlen(p1)));
+  CHECK_OK(af_program_save(prog, p2, strlen(p2)));
+  b1 = slurp(p1, &n1);
+  b2 = slurp(p2, &n2);
+  CHECK(b1 && b2 && n1 == n2 && memcmp(b1, b2, n1) == 0); /* same program, same bytes */
+  CHECK_OK(af_program_load(ctx, p1, strlen(p1), &back));
+  CHECK_OK(af_program_call(ctx, prog, AS_ARGS(&x), 1, &want));
+  if (CHECK_OK(af_program_call(ctx, back, AS_ARGS(&x), 1, &got))) CHECK_JSON(got, "\"Hello, plan!?\"");
+  CHECK_JSON(want, "\"Hello, plan!?\"");
+  /* The JSON form keeps the plan and round-trips to the same bytes. */
+  if (CHECK_OK(af_graph_to_json(ctx, b1, n1, &json))) {
+    CHECK_CONTAINS((const char*)json.data, "\"plan\"");
+    if (CHECK_OK(af_graph_from_json(ctx, (const char*)json.data, json.len, &again)))
+      CHECK(again.len == n1 && memcmp(again.data, b1, n1) == 0);
+  }
+  /* An IR file loads as a program too (compiled on load). */
+  af_program_free(back);
+  back = NULL;
+  CHECK_OK(af_ir_save(ir, p2, strlen(p2)));
+  CHECK_OK(af_program_load(ctx, p2, strlen(p2), &back));
+  /* Errors: arguments, a missing file, damage. */
+  CHECK_ERR(af_program_save(NULL, p1, strlen(p1)), AF_ERR_INVALID_ARGUMENT, "af_program_save");
+  CHECK_ERR(af_program_save(prog, "", 0), AF_ERR_INVALID_ARGUMENT, "empty");
+  {
+    af_program_t* none = (af_program_t*)&none;
+    CHECK_ERR(af_program_load(ctx, "/nonexistent/x.afg", 18, &none), AF_ERR_IO, "/nonexistent/x.afg");
+    CHECK_NULLED(none, af_program_free);
+  }
+  if (b1 && n1 > 60) {
+    FILE* f = fopen(p1, "wb");
+    b1[n1 - 3] ^= 0x40;
+    if (f) {
+      fwrite(b1, 1, n1, f);
+      fclose(f);
+    }
+    CHECK_ERR(af_program_load(ctx, p1, strlen(p1), &back), AF_ERR_FORMAT, "checksum");
+  }
+  af_bytes_free(&json);
+  af_bytes_free(&again);
+  free(b1);
+  free(b2);
+  remove(p1);
+  remove(p2);
+  af_value_free(x);
+  af_value_free(want);
+  af_value_free(got);
+  af_program_free(back);
+  af_program_free(prog);
+  af_ir_free(ir);
+}
+
 /* ---- golden graphs ---------------------------------------------------- */
 
 static void run_golden(const char* dir, const char* name) {
@@ -330,6 +394,7 @@ int main(int argc, char** argv) {
       CASE(verify_summarizes),          CASE(json_form_round_trips_exactly),
       CASE(newer_or_unknown_is_version), CASE(damage_is_format),
       CASE(argument_and_io_errors),     CASE(golden_graphs_load_and_run),
+      CASE(program_save_load_runs_without_compiling),
   };
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

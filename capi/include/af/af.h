@@ -697,6 +697,18 @@ AF_API af_error_t* af_graph_to_json(af_context_t* ctx, const uint8_t* data, size
  * VERSION as for af_ir_from_bytes). */
 AF_API af_error_t* af_graph_from_json(af_context_t* ctx, const char* json, size_t len,
                                       af_bytes_t* out);
+/* Writes a compiled program to path: its IR and its plan (which equations
+ * run, which slot each value reads, priorities), so af_program_load runs it
+ * without compiling again. The same program gives the same bytes. IO on
+ * failure; the file also loads with af_ir_load (the plan is then unused). */
+AF_API af_error_t* af_program_save(const af_program_t* p, const char* path, size_t path_len);
+/* Reads a program saved by af_program_save; *out is a new program (free with
+ * af_program_free). The plan is checked against the IR like everything else:
+ * one that could read a value nothing computes, skip an effect or merge
+ * different equations is FORMAT. A graph saved from an IR (no plan) is
+ * compiled here. Errors as af_ir_load. */
+AF_API af_error_t* af_program_load(af_context_t* ctx, const char* path, size_t path_len,
+                                   af_program_t** out);
 
 #ifdef __cplusplus
 } /* extern "C" */
