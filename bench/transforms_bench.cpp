@@ -14,8 +14,11 @@
 #include <af/af.h>
 #include <benchmark/benchmark.h>
 
+#include <cstring>
+#include <initializer_list>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "exec/env.h"
@@ -94,82 +97,83 @@ void BM_Batch_Run_Cpp(benchmark::State& state) {
   per_item_counters(state, double(n) * 10);
 }
 
+// Records the C API operations of a traced function; the first error wins
+// and later operations are skipped.
+struct CTrace {
+  af_context_t* c;
+  af_error_t* err = nullptr;
+  std::vector<af_value_t*> owned;
+
+  ~CTrace() {
+    for (af_value_t* v : owned) af_value_free(v);
+  }
+  const af_value_t* keep(af_error_t* e, af_value_t* v) {
+    if (e) err = e;
+    owned.push_back(v);
+    return v;
+  }
+  const af_value_t* str(const char* s) {
+    af_value_t* v = nullptr;
+    return err ? nullptr : keep(af_value_str(c, s, strlen(s), &v), v);
+  }
+  const af_value_t* fmt(const char* t, std::initializer_list<const af_value_t*> args) {
+    af_value_t* v = nullptr;
+    return err ? nullptr : keep(af_format(c, t, strlen(t), args.begin(), args.size(), nullptr, &v), v);
+  }
+  const af_value_t* cat(std::initializer_list<const af_value_t*> args) {
+    af_value_t* v = nullptr;
+    return err ? nullptr : keep(af_concat(c, args.begin(), args.size(), &v), v);
+  }
+};
+
+// The 10-equation program of ten_equation_program, through the C API.
+af_error_t* ten_equations_c(void*, af_context_t* c, const af_value_t* const* in, size_t, af_value_t** out) {
+  CTrace t{c};
+  const af_value_t* a = t.fmt("Q: {}", {in[0]});
+  const af_value_t* b = t.cat({a, t.str(" / "), in[1]});
+  const af_value_t* cc = t.fmt("{}|{}", {b, in[0]});
+  const af_value_t* d = t.cat({cc, t.str("!")});
+  const af_value_t* e = t.fmt("<{}>", {d});
+  const af_value_t* f = t.cat({e, in[1]});
+  const af_value_t* g = t.fmt("{} {}", {f, a});
+  const af_value_t* h = t.cat({g, t.str("?")});
+  const af_value_t* i = t.fmt("[{}]", {h});
+  const af_value_t* j = t.cat({i, t.str(".")});
+  if (t.err) return std::exchange(t.err, nullptr);
+  *out = af_value_clone(j);
+  return nullptr;
+}
+
+// The same batched run as BM_Batch_Run_Cpp, traced, batched and called
+// through the C API (af_trace, af_batch, af_ir_call).
 void BM_Batch_Run_C(benchmark::State& state) {
   const size_t n = size_t(state.range(0));
-  af::IRPtr ir = ten_equation_program();
   std::vector<Value> in = batch_inputs(n);
   af_context_t* ctx = nullptr;
-  af_context_new(&ctx);
-  // The C API sees the IR through a traced handle: trace it again in C.
-  // Simplest faithful route: the batched IR's inputs as af values, called
-  // through af_ir_call on an IR handle made by af_batch.
-  struct Fn {
-    static af_error_t* f(void*, af_context_t* c, const af_value_t* const* in, size_t, af_value_t** out) {
-      const char* parts[] = {"Q: {}", "{}|{}", "<{}>", "{} {}", "[{}]"};
-      (void)parts;
-      af_value_t* a = nullptr;
-      af_error_t* e = af_format(c, "Q: {}", 5, in, 1, nullptr, &a);
-      if (e) return e;
-      af_value_t* sep = nullptr;
-      af_value_str(c, " / ", 3, &sep);
-      const af_value_t* bargs[3] = {a, sep, in[1]};
-      af_value_t* b = nullptr;
-      af_concat(c, bargs, 3, &b);
-      const af_value_t* cargs[2] = {b, in[0]};
-      af_value_t* cc = nullptr;
-      af_format(c, "{}|{}", 5, cargs, 2, nullptr, &cc);
-      af_value_t* bang = nullptr;
-      af_value_str(c, "!", 1, &bang);
-      const af_value_t* dargs[2] = {cc, bang};
-      af_value_t* d = nullptr;
-      af_concat(c, dargs, 2, &d);
-      af_value_t* ee = nullptr;
-      af_format(c, "<{}>", 4, (const af_value_t* const*)&d, 1, nullptr, &ee);
-      const af_value_t* fargs[2] = {ee, in[1]};
-      af_value_t* f = nullptr;
-      af_concat(c, fargs, 2, &f);
-      const af_value_t* gargs[2] = {f, a};
-      af_value_t* g = nullptr;
-      af_format(c, "{} {}", 5, gargs, 2, nullptr, &g);
-      af_value_t* q = nullptr;
-      af_value_str(c, "?", 1, &q);
-      const af_value_t* hargs[2] = {g, q};
-      af_value_t* h = nullptr;
-      af_concat(c, hargs, 2, &h);
-      af_value_t* i = nullptr;
-      af_format(c, "[{}]", 4, (const af_value_t* const*)&h, 1, nullptr, &i);
-      af_value_t* dot = nullptr;
-      af_value_str(c, ".", 1, &dot);
-      const af_value_t* jargs[2] = {i, dot};
-      e = af_concat(c, jargs, 2, out);
-      for (af_value_t* v : {a, sep, b, cc, bang, d, ee, f, g, q, h, i, dot}) af_value_free(v);
-      return e;
-    }
-  };
   af_value_t* ex[2] = {nullptr, nullptr};
-  af_value_str(ctx, "x", 1, &ex[0]);
-  af_value_str(ctx, "y", 1, &ex[1]);
+  af_value_t* args[2] = {nullptr, nullptr};
   af_ir_t* traced = nullptr;
   af_ir_t* batched = nullptr;
-  af_trace(ctx, Fn::f, nullptr, ex, 2, nullptr, &traced);
-  af_batch(ctx, traced, nullptr, &batched);
-  af_value_t* args[2] = {nullptr, nullptr};
-  std::string json0 = af::to_json(in[0]), json1 = af::to_json(in[1]);
-  af_value_from_json(ctx, json0.data(), json0.size(), &args[0]);
-  af_value_from_json(ctx, json1.data(), json1.size(), &args[1]);
-  if (!batched || af_ir_eqn_count(traced) != 10) {
-    state.SkipWithError("could not trace and batch the program through the C API");
+  const std::string json0 = af::to_json(in[0]), json1 = af::to_json(in[1]);
+  af_error_t* err = af_context_new(&ctx);
+  if (!err) err = af_value_str(ctx, "x", 1, &ex[0]);
+  if (!err) err = af_value_str(ctx, "y", 1, &ex[1]);
+  if (!err) err = af_trace(ctx, ten_equations_c, nullptr, ex, 2, nullptr, &traced);
+  if (!err) err = af_batch(ctx, traced, nullptr, &batched);
+  if (!err) err = af_value_from_json(ctx, json0.data(), json0.size(), &args[0]);
+  if (!err) err = af_value_from_json(ctx, json1.data(), json1.size(), &args[1]);
+  if (!err && af_ir_eqn_count(traced) != 10)
+    err = af_error_new(AF_ERR_INTERNAL, "not 10 equations", 16);
+  for (auto _ : state) {
+    if (err) break;
+    af_value_t* out = nullptr;
+    err = af_ir_call(ctx, batched, args, 2, &out);
+    af_value_free(out);
+  }
+  if (err) {
+    state.SkipWithError(af_error_message(err));
+    af_error_free(err);
   } else {
-    for (auto _ : state) {
-      af_value_t* out = nullptr;
-      af_error_t* e = af_ir_call(ctx, batched, args, 2, &out);
-      if (e) {
-        state.SkipWithError(af_error_message(e));
-        af_error_free(e);
-        break;
-      }
-      af_value_free(out);
-    }
     per_item_counters(state, double(n) * 10);
   }
   for (af_value_t* v : {ex[0], ex[1], args[0], args[1]}) af_value_free(v);

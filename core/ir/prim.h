@@ -71,7 +71,9 @@ struct Prim {
   AbstractOut (*abstract_eval)(const Params& params, std::span<const Aval> in,
                                const TreeDef& in_tree) = nullptr;
 
-  // Transform rule slots (filled by the transforms issue; null = unsupported).
+  // Transform rule slots (core/transforms). Null: batch = batch_by_map,
+  // pullback_fwd = pull_fwd_copy, dce = dce_whole; pushforward and
+  // pullback_bwd unsupported (INVALID_ARGUMENT naming the primitive).
   void (*batch)(BatchCtx& ctx, const Eqn& e) = nullptr;
   void (*pushforward)(PushCtx& ctx, const Eqn& e) = nullptr;
   void (*pullback_fwd)(PullCtx& ctx, const Eqn& e) = nullptr;

@@ -351,7 +351,9 @@ void add_batching_prims(std::vector<Prim>& out) {
   check.abstract_eval = batch_check_abstract;
   check.batch = batch_by_map;
   check.pushforward = batch_check_push;
+  check.pullback_fwd = pull_fwd_copy;
   check.pullback_bwd = pass_pull_bwd;
+  check.dce = dce_whole;
   check.params = std::vector<ParamSpec>{{"paths", 0, Kind::List, true}};
   out.push_back(check);
 
@@ -362,7 +364,9 @@ void add_batching_prims(std::vector<Prim>& out) {
   broadcast.abstract_eval = broadcast_abstract;
   broadcast.batch = batch_by_map;
   broadcast.pushforward = broadcast_push;
+  broadcast.pullback_fwd = pull_fwd_copy;
   broadcast.pullback_bwd = broadcast_pull_bwd;
+  broadcast.dce = dce_whole;
   broadcast.params = std::vector<ParamSpec>{};
   out.push_back(broadcast);
 }

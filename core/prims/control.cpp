@@ -6,6 +6,7 @@
 #include "prims/registry.h"
 #include "trace/trace.h"
 #include "transforms/batch.h"
+#include "transforms/dce.h"
 #include "transforms/pullback.h"
 #include "transforms/pushforward.h"
 #include "value/error.h"
@@ -108,20 +109,26 @@ void add_control_prims(std::vector<Prim>& out) {
   Prim stop = identity_like("stop_gradient", kPure);
   stop.batch = batch_identity;
   stop.pushforward = zero_push;
+  stop.pullback_fwd = pull_fwd_copy;
   stop.pullback_bwd = zero_pull_bwd;
+  stop.dce = dce_whole;
   out.push_back(stop);
   // depends(value, deps...) -> value, once every dep exists
   Prim depends = identity_like("depends", kPure);
   depends.batch = batch_identity;
   depends.pushforward = pass_push;
+  depends.pullback_fwd = pull_fwd_copy;
   depends.pullback_bwd = pass_pull_bwd;
+  depends.dce = dce_whole;  // keeps the deps alive while the result is read
   out.push_back(depends);
   // checkpoint(value; key P, collection P) -> value: never removed or merged
   Prim checkpoint = identity_like("checkpoint", kEffectful | kNoMerge);
   checkpoint.impl = checkpoint_impl;
   checkpoint.batch = batch_by_map;
   checkpoint.pushforward = checkpoint_push;
+  checkpoint.pullback_fwd = pull_fwd_copy;
   checkpoint.pullback_bwd = checkpoint_pull_bwd;
+  checkpoint.dce = dce_whole;  // and never removed: it is effectful
   out.push_back(checkpoint);
 }
 

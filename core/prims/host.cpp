@@ -16,6 +16,7 @@
 #include "prims/registry.h"
 #include "trace/trace.h"
 #include "transforms/batch.h"
+#include "transforms/dce.h"
 #include "transforms/pullback.h"
 #include "transforms/pushforward.h"
 #include "value/error.h"
@@ -151,7 +152,9 @@ void add_host_prims(std::vector<Prim>& out) {
   p.abstract_eval = host_abstract;
   p.batch = batch_by_map;
   p.pushforward = host_push;
+  p.pullback_fwd = pull_fwd_copy;
   p.pullback_bwd = host_pull_bwd;
+  p.dce = dce_whole;
   p.params = std::vector<ParamSpec>{{"name", 0, Kind::Str, false}, {"result", 0, Kind::Null, false}};
   out.push_back(p);
 }

@@ -9,6 +9,7 @@
 //       str, 0, 0.0, false; lists keep their lengths).
 #include "prims/registry.h"
 #include "transforms/batch.h"
+#include "transforms/dce.h"
 #include "transforms/builder.h"
 #include "transforms/pullback.h"
 #include "transforms/pushforward.h"
@@ -153,7 +154,9 @@ void add_linear_prims(std::vector<Prim>& out) {
   acc.abstract_eval = accumulate_abstract;
   acc.batch = batch_by_map;
   acc.pushforward = accumulate_push;
+  acc.pullback_fwd = pull_fwd_copy;
   acc.pullback_bwd = accumulate_pull_bwd;
+  acc.dce = dce_whole;
   acc.params = std::vector<ParamSpec>{};
   out.push_back(acc);
 
@@ -164,7 +167,9 @@ void add_linear_prims(std::vector<Prim>& out) {
   items.abstract_eval = accumulate_items_abstract;
   items.batch = batch_by_map;
   items.pushforward = accumulate_items_push;
+  items.pullback_fwd = pull_fwd_copy;
   items.pullback_bwd = accumulate_items_pull_bwd;
+  items.dce = dce_whole;
   items.params = std::vector<ParamSpec>{};
   out.push_back(items);
 
@@ -175,7 +180,9 @@ void add_linear_prims(std::vector<Prim>& out) {
   zeros.abstract_eval = zeros_like_abstract;
   zeros.batch = batch_identity;
   zeros.pushforward = zero_push;
+  zeros.pullback_fwd = pull_fwd_copy;
   zeros.pullback_bwd = zero_pull_bwd;
+  zeros.dce = dce_whole;
   zeros.params = std::vector<ParamSpec>{};
   out.push_back(zeros);
 }

@@ -6,6 +6,7 @@
 #include "prims/registry.h"
 #include "prims/template.h"
 #include "transforms/batch.h"
+#include "transforms/dce.h"
 #include "transforms/pullback.h"
 #include "transforms/pushforward.h"
 #include "trace/trace.h"
@@ -91,7 +92,15 @@ AbstractOut concat_abstract(const Params&, std::span<const Aval> in, const TreeD
   return one_leaf(Kind::Str);
 }
 
-void concat_impl(const Eqn&, std::span<const Value> in, std::span<Value> out, RunEnv&) {
+void concat_impl(const Eqn&, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
+  // Append in place when the run handed over the only copy of the first
+  // string (a growing chain then costs the appended bytes, not its length).
+  if (Value* first = env.owned(in, 0))
+    if (std::string* s = first->unique_str()) {
+      for (size_t k = 1; k < in.size(); ++k) *s += in[k].as_str();
+      out[0] = std::move(*first);
+      return;
+    }
   size_t n = 0;
   for (const Value& v : in) n += v.as_str().size();
   std::string s;
@@ -175,7 +184,9 @@ void add_string_prims(std::vector<Prim>& out) {
   format.abstract_eval = format_abstract;
   format.batch = batch_by_map;
   format.pushforward = format_push;
+  format.pullback_fwd = pull_fwd_copy;
   format.pullback_bwd = format_pull_bwd;
+  format.dce = dce_whole;
   out.push_back(format);
 
   Prim concat;
@@ -184,7 +195,9 @@ void add_string_prims(std::vector<Prim>& out) {
   concat.abstract_eval = concat_abstract;
   concat.batch = batch_by_map;
   concat.pushforward = concat_push;
+  concat.pullback_fwd = pull_fwd_copy;
   concat.pullback_bwd = concat_pull_bwd;
+  concat.dce = dce_whole;
   out.push_back(concat);
 
   Prim match;
@@ -193,7 +206,9 @@ void add_string_prims(std::vector<Prim>& out) {
   match.abstract_eval = match_abstract;
   match.batch = batch_by_map;
   match.pushforward = match_push;
+  match.pullback_fwd = pull_fwd_copy;
   match.pullback_bwd = match_pull_bwd;
+  match.dce = dce_whole;
   out.push_back(match);
 }
 

@@ -23,7 +23,7 @@ std::vector<Eqn> live_eqns(const IR& ir, std::vector<bool>& live) {
       any = any || live[v];
     }
     if (!any && !eqn_has_effects(e)) continue;
-    if (e.prim->dce) e.prim->dce(ctx, e);
+    (e.prim->dce ? e.prim->dce : dce_whole)(ctx, e);
     Eqn k = ctx.replacement ? std::move(*ctx.replacement) : e;
     for (const Atom& a : k.in)
       if (a.is_var()) live[a.var] = true;
@@ -41,6 +41,8 @@ IRPtr rebuild(const IR& ir, std::vector<Eqn> eqns, std::vector<Atom> out, TreeDe
 }
 
 }  // namespace
+
+void dce_whole(DceCtx&, const Eqn&) {}
 
 DcedIR dce_flat(const IR& ir, const std::vector<bool>& used_out) {
   std::vector<bool> live(ir.vars.size(), false);

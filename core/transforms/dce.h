@@ -39,6 +39,11 @@ DcedIR dce_flat(const IR& ir, const std::vector<bool>& used_out);
 // unused).
 IRPtr drop_inputs(const IR& ir, const std::vector<bool>& keep);
 
+// The dce rule of a primitive without sub-IRs: the equation is kept whole
+// when any output is read (or it has effects), and then reads every input.
+// A null Prim::dce means this rule.
+void dce_whole(DceCtx& ctx, const Eqn& e);
+
 // The public transform: out_used is a bool tree prefix of the output (null =
 // every output); outputs it marks false become null.
 IRPtr dce(const IR& ir, const Value& out_used);

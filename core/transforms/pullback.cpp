@@ -35,11 +35,7 @@ struct PullState {
       PullCtx ctx = make_ctx(e);
       Tags saved = b.tags;
       b.tags = e.tags;
-      if (e.prim->pullback_fwd) {
-        e.prim->pullback_fwd(ctx, e);
-      } else {
-        ctx.emit_forward();
-      }
+      (e.prim->pullback_fwd ? e.prim->pullback_fwd : pull_fwd_copy)(ctx, e);
       b.tags = saved;
       for (size_t k = 0; k < e.out.size(); ++k) {
         if (!ctx.outs_set[k])
@@ -284,6 +280,8 @@ SplitIR pullback_forward(const IR& ir) {
   res.fwd = full.b.extract(0, full.fwd_eqns, full.in, fwd_in_tree, std::move(fwd_out), fwd_out_tree);
   return res;
 }
+
+void pull_fwd_copy(PullCtx& ctx, const Eqn&) { ctx.emit_forward(); }
 
 IRPtr pullback(const IR& ir) {
   Builder b;

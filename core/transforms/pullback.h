@@ -87,4 +87,9 @@ SplitIR pullback_forward(const IR& ir);
 // outputs (outputs, input_cotangents) with null where nothing flows.
 IRPtr pullback(const IR& ir);
 
+// The pullback_fwd rule of a primitive whose backward reads only the
+// equation's own inputs and outputs: the forward part is the equation
+// itself, with no extra residuals. A null Prim::pullback_fwd means this rule.
+void pull_fwd_copy(PullCtx& ctx, const Eqn& e);
+
 }  // namespace af

@@ -363,6 +363,27 @@ TEST(PrimsRegistry, BuiltinsAreRegisteredWithTheirFlags) {
   }
 }
 
+// One primitive, one place: every built-in primitive of this layer names
+// each of its rules in its own file (none is left to a transform's default).
+TEST(PrimsRegistry, EveryPrimitiveHasEveryRule) {
+  const char* names[] = {"format",    "concat",     "match",   "stop_gradient", "depends",
+                         "checkpoint", "switch",    "while_loop", "while_scan", "scan",
+                         "host_call", "map",        "batch_check", "broadcast",  "accumulate",
+                         "accumulate_items", "zeros_like"};
+  for (const char* name : names) {
+    SCOPED_TRACE(name);
+    const Prim* p = find_prim(name);
+    ASSERT_NE(p, nullptr);
+    EXPECT_NE(p->impl, nullptr);
+    EXPECT_NE(p->abstract_eval, nullptr);
+    EXPECT_NE(p->batch, nullptr);
+    EXPECT_NE(p->pushforward, nullptr);
+    EXPECT_NE(p->pullback_fwd, nullptr);
+    EXPECT_NE(p->pullback_bwd, nullptr);
+    EXPECT_NE(p->dce, nullptr);
+  }
+}
+
 TEST(PrimsRegistry, UnknownNamesAndVersions) {
   EXPECT_EQ(find_prim("no_such_prim"), nullptr);
   EXPECT_EQ(find_prim("format", 2), nullptr);

@@ -68,6 +68,8 @@ INSTANTIATE_TEST_SUITE_P(
         // its tangent gets "" appended; c's tangent is Zero after a step.
         Case{"while_loop", R"([["p","1"],["dp","dc"]])", R"([["p!!","3"],["dp",""]])"},
         Case{"while_loop", R"([["p","3"],["dp","dc"]])", R"([["p","3"],["dp","dc"]])"},
+        // s goes "!" -> "(...)" -> s + s: so does its tangent.
+        Case{"routed_loop", R"([["p","0"],["d","e"]])", R"j([["(p!)(p!)","3"],["(d)(d)",""]])j"},
         Case{"while_max_iters", R"([["p"],["d"]])", R"j(["((p))","((d))"])j"},
         // No tangent reaches the host function: it just runs.
         Case{"host_function", R"([["p","q"],["dp","dq"]])", R"(["Pq","dq"])"}),
@@ -108,6 +110,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"switch_trees", R"([["b","p","q"],{"s":"g","m":true}])", R"([{"s":"lit","m":true},[null,"",""]])"},
         Case{"while_loop", R"([["p","1"],["g","h"]])", R"([["p!!","3"],["g",""]])"},
         Case{"while_loop", R"([["p","3"],["g","h"]])", R"([["p","3"],["g","h"]])"},
+        // Each iteration's backward routes by its own key (the trajectory):
+        // s + s doubles the cotangent, "!" and "(...)" pass it on.
+        Case{"routed_loop", R"([["p","0"],["g","h"]])", R"j([["(p!)(p!)","3"],["gg",""]])j"},
+        Case{"routed_loop", R"([["p","2"],["g","h"]])", R"([["pp","3"],["gg",""]])"},
         Case{"while_max_iters", R"([["p"],"g"])", R"j(["((p))",["g"]])j"},
         Case{"host_function", R"([["p","q"],"g"])", R"(["Pq",[null,"g"]])"}),
     case_name);

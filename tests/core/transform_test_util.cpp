@@ -168,6 +168,25 @@ std::vector<Program> programs() {
                  R"(["x","0"])"),
       R"(["p","1"])", R"(["q","0"])");
 
+  // The same loop whose body routes s by the key c: the backward of each
+  // iteration needs that iteration's key (the recorded trajectory).
+  std::vector<IRPtr> route{
+      trace_json([&](auto in) { return op_concat(std::vector<Value>{in[0], S("!")}, env); }, R"(["x"])"),
+      trace_json([&](auto in) { return op_format("({})", in, Value(), env); }, R"(["x"])"),
+      trace_json([&](auto in) { return op_concat(std::vector<Value>{in[0], in[0]}, env); }, R"(["x"])"),
+      trace_json([&](auto in) { return in[0]; }, R"(["x"])")};
+  IRPtr routed_body = trace_json(
+      [&](auto in) {
+        Value s = in[0].items()[0], c = in[0].items()[1];
+        return Value::list({op_switch(c, digits, route, std::vector<Value>{s}, env),
+                            op_switch(c, digits, step, std::vector<Value>{c}, env)});
+      },
+      R"([["x","0"]])");
+  add("routed_loop",
+      trace_json([&](auto in) { return op_while_loop(cond, routed_body, Value::list({in[0], in[1]}), 10, env); },
+                 R"(["x","0"])"),
+      R"(["p","0"])", R"(["q","2"])");
+
   IRPtr always = trace_json([&](auto in) { return op_match(in[0], in[0], env); }, R"(["x"])");
   IRPtr wrap = trace_json([&](auto in) { return op_format("({}{})", std::vector<Value>{in[0], S("")}, Value(), env); },
                           R"(["x"])");
