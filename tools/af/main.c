@@ -1,10 +1,15 @@
 /* af — the libaf command-line tool. A client of the public C API only.
  *   af version                      print the library version
  *   af demo [NAME] [--save FILE]    trace the example program (examples/hello),
- *                                   print its IR and DOT, call it on NAME
- *                                   (default World); --save writes its .afg
- *   af run FILE --input JSON        load a saved graph and run it on the
- *                                   positional inputs (a JSON list)
+ *                                   print its IR, save it (default hello.afg)
+ *                                   and run the saved file on NAME (World)
+ *   af run FILE --input JSON [--provider echo|openai|replay
+ *          [--provider-options JSON] [--model PATTERN]] [--profile OUT.json]
+ *                                   load a saved graph or program and run it
+ *                                   on the positional inputs (a JSON list);
+ *                                   LM calls go to the provider (models
+ *                                   matching PATTERN, default "*"); a
+ *                                   progress bar on a terminal for long runs
  *   af show FILE                    the IR text of a saved graph
  *   af dot FILE                     its Graphviz DOT
  *   af verify FILE                  every load check; exit 1 with the reason
@@ -12,9 +17,12 @@
  *   af convert FILE --from json [-o OUT]   JSON -> .afg
  * Exit status: 0 success, 1 an error (printed with its code), 2 bad usage.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, isatty */
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hello_program.h"
@@ -31,9 +39,11 @@ static void usage(FILE* f) {
   fprintf(f,
           "usage: af <command>\n"
           "  version                         print the libaf version\n"
-          "  demo [NAME] [--save FILE]       trace the example program, print its IR and DOT,\n"
-          "                                  call it; --save writes it as a saved graph\n"
-          "  run FILE --input JSON           run a saved graph on a JSON list of inputs\n"
+          "  demo [NAME] [--save FILE]       trace the example program, save it (default\n"
+          "                                  hello.afg) and run the saved file on NAME\n"
+          "  run FILE --input JSON [--provider echo|openai|replay [--provider-options JSON]\n"
+          "      [--model PATTERN]] [--profile OUT.json]\n"
+          "                                  run a saved graph on a JSON list of inputs\n"
           "  show FILE                       print the IR text of a saved graph\n"
           "  dot FILE                        print its Graphviz DOT\n"
           "  verify FILE                     run every load check (exit 1 with the reason)\n"
@@ -109,56 +119,83 @@ static af_error_t* write_all(const char* path, const void* data, size_t len) {
   return NULL;
 }
 
-static int demo(const char* name, const char* save) {
-  af_context_t* ctx = NULL;
-  af_ir_t* ir = NULL;
-  af_value_t* input = NULL;
-  af_value_t* result = NULL;
-  af_bytes_t text = {0}, dot = {0}, json = {0};
-  af_error_t* err = af_context_new(&ctx);
-  if (!err) err = hello_trace(ctx, &ir);
-  if (!err) err = af_ir_to_text(ir, &text);
-  if (!err) err = af_ir_to_dot(ir, &dot);
-  if (!err) err = af_value_str(ctx, name, strlen(name), &input);
-  if (!err) {
-    const af_value_t* inputs[1] = {input};
-    err = af_ir_call(ctx, ir, inputs, 1, &result);
-  }
-  if (!err) err = af_value_to_json(result, &json);
-  if (!err && save) err = af_ir_save(ir, save, strlen(save));
-  if (!err) {
-    printf("== program: hello(x) = concat(format(\"Hello, {}!\", x), \"?\")\n");
-    printf("== IR\n%s\n", (const char*)text.data);
-    printf("== DOT\n%s\n", (const char*)dot.data);
-    printf("== hello(\"%s\")\n%s\n", name, (const char*)json.data);
-    if (save) printf("== saved to %s\n", save);
-  }
-  af_bytes_free(&text);
-  af_bytes_free(&dot);
-  af_bytes_free(&json);
-  af_value_free(result);
-  af_value_free(input);
-  af_ir_free(ir);
-  af_context_free(ctx);
-  return err ? fail(err) : 0;
+/* af run options. */
+struct run_opts {
+  const char* input;            /* JSON list of the positional inputs */
+  const char* provider;         /* echo | openai | replay; NULL = no LM route */
+  const char* provider_options; /* JSON object for the provider, NULL = defaults */
+  const char* model;            /* model pattern routed to the provider */
+  const char* profile;          /* Chrome trace JSON output, NULL = none */
+};
+
+/* The progress bar: drawn on a terminal only, once a run has taken more
+ * than half a second, at most every 1/40 of the total. */
+struct progress {
+  double start;
+  uint64_t shown;
+  int drawn;
+};
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Loads FILE as an IR. */
-static af_error_t* load(af_context_t* ctx, const char* path, af_ir_t** ir) {
-  return af_ir_load(ctx, path, strlen(path), ir);
+static void progress_draw(void* ud, uint64_t done, uint64_t total) {
+  struct progress* p = (struct progress*)ud;
+  char bar[41];
+  int k, fill;
+  if (total == 0 || now_s() - p->start < 0.5) return;
+  if (done != total && p->drawn && (done - p->shown) * 40 < total) return;
+  p->shown = done;
+  p->drawn = 1;
+  fill = (int)(done * 40 / total);
+  for (k = 0; k < 40; k++) bar[k] = k < fill ? '#' : '.';
+  bar[40] = 0;
+  fprintf(stderr, "\r[%s] %llu/%llu equations", bar, (unsigned long long)done,
+          (unsigned long long)total);
+  fflush(stderr);
 }
 
-static int run(const char* path, const char* input_json) {
+static af_error_t* route_provider(af_context_t* ctx, const struct run_opts* o) {
+  af_provider_t* p = NULL;
+  const char* opts = o->provider_options;
+  size_t len = opts ? strlen(opts) : 0;
+  af_error_t* err;
+  char msg[256];
+  if (!o->provider) return NULL;
+  if (strcmp(o->provider, "echo") == 0) {
+    err = af_provider_echo_new(opts, len, &p);
+  } else if (strcmp(o->provider, "openai") == 0) {
+    err = af_provider_openai_new(opts, len, &p);
+  } else if (strcmp(o->provider, "replay") == 0) {
+    err = af_provider_replay_new(opts, len, &p);
+  } else {
+    snprintf(msg, sizeof msg, "--provider must be echo, openai or replay, not \"%s\"", o->provider);
+    return af_error_new(AF_ERR_INVALID_ARGUMENT, msg, strlen(msg));
+  }
+  if (!err) err = af_context_route(ctx, o->model, strlen(o->model), p);
+  af_provider_free(p);
+  return err;
+}
+
+/* Loads FILE as a program (a saved program runs without compiling; a saved
+ * IR is compiled) and runs it on the inputs; prints the output as JSON. */
+static int run(const char* path, const struct run_opts* o) {
   af_context_t* ctx = NULL;
-  af_ir_t* ir = NULL;
+  af_program_t* prog = NULL;
   af_value_t* args = NULL;
   af_value_t** items = NULL;
   af_value_t* result = NULL;
   af_bytes_t json = {0};
+  af_run_options_t ro;
+  struct progress bar = {now_s(), 0, 0};
   size_t n = 0, i;
   af_error_t* err = af_context_new(&ctx);
-  if (!err) err = load(ctx, path, &ir);
-  if (!err) err = af_value_from_json(ctx, input_json, strlen(input_json), &args);
+  if (!err) err = route_provider(ctx, o);
+  if (!err) err = af_program_load(ctx, path, strlen(path), &prog);
+  if (!err) err = af_value_from_json(ctx, o->input, strlen(o->input), &args);
   if (!err && af_value_kind(args) != AF_KIND_LIST) {
     const char* msg = "--input must be a JSON list of the positional inputs, e.g. '[\"World\"]'";
     err = af_error_new(AF_ERR_INVALID_ARGUMENT, msg, strlen(msg));
@@ -169,17 +206,73 @@ static int run(const char* path, const char* input_json) {
     if (!items) err = af_error_new(AF_ERR_OUT_OF_MEMORY, "out of memory", 13);
   }
   for (i = 0; !err && i < n; i++) err = af_value_index(args, i, &items[i]);
-  if (!err) err = af_ir_call(ctx, ir, (const af_value_t* const*)items, n, &result);
+  memset(&ro, 0, sizeof ro);
+  ro.struct_size = sizeof ro;
+  if (isatty(STDERR_FILENO)) {
+    ro.progress = progress_draw;
+    ro.progress_user_data = &bar;
+  }
+  if (o->profile) {
+    ro.flags = AF_RUN_PROFILE;
+    ro.profile_path = o->profile;
+    ro.profile_path_len = strlen(o->profile);
+  }
+  if (!err) err = af_program_call_with(ctx, prog, (const af_value_t* const*)items, n, &ro, &result);
+  if (bar.drawn) fputc('\n', stderr);
   if (!err) err = af_value_to_json(result, &json);
   if (!err) printf("%s\n", (const char*)json.data);
+  if (!err && o->profile) fprintf(stderr, "af: profile written to %s (open it in Perfetto)\n", o->profile);
   for (i = 0; items && i < n; i++) af_value_free(items[i]);
   free(items);
   af_bytes_free(&json);
   af_value_free(result);
   af_value_free(args);
-  af_ir_free(ir);
+  af_program_free(prog);
   af_context_free(ctx);
   return err ? fail(err) : 0;
+}
+
+/* The README's main command: trace the example, save it as a program, and
+ * run the saved file exactly as `af run FILE --input '["NAME"]'` does. */
+static int demo(const char* name, const char* save) {
+  af_context_t* ctx = NULL;
+  af_ir_t* ir = NULL;
+  af_program_t* prog = NULL;
+  af_bytes_t text = {0};
+  char input[512];
+  const char* p;
+  size_t k = 0;
+  af_error_t* err = af_context_new(&ctx);
+  if (!err) err = hello_trace(ctx, &ir);
+  if (!err) err = af_ir_to_text(ir, &text);
+  if (!err) err = af_compile(ctx, ir, &prog);
+  if (!err) err = af_program_save(prog, save, strlen(save));
+  if (!err) {
+    printf("== traced: hello(x) = concat(format(\"Hello, {}!\", x), \"?\")\n");
+    printf("%s\n", (const char*)text.data);
+    printf("== saved to %s\n", save);
+  }
+  af_bytes_free(&text);
+  af_program_free(prog);
+  af_ir_free(ir);
+  af_context_free(ctx);
+  if (err) return fail(err);
+  /* NAME as a JSON string (quotes and backslashes escaped). */
+  input[k++] = '[';
+  input[k++] = '"';
+  for (p = name; *p && k < sizeof input - 5; p++) {
+    if (*p == '"' || *p == '\\') input[k++] = '\\';
+    input[k++] = *p;
+  }
+  input[k++] = '"';
+  input[k++] = ']';
+  input[k] = 0;
+  printf("== af run %s --input '%s'\n", save, input);
+  fflush(stdout);
+  {
+    struct run_opts o = {input, NULL, NULL, "*", NULL};
+    return run(save, &o);
+  }
 }
 
 /* show / dot: print the IR text or DOT of a saved graph. */
@@ -188,7 +281,7 @@ static int show(const char* path, int as_dot) {
   af_ir_t* ir = NULL;
   af_bytes_t out = {0};
   af_error_t* err = af_context_new(&ctx);
-  if (!err) err = load(ctx, path, &ir);
+  if (!err) err = af_ir_load(ctx, path, strlen(path), &ir);
   if (!err) err = as_dot ? af_ir_to_dot(ir, &out) : af_ir_to_text(ir, &out);
   if (!err) fputs((const char*)out.data, stdout);
   af_bytes_free(&out);
@@ -249,7 +342,7 @@ int main(int argc, char** argv) {
   }
   if (strcmp(cmd, "demo") == 0) {
     const char* name = "World";
-    const char* save = NULL;
+    const char* save = "hello.afg";
     for (i = 2; i < argc; i++) {
       if (strcmp(argv[i], "--save") == 0 && i + 1 < argc) {
         save = argv[++i];
@@ -267,16 +360,25 @@ int main(int argc, char** argv) {
   if (strcmp(cmd, "dot") == 0 && argc == 3) return show(file, 1);
   if (strcmp(cmd, "verify") == 0 && argc == 3) return verify(file);
   if (strcmp(cmd, "run") == 0) {
-    const char* input = NULL;
+    struct run_opts o = {NULL, NULL, NULL, "*", NULL};
     for (i = 3; i < argc; i++) {
-      if (strcmp(argv[i], "--input") == 0 && i + 1 < argc) {
-        input = argv[++i];
+      if (i + 1 >= argc) return usage_error("run: an option is missing its value");
+      if (strcmp(argv[i], "--input") == 0) {
+        o.input = argv[++i];
+      } else if (strcmp(argv[i], "--provider") == 0) {
+        o.provider = argv[++i];
+      } else if (strcmp(argv[i], "--provider-options") == 0) {
+        o.provider_options = argv[++i];
+      } else if (strcmp(argv[i], "--model") == 0) {
+        o.model = argv[++i];
+      } else if (strcmp(argv[i], "--profile") == 0) {
+        o.profile = argv[++i];
       } else {
         return usage_error("run: unknown option");
       }
     }
-    if (!input) return usage_error("run: --input JSON is required (a list of the inputs)");
-    return run(file, input);
+    if (!o.input) return usage_error("run: --input JSON is required (a list of the inputs)");
+    return run(file, &o);
   }
   if (strcmp(cmd, "convert") == 0) {
     int to_json = -1;
