@@ -155,7 +155,7 @@ void add_host_prims(std::vector<Prim>& out) {
   p.pullback_fwd = pull_fwd_copy;
   p.pullback_bwd = host_pull_bwd;
   p.dce = dce_whole;
-  p.params = std::vector<ParamSpec>{{"name", 0, Kind::Str, false}, {"result", 0, Kind::Null, false}};
+  p.params = std::vector<ParamSpec>{{"name", 0, Kind::Str, false, /*names_host_function=*/true}, {"result", 0, Kind::Null, false}};
   out.push_back(p);
 }
 
