@@ -17,6 +17,7 @@ namespace {
 
 // Output = the first positional input tree, unchanged.
 AbstractOut first_input_abstract(const Params&, std::span<const Aval> in, const TreeDef& in_tree) {
+  if (in_tree.root().n_children == 0) invalid("the primitive takes a value as its first argument; none is given");
   TreeDef first = in_tree.child(0);
   return AbstractOut{std::vector<Aval>(in.begin(), in.begin() + long(first.num_leaves())), first};
 }
@@ -112,6 +113,7 @@ void add_control_prims(std::vector<Prim>& out) {
   stop.pullback_fwd = pull_fwd_copy;
   stop.pullback_bwd = zero_pull_bwd;
   stop.dce = dce_whole;
+  stop.params = std::vector<ParamSpec>{};
   out.push_back(stop);
   // depends(value, deps...) -> value, once every dep exists
   Prim depends = identity_like("depends", kPure);
@@ -120,6 +122,7 @@ void add_control_prims(std::vector<Prim>& out) {
   depends.pullback_fwd = pull_fwd_copy;
   depends.pullback_bwd = pass_pull_bwd;
   depends.dce = dce_whole;  // keeps the deps alive while the result is read
+  depends.params = std::vector<ParamSpec>{};
   out.push_back(depends);
   // checkpoint(value; key P, collection P) -> value: never removed or merged
   Prim checkpoint = identity_like("checkpoint", kEffectful | kNoMerge);
@@ -129,6 +132,7 @@ void add_control_prims(std::vector<Prim>& out) {
   checkpoint.pullback_fwd = pull_fwd_copy;
   checkpoint.pullback_bwd = checkpoint_pull_bwd;
   checkpoint.dce = dce_whole;  // and never removed: it is effectful
+  checkpoint.params = std::vector<ParamSpec>{{"collection", 0, Kind::Str, false}, {"key", 0, Kind::Str, false}};
   out.push_back(checkpoint);
 }
 

@@ -29,10 +29,25 @@ void require_str(const char* prim, std::span<const Aval> in) {
 // Inputs are the positional argument trees followed by the named ones (in
 // the sorted order of the `names` param). Containers are stringified as JSON.
 
-AbstractOut format_abstract(const Params& params, std::span<const Aval> in, const TreeDef&) {
+AbstractOut format_abstract(const Params& params, std::span<const Aval> in, const TreeDef& in_tree) {
   for (size_t i = 0; i < in.size(); ++i)
     if (in[i].list_depth != 0 || in[i].kind == Kind::Null || in[i].kind >= Kind::List)
       invalid("format: argument " + std::to_string(i) + " has kind " + aval_name(in[i]));
+  // The template against the arguments, as tracing checked them: an
+  // equation from elsewhere (a loaded graph) must not make the impl look up
+  // an argument that is not there.
+  const Template t = parse_template(params.value("template").as_str());
+  const auto& names = params.value("names").items();
+  const size_t n_args = in_tree.root().n_children;
+  if (names.size() > n_args)
+    invalid("format: " + std::to_string(names.size()) + " named arguments but only " +
+            std::to_string(n_args) + " arguments");
+  if (t.max_positional > n_args - names.size())
+    invalid("format: the template uses " + std::to_string(t.max_positional) +
+            " positional argument(s) but " + std::to_string(n_args - names.size()) + " are given");
+  for (const std::string& name : t.names)
+    if (std::none_of(names.begin(), names.end(), [&](const Value& n) { return n.as_str() == name; }))
+      invalid("format: the template uses the named field \"" + name + "\", which no argument has");
   return one_leaf(Kind::Str);
 }
 
@@ -182,6 +197,7 @@ void add_string_prims(std::vector<Prim>& out) {
   format.name = "format";
   format.impl = format_impl;
   format.abstract_eval = format_abstract;
+  format.params = std::vector<ParamSpec>{{"names", 0, Kind::List, false}, {"template", 0, Kind::Str, false}};
   format.batch = batch_by_map;
   format.pushforward = format_push;
   format.pullback_fwd = pull_fwd_copy;
@@ -193,6 +209,7 @@ void add_string_prims(std::vector<Prim>& out) {
   concat.name = "concat";
   concat.impl = concat_impl;
   concat.abstract_eval = concat_abstract;
+  concat.params = std::vector<ParamSpec>{};
   concat.batch = batch_by_map;
   concat.pushforward = concat_push;
   concat.pullback_fwd = pull_fwd_copy;
@@ -204,6 +221,7 @@ void add_string_prims(std::vector<Prim>& out) {
   match.name = "match";
   match.impl = match_impl;
   match.abstract_eval = match_abstract;
+  match.params = std::vector<ParamSpec>{};
   match.batch = batch_by_map;
   match.pushforward = match_push;
   match.pullback_fwd = pull_fwd_copy;
