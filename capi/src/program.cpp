@@ -17,6 +17,10 @@ struct af_future {
   Future f;
 };
 
+struct af_cancel {
+  std::shared_ptr<CancelToken> token;
+};
+
 namespace af::capi {
 
 const std::shared_ptr<const Program>& program_of(const af_ir* h) {
@@ -72,6 +76,7 @@ RunOptions run_options(const af_run_options_t* o, const char* fn) {
     af_progress_fn progress = c.progress;
     r.progress = [ud, progress](uint64_t done, uint64_t total) { progress(ud->data, done, total); };
   }
+  if (c.cancel) r.cancel = c.cancel->token;
   if (c.profile_path_len) r.profile_path = std::string(text(c.profile_path, c.profile_path_len, fn, "options.profile_path"));
   return r;
 }
@@ -192,5 +197,23 @@ af_error_t* af_future_profile(const af_future_t* f, af_bytes_t* out) {
 }
 
 void af_future_free(af_future_t* f) { delete f; }
+
+af_error_t* af_cancel_new(af_cancel_t** out) {
+  if (out) *out = nullptr;
+  return guard([&] {
+    require(out, "af_cancel_new", "out");
+    auto h = std::make_unique<af_cancel>();
+    h->token = std::make_shared<CancelToken>();
+    *out = h.release();
+  });
+}
+
+void af_cancel_trigger(af_cancel_t* c) {
+  if (c) c->token->cancel();
+}
+
+int af_cancel_triggered(const af_cancel_t* c) { return c && c->token->cancelled() ? 1 : 0; }
+
+void af_cancel_free(af_cancel_t* c) { delete c; }
 
 }  // extern "C"

@@ -1,9 +1,11 @@
 // The interpreter: an IR lowered once into a Plan (slot indices per
 // equation), then run over a flat slot array with no lookups per equation.
 #include "exec/exec.h"
+#include "exec/context.h"
 #include "exec/scopes.h"
 #include "trace/trace.h"
 #include <algorithm>
+#include <utility>
 
 #include "value/error.h"
 
@@ -29,6 +31,13 @@ std::shared_ptr<const Plan> lower(IRPtr ir) {
   }
   for (const Atom& a : ir->out) plan->out_slots.push_back(slot_of(a));
   plan->n_slots = n_vars + plan->constants.size();
+  std::vector<uint8_t> seen(plan->n_slots, 0);
+  for (uint32_t s : plan->out_slots) seen[s] = 1;
+  plan->last_use.assign(plan->args.size(), 0);
+  for (size_t i = plan->args.size(); i-- > 0;) {
+    plan->last_use[i] = !seen[plan->args[i]];
+    seen[plan->args[i]] = 1;
+  }
   plan->ir = std::move(ir);
   return plan;
 }
@@ -48,8 +57,25 @@ void run_step(const Plan& plan, const Plan::Step& s, std::vector<Value>& slots,
               std::vector<Value>& in, std::vector<Value>& out, RunEnv& env) {
   in.resize(s.in_count);
   out.assign(s.out_count, Value());
-  for (uint32_t k = 0; k < s.in_count; ++k) in[k] = slots[plan.args[s.in_begin + k]];
-  invoke(*s.eqn, in, out, env);
+  for (uint32_t k = 0; k < s.in_count; ++k) {
+    const uint32_t i = s.in_begin + k;
+    if (plan.last_use[i]) in[k] = std::move(slots[plan.args[i]]);
+    else in[k] = slots[plan.args[i]];
+  }
+  if (env.context && env.context->scopes.memo_open()) {
+    invoke(*s.eqn, in, out, env);  // memoize scopes keep the inputs as the key
+  } else {
+    // The impl may consume the inputs the run owns (restored after: nested
+    // runs share env).
+    std::span<Value> outer = std::exchange(env.owned_in, std::span<Value>(in));
+    try {
+      s.eqn->prim->impl(*s.eqn, in, out, env);
+    } catch (...) {
+      env.owned_in = outer;
+      throw;
+    }
+    env.owned_in = outer;
+  }
   for (uint32_t k = 0; k < s.out_count; ++k) slots[plan.results[s.out_begin + k]] = std::move(out[k]);
 }
 

@@ -28,6 +28,9 @@ struct Plan {
   std::vector<Step> steps;
   std::vector<uint32_t> args;
   std::vector<uint32_t> results;
+  // Per args entry: 1 at the last read of a slot that is not an output; the
+  // run moves the value out there instead of copying it.
+  std::vector<uint8_t> last_use;
   size_t max_arity = 0;
 };
 

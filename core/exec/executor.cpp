@@ -107,6 +107,19 @@ void schedule(const std::shared_ptr<Run>& r, uint32_t node) {
   r->sched->push(Scheduler::Task{prio, 0, r, node});
 }
 
+// Gathers a node's inputs: a slot's only read takes the value (see
+// Program::last_use), other reads share it.
+void gather(Run& r, const Program::Node& n, std::vector<Value>& in) {
+  const Program& p = *r.prog;
+  in.resize(n.in_count);
+  const bool moves = !p.last_use.empty();
+  for (uint32_t k = 0; k < n.in_count; ++k) {
+    const uint32_t i = n.in_begin + k;
+    if (moves && p.last_use[i]) in[k] = std::move(r.slots[p.args[i]]);
+    else in[k] = r.slots[p.args[i]];
+  }
+}
+
 bool input_error(const Run& r, const Program::Node& n, std::shared_ptr<const Error>& err) {
   if (!r.slot_err) return false;
   for (uint32_t k = 0; k < n.in_count; ++k)
@@ -190,8 +203,7 @@ void start_async(const std::shared_ptr<Run>& r, uint32_t node) {
   }
   ScratchLease lease;
   std::vector<Value>& in = lease.s->in;
-  in.resize(n.in_count);
-  for (uint32_t k = 0; k < n.in_count; ++k) in[k] = r->slots[r->prog->args[n.in_begin + k]];
+  gather(*r, n, in);
   if (r->profile) r->profile->started(node, engine_thread_index());
   if (r->env.context && r->env.context->scopes.memo_open() && memoizable(*n.eqn)) {
     std::vector<Value>& out = lease.s->out;
@@ -276,12 +288,17 @@ void execute(const std::shared_ptr<Run>& r, uint32_t node) {
       start_async(r, node);
       return;
     }
-    in.resize(n.in_count);
-    for (uint32_t k = 0; k < n.in_count; ++k) in[k] = r->slots[p.args[n.in_begin + k]];
+    gather(*r, n, in);
     out.assign(n.out_count, Value());
     if (r->profile) r->profile->started(node, engine_thread_index());
     try {
-      invoke(*n.eqn, in, out, r->env);  // through memoize scopes (exec/scopes.h)
+      if (r->env.context && r->env.context->scopes.memo_open()) {
+        invoke(*n.eqn, in, out, r->env);  // through memoize scopes (exec/scopes.h)
+      } else {
+        RunEnv env = r->env;  // the impl may consume the inputs the run owns
+        env.owned_in = in;
+        n.eqn->prim->impl(*n.eqn, in, out, env);
+      }
     } catch (const Error& e) {
       node = fail_node(r, node, e, true);
       continue;
@@ -364,6 +381,7 @@ std::shared_ptr<Run> make_run(RunEnv env, std::shared_ptr<const Program> prog, s
   r->prog = prog;
   r->sched = env.context->scheduler();
   r->env = env;
+  r->env.owned_in = {};  // the caller's inputs are not this run's
   r->opts = std::move(opts);
   r->caller_driven = caller_driven;
   const Program& p = *prog;
@@ -398,6 +416,10 @@ void begin(const std::shared_ptr<Run>& r) {
         finish(run, nullptr, &e);
       }
     });
+  }
+  if (r->opts.cancel) {
+    r->opts.cancel->attach(r);
+    if (r->finished.load(std::memory_order_acquire)) return;
   }
   for (uint32_t root : p.roots) {
     if (r->profile) r->profile->queued(root);
@@ -544,6 +566,47 @@ Value run_sync(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Valu
     }
     execute(r, node);
   }
+}
+
+// ---- CancelToken
+
+namespace {
+Error cancelled_by_token() { return Error(Code::Cancelled, "the run was cancelled through its cancel token"); }
+}  // namespace
+
+void CancelToken::cancel() noexcept {
+  std::vector<std::weak_ptr<Run>> runs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled_ = true;
+    runs.swap(runs_);
+  }
+  const Error why = cancelled_by_token();
+  for (auto& w : runs)
+    if (auto r = w.lock()) finish(r, nullptr, &why);
+}
+
+bool CancelToken::cancelled() const noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cancelled_;
+}
+
+void CancelToken::attach(const std::shared_ptr<Run>& r) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!cancelled_) {
+      // Finished runs leave expired entries; drop them now and then so a
+      // token reused for many runs stays small (amortized O(1) per run).
+      if (runs_.size() >= prune_at_) {
+        std::erase_if(runs_, [](const std::weak_ptr<Run>& w) { return w.expired(); });
+        prune_at_ = std::max<size_t>(16, 2 * runs_.size());
+      }
+      runs_.push_back(r);
+      return;
+    }
+  }
+  const Error why = cancelled_by_token();
+  finish(r, nullptr, &why);
 }
 
 // ---- Future

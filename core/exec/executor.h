@@ -39,8 +39,28 @@ namespace lm {
 class TimerQueue;
 }
 
+class Run;
+
+// Cancels the runs started with it (RunOptions::cancel), from any thread:
+// the way to stop a run driven by run_sync, which has no Future. Once
+// cancelled it stays cancelled; a run started with it later ends at once.
+class CancelToken {
+ public:
+  void cancel() noexcept;
+  bool cancelled() const noexcept;
+  // Registers r, or finishes it with CANCELLED if the token already fired.
+  void attach(const std::shared_ptr<Run>& r);
+
+ private:
+  mutable std::mutex mu_;
+  bool cancelled_ = false;
+  std::vector<std::weak_ptr<Run>> runs_;
+  size_t prune_at_ = 16;
+};
+
 struct RunOptions {
   int64_t timeout_ms = 0;  // 0 = none; TIMEOUT when exceeded
+  std::shared_ptr<CancelToken> cancel;  // null = none
   bool keep_going = false;
   // Called after each equation finishes (never concurrently for one run),
   // from whichever engine or provider thread finished it.
@@ -50,8 +70,6 @@ struct RunOptions {
   std::string profile_path;
   bool profile = false;  // record a profile even without a path
 };
-
-class Run;
 
 class Future {
  public:

@@ -31,6 +31,16 @@ uint64_t eqn_key(const Eqn& e, const std::vector<Atom>& in) {
 
 }  // namespace
 
+void mark_last_uses(Program& p) {
+  // Only single reads move: consumers of one slot may run concurrently, so
+  // which read comes last is not known before the run.
+  std::vector<uint32_t> reads(p.n_slots, 0);
+  for (uint32_t s : p.args) ++reads[s];
+  for (uint32_t s : p.out_slots) reads[s] += 2;
+  p.last_use.resize(p.args.size());
+  for (size_t i = 0; i < p.args.size(); ++i) p.last_use[i] = reads[p.args[i]] == 1;
+}
+
 std::shared_ptr<const Program> compile(IRPtr ir, const CompileOptions& o) {
   validate(*ir);
   auto prog = std::make_shared<Program>();
@@ -136,6 +146,7 @@ std::shared_ptr<const Program> compile(IRPtr ir, const CompileOptions& o) {
   }
   for (const Atom& a : g.out) prog->out_slots.push_back(slot_of(a));
   prog->n_slots = n_vars + uint32_t(prog->constants.size());
+  mark_last_uses(*prog);
 
   // Consumer lists, then priorities in reverse order (nodes are topological).
   for (size_t id = 0; id < prog->nodes.size(); ++id) {

@@ -41,12 +41,19 @@ struct Program {
   };
   std::vector<Node> nodes;           // live equations, in IR order
   std::vector<uint32_t> args, results, consumers;
+  // Per args entry: 1 when it is the only read of its slot and the slot is
+  // not an output, so a run moves the value out instead of copying it (a
+  // uniquely owned string can then grow in place). Empty = copy every read.
+  std::vector<uint8_t> last_use;
   std::vector<uint32_t> roots;       // nodes with no dependency, best first
   double critical_path = 0;          // max priority (cost units)
   size_t max_arity = 0;
   size_t n_async = 0;
   size_t removed_dce = 0, merged_cse = 0;
 };
+
+// Fills p.last_use from p.args and p.out_slots (called by compile).
+void mark_last_uses(Program& p);
 
 // INVALID_ARGUMENT if the IR does not validate.
 std::shared_ptr<const Program> compile(IRPtr ir, const CompileOptions& options = {});

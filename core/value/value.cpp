@@ -147,6 +147,10 @@ void Value::release() noexcept {
 const std::string& Value::as_str() const noexcept {
   return kind_ == Kind::Str ? static_cast<StrHeap*>(h_)->s : kNoStr;
 }
+std::string* Value::unique_str() noexcept {
+  if (kind_ != Kind::Str || h_->refs.load(std::memory_order_acquire) != 1) return nullptr;
+  return &static_cast<StrHeap*>(h_)->s;
+}
 const std::vector<Value>& Value::items() const noexcept {
   return kind_ == Kind::List ? static_cast<ListHeap*>(h_)->items : kNoItems;
 }

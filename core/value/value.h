@@ -65,6 +65,9 @@ class Value {
   int64_t as_int() const noexcept { return i_; }
   double as_float() const noexcept { return f_; }
   const std::string& as_str() const noexcept;
+  // The string of a str value that no other Value shares (refcount 1), for
+  // its owner to append in place; nullptr when shared or not a str.
+  std::string* unique_str() noexcept;
   const std::vector<Value>& items() const noexcept;   // list
   const std::vector<Entry>& entries() const noexcept; // dict, insertion order
   // Dict entry indices in sorted key order (the flattening order).

@@ -552,20 +552,14 @@ struct server {
   int port;
 };
 
-/* Starts tests/lm_server/server.py on an ephemeral 127.0.0.1 port. */
+/* Starts tests/lm_server/server.py (AF_TESTS_DIR is set by the build) on an
+ * ephemeral 127.0.0.1 port. */
 static struct server server_start(void) {
   struct server s = {-1, 0};
-  char path[1024];
-  const char* here = __FILE__;
-  const char* cut = strstr(here, "capi/lm_test.c");
+  const char* path = AF_TESTS_DIR "/lm_server/server.py";
   int fds[2];
   FILE* f;
   char line[64];
-  if (!cut) {
-    check_fail(__FILE__, __LINE__, "cannot locate tests/lm_server from %s", here);
-    return s;
-  }
-  snprintf(path, sizeof path, "%.*slm_server/server.py", (int)(cut - here), here);
   if (pipe(fds) != 0) return s;
   s.pid = fork();
   if (s.pid == 0) {
@@ -669,6 +663,7 @@ static void openai_schema_calls_send_json_schema(void) {
   m = mk_str("schema-bad");
   out = NULL;
   CHECK_ERR(af_lm_schema_call(ctx, msgs, m, schema, &out), AF_ERR_SCHEMA, "$.score", "99");
+  CHECK_INT_EQ(server_attempts(&s, "schema-bad", "rate"), 1); /* a bad reply is not retried */
   af_value_free(m);
   m = mk_str("show-format");
   out = NULL;

@@ -371,6 +371,64 @@ static void timeout_fails_the_run_quickly(void) {
   af_provider_free(echo);
 }
 
+/* A thread that triggers a cancel token once the provider has requests in flight. */
+struct trigger_arg {
+  af_cancel_t* token;
+  const af_provider_t* provider;
+};
+static void* trigger_when_in_flight(void* ud) {
+  struct trigger_arg* a = (struct trigger_arg*)ud;
+  double t0 = now_ms();
+  while (stat_field(a->provider, "in_flight") < 2 && now_ms() - t0 < 5000) sleep_ms(1);
+  af_cancel_trigger(a->token);
+  return NULL;
+}
+
+static void cancel_token_stops_a_blocking_call(void) {
+  int n = 2;
+  af_provider_t* echo = echo_with("{\"latency_ms\":10000}");
+  af_ir_t* ir = TRACE(fan_out, &n, "[\"q\",\"m\"]", NULL);
+  af_program_t* p = compile_ir(ir);
+  af_cancel_t* token = NULL;
+  af_future_t* f = NULL;
+  af_run_options_t o;
+  af_value_t* out = NULL;
+  struct trigger_arg arg;
+  pthread_t th;
+  double t0;
+  if (!p || !CHECK_OK(af_cancel_new(&token))) return;
+  CHECK_ERR(af_cancel_new(NULL), AF_ERR_INVALID_ARGUMENT, "out");
+  route("*", echo);
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.cancel = token;
+  arg.token = token;
+  arg.provider = echo;
+  CHECK_INT_EQ(af_cancel_triggered(token), 0);
+  pthread_create(&th, NULL, trigger_when_in_flight, &arg);
+  t0 = now_ms();
+  CHECK_ERR(call_program(p, "[\"a\",\"m\"]", &o, &out), AF_ERR_CANCELLED, "cancel token");
+  CHECK(now_ms() - t0 < 5000);
+  pthread_join(th, NULL);
+  CHECK_NULLED(out, af_value_free);
+  CHECK_INT_EQ(af_cancel_triggered(token), 1);
+  CHECK_INT_EQ(stat_field(echo, "in_flight"), 0);
+  /* A triggered token ends later runs at once, sync or async. */
+  CHECK_ERR(call_program(p, "[\"b\",\"m\"]", &o, &out), AF_ERR_CANCELLED, "cancel token");
+  if (CHECK_OK(start_program(p, "[\"c\",\"m\"]", &o, &f))) {
+    CHECK_ERR(af_future_wait(f, &out), AF_ERR_CANCELLED, "cancel token");
+    af_future_free(f);
+  }
+  CHECK_INT_EQ(stat_field(echo, "in_flight"), 0);
+  af_cancel_trigger(token); /* idempotent */
+  af_cancel_trigger(NULL);
+  af_cancel_free(token);
+  af_cancel_free(NULL);
+  af_program_free(p);
+  af_ir_free(ir);
+  af_provider_free(echo);
+}
+
 struct progress_log {
   uint64_t last_done, total;
   int calls, monotonic, destroyed;
@@ -610,6 +668,7 @@ int main(int argc, char** argv) {
       CASE(futures_wait_poll_and_call_back),
       CASE(cancel_stops_in_flight_requests),
       CASE(timeout_fails_the_run_quickly),
+      CASE(cancel_token_stops_a_blocking_call),
       CASE(progress_reports_every_equation),
       CASE(profile_is_chrome_trace_json),
       CASE(errors_cancel_the_rest_or_keep_going),

@@ -476,6 +476,17 @@ AF_API af_error_t* af_compile(af_context_t* ctx, const af_ir_t* ir, af_program_t
 AF_API af_program_t* af_program_clone(const af_program_t* p);
 AF_API void af_program_free(af_program_t* p);
 
+/* A cancel token: one af_cancel_trigger cancels every run given it in its
+ * options (running now or started later). Thread-safe. */
+typedef struct af_cancel af_cancel_t;
+AF_API af_error_t* af_cancel_new(af_cancel_t** out);
+/* Cancels the token's runs; later runs with it end at once. Idempotent. */
+AF_API void af_cancel_trigger(af_cancel_t* c);
+/* 1 once triggered, else 0. */
+AF_API int af_cancel_triggered(const af_cancel_t* c);
+/* Frees the handle; runs already started keep the token alive. */
+AF_API void af_cancel_free(af_cancel_t* c);
+
 /* Run options: zero the struct, set struct_size = sizeof(af_run_options_t),
  * then the fields you need. Passing NULL options means all defaults. */
 #define AF_RUN_KEEP_GOING 1u /* a failure does not cancel the rest; see below */
@@ -498,6 +509,10 @@ typedef struct af_run_options {
    * reports completion. NULL/0 = no file. */
   const char* profile_path;
   size_t profile_path_len;
+  /* NULL = none. af_cancel_trigger on it ends the run with CANCELLED and
+   * cancels its in-flight work, from any thread (the way to stop a blocking
+   * af_program_call_with). The run holds its own reference. */
+  af_cancel_t* cancel;
 } af_run_options_t;
 
 /* Runs p and waits. inputs are checked as in af_ir_call; inside a trace the
