@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The af CLI end to end, as a user runs it: demo, verify (good, truncated,
+# bit-flipped, JSON), show, dot, convert both ways (byte-exact), run with
+# and without a provider, a profile, and usage errors.
+# Usage: cli_test.sh AF_BINARY SOURCE_DIR
+set -uo pipefail
+AF=$(realpath "$1")
+SRC=$(realpath "$2")
+GRAPHS=$SRC/tests/conformance/graphs
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+cd "$T"
+fails=0
+check() {  # check NAME EXPECTED_STATUS FRAGMENT -- command...
+  local name=$1 want=$2 frag=$3
+  shift 4
+  "$@" >out.txt 2>err.txt
+  local got=$?
+  if [ "$got" != "$want" ] || { [ -n "$frag" ] && ! grep -qF -- "$frag" out.txt err.txt; }; then
+    echo "FAIL $name: status $got (want $want), fragment '$frag'"
+    sed 's/^/  | /' out.txt err.txt
+    fails=$((fails + 1))
+  else
+    echo "ok   $name"
+  fi
+}
+
+check demo 0 '"Hello, World!?"' -- "$AF" demo
+check demo-saved 0 '"ok":true' -- "$AF" verify hello.afg
+check run-saved 0 '"Hello, Ada!?"' -- "$AF" run hello.afg --input '["Ada"]'
+check show 0 'concat(%1, "?")' -- "$AF" show hello.afg
+check dot 0 'digraph' -- "$AF" dot hello.afg
+
+size=$(stat -c %s hello.afg)
+head -c $((size - 5)) hello.afg >truncated.afg
+check verify-truncated 1 'truncated' -- "$AF" verify truncated.afg
+cp hello.afg flipped.afg
+printf '\x55' | dd of=flipped.afg bs=1 seek=$((size - 9)) conv=notrunc status=none
+check verify-bitflip 1 'checksum' -- "$AF" verify flipped.afg
+"$AF" convert hello.afg --to json -o hello.json
+check verify-json 1 'af convert' -- "$AF" verify hello.json
+check from-json 0 '' -- "$AF" convert hello.json --from json -o back.afg
+if ! cmp -s hello.afg back.afg; then echo "FAIL convert round trip: bytes differ"; fails=$((fails + 1)); fi
+check golden-from-json 0 '' -- "$AF" convert "$GRAPHS/control_flow.json" --from json -o cf.afg
+if ! cmp -s "$GRAPHS/control_flow.afg" cf.afg; then echo "FAIL golden JSON -> bytes differ"; fails=$((fails + 1)); fi
+
+check run-control-flow 0 '{"switched":"hi!","looped":"hi..."}' -- \
+  "$AF" run "$GRAPHS/control_flow.afg" --input '["loud","hi"]'
+check run-missing-key 1 'error 2' -- "$AF" run "$GRAPHS/control_flow.afg" --input '["shout","hi"]'
+check run-missing-host-function 1 'golden.shout' -- "$AF" run "$GRAPHS/host_and_lm.afg" --input '["x"]'
+
+cat >lm.json <<'JSON'
+{"afg": 1, "producer": "cli test", "host_functions": [], "irs": [{"vars": ["str","str"], "in": ["%0"],
+ "eqns": [{"prim":"lm_call","out":"%1","in":["%0",{"lit":"m"}],"params":{"roles":{"value":["user"]}}}],
+ "out": "%1"}]}
+JSON
+"$AF" convert lm.json --from json -o lm.afg
+check run-lm-no-route 1 'error 2' -- "$AF" run lm.afg --input '["hi"]'
+check run-lm-echo 0 '"m|hi"' -- "$AF" run lm.afg --input '["hi"]' --provider echo
+check run-lm-profile 0 'profile written' -- \
+  "$AF" run lm.afg --input '["hi"]' --provider echo --provider-options '{"latency_ms": 1}' --profile prof.json
+if ! grep -q traceEvents prof.json 2>/dev/null; then echo "FAIL profile: no trace events"; fails=$((fails + 1)); fi
+check run-bad-provider 1 'echo, openai or replay' -- "$AF" run lm.afg --input '["hi"]' --provider nope
+check run-bad-input 1 'JSON list' -- "$AF" run lm.afg --input '{"a":1}'
+check run-no-input 2 '--input JSON is required' -- "$AF" run lm.afg
+check unknown-command 2 'unknown command' -- "$AF" frobnicate x
+
+echo "cli: $fails failed"
+[ "$fails" = 0 ]
