@@ -41,4 +41,5 @@ XML
 
 cd "$out"
 export AF_HEADER="${AF_HEADER:-$repo/capi/include/af/af.h}"
+export AF_REPO="$repo"
 LD_LIBRARY_PATH="$lib_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" exec mono --debug Af.Tests.exe "$@"

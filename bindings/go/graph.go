@@ -128,3 +128,36 @@ func GraphFromJSON(ctx *Context, json string) ([]byte, error) {
 	}
 	return []byte(s), nil
 }
+
+// Save writes the compiled program (its IR and its plan) to path, so
+// LoadProgram runs it without compiling again. The file also loads with
+// LoadIR.
+func (p *Program) Save(path string) error {
+	pp, err := p.handle()
+	if err != nil {
+		return err
+	}
+	cp, n := cstr(path)
+	e := C.af_program_save(pp, cp, n)
+	runtime.KeepAlive(p)
+	runtime.KeepAlive(path)
+	return takeError(e)
+}
+
+// LoadProgram reads a program saved by Program.Save (its plan is checked
+// against the IR; a graph saved from an IR is compiled here).
+func LoadProgram(ctx *Context, path string) (*Program, error) {
+	cp, err := ctx.handle()
+	if err != nil {
+		return nil, err
+	}
+	p, n := cstr(path)
+	var out *C.af_program_t
+	e := C.af_program_load(cp, p, n, &out)
+	runtime.KeepAlive(ctx)
+	runtime.KeepAlive(path)
+	if err := takeError(e); err != nil {
+		return nil, err
+	}
+	return newProgram(out), nil
+}

@@ -481,6 +481,12 @@ namespace Af
         public static extern IntPtr af_ir_load(IntPtr ctx, byte[] path, UIntPtr pathLen, out IntPtr ir);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_program_save(IntPtr p, byte[] path, UIntPtr pathLen);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_program_load(IntPtr ctx, byte[] path, UIntPtr pathLen, out IntPtr program);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern IntPtr af_ir_to_bytes(IntPtr ir, out AfBytes output);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

@@ -109,6 +109,30 @@ namespace Af
             }
         }
 
+        /// <summary>Writes the compiled program (its IR and its plan) to path,
+        /// so Load runs it without compiling again. The file also loads with
+        /// Ir.Load.</summary>
+        public void Save(string path)
+        {
+            byte[] p = Utf8.Encode(path, nameof(path));
+            using (var b = new Borrow())
+                AfException.Check(Native.af_program_save(b.Add(Handle), p, Utf8.Len(p)));
+        }
+
+        /// <summary>Reads a program saved by Save (its plan is checked against
+        /// the IR; a graph saved from an IR is compiled here).</summary>
+        public static Program Load(Context ctx, string path)
+        {
+            if (ctx == null) throw new ArgumentNullException(nameof(ctx));
+            byte[] p = Utf8.Encode(path, nameof(path));
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_program_load(b.Add(ctx.Handle), p, Utf8.Len(p), out IntPtr o));
+                if (o == IntPtr.Zero) throw new AfException(ErrorCode.Internal, "af_program_load returned no program");
+                return new Program(new ProgramHandle(o));
+            }
+        }
+
         /// <summary>A new reference to the same program.</summary>
         public Program Clone()
         {

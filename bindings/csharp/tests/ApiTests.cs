@@ -403,6 +403,31 @@ namespace Af.Tests
         }
 
         [Test]
+        public void ProgramSaveLoad()
+        {
+            using (var echo = Provider.Echo()) ctx.Route("*", echo);
+            string dir = Path.GetTempPath();
+            string tag = System.Diagnostics.Process.GetCurrentProcess().Id.ToString();
+            string path = Path.Combine(dir, "af_cs_program_" + tag + ".afg");
+            string path2 = Path.Combine(dir, "af_cs_program2_" + tag + ".afg");
+            using (var ir = AskIr())
+            using (var p = Program.Compile(ctx, ir))
+            {
+                p.Save(path);
+                using (var back = Program.Load(ctx, path))
+                {
+                    JsonIs("\"m|Q:hi\"", back.Call(ctx, J("\"hi\""), J("\"m\"")));
+                    back.Save(path2);
+                }
+                using (var asIr = Ir.Load(ctx, path)) Assert.True(asIr.Equals(ir), "the program file loads as its IR");
+                Assert.True(File.ReadAllBytes(path).SequenceEqual(File.ReadAllBytes(path2)), "same program, same bytes");
+            }
+            File.Delete(path);
+            File.Delete(path2);
+            Assert.ThrowsAf(ErrorCode.IO, () => Program.Load(ctx, "/nonexistent/dir/p.afg"));
+        }
+
+        [Test]
         public void SaveLoadRoundTrip()
         {
             string path = Path.Combine(Path.GetTempPath(), "af_cs_graph_" + System.Diagnostics.Process.GetCurrentProcess().Id + ".afg");

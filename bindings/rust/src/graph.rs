@@ -1,4 +1,5 @@
-//! Saved graphs (.afg): IRs to and from files and bytes, verification and
+//! Saved graphs (.afg): IRs and compiled programs to and from files, IRs
+//! to and from bytes, verification and
 //! the readable JSON form.
 
 use std::path::Path;
@@ -6,6 +7,7 @@ use std::path::Path;
 use crate::context::Context;
 use crate::error::{check, Error, ErrorCode, Result};
 use crate::ir::Ir;
+use crate::program::Program;
 use crate::sys;
 use crate::transform::make_ir;
 use crate::util::{bytes_to_string, take_bytes};
@@ -44,6 +46,30 @@ impl Ir {
     pub fn from_bytes(ctx: &Context, data: &[u8]) -> Result<Ir> {
         make_ir(|out| unsafe {
             sys::af_ir_from_bytes(ctx.as_ptr(), data.as_ptr(), data.len(), out)
+        })
+    }
+}
+
+impl Program {
+    /// Writes the compiled program (its IR and its plan) to `path`, so
+    /// [`Program::load`] runs it without compiling again. The file also
+    /// loads with [`Ir::load`].
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        let p = path_str(path.as_ref())?;
+        check(unsafe { sys::af_program_save(self.as_ptr(), p.as_ptr().cast(), p.len()) })
+    }
+
+    /// Reads a program saved by [`Program::save`] (its plan is checked
+    /// against the IR; a graph saved from an IR is compiled here).
+    pub fn load(ctx: &Context, path: impl AsRef<Path>) -> Result<Program> {
+        let p = path_str(path.as_ref())?;
+        let mut out: *mut sys::af_program_t = std::ptr::null_mut();
+        check(unsafe { sys::af_program_load(ctx.as_ptr(), p.as_ptr().cast(), p.len(), &mut out) })?;
+        unsafe { Program::from_raw(out) }.ok_or_else(|| {
+            Error::new(
+                ErrorCode::Internal,
+                "af_program_load returned success without a program",
+            )
         })
     }
 }

@@ -6,7 +6,8 @@ use std::os::raw::c_void;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::ptr::{self, NonNull};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::task::{Context as TaskContext, Poll, Waker};
 use std::time::Duration;
 
 use crate::context::Context;
@@ -202,6 +203,8 @@ impl Program {
         NonNull::new(out)
             .map(|raw| Future {
                 raw,
+                waker: Arc::new(Mutex::new(None)),
+                registered: false,
                 _ctx: PhantomData,
             })
             .ok_or_else(|| {
@@ -230,8 +233,16 @@ impl Drop for Program {
 
 /// A run in flight. Dropping it does not cancel the run (it completes
 /// unobserved); it borrows the context the run uses.
+///
+/// Block with [`wait`](Self::wait), or `.await` it: it is also a
+/// `std::future::Future` (woken from libaf's completion callback, so any
+/// executor works).
 pub struct Future<'c> {
     raw: NonNull<sys::af_future_t>,
+    /// The waker of the last poll, taken by the completion callback.
+    waker: Arc<Mutex<Option<Waker>>>,
+    /// Whether the completion callback is registered (once per future).
+    registered: bool,
     _ctx: PhantomData<&'c Context>,
 }
 
@@ -277,6 +288,30 @@ impl Future<'_> {
         let mut b = sys::af_bytes_t::default();
         check(unsafe { sys::af_future_profile(self.raw.as_ptr(), &mut b) })?;
         Ok(unsafe { bytes_to_string(&mut b) })
+    }
+}
+
+impl std::future::Future for Future<'_> {
+    type Output = Result<Value>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Result<Value>> {
+        // Store the waker before checking readiness: a run finishing in
+        // between then wakes it, and a run finished before is seen below.
+        *self.waker.lock().unwrap_or_else(|e| e.into_inner()) = Some(cx.waker().clone());
+        if !self.registered {
+            let slot = Arc::clone(&self.waker);
+            self.on_done(move || {
+                if let Some(w) = slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                    w.wake();
+                }
+            })?;
+            self.registered = true;
+        }
+        if self.ready() {
+            Poll::Ready(self.wait())
+        } else {
+            Poll::Pending
+        }
     }
 }
 

@@ -583,6 +583,17 @@ extern "C" {
         len: usize,
         out: *mut *mut af_ir_t,
     ) -> *mut af_error_t;
+    pub fn af_program_save(
+        p: *const af_program_t,
+        path: *const c_char,
+        path_len: usize,
+    ) -> *mut af_error_t;
+    pub fn af_program_load(
+        ctx: *mut af_context_t,
+        path: *const c_char,
+        path_len: usize,
+        out: *mut *mut af_program_t,
+    ) -> *mut af_error_t;
     pub fn af_graph_verify(
         ctx: *mut af_context_t,
         data: *const u8,

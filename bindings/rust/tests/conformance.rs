@@ -1,11 +1,13 @@
 //! The shared conformance corpus: every golden `.afg` of
 //! tests/conformance/graphs (found by walking the folder) is loaded and run
 //! on the inputs of its `.expected.json`, and must give the expected output
-//! or error code.
+//! or error code. The context provides what the folder's README says a
+//! host must: host function `golden.shout` (s -> s + "!") and models
+//! `golden-*` routed to the echo provider.
 
 use std::path::{Path, PathBuf};
 
-use af::{Context, Ir, Value};
+use af::{Context, Ir, Provider, Value};
 
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/graphs")
@@ -51,6 +53,11 @@ fn run_graph(ctx: &Context, afg: &Path, expected: &Path) -> Vec<String> {
 #[test]
 fn every_golden_graph_loads_and_runs() {
     let ctx = Context::new().unwrap();
+    ctx.register_function("golden.shout", &Value::from("str"), |args| {
+        Ok(Value::from(format!("{}!", args[0].as_str()?)))
+    })
+    .unwrap();
+    ctx.route("golden-*", &Provider::echo("").unwrap()).unwrap();
     let mut entries: Vec<PathBuf> = std::fs::read_dir(corpus_dir())
         .expect("tests/conformance/graphs")
         .map(|e| e.unwrap().path())

@@ -3,7 +3,9 @@
 
 mod common;
 
-use af::{graph_from_json, graph_to_json, graph_verify, Context, ErrorCode, Ir, Value};
+use af::{
+    graph_from_json, graph_to_json, graph_verify, Context, ErrorCode, Ir, Program, Provider, Value,
+};
 
 #[test]
 fn save_and_load_round_trip() {
@@ -56,5 +58,52 @@ fn damaged_or_missing_graphs_are_clear_errors() {
     assert_eq!(
         graph_from_json(&ctx, "{").unwrap_err().code,
         ErrorCode::Format
+    );
+}
+
+#[test]
+fn a_compiled_program_saves_and_loads() {
+    let ctx = Context::new().unwrap();
+    ctx.route("*", &Provider::echo("").unwrap()).unwrap();
+    // ask(q) = lm_call([{"role": "user", "content": format("Q:{}", q)}], "m")
+    let ir = ctx
+        .trace(
+            |ctx, i| {
+                let content = ctx.format("Q:{}", &i[..1], None)?;
+                let msg = Value::dict([("role", Value::from("user")), ("content", content)])?;
+                ctx.lm_call(&Value::list(&[msg]), &Value::from("m"))
+            },
+            &[Value::from("q")],
+            None,
+        )
+        .unwrap();
+    let p = Program::compile(&ctx, &ir).unwrap();
+    let dir = std::env::temp_dir();
+    let path = dir.join(format!("af_rust_program_{}.afg", std::process::id()));
+    p.save(&path).unwrap();
+    let back = Program::load(&ctx, &path).unwrap();
+    assert_eq!(
+        back.call(&ctx, &[Value::from("hi")])
+            .unwrap()
+            .as_str()
+            .unwrap(),
+        "m|Q:hi"
+    );
+    // The file is also a plain saved IR.
+    assert_eq!(Ir::load(&ctx, &path).unwrap(), ir);
+    let path2 = dir.join(format!("af_rust_program2_{}.afg", std::process::id()));
+    back.save(&path2).unwrap();
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        std::fs::read(&path2).unwrap(),
+        "same program, same bytes"
+    );
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(&path2);
+    assert_eq!(
+        Program::load(&ctx, "/nonexistent/dir/p.afg")
+            .unwrap_err()
+            .code,
+        ErrorCode::Io
     );
 }

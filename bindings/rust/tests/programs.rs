@@ -314,3 +314,48 @@ fn replay_records_then_replays() {
     );
     let _ = std::fs::remove_file(&path);
 }
+
+/// A minimal executor: polls `f` on this thread, parking between wakes.
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    use std::task::{Context as TaskContext, Poll, Wake, Waker};
+    struct Unpark(thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(thread::current())));
+    let mut cx = TaskContext::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        thread::park();
+    }
+}
+
+#[test]
+fn a_future_can_be_awaited() {
+    let ctx = Context::new().unwrap();
+    ctx.route("*", &Provider::echo(r#"{"latency_ms": 30}"#).unwrap())
+        .unwrap();
+    let p = Program::compile(&ctx, &trace_ask(&ctx)).unwrap();
+    let f = p
+        .call_async(&ctx, &[Value::from("aw"), Value::from("m")])
+        .unwrap();
+    let out = block_on(f).unwrap();
+    assert_eq!(out.as_str().unwrap(), "m|Q:aw");
+    // Two runs awaited together.
+    let a = p
+        .call_async(&ctx, &[Value::from("1"), Value::from("m")])
+        .unwrap();
+    let b = p
+        .call_async(&ctx, &[Value::from("2"), Value::from("m")])
+        .unwrap();
+    let (x, y) = block_on(async { (a.await, b.await) });
+    assert_eq!(
+        (x.unwrap().as_str().unwrap(), y.unwrap().as_str().unwrap()),
+        ("m|Q:1".into(), "m|Q:2".into())
+    );
+}
