@@ -604,3 +604,27 @@ func TestProgramSaveLoad(t *testing.T) {
 	_, err := af.LoadProgram(ctx, "/nonexistent/dir/p.afg")
 	wantCode(t, err, af.CodeIO)
 }
+
+func TestCancelTokenStopsABlockingCall(t *testing.T) {
+	ctx := newCtx(t)
+	slow := must(af.NewEchoProvider(`{"latency_ms": 5000}`))(t)
+	defer slow.Close()
+	must(0, ctx.Route("*", slow))(t)
+	p := must(af.Compile(ctx, askIR(t, ctx)))(t)
+	defer p.Close()
+	token := must(af.NewCancelToken())(t)
+	defer token.Close()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		token.Trigger()
+	}()
+	_, err := p.CallWith(ctx, &af.RunOptions{Cancel: token}, js(t, ctx, `"a"`), js(t, ctx, `"m"`))
+	wantCode(t, err, af.CodeCancelled)
+	if !token.Triggered() {
+		t.Fatal("token not triggered")
+	}
+	f := must(p.CallAsync(ctx, &af.RunOptions{Cancel: token}, js(t, ctx, `"a"`), js(t, ctx, `"m"`)))(t)
+	defer f.Close()
+	_, err = f.Wait()
+	wantCode(t, err, af.CodeCancelled)
+}

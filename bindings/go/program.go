@@ -96,6 +96,8 @@ type RunOptions struct {
 	// Progress is called from libaf threads (never concurrently for one
 	// run) with done and total equations; it must be quick.
 	Progress func(done, total uint64)
+	// Cancel: triggering it ends the run with CodeCancelled.
+	Cancel *CancelToken
 }
 
 // cOptions fills a C options struct (in C memory: it holds C pointers) for
@@ -122,6 +124,9 @@ func (o *RunOptions) cOptions() (opts *C.af_run_options_t, free func()) {
 	if o.ProfilePath != "" {
 		opts.profile_path = C.CString(o.ProfilePath)
 		opts.profile_path_len = C.size_t(len(o.ProfilePath))
+	}
+	if o.Cancel != nil {
+		opts.cancel = o.Cancel.ptr // the run takes its own reference
 	}
 	if o.Progress != nil {
 		// libaf runs progress_destroy (deleting the handle) exactly once,
@@ -164,14 +169,22 @@ func (p *Program) CallWith(ctx *Context, opts *RunOptions, inputs ...*Value) (*V
 }
 
 // Run runs the program and waits, cancelling the run when goctx is done
-// (the error is then CodeCancelled).
+// (the error is then CodeCancelled). opts.Cancel, if set, is replaced by a
+// token tied to goctx.
 func (p *Program) Run(goctx context.Context, ctx *Context, opts *RunOptions, inputs ...*Value) (*Value, error) {
-	f, err := p.CallAsync(ctx, opts, inputs...)
+	token, err := NewCancelToken()
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return f.WaitContext(goctx)
+	defer token.Close()
+	o := RunOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Cancel = token
+	stop := context.AfterFunc(goctx, token.Trigger)
+	defer stop()
+	return p.CallWith(ctx, &o, inputs...)
 }
 
 // CallAsync starts the program on ctx's scheduler and returns at once.

@@ -128,4 +128,22 @@ namespace Af
             return true;
         }
     }
+
+    /// <summary>A cancel token. Freeing it does not affect runs already
+    /// started (they hold their own reference).</summary>
+    public sealed class CancelHandle : SafeHandle
+    {
+        public CancelHandle() : base(IntPtr.Zero, true) { }
+
+        /// <summary>Takes ownership of c.</summary>
+        public CancelHandle(IntPtr c) : base(IntPtr.Zero, true) { SetHandle(c); }
+
+        public override bool IsInvalid => handle == IntPtr.Zero;
+
+        protected override bool ReleaseHandle()
+        {
+            Native.af_cancel_free(handle);
+            return true;
+        }
+    }
 }

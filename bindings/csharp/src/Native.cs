@@ -370,6 +370,7 @@ namespace Af
             public IntPtr ProgressDestroy;
             public IntPtr ProfilePath;
             public UIntPtr ProfilePathLen;
+            public IntPtr Cancel;
         }
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -380,6 +381,18 @@ namespace Af
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern void af_program_free(IntPtr p);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_cancel_new(out IntPtr cancel);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern void af_cancel_trigger(IntPtr c);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int af_cancel_triggered(IntPtr c);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern void af_cancel_free(IntPtr c);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern IntPtr af_program_call(IntPtr ctx, IntPtr p, IntPtr[] inputs, UIntPtr n, out IntPtr output);

@@ -28,6 +28,10 @@ namespace Af
         /// swallowed (progress is advisory).</summary>
         public Action<ulong, ulong> Progress { get; set; }
 
+        /// <summary>Triggering this token ends the run with CANCELLED (also a
+        /// blocking Call, from another thread).</summary>
+        public CancelToken Cancel { get; set; }
+
         // Rooted for the life of the process (see Context.s_freeHandle).
         private static readonly Native.ProgressFn s_progress = ProgressTrampoline;
 
@@ -44,9 +48,10 @@ namespace Af
         }
 
         /// <summary>The C struct for these options. The caller frees
-        /// ProfilePath (FreeNative) after the call; libaf frees the progress
-        /// handle (progress_destroy) exactly once, also when the call fails.</summary>
-        internal static Native.AfRunOptions ToNative(RunOptions o)
+        /// ProfilePath (FreeNative) after the call and keeps the Borrow (which
+        /// holds the cancel token) until then; libaf frees the progress handle
+        /// (progress_destroy) exactly once, also when the call fails.</summary>
+        internal static Native.AfRunOptions ToNative(RunOptions o, Borrow b)
         {
             var n = new Native.AfRunOptions { StructSize = (uint)Marshal.SizeOf(typeof(Native.AfRunOptions)) };
             if (o == null) return n;
@@ -65,6 +70,7 @@ namespace Af
                 Marshal.Copy(p, 0, n.ProfilePath, p.Length);
                 n.ProfilePathLen = Utf8.Len(p);
             }
+            if (o.Cancel != null) n.Cancel = b.Add(o.Cancel.Handle);
             if (o.Progress != null)
             {
                 n.Progress = Marshal.GetFunctionPointerForDelegate(s_progress);
@@ -79,6 +85,38 @@ namespace Af
             if (n.ProfilePath != IntPtr.Zero) Marshal.FreeHGlobal(n.ProfilePath);
             n.ProfilePath = IntPtr.Zero;
         }
+    }
+
+    /// <summary>A cancel token: one Trigger cancels every run given it in its
+    /// RunOptions (running now or started later). Thread-safe.</summary>
+    public sealed class CancelToken : IDisposable
+    {
+        public CancelHandle Handle { get; }
+
+        public CancelToken()
+        {
+            AfException.Check(Native.af_cancel_new(out IntPtr c));
+            Handle = new CancelHandle(c);
+        }
+
+        /// <summary>Cancels the token's runs; later runs with it end at once.
+        /// Idempotent.</summary>
+        public void Trigger()
+        {
+            using (var b = new Borrow()) Native.af_cancel_trigger(b.Add(Handle));
+        }
+
+        /// <summary>True once triggered.</summary>
+        public bool IsTriggered
+        {
+            get
+            {
+                using (var b = new Borrow()) return Native.af_cancel_triggered(b.Add(Handle)) != 0;
+            }
+        }
+
+        /// <summary>Frees the handle (runs already started keep the token).</summary>
+        public void Dispose() => Handle.Dispose();
     }
 
     /// <summary>A compiled program for the dataflow executor: every equation
@@ -152,7 +190,7 @@ namespace Af
                 IntPtr c = b.Add(ctx.Handle);
                 IntPtr p = b.Add(Handle);
                 IntPtr[] ins = b.AddAll(inputs, nameof(inputs));
-                var opts = RunOptions.ToNative(options);
+                var opts = RunOptions.ToNative(options, b);
                 try
                 {
                     AfException.Check(Native.af_program_call_with(c, p, ins, (UIntPtr)(ulong)ins.Length, ref opts, out IntPtr o));
@@ -162,6 +200,29 @@ namespace Af
                 {
                     RunOptions.FreeNative(ref opts);
                 }
+            }
+        }
+
+        /// <summary>Runs the program with options and waits; cancelling ct ends
+        /// the run with CANCELLED (through a cancel token replacing
+        /// options.Cancel).</summary>
+        public Value Call(Context ctx, RunOptions options, CancellationToken ct, params Value[] inputs)
+        {
+            if (!ct.CanBeCanceled) return Call(ctx, options, inputs);
+            using (var token = new CancelToken())
+            using (ct.Register(token.Trigger))
+            {
+                var o = options ?? new RunOptions();
+                var withToken = new RunOptions
+                {
+                    KeepGoing = o.KeepGoing,
+                    Profile = o.Profile,
+                    Timeout = o.Timeout,
+                    ProfilePath = o.ProfilePath,
+                    Progress = o.Progress,
+                    Cancel = token,
+                };
+                return Call(ctx, withToken, inputs);
             }
         }
 
@@ -177,7 +238,7 @@ namespace Af
                 IntPtr c = b.Add(ctx.Handle);
                 IntPtr p = b.Add(Handle);
                 IntPtr[] ins = b.AddAll(inputs, nameof(inputs));
-                var opts = RunOptions.ToNative(options);
+                var opts = RunOptions.ToNative(options, b);
                 try
                 {
                     AfException.Check(Native.af_program_call_async_with(c, p, ins, (UIntPtr)(ulong)ins.Length, ref opts, out f));

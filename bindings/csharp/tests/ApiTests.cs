@@ -324,6 +324,30 @@ namespace Af.Tests
         }
 
         [Test]
+        public void CancelTokenStopsABlockingCall()
+        {
+            using (var slow = Provider.Echo("{\"latency_ms\": 5000}")) ctx.Route("*", slow);
+            using (var ir = AskIr())
+            using (var p = Program.Compile(ctx, ir))
+            using (var token = new CancelToken())
+            {
+                var opts = new RunOptions { Cancel = token };
+                var t = new Thread(() => { Thread.Sleep(50); token.Trigger(); });
+                t.Start();
+                Assert.ThrowsAf(ErrorCode.Cancelled, () => p.Call(ctx, opts, J("\"a\""), J("\"m\"")));
+                t.Join();
+                Assert.True(token.IsTriggered, "triggered");
+                using (var run = p.Start(ctx, opts, J("\"a\""), J("\"m\"")))
+                    Assert.ThrowsAf(ErrorCode.Cancelled, () => run.Wait());
+                using (var cts = new CancellationTokenSource())
+                {
+                    cts.CancelAfter(50);
+                    Assert.ThrowsAf(ErrorCode.Cancelled, () => p.Call(ctx, null, cts.Token, J("\"a\""), J("\"m\"")));
+                }
+            }
+        }
+
+        [Test]
         public void HostProviderCompletesFromAnotherThread()
         {
             using (var host = Provider.Host(req => new Thread(() =>

@@ -48,7 +48,7 @@ pub use context::{is_tracing, Context};
 pub use error::{Error, ErrorCode, Result};
 pub use graph::{graph_from_json, graph_to_json, graph_verify};
 pub use ir::Ir;
-pub use program::{Future, Program, ProgressFn, RunOptions};
+pub use program::{CancelToken, Future, Program, ProgressFn, RunOptions};
 pub use provider::{LmRequest, Provider};
 pub use value::{Kind, Value};
 pub use walk::{Step, Walk};

@@ -45,11 +45,67 @@ pub struct RunOptions {
     pub profile_path: Option<PathBuf>,
     /// Called from libaf threads after each equation; must be quick.
     pub progress: Option<Arc<ProgressFn>>,
+    /// Triggering this token ends the run with `Cancelled` (also a blocking
+    /// [`Program::call_with`], from another thread).
+    pub cancel: Option<Arc<CancelToken>>,
+}
+
+/// A cancel token: one [`trigger`](Self::trigger) cancels every run given it
+/// in its [`RunOptions`] (running now or started later). Thread-safe; share it
+/// with `Arc`.
+pub struct CancelToken {
+    raw: NonNull<sys::af_cancel_t>,
+}
+
+// The header: thread-safe.
+unsafe impl Send for CancelToken {}
+unsafe impl Sync for CancelToken {}
+
+impl CancelToken {
+    /// A new, untriggered token.
+    pub fn new() -> Result<CancelToken> {
+        let mut out: *mut sys::af_cancel_t = ptr::null_mut();
+        check(unsafe { sys::af_cancel_new(&mut out) })?;
+        NonNull::new(out)
+            .map(|raw| CancelToken { raw })
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorCode::Internal,
+                    "af_cancel_new returned success without a token",
+                )
+            })
+    }
+
+    /// Cancels the token's runs; later runs with it end at once. Idempotent.
+    pub fn trigger(&self) {
+        unsafe { sys::af_cancel_trigger(self.raw.as_ptr()) }
+    }
+
+    /// True once triggered.
+    pub fn is_triggered(&self) -> bool {
+        unsafe { sys::af_cancel_triggered(self.raw.as_ptr()) != 0 }
+    }
+}
+
+impl Drop for CancelToken {
+    fn drop(&mut self) {
+        // Runs already started keep their own reference.
+        unsafe { sys::af_cancel_free(self.raw.as_ptr()) }
+    }
+}
+
+impl std::fmt::Debug for CancelToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CancelToken")
+            .field("triggered", &self.is_triggered())
+            .finish()
+    }
 }
 
 /// The C struct for `opts`; the progress closure is moved into its
 /// user_data (freed by libaf through `destroy_progress`, exactly once). The
-/// returned path bytes back `profile_path` and must outlive the call.
+/// returned path bytes back `profile_path` and must outlive the call (as
+/// must `opts`, which holds the cancel token).
 fn raw_options(opts: &RunOptions) -> Result<(sys::af_run_options_t, Vec<u8>)> {
     let path = match &opts.profile_path {
         Some(p) => p
@@ -96,6 +152,10 @@ fn raw_options(opts: &RunOptions) -> Result<(sys::af_run_options_t, Vec<u8>)> {
             path.as_ptr().cast()
         },
         profile_path_len: path.len(),
+        cancel: opts
+            .cancel
+            .as_ref()
+            .map_or(ptr::null_mut(), |c| c.raw.as_ptr()),
     };
     Ok((raw, path))
 }

@@ -65,7 +65,8 @@ opaque!(
     af_program,
     af_future,
     af_provider,
-    af_lm_request
+    af_lm_request,
+    af_cancel
 );
 
 pub type af_error_t = af_error;
@@ -77,6 +78,7 @@ pub type af_program_t = af_program;
 pub type af_future_t = af_future;
 pub type af_provider_t = af_provider;
 pub type af_lm_request_t = af_lm_request;
+pub type af_cancel_t = af_cancel;
 
 // ------------------------------------------------------------ run options
 
@@ -101,6 +103,7 @@ pub struct af_run_options {
     pub progress_destroy: af_destroy_fn,
     pub profile_path: *const c_char,
     pub profile_path_len: usize,
+    pub cancel: *mut af_cancel_t,
 }
 pub type af_run_options_t = af_run_options;
 
@@ -466,6 +469,10 @@ extern "C" {
     ) -> *mut af_error_t;
     pub fn af_program_clone(p: *const af_program_t) -> *mut af_program_t;
     pub fn af_program_free(p: *mut af_program_t);
+    pub fn af_cancel_new(out: *mut *mut af_cancel_t) -> *mut af_error_t;
+    pub fn af_cancel_trigger(c: *mut af_cancel_t);
+    pub fn af_cancel_triggered(c: *const af_cancel_t) -> i32;
+    pub fn af_cancel_free(c: *mut af_cancel_t);
     pub fn af_program_call(
         ctx: *mut af_context_t,
         p: *const af_program_t,

@@ -315,6 +315,36 @@ fn replay_records_then_replays() {
     let _ = std::fs::remove_file(&path);
 }
 
+#[test]
+fn a_cancel_token_stops_a_blocking_call_from_another_thread() {
+    let ctx = Context::new().unwrap();
+    ctx.route("*", &Provider::echo(r#"{"latency_ms": 5000}"#).unwrap())
+        .unwrap();
+    let p = Program::compile(&ctx, &trace_ask(&ctx)).unwrap();
+    let token = Arc::new(af::CancelToken::new().unwrap());
+    assert!(!token.is_triggered());
+    let opts = RunOptions {
+        cancel: Some(token.clone()),
+        ..RunOptions::default()
+    };
+    let trigger = token.clone();
+    let t = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(50));
+        trigger.trigger();
+    });
+    let err = p
+        .call_with(&ctx, &[Value::from("a"), Value::from("m")], &opts)
+        .unwrap_err();
+    t.join().unwrap();
+    assert_eq!(err.code, ErrorCode::Cancelled);
+    assert!(token.is_triggered());
+    // Later runs with a triggered token end at once.
+    let f = p
+        .call_async_with(&ctx, &[Value::from("a"), Value::from("m")], &opts)
+        .unwrap();
+    assert_eq!(f.wait().unwrap_err().code, ErrorCode::Cancelled);
+}
+
 /// A minimal executor: polls `f` on this thread, parking between wakes.
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
     use std::task::{Context as TaskContext, Poll, Wake, Waker};
