@@ -430,6 +430,13 @@ func TestSchemaCallAndProviders(t *testing.T) {
 	if s := must(echo.Stats())(t); !strings.Contains(s, `"max_in_flight":4`) {
 		t.Fatalf("stats %s", s)
 	}
+	// A clone is the same provider: it sees the same counters.
+	clone := must(echo.Clone())(t)
+	echo.Close()
+	if s := must(clone.Stats())(t); !strings.Contains(s, `"submitted":1`) {
+		t.Fatalf("clone stats %s", s)
+	}
+	clone.Close()
 	_, err := af.NewEchoProvider(`{"nope": 1}`)
 	wantCode(t, err, af.CodeInvalidArgument)
 	_, err = af.NewOpenAIProvider(`{}`)

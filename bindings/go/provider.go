@@ -86,6 +86,18 @@ func (p *Provider) Close() {
 	runtime.SetFinalizer(p, nil)
 }
 
+// Clone returns a new handle (a new reference) to the same provider.
+func (p *Provider) Clone() (*Provider, error) {
+	pp, err := p.handle()
+	if err != nil {
+		return nil, err
+	}
+	out := &Provider{ptr: C.af_provider_clone(pp)}
+	runtime.KeepAlive(p)
+	runtime.SetFinalizer(out, (*Provider).Close)
+	return out, nil
+}
+
 func (p *Provider) handle() (*C.af_provider_t, error) {
 	if p == nil || p.ptr == nil {
 		return nil, errClosed("provider")
