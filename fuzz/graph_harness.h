@@ -5,8 +5,8 @@
 //   1: a bare flatbuffer, sealed here with a valid header and checksum, so
 //      mutations reach the verifier and the semantic checks;
 //   2: the JSON form.
-// Whatever loads must also print, save, load again equal, and save to the
-// same bytes; anything else must be a FORMAT or VERSION error. A broken
+// Whatever loads (a program's plan included) must also print, save, load
+// again equal, and save to the same bytes; anything else must be a FORMAT or VERSION error. A broken
 // invariant aborts (a finding).
 #pragma once
 
@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "exec/program.h"
 #include "io/afg.h"
 #include "value/error.h"
 
@@ -26,21 +27,37 @@ namespace af::fuzz {
   std::abort();
 }
 
-inline void check_loaded(const IRPtr& ir) {
+// A program's plan is checked by exec (program_from_plan): FORMAT or a
+// program that saves back to the same plan.
+inline const io::PlanData* check_plan(const io::Loaded& g) {
+  if (!g.plan) return nullptr;
+  const io::PlanData& d = *g.plan;
+  auto prog = program_from_plan(g.ir, SavedPlan{d.live, d.var_slot, d.priority, d.removed_dce, d.merged_cse});
+  SavedPlan back = save_plan(*prog);
+  if (back.live != d.live || back.priority != d.priority) finding("a loaded plan does not save back", "");
+  return &d;
+}
+
+inline void check_loaded(const io::Loaded& g) {
+  const IRPtr& ir = g.ir;
+  const io::PlanData* plan = check_plan(g);
   std::string text = to_text(*ir);
   (void)to_dot(*ir);
   std::string bytes;
   try {
-    bytes = io::save_ir(*ir);
+    bytes = io::save_ir(*ir, plan);
   } catch (const Error& e) {
     // A loaded graph is within every limit, so it must save.
     finding("a loaded graph does not save", e.what());
   }
-  IRPtr again = io::load_ir({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
-  if (!ir_equal(*ir, *again) || to_text(*again) != text) finding("reload differs", text);
-  if (io::save_ir(*again) != bytes) finding("saving is not deterministic", text);
-  std::string json = io::graph_to_json(*ir);
-  if (io::save_ir(*io::graph_from_json(json).ir) != bytes) finding("the JSON form does not round trip", json);
+  io::Loaded again = io::load({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
+  if (!ir_equal(*ir, *again.ir) || to_text(*again.ir) != text) finding("reload differs", text);
+  if (io::save_ir(*again.ir, again.plan ? &*again.plan : nullptr) != bytes)
+    finding("saving is not deterministic", text);
+  std::string json = io::graph_to_json(*ir, plan);
+  io::Loaded from_json = io::graph_from_json(json);
+  if (io::save_ir(*from_json.ir, from_json.plan ? &*from_json.plan : nullptr) != bytes)
+    finding("the JSON form does not round trip", json);
 }
 
 // Returns 0 always (libFuzzer's convention); aborts on a finding.
@@ -49,16 +66,16 @@ inline int graph_one(const uint8_t* data, size_t size) {
   const uint8_t mode = data[0] % 3;
   std::string_view rest(reinterpret_cast<const char*>(data + 1), size - 1);
   try {
-    IRPtr ir;
+    io::Loaded g;
     if (mode == 0) {
-      ir = io::load_ir({data + 1, size - 1});
+      g = io::load({data + 1, size - 1});
     } else if (mode == 1) {
       std::string sealed = io::seal(rest);
-      ir = io::load_ir({reinterpret_cast<const uint8_t*>(sealed.data()), sealed.size()});
+      g = io::load({reinterpret_cast<const uint8_t*>(sealed.data()), sealed.size()});
     } else {
-      ir = io::graph_from_json(rest).ir;
+      g = io::graph_from_json(rest);
     }
-    check_loaded(ir);
+    check_loaded(g);
   } catch (const Error& e) {
     bool expected = e.code() == Code::Format || e.code() == Code::Version ||
                     (mode == 1 && e.code() == Code::InvalidArgument);  // seal's size cap

@@ -36,7 +36,10 @@ void validate_at(const IR& ir, const std::string& where) {
       in.push_back(a.is_var() ? ir.vars[a.var] : aval_of(a.lit));
     }
     // Sub-IRs first: a primitive's abstract rule may look inside them.
-    for (const auto& [name, p] : e.params.items()) {
+    for (const auto& item : e.params.items()) {
+      // Named, not a structured binding: lambdas capture it (clang 14).
+      const std::string& name = item.first;
+      const Param& p = item.second;
       std::string sub = where + " > " + by + " param " + name;
       auto check = [&](const IRPtr& x, const std::string& at) {
         if (!x) bad(by + ": param " + name + " holds a null IR");

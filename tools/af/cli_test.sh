@@ -37,7 +37,17 @@ check verify-truncated 1 'truncated' -- "$AF" verify truncated.afg
 cp hello.afg flipped.afg
 printf '\x55' | dd of=flipped.afg bs=1 seek=$((size - 9)) conv=notrunc status=none
 check verify-bitflip 1 'checksum' -- "$AF" verify flipped.afg
+cp hello.afg huge.afg
+printf '\xff\xff\xff\xff\xff\xff\xff\x7f' | dd of=huge.afg bs=1 seek=32 conv=notrunc status=none
+check verify-huge-declared-size 1 'declared graph size' -- "$AF" verify huge.afg
 "$AF" convert hello.afg --to json -o hello.json
+sed 's/"concat"/"no_such_prim"/' hello.json >unknown.json
+check unknown-primitive 1 'no_such_prim' -- "$AF" convert unknown.json --from json -o unknown.afg
+deep=$(printf '[%.0s' $(seq 300))$(printf ']%.0s' $(seq 300))
+sed "s/{\"lit\":\"?\"}/{\"lit\":$deep}/" hello.json >deep.json
+check deep-nesting 1 'deep' -- "$AF" convert deep.json --from json -o deep.afg
+sed 's/"%1"/"%9"/' hello.json >range.json
+check out-of-range-index 1 '%9' -- "$AF" convert range.json --from json -o range.afg
 check verify-json 1 'af convert' -- "$AF" verify hello.json
 check from-json 0 '' -- "$AF" convert hello.json --from json -o back.afg
 if ! cmp -s hello.afg back.afg; then echo "FAIL convert round trip: bytes differ"; fails=$((fails + 1)); fi
