@@ -107,22 +107,23 @@ struct CTrace {
   ~CTrace() {
     for (af_value_t* v : owned) af_value_free(v);
   }
-  const af_value_t* keep(af_error_t* e, af_value_t* v) {
-    if (e) err = e;
+  // Runs op (which makes *v) unless an earlier operation failed.
+  template <class Op>
+  const af_value_t* make(Op op) {
+    if (err) return nullptr;
+    af_value_t* v = nullptr;
+    err = op(&v);
     owned.push_back(v);
     return v;
   }
   const af_value_t* str(const char* s) {
-    af_value_t* v = nullptr;
-    return err ? nullptr : keep(af_value_str(c, s, strlen(s), &v), v);
+    return make([&](af_value_t** v) { return af_value_str(c, s, strlen(s), v); });
   }
   const af_value_t* fmt(const char* t, std::initializer_list<const af_value_t*> args) {
-    af_value_t* v = nullptr;
-    return err ? nullptr : keep(af_format(c, t, strlen(t), args.begin(), args.size(), nullptr, &v), v);
+    return make([&](af_value_t** v) { return af_format(c, t, strlen(t), args.begin(), args.size(), nullptr, v); });
   }
   const af_value_t* cat(std::initializer_list<const af_value_t*> args) {
-    af_value_t* v = nullptr;
-    return err ? nullptr : keep(af_concat(c, args.begin(), args.size(), &v), v);
+    return make([&](af_value_t** v) { return af_concat(c, args.begin(), args.size(), v); });
   }
 };
 

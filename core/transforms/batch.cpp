@@ -114,12 +114,21 @@ void batch_by_map(BatchCtx& ctx, const Eqn& e) {
   static const Prim& map = prim("map");
   // The body: the equation alone, its var inputs as the body's inputs (built
   // directly, numbered canonically: inputs first, then the outputs).
+  // Sized up front: this runs once per equation of a batched program, and
+  // allocation is most of its cost.
   auto body = std::make_shared<IR>();
+  body->vars.reserve(e.in.size() + e.out.size());
+  body->in.reserve(e.in.size());
+  body->out.reserve(e.out.size());
+  body->eqns.reserve(1);
   std::vector<Atom> outer;
+  outer.reserve(e.in.size());
   std::vector<Value> axes;
+  axes.reserve(e.in.size());
   Eqn inner;
   inner.prim = e.prim;
   inner.in.reserve(e.in.size());
+  inner.out.reserve(e.out.size());
   for (size_t k = 0; k < e.in.size(); ++k) {
     const Atom& a = e.in[k];
     if (!a.is_var()) {
