@@ -61,7 +61,7 @@ class BlockingOp final : public AsyncOp {
   void on_finish(std::vector<Value>* o, const Error* e) noexcept override {
     std::lock_guard<std::mutex> lock(mu);
     if (o) out = std::move(*o);
-    if (e) err.emplace(*e);
+    if (e) err.emplace(detached(*e));
     done = true;
     cv.notify_all();
   }
@@ -81,7 +81,7 @@ void run_async_blocking(const Eqn& e, std::span<const Value> in, std::span<Value
   }
   std::unique_lock<std::mutex> lock(op->mu);
   op->cv.wait(lock, [&] { return op->done; });
-  if (op->err) throw *op->err;
+  if (op->err) throw detached(*op->err);
   if (op->out.size() != out.size())
     fail(Code::Internal, e.prim->name + ": produced " + std::to_string(op->out.size()) +
                              " outputs, expected " + std::to_string(out.size()));

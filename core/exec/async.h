@@ -74,6 +74,12 @@ class AsyncOp {
   std::function<void()> cancel_hook_;
 };
 
+// A copy of e with its own message buffer, for handing an error to another
+// thread. std::runtime_error copies share one refcounted buffer whose count
+// lives in libstdc++.so, so the last owner's delete races (for
+// ThreadSanitizer) with a reader on another thread.
+inline Error detached(const Error& e) { return Error(e.code(), std::string(e.what()), e.cause_ptr()); }
+
 // Runs e's impl_async and blocks the calling thread until it finishes,
 // writing the outputs into `out` (or throwing its error). The sync `impl`
 // of an async-only primitive is this (interpreter, walker, trace-time use).

@@ -324,7 +324,7 @@ void finish(const std::shared_ptr<Run>& r, Value* result, const Error* err) noex
       r->local = {};
     }
     std::optional<Error> error;
-    if (err) error.emplace(*err);
+    if (err) error.emplace(detached(*err));
     if (err) {
       Error why(Code::Cancelled, std::string("the run ended before this finished: ") + err->what());
       for (auto& op : ops) op->cancel(why);
@@ -558,7 +558,7 @@ Value run_sync(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Valu
       std::unique_lock<std::mutex> lock(r->mu);
       r->cv.wait(lock, [&] { return r->ready || !r->local.empty(); });
       if (r->ready) {
-        if (r->error) throw *r->error;
+        if (r->error) throw detached(*r->error);
         return r->result;
       }
       node = r->local.top().node;
@@ -621,7 +621,7 @@ Value Future::wait() const {
   if (!run_) invalid("wait: the future is empty");
   std::unique_lock<std::mutex> lock(run_->mu);
   run_->cv.wait(lock, [&] { return run_->ready; });
-  if (run_->error) throw *run_->error;
+  if (run_->error) throw detached(*run_->error);
   return run_->result;
 }
 
