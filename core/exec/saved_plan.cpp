@@ -179,6 +179,7 @@ std::shared_ptr<const Program> program_from_plan(IRPtr ir, const SavedPlan& s) {
   }
   for (const Atom& a : g.out) prog->out_slots.push_back(slot_of(a));
   prog->n_slots = n_vars + uint32_t(prog->constants.size());
+  mark_last_uses(*prog);
   for (size_t id = 0; id < prog->nodes.size(); ++id) {
     Program::Node& n = prog->nodes[id];
     n.cons_begin = uint32_t(prog->consumers.size());

@@ -53,6 +53,8 @@ TEST(ExecLastUse, ProgramMarksOnlySingleReadsOfNonOutputs) {
   }
   // Every chain link but y_mid (an output) and y_side (read twice); every literal "x".
   EXPECT_GT(moved, 10u);
+  // A program rebuilt from its saved plan (af_program_load) moves the same reads.
+  EXPECT_EQ(program_from_plan(ir, save_plan(*prog))->last_use, prog->last_use);
 }
 
 TEST(ExecLastUse, GrowingChainIsCorrectAndLeavesSharedValuesAlone) {
