@@ -22,7 +22,21 @@ struct SchemaNode {
   std::vector<std::pair<std::string, SchemaNode>> fields;  // dict (insertion order)
   std::vector<SchemaNode> items;      // list
   bool is_leaf() const { return type != Dict && type != List; }
+  // Declared here, defaulted below where SchemaNode is complete: clang 14
+  // with libstdc++ rejects the implicit ones (pair<string, SchemaNode>).
+  SchemaNode();
+  SchemaNode(const SchemaNode&);
+  SchemaNode(SchemaNode&&) noexcept;
+  SchemaNode& operator=(const SchemaNode&);
+  SchemaNode& operator=(SchemaNode&&) noexcept;
+  ~SchemaNode();
 };
+SchemaNode::SchemaNode() = default;
+SchemaNode::SchemaNode(const SchemaNode&) = default;
+SchemaNode::SchemaNode(SchemaNode&&) noexcept = default;
+SchemaNode& SchemaNode::operator=(const SchemaNode&) = default;
+SchemaNode& SchemaNode::operator=(SchemaNode&&) noexcept = default;
+SchemaNode::~SchemaNode() = default;
 
 namespace {
 
