@@ -27,6 +27,14 @@ uint32_t size_of(const flatbuffers::Vector<T>* v) {
   return v ? v->size() : 0;
 }
 
+// The Verifier checks a vector's length field (4-byte aligned), not that its
+// 8-byte elements are 8-byte aligned; reading a misaligned one is undefined.
+template <class T>
+void require_aligned(const flatbuffers::Vector<T>* v, const char* what) {
+  if (v && reinterpret_cast<uintptr_t>(v->data()) % alignof(T) != 0)
+    fail(Code::Format, std::string("invalid graph: the ") + what + " vector is misaligned");
+}
+
 const char* param_kind_name(uint8_t k) {
   static const char* names[] = {"a value", "an IR", "a list of IRs", "a map of IRs"};
   return k < 4 ? names[k] : "an unknown kind";
@@ -169,6 +177,7 @@ class Reader {
     if (!p) return stack;
     const auto* kinds = p->kinds();
     const auto* data = p->data();
+    require_aligned(data, "pool data");
     const auto* keys = p->keys();
     const uint32_t n = size_of(kinds);
     if (size_of(data) != n)
@@ -472,6 +481,7 @@ class Reader {
           " entries, eqn_sched_level " + std::to_string(size_of(r->eqn_sched_level())));
     const auto *c_sched = r->eqn_sched_level();
     const auto *c_priority = r->eqn_sched_priority();
+    require_aligned(c_priority, "eqn_sched_priority");
     const uint32_t n_in = size_of(r->eqn_in()), n_out = size_of(r->eqn_out());
     const auto *c_prim = r->eqn_prim(), *c_in_end = r->eqn_in_end(), *c_in = r->eqn_in(),
                *c_in_tree = r->eqn_in_tree(), *c_out_end = r->eqn_out_end(), *c_out = r->eqn_out(),
@@ -613,6 +623,7 @@ class Reader {
       bad("the program plan runs more equations than the program has");
     column(p->live(), d.live, size_of(p->live()), "live");
     column(p->var_slot(), d.var_slot, ir.vars.size(), "var_slot");
+    require_aligned(p->priority(), "plan priority");
     column(p->priority(), d.priority, d.live.size(), "priority");
     d.removed_dce = p->removed_dce();
     d.merged_cse = p->merged_cse();
