@@ -29,9 +29,10 @@ uint32_t size_of(const flatbuffers::Vector<T>* v) {
 
 // The Verifier checks a vector's length field (4-byte aligned), not that its
 // 8-byte elements are 8-byte aligned; reading a misaligned one is undefined.
+// An empty vector is exempt: FlatBuffers does not pad it, and nothing is read.
 template <class T>
 void require_aligned(const flatbuffers::Vector<T>* v, const char* what) {
-  if (v && reinterpret_cast<uintptr_t>(v->data()) % alignof(T) != 0)
+  if (v && v->size() != 0 && reinterpret_cast<uintptr_t>(v->data()) % alignof(T) != 0)
     fail(Code::Format, std::string("invalid graph: the ") + what + " vector is misaligned");
 }
 
