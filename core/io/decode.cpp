@@ -298,6 +298,8 @@ class Reader {
         auto where = [&] { return "param \"" + std::string(name) + "\" (param set " + std::to_string(i) + ")"; };
         if (k > 0 && !(prev < name)) bad("param set " + std::to_string(i) + " is not sorted by name or repeats a name");
         prev = name;
+        // The Verifier accepts a union whose type is set but whose table is absent.
+        if (p->body_type() != fb::ParamBody::NONE && !p->body()) bad(where() + " has no body");
         switch (p->body_type()) {
           case fb::ParamBody::ValueParam:
             if (p->body_as_ValueParam()->value() >= literals_.size())

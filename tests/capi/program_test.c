@@ -172,7 +172,11 @@ static void compiled_program_matches_ir_call(void) {
   out = (af_value_t*)&out;
   CHECK_ERR(call_program(p, "[3]", NULL, &out), AF_ERR_INVALID_ARGUMENT, "input[0]", "expected str");
   CHECK_NULLED(out, af_value_free);
-  CHECK_ERR(af_compile(ctx, NULL, &p), AF_ERR_INVALID_ARGUMENT, "ir");
+  {
+    af_program_t* none = NULL;
+    CHECK_ERR(af_compile(ctx, NULL, &none), AF_ERR_INVALID_ARGUMENT, "ir");
+    CHECK_NULLED(none, af_program_free);
+  }
   {
     af_program_t* q = af_program_clone(p);
     CHECK(q == p);
