@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds libaf and runs every test suite: C++ (GoogleTest) and C API (C99)
 # tests, the same under ASan+UBSan, the exported-symbol and install checks,
-# and the Rust, Go and C# bindings. Ends with one line "N passed, N failed".
+# a bounded run of the graph-loader fuzzer, and the Rust, Go and C#
+# bindings. Ends with one line "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -58,6 +59,10 @@ else
   tail -40 "$LOG/asan-build.log"
   count 0 1 "asan build"
 fi
+
+note "graph-loader fuzzer (clang, ASan+UBSan, bounded run)"
+# Replays fuzz/regressions and the seed corpus, then fuzzes for AF_FUZZ_SECONDS.
+check fuzz-graph-loader bash fuzz/run.sh build-fuzz "${AF_FUZZ_SECONDS:-60}"
 
 LIBDIR=$ROOT/build/lib
 
