@@ -264,7 +264,7 @@ uint32_t complete(const std::shared_ptr<Run>& r, uint32_t node, bool can_continu
       if (r->slot_err && r->slot_err[s]) outs.push_back(error_value(*r->slot_err[s]));
       else outs.push_back(r->slots[s]);
     }
-    Value v = p.ir->out_tree.unflatten(outs);
+    Value v = r->opts.flat_output ? Value::list(std::move(outs)) : p.ir->out_tree.unflatten(outs);
     finish(r, &v, nullptr);
   }
   return best;
@@ -403,7 +403,7 @@ void begin(const std::shared_ptr<Run>& r) {
   if (p.nodes.empty()) {
     std::vector<Value> outs;
     for (uint32_t s : p.out_slots) outs.push_back(r->slots[s]);
-    Value v = p.ir->out_tree.unflatten(outs);
+    Value v = r->opts.flat_output ? Value::list(std::move(outs)) : p.ir->out_tree.unflatten(outs);
     finish(r, &v, nullptr);
     return;
   }

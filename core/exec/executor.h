@@ -69,6 +69,9 @@ struct RunOptions {
   // the run reports completion.
   std::string profile_path;
   bool profile = false;  // record a profile even without a path
+  // The result is the list of flat output leaves rather than the output tree
+  // (runs of sub-IRs started by control flow, whose leaves may be lists).
+  bool flat_output = false;
 };
 
 class Future {

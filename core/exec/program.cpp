@@ -31,6 +31,22 @@ uint64_t eqn_key(const Eqn& e, const std::vector<Atom>& in) {
 
 }  // namespace
 
+bool eqn_runs_async(const Eqn& e) {
+  if (!e.prim->impl_async) return false;
+  bool holds_irs = false;
+  bool async = e.params.any_ir([&](const IR& ir) {
+    holds_irs = true;
+    return ir_has_async_work(ir);
+  });
+  return async || !holds_irs;
+}
+
+bool ir_has_async_work(const IR& ir) {
+  for (const Eqn& e : ir.eqns)
+    if (eqn_runs_async(e)) return true;
+  return false;
+}
+
 void mark_last_uses(Program& p) {
   // Only single reads move: consumers of one slot may run concurrently, so
   // which read comes last is not known before the run.
@@ -123,7 +139,7 @@ std::shared_ptr<const Program> compile(IRPtr ir, const CompileOptions& o) {
     n.in_count = uint32_t(e.in.size());
     n.out_begin = uint32_t(prog->results.size());
     n.out_count = uint32_t(e.out.size());
-    n.async = e.prim->impl_async != nullptr;
+    n.async = eqn_runs_async(e);
     if (!e.prim->impl && !n.async)
       invalid("compile: primitive " + e.prim->name + " has no implementation");
     const uint32_t id = uint32_t(prog->nodes.size());

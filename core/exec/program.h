@@ -37,7 +37,7 @@ struct Program {
     uint32_t cons_begin, cons_count; // into consumers (one entry per use)
     uint32_t n_deps;                 // inputs produced by other nodes
     double priority;
-    bool async;                      // prim has impl_async
+    bool async;                      // eqn_runs_async
   };
   std::vector<Node> nodes;           // live equations, in IR order
   std::vector<uint32_t> args, results, consumers;
@@ -51,6 +51,14 @@ struct Program {
   size_t n_async = 0;
   size_t removed_dce = 0, merged_cse = 0;
 };
+
+// Whether the dataflow executor runs e through its primitive's impl_async:
+// the primitive has one and, when e holds sub-IRs (control flow), running
+// one of them may issue async work. Control flow over cheap work stays
+// inline; control flow around LM calls holds no thread while they fly.
+bool eqn_runs_async(const Eqn& e);
+// Whether running ir may issue async work (any equation that runs async).
+bool ir_has_async_work(const IR& ir);
 
 // Fills p.last_use from p.args and p.out_slots (called by compile).
 void mark_last_uses(Program& p);

@@ -157,7 +157,7 @@ std::shared_ptr<const Program> program_from_plan(IRPtr ir, const SavedPlan& s) {
     n.in_count = uint32_t(e.in.size());
     n.out_begin = uint32_t(prog->results.size());
     n.out_count = uint32_t(e.out.size());
-    n.async = e.prim->impl_async != nullptr;
+    n.async = eqn_runs_async(e);
     n.priority = s.priority[id];
     if (!e.prim->impl && !n.async)
       bad_plan("runs primitive " + e.prim->name + ", which has no implementation");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -60,6 +61,8 @@ class Params {
   // Throws INTERNAL if absent or of another type (params are built by rules).
   const Value& value(std::string_view name) const;
   const IRPtr& ir(std::string_view name) const;
+  // True if pred holds for one of the IRs the params hold (IR, list, map).
+  bool any_ir(const std::function<bool(const IR&)>& pred) const;
   const std::vector<std::pair<std::string, Param>>& items() const noexcept { return items_; }
   bool empty() const noexcept { return items_.empty(); }
   friend bool operator==(const Params& a, const Params& b) noexcept;

@@ -29,6 +29,7 @@
 
 #include "prims/registry.h"
 #include "prims/subir.h"
+#include "prims/subrun.h"
 #include "trace/trace.h"
 #include "transforms/batch.h"
 #include "transforms/dce.h"
@@ -103,16 +104,30 @@ AbstractOut switch_abstract(const Params& params, std::span<const Aval> in, cons
   return AbstractOut{first_out, first.out_tree};
 }
 
-void switch_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
-  const IRMap& br = branches_of(e.params);
-  const std::string& key = in[0].as_str();
+// The branch the key names; NOT_FOUND listing the branches if none.
+const IRPtr& branch_for(const IRMap& br, const std::string& key) {
   auto it = std::lower_bound(br.begin(), br.end(), key,
                              [](const auto& entry, const std::string& k) { return entry.first < k; });
   if (it == br.end() || it->first != key)
     fail(Code::NotFound, "switch: no branch is named " + quoted(key) + "; the branches are " + branch_names(br));
-  auto program = sub_program(it->second);
+  return it->second;
+}
+
+void switch_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
+  auto program = sub_program(branch_for(branches_of(e.params), in[0].as_str()));
   SubProgram::Frame frame = program->frame();
   program->run(frame, in.subspan(1), out, env);
+}
+
+// The dataflow executor's form when a branch makes LM calls: the branch runs
+// as a run of its own, holding no thread while its calls are in flight.
+void switch_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, RunEnv& env) {
+  const IRPtr& branch = branch_for(branches_of(e.params), in[0].as_str());
+  Future run = start_sub_run(branch, in.subspan(1), env, [op](std::vector<Value>* out, const Error* err) {
+    if (err) op->fail(*err);
+    else op->succeed(std::move(*out));
+  });
+  op->on_cancel([run] { run.cancel(); });
 }
 
 void switch_batch(BatchCtx& ctx, const Eqn& e) {
@@ -472,6 +487,7 @@ void add_control_flow_prims(std::vector<Prim>& out) {
   sw.name = "switch";
   sw.cost = 0.0;
   sw.impl = switch_impl;
+  sw.impl_async = switch_impl_async;
   sw.abstract_eval = switch_abstract;
   sw.batch = switch_batch;
   sw.pushforward = switch_push;

@@ -237,18 +237,7 @@ IRPtr rewire(const IR& ir, std::span<const Aval> new_in, std::span<const size_t>
 
 bool eqn_has_effects(const Eqn& e) {
   if (e.prim->flags & (kEffectful | kNoMerge)) return true;
-  for (const auto& [name, p] : e.params.items()) {
-    if (auto* one = std::get_if<IRPtr>(&p)) {
-      if (*one && has_effects(**one)) return true;
-    } else if (auto* list = std::get_if<IRList>(&p)) {
-      for (const IRPtr& x : *list)
-        if (x && has_effects(*x)) return true;
-    } else if (auto* map = std::get_if<IRMap>(&p)) {
-      for (const auto& [k, x] : *map)
-        if (x && has_effects(*x)) return true;
-    }
-  }
-  return false;
+  return e.params.any_ir([](const IR& ir) { return has_effects(ir); });
 }
 
 bool has_effects(const IR& ir) {

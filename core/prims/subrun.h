@@ -1,0 +1,26 @@
+// Sub-IRs run by control flow (switch branches, map items) as runs of their
+// own on the context's dataflow executor, for the impl_async rules: the
+// equation holds no thread while the sub-runs' LM calls are in flight, and
+// map items run concurrently. The sequential impl rules use SubProgram
+// (prims/subir.h) instead.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "exec/async.h"
+#include "exec/env.h"
+#include "exec/executor.h"
+#include "ir/ir.h"
+
+namespace af {
+
+// Called once when a sub-run finishes: its flat output leaves, or the error.
+using SubRunDone = std::function<void(std::vector<Value>* out, const Error* err)>;
+
+// Starts ir on its flat input leaves (values for static inputs are ignored;
+// the IR's own literal is used). Returns the run, to cancel it.
+Future start_sub_run(const IRPtr& ir, std::span<const Value> in, const RunEnv& env, SubRunDone done);
+
+}  // namespace af
