@@ -619,6 +619,139 @@ static void errors_cancel_the_rest_or_keep_going(void) {
   af_provider_free(slow);
 }
 
+/* routed(key, q) = switch key { a: lm("ma", q), b: lm("mb", q) } */
+static af_error_t* branch_a(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+  af_value_t* m = cstr(c, "ma");
+  af_error_t* e = ask(c, in[0], m, out);
+  (void)ud;
+  (void)n;
+  af_value_free(m);
+  return e;
+}
+static af_error_t* branch_b(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+  af_value_t* m = cstr(c, "mb");
+  af_error_t* e = ask(c, in[0], m, out);
+  (void)ud;
+  (void)n;
+  af_value_free(m);
+  return e;
+}
+static af_error_t* routed(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+  af_ir_t* br[2] = {TRACE(branch_a, NULL, "[\"q\"]", NULL), TRACE(branch_b, NULL, "[\"q\"]", NULL)};
+  const char* names[2] = {"a", "b"};
+  size_t lens[2] = {1, 1};
+  af_error_t* e;
+  (void)ud;
+  (void)n;
+  e = af_switch(c, in[0], names, lens, (const af_ir_t* const*)br, 2, &in[1], 1, out);
+  af_ir_free(br[0]);
+  af_ir_free(br[1]);
+  return e;
+}
+
+/* A batched switch around LM calls: each item takes its own branch, and
+ * every item's call is in flight at once (no item waits for another). */
+static void batched_switch_calls_are_all_in_flight_at_once(void) {
+  af_provider_t* echo = echo_with("{\"latency_ms\":50}");
+  af_ir_t* one = TRACE(routed, NULL, "[\"a\",\"q\"]", NULL);
+  af_ir_t* batched = NULL;
+  af_program_t* p = NULL;
+  af_value_t* out = NULL;
+  char keys[256] = "[", qs[256] = "[";
+  char inputs[600], want[600] = "[";
+  int i;
+  if (!one || !CHECK_OK(af_batch(ctx, one, NULL, &batched))) return;
+  p = compile_ir(batched);
+  if (!p) return;
+  route("*", echo);
+  for (i = 0; i < 16; i++) {
+    const char* k = i % 3 == 0 ? "b" : "a";
+    snprintf(keys + strlen(keys), sizeof keys - strlen(keys), "%s\"%s\"", i ? "," : "", k);
+    snprintf(qs + strlen(qs), sizeof qs - strlen(qs), "%s\"q%d\"", i ? "," : "", i);
+    snprintf(want + strlen(want), sizeof want - strlen(want), "%s\"m%s|q%d\"", i ? "," : "", k, i);
+  }
+  strcat(keys, "]");
+  strcat(qs, "]");
+  strcat(want, "]");
+  snprintf(inputs, sizeof inputs, "[%s,%s]", keys, qs);
+  if (CHECK_OK(call_program(p, inputs, NULL, &out))) CHECK_JSON(out, want);
+  CHECK_INT_EQ(stat_field(echo, "peak_in_flight"), 16);
+  af_value_free(out);
+  /* A key no branch has fails the run with NOT_FOUND naming it. */
+  out = (af_value_t*)&out;
+  CHECK_ERR(call_program(p, "[[\"a\",\"zzz\"],[\"x\",\"y\"]]", NULL, &out), AF_ERR_NOT_FOUND, "\"zzz\"");
+  CHECK_NULLED(out, af_value_free);
+  af_program_free(p);
+  af_ir_free(batched);
+  af_ir_free(one);
+  af_provider_free(echo);
+}
+
+/* Cancelling a run cancels the LM calls its batched switch has in flight;
+ * one item's failure cancels the other items' calls. */
+static void batched_switch_cancels_its_items(void) {
+  struct parked parked;
+  af_provider_t* host = NULL;
+  af_ir_t* one = TRACE(routed, NULL, "[\"a\",\"q\"]", NULL);
+  af_ir_t* batched = NULL;
+  af_program_t* p = NULL;
+  af_future_t* f = NULL;
+  af_value_t* out = (af_value_t*)&out;
+  int i;
+  if (!one || !CHECK_OK(af_batch(ctx, one, NULL, &batched))) return;
+  p = compile_ir(batched);
+  if (!p) return;
+  memset(&parked, 0, sizeof parked);
+  pthread_mutex_init(&parked.mu, NULL);
+  CHECK_OK(af_provider_host_new(park, &parked, NULL, &host));
+  route("*", host);
+  if (!CHECK_OK(start_program(p, "[[\"a\",\"b\",\"a\"],[\"x\",\"y\",\"z\"]]", NULL, &f))) return;
+  {
+    double t0 = now_ms();
+    while (stat_field(host, "in_flight") < 3 && now_ms() - t0 < 5000) sleep_ms(1);
+  }
+  CHECK_INT_EQ(stat_field(host, "in_flight"), 3);
+  af_future_cancel(f);
+  CHECK_ERR(af_future_wait(f, &out), AF_ERR_CANCELLED, "cancelled");
+  CHECK_NULLED(out, af_value_free);
+  {
+    double t0 = now_ms();
+    while (stat_field(host, "in_flight") > 0 && now_ms() - t0 < 5000) sleep_ms(1);
+  }
+  CHECK_INT_EQ(stat_field(host, "in_flight"), 0);
+  for (i = 0; i < parked.n; i++) {
+    CHECK_INT_EQ(af_lm_request_cancelled(parked.reqs[i]), 1);
+    CHECK_OK(af_lm_request_complete(parked.reqs[i], "late", 4));
+  }
+  af_future_free(f);
+  /* One item fails: the others' calls are cancelled, the run fails. */
+  parked.n = 0;
+  f = NULL;
+  if (CHECK_OK(start_program(p, "[[\"a\",\"b\",\"a\"],[\"x\",\"y\",\"z\"]]", NULL, &f))) {
+    double t0 = now_ms();
+    while (stat_field(host, "in_flight") < 3 && now_ms() - t0 < 5000) sleep_ms(1);
+    CHECK_INT_EQ(parked.n, 3);
+    if (parked.n == 3) CHECK_OK(af_lm_request_fail(parked.reqs[1], af_error_new(AF_ERR_PROVIDER, "overloaded", 10)));
+    out = (af_value_t*)&out;
+    CHECK_ERR(af_future_wait(f, &out), AF_ERR_PROVIDER, "");
+    CHECK_NULLED(out, af_value_free);
+    t0 = now_ms();
+    while (stat_field(host, "in_flight") > 0 && now_ms() - t0 < 5000) sleep_ms(1);
+    CHECK_INT_EQ(stat_field(host, "in_flight"), 0);
+    for (i = 0; i < parked.n; i++)
+      if (i != 1) {
+        CHECK_INT_EQ(af_lm_request_cancelled(parked.reqs[i]), 1);
+        CHECK_OK(af_lm_request_complete(parked.reqs[i], "late", 4));
+      }
+    af_future_free(f);
+  }
+  pthread_mutex_destroy(&parked.mu);
+  af_program_free(p);
+  af_ir_free(batched);
+  af_ir_free(one);
+  af_provider_free(host);
+}
+
 static void freeing_the_context_cancels_runs(void) {
   int n = 2;
   af_provider_t* echo = echo_with("{\"latency_ms\":10000}");
@@ -676,6 +809,8 @@ int main(int argc, char** argv) {
       CASE(progress_reports_every_equation),
       CASE(profile_is_chrome_trace_json),
       CASE(errors_cancel_the_rest_or_keep_going),
+      CASE(batched_switch_calls_are_all_in_flight_at_once),
+      CASE(batched_switch_cancels_its_items),
       CASE(freeing_the_context_cancels_runs),
       CASE(many_async_runs_share_one_scheduler),
   };
