@@ -24,7 +24,9 @@
 #include "prims/control_flow.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
+#include <mutex>
 #include <variant>
 
 #include "prims/registry.h"
@@ -353,6 +355,89 @@ void while_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, R
   for (size_t k = 0; k < out.size(); ++k) out[k] = std::move(state[k]);
 }
 
+// The dataflow executor's form when cond or body makes LM calls: each cond
+// and body evaluation is a run of its own, started when the previous one
+// finishes, so the loop holds no thread while a call is in flight. A stage
+// that finishes at once (no async work in it this time) continues the loop
+// on the same frame instead of nesting a call per iteration.
+class AsyncLoop : public std::enable_shared_from_this<AsyncLoop> {
+ public:
+  AsyncLoop(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, const RunEnv& env)
+      : cond_(e.params.ir("cond")), body_(e.params.ir("body")), max_(max_iters_of(e.params)),
+        state_(in.begin(), in.end()), op_(std::move(op)), env_{env.context} {}
+
+  void start() {
+    std::weak_ptr<AsyncLoop> weak = shared_from_this();
+    op_->on_cancel([weak] {
+      if (auto self = weak.lock()) self->cancel();
+    });
+    kick();
+  }
+
+ private:
+  // One step per kick: start the next stage, or finish. A kick arriving while
+  // a frame is already stepping is left to that frame's loop.
+  void kick() {
+    if (pending_.fetch_add(1, std::memory_order_acq_rel) != 0) return;
+    do step();
+    while (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1);
+  }
+
+  void step() {
+    if (op_->finished()) return;
+    if (!in_body_ && it_ >= max_) {
+      op_->succeed(std::move(state_));
+      return;
+    }
+    auto self = shared_from_this();
+    Future run = start_sub_run(in_body_ ? body_ : cond_, state_, env_,
+                               [self](std::vector<Value>* out, const Error* err) { self->stage_done(out, err); });
+    std::lock_guard<std::mutex> lock(mu_);
+    current_ = std::move(run);
+  }
+
+  void stage_done(std::vector<Value>* out, const Error* err) {
+    if (err) {
+      op_->fail(*err);
+      return;
+    }
+    if (in_body_) {
+      state_ = std::move(*out);
+      ++it_;
+      in_body_ = false;
+    } else if (!(*out)[0].as_bool()) {
+      op_->succeed(std::move(state_));
+      return;
+    } else {
+      in_body_ = true;
+    }
+    kick();
+  }
+
+  void cancel() {
+    Future run;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      run = current_;
+    }
+    if (run.valid()) run.cancel();
+  }
+
+  IRPtr cond_, body_;
+  int64_t max_, it_ = 0;
+  bool in_body_ = false;  // the next stage runs the body (cond said go)
+  std::vector<Value> state_;
+  std::shared_ptr<AsyncOp> op_;
+  RunEnv env_;
+  std::atomic<int> pending_{0};
+  std::mutex mu_;
+  Future current_;  // the stage in flight, to cancel it
+};
+
+void while_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, RunEnv& env) {
+  std::make_shared<AsyncLoop>(e, in, std::move(op), env)->start();
+}
+
 // cond over a flat state with `extra` unused leaves appended.
 IRPtr cond_with_extra(const IR& cond, std::span<const Aval> extra) {
   std::vector<Aval> avals = in_avals(cond);
@@ -501,6 +586,7 @@ void add_control_flow_prims(std::vector<Prim>& out) {
   wl.name = "while_loop";
   wl.cost = 0.0;
   wl.impl = while_impl;
+  wl.impl_async = while_impl_async;
   wl.abstract_eval = while_abstract;
   wl.batch = batch_by_map;
   wl.pushforward = while_push;
