@@ -42,7 +42,7 @@ if bash tools/setup.sh >"$LOG/build.log" 2>&1; then
   check install-consumers bash tools/check_install.sh build
 
   note "examples"
-  check af-demo bash -c "build/bin/af demo | grep -q 'Hello, World!?'"
+  check af-demo bash -c "cd build && bin/af demo | grep -q 'billing-drafter|Draft a short'"
 else
   tail -40 "$LOG/build.log"
   count 0 1 "build"

@@ -25,8 +25,13 @@ check() {  # check NAME EXPECTED_STATUS FRAGMENT -- command...
   fi
 }
 
-check demo 0 '"Hello, World!?"' -- "$AF" demo
-check demo-saved 0 '"ok":true' -- "$AF" verify hello.afg
+check demo 0 '"billing-drafter|Draft a short, friendly reply to this billing question: I was charged twice' -- "$AF" demo
+check demo-saved 0 '"ok":true' -- "$AF" verify triage.afg
+check demo-tickets 0 '"team":["billing","billing"]' -- "$AF" demo --save t2.afg 'one "quoted" ticket' two
+check run-demo-saved 0 '"urgency":[1]' -- "$AF" run triage.afg --input '[["x"]]' --provider echo
+check run-demo-empty-batch 1 'empty' -- "$AF" run triage.afg --input '[[]]' --provider echo
+# The rest works on the golden hello graph (format, concat, a literal).
+cp "$GRAPHS/hello.afg" hello.afg
 check run-saved 0 '"Hello, Ada!?"' -- "$AF" run hello.afg --input '["Ada"]'
 check show 0 'concat(%1, "?")' -- "$AF" show hello.afg
 check dot 0 'digraph' -- "$AF" dot hello.afg

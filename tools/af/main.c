@@ -1,8 +1,10 @@
 /* af — the libaf command-line tool. A client of the public C API only.
  *   af version                      print the library version
- *   af demo [NAME] [--save FILE]    trace the example program (examples/hello),
- *                                   print its IR, save it (default hello.afg)
- *                                   and run the saved file on NAME (World)
+ *   af demo [TICKET...] [--save FILE]
+ *                                   trace the example LM program
+ *                                   (examples/triage), print its IR, batch
+ *                                   it, save it (default triage.afg) and run
+ *                                   the saved file on the tickets (echo)
  *   af run FILE --input JSON [--provider echo|openai|replay
  *          [--provider-options JSON] [--model PATTERN]] [--profile OUT.json]
  *                                   load a saved graph or program and run it
@@ -25,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hello_program.h"
+#include "triage_program.h"
 
 static int fail(af_error_t* err) {
   fprintf(stderr, "af: error %d: %s\n", (int)af_error_code(err), af_error_message(err));
@@ -39,8 +41,8 @@ static void usage(FILE* f) {
   fprintf(f,
           "usage: af <command>\n"
           "  version                         print the libaf version\n"
-          "  demo [NAME] [--save FILE]       trace the example program, save it (default\n"
-          "                                  hello.afg) and run the saved file on NAME\n"
+          "  demo [TICKET...] [--save FILE]  trace the example LM program, batch it, save it\n"
+          "                                  (default triage.afg) and run the saved file\n"
           "  run FILE --input JSON [--provider echo|openai|replay [--provider-options JSON]\n"
           "      [--model PATTERN]] [--profile OUT.json]\n"
           "                                  run a saved graph on a JSON list of inputs\n"
@@ -232,47 +234,77 @@ static int run(const char* path, const struct run_opts* o) {
   return err ? fail(err) : 0;
 }
 
-/* The README's main command: trace the example, save it as a program, and
- * run the saved file exactly as `af run FILE --input '["NAME"]'` does. */
-static int demo(const char* name, const char* save) {
+/* Appends s to buf (capacity cap, length *k) as a JSON string. */
+static void append_json_str(char* buf, size_t cap, size_t* k, const char* s) {
+  if (*k + 2 < cap) buf[(*k)++] = '"';
+  for (; *s && *k + 4 < cap; s++) {
+    if (*s == '"' || *s == '\\') buf[(*k)++] = '\\';
+    if ((unsigned char)*s >= 0x20) buf[(*k)++] = *s;
+  }
+  if (*k + 1 < cap) buf[(*k)++] = '"';
+  buf[*k] = 0;
+}
+
+/* The README's main command: trace the example LM program (support-ticket
+ * triage), batch it over tickets, save it as a compiled program, and run the
+ * saved file exactly as `af run FILE --input ... --provider echo ...` does
+ * (offline; echo answers every call after a simulated 100 ms). */
+static int demo(const char* const* tickets, size_t n, const char* save) {
+  static const char* defaults[] = {"I was charged twice for my March invoice.",
+                                   "The app crashes when I upload a photo.",
+                                   "How do I change the card on my account?"};
   af_context_t* ctx = NULL;
-  af_ir_t* ir = NULL;
+  af_ir_t *one = NULL, *batched = NULL;
   af_program_t* prog = NULL;
   af_bytes_t text = {0};
-  char input[512];
-  const char* p;
-  size_t k = 0;
+  char input[4096];
+  size_t k = 0, i;
+  double t0;
+  int rc;
   af_error_t* err = af_context_new(&ctx);
-  if (!err) err = hello_trace(ctx, &ir);
-  if (!err) err = af_ir_to_text(ir, &text);
-  if (!err) err = af_compile(ctx, ir, &prog);
+  if (n == 0) {
+    tickets = defaults;
+    n = 3;
+  }
+  if (!err) err = triage_trace(ctx, &one);
+  if (!err) err = af_ir_to_text(one, &text);
+  if (!err) err = af_batch(ctx, one, NULL, &batched);
+  if (!err) err = af_compile(ctx, batched, &prog);
   if (!err) err = af_program_save(prog, save, strlen(save));
   if (!err) {
-    printf("== traced: hello(x) = concat(format(\"Hello, {}!\", x), \"?\")\n");
+    printf("== traced: triage(ticket) = classify (lm_schema_call), route by team (switch),\n"
+           "   draft a reply (lm_call), review it (lm_schema_call) -- examples/triage\n");
     printf("%s\n", (const char*)text.data);
-    printf("== saved to %s\n", save);
+    printf("== batched over a list of tickets (af_batch), compiled, saved to %s\n", save);
   }
   af_bytes_free(&text);
   af_program_free(prog);
-  af_ir_free(ir);
+  af_ir_free(batched);
+  af_ir_free(one);
   af_context_free(ctx);
   if (err) return fail(err);
-  /* NAME as a JSON string (quotes and backslashes escaped). */
+  /* The tickets as the one positional input: a JSON list of strings. */
   input[k++] = '[';
-  input[k++] = '"';
-  for (p = name; *p && k < sizeof input - 5; p++) {
-    if (*p == '"' || *p == '\\') input[k++] = '\\';
-    input[k++] = *p;
+  input[k++] = '[';
+  for (i = 0; i < n; i++) {
+    if (i && k + 1 < sizeof input) input[k++] = ',';
+    append_json_str(input, sizeof input - 3, &k, tickets[i]);
   }
-  input[k++] = '"';
+  input[k++] = ']';
   input[k++] = ']';
   input[k] = 0;
-  printf("== af run %s --input '%s'\n", save, input);
+  printf("== af run %s --input '%s' --provider echo --provider-options '{\"latency_ms\":100}'\n", save, input);
   fflush(stdout);
+  t0 = now_s();
   {
-    struct run_opts o = {input, NULL, NULL, "*", NULL};
-    return run(save, &o);
+    struct run_opts o = {input, "echo", "{\"latency_ms\":100}", "*", NULL};
+    rc = run(save, &o);
   }
+  if (rc == 0)
+    printf("== %lu LM calls of 100 ms each in %.0f ms: each ticket's calls wait for each other,\n"
+           "   the tickets' calls run concurrently\n",
+           (unsigned long)(3 * n), (now_s() - t0) * 1e3);
+  return rc;
 }
 
 /* show / dot: print the IR text or DOT of a saved graph. */
@@ -341,18 +373,19 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (strcmp(cmd, "demo") == 0) {
-    const char* name = "World";
-    const char* save = "hello.afg";
+    const char* save = "triage.afg";
+    const char* tickets[64];
+    size_t n = 0;
     for (i = 2; i < argc; i++) {
       if (strcmp(argv[i], "--save") == 0 && i + 1 < argc) {
         save = argv[++i];
       } else if (argv[i][0] == '-') {
         return usage_error("demo: unknown option");
-      } else {
-        name = argv[i];
+      } else if (n < 64) {
+        tickets[n++] = argv[i];
       }
     }
-    return demo(name, save);
+    return demo(tickets, n, save);
   }
   if (argc < 3) return usage_error("missing FILE");
   const char* file = argv[2];
