@@ -18,6 +18,10 @@
 
 #include <af/af.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The traced function (an af_trace_fn): one ticket (a str) in. */
 af_error_t* triage_fn(void* user_data, af_context_t* ctx, const af_value_t* const* inputs,
                       size_t n_inputs, af_value_t** out);
@@ -26,5 +30,9 @@ af_error_t* triage_trace(af_context_t* ctx, af_ir_t** out);
 /* Traces triage and batches it: one input, a list of tickets; the output
  * holds one list per leaf ({"team": [...], "urgency": [...], ...}). */
 af_error_t* triage_batched_trace(af_context_t* ctx, af_ir_t** out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
