@@ -41,6 +41,30 @@ bool eqn_runs_async(const Eqn& e) {
   return async || !holds_irs;
 }
 
+double eqn_cost(const Eqn& e) {
+  double inner = 0;
+  e.params.any_ir([&](const IR& ir) {
+    inner = std::max(inner, ir_path_cost(ir));
+    return false;
+  });
+  return std::max(0.0, e.prim->cost) + inner;
+}
+
+double ir_path_cost(const IR& ir) {
+  std::vector<double> ready(ir.vars.size(), 0.0);  // when each var exists
+  for (const Eqn& e : ir.eqns) {
+    double start = 0;
+    for (const Atom& a : e.in)
+      if (a.is_var()) start = std::max(start, ready[a.var]);
+    const double end = start + eqn_cost(e);
+    for (VarId v : e.out) ready[v] = end;
+  }
+  double longest = 0;
+  for (const Atom& a : ir.out)
+    if (a.is_var()) longest = std::max(longest, ready[a.var]);
+  return longest;
+}
+
 bool ir_has_async_work(const IR& ir) {
   for (const Eqn& e : ir.eqns)
     if (eqn_runs_async(e)) return true;
@@ -176,7 +200,7 @@ std::shared_ptr<const Program> compile(IRPtr ir, const CompileOptions& o) {
     double below = 0;
     for (uint32_t k = 0; k < n.cons_count; ++k)
       below = std::max(below, prog->nodes[prog->consumers[n.cons_begin + k]].priority);
-    n.priority = std::max(0.0, n.eqn->prim->cost) + below;
+    n.priority = eqn_cost(*n.eqn) + below;
     prog->critical_path = std::max(prog->critical_path, n.priority);
     if (n.n_deps == 0) prog->roots.push_back(uint32_t(id));
   }

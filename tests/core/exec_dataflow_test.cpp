@@ -7,10 +7,12 @@
 #include <chrono>
 #include <thread>
 
+#include "expect_error.h"
 #include "exec/async.h"
 #include "exec/context.h"
 #include "exec/executor.h"
 #include "exec/program.h"
+#include "prims/control_flow.h"
 #include "prims/ops.h"
 #include "prims/registry.h"
 #include "trace/trace.h"
@@ -112,6 +114,31 @@ TEST(ExecProgram, DceCseAndPriorities) {
   EXPECT_EQ(prog->n_async, 3u);
   Value out = run_sync(e.env, prog, {Value::str("q")});
   EXPECT_EQ(to_json(out), R"(["q!..","q!."])");
+}
+
+// A switch whose branch does async work runs async (holding no thread) and
+// weighs like its heaviest branch; a switch over cheap work stays inline.
+TEST(ExecProgram, ControlFlowAroundAsyncWorkIsAsyncAndWeighsLikeIt) {
+  Env e;
+  IRPtr slow = trace1([](const Value& x, RunEnv& env) { return delay(delay(x, 1, env), 1, env); }, e.env);
+  IRPtr cheap = trace1([](const Value& x, RunEnv& env) { return op_concat(std::vector<Value>{x, x}, env); }, e.env);
+  const std::vector<std::string> names{"a", "b"};
+  auto with_branches = [&](IRPtr a, IRPtr b) {
+    const std::vector<IRPtr> branches{a, b};
+    return trace1([&](const Value& x, RunEnv& env) { return op_switch(x, names, branches, std::vector<Value>{x}, env); },
+                  e.env);
+  };
+  auto async_prog = compile(with_branches(slow, cheap));
+  ASSERT_EQ(async_prog->nodes.size(), 1u);
+  EXPECT_TRUE(async_prog->nodes[0].async);
+  EXPECT_EQ(async_prog->nodes[0].priority, 200);  // switch (0) + the slow branch's two delays
+  auto sync_prog = compile(with_branches(cheap, cheap));
+  EXPECT_FALSE(sync_prog->nodes[0].async);
+  EXPECT_EQ(sync_prog->nodes[0].priority, 1);
+  EXPECT_EQ(to_json(run_sync(e.env, async_prog, {Value::str("a")})), R"("a..")");
+  EXPECT_EQ(to_json(run_sync(e.env, async_prog, {Value::str("b")})), R"("bb")");
+  EXPECT_EQ(to_json(run_sync(e.env, sync_prog, {Value::str("a")})), R"("aa")");
+  EXPECT_AF_ERROR(run_sync(e.env, async_prog, {Value::str("zz")}), Code::NotFound, "no branch is named \"zz\"");
 }
 
 TEST(ExecDataflow, IndependentAsyncWorkOverlaps) {
