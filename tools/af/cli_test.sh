@@ -27,6 +27,7 @@ check() {  # check NAME EXPECTED_STATUS FRAGMENT -- command...
 
 check demo 0 '"billing-drafter|Draft a short, friendly reply to this billing question: I was charged twice' -- "$AF" demo
 check demo-saved 0 '"ok":true' -- "$AF" verify triage.afg
+check demo-prints-dot 0 'doubleoctagon' -- "$AF" demo --save t3.afg
 check demo-tickets 0 '"team":["billing","billing"]' -- "$AF" demo --save t2.afg 'one "quoted" ticket' two
 check run-demo-saved 0 '"urgency":[1]' -- "$AF" run triage.afg --input '[["x"]]' --provider echo
 check run-demo-empty-batch 1 'empty' -- "$AF" run triage.afg --input '[[]]' --provider echo

@@ -256,7 +256,7 @@ static int demo(const char* const* tickets, size_t n, const char* save) {
   af_context_t* ctx = NULL;
   af_ir_t *one = NULL, *batched = NULL;
   af_program_t* prog = NULL;
-  af_bytes_t text = {0};
+  af_bytes_t text = {0}, dot = {0};
   char input[4096];
   size_t k = 0, i;
   double t0;
@@ -268,6 +268,7 @@ static int demo(const char* const* tickets, size_t n, const char* save) {
   }
   if (!err) err = triage_trace(ctx, &one);
   if (!err) err = af_ir_to_text(one, &text);
+  if (!err) err = af_ir_to_dot(one, &dot);
   if (!err) err = af_batch(ctx, one, NULL, &batched);
   if (!err) err = af_compile(ctx, batched, &prog);
   if (!err) err = af_program_save(prog, save, strlen(save));
@@ -275,9 +276,11 @@ static int demo(const char* const* tickets, size_t n, const char* save) {
     printf("== traced: triage(ticket) = classify (lm_schema_call), route by team (switch),\n"
            "   draft a reply (lm_call), review it (lm_schema_call) -- examples/triage\n");
     printf("%s\n", (const char*)text.data);
+    printf("== its DOT (Graphviz: inputs as boxes, outputs as double octagons)\n%s\n", (const char*)dot.data);
     printf("== batched over a list of tickets (af_batch), compiled, saved to %s\n", save);
   }
   af_bytes_free(&text);
+  af_bytes_free(&dot);
   af_program_free(prog);
   af_ir_free(batched);
   af_ir_free(one);
