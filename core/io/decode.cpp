@@ -549,18 +549,22 @@ class Reader {
       }
       if (const uint32_t level = c_sched ? c_sched->Get(j) : 0)
         e.sched = EqnSched{level - 1, c_priority->Get(j)};
-      check_declared(*e.prim, e.params, where);
-      note_host_functions(*e.prim, e.params);
+      // Params, host functions and the abstract rule are checked once per
+      // distinct (primitive, param set, input structure, input kinds).
+      auto check_new = [&] {
+        check_declared(*e.prim, e.params, where);
+        note_host_functions(*e.prim, e.params);
+        return abstract(e, avals, where);
+      };
       Signature sig{pi, c_params ? c_params->Get(j) : 0, c_in_tree->Get(j),
                     uint32_t(avals.size()), {}};
       if (avals.size() <= std::size(sig.avals)) {
         for (size_t k = 0; k < avals.size(); ++k) sig.avals[k] = pack_aval(avals[k]);
         auto it = abstract_cache_.find(sig);
-        if (it == abstract_cache_.end())
-          it = abstract_cache_.emplace(sig, abstract(e, avals, where)).first;
+        if (it == abstract_cache_.end()) it = abstract_cache_.emplace(sig, check_new()).first;
         check_outputs(e, it->second, ir.vars, where);
       } else {
-        check_outputs(e, abstract(e, avals, where), ir.vars, where);
+        check_outputs(e, check_new(), ir.vars, where);
       }
       for (VarId o : e.out) defined[o] = 1;
       ir.eqns.push_back(std::move(e));

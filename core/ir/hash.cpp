@@ -122,16 +122,19 @@ uint64_t eqn_hash(const Eqn& e) {
 }  // namespace
 
 bool operator==(const Params& a, const Params& b) noexcept {
-  if (a.items_.size() != b.items_.size()) return false;
-  for (size_t i = 0; i < a.items_.size(); ++i)
-    if (a.items_[i].first != b.items_[i].first || !param_equal(a.items_[i].second, b.items_[i].second))
+  if (a.items_ == b.items_) return true;  // one shared block
+  const Params::Items &x = a.items(), &y = b.items();
+  if (x.size() != y.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (x[i].first != y[i].first || !param_equal(x[i].second, y[i].second))
       return false;
   return true;
 }
 
 uint64_t Params::hash() const noexcept {
-  uint64_t h = mix(0, items_.size());
-  for (const auto& [name, p] : items_) h = mix(mix(h, hash_str(name)), param_hash(p));
+  const Items& v = items();
+  uint64_t h = mix(0, v.size());
+  for (const auto& [name, p] : v) h = mix(mix(h, hash_str(name)), param_hash(p));
   return h;
 }
 

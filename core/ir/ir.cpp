@@ -26,20 +26,29 @@ Aval aval_of(const Value& v) {
   return Aval{first.kind, uint8_t(first.list_depth + 1)};
 }
 
+const Params::Items& Params::empty_items() noexcept {
+  static const Items none;
+  return none;
+}
+
 void Params::set(std::string name, Param p) {
-  auto it = std::lower_bound(items_.begin(), items_.end(), name,
+  // Copy on write: other Params may share the block.
+  auto items = items_ ? std::make_shared<Items>(*items_) : std::make_shared<Items>();
+  auto it = std::lower_bound(items->begin(), items->end(), name,
                              [](const auto& item, const std::string& n) { return item.first < n; });
-  if (it != items_.end() && it->first == name) {
+  if (it != items->end() && it->first == name) {
     it->second = std::move(p);
   } else {
-    items_.emplace(it, std::move(name), std::move(p));
+    items->emplace(it, std::move(name), std::move(p));
   }
+  items_ = std::move(items);
 }
 
 const Param* Params::find(std::string_view name) const noexcept {
-  auto it = std::lower_bound(items_.begin(), items_.end(), name,
+  const Items& v = items();
+  auto it = std::lower_bound(v.begin(), v.end(), name,
                              [](const auto& item, std::string_view n) { return item.first < n; });
-  if (it == items_.end() || it->first != name) return nullptr;
+  if (it == v.end() || it->first != name) return nullptr;
   return &it->second;
 }
 
@@ -58,7 +67,7 @@ const IRPtr& Params::ir(std::string_view name) const {
 }
 
 bool Params::any_ir(const std::function<bool(const IR&)>& pred) const {
-  for (const auto& [name, p] : items_) {
+  for (const auto& [name, p] : items()) {
     if (auto* one = std::get_if<IRPtr>(&p)) {
       if (*one && pred(**one)) return true;
     } else if (auto* list = std::get_if<IRList>(&p)) {

@@ -53,7 +53,9 @@ using IRMap = std::vector<std::pair<std::string, IRPtr>>;  // sorted by name
 // else, so every IR serializes.
 using Param = std::variant<Value, IRPtr, IRList, IRMap>;
 
-// name -> Param, kept sorted by name.
+// name -> Param, kept sorted by name. Copies share one immutable block
+// (equations made by one rule or loaded from one param set of a file share
+// their params); set() copies it first when it is shared.
 class Params {
  public:
   void set(std::string name, Param p);
@@ -63,13 +65,15 @@ class Params {
   const IRPtr& ir(std::string_view name) const;
   // True if pred holds for one of the IRs the params hold (IR, list, map).
   bool any_ir(const std::function<bool(const IR&)>& pred) const;
-  const std::vector<std::pair<std::string, Param>>& items() const noexcept { return items_; }
-  bool empty() const noexcept { return items_.empty(); }
+  using Items = std::vector<std::pair<std::string, Param>>;
+  const Items& items() const noexcept { return items_ ? *items_ : empty_items(); }
+  bool empty() const noexcept { return !items_ || items_->empty(); }
   friend bool operator==(const Params& a, const Params& b) noexcept;
   uint64_t hash() const noexcept;
 
  private:
-  std::vector<std::pair<std::string, Param>> items_;
+  static const Items& empty_items() noexcept;
+  std::shared_ptr<const Items> items_;  // null = no params
 };
 
 // Tags: a sorted, duplicate-free set of labels, shared between equations.
