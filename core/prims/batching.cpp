@@ -3,6 +3,8 @@
 //   map[axes, body](inputs...) -> outputs     the body once per batch item:
 //       input k is a list of per-item values when axes[k], else shared by
 //       every item; each output is the list of the body's per-item outputs.
+//       On the dataflow executor, a body that makes LM calls runs every
+//       item at once (map_impl_async).
 //   batch_check[paths](lists...) -> lists      the batch's entry check: every
 //       batched input holds the same, non-zero number of items.
 //   broadcast(x, like) -> list                x once per item of `like`.
@@ -143,6 +145,62 @@ void map_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, Run
     }
   }
   for (size_t o = 0; o < out.size(); ++o) out[o] = Value::list(std::move(cols[o]));
+}
+
+// The dataflow executor's form when the body makes LM calls: every item runs
+// as a run of its own, all at once (their calls queue under the providers'
+// limits), and the equation holds no thread meanwhile. The first failing
+// item fails the equation and cancels the others.
+void map_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, RunEnv& env) {
+  const IRPtr& body = e.params.ir("body");
+  const std::vector<bool> axes = bools(e.params.value("axes"));
+  const size_t n = batch_length("map", in, axes), n_out = e.out.size();
+  struct Join {
+    std::mutex mu;
+    std::vector<std::vector<Value>> rows;  // per item, its flat outputs
+    size_t left = 0;
+    std::vector<Future> runs;
+  };
+  auto join = std::make_shared<Join>();
+  join->rows.resize(n);
+  join->left = n;
+  auto cancel_all = [join] {
+    std::vector<Future> runs;
+    {
+      std::lock_guard<std::mutex> lock(join->mu);
+      runs = join->runs;
+    }
+    for (const Future& f : runs) f.cancel();
+  };
+  if (n == 0) {
+    op->succeed(std::vector<Value>(n_out, Value::list(std::vector<Value>{})));
+    return;
+  }
+  op->on_cancel(cancel_all);
+  std::vector<Value> item(in.size());
+  for (size_t i = 0; i < n && !op->finished(); ++i) {
+    for (size_t k = 0; k < in.size(); ++k) item[k] = axes[k] ? in[k].items()[i] : in[k];
+    Future run = start_sub_run(body, item, env, [op, join, i, n_out, cancel_all](std::vector<Value>* out, const Error* err) {
+      if (err) {
+        if (op->fail(*err)) cancel_all();
+        return;
+      }
+      std::lock_guard<std::mutex> lock(join->mu);
+      join->rows[i] = std::move(*out);
+      if (--join->left != 0) return;
+      std::vector<Value> cols(n_out);
+      for (size_t o = 0; o < n_out; ++o) {
+        std::vector<Value> col;
+        col.reserve(join->rows.size());
+        for (auto& row : join->rows) col.push_back(std::move(row[o]));
+        cols[o] = Value::list(std::move(col));
+      }
+      join->runs.clear();  // the runs are done; drop the references
+      op->succeed(std::move(cols));
+    });
+    std::lock_guard<std::mutex> lock(join->mu);
+    if (join->left != 0) join->runs.push_back(std::move(run));
+  }
 }
 
 void map_push(PushCtx& ctx, const Eqn& e) {
@@ -318,61 +376,6 @@ AbstractOut broadcast_abstract(const Params&, std::span<const Aval> in, const Tr
 void broadcast_impl(const Eqn&, std::span<const Value> in, std::span<Value> out, RunEnv&) {
   if (in[1].kind() != Kind::List) invalid("broadcast: `like` is not a list");
   out[0] = Value::list(std::vector<Value>(in[1].size(), in[0]));
-}
-// The dataflow executor's form when the body makes LM calls: every item runs
-// as a run of its own, all at once (their calls queue under the providers'
-// limits), and the equation holds no thread meanwhile. The first failing
-// item fails the equation and cancels the others.
-void map_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, RunEnv& env) {
-  const IRPtr& body = e.params.ir("body");
-  const std::vector<bool> axes = bools(e.params.value("axes"));
-  const size_t n = batch_length("map", in, axes), n_out = e.out.size();
-  struct Join {
-    std::mutex mu;
-    std::vector<std::vector<Value>> rows;  // per item, its flat outputs
-    size_t left = 0;
-    std::vector<Future> runs;
-  };
-  auto join = std::make_shared<Join>();
-  join->rows.resize(n);
-  join->left = n;
-  auto cancel_all = [join] {
-    std::vector<Future> runs;
-    {
-      std::lock_guard<std::mutex> lock(join->mu);
-      runs = join->runs;
-    }
-    for (const Future& f : runs) f.cancel();
-  };
-  if (n == 0) {
-    op->succeed(std::vector<Value>(n_out, Value::list(std::vector<Value>{})));
-    return;
-  }
-  op->on_cancel(cancel_all);
-  std::vector<Value> item(in.size());
-  for (size_t i = 0; i < n && !op->finished(); ++i) {
-    for (size_t k = 0; k < in.size(); ++k) item[k] = axes[k] ? in[k].items()[i] : in[k];
-    Future run = start_sub_run(body, item, env, [op, join, i, n_out, cancel_all](std::vector<Value>* out, const Error* err) {
-      if (err) {
-        if (op->fail(*err)) cancel_all();
-        return;
-      }
-      std::lock_guard<std::mutex> lock(join->mu);
-      join->rows[i] = std::move(*out);
-      if (--join->left != 0) return;
-      std::vector<Value> cols(n_out);
-      for (size_t o = 0; o < n_out; ++o) {
-        std::vector<Value> col;
-        col.reserve(join->rows.size());
-        for (auto& row : join->rows) col.push_back(std::move(row[o]));
-        cols[o] = Value::list(std::move(col));
-      }
-      join->runs.clear();  // the runs are done; drop the references
-      op->succeed(std::move(cols));
-    });
-    std::lock_guard<std::mutex> lock(join->mu);
-    if (join->left != 0) join->runs.push_back(std::move(run));
-  }
 }
 
 void broadcast_push(PushCtx& ctx, const Eqn& e) {
