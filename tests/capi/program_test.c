@@ -619,25 +619,18 @@ static void errors_cancel_the_rest_or_keep_going(void) {
   af_provider_free(slow);
 }
 
+/* ask_model(q) = lm(model, q), the model named by ud (a C string). */
+static af_error_t* ask_model(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+  af_value_t* m = cstr(c, (const char*)ud);
+  af_error_t* e = ask(c, in[0], m, out);
+  (void)n;
+  af_value_free(m);
+  return e;
+}
+
 /* routed(key, q) = switch key { a: lm("ma", q), b: lm("mb", q) } */
-static af_error_t* branch_a(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
-  af_value_t* m = cstr(c, "ma");
-  af_error_t* e = ask(c, in[0], m, out);
-  (void)ud;
-  (void)n;
-  af_value_free(m);
-  return e;
-}
-static af_error_t* branch_b(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
-  af_value_t* m = cstr(c, "mb");
-  af_error_t* e = ask(c, in[0], m, out);
-  (void)ud;
-  (void)n;
-  af_value_free(m);
-  return e;
-}
 static af_error_t* routed(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
-  af_ir_t* br[2] = {TRACE(branch_a, NULL, "[\"q\"]", NULL), TRACE(branch_b, NULL, "[\"q\"]", NULL)};
+  af_ir_t* br[2] = {TRACE(ask_model, (void*)"ma", "[\"q\"]", NULL), TRACE(ask_model, (void*)"mb", "[\"q\"]", NULL)};
   const char* names[2] = {"a", "b"};
   size_t lens[2] = {1, 1};
   af_error_t* e;
@@ -759,17 +752,9 @@ static af_error_t* always(void* ud, af_context_t* c, const af_value_t* const* in
   (void)n;
   return af_value_bool(c, 1, out);
 }
-static af_error_t* refine(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
-  af_value_t* m = cstr(c, "m");
-  af_error_t* e = ask(c, in[0], m, out);
-  (void)ud;
-  (void)n;
-  af_value_free(m);
-  return e;
-}
 static af_error_t* looped(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
   af_ir_t* cond = TRACE(always, NULL, "[\"q\"]", NULL);
-  af_ir_t* body = TRACE(refine, NULL, "[\"q\"]", NULL);
+  af_ir_t* body = TRACE(ask_model, (void*)"m", "[\"q\"]", NULL);
   af_error_t* e;
   (void)n;
   e = af_while_loop(c, cond, body, in[0], ud ? (uint64_t)*(int*)ud : 3, out);
