@@ -151,10 +151,11 @@ class ExecOp final : public AsyncOp {
   ExecOp(std::shared_ptr<Run> r, uint32_t node) : run_(std::move(r)), node_(node) {}
   // Inputs kept to store the result in the open memoize scope (else empty).
   std::optional<std::vector<Value>> memo_in;
-  bool profiling() const noexcept override { return run_->profile != nullptr; }
+  bool profiling() const noexcept override { return run_->profile != nullptr || run_->opts.on_span; }
   void record_span(const CallSpan& s) noexcept override {
     try {
-      run_->profile->span(node_, s);
+      if (run_->profile) run_->profile->span(node_, s);
+      if (run_->opts.on_span) run_->opts.on_span(s);
     } catch (...) {
     }
   }

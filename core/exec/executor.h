@@ -29,6 +29,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "exec/async.h"
 #include "exec/env.h"
 #include "exec/program.h"
 #include "value/error.h"
@@ -72,6 +73,10 @@ struct RunOptions {
   // The result is the list of flat output leaves rather than the output tree
   // (runs of sub-IRs started by control flow, whose leaves may be lists).
   bool flat_output = false;
+  // When set, every provider request the run's equations make is reported
+  // here too (a sub-run hands its LM calls to the profile of the run that
+  // started it).
+  std::function<void(const CallSpan&)> on_span;
 };
 
 class Future {

@@ -180,7 +180,7 @@ void map_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asy
   std::vector<Value> item(in.size());
   for (size_t i = 0; i < n && !op->finished(); ++i) {
     for (size_t k = 0; k < in.size(); ++k) item[k] = axes[k] ? in[k].items()[i] : in[k];
-    Future run = start_sub_run(body, item, env, [op, join, i, n_out, cancel_all](std::vector<Value>* out, const Error* err) {
+    auto done = [op, join, i, n_out, cancel_all](std::vector<Value>* out, const Error* err) {
       if (err) {
         if (op->fail(*err)) cancel_all();
         return;
@@ -197,7 +197,8 @@ void map_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asy
       }
       join->runs.clear();  // the runs are done; drop the references
       op->succeed(std::move(cols));
-    });
+    };
+    Future run = start_sub_run(body, item, env, op, std::move(done));
     std::lock_guard<std::mutex> lock(join->mu);
     if (join->left != 0) join->runs.push_back(std::move(run));
   }

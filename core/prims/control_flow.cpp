@@ -125,10 +125,11 @@ void switch_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, 
 // as a run of its own, holding no thread while its calls are in flight.
 void switch_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, RunEnv& env) {
   const IRPtr& branch = branch_for(branches_of(e.params), in[0].as_str());
-  Future run = start_sub_run(branch, in.subspan(1), env, [op](std::vector<Value>* out, const Error* err) {
+  auto done = [op](std::vector<Value>* out, const Error* err) {
     if (err) op->fail(*err);
     else op->succeed(std::move(*out));
-  });
+  };
+  Future run = start_sub_run(branch, in.subspan(1), env, op, std::move(done));
   op->on_cancel([run] { run.cancel(); });
 }
 
@@ -390,7 +391,7 @@ class AsyncLoop : public std::enable_shared_from_this<AsyncLoop> {
       return;
     }
     auto self = shared_from_this();
-    Future run = start_sub_run(in_body_ ? body_ : cond_, state_, env_,
+    Future run = start_sub_run(in_body_ ? body_ : cond_, state_, env_, op_,
                                [self](std::vector<Value>* out, const Error* err) { self->stage_done(out, err); });
     std::lock_guard<std::mutex> lock(mu_);
     current_ = std::move(run);

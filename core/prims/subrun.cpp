@@ -31,13 +31,20 @@ std::shared_ptr<const Program> compiled(const IRPtr& ir) {
 
 }  // namespace
 
-Future start_sub_run(const IRPtr& ir, std::span<const Value> in, const RunEnv& env, SubRunDone done) {
+Future start_sub_run(const IRPtr& ir, std::span<const Value> in, const RunEnv& env,
+                     const std::shared_ptr<AsyncOp>& parent, SubRunDone done) {
   std::vector<Value> leaves(in.begin(), in.end());
   for (size_t k = 0; k < ir->in.size() && k < leaves.size(); ++k)
     if (!ir->in[k].is_var()) leaves[k] = ir->in[k].lit;
   RunEnv sub{env.context};  // owned_in belongs to the caller's equation
   RunOptions o;
   o.flat_output = true;
+  if (parent->profiling()) {
+    std::weak_ptr<AsyncOp> weak = parent;
+    o.on_span = [weak](const CallSpan& span) {
+      if (auto op = weak.lock()) op->record_span(span);
+    };
+  }
   Future f = run_async(sub, compiled(ir), std::move(leaves), std::move(o));
   f.on_done([f, done = std::move(done)] {
     std::vector<Value> out;

@@ -670,6 +670,34 @@ static void batched_switch_calls_are_all_in_flight_at_once(void) {
   if (CHECK_OK(call_program(p, inputs, NULL, &out))) CHECK_JSON(out, want);
   CHECK_INT_EQ(stat_field(echo, "peak_in_flight"), 16);
   af_value_free(out);
+  /* Profiled: every item's call is on the provider's tracks, under the map. */
+  {
+    af_future_t* f = NULL;
+    af_bytes_t b = {NULL, 0};
+    af_run_options_t o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.flags = AF_RUN_PROFILE;
+    if (CHECK_OK(start_program(p, inputs, &o, &f))) {
+      out = NULL;
+      CHECK_OK(af_future_wait(f, &out));
+      af_value_free(out);
+      if (CHECK_OK(af_future_profile(f, &b))) {
+        const char* at = (const char*)b.data;
+        int calls = 0;
+        while ((at = strstr(at, "\"cat\":\"lm\"")) != NULL) {
+          calls++;
+          at++;
+        }
+        CHECK_INT_EQ(calls, 16);
+        CHECK_CONTAINS((const char*)b.data, "\"model\":\"ma\"");
+        CHECK_CONTAINS((const char*)b.data, "\"model\":\"mb\"");
+        CHECK_CONTAINS((const char*)b.data, "\"slot 15\"");
+      }
+      af_bytes_free(&b);
+      af_future_free(f);
+    }
+  }
   /* A key no branch has fails the run with NOT_FOUND naming it. */
   out = (af_value_t*)&out;
   CHECK_ERR(call_program(p, "[[\"a\",\"zzz\"],[\"x\",\"y\"]]", NULL, &out), AF_ERR_NOT_FOUND, "\"zzz\"");
