@@ -32,8 +32,11 @@ const Params::Items& Params::empty_items() noexcept {
 }
 
 void Params::set(std::string name, Param p) {
-  // Copy on write: other Params may share the block.
-  auto items = items_ ? std::make_shared<Items>(*items_) : std::make_shared<Items>();
+  // Copy on write: other Params may share the block (a block only this
+  // object holds is changed in place).
+  if (!items_) items_ = std::make_shared<Items>();
+  else if (items_.use_count() > 1) items_ = std::make_shared<Items>(*items_);
+  Items* items = items_.get();
   auto it = std::lower_bound(items->begin(), items->end(), name,
                              [](const auto& item, const std::string& n) { return item.first < n; });
   if (it != items->end() && it->first == name) {
@@ -41,7 +44,6 @@ void Params::set(std::string name, Param p) {
   } else {
     items->emplace(it, std::move(name), std::move(p));
   }
-  items_ = std::move(items);
 }
 
 const Param* Params::find(std::string_view name) const noexcept {

@@ -73,7 +73,7 @@ class Params {
 
  private:
   static const Items& empty_items() noexcept;
-  std::shared_ptr<const Items> items_;  // null = no params
+  std::shared_ptr<Items> items_;  // null = no params; never changed while shared
 };
 
 // Tags: a sorted, duplicate-free set of labels, shared between equations.
