@@ -520,7 +520,10 @@ typedef struct af_run_options {
  * (the first failure cancels the rest, in-flight LM requests included),
  * TIMEOUT, IO (profile file). With AF_RUN_KEEP_GOING, everything that does
  * not depend on a failure completes and each failed output leaf becomes
- * {"error": {"code": N, "name": "PROVIDER", "message": "..."}}. */
+ * {"error": {"code": N, "name": "PROVIDER", "message": "..."}}. In a batched
+ * program an output leaf is the list over the items, so one failing item
+ * fails that whole leaf; to isolate items, run each as its own call
+ * (af_program_call_async: the runs share the context's scheduler). */
 AF_API af_error_t* af_program_call(af_context_t* ctx, const af_program_t* p,
                                    const af_value_t* const* inputs, size_t n, af_value_t** out);
 /* af_program_call with options (NULL = defaults). */
