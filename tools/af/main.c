@@ -234,15 +234,27 @@ static int run(const char* path, const struct run_opts* o) {
   return err ? fail(err) : 0;
 }
 
-/* Appends s to buf (capacity cap, length *k) as a JSON string. */
-static void append_json_str(char* buf, size_t cap, size_t* k, const char* s) {
-  if (*k + 2 < cap) buf[(*k)++] = '"';
-  for (; *s && *k + 4 < cap; s++) {
-    if (*s == '"' || *s == '\\') buf[(*k)++] = '\\';
-    if ((unsigned char)*s >= 0x20) buf[(*k)++] = *s;
+/* Appends s to buf (capacity cap, length *k) as a JSON string; 0 if it does
+ * not fit. */
+static int append_json_str(char* buf, size_t cap, size_t* k, const char* s) {
+  if (*k + 1 >= cap) return 0;
+  buf[(*k)++] = '"';
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (*k + 7 >= cap) return 0;
+    if (c == '"' || c == '\\') {
+      buf[(*k)++] = '\\';
+      buf[(*k)++] = (char)c;
+    } else if (c < 0x20) {
+      *k += (size_t)snprintf(buf + *k, cap - *k, "\\u%04x", c);
+    } else {
+      buf[(*k)++] = (char)c;
+    }
   }
-  if (*k + 1 < cap) buf[(*k)++] = '"';
+  if (*k + 1 >= cap) return 0;
+  buf[(*k)++] = '"';
   buf[*k] = 0;
+  return 1;
 }
 
 /* The README's main command: trace the example LM program (support-ticket
@@ -261,11 +273,26 @@ static int demo(const char* const* tickets, size_t n, const char* save) {
   size_t k = 0, i;
   double t0;
   int rc;
-  af_error_t* err = af_context_new(&ctx);
+  af_error_t* err;
   if (n == 0) {
     tickets = defaults;
     n = 3;
   }
+  /* The tickets as the one positional input: a JSON list of strings. */
+  input[k++] = '[';
+  input[k++] = '[';
+  for (i = 0; i < n; i++) {
+    if (i) input[k++] = ',';
+    if (!append_json_str(input, sizeof input - 3, &k, tickets[i])) {
+      fprintf(stderr, "af: demo: the tickets are too long (at most %lu bytes in all)\n",
+              (unsigned long)(sizeof input - 16));
+      return 2;
+    }
+  }
+  input[k++] = ']';
+  input[k++] = ']';
+  input[k] = 0;
+  err = af_context_new(&ctx);
   if (!err) err = triage_trace(ctx, &one);
   if (!err) err = af_ir_to_text(one, &text);
   if (!err) err = af_ir_to_dot(one, &dot);
@@ -286,16 +313,6 @@ static int demo(const char* const* tickets, size_t n, const char* save) {
   af_ir_free(one);
   af_context_free(ctx);
   if (err) return fail(err);
-  /* The tickets as the one positional input: a JSON list of strings. */
-  input[k++] = '[';
-  input[k++] = '[';
-  for (i = 0; i < n; i++) {
-    if (i && k + 1 < sizeof input) input[k++] = ',';
-    append_json_str(input, sizeof input - 3, &k, tickets[i]);
-  }
-  input[k++] = ']';
-  input[k++] = ']';
-  input[k] = 0;
   printf("== af run %s --input '%s' --provider echo --provider-options '{\"latency_ms\":100}'\n", save, input);
   fflush(stdout);
   t0 = now_s();
