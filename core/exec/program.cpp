@@ -41,30 +41,6 @@ bool eqn_runs_async(const Eqn& e) {
   return async || !holds_irs;
 }
 
-double eqn_cost(const Eqn& e) {
-  double inner = 0;
-  e.params.any_ir([&](const IR& ir) {
-    inner = std::max(inner, ir_path_cost(ir));
-    return false;
-  });
-  return std::max(0.0, e.prim->cost) + inner;
-}
-
-double ir_path_cost(const IR& ir) {
-  std::vector<double> ready(ir.vars.size(), 0.0);  // when each var exists
-  for (const Eqn& e : ir.eqns) {
-    double start = 0;
-    for (const Atom& a : e.in)
-      if (a.is_var()) start = std::max(start, ready[a.var]);
-    const double end = start + eqn_cost(e);
-    for (VarId v : e.out) ready[v] = end;
-  }
-  double longest = 0;
-  for (const Atom& a : ir.out)
-    if (a.is_var()) longest = std::max(longest, ready[a.var]);
-  return longest;
-}
-
 bool ir_has_async_work(const IR& ir) {
   for (const Eqn& e : ir.eqns)
     if (eqn_runs_async(e)) return true;

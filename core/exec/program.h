@@ -60,13 +60,6 @@ bool eqn_runs_async(const Eqn& e);
 // Whether running ir may issue async work (any equation that runs async).
 bool ir_has_async_work(const IR& ir);
 
-// Cost hints for critical-path priorities: an equation's is its primitive's
-// Prim::cost plus, for control flow, the costliest path through its sub-IRs
-// (one pass of a loop), so a switch around LM calls weighs like them.
-double eqn_cost(const Eqn& e);
-// The longest cost-weighted path from the IR's inputs to its outputs.
-double ir_path_cost(const IR& ir);
-
 // Fills p.last_use from p.args and p.out_slots (called by compile).
 void mark_last_uses(Program& p);
 

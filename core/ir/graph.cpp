@@ -154,4 +154,28 @@ std::vector<size_t> topological_order(const IR& ir) {
   invalid("topological_order: the equations form a cycle: " + loop);
 }
 
+double eqn_cost(const Eqn& e) {
+  double inner = 0;
+  e.params.any_ir([&](const IR& ir) {
+    inner = std::max(inner, ir_path_cost(ir));
+    return false;
+  });
+  return std::max(0.0, e.prim->cost) + inner;
+}
+
+double ir_path_cost(const IR& ir) {
+  std::vector<double> done(ir.vars.size(), 0.0);  // when each var exists
+  double longest = 0;
+  for (size_t i : topological_order(ir)) {
+    const Eqn& e = ir.eqns[i];
+    double start = 0;
+    for (const Atom& a : e.in)
+      if (a.is_var()) start = std::max(start, done[a.var]);
+    const double end = start + eqn_cost(e);
+    for (VarId v : e.out) done[v] = end;
+    longest = std::max(longest, end);
+  }
+  return longest;
+}
+
 }  // namespace af

@@ -128,6 +128,13 @@ std::vector<size_t> descendants(const IR& ir, size_t i);
 // A topological order of the equations (stable: keeps the given order where
 // dependencies allow). Throws INVALID_ARGUMENT on a cycle or an undefined var.
 std::vector<size_t> topological_order(const IR& ir);
+
+// Cost hints (sched's priorities, compile's critical path): an equation
+// weighs its primitive's Prim::cost plus, for control flow, its costliest
+// sub-IR's path (one pass of a loop), so a switch around LM calls weighs like
+// them. ir_path_cost is the IR's longest cost-weighted chain of equations.
+double eqn_cost(const Eqn& e);
+double ir_path_cost(const IR& ir);
 // For each var, the index of the equation defining it (SIZE_MAX for inputs).
 std::vector<size_t> defining_eqn(const IR& ir);
 

@@ -381,6 +381,31 @@ TEST(Sched, LevelsAndPrioritiesInTextAndDot) {
   EXPECT_TRUE(dce(*s, Value())->eqns[0].sched.has_value());
 }
 
+// A control-flow equation weighs its heaviest sub-IR's path (eqn_cost), and
+// the sub-IRs are scheduled too.
+TEST(Sched, ControlFlowWeighsItsHeaviestBranch) {
+  IRPtr two = trace_json(
+      [&](auto in) { return op_concat(std::vector<Value>{op_concat(std::vector<Value>{in[0], S("1")}, env()), S("2")}, env()); },
+      R"(["x"])");
+  IRPtr one = trace_json([&](auto in) { return op_concat(std::vector<Value>{in[0], S("1")}, env()); }, R"(["x"])");
+  std::vector<std::string> names{"one", "two"};
+  std::vector<IRPtr> brs{one, two};
+  IRPtr ir = trace_json(
+      [&](auto in) {
+        Value r = op_switch(in[0], names, brs, in.subspan(1), env());
+        return op_concat(std::vector<Value>{r, S("!")}, env());
+      },
+      R"(["one","x"])");
+  EXPECT_EQ(eqn_cost(ir->eqns[0]), 2.0);  // switch (cost 0) + the two-concat branch
+  IRPtr s = sched(*ir);
+  EXPECT_EQ(s->eqns[0].sched->priority, 3.0);  // 2 + the concat after it
+  EXPECT_EQ(s->eqns[1].sched->priority, 1.0);
+  const IRMap& sb = std::get<IRMap>(*s->eqns[0].params.find("branches"));
+  ASSERT_TRUE(sb[1].second->eqns[0].sched.has_value());
+  EXPECT_EQ(sb[1].second->eqns[0].sched->priority, 2.0);
+  EXPECT_EQ(ir_path_cost(*s), 3.0);
+}
+
 // ---- performance shape: transforms are linear in the IR size
 
 TEST(Scale, PullbackOfALongChainIsLinear) {
