@@ -359,8 +359,10 @@ void while_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, R
 // The dataflow executor's form when cond or body makes LM calls: each cond
 // and body evaluation is a run of its own, started when the previous one
 // finishes, so the loop holds no thread while a call is in flight. A stage
-// that finishes at once (no async work in it this time) continues the loop
-// on the same frame instead of nesting a call per iteration.
+// whose run finishes before its callback is registered (a cond with no
+// equations; a fast run racing start_sub_run) calls back on the starting
+// frame; kick() then continues the loop on that frame instead of nesting a
+// call per iteration, so a long loop cannot grow the stack.
 class AsyncLoop : public std::enable_shared_from_this<AsyncLoop> {
  public:
   AsyncLoop(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, const RunEnv& env)

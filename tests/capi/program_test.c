@@ -820,9 +820,9 @@ static void batched_loop_calls_are_all_in_flight_at_once(void) {
   af_provider_free(echo);
 }
 
-/* Many iterations whose calls finish at once (echo without latency): the
- * loop continues on one frame rather than nesting a call per iteration. */
-static void long_async_loops_do_not_grow_the_stack(void) {
+/* Many iterations of an async loop whose calls finish at once (echo without
+ * latency): every pass runs, in order, and the loop finishes. */
+static void long_async_loops_run_every_iteration(void) {
   int iters = 5000;
   af_provider_t* echo = echo_with(NULL);
   af_ir_t* one = TRACE(looped, &iters, "[\"q\"]", NULL);
@@ -903,7 +903,7 @@ int main(int argc, char** argv) {
       CASE(batched_switch_calls_are_all_in_flight_at_once),
       CASE(batched_switch_cancels_its_items),
       CASE(batched_loop_calls_are_all_in_flight_at_once),
-      CASE(long_async_loops_do_not_grow_the_stack),
+      CASE(long_async_loops_run_every_iteration),
       CASE(freeing_the_context_cancels_runs),
       CASE(many_async_runs_share_one_scheduler),
   };
