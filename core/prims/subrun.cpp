@@ -9,7 +9,10 @@ namespace af {
 
 namespace {
 
-// Compiled sub-IRs, shared by every thread while the IR is alive.
+// Compiled sub-IRs, shared by every thread while the IR is alive. Unlike
+// sub_program's per-thread cache (lowering is cheap, and the sync path must
+// not take a lock per evaluation), a compile is costly and a sub-run's items
+// start on any worker, so one locked cache serves them all.
 std::shared_ptr<const Program> compiled(const IRPtr& ir) {
   struct Cached {
     std::weak_ptr<const IR> ir;
