@@ -24,11 +24,8 @@ static double now_ms(void) {
 }
 
 int main(int argc, char** argv) {
-  static const char* defaults[] = {"I was charged twice for my March invoice.",
-                                   "The app crashes when I upload a photo.",
-                                   "How do I change the card on my account?"};
-  const char* const* tickets = argc > 1 ? (const char* const*)(argv + 1) : defaults;
-  size_t n = argc > 1 ? (size_t)(argc - 1) : 3, i;
+  const char* const* tickets = argc > 1 ? (const char* const*)(argv + 1) : triage_sample_tickets;
+  size_t n = argc > 1 ? (size_t)(argc - 1) : TRIAGE_N_SAMPLE_TICKETS, i;
   const char* echo_opts = "{\"latency_ms\": 100}";
   af_context_t* ctx = NULL;
   af_provider_t* echo = NULL;

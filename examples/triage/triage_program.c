@@ -2,6 +2,10 @@
 
 #include <string.h>
 
+const char* const triage_sample_tickets[TRIAGE_N_SAMPLE_TICKETS] = {
+    "I was charged twice for my March invoice.", "The app crashes when I upload a photo.",
+    "How do I change the card on my account?"};
+
 /* A chat message {"role": role, "content": content}; content may be traced. */
 static af_error_t* message(af_context_t* ctx, const char* role, const af_value_t* content,
                            af_value_t** out) {

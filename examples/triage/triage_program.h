@@ -22,6 +22,10 @@
 extern "C" {
 #endif
 
+/* Three sample tickets (the demo's default input). */
+#define TRIAGE_N_SAMPLE_TICKETS 3
+extern const char* const triage_sample_tickets[TRIAGE_N_SAMPLE_TICKETS];
+
 /* The traced function (an af_trace_fn): one ticket (a str) in. */
 af_error_t* triage_fn(void* user_data, af_context_t* ctx, const af_value_t* const* inputs,
                       size_t n_inputs, af_value_t** out);

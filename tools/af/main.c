@@ -262,9 +262,6 @@ static int append_json_str(char* buf, size_t cap, size_t* k, const char* s) {
  * saved file exactly as `af run FILE --input ... --provider echo ...` does
  * (offline; echo answers every call after a simulated 100 ms). */
 static int demo(const char* const* tickets, size_t n, const char* save) {
-  static const char* defaults[] = {"I was charged twice for my March invoice.",
-                                   "The app crashes when I upload a photo.",
-                                   "How do I change the card on my account?"};
   af_context_t* ctx = NULL;
   af_ir_t *one = NULL, *batched = NULL;
   af_program_t* prog = NULL;
@@ -275,8 +272,8 @@ static int demo(const char* const* tickets, size_t n, const char* save) {
   int rc;
   af_error_t* err;
   if (n == 0) {
-    tickets = defaults;
-    n = 3;
+    tickets = triage_sample_tickets;
+    n = TRIAGE_N_SAMPLE_TICKETS;
   }
   /* The tickets as the one positional input: a JSON list of strings. */
   input[k++] = '[';
