@@ -108,14 +108,4 @@ void af_bytes_free(af_bytes_t* b) {
 const char* af_version(void) { return AF_VERSION_STRING; }
 uint32_t af_abi_version(void) { return AF_ABI_VERSION; }
 
-af_error_t* af_context_new(af_context_t** out) {
-  if (out) *out = nullptr;
-  return guard([&] {
-    require(out, "af_context_new", "out");
-    *out = new af_context();
-  });
-}
-
-void af_context_free(af_context_t* ctx) { delete ctx; }
-
 }  // extern "C"

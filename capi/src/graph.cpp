@@ -19,19 +19,11 @@ std::span<const uint8_t> bytes_arg(const uint8_t* data, size_t len, const char* 
   return {data ? data : reinterpret_cast<const uint8_t*>(""), data ? len : 0};
 }
 
-SavedPlan to_saved(const io::PlanData& d) {
-  return SavedPlan{d.live, d.var_slot, d.priority, d.removed_dce, d.merged_cse};
-}
-
-io::PlanData to_data(const SavedPlan& s) {
-  return io::PlanData{s.live, s.var_slot, s.priority, s.removed_dce, s.merged_cse};
-}
-
 // Every check, the plan's meaning included (core/io checks only its shape,
 // since io does not depend on exec). Returns the program when there is a plan.
 std::shared_ptr<const Program> check_plan(const io::Loaded& g) {
   if (!g.plan) return nullptr;
-  return program_from_plan(g.ir, to_saved(*g.plan));
+  return program_from_plan(g.ir, *g.plan);
 }
 
 io::Loaded load_checked(std::span<const uint8_t> bytes) {
@@ -126,9 +118,7 @@ af_error_t* af_program_save(const af_program_t* p, const char* path, size_t path
   return guard([&] {
     require(p, "af_program_save", "p");
     std::string file = path_arg(path, path_len, "af_program_save");
-    const Program& prog = *program_of(p);
-    io::PlanData plan = to_data(save_plan(prog));
-    io::write_file_atomic(file, io::save_ir(*prog.ir, &plan));
+    io::write_file_atomic(file, save_program(*program_of(p)));
   });
 }
 
@@ -140,11 +130,7 @@ af_error_t* af_program_load(af_context_t* ctx, const char* path, size_t path_len
     require(out, "af_program_load", "out");
     std::string file = path_arg(path, path_len, "af_program_load");
     std::vector<uint8_t> bytes = io::read_file(file);
-    std::shared_ptr<const Program> prog = naming_file(file, [&] {
-      io::Loaded g = io::load(bytes);
-      // A graph saved from an IR has no plan: it is compiled here instead.
-      return g.plan ? check_plan(g) : compile(g.ir);
-    });
+    std::shared_ptr<const Program> prog = naming_file(file, [&] { return load_program(bytes); });
     *out = wrap(std::move(prog));
   });
 }

@@ -16,6 +16,7 @@
 #include "exec/exec.h"
 #include "exec/program.h"
 #include "ir/ir.h"
+#include "lazy/graph.h"
 #include "value/error.h"
 #include "value/value.h"
 
@@ -30,6 +31,8 @@ struct af_error {
 struct af_context {
   af::Context core;
   af::RunEnv env{&core};
+  // Set on a lazy context (capi/src/context.cpp); destroyed first.
+  std::shared_ptr<af::lazy::Graph> lazy;
 };
 
 struct af_value {
@@ -40,12 +43,9 @@ struct af_value {
 struct af_ir {
   mutable std::atomic<uint32_t> refs{1};
   af::IRPtr ir;
-  // Lowered on first call and reused; guarded by once.
-  std::once_flag lowered;
-  std::shared_ptr<const af::Plan> plan;
-  // Compiled for the dataflow executor on first af_ir_call (capi/src/program.cpp).
-  std::once_flag compiled;
-  std::shared_ptr<const af::Program> program;
+  // ir_hash(*ir), computed once: the key of the context's plan cache.
+  std::once_flag hashed;
+  uint64_t hash = 0;
 };
 
 struct af_walk {
@@ -90,10 +90,14 @@ inline const Value& unwrap(const af_value* v) { return v->v; }
 // n value handles -> Values; INVALID_ARGUMENT naming the NULL entry.
 std::vector<Value> unwrap_all(const af_value_t* const* items, size_t n, const char* fn,
                               const char* name);
+// v with its promises evaluated (a read, or a value passed where content is
+// needed: an eager call's inputs).
+inline Value resolved(const af_value* v) { return resolve(v->v); }
+std::vector<Value> resolved_all(const af_value_t* const* items, size_t n, const char* fn,
+                                const char* name);
 af_ir* wrap(IRPtr ir);
-const Plan& plan_of(const af_ir* ir);
-// The IR compiled once for the executor (capi/src/program.cpp).
-const std::shared_ptr<const Program>& program_of(const af_ir* ir);
+// ir's program from ctx's plan cache (compiled on a miss).
+std::shared_ptr<const Program> program_of(af_context_t* ctx, const af_ir* ir);
 // A program handle's Program, and a new handle for one (saved graphs).
 const std::shared_ptr<const Program>& program_of(const af_program* p);
 af_program* wrap(std::shared_ptr<const Program> p);

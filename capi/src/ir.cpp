@@ -14,10 +14,10 @@ af_ir* wrap(IRPtr ir) {
   return h;
 }
 
-const Plan& plan_of(const af_ir* h) {
-  auto* m = const_cast<af_ir*>(h);  // the plan is a cache, built once
-  std::call_once(m->lowered, [m] { m->plan = lower(m->ir); });
-  return *m->plan;
+std::shared_ptr<const Program> program_of(af_context_t* ctx, const af_ir* h) {
+  auto* m = const_cast<af_ir*>(h);  // the hash is computed once
+  std::call_once(m->hashed, [m] { m->hash = ir_hash(*m->ir); });
+  return ctx->core.plans.get(h->ir, h->hash);
 }
 
 }  // namespace af::capi
@@ -36,8 +36,13 @@ af_error_t* af_ir_call(af_context_t* ctx, const af_ir_t* ir, const af_value_t* c
       *out = wrap(inline_ir(*ir->ir, in));
       return;
     }
+    if (ctx->lazy && !is_tracing()) {
+      *out = wrap(ctx->lazy->record_ir(*ir->ir, in));
+      return;
+    }
+    for (Value& v : in) v = resolve(v);
     std::vector<Value> leaves = check_inputs(*ir->ir, in);
-    *out = wrap(run_sync(ctx->env, program_of(ir), std::move(leaves)));
+    *out = wrap(run_sync(ctx->env, program_of(ctx, ir), std::move(leaves)));
   });
 }
 
@@ -90,7 +95,7 @@ af_error_t* af_walk_new(af_context_t* ctx, const af_ir_t* ir, const af_value_t* 
     require(ctx, "af_walk_new", "ctx");
     require(ir, "af_walk_new", "ir");
     require(out, "af_walk_new", "out");
-    std::vector<Value> leaves = check_inputs(*ir->ir, unwrap_all(inputs, n, "af_walk_new", "inputs"));
+    std::vector<Value> leaves = check_inputs(*ir->ir, resolved_all(inputs, n, "af_walk_new", "inputs"));
     auto w = std::make_unique<af_walk>();
     w->env = ctx->env;
     w->walker = std::make_unique<Walker>(lower(ir->ir), std::move(leaves), w->env);

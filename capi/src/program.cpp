@@ -23,12 +23,6 @@ struct af_cancel {
 
 namespace af::capi {
 
-const std::shared_ptr<const Program>& program_of(const af_ir* h) {
-  auto* m = const_cast<af_ir*>(h);  // a cache, built once
-  std::call_once(m->compiled, [m] { m->program = compile(m->ir); });
-  return m->program;
-}
-
 const std::shared_ptr<const Program>& program_of(const af_program* p) { return p->prog; }
 
 af_program* wrap(std::shared_ptr<const Program> p) {
@@ -83,7 +77,7 @@ RunOptions run_options(const af_run_options_t* o, const char* fn) {
 
 std::vector<Value> checked_inputs(const af_program_t* p, const af_value_t* const* inputs, size_t n,
                                   const char* fn) {
-  return check_inputs(*p->prog->ir, unwrap_all(inputs, n, fn, "inputs"));
+  return check_inputs(*p->prog->ir, resolved_all(inputs, n, fn, "inputs"));
 }
 
 }  // namespace
@@ -96,9 +90,7 @@ af_error_t* af_compile(af_context_t* ctx, const af_ir_t* ir, af_program_t** out)
     require(ctx, "af_compile", "ctx");
     require(ir, "af_compile", "ir");
     require(out, "af_compile", "out");
-    auto h = std::make_unique<af_program>();
-    h->prog = compile(ir->ir);
-    *out = h.release();
+    *out = wrap(program_of(ctx, ir));
   });
 }
 
@@ -126,6 +118,13 @@ af_error_t* af_program_call_with(af_context_t* ctx, const af_program_t* p, const
       *out = wrap(inline_ir(*p->prog->ir, in));
       return;
     }
+    // On a lazy context a plain call is recorded; a call with run options
+    // (timeout, cancel, progress, profile) is a run that happens now.
+    if (ctx->lazy && !options && !is_tracing()) {
+      *out = wrap(ctx->lazy->record_ir(*p->prog->ir, in));
+      return;
+    }
+    for (Value& v : in) v = resolve(v);
     std::vector<Value> leaves = check_inputs(*p->prog->ir, in);
     *out = wrap(run_sync(ctx->env, p->prog, std::move(leaves), std::move(opts)));
   });

@@ -63,13 +63,16 @@ af_error_t* af_tag_push(af_context_t* ctx, const char* tag, size_t len) {
     require(ctx, "af_tag_push", "ctx");
     std::string_view t = text(tag, len, "af_tag_push", "tag");
     if (t.empty()) invalid("af_tag_push: the tag is empty");
-    push_tag(std::string(t));
+    // Outside a trace, a lazy context tags the operations it records.
+    if (ctx->lazy && !is_tracing()) ctx->lazy->push_tag(std::string(t));
+    else push_tag(std::string(t));
   });
 }
 af_error_t* af_tag_pop(af_context_t* ctx) {
   return guard([&] {
     require(ctx, "af_tag_pop", "ctx");
-    pop_tag();
+    if (ctx->lazy && !is_tracing()) ctx->lazy->pop_tag();
+    else pop_tag();
   });
 }
 af_error_t* af_fold_push(af_context_t* ctx) {

@@ -39,9 +39,18 @@ af_error_t* make(const char* fn, af_context_t* ctx, af_value_t** out, F&& build)
   });
 }
 
+// v's own content: a promise leaf is evaluated (its result lives in its
+// node, which v holds, so borrowed bytes stay valid while v lives).
+const Value& content(const af_value_t* v) {
+  const detail::PromiseHeap* p = unwrap(v).promise();
+  if (!p) return unwrap(v);
+  if (!p->ready()) p->evaluate({&unwrap(v), 1});
+  return p->result();
+}
+
 const Value& leaf_of(const af_value_t* v, const char* fn, Kind want) {
   require(v, fn, "v");
-  const Value& x = unwrap(v);
+  const Value& x = content(v);
   if (x.kind() == Kind::Placeholder) fail_placeholder_read(fn);
   if (x.kind() != want)
     invalid(std::string(fn) + ": the value is " + kind_name(x.kind()) + ", not " + kind_name(want));
@@ -64,7 +73,7 @@ af_error_t* af_value_to_json(const af_value_t* v, af_bytes_t* out) {
   return guard([&] {
     require(v, "af_value_to_json", "v");
     require(out, "af_value_to_json", "out");
-    to_bytes(to_json(unwrap(v)), out);
+    to_bytes(to_json(resolved(v)), out);
   });
 }
 
@@ -104,17 +113,22 @@ af_error_t* af_value_dict(af_context_t* ctx, const char* const* keys, const size
   });
 }
 
-int32_t af_value_kind(const af_value_t* v) { return v ? int32_t(v->v.kind()) : -1; }
+int32_t af_value_kind(const af_value_t* v) {
+  if (!v) return -1;
+  if (const detail::PromiseHeap* p = v->v.promise())
+    return int32_t(p->ref.list_depth ? Kind::List : p->ref.kind);
+  return int32_t(v->v.kind());
+}
 
 af_error_t* af_value_len(const af_value_t* v, size_t* out) {
   if (out) *out = 0;
   return guard([&] {
     require(v, "af_value_len", "v");
     require(out, "af_value_len", "out");
-    if (!unwrap(v).is_container())
-      invalid(std::string("af_value_len: the value is ") + kind_name(unwrap(v).kind()) +
-              ", not a list or dict");
-    *out = unwrap(v).size();
+    const Value& x = content(v);
+    if (!x.is_container())
+      invalid(std::string("af_value_len: the value is ") + kind_name(x.kind()) + ", not a list or dict");
+    *out = x.size();
   });
 }
 
@@ -123,7 +137,7 @@ af_error_t* af_value_index(const af_value_t* v, size_t i, af_value_t** out) {
   return guard([&] {
     require(v, "af_value_index", "v");
     require(out, "af_value_index", "out");
-    const Value& x = unwrap(v);
+    const Value& x = content(v);
     if (!x.is_container())
       invalid(std::string("af_value_index: the value is ") + kind_name(x.kind()) +
               ", not a list or dict");
@@ -140,7 +154,7 @@ af_error_t* af_value_key(const af_value_t* v, const char* key, size_t len, af_va
     require(v, "af_value_key", "v");
     require(out, "af_value_key", "out");
     std::string_view k = text(key, len, "af_value_key", "key");
-    const Value& x = unwrap(v);
+    const Value& x = content(v);
     if (x.kind() != Kind::Dict)
       invalid(std::string("af_value_key: the value is ") + kind_name(x.kind()) + ", not a dict");
     const Value* found = x.find(k);
@@ -160,7 +174,7 @@ af_error_t* af_value_key_at(const af_value_t* v, size_t i, const char** key, siz
     require(v, "af_value_key_at", "v");
     require(key, "af_value_key_at", "key");
     require(len, "af_value_key_at", "len");
-    const Value& x = unwrap(v);
+    const Value& x = content(v);
     if (x.kind() != Kind::Dict)
       invalid(std::string("af_value_key_at: the value is ") + kind_name(x.kind()) + ", not a dict");
     if (i >= x.size())

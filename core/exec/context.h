@@ -2,12 +2,14 @@
 // is owned by the layer that defines it; the context only holds them:
 //   - host functions registered by name (prims/host)
 //   - LM providers and model routes, the shared scheduler (lm/, exec/)
+//   - the cache of compiled programs (exec/plan_cache.h)
 // Thread safety: members synchronize themselves; the context is shared by
 // every run started from it.
 #pragma once
 
 #include <memory>
 
+#include "exec/plan_cache.h"
 #include "exec/scopes.h"
 #include "prims/host.h"
 
@@ -39,6 +41,9 @@ class Context {
   HostRegistry hosts;
   // collect / inject / memoize scopes open on this context (exec/scopes.h).
   RunScopes scopes;
+  // Compiled programs of this context: af_compile, af_ir_call and the lazy
+  // evaluator share it (exec/plan_cache.h).
+  PlanCache plans;
 
  private:
   std::shared_ptr<lm::Router> router_ = make_router();

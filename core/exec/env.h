@@ -3,15 +3,32 @@
 #pragma once
 
 #include <span>
+#include <vector>
 
-#include "value/value.h"
+#include "ir/ir.h"
 
 namespace af {
 
 class Context;
 
+// Where the operations made outside any trace go on a lazy context
+// (core/lazy): recorded into its pending graph, answered with promises.
+class Recorder {
+ public:
+  // Records prim applied to flat input leaves (concrete values or promises)
+  // shaped by in_tree; returns the output tree of promises. Throws
+  // INVALID_ARGUMENT at once for inputs the primitive does not accept.
+  virtual Value record(const Prim& p, Params params, std::vector<Value> leaves, TreeDef in_tree) = 0;
+
+ protected:
+  ~Recorder() = default;
+};
+
 struct RunEnv {
   Context* context = nullptr;
+  // Set on a lazy context's own environment only (never inside a run): the
+  // operations it makes outside a trace are recorded there.
+  Recorder* recorder = nullptr;
   // The inputs of the equation being run when the interpreter owns them:
   // values moved out of their slots at their last use, held nowhere else by
   // the run. Set only around one impl call (empty otherwise).

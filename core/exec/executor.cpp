@@ -261,9 +261,14 @@ uint32_t complete(const std::shared_ptr<Run>& r, uint32_t node, bool can_continu
   if (r->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     std::vector<Value> outs;
     outs.reserve(p.out_slots.size());
-    for (uint32_t s : p.out_slots) {
-      if (r->slot_err && r->slot_err[s]) outs.push_back(error_value(*r->slot_err[s]));
-      else outs.push_back(r->slots[s]);
+    for (size_t k = 0; k < p.out_slots.size(); ++k) {
+      const uint32_t s = p.out_slots[k];
+      if (r->slot_err && r->slot_err[s]) {
+        if (r->opts.on_output_error) r->opts.on_output_error(k, r->slot_err[s]);
+        outs.push_back(error_value(*r->slot_err[s]));
+      } else {
+        outs.push_back(r->slots[s]);
+      }
     }
     Value v = r->opts.flat_output ? Value::list(std::move(outs)) : p.ir->out_tree.unflatten(outs);
     finish(r, &v, nullptr);

@@ -77,6 +77,9 @@ struct RunOptions {
   // here too (a sub-run hands its LM calls to the profile of the run that
   // started it).
   std::function<void(const CallSpan&)> on_span;
+  // keep_going only: called with the index of each failed flat output leaf
+  // and its error (cause chain intact) before the run reports completion.
+  std::function<void(size_t leaf, const std::shared_ptr<const Error>&)> on_output_error;
 };
 
 class Future {

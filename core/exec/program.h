@@ -8,8 +8,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <string>
 #include <vector>
 
+#include "io/plan_data.h"
 #include "ir/ir.h"
 #include "ir/prim.h"
 
@@ -66,20 +69,18 @@ void mark_last_uses(Program& p);
 // INVALID_ARGUMENT if the IR does not validate.
 std::shared_ptr<const Program> compile(IRPtr ir, const CompileOptions& options = {});
 
-// ---- Saved plans (core/exec/saved_plan.cpp; saved by core/io as part of a
-// .afg program). What compile() decided, as plain data over the IR's
-// equation and variable indices.
-struct SavedPlan {
-  std::vector<uint32_t> live;      // equations that run, increasing
-  std::vector<uint32_t> var_slot;  // per var: var whose slot holds it; kNoVar = never computed
-  std::vector<double> priority;    // per live equation
-  uint64_t removed_dce = 0, merged_cse = 0;
-};
+// ---- Saved programs (core/exec/saved_plan.cpp). What compile() decided, as
+// the plain data a .afg program holds (core/io/plan_data.h).
+using SavedPlan = io::PlanData;
 SavedPlan save_plan(const Program& p);
 // Rebuilds the program of a saved plan over `ir` (already validated, as the
 // graph loader does) without compiling. FORMAT if the plan does not fit the
 // IR or could make a run read a value nothing computes, skip an effect or
 // merge equations that differ.
 std::shared_ptr<const Program> program_from_plan(IRPtr ir, const SavedPlan& plan);
+// A program as .afg bytes (IR + plan), and back through every loader check;
+// a graph saved from a bare IR (no plan) is compiled.
+std::string save_program(const Program& p);
+std::shared_ptr<const Program> load_program(std::span<const uint8_t> bytes);
 
 }  // namespace af

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "exec/program.h"
+#include "io/afg.h"
 #include "transforms/builder.h"
 #include "value/error.h"
 
@@ -196,6 +197,16 @@ std::shared_ptr<const Program> program_from_plan(IRPtr ir, const SavedPlan& s) {
   prog->merged_cse = size_t(s.merged_cse);
   prog->ir = std::move(ir);
   return prog;
+}
+
+std::string save_program(const Program& p) {
+  SavedPlan plan = save_plan(p);
+  return io::save_ir(*p.ir, &plan);
+}
+
+std::shared_ptr<const Program> load_program(std::span<const uint8_t> bytes) {
+  io::Loaded g = io::load(bytes);
+  return g.plan ? program_from_plan(g.ir, *g.plan) : compile(g.ir);
 }
 
 }  // namespace af

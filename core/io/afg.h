@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "io/plan_data.h"
 #include "ir/ir.h"
 
 namespace af::io {
@@ -49,15 +50,6 @@ const std::string& producer();
 
 // ---- IR <-> bytes.
 
-// A compiled program's plan as saved: af::SavedPlan (exec/program.h) field
-// for field, kept here as plain data because io does not depend on exec. The
-// loader checks only its shape; exec's program_from_plan checks its meaning.
-struct PlanData {
-  std::vector<uint32_t> live;
-  std::vector<uint32_t> var_slot;
-  std::vector<double> priority;
-  uint64_t removed_dce = 0, merged_cse = 0;
-};
 
 // IR (and, for a program, its plan) -> .afg bytes. INVALID_ARGUMENT if the
 // IR is beyond a limit (nesting, sizes) or holds what no graph can (a

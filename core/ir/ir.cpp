@@ -13,7 +13,7 @@ std::string aval_name(const Aval& a) {
 }
 
 Aval aval_of(const Value& v) {
-  if (v.kind() == Kind::Placeholder) return Aval{v.placeholder_ref().kind, 0};
+  if (v.kind() == Kind::Placeholder) return Aval{v.placeholder_ref().kind, v.placeholder_ref().list_depth};
   if (v.kind() != Kind::List || v.size() == 0) return Aval{v.kind(), 0};
   // A list of leaves of one kind (a batched value) is list<kind>.
   Aval first = aval_of(v.items().front());

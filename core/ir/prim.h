@@ -30,6 +30,10 @@ enum PrimFlags : uint32_t {
   kEffectful = 1u << 0,    // must run even if its outputs look unused
   kNondeterministic = 1u << 1,  // sampled (LM calls): CSE only on request
   kNoMerge = 1u << 2,      // never merged by CSE nor memoized (checkpoint)
+  // Running it is observable beyond its outputs (a checkpoint feeds collect
+  // scopes, a host function reaches the host, depends orders effects): the
+  // lazy evaluator runs it even when no one reads its result.
+  kObservable = 1u << 3,
 };
 
 // A param a primitive takes (see Prim::params). `kind` is the index of the

@@ -116,7 +116,7 @@ void add_control_prims(std::vector<Prim>& out) {
   stop.params = std::vector<ParamSpec>{};
   out.push_back(stop);
   // depends(value, deps...) -> value, once every dep exists
-  Prim depends = identity_like("depends", kPure);
+  Prim depends = identity_like("depends", kObservable);
   depends.batch = batch_identity;
   depends.pushforward = pass_push;
   depends.pullback_fwd = pull_fwd_copy;
@@ -125,7 +125,7 @@ void add_control_prims(std::vector<Prim>& out) {
   depends.params = std::vector<ParamSpec>{};
   out.push_back(depends);
   // checkpoint(value; key P, collection P) -> value: never removed or merged
-  Prim checkpoint = identity_like("checkpoint", kEffectful | kNoMerge);
+  Prim checkpoint = identity_like("checkpoint", kEffectful | kNoMerge | kObservable);
   checkpoint.impl = checkpoint_impl;
   checkpoint.batch = batch_by_map;
   checkpoint.pushforward = checkpoint_push;

@@ -147,7 +147,7 @@ AbstractOut parse_result_kinds(const Value& kinds) {
 void add_host_prims(std::vector<Prim>& out) {
   Prim p;
   p.name = "host_call";
-  p.flags = kNondeterministic;
+  p.flags = kNondeterministic | kObservable;
   p.impl = host_impl;
   p.abstract_eval = host_abstract;
   p.batch = batch_by_map;

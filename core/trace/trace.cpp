@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "exec/env.h"
 #include "value/error.h"
 
 namespace af {
@@ -34,9 +35,11 @@ Frame& require_frame(const char* what) {
   return *f;
 }
 
-// The atom a leaf becomes in frame f.
+// The atom a leaf becomes in frame f (a promise is evaluated: its content is
+// a constant of the trace).
 Atom atom_of(Frame& f, const Value& leaf, const char* prim) {
   if (leaf.kind() != Kind::Placeholder) return Atom::literal(leaf);
+  if (leaf.promise()) return Atom::literal(resolve(leaf));
   const PlaceholderRef& r = leaf.placeholder_ref();
   if (r.frame != f.id)
     invalid(std::string(prim) + ": an argument is a traced value of another (enclosing or "
@@ -168,24 +171,39 @@ IRPtr trace(const TraceFn& fn, std::span<const Value> examples, const Value& sta
   return std::make_shared<const IR>(std::move(f.ir));
 }
 
-Value bind(const Prim& p, Params params, const Value& in, RunEnv& env) {
-  auto [leaves, in_tree] = flatten(in);
+namespace {
+
+// Outside a trace, or folding: promises among the inputs are evaluated
+// first (together), then the primitive runs.
+void resolve_promises(std::vector<Value>& leaves) {
+  if (std::none_of(leaves.begin(), leaves.end(), [](const Value& v) { return v.promise(); })) return;
+  Value all = resolve(Value::list(std::move(leaves)));
+  leaves = all.items();
+}
+
+Value bind_leaves(const Prim& p, Params params, std::vector<Value> leaves, TreeDef in_tree,
+                  RunEnv& env) {
   Frame* f = top();
+  if (!f && env.recorder)
+    return env.recorder->record(p, std::move(params), std::move(leaves), std::move(in_tree));
   if (!f || f->fold_depth > 0) {
+    resolve_promises(leaves);
     reject_placeholders(p, leaves, f != nullptr);
     return evaluate(p, params, std::move(leaves), in_tree, env);
   }
   return record(*f, p, std::move(params), std::move(leaves), std::move(in_tree));
 }
 
+}  // namespace
+
+Value bind(const Prim& p, Params params, const Value& in, RunEnv& env) {
+  auto [leaves, in_tree] = flatten(in);
+  return bind_leaves(p, std::move(params), std::move(leaves), std::move(in_tree), env);
+}
+
 Value bind_flat(const Prim& p, Params params, std::vector<Value> leaves, RunEnv& env) {
   TreeDef in_tree = TreeDef::flat_list(leaves.size());
-  Frame* f = top();
-  if (!f || f->fold_depth > 0) {
-    reject_placeholders(p, leaves, f != nullptr);
-    return evaluate(p, params, std::move(leaves), in_tree, env);
-  }
-  return record(*f, p, std::move(params), std::move(leaves), std::move(in_tree));
+  return bind_leaves(p, std::move(params), std::move(leaves), std::move(in_tree), env);
 }
 
 Value inline_ir(const IR& ir, std::span<const Value> inputs) {

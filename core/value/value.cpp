@@ -22,10 +22,6 @@ struct DictHeap final : detail::Heap {
   std::vector<Entry> entries;
   std::vector<uint32_t> sorted;  // entry indices by key
 };
-struct PlaceholderHeap final : detail::Heap {
-  explicit PlaceholderHeap(PlaceholderRef r) : ref(r) {}
-  PlaceholderRef ref;
-};
 
 const std::vector<Value> kNoItems;
 const std::vector<Entry> kNoEntries;
@@ -108,7 +104,13 @@ Value Value::dict(std::vector<Entry> entries) {
 Value Value::placeholder(PlaceholderRef ref) {
   Value v;
   v.kind_ = Kind::Placeholder;
-  v.h_ = new PlaceholderHeap(ref);
+  v.h_ = new detail::PlaceholderHeap(ref);
+  return v;
+}
+Value Value::promise(const detail::PromiseHeap* p) noexcept {
+  Value v;
+  v.kind_ = Kind::Placeholder;
+  v.h_ = const_cast<detail::PromiseHeap*>(p);
   return v;
 }
 
@@ -162,7 +164,12 @@ const std::vector<uint32_t>& Value::sorted() const noexcept {
 }
 const PlaceholderRef& Value::placeholder_ref() const noexcept {
   static const PlaceholderRef none;
-  return kind_ == Kind::Placeholder ? static_cast<PlaceholderHeap*>(h_)->ref : none;
+  return kind_ == Kind::Placeholder ? static_cast<detail::PlaceholderHeap*>(h_)->ref : none;
+}
+const detail::PromiseHeap* Value::promise() const noexcept {
+  if (kind_ != Kind::Placeholder || static_cast<detail::PlaceholderHeap*>(h_)->ref.frame != 0)
+    return nullptr;
+  return static_cast<const detail::PromiseHeap*>(h_);
 }
 
 const Value* Value::find(std::string_view key) const noexcept {
@@ -203,6 +210,7 @@ bool operator==(const Value& a, const Value& b) noexcept {
     case Kind::Placeholder: {
       const auto& x = a.placeholder_ref();
       const auto& y = b.placeholder_ref();
+      if (x.frame == 0 || y.frame == 0) return a.h_ == b.h_;  // promises: by identity
       return x.frame == y.frame && x.var == y.var;
     }
   }
@@ -227,6 +235,7 @@ uint64_t Value::hash() const noexcept {
       }
       return h;
     case Kind::Placeholder:
+      if (placeholder_ref().frame == 0) return hash_mix(h, reinterpret_cast<uintptr_t>(h_));
       return hash_mix(hash_mix(h, placeholder_ref().frame), placeholder_ref().var);
   }
   return h;
@@ -242,6 +251,69 @@ bool Value::has_placeholder() const noexcept {
       return std::any_of(entries().begin(), entries().end(),
                          [](const Entry& e) { return e.second.has_placeholder(); });
     default: return false;
+  }
+}
+
+namespace {
+
+void collect_promises(const Value& v, std::vector<Value>& out) {
+  switch (v.kind()) {
+    case Kind::Placeholder:
+      if (v.promise() && !v.promise()->ready()) out.push_back(v);
+      return;
+    case Kind::List:
+      for (const Value& x : v.items()) collect_promises(x, out);
+      return;
+    case Kind::Dict:
+      for (const Entry& e : v.entries()) collect_promises(e.second, out);
+      return;
+    default: return;
+  }
+}
+
+Value substitute(const Value& v) {
+  switch (v.kind()) {
+    case Kind::Placeholder: return v.promise() ? v.promise()->result() : v;
+    case Kind::List: {
+      if (!v.has_placeholder()) return v;
+      std::vector<Value> items;
+      items.reserve(v.size());
+      for (const Value& x : v.items()) items.push_back(substitute(x));
+      return Value::list(std::move(items));
+    }
+    case Kind::Dict: {
+      if (!v.has_placeholder()) return v;
+      std::vector<Entry> entries;
+      entries.reserve(v.size());
+      for (const Entry& e : v.entries()) entries.emplace_back(e.first, substitute(e.second));
+      return Value::dict(std::move(entries));
+    }
+    default: return v;
+  }
+}
+
+}  // namespace
+
+Value resolve(const Value& v) {
+  if (!v.has_placeholder()) return v;
+  std::vector<Value> pending;
+  collect_promises(v, pending);
+  // Each evaluator takes the promises it owns from the whole list at once;
+  // the others stay for theirs.
+  for (const Value& p : pending)
+    if (!p.promise()->ready()) p.promise()->evaluate(pending);
+  return substitute(v);
+}
+
+bool is_ready(const Value& v) noexcept {
+  switch (v.kind()) {
+    case Kind::Placeholder: return v.promise() && v.promise()->ready();
+    case Kind::List:
+      return std::all_of(v.items().begin(), v.items().end(), [](const Value& x) { return is_ready(x); });
+    case Kind::Dict:
+      return std::all_of(v.entries().begin(), v.entries().end(),
+                         [](const Entry& e) { return is_ready(e.second); });
+    default: return true;
   }
 }
 

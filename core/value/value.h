@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,13 +29,36 @@ struct Heap {
 };
 }  // namespace detail
 
-// The identity of a traced leaf: which trace frame made it and its variable
-// id there, plus the kind it will have at run time.
+// The identity of a leaf whose content is not known yet, plus the kind it
+// will have. frame != 0: a traced variable (trace frame, variable id there).
+// frame == 0: a lazy promise (core/lazy), identified by its heap node.
 struct PlaceholderRef {
   uint64_t frame = 0;
   uint32_t var = 0;
   Kind kind = Kind::Null;
+  uint8_t list_depth = 0;  // > 0: a batched value (list<kind>), promises only
 };
+
+namespace detail {
+// The heap node of a placeholder leaf.
+struct PlaceholderHeap : Heap {
+  explicit PlaceholderHeap(PlaceholderRef r) : ref(r) {}
+  PlaceholderRef ref;
+};
+// A promise leaf: its content comes from an evaluation (core/lazy defines
+// it). The value layer only asks it to evaluate and to say what it holds.
+struct PromiseHeap : PlaceholderHeap {
+  PromiseHeap(Kind k, uint8_t list_depth) : PlaceholderHeap(PlaceholderRef{0, 0, k, list_depth}) {}
+  // Evaluates the promises among `leaves` that share this promise's
+  // evaluator (this one included), as one evaluation. Throws on failure of
+  // the evaluation itself (not of one promise: see result()).
+  virtual void evaluate(std::span<const Value> leaves) const = 0;
+  // True once evaluated (with a result or an error).
+  virtual bool ready() const noexcept = 0;
+  // The content once ready; throws the promise's error if it failed.
+  virtual const Value& result() const = 0;
+};
+}  // namespace detail
 
 class Value {
  public:
@@ -47,6 +71,8 @@ class Value {
   // Throws Error(INVALID_ARGUMENT) on a duplicate key.
   static Value dict(std::vector<Entry> entries);
   static Value placeholder(PlaceholderRef ref);
+  // A promise leaf owning one reference to p (kind: p's kind).
+  static Value promise(const detail::PromiseHeap* p) noexcept;
 
   Value(const Value& o) noexcept;
   Value(Value&& o) noexcept;
@@ -73,6 +99,8 @@ class Value {
   // Dict entry indices in sorted key order (the flattening order).
   const std::vector<uint32_t>& sorted() const noexcept;
   const PlaceholderRef& placeholder_ref() const noexcept;
+  // A lazy promise leaf (a placeholder of no trace), or nullptr.
+  const detail::PromiseHeap* promise() const noexcept;
 
   // Dict lookup by key (binary search over sorted keys); nullptr if absent.
   const Value* find(std::string_view key) const noexcept;
@@ -83,7 +111,7 @@ class Value {
   friend bool operator==(const Value& a, const Value& b) noexcept;
   // Deep hash consistent with ==.
   uint64_t hash() const noexcept;
-  // True if any leaf is a placeholder.
+  // True if any leaf is a placeholder (a traced value or a promise).
   bool has_placeholder() const noexcept;
 
  private:
@@ -111,6 +139,13 @@ std::string to_json(const Value& v);
 void append_json(std::string& out, const Value& v);
 // JSON string literal of s (quotes and escapes included).
 void append_json_string(std::string& out, std::string_view s);
+
+// v with every promise leaf replaced by its content: evaluates the promises
+// that are not ready (those of one evaluator together), then throws the
+// first failed promise's error. v itself when it holds no promise.
+Value resolve(const Value& v);
+// True when v holds no promise that still has to be evaluated.
+bool is_ready(const Value& v) noexcept;
 
 // Throws INVALID_ARGUMENT: `what` tried to read a placeholder's content,
 // which is only known when the program runs. The message names the fixes.

@@ -110,11 +110,29 @@ AF_API void af_bytes_free(af_bytes_t* b);
 /* Context                                                                  */
 /* ======================================================================= */
 
-/* A context owns what a program needs at run time (later: host functions,
- * providers, caches). Values and IRs are not tied to one context. */
+/* A context owns what a program needs at run time: host functions, LM
+ * providers and routes, the scheduler, and the plan cache. Values and IRs are
+ * not tied to one context (promises of a lazy context are: see below). */
 typedef struct af_context af_context_t;
 
+/* An eager context with default options: af_context_new_with(NULL, 0, out). */
 AF_API af_error_t* af_context_new(af_context_t** out);
+/* A context with options, a JSON object (NULL/0 = defaults):
+ *   {"lazy": false,
+ *    "plan_cache": {"max_entries": 1024, "max_bytes": 268435456, "dir": ""}}
+ * "lazy": true makes operations outside a trace record promises instead of
+ * running (see "Lazy evaluation" below). "plan_cache" bounds the context's
+ * cache of compiled programs (least recently used out first) and, with
+ * "dir", keeps them on disk too, shared between processes (created if
+ * missing). INVALID_ARGUMENT: malformed JSON, unknown key, wrong kind, value
+ * out of range (max_entries >= 1); IO: dir cannot be created or written. */
+AF_API af_error_t* af_context_new_with(const char* options_json, size_t len,
+                                       af_context_t** out);
+/* Frees ctx: cancels its runs in flight and joins its threads. Promises of a
+ * lazy ctx not yet evaluated can no longer be (reading one is
+ * INVALID_ARGUMENT), and observable operations still pending are not run:
+ * call af_eval(ctx, NULL, 0) first to run them. Never call it from a libaf
+ * callback. */
 AF_API void af_context_free(af_context_t* ctx);
 
 /* ======================================================================= */
@@ -160,7 +178,9 @@ AF_API af_error_t* af_value_dict(af_context_t* ctx, const char* const* keys,
                                  const size_t* key_lens, const af_value_t* const* values,
                                  size_t n, af_value_t** out);
 
-/* AF_KIND_* of v; -1 if v is NULL. Never reads a placeholder's content. */
+/* AF_KIND_* of v; -1 if v is NULL. Never reads a placeholder's content: a
+ * traced leaf is AF_KIND_PLACEHOLDER; a promise leaf (lazy contexts) has the
+ * kind its content will have (AF_KIND_LIST for a batched value). */
 AF_API int32_t af_value_kind(const af_value_t* v);
 /* Number of items of a list or dict; INVALID_ARGUMENT for other kinds. */
 AF_API af_error_t* af_value_len(const af_value_t* v, size_t* out);
@@ -183,6 +203,75 @@ AF_API af_error_t* af_value_get_bool(const af_value_t* v, int32_t* out);
 /* Adds a reference: returns v (NULL if v is NULL). */
 AF_API af_value_t* af_value_clone(const af_value_t* v);
 AF_API void af_value_free(af_value_t* v);
+
+/* ======================================================================= */
+/* Lazy evaluation and the plan cache                                       */
+/* ======================================================================= */
+
+/* On a lazy context (af_context_new_with {"lazy": true}) every operation made
+ * outside a trace (af_format, af_concat, af_match, af_stop_gradient,
+ * af_depends, af_checkpoint, af_switch, af_while_loop, af_host_call,
+ * af_lm_call, af_lm_schema_call, and af_ir_call / af_program_call, whose
+ * equations are recorded one by one) is recorded into the context's pending
+ * graph and returns a promise: an ordinary af_value_t* whose structure and
+ * leaf kinds are known at once (af_value_kind, af_value_len of containers;
+ * kind errors are reported at once), and whose content is not. A promise is
+ * a valid input of any later operation. Inside a trace, operations record
+ * into the trace as always; a promise used there is evaluated and becomes a
+ * constant of the traced program. Eager contexts behave as they always did.
+ *
+ * Reading: af_value_to_json, af_value_get_*, and af_value_len / af_value_index
+ * / af_value_key of a promise leaf (a batched list) evaluate what they read;
+ * so does passing a promise to an eager context's operation or call.
+ * Evaluating cuts the smallest part of the pending graph the promises need
+ * into one program whose inputs are the concrete values the operations were
+ * given, and runs it on the dataflow executor: independent LM calls are in
+ * flight together. Results are written back into the promises: later reads
+ * are free. af_eval evaluates several values as one run.
+ *
+ * Dropped: an operation whose promises are all freed before it ran, and that
+ * no live promise needs, is dropped and never runs (no LM call is made).
+ * Observable operations are never dropped: checkpoints, depends and host
+ * function calls are held by the context until they run, and every
+ * evaluation on the context (a read or af_eval) also runs the ones recorded
+ * before it; af_eval(ctx, NULL, 0) runs just them.
+ *
+ * Errors: a failing operation fails every promise that depends on it;
+ * reading one returns an error with the failure's code whose message names
+ * the primitive and where it was recorded ("lm_call (operation #3 recorded
+ * on its context, tags [triage])", with af_tag_push on a lazy context outside
+ * a trace), and whose cause is the original error. Other promises of the same
+ * evaluation are unaffected.
+ *
+ * Threads: several threads may record and read on one lazy context at once;
+ * a promise is evaluated once even if several threads read it (the others
+ * wait for that evaluation). Tag scopes are per thread.
+ *
+ * The plan cache (every context has one): af_compile, af_ir_call and the
+ * lazy evaluator take compiled programs from it. Its key is the IR's
+ * structural hash (af_ir_hash), always confirmed by structural equality
+ * (af_ir_equal), so equal structures with other input data share one plan and
+ * a hash collision never returns a wrong plan. With a "dir", a program
+ * missing in memory is looked for in DIR/<hash>.afp (loaded through every
+ * check of af_program_load and compared with the IR; a corrupt, truncated
+ * or foreign file is a miss and is rewritten) and compiled programs are
+ * written there atomically. */
+
+/* Evaluates the promises among values (deep; concrete values are ignored),
+ * plus ctx's pending observable operations, as one run. Failed operations do
+ * not fail af_eval: reading their promises returns their errors.
+ * INVALID_ARGUMENT: a NULL entry, or a promise of another context. */
+AF_API af_error_t* af_eval(af_context_t* ctx, af_value_t* const* values, size_t n);
+/* 1 if reading v runs nothing: v is concrete, or every promise in it has
+ * been evaluated (with a result or an error); else 0 (also for NULL and for
+ * traced placeholders). */
+AF_API int32_t af_value_ready(const af_value_t* v);
+/* ctx's counters as JSON (owned):
+ *   {"plan_cache": {"hits", "misses", "disk_hits", "evictions", "entries",
+ *                   "bytes"},
+ *    "lazy": {"recorded", "evaluated", "dropped", "pending"}}
+ * (the lazy counters stay 0 on an eager context; bytes are estimated). */
+AF_API af_error_t* af_context_stats(const af_context_t* ctx, af_bytes_t* out);
 
 /* ======================================================================= */
 /* Tracing                                                                  */

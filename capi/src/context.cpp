@@ -1,0 +1,104 @@
+// Contexts: creation (eager or lazy, plan cache options), the lazy
+// evaluator's af_eval / af_value_ready, and the context's counters.
+#include "handles.h"
+#include "lm/options.h"
+
+using namespace af;
+using namespace af::capi;
+
+namespace {
+
+// {"lazy": bool, "plan_cache": {"max_entries", "max_bytes", "dir"}}: unknown
+// keys and wrong kinds are INVALID_ARGUMENT naming the key.
+void configure(af_context* ctx, std::string_view json) {
+  const char* fn = "af_context_new_with";
+  Value v = lm::options_from_json(json, fn);
+  lm::Options o(v, fn);
+  bool lazy = o.boolean("lazy", false);
+  PlanCacheOptions cache;
+  if (const Value* pc = o.raw("plan_cache"); pc && !pc->is_null()) {
+    lm::Options c(*pc, std::string(fn) + ": plan_cache");
+    cache.max_entries = size_t(c.integer("max_entries", int64_t(cache.max_entries), 1, INT64_MAX));
+    cache.max_bytes = size_t(c.integer("max_bytes", int64_t(cache.max_bytes), 0, INT64_MAX));
+    cache.dir = c.str("dir", "");
+    c.finish();
+  }
+  o.finish();
+  ctx->core.plans.configure(std::move(cache));
+  if (lazy) {
+    ctx->lazy = std::make_shared<lazy::Graph>(ctx->core);
+    ctx->env.recorder = ctx->lazy.get();
+  }
+}
+
+}  // namespace
+
+namespace af::capi {
+
+std::vector<Value> resolved_all(const af_value_t* const* items, size_t n, const char* fn,
+                                const char* name) {
+  std::vector<Value> in = unwrap_all(items, n, fn, name);
+  for (Value& v : in) v = resolve(v);
+  return in;
+}
+
+}  // namespace af::capi
+
+extern "C" {
+
+af_error_t* af_context_new(af_context_t** out) { return af_context_new_with(nullptr, 0, out); }
+
+af_error_t* af_context_new_with(const char* options_json, size_t len, af_context_t** out) {
+  if (out) *out = nullptr;
+  return guard([&] {
+    require(out, "af_context_new_with", "out");
+    std::string_view json = options_json ? text(options_json, len, "af_context_new_with", "options_json")
+                                         : std::string_view();
+    auto ctx = std::make_unique<af_context>();
+    configure(ctx.get(), json);
+    *out = ctx.release();
+  });
+}
+
+void af_context_free(af_context_t* ctx) { delete ctx; }
+
+af_error_t* af_eval(af_context_t* ctx, af_value_t* const* values, size_t n) {
+  return guard([&] {
+    require(ctx, "af_eval", "ctx");
+    std::vector<Value> vs = unwrap_all(values, n, "af_eval", "values");
+    if (ctx->lazy) {
+      ctx->lazy->eval(vs, /*strict=*/true);
+      return;
+    }
+    // An eager context holds no pending work; promises of lazy contexts
+    // passed here are evaluated by their own contexts.
+    for (const Value& v : vs) resolve(v);
+  });
+}
+
+int32_t af_value_ready(const af_value_t* v) { return v && is_ready(v->v) ? 1 : 0; }
+
+af_error_t* af_context_stats(const af_context_t* ctx, af_bytes_t* out) {
+  if (out) *out = af_bytes_t{nullptr, 0};
+  return guard([&] {
+    require(ctx, "af_context_stats", "ctx");
+    require(out, "af_context_stats", "out");
+    PlanCacheStats c = ctx->core.plans.stats();
+    lazy::GraphStats l = ctx->lazy ? ctx->lazy->stats() : lazy::GraphStats{};
+    auto n = [](uint64_t x) { return Value::integer(int64_t(x)); };
+    Value stats = Value::dict(
+        {{"plan_cache", Value::dict({{"hits", n(c.hits)},
+                                     {"misses", n(c.misses)},
+                                     {"disk_hits", n(c.disk_hits)},
+                                     {"evictions", n(c.evictions)},
+                                     {"entries", n(c.entries)},
+                                     {"bytes", n(c.bytes)}})},
+         {"lazy", Value::dict({{"recorded", n(l.recorded)},
+                               {"evaluated", n(l.evaluated)},
+                               {"dropped", n(l.dropped)},
+                               {"pending", n(l.pending)}})}});
+    to_bytes(to_json(stats), out);
+  });
+}
+
+}  // extern "C"

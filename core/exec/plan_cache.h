@@ -1,0 +1,76 @@
+// PlanCache: the one cache of compiled programs of a context, shared by
+// af_compile, af_ir_call and the lazy evaluator. The key is an IR's
+// structural hash, always confirmed by structural equality (ir_equal), so a
+// hash collision can only cost a compile, never return a wrong program.
+// Bounded by entries and bytes, least recently used out first.
+//
+// With a directory, a miss in memory looks for `<dir>/<hash>.afp`: a saved
+// program loaded through every loader check and compared with the IR. A
+// missing, corrupt, truncated or foreign file is a miss whose program is
+// then written there atomically; it is never an error and never a wrong plan.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "exec/program.h"
+
+namespace af {
+
+struct PlanCacheOptions {
+  size_t max_entries = 1024;
+  size_t max_bytes = size_t(256) << 20;
+  std::string dir;  // "" = memory only
+};
+
+struct PlanCacheStats {
+  uint64_t hits = 0, misses = 0, disk_hits = 0, evictions = 0;
+  size_t entries = 0, bytes = 0;
+};
+
+// Approximate memory a compiled program holds (its IR included).
+size_t program_bytes(const Program& p);
+
+class PlanCache {
+ public:
+  explicit PlanCache(PlanCacheOptions options = {});
+  // Checks the options (INVALID_ARGUMENT; IO when dir cannot be created or
+  // written) and applies them; evicts down to the new bounds.
+  void configure(PlanCacheOptions options);
+
+  // The compiled program of ir (default CompileOptions): from memory, from
+  // disk, or compiled and stored. `hash` is ir_hash(*ir). Thread-safe;
+  // compiling runs outside the lock. Throws what compile throws.
+  std::shared_ptr<const Program> get(const IRPtr& ir, uint64_t hash);
+  std::shared_ptr<const Program> get(const IRPtr& ir) { return get(ir, ir_hash(*ir)); }
+
+  PlanCacheStats stats() const;
+
+ private:
+  struct Entry {
+    uint64_t hash;
+    std::shared_ptr<const Program> prog;
+    size_t bytes;
+  };
+  using Lru = std::list<Entry>;  // most recent first
+
+  std::shared_ptr<const Program> find_locked(const IR& ir, uint64_t hash);
+  void insert_locked(uint64_t hash, std::shared_ptr<const Program> prog);
+  void evict_locked();
+  static std::string file_of(const std::string& dir, uint64_t hash);
+  static std::shared_ptr<const Program> load_from_disk(const std::string& dir, const IRPtr& ir,
+                                                       uint64_t hash);
+  static void save_to_disk(const std::string& dir, const Program& prog, uint64_t hash);
+
+  mutable std::mutex mu_;
+  PlanCacheOptions options_;
+  Lru lru_;
+  std::unordered_multimap<uint64_t, Lru::iterator> index_;
+  PlanCacheStats stats_;
+};
+
+}  // namespace af

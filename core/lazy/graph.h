@@ -1,0 +1,127 @@
+// The lazy evaluator: on a lazy context, every operation made outside a
+// trace is recorded into the context's pending graph and answered with
+// promises (placeholder leaves of no trace, whose kind is known at once).
+// Reading a promise evaluates the smallest part of the pending graph it
+// needs, as one run on the context's dataflow executor, through the
+// context's plan cache; results are written back into the promises.
+//
+// What is cut out for a run is an IR whose inputs are the concrete leaves
+// the operations were given (never literals), so that the same structure
+// with other data is the same IR: the plan cache compiles it once.
+//
+// Lifetimes: a promise owns its node; a node owns its inputs (and so the
+// nodes that produce them). A node whose last promise goes before it ran is
+// dropped and never runs. Observable operations (kObservable: checkpoints,
+// depends, host functions) are held by the graph until they have run: every
+// evaluation on the context runs the ones recorded before it.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "exec/context.h"
+#include "exec/env.h"
+#include "ir/prim.h"
+#include "value/error.h"
+
+namespace af::lazy {
+
+class Graph;
+
+// One recorded operation.
+struct Node {
+  const Prim* prim = nullptr;
+  Params params;
+  TreeDef in_tree, out_tree;
+  std::vector<Value> in;          // flat input leaves: concrete values or promises
+  std::vector<uint8_t> literal;   // per input: 1 = a constant of a called IR (stays a literal)
+  std::vector<Aval> out_avals;
+  Tags tags;                      // tag scopes open when it was recorded
+  uint64_t seq = 0;               // 1, 2, ... in recording order on its graph
+  std::weak_ptr<Graph> graph;
+
+  enum class State : uint8_t { Pending, Running, Done, Failed };
+  // Pending -> Running under the graph's mutex; Running -> Done/Failed
+  // after out / error are written (release), read with acquire.
+  std::atomic<State> state{State::Pending};
+  std::vector<Value> out;
+  std::shared_ptr<const Error> error;
+
+  ~Node();  // a node that never ran counts as dropped
+  // "lm_call (operation #3 on its context, tags [a, b])"
+  std::string where() const;
+};
+
+// A promise leaf: output `index` of `node`.
+struct Cell final : detail::PromiseHeap {
+  Cell(std::shared_ptr<Node> n, uint32_t i);
+  std::shared_ptr<Node> node;
+  uint32_t index;
+
+  void evaluate(std::span<const Value> leaves) const override;
+  bool ready() const noexcept override;
+  const Value& result() const override;
+};
+
+// The cell behind a promise leaf, or nullptr.
+const Cell* cell_of(const Value& leaf) noexcept;
+
+struct GraphStats {
+  uint64_t recorded = 0, evaluated = 0, dropped = 0, pending = 0;
+};
+
+class Graph final : public Recorder, public std::enable_shared_from_this<Graph> {
+ public:
+  explicit Graph(Context& ctx);
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  Value record(const Prim& p, Params params, std::vector<Value> leaves, TreeDef in_tree) override;
+  // af_ir_call / af_program_call on a lazy context: ir's equations are
+  // recorded with `inputs` (checked as for a call); returns the output tree.
+  Value record_ir(const IR& ir, std::span<const Value> inputs);
+
+  // Evaluates this graph's promises among `leaves` (deep), and every
+  // observable operation recorded so far, as one run. INVALID_ARGUMENT if a
+  // promise belongs to another context and `strict`; otherwise those are
+  // left to their own graph. Failed operations do not throw here: reading
+  // their promises does.
+  void eval(std::span<const Value> leaves, bool strict);
+
+  // Tag scopes of lazy operations, per recording thread.
+  void push_tag(std::string tag);
+  void pop_tag();
+
+  GraphStats stats() const;
+
+ private:
+  friend struct Node;
+  std::shared_ptr<Node> new_node(const Prim& p, Params params, std::vector<Value> leaves,
+                                 TreeDef in_tree, std::vector<Aval> out_avals, TreeDef out_tree);
+  Value outputs_of(const std::shared_ptr<Node>& n) const;
+  void check_input(const Value& leaf, const Prim& p) const;
+  Tags current_tags();
+  // Claims the pending nodes the roots need (waiting for ones another
+  // evaluation is running), in recording order.
+  std::vector<std::shared_ptr<Node>> claim(std::vector<std::shared_ptr<Node>> roots);
+  void run(const std::vector<std::shared_ptr<Node>>& batch);
+  void finish(const std::vector<std::shared_ptr<Node>>& batch);
+
+  Context& ctx_;
+  RunEnv run_env_;  // runs record nothing
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::shared_ptr<Node>> observable_;  // recorded, not yet run
+  std::unordered_map<std::thread::id, std::vector<std::string>> tags_;
+  std::atomic<uint64_t> recorded_{0}, evaluated_{0}, dropped_{0};
+};
+
+}  // namespace af::lazy
