@@ -345,7 +345,9 @@ TEST(PrimsRegistry, BuiltinsAreRegisteredWithTheirFlags) {
   };
   const Case cases[] = {{"format", kPure, 1.0},        {"concat", kPure, 1.0},
                         {"match", kPure, 1.0},         {"stop_gradient", kPure, 0.0},
-                        {"depends", kPure, 0.0},       {"checkpoint", kEffectful | kNoMerge, 0.0}};
+                        {"depends", kObservable, 0.0},
+                        {"checkpoint", kEffectful | kNoMerge | kObservable, 0.0},
+                        {"host_call", kNondeterministic | kObservable, 1.0}};
   std::vector<const Prim*> all = all_prims();
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

@@ -81,6 +81,19 @@ namespace Af
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern void af_context_free(IntPtr ctx);
 
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_context_new_with(byte[] optionsJson, UIntPtr len, out IntPtr ctx);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_context_stats(IntPtr ctx, out AfBytes output);
+
+        // --- Lazy evaluation -----------------------------------------------
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_eval(IntPtr ctx, IntPtr[] values, UIntPtr n);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int af_value_ready(IntPtr v);
+
         // --- Values ------------------------------------------------------
         public const int AF_KIND_NULL = 0;
         public const int AF_KIND_BOOL = 1;

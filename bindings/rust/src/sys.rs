@@ -179,7 +179,18 @@ extern "C" {
 
     // Context
     pub fn af_context_new(out: *mut *mut af_context_t) -> *mut af_error_t;
+    pub fn af_context_new_with(
+        options_json: *const c_char,
+        len: usize,
+        out: *mut *mut af_context_t,
+    ) -> *mut af_error_t;
     pub fn af_context_free(ctx: *mut af_context_t);
+    pub fn af_context_stats(ctx: *const af_context_t, out: *mut af_bytes_t) -> *mut af_error_t;
+
+    // Lazy evaluation
+    pub fn af_eval(ctx: *mut af_context_t, values: *const *mut af_value_t, n: usize)
+        -> *mut af_error_t;
+    pub fn af_value_ready(v: *const af_value_t) -> i32;
 
     // Values
     pub fn af_value_from_json(
