@@ -1,7 +1,6 @@
 #include "lazy/graph.h"
 
 #include <algorithm>
-#include <unordered_set>
 
 #include "exec/executor.h"
 
@@ -230,22 +229,24 @@ void Graph::eval(std::span<const Value> leaves, bool strict) {
 std::vector<std::shared_ptr<Node>> Graph::claim(std::vector<std::shared_ptr<Node>> roots) {
   std::unique_lock lock(mu_);
   std::vector<std::shared_ptr<Node>> batch;
+  std::vector<const std::shared_ptr<Node>*> stack;
   for (;;) {
     batch.clear();
     bool busy = false;
-    std::unordered_set<const Node*> seen;
-    std::vector<std::shared_ptr<Node>> stack = roots;
-    stack.insert(stack.end(), observable_.begin(), observable_.end());
+    const uint64_t visit = ++claims_;
+    for (const auto& n : roots) stack.push_back(&n);
+    for (const auto& n : observable_) stack.push_back(&n);
     while (!stack.empty()) {
-      std::shared_ptr<Node> n = std::move(stack.back());
+      const std::shared_ptr<Node>& n = *stack.back();
       stack.pop_back();
-      if (!seen.insert(n.get()).second) continue;
+      if (n->visit == visit) continue;
+      n->visit = visit;
       Node::State s = n->state.load(std::memory_order_acquire);
       if (s == Node::State::Running) busy = true;
       if (s != Node::State::Pending) continue;
       batch.push_back(n);
       for (const Value& leaf : n->in)
-        if (const Cell* c = cell_of(leaf)) stack.push_back(c->node);
+        if (const Cell* c = cell_of(leaf)) stack.push_back(&c->node);
     }
     // Another evaluation runs part of what is needed: wait for it, then
     // look again (it may have failed, or finished what we would run).
@@ -264,9 +265,10 @@ void Graph::run(const std::vector<std::shared_ptr<Node>>& batch) {
   // Cut the batch out as an IR: concrete leaves (and results of earlier
   // evaluations) become inputs, in order of use; each node one equation.
   auto ir = std::make_shared<IR>();
+  ir->eqns.reserve(batch.size());
   std::vector<Value> inputs;
-  std::unordered_map<const Node*, VarId> first_out;
   std::vector<const Node*> eqn_node;
+  eqn_node.reserve(batch.size());
   auto new_var = [&](Aval a) {
     ir->vars.push_back(a);
     return VarId(ir->vars.size() - 1);
@@ -303,11 +305,11 @@ void Graph::run(const std::vector<std::shared_ptr<Node>>& batch) {
       const Cell* c = cell_of(leaf);
       if (!n->literal.empty() && n->literal[k]) e.in.push_back(Atom::literal(leaf));
       else if (!c) e.in.push_back(input(leaf));
-      else if (auto it = first_out.find(c->node.get()); it != first_out.end())
-        e.in.push_back(Atom::of_var(it->second + c->index));
+      else if (c->node->first_var != kNoVar) e.in.push_back(Atom::of_var(c->node->first_var + c->index));
       else e.in.push_back(input(c->node->out[c->index]));  // evaluated earlier
     }
-    first_out[n.get()] = VarId(ir->vars.size());
+    n->first_var = VarId(ir->vars.size());
+    e.out.reserve(n->out_avals.size());
     for (const Aval& a : n->out_avals) e.out.push_back(new_var(a));
     for (VarId v : e.out) ir->out.push_back(Atom::of_var(v));
     ir->eqns.push_back(std::move(e));
@@ -364,8 +366,10 @@ void Graph::run(const std::vector<std::shared_ptr<Node>>& batch) {
 void Graph::finish(const std::vector<std::shared_ptr<Node>>& batch) {
   {
     std::lock_guard lock(mu_);
-    for (auto& n : batch)
+    for (auto& n : batch) {
+      n->first_var = kNoVar;
       n->state.store(n->error ? Node::State::Failed : Node::State::Done, std::memory_order_release);
+    }
   }
   evaluated_.fetch_add(batch.size(), std::memory_order_relaxed);
   cv_.notify_all();

@@ -54,6 +54,11 @@ struct Node {
   std::atomic<State> state{State::Pending};
   std::vector<Value> out;
   std::shared_ptr<const Error> error;
+  // Scratch of evaluation: the claim that last visited it (guarded by the
+  // graph's mutex), and its first output variable in the IR being run (only
+  // the claiming thread touches it).
+  uint64_t visit = 0;
+  VarId first_var = kNoVar;
 
   ~Node();  // a node that never ran counts as dropped
   // "lm_call (operation #3 on its context, tags [a, b])"
@@ -122,6 +127,7 @@ class Graph final : public Recorder, public std::enable_shared_from_this<Graph> 
   std::vector<std::shared_ptr<Node>> observable_;  // recorded, not yet run
   std::unordered_map<std::thread::id, std::vector<std::string>> tags_;
   std::atomic<uint64_t> recorded_{0}, evaluated_{0}, dropped_{0};
+  uint64_t claims_ = 0;  // guarded by mu_
 };
 
 }  // namespace af::lazy
