@@ -234,27 +234,25 @@ static int run(const char* path, const struct run_opts* o) {
   return err ? fail(err) : 0;
 }
 
-/* Appends s to buf (capacity cap, length *k) as a JSON string; 0 if it does
- * not fit. */
-static int append_json_str(char* buf, size_t cap, size_t* k, const char* s) {
-  if (*k + 1 >= cap) return 0;
-  buf[(*k)++] = '"';
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (*k + 7 >= cap) return 0;
-    if (c == '"' || c == '\\') {
-      buf[(*k)++] = '\\';
-      buf[(*k)++] = (char)c;
-    } else if (c < 0x20) {
-      *k += (size_t)snprintf(buf + *k, cap - *k, "\\u%04x", c);
-    } else {
-      buf[(*k)++] = (char)c;
-    }
-  }
-  if (*k + 1 >= cap) return 0;
-  buf[(*k)++] = '"';
-  buf[*k] = 0;
-  return 1;
+/* The tickets as the program's one positional input, [[t1, t2, ...]], as
+ * JSON built with the value API (exact escaping, any length; a ticket that is
+ * not valid UTF-8 is refused). */
+static af_error_t* tickets_json(const char* const* tickets, size_t n, af_bytes_t* out) {
+  af_context_t* ctx = NULL;
+  af_value_t** items = calloc(n ? n : 1, sizeof *items);
+  af_value_t *list = NULL, *input = NULL;
+  size_t i;
+  af_error_t* err = items ? af_context_new(&ctx) : af_error_new(AF_ERR_OUT_OF_MEMORY, "out of memory", 13);
+  for (i = 0; !err && i < n; i++) err = af_value_str(ctx, tickets[i], strlen(tickets[i]), &items[i]);
+  if (!err) err = af_value_list(ctx, (const af_value_t* const*)items, n, &list);
+  if (!err) err = af_value_list(ctx, (const af_value_t* const*)&list, 1, &input);
+  if (!err) err = af_value_to_json(input, out);
+  for (i = 0; items && i < n; i++) af_value_free(items[i]);
+  free(items);
+  af_value_free(list);
+  af_value_free(input);
+  af_context_free(ctx);
+  return err;
 }
 
 /* The README's main command: trace the example LM program (support-ticket
@@ -265,9 +263,7 @@ static int demo(const char* const* tickets, size_t n, const char* save) {
   af_context_t* ctx = NULL;
   af_ir_t *one = NULL, *batched = NULL;
   af_program_t* prog = NULL;
-  af_bytes_t text = {0}, dot = {0};
-  char input[4096];
-  size_t k = 0, i;
+  af_bytes_t text = {0}, dot = {0}, input = {0};
   double t0;
   int rc;
   af_error_t* err;
@@ -275,21 +271,8 @@ static int demo(const char* const* tickets, size_t n, const char* save) {
     tickets = triage_sample_tickets;
     n = TRIAGE_N_SAMPLE_TICKETS;
   }
-  /* The tickets as the one positional input: a JSON list of strings. */
-  input[k++] = '[';
-  input[k++] = '[';
-  for (i = 0; i < n; i++) {
-    if (i) input[k++] = ',';
-    if (!append_json_str(input, sizeof input - 3, &k, tickets[i])) {
-      fprintf(stderr, "af: demo: the tickets are too long (at most %lu bytes in all)\n",
-              (unsigned long)(sizeof input - 16));
-      return 2;
-    }
-  }
-  input[k++] = ']';
-  input[k++] = ']';
-  input[k] = 0;
-  err = af_context_new(&ctx);
+  err = tickets_json(tickets, n, &input);
+  if (!err) err = af_context_new(&ctx);
   if (!err) err = triage_trace(ctx, &one);
   if (!err) err = af_ir_to_text(one, &text);
   if (!err) err = af_ir_to_dot(one, &dot);
@@ -309,14 +292,19 @@ static int demo(const char* const* tickets, size_t n, const char* save) {
   af_ir_free(batched);
   af_ir_free(one);
   af_context_free(ctx);
-  if (err) return fail(err);
-  printf("== af run %s --input '%s' --provider echo --provider-options '{\"latency_ms\":100}'\n", save, input);
+  if (err) {
+    af_bytes_free(&input);
+    return fail(err);
+  }
+  printf("== af run %s --input '%s' --provider echo --provider-options '{\"latency_ms\":100}'\n", save,
+         (const char*)input.data);
   fflush(stdout);
   t0 = now_s();
   {
-    struct run_opts o = {input, "echo", "{\"latency_ms\":100}", "*", NULL};
+    struct run_opts o = {(const char*)input.data, "echo", "{\"latency_ms\":100}", "*", NULL};
     rc = run(save, &o);
   }
+  af_bytes_free(&input);
   if (rc == 0)
     printf("== %lu LM calls of 100 ms each in %.0f ms: each ticket's calls wait for each other,\n"
            "   the tickets' calls run concurrently\n",
@@ -391,18 +379,23 @@ int main(int argc, char** argv) {
   }
   if (strcmp(cmd, "demo") == 0) {
     const char* save = "triage.afg";
-    const char* tickets[64];
+    const char** tickets = calloc((size_t)argc, sizeof *tickets);
     size_t n = 0;
+    int rc;
+    if (!tickets) return fail(af_error_new(AF_ERR_OUT_OF_MEMORY, "out of memory", 13));
     for (i = 2; i < argc; i++) {
       if (strcmp(argv[i], "--save") == 0 && i + 1 < argc) {
         save = argv[++i];
       } else if (argv[i][0] == '-') {
+        free(tickets);
         return usage_error("demo: unknown option");
-      } else if (n < 64) {
+      } else {
         tickets[n++] = argv[i];
       }
     }
-    return demo(tickets, n, save);
+    rc = demo(tickets, n, save);
+    free(tickets);
+    return rc;
   }
   if (argc < 3) return usage_error("missing FILE");
   const char* file = argv[2];

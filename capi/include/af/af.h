@@ -37,8 +37,15 @@
 extern "C" {
 #endif
 
-#if defined(_WIN32)
+/* Windows: libaf's own build defines AF_BUILDING_LIBRARY (dllexport); a
+ * program linking the static library defines AF_STATIC (the CMake target
+ * af::af_static does it). */
+#if defined(_WIN32) && defined(AF_BUILDING_LIBRARY)
+#define AF_API __declspec(dllexport)
+#elif defined(_WIN32) && !defined(AF_STATIC)
 #define AF_API __declspec(dllimport)
+#elif defined(_WIN32)
+#define AF_API
 #elif defined(__GNUC__)
 #define AF_API __attribute__((visibility("default")))
 #else
@@ -154,6 +161,10 @@ typedef struct af_value af_value_t;
 #define AF_KIND_LIST 5
 #define AF_KIND_DICT 6
 #define AF_KIND_PLACEHOLDER 7 /* a traced leaf (only seen inside a trace) */
+
+/* Value constructors take a context for symmetry with the operations, but
+ * values are not tied to one: ctx may be NULL (e.g. in an af_host_fn, which
+ * has no context to hand). */
 
 /* Parses exact JSON: integers stay int, numbers with '.', 'e' stay float.
  * INVALID_ARGUMENT for malformed JSON, invalid UTF-8, duplicate keys or
