@@ -24,8 +24,21 @@ std::string describe(const Value& v) {
   return kind_name(v.kind());
 }
 
-// Inputs of an IR with batched (list<...>) input slots: a leaf slot of aval
-// list<T> takes a list, which is the leaf (not a container to descend).
+// A tangent or cotangent given as null is Zero (docs/SEMANTICS.md §4):
+// null leaves of v, at the depth of aval a's leaves, become zeros.
+Value nulls_as_zero(const Value& v, Aval a) {
+  if (a.list_depth == 0) return v.is_null() ? zero_value(a.kind) : v;
+  if (v.kind() != Kind::List) return v;
+  std::vector<Value> items;
+  items.reserve(v.size());
+  for (const Value& item : v.items()) items.push_back(nulls_as_zero(item, Aval{a.kind, uint8_t(a.list_depth - 1)}));
+  return Value::list(std::move(items));
+}
+
+// Inputs of an IR with batched (list<...>) input slots or with tangent /
+// cotangent slots: a leaf slot of aval list<T> takes a list, which is the
+// leaf (not a container to descend); a tangent or cotangent slot takes null
+// as Zero.
 struct BatchedInputs {
   const IR& ir;
   bool allow_placeholders;
@@ -38,7 +51,9 @@ struct BatchedInputs {
     };
     switch (n.type) {
       case NodeType::Leaf: {
-        const Atom& slot = ir.in[leaves.size()];
+        const size_t leaf = leaves.size();
+        const Atom& slot = ir.in[leaf];
+        const InputRole role = ir.input_role(leaf);
         if (!slot.is_var()) {
           if (!(v == slot.lit))
             invalid("static input mismatch at " + path + ": expected " + to_json(slot.lit) +
@@ -46,6 +61,16 @@ struct BatchedInputs {
                     " (static inputs are fixed when the program is traced)");
         } else {
           Aval want = ir.vars[slot.var];
+          if (role != InputRole::Primal) {
+            Value zeroed = nulls_as_zero(v, want);
+            if (role == InputRole::Cotangent && zeroed.kind() != Kind::Placeholder && !conforms(zeroed, want))
+              invalid(path + ": feedback must be text: expected " + aval_name(want) +
+                      " (or null for no feedback), found " + describe(v));
+            if (zeroed.kind() != Kind::Placeholder && conforms(zeroed, want)) {
+              leaves.push_back(std::move(zeroed));
+              return;
+            }
+          }
           if (v.kind() == Kind::Placeholder) {
             if (!allow_placeholders)
               invalid(path + ": a traced value (placeholder) cannot be run; it only exists inside its "
@@ -109,7 +134,7 @@ std::vector<Value> check_inputs(const IR& ir, std::span<const Value> inputs,
             std::to_string(inputs.size()));
   std::vector<Value> leaves;
   leaves.reserve(ir.in.size());
-  if (has_batched_inputs(ir)) {
+  if (has_batched_inputs(ir) || !ir.in_roles.empty()) {
     BatchedInputs walker{ir, allow_placeholders, leaves};
     const auto& nodes = ir.in_tree.nodes();
     size_t pos = 1;
