@@ -222,7 +222,8 @@ AF_API af_error_t* af_tag_pop(af_context_t* ctx);
 
 /* Fold: between push and pop, operations of the innermost trace run at
  * trace time and their results become literals. An operation whose input
- * is a placeholder is INVALID_ARGUMENT ("cannot fold <prim>: ..."). */
+ * is a placeholder is INVALID_ARGUMENT ("cannot fold <prim>: ..."). Outside
+ * a trace both are no-ops (operations run at once there anyway). */
 AF_API af_error_t* af_fold_push(af_context_t* ctx);
 AF_API af_error_t* af_fold_pop(af_context_t* ctx);
 
@@ -242,7 +243,9 @@ AF_API af_error_t* af_format(af_context_t* ctx, const char* tmpl, size_t tmpl_le
 /* Concatenation of strings (every argument must be a str). */
 AF_API af_error_t* af_concat(af_context_t* ctx, const af_value_t* const* args, size_t n,
                              af_value_t** out);
-/* String equality: a bool. */
+/* Equality of two leaves: true iff both have the same kind and value
+ * ("a" vs "a"; 1 vs 1); a non-str operand is not an error (match("1", 1) is
+ * false). Containers are INVALID_ARGUMENT. */
 AF_API af_error_t* af_match(af_context_t* ctx, const af_value_t* a, const af_value_t* b,
                             af_value_t** out);
 /* Identity on a tree; tangents and cotangents through it are Zero. */
@@ -323,7 +326,7 @@ AF_API void af_walk_free(af_walk_t* w);
 /* Transforms, control flow and host functions                              */
 /* ======================================================================= */
 
-/* Transforms are IR -> IR rewrites (SEMANTICS.md §4). Each returns a new,
+/* Transforms are IR -> IR rewrites (docs/SEMANTICS.md §4). Each returns a new,
  * owned IR (free with af_ir_free) made of registered primitives: it prints,
  * transforms again (every transform accepts every other's output) and runs
  * with af_ir_call. The input IR is not modified. A symbolic Zero (no
@@ -431,7 +434,7 @@ AF_API af_error_t* af_register_function(af_context_t* ctx, const char* name, siz
 AF_API af_error_t* af_host_call(af_context_t* ctx, const char* name, size_t name_len,
                                 const af_value_t* const* args, size_t n, af_value_t** out);
 
-/* Run-time scopes of a context (SEMANTICS.md §4), for every run started from
+/* Run-time scopes of a context (docs/SEMANTICS.md §4), for every run started from
  * ctx while open; pushes and pops pair up (a pop without a push is
  * INVALID_ARGUMENT).
  *  - collect: every checkpoint of `collection` that runs appends its value
