@@ -346,15 +346,18 @@ AF_API void af_walk_free(af_walk_t* w);
 AF_API af_error_t* af_batch(af_context_t* ctx, const af_ir_t* ir, const af_value_t* in_axes,
                             af_ir_t** out);
 /* pushforward (jvp). The result takes two positional inputs (primals,
- * tangents) — tangents shaped like the primals, of the same kinds (values
- * given for static inputs are ignored) — and returns [outputs,
- * output_tangents], null where a tangent is Zero. */
+ * tangents) — tangents shaped like the primals, of the same kinds, null
+ * meaning Zero (values given for static inputs are ignored) — and returns
+ * [outputs, output_tangents], null where a tangent is Zero. */
 AF_API af_error_t* af_pushforward(af_context_t* ctx, const af_ir_t* ir, af_ir_t** out);
 /* pullback (vjp). The result takes (primals, output_cotangent) — the
  * cotangent shaped like the output — and returns [outputs,
  * input_cotangents], shaped like the primals, null where nothing flows.
- * Several contributions to one input are accumulated in the forward order of
- * their consumers: strings concatenated, numbers summed, bools or-ed. The
+ * Feedback is text: the cotangent of every leaf (str, int, float or bool) is
+ * a str or null (Zero: no feedback, also for a literal output's slot); a
+ * number or bool given as feedback is INVALID_ARGUMENT naming its path
+ * ("feedback must be text"). Several contributions to one input are joined
+ * in the forward order of their consumers (text concatenated). The
  * backward equations read the forward's values (residuals) and never re-run
  * forward work; control flow keeps the branch taken / the loop trajectory. */
 AF_API af_error_t* af_pullback(af_context_t* ctx, const af_ir_t* ir, af_ir_t** out);
