@@ -914,6 +914,30 @@ static void null_is_zero_and_feedback_is_text(void) {
   CHECK_ERR(call_json(pulled, "[[null],[\"g\",null]]", &out), AF_ERR_INVALID_ARGUMENT, "input[0][0]",
             "expected str");
   CHECK(out == NULL);
+  /* Batched feedback: a list of text, a null item for no feedback. */
+  {
+    af_ir_t* batched = NULL;
+    if (CHECK_OK(af_batch(ctx, pulled, NULL, &batched))) {
+      CHECK_CALL(batched, "[[[\"p\",\"q\"]],[[\"g\",null],null]]", "[[[\"p!\",\"q!\"],[\"fixed\",\"fixed\"]],[[\"g\",\"\"]]]");
+      CHECK_ERR(call_json(batched, "[[[\"p\",\"q\"]],[[\"g\",1],null]]", &out), AF_ERR_INVALID_ARGUMENT,
+                "input[1][0]", "feedback must be text", "one item per batch element");
+      CHECK(out == NULL);
+    }
+    af_ir_free(batched);
+    batched = NULL;
+    /* Only the feedback batched, all of it null: no length to take. */
+    {
+      af_value_t* axes = mk_json("[false,true]");
+      if (CHECK_OK(af_batch(ctx, pulled, axes, &batched))) {
+        CHECK_CALL(batched, "[[\"p\"],[[\"g\",\"h\"],null]]", "[[[\"p!\",\"p!\"],[\"fixed\",\"fixed\"]],[[\"g\",\"h\"]]]");
+        CHECK_ERR(call_json(batched, "[[\"p\"],[null,null]]", &out), AF_ERR_INVALID_ARGUMENT, "given as null",
+                  "a null item per batch element");
+        CHECK(out == NULL);
+      }
+      af_value_free(axes);
+      af_ir_free(batched);
+    }
+  }
   /* Tangents keep their kinds; null is Zero there too. */
   if (!CHECK_OK(af_pushforward(ctx, ir, &pushed))) goto done;
   CHECK_CALL(pushed, "[[\"p\"],[null]]", "[[\"p!\",\"fixed\"],[\"\",null]]");
