@@ -635,3 +635,50 @@ func TestCancelTokenStopsABlockingCall(t *testing.T) {
 	_, err = f.Wait()
 	wantCode(t, err, af.CodeCancelled)
 }
+
+// Feedback is text on every field of a schema call: the int and bool fields
+// take text, null is Zero, and a number given as feedback is refused.
+func TestPullbackOfSchemaCallTakesTextFeedback(t *testing.T) {
+	ctx := newCtx(t)
+	echo := must(af.NewEchoProvider(`{}`))(t)
+	defer echo.Close()
+	must(0, ctx.Route("*", echo))(t)
+	role := js(t, ctx, `"user"`)
+	model := js(t, ctx, `"m"`)
+	schema := js(t, ctx, `{"n": {"type": "int"}, "ok": {"type": "bool"}, "why": {"type": "str"}}`)
+	ir := must(af.Trace(ctx, func(ctx *af.Context, in []*af.Value) (*af.Value, error) {
+		msg, err := ctx.Dict([]string{"role", "content"}, []*af.Value{role, in[0]})
+		if err != nil {
+			return nil, err
+		}
+		defer msg.Close()
+		msgs, err := ctx.List(msg)
+		if err != nil {
+			return nil, err
+		}
+		defer msgs.Close()
+		return ctx.LMSchemaCall(msgs, model, schema)
+	}, js(t, ctx, `"q"`)))(t)
+	defer ir.Close()
+	pb := must(ir.Pullback(ctx))(t)
+	defer pb.Close()
+	out := must(pb.Call(ctx, js(t, ctx, `["ticket"]`),
+		js(t, ctx, `{"n": "too low for this ticket", "ok": "should be true: the ticket mentions a refund", "why": null}`)))(t)
+	defer out.Close()
+	cts := must(out.Index(1))(t)
+	defer cts.Close()
+	cq := must(cts.Index(0))(t)
+	defer cq.Close()
+	advice := must(cq.AsString())(t)
+	for _, want := range []string{"- $.n = 0\n  feedback: too low for this ticket",
+		"- $.ok = false\n  feedback: should be true: the ticket mentions a refund"} {
+		if !strings.Contains(advice, want) {
+			t.Fatalf("advice %q lacks %q", advice, want)
+		}
+	}
+	_, err := pb.Call(ctx, js(t, ctx, `["ticket"]`), js(t, ctx, `{"n": 3, "ok": "", "why": ""}`))
+	if e := wantCode(t, err, af.CodeInvalidArgument); !strings.Contains(e.Message, "feedback must be text") ||
+		!strings.Contains(e.Message, `input[1]["n"]`) {
+		t.Fatalf("message %q", e.Message)
+	}
+}

@@ -2,7 +2,7 @@
 // inject (the hooks of checkpoint) and memoize (identical calls run once).
 // They live in the Context (exec/context.h), so every executor reaches them
 // through RunEnv::context; the checkpoint impl rule and invoke() below are
-// the only readers. SEMANTICS.md §4 (collect / inject / memoize).
+// the only readers. docs/SEMANTICS.md §4 (collect / inject / memoize).
 //
 // Thread safety: every member function may be called from any thread; runs
 // started from one context share its scopes.

@@ -1,7 +1,7 @@
 // Saved graphs (.afg): an IR as a FlatBuffers `Graph` (schemas/af_graph.fbs)
 // compressed as one zstd frame behind a small fixed header. Saving is
 // deterministic (the same IR gives the same bytes); loading treats the bytes
-// as untrusted and runs every check in the order of DESIGN.md §6 before it
+// as untrusted and runs every check in the order of core/io/README.md, "Loading" before it
 // builds anything. Layout, limits and error codes: core/io/README.md.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Loading: untrusted bytes -> IR, checking in the order of DESIGN.md §6:
+// Loading: untrusted bytes -> IR, checking in the order of core/io/README.md, "Loading":
 // container (container.cpp: size cap, header, checksum, zstd), then the
 // FlatBuffers Verifier with explicit limits, then semantic validation of
 // every index, string and equation, building the IR as it goes. Nothing is
@@ -464,6 +464,19 @@ class Reader {
     if (ir.in_tree.num_leaves() != ir.in.size())
       bad(ir_name + ": " + std::to_string(ir.in.size()) + " input atoms for an input structure of " +
           std::to_string(ir.in_tree.num_leaves()) + " leaves");
+
+    if (const auto* roles = r->in_roles()) {
+      if (roles->size() != ir.in.size())
+        bad(ir_name + ": " + std::to_string(roles->size()) + " input roles for " + std::to_string(ir.in.size()) +
+            " input leaves");
+      std::vector<InputRole> rs;
+      for (uint8_t role : *roles) {
+        if (role > uint8_t(InputRole::Cotangent))
+          bad(ir_name + ": input role " + std::to_string(role) + " is not 0 (primal), 1 (tangent) or 2 (cotangent)");
+        rs.push_back(InputRole(role));
+      }
+      set_input_roles(ir, std::move(rs));
+    }
 
     const uint32_t n = size_of(r->eqn_prim());
     auto column = [&](const flatbuffers::Vector<uint32_t>* c, const char* name, bool optional) {

@@ -83,6 +83,7 @@ class Encoder {
     }
     atoms(ir.in, r.in_atoms);
     r.in_tree = tree(ir.in_tree);
+    for (InputRole role : ir.in_roles) r.in_roles.push_back(uint8_t(role));
     const size_t n = ir.eqns.size();
     for (auto* col : {&r.eqn_prim, &r.eqn_in_end, &r.eqn_in_tree, &r.eqn_out_end, &r.eqn_out_tree,
                       &r.eqn_params, &r.eqn_tags})
@@ -423,6 +424,8 @@ class Writer {
       sched_level = fbb.CreateVector(r.eqn_sched_level);
       sched_priority = fbb.CreateVector(r.eqn_sched_priority);
     }
+    Offset<flatbuffers::Vector<uint8_t>> in_roles;
+    if (!r.in_roles.empty()) in_roles = fbb.CreateVector(r.in_roles);
     fb::IrBuilder b(fbb);
     b.add_vars(vars);
     b.add_in_atoms(in_atoms);
@@ -442,6 +445,7 @@ class Writer {
       b.add_eqn_sched_level(sched_level);
       b.add_eqn_sched_priority(sched_priority);
     }
+    if (!in_roles.IsNull()) b.add_in_roles(in_roles);
     return b.Finish();
   }
 };

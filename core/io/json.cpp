@@ -189,6 +189,11 @@ class JsonWriter {
     }
     out_ += "],\n      \"in\": ";
     atoms(r.in_tree, r.in_atoms.data(), r.in_atoms.size());
+    if (!r.in_roles.empty()) {
+      out_ += ",\n      \"in_roles\": [";
+      for (size_t i = 0; i < r.in_roles.size(); ++i) out_ += (i ? "," : "") + std::to_string(r.in_roles[i]);
+      out_ += ']';
+    }
     out_ += ",\n      \"eqns\": [";
     uint32_t in_pos = 0, out_pos = 0;
     for (size_t j = 0; j < r.n_eqns(); ++j) {
@@ -457,11 +462,17 @@ class JsonReader {
   }
 
   void ir(const Value& v, const std::string& where) {
-    only_keys(v, {"vars", "in", "eqns", "out"}, where);
+    only_keys(v, {"vars", "in", "in_roles", "eqns", "out"}, where);
     RawIr r;
     for (const Value& k : list_of(field(v, "vars", where), where + ".vars"))
       r.vars.push_back(pack_aval(parse_aval(str_of(k, where + ".vars"), where + ".vars")));
     r.in_tree = atoms(field(v, "in", where), false, r.in_atoms, where + ".in");
+    if (const Value* roles = v.find("in_roles"))
+      for (const Value& role : list_of(*roles, where + ".in_roles")) {
+        uint32_t x = index_of(role, where + ".in_roles");
+        if (x > uint32_t(InputRole::Cotangent)) bad(where + ".in_roles", "expected 0 (primal), 1 (tangent) or 2 (cotangent)");
+        r.in_roles.push_back(uint8_t(x));
+      }
     if (const Value* eqns = v.find("eqns")) {
       const auto& list = list_of(*eqns, where + ".eqns");
       for (size_t j = 0; j < list.size(); ++j) eqn(r, list[j], where + ".eqns[" + std::to_string(j) + "]");

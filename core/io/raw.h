@@ -36,6 +36,7 @@ struct RawIr {
   uint32_t out_tree = 0;
   std::vector<uint32_t> eqn_sched_level;     // 0 = none, else level + 1
   std::vector<double> eqn_sched_priority;
+  std::vector<uint8_t> in_roles;             // empty = every input primal
   size_t n_eqns() const { return eqn_prim.size(); }
 };
 

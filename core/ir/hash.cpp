@@ -141,7 +141,7 @@ uint64_t Params::hash() const noexcept {
 bool ir_equal(const IR& a, const IR& b) noexcept {
   if (&a == &b) return true;
   if (a.vars != b.vars || a.in != b.in || !(a.in_tree == b.in_tree) || a.out != b.out ||
-      !(a.out_tree == b.out_tree) || a.eqns.size() != b.eqns.size())
+      !(a.out_tree == b.out_tree) || a.in_roles != b.in_roles || a.eqns.size() != b.eqns.size())
     return false;
   for (size_t i = 0; i < a.eqns.size(); ++i)
     if (!eqn_equal(a.eqns[i], b.eqns[i])) return false;
@@ -153,6 +153,7 @@ uint64_t ir_hash(const IR& ir) noexcept {
   for (const Aval& a : ir.vars) h = mix(h, uint64_t(a.kind) << 8 | a.list_depth);
   h = atoms_hash(h, ir.in);
   h = mix(h, ir.in_tree.hash());
+  for (InputRole r : ir.in_roles) h = mix(h, uint64_t(r));
   h = mix(h, ir.eqns.size());
   for (const Eqn& e : ir.eqns) h = mix(h, eqn_hash(e));
   h = atoms_hash(h, ir.out);

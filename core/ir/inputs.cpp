@@ -24,12 +24,55 @@ std::string describe(const Value& v) {
   return kind_name(v.kind());
 }
 
-// Inputs of an IR with batched (list<...>) input slots: a leaf slot of aval
-// list<T> takes a list, which is the leaf (not a container to descend).
+// A tangent or cotangent given as null is Zero (docs/SEMANTICS.md §4):
+// null leaves of v, at the depth of aval a's leaves, become zeros.
+Value nulls_as_zero(const Value& v, Aval a) {
+  if (a.list_depth == 0) return v.is_null() ? zero_value(a.kind) : v;
+  if (v.kind() != Kind::List) return v;
+  std::vector<Value> items;
+  items.reserve(v.size());
+  for (const Value& item : v.items()) items.push_back(nulls_as_zero(item, Aval{a.kind, uint8_t(a.list_depth - 1)}));
+  return Value::list(std::move(items));
+}
+
+// Inputs of an IR with batched (list<...>) input slots or with tangent /
+// cotangent slots: a leaf slot of aval list<T> takes a list, which is the
+// leaf (not a container to descend); a tangent or cotangent slot takes null
+// as Zero.
 struct BatchedInputs {
   const IR& ir;
   bool allow_placeholders;
   std::vector<Value>& leaves;
+  std::vector<size_t> null_batches;  // tangent / cotangent leaves given as a whole null
+
+  // Zeros shaped like `like` down to `depth` list levels.
+  static Value zeros_shaped(const Value& like, int depth, Kind kind) {
+    if (depth == 0 || like.kind() != Kind::List) return zero_value(kind);
+    std::vector<Value> items;
+    items.reserve(like.size());
+    for (const Value& item : like.items()) items.push_back(zeros_shaped(item, depth - 1, kind));
+    return Value::list(std::move(items));
+  }
+
+  // Each batched tangent / cotangent given as null becomes zeros shaped like
+  // a batched input given as a value (batch_check then sees equal lengths).
+  void fill_null_batches() {
+    for (size_t k : null_batches) {
+      const Aval want = ir.vars[ir.in[k].var];
+      const Value* like = nullptr;
+      for (size_t j = 0; j < leaves.size() && !like; ++j) {
+        const Atom& a = ir.in[j];
+        if (a.is_var() && ir.vars[a.var].list_depth >= want.list_depth && leaves[j].kind() == Kind::List)
+          like = &leaves[j];
+      }
+      if (!like)
+        invalid("input leaf " + std::to_string(k) + ": a batched " +
+                (ir.input_role(k) == InputRole::Cotangent ? "cotangent" : "tangent") +
+                " given as null needs another batched input to take its length from; give a list "
+                "with a null item per batch element");
+      leaves[k] = zeros_shaped(*like, want.list_depth, want.kind);
+    }
+  }
 
   void walk(const Value& v, const std::vector<Node>& nodes, size_t& pos, const std::string& path) {
     const Node& n = nodes[pos++];
@@ -38,7 +81,9 @@ struct BatchedInputs {
     };
     switch (n.type) {
       case NodeType::Leaf: {
-        const Atom& slot = ir.in[leaves.size()];
+        const size_t leaf = leaves.size();
+        const Atom& slot = ir.in[leaf];
+        const InputRole role = ir.input_role(leaf);
         if (!slot.is_var()) {
           if (!(v == slot.lit))
             invalid("static input mismatch at " + path + ": expected " + to_json(slot.lit) +
@@ -46,6 +91,25 @@ struct BatchedInputs {
                     " (static inputs are fixed when the program is traced)");
         } else {
           Aval want = ir.vars[slot.var];
+          if (role != InputRole::Primal && v.is_null() && want.list_depth != 0) {
+            // A whole batched slot given as null: Zero for every item, shaped
+            // like another batched input once all are read (fill_null_batches).
+            null_batches.push_back(leaves.size());
+            leaves.push_back(v);
+            return;
+          }
+          if (role != InputRole::Primal) {
+            Value zeroed = nulls_as_zero(v, want);
+            if (role == InputRole::Cotangent && zeroed.kind() != Kind::Placeholder && !conforms(zeroed, want))
+              invalid(path + ": feedback must be text: expected " + aval_name(want) +
+                      (want.list_depth ? " (one item per batch element; a null item for no feedback)"
+                                       : " (or null for no feedback)") +
+                      ", found " + describe(v));
+            if (zeroed.kind() != Kind::Placeholder && conforms(zeroed, want)) {
+              leaves.push_back(std::move(zeroed));
+              return;
+            }
+          }
           if (v.kind() == Kind::Placeholder) {
             if (!allow_placeholders)
               invalid(path + ": a traced value (placeholder) cannot be run; it only exists inside its "
@@ -109,12 +173,13 @@ std::vector<Value> check_inputs(const IR& ir, std::span<const Value> inputs,
             std::to_string(inputs.size()));
   std::vector<Value> leaves;
   leaves.reserve(ir.in.size());
-  if (has_batched_inputs(ir)) {
-    BatchedInputs walker{ir, allow_placeholders, leaves};
+  if (has_batched_inputs(ir) || !ir.in_roles.empty()) {
+    BatchedInputs walker{ir, allow_placeholders, leaves, {}};
     const auto& nodes = ir.in_tree.nodes();
     size_t pos = 1;
     for (size_t i = 0; i < inputs.size(); ++i)
       walker.walk(inputs[i], nodes, pos, "input[" + std::to_string(i) + "]");
+    walker.fill_null_batches();
     return leaves;
   }
   auto trees = ir.in_tree.children();

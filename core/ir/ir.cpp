@@ -26,6 +26,26 @@ Aval aval_of(const Value& v) {
   return Aval{first.kind, uint8_t(first.list_depth + 1)};
 }
 
+void set_input_roles(IR& ir, std::vector<InputRole> roles) {
+  if (std::all_of(roles.begin(), roles.end(), [](InputRole r) { return r == InputRole::Primal; })) roles.clear();
+  ir.in_roles = std::move(roles);
+}
+
+std::vector<InputRole> input_roles(const IR& ir) {
+  if (ir.in_roles.empty()) return std::vector<InputRole>(ir.in.size(), InputRole::Primal);
+  return ir.in_roles;
+}
+
+Value zero_value(Kind k) {
+  switch (k) {
+    case Kind::Str: return Value::str("");
+    case Kind::Int: return Value::integer(0);
+    case Kind::Float: return Value::floating(0.0);
+    case Kind::Bool: return Value::boolean(false);
+    default: fail(Code::Internal, std::string("no zero of kind ") + kind_name(k));
+  }
+}
+
 const Params::Items& Params::empty_items() noexcept {
   static const Items none;
   return none;

@@ -100,6 +100,11 @@ struct Eqn {
   std::optional<EqnSched> sched;  // set by sched; absent otherwise
 };
 
+// What an input leaf of an IR takes. pushforward adds tangent inputs and
+// pullback cotangent inputs; there null means Zero, and a cotangent is
+// feedback, which is text (docs/SEMANTICS.md §4).
+enum class InputRole : uint8_t { Primal = 0, Tangent = 1, Cotangent = 2 };
+
 struct IR {
   std::vector<Aval> vars;  // aval of each var id 0..n-1
   std::vector<Atom> in;    // flat input leaves (literals are static inputs)
@@ -107,9 +112,21 @@ struct IR {
   std::vector<Eqn> eqns;   // in a valid topological order
   std::vector<Atom> out;
   TreeDef out_tree;
+  // One per input leaf, or empty when every input is a primal (the
+  // canonical form: set it with set_input_roles).
+  std::vector<InputRole> in_roles;
 
   size_t num_inputs() const { return in_tree.root().n_children; }
+  InputRole input_role(size_t leaf) const { return in_roles.empty() ? InputRole::Primal : in_roles[leaf]; }
 };
+
+// Sets ir.in_roles, keeping it empty when every role is Primal.
+void set_input_roles(IR& ir, std::vector<InputRole> roles);
+// The roles of ir's input leaves (all Primal when ir has none).
+std::vector<InputRole> input_roles(const IR& ir);
+
+// The zero of a leaf kind: "" for str, 0, 0.0, false. INTERNAL for others.
+Value zero_value(Kind k);
 
 // Structural equality and hash (var ids compared as numbers: tracing and
 // transforms number variables canonically, in order of definition).

@@ -20,6 +20,9 @@ void validate_at(const IR& ir, const std::string& where) {
   };
   if (ir.in_tree.root().type != TreeDef::NodeType::List) bad("the inputs are not a list");
   if (ir.in.size() != ir.in_tree.num_leaves()) bad("input leaves do not match the input structure");
+  if (!ir.in_roles.empty() && ir.in_roles.size() != ir.in.size()) bad("input roles do not match the input leaves");
+  for (InputRole r : ir.in_roles)
+    if (uint8_t(r) > uint8_t(InputRole::Cotangent)) bad("an input role is not primal, tangent or cotangent");
   if (ir.out.size() != ir.out_tree.num_leaves()) bad("output leaves do not match the output structure");
   for (const Atom& a : ir.in)
     if (a.is_var()) define(a.var, "an input");

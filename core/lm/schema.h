@@ -1,4 +1,4 @@
-// Structured-output schemas of lm_schema_call (SEMANTICS.md §3).
+// Structured-output schemas of lm_schema_call (docs/SEMANTICS.md §3).
 //
 // A schema is a Value tree: containers (list, dict) hold nodes, and a node
 // is a dict with a "type" key:

@@ -1,4 +1,4 @@
-// The primitives the batch transform emits (SEMANTICS.md §4 batch):
+// The primitives the batch transform emits (docs/SEMANTICS.md §4 batch):
 //
 //   map[axes, body](inputs...) -> outputs     the body once per batch item:
 //       input k is a list of per-item values when axes[k], else shared by

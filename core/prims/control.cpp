@@ -1,6 +1,6 @@
 // Structural primitives: stop_gradient, depends, checkpoint. Each is an
 // identity on (part of) its inputs; what distinguishes them is how
-// transforms treat them (see SEMANTICS.md §3).
+// transforms treat them (see docs/SEMANTICS.md §3).
 #include "exec/context.h"
 #include "prims/ops.h"
 #include "prims/registry.h"
@@ -152,7 +152,7 @@ Value op_checkpoint(const Value& v, std::string_view key, std::string_view colle
                     RunEnv& env) {
   if (!valid_utf8(key) || !valid_utf8(collection))
     invalid("checkpoint: key and collection must be valid UTF-8");
-  // Injecting while tracing turns the value into a literal (SEMANTICS.md §4).
+  // Injecting while tracing turns the value into a literal (docs/SEMANTICS.md §4).
   if (recording() && env.context) {
     if (std::optional<Value> injected =
             env.context->scopes.take_injected(std::string(collection), std::string(key))) {

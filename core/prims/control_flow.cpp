@@ -1,4 +1,4 @@
-// switch and while_loop (SEMANTICS.md §3), each with all of its rules.
+// switch and while_loop (docs/SEMANTICS.md §3), each with all of its rules.
 //
 //   switch[branches: name -> IR](key, operands...) -> outputs
 //   while_loop[cond: IR, body: IR, max_iters](init) -> state
@@ -236,7 +236,7 @@ void switch_pull_bwd(PullCtx& ctx, const Eqn& e) {
   for (size_t k = 0; k < m; ++k) new_in.push_back(ctx.in_aval(k + 1));
   for (const Atom& a : ctx.residuals) new_in.push_back(ctx.b.aval(a));
   for (size_t k = 0; k < p; ++k)
-    if (nz[k]) new_in.push_back(ctx.out_aval(k));
+    if (nz[k]) new_in.push_back(ctx.out_ct_aval(k));
   IRMap bwd;
   size_t offset = 0;
   for (size_t b = 0; b < br.size(); ++b) {

@@ -1,4 +1,4 @@
-// Control-flow operations (SEMANTICS.md §3): switch and while_loop. Like
+// Control-flow operations (docs/SEMANTICS.md §3): switch and while_loop. Like
 // the operations of ops.h they check their arguments, then bind (recorded
 // inside a trace, evaluated outside).
 #pragma once

@@ -6,7 +6,7 @@
 // Flags: nondeterministic (like an LM call: cse merges it only on request;
 // dce removes it when its result is unused; memoize caches it).
 // Rules: batch maps it over the items (one host call per item). push and
-// pull are not supported (SEMANTICS.md §3): transforming a program whose
+// pull are not supported (docs/SEMANTICS.md §3): transforming a program whose
 // tangent / cotangent reaches a host call is INVALID_ARGUMENT naming the
 // function (wrap its result in stop_gradient to cut it out); a host call no
 // tangent / cotangent reaches transforms fine (it just runs forward).

@@ -1,7 +1,7 @@
 // Host functions: functions the host registers by name on a context, with
 // declared result kinds, called by the `host_call` primitive (in traces,
 // outside them, and from saved graphs loaded elsewhere: the IR holds only
-// the name and the declared kinds). SEMANTICS.md §3 "host function".
+// the name and the declared kinds). docs/SEMANTICS.md §3 "host function".
 #pragma once
 
 #include <functional>

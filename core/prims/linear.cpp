@@ -1,12 +1,13 @@
 // The primitives pullback and pushforward emit to combine tangents and
-// cotangents (SEMANTICS.md §4):
+// cotangents (docs/SEMANTICS.md §4):
 //
 //   accumulate(xs...) -> x          strings concatenated in order, ints and
 //       floats summed, bools or-ed, lists element by element.
 //   accumulate_items(list) -> item  accumulate over a list's items (the
 //       cotangent of a value shared by every batch item).
 //   zeros_like(x) -> x              Zero materialized, shaped like x ("" for
-//       str, 0, 0.0, false; lists keep their lengths).
+//       str, 0, 0.0, false; lists keep their lengths). With text=true the
+//       zeros are "" whatever x's kind: a zero cotangent (feedback is text).
 #include "prims/registry.h"
 #include "transforms/batch.h"
 #include "transforms/dce.h"
@@ -64,14 +65,20 @@ Value accumulate_values(std::span<const Value> xs, Kind kind_hint) {
   }
 }
 
-Value zeros_of(const Value& x) {
+Value zeros_of(const Value& x, bool text) {
   if (x.kind() == Kind::List) {
     std::vector<Value> items;
     items.reserve(x.size());
-    for (const Value& item : x.items()) items.push_back(zeros_of(item));
+    for (const Value& item : x.items()) items.push_back(zeros_of(item, text));
     return Value::list(std::move(items));
   }
-  return zero_value(x.kind());
+  return zero_value(text ? Kind::Str : x.kind());
+}
+
+bool text_zeros(const Params& p) {
+  const Param* t = p.find("text");
+  return t && std::holds_alternative<Value>(*t) && std::get<Value>(*t).kind() == Kind::Bool &&
+         std::get<Value>(*t).as_bool();
 }
 
 // ---- accumulate
@@ -127,14 +134,14 @@ void accumulate_items_pull_bwd(PullCtx& ctx, const Eqn&) {
 
 // ---- zeros_like
 
-AbstractOut zeros_like_abstract(const Params&, std::span<const Aval> in, const TreeDef&) {
+AbstractOut zeros_like_abstract(const Params& p, std::span<const Aval> in, const TreeDef&) {
   if (in.size() != 1) invalid("zeros_like: takes one input");
   if (in[0].kind == Kind::Null || in[0].kind >= Kind::List) invalid("zeros_like: no zero of " + aval_name(in[0]));
-  return AbstractOut{{in[0]}, TreeDef::leaf()};
+  return AbstractOut{{text_zeros(p) ? Aval{Kind::Str, in[0].list_depth} : in[0]}, TreeDef::leaf()};
 }
 
-void zeros_like_impl(const Eqn&, std::span<const Value> in, std::span<Value> out, RunEnv&) {
-  out[0] = zeros_of(in[0]);
+void zeros_like_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv&) {
+  out[0] = zeros_of(in[0], text_zeros(e.params));
 }
 
 void zero_push(PushCtx& ctx, const Eqn&) {
@@ -183,7 +190,7 @@ void add_linear_prims(std::vector<Prim>& out) {
   zeros.pullback_fwd = pull_fwd_copy;
   zeros.pullback_bwd = zero_pull_bwd;
   zeros.dce = dce_whole;
-  zeros.params = std::vector<ParamSpec>{};
+  zeros.params = std::vector<ParamSpec>{{"text", 0, Kind::Bool, true}};
   out.push_back(zeros);
 }
 

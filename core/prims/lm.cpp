@@ -1,4 +1,4 @@
-// LM primitives: lm_call and lm_schema_call (SEMANTICS.md §3).
+// LM primitives: lm_call and lm_schema_call (docs/SEMANTICS.md §3).
 //
 // Equation shape: inputs = [content_0, ..., content_{n-1}, model] (flat
 // leaves), params = {"roles": [str...]} (+ "schema" for lm_schema_call).

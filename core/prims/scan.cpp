@@ -1,4 +1,4 @@
-// The loops pullback emits (SEMANTICS.md §3 while_loop, pull): the forward
+// The loops pullback emits (docs/SEMANTICS.md §3 while_loop, pull): the forward
 // records a trajectory, the backward walks it in reverse.
 //
 //   while_scan[cond, body, max_iters](carry...) -> (carry..., ys..., n)

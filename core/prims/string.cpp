@@ -126,23 +126,29 @@ void concat_impl(const Eqn&, std::span<const Value> in, std::span<Value> out, Ru
 
 // ---- match(a, b) -> bool
 
+// match compares two leaves of any kinds: a port of a program that matches
+// a number against a string expects false, not an error (docs/SEMANTICS.md
+// §3).
 AbstractOut match_abstract(const Params&, std::span<const Aval> in, const TreeDef&) {
   if (in.size() != 2) invalid("match: takes 2 arguments, got " + std::to_string(in.size()));
-  require_str("match", in);
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i].list_depth != 0 || in[i].kind == Kind::Null || in[i].kind >= Kind::List)
+      invalid("match: argument " + std::to_string(i) + " is " + aval_name(in[i]) + "; both must be leaves");
   return one_leaf(Kind::Bool);
 }
 
 void match_impl(const Eqn&, std::span<const Value> in, std::span<Value> out, RunEnv&) {
-  out[0] = Value::boolean(in[0].as_str() == in[1].as_str());
+  out[0] = Value::boolean(in[0].kind() == in[1].kind() && in[0] == in[1]);
 }
 
 // ---- transform rules
 //
 // batch: every string primitive maps over the items (batch_by_map).
-// format  push: the same template on the tangents ("" for a Zero tangent).
-//         pull: the output cotangent goes to every argument that is a str
-//         leaf of its own; other arguments (numbers, containers rendered as
-//         JSON) get Zero.
+// format  push: the same template on the tangents (a Zero tangent shows as
+//         the zero of its kind: "", 0, 0.0, false).
+//         pull: the output cotangent goes to every argument leaf, whatever
+//         its kind (feedback is text: an int argument gets the feedback on
+//         the text it was formatted into).
 // concat  push: concat of the tangents ("" for literals and Zero tangents).
 //         pull: the output cotangent goes to every input.
 // match   push: Zero. pull: Zero to both inputs.
@@ -151,23 +157,19 @@ void format_push(PushCtx& ctx, const Eqn& e) {
   ctx.emit_primal();
   std::vector<Atom> t;
   t.reserve(ctx.n_in());
-  for (size_t k = 0; k < ctx.n_in(); ++k)
-    t.push_back(ctx.tangent(k) ? *ctx.tangent(k) : Atom::literal(Value::str("")));
+  // A Zero tangent is shown as the zero of its kind ("", 0, 0.0, false):
+  // the same text a materialized Zero (a switch join) would give.
+  for (size_t k = 0; k < ctx.n_in(); ++k) t.push_back(ctx.tangent_or_zero(k));
   std::vector<Atom> o = ctx.b.emit_known(*e.prim, e.params, std::move(t), e.in_tree,
                                          std::vector<Aval>{Aval{Kind::Str, 0}}, e.out_tree);
   ctx.tangent_out(0, o[0]);
 }
 
-void format_pull_bwd(PullCtx& ctx, const Eqn& e) {
-  const auto& nodes = e.in_tree.nodes();
-  size_t pos = 1, leaf = 0;
-  for (uint32_t c = 0; c < e.in_tree.root().n_children; ++c) {
-    const TreeDef::Node& n = nodes[pos];
-    if (n.type == TreeDef::NodeType::Leaf && ctx.in_aval(leaf) == Aval{Kind::Str, 0})
-      ctx.add_cotangent(leaf, *ctx.cotangent(0));
-    leaf += n.n_leaves;
-    pos += n.n_nodes;
-  }
+// Every value the output shows gets the feedback on the output, whatever its
+// kind (feedback is text): an int argument learns what was wrong with the
+// text it was formatted into.
+void format_pull_bwd(PullCtx& ctx, const Eqn&) {
+  for (size_t k = 0; k < ctx.n_in(); ++k) ctx.add_cotangent(k, *ctx.cotangent(0));
 }
 
 void concat_push(PushCtx& ctx, const Eqn& e) {
@@ -270,7 +272,7 @@ Value op_concat(std::span<const Value> args, RunEnv& env) {
 Value op_match(const Value& a, const Value& b, RunEnv& env) {
   for (const Value* v : {&a, &b})
     if (!v->is_leaf())
-      invalid(std::string("match: an argument is ") + kind_name(v->kind()) + "; both must be str");
+      invalid(std::string("match: an argument is ") + kind_name(v->kind()) + "; both must be leaves (str, int, float or bool)");
   static const Prim& p = prim("match");
   return bind_flat(p, Params(), {a, b}, env);
 }

@@ -250,12 +250,18 @@ void pop_tag() {
   f.tags = set->empty() ? nullptr : Tags(std::move(set));
 }
 
-void push_fold() { ++require_frame("a fold scope").fold_depth; }
+// Outside a trace every operation already runs at once, which is what fold
+// asks for: push and pop are no-ops there (a program ported from a library
+// whose fold scope works anywhere keeps working).
+void push_fold() {
+  if (Frame* f = top()) ++f->fold_depth;
+}
 
 void pop_fold() {
-  Frame& f = require_frame("a fold scope");
-  if (f.fold_depth == 0) invalid("fold pop without a matching push");
-  --f.fold_depth;
+  Frame* f = top();
+  if (!f) return;
+  if (f->fold_depth == 0) invalid("fold pop without a matching push");
+  --f->fold_depth;
 }
 
 }  // namespace af

@@ -36,10 +36,12 @@ bool recording() noexcept;
 Value inline_ir(const IR& ir, std::span<const Value> inputs);
 
 bool is_tracing() noexcept;
-// Tag and fold scopes of the innermost frame; INVALID_ARGUMENT outside a
-// trace or on an unmatched pop.
+// Tag scopes of the innermost frame; INVALID_ARGUMENT outside a trace or on
+// an unmatched pop.
 void push_tag(std::string tag);
 void pop_tag();
+// Fold scopes of the innermost frame; no-ops outside a trace (everything
+// runs at once there); INVALID_ARGUMENT on an unmatched pop inside one.
 void push_fold();
 void pop_fold();
 

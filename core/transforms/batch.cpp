@@ -250,7 +250,7 @@ IRPtr batch(const IRPtr& ir, const Value& in_axes) {
   BatchRun run = batch_into(b, *ir, bound, batched);
   for (size_t k = 0; k < run.out.size(); ++k)
     if (!run.out_batched[k]) run.out[k] = broadcast_like(b, run.out[k], checked[0]);
-  return b.finish(std::move(in), ir->in_tree, std::move(run.out), ir->out_tree);
+  return b.finish(std::move(in), ir->in_tree, std::move(run.out), ir->out_tree, ir->in_roles);
 }
 
 }  // namespace af

@@ -1,4 +1,4 @@
-// batch: the vmap of LM programs (SEMANTICS.md §4). A batched leaf is a
+// batch: the vmap of LM programs (docs/SEMANTICS.md §4). A batched leaf is a
 // list holding the leaf's value for each batch item (aval list<T>). The
 // transform walks the equations: one with no batched input is copied; any
 // other goes through its primitive's batch rule, which emits the batched

@@ -78,13 +78,23 @@ std::vector<Atom> Builder::copy(const IR& src, const Eqn& from, std::vector<Atom
 }
 
 IRPtr Builder::finish(std::vector<Atom> in, TreeDef in_tree, std::vector<Atom> out,
-                      TreeDef out_tree) {
-  return extract(0, ir_.eqns.size(), std::move(in), std::move(in_tree), std::move(out),
-                 std::move(out_tree));
+                      TreeDef out_tree, std::vector<InputRole> roles) {
+  std::shared_ptr<IR> res = extract_ir(0, ir_.eqns.size(), std::move(in), std::move(in_tree), std::move(out),
+                                       std::move(out_tree));
+  if (!roles.empty() && roles.size() != res->in.size())
+    fail(Code::Internal, "transform: " + std::to_string(roles.size()) + " input roles for " +
+                             std::to_string(res->in.size()) + " input leaves");
+  set_input_roles(*res, std::move(roles));
+  return res;
 }
 
 IRPtr Builder::extract(size_t first, size_t last, std::vector<Atom> in, TreeDef in_tree,
                        std::vector<Atom> out, TreeDef out_tree) {
+  return extract_ir(first, last, std::move(in), std::move(in_tree), std::move(out), std::move(out_tree));
+}
+
+std::shared_ptr<IR> Builder::extract_ir(size_t first, size_t last, std::vector<Atom> in, TreeDef in_tree,
+                                        std::vector<Atom> out, TreeDef out_tree) {
   auto res = std::make_shared<IR>();
   std::vector<VarId> map(ir_.vars.size(), kNoVar);
   auto define = [&](VarId v) {
@@ -139,21 +149,22 @@ std::vector<Atom> inline_into(Builder& b, const IR& ir, std::span<const Atom> in
 
 // ---- zeros
 
-Value zero_value(Kind k) {
-  switch (k) {
-    case Kind::Str: return Value::str("");
-    case Kind::Int: return Value::integer(0);
-    case Kind::Float: return Value::floating(0.0);
-    case Kind::Bool: return Value::boolean(false);
-    default: fail(Code::Internal, std::string("no zero of kind ") + kind_name(k));
-  }
-}
-
 Atom zero_atom(Builder& b, Aval a, const Atom& like) {
   if (a.list_depth == 0) return Atom::literal(zero_value(a.kind));
   if (!like.is_var()) return Atom::literal(filler_value(a));
   static const Prim& zeros_like = prim("zeros_like");
   return b.emit1(zeros_like, Params(), {like});
+}
+
+Aval cotangent_aval(Aval primal) { return Aval{Kind::Str, primal.list_depth}; }
+
+Atom zero_cotangent(Builder& b, Aval primal, const Atom& like) {
+  Aval a = cotangent_aval(primal);
+  if (a.list_depth == 0 || !like.is_var()) return zero_atom(b, a, like);
+  static const Prim& zeros_like = prim("zeros_like");
+  Params params;
+  params.set("text", Value::boolean(true));
+  return b.emit1(zeros_like, std::move(params), {like});
 }
 
 Value filler_value(Aval a) {

@@ -53,7 +53,9 @@ class Builder {
   // definition (inputs first, then equation outputs); vars nothing defines
   // are dropped. INTERNAL if an equation or output uses an undefined var.
   // Moves the equations out: the builder is done with them.
-  IRPtr finish(std::vector<Atom> in, TreeDef in_tree, std::vector<Atom> out, TreeDef out_tree);
+  // `roles`: one per input leaf (IR::in_roles), or empty for all Primal.
+  IRPtr finish(std::vector<Atom> in, TreeDef in_tree, std::vector<Atom> out, TreeDef out_tree,
+               std::vector<InputRole> roles = {});
   // The same for the equations [first, last) only, whose inputs are `in`
   // (vars defined before `first` that the range reads must be among them).
   // Moves those equations out (extract disjoint ranges only).
@@ -61,6 +63,8 @@ class Builder {
                 std::vector<Atom> out, TreeDef out_tree);
 
  private:
+  std::shared_ptr<IR> extract_ir(size_t first, size_t last, std::vector<Atom> in, TreeDef in_tree,
+                                 std::vector<Atom> out, TreeDef out_tree);
   IR ir_;
 };
 
@@ -68,10 +72,8 @@ class Builder {
 // returns ir's output atoms. Equations keep their own tags.
 std::vector<Atom> inline_into(Builder& b, const IR& ir, std::span<const Atom> in);
 
-// ---- zeros (SEMANTICS.md §1: Zero materialized)
+// ---- zeros (docs/SEMANTICS.md §1: Zero materialized)
 
-// The zero of a leaf kind: "" for str, 0, 0.0, false. INTERNAL for others.
-Value zero_value(Kind k);
 // The zero of aval a as an atom: a literal for a leaf aval; for list avals
 // (batched values) zeros_like(like), which keeps like's list lengths.
 Atom zero_atom(Builder& b, Aval a, const Atom& like);
@@ -79,6 +81,12 @@ Atom zero_atom(Builder& b, Aval a, const Atom& like);
 // branches not taken): the zero of a leaf aval, one-item lists of it for
 // list avals (a literal whose aval is list<...>).
 Value filler_value(Aval a);
+// Feedback is text (docs/SEMANTICS.md §4): the cotangent of a leaf of any
+// kind is a str, batched like the leaf (list<int> -> list<str>).
+Aval cotangent_aval(Aval primal);
+// The zero cotangent of a value of aval `primal`: "" for a leaf; for list
+// avals zeros_like[text](like), "" per item with like's list lengths.
+Atom zero_cotangent(Builder& b, Aval primal, const Atom& like);
 
 // ---- IR surgery (all results renumbered canonically)
 

@@ -1,4 +1,4 @@
-// cse (trace-time memoize, SEMANTICS.md §4): identical pure equations —
+// cse (trace-time memoize, docs/SEMANTICS.md §4): identical pure equations —
 // same primitive, params, input atoms, input structure and tags — are
 // merged into the first. Effectful and no-merge equations (checkpoint, and
 // control flow holding one) are never merged; nondeterministic ones (LM
@@ -99,7 +99,7 @@ IRPtr cse(const IR& ir, bool merge_nondeterministic) {
   Builder b;
   b.ir().vars = ir.vars;
   b.ir().eqns = std::move(kept);
-  return b.finish(ir.in, ir.in_tree, std::move(out), ir.out_tree);
+  return b.finish(ir.in, ir.in_tree, std::move(out), ir.out_tree, ir.in_roles);
 }
 
 }  // namespace af

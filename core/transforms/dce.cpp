@@ -37,7 +37,7 @@ IRPtr rebuild(const IR& ir, std::vector<Eqn> eqns, std::vector<Atom> out, TreeDe
   Builder b;
   b.ir().vars = ir.vars;
   b.ir().eqns = std::move(eqns);
-  return b.finish(ir.in, ir.in_tree, std::move(out), std::move(out_tree));
+  return b.finish(ir.in, ir.in_tree, std::move(out), std::move(out_tree), ir.in_roles);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// dce: removes equations whose outputs nothing reads (SEMANTICS.md §4).
+// dce: removes equations whose outputs nothing reads (docs/SEMANTICS.md §4).
 // An equation with effects (checkpoint, or a sub-IR holding one) is always
 // kept. A primitive's dce rule may replace its equation by a smaller one
 // (switch, map, loops: fewer outputs, fewer inputs, dead code removed from

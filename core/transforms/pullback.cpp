@@ -115,10 +115,10 @@ struct PullState {
       for (auto& [k, ct] : ctx.added) {
         const Atom& a = e.in[k];
         if (!a.is_var()) continue;
-        if (!(b.aval(ct) == ir.vars[a.var]))
+        if (!(b.aval(ct) == cotangent_aval(ir.vars[a.var])))
           fail(Code::Internal, "pullback rule of " + e.prim->name + ": the cotangent of input " +
                                    std::to_string(k) + " is " + aval_name(b.aval(ct)) + ", expected " +
-                                   aval_name(ir.vars[a.var]));
+                                   aval_name(cotangent_aval(ir.vars[a.var])));
         contrib[a.var].push_back({order(i, k), ct});
       }
     }
@@ -135,6 +135,8 @@ Aval PullCtx::in_aval(size_t k) const {
 }
 
 Aval PullCtx::out_aval(size_t k) const { return src.vars[eqn.out[k]]; }
+
+Aval PullCtx::out_ct_aval(size_t k) const { return cotangent_aval(out_aval(k)); }
 
 std::vector<Atom> PullCtx::emit_forward() {
   std::vector<Atom> o = b.copy(src, eqn, primals);
@@ -153,7 +155,7 @@ Atom PullCtx::cotangent_or_zero(size_t k) {
   // this cotangent is Zero (the rule contract in pullback.h).
   if (a.list_depth != 0 && outs[k].is_var()) state->touched.push_back(outs[k].var);
   if (cts[k]) return *cts[k];
-  return zero_atom(b, a, outs[k]);
+  return zero_cotangent(b, a, outs[k]);
 }
 
 bool PullCtx::any_cotangent() const {
@@ -195,7 +197,7 @@ void build_split(Build& s, const IR& ir, const std::vector<bool>& nz_out, const 
     const Atom& a = ir.out[k];
     s.out.push_back(a.is_var() ? st.atom[a.var] : a);
     if (!nz_out[k]) continue;
-    Atom ct = Atom::of_var(b.var(a.is_var() ? ir.vars[a.var] : aval_of(a.lit)));
+    Atom ct = Atom::of_var(b.var(cotangent_aval(a.is_var() ? ir.vars[a.var] : aval_of(a.lit))));
     s.cts.push_back(ct);
     out_cts[k] = ct;
   }
@@ -206,7 +208,7 @@ void build_split(Build& s, const IR& ir, const std::vector<bool>& nz_out, const 
       s.nz_in.push_back(true);
     } else if (!materialize_in.empty() && materialize_in[k]) {
       const Atom& a = ir.in[k];
-      s.in_cts.push_back(zero_atom(b, a.is_var() ? ir.vars[a.var] : aval_of(a.lit), s.in[k]));
+      s.in_cts.push_back(zero_cotangent(b, a.is_var() ? ir.vars[a.var] : aval_of(a.lit), s.in[k]));
       s.nz_in.push_back(true);
     } else {
       s.nz_in.push_back(false);
@@ -294,7 +296,7 @@ IRPtr pullback(const IR& ir) {
   std::vector<std::optional<Atom>> out_cts;
   for (const Atom& a : ir.out) {
     outs.push_back(a.is_var() ? st.atom[a.var] : a);
-    Atom ct = Atom::of_var(b.var(a.is_var() ? ir.vars[a.var] : aval_of(a.lit)));
+    Atom ct = Atom::of_var(b.var(cotangent_aval(a.is_var() ? ir.vars[a.var] : aval_of(a.lit))));
     ct_in.push_back(ct);
     out_cts.push_back(a.is_var() ? std::optional<Atom>(ct) : std::nullopt);
   }
@@ -307,7 +309,11 @@ IRPtr pullback(const IR& ir) {
   in.insert(in.end(), ct_in.begin(), ct_in.end());
   const TreeDef ins[2] = {ir.in_tree, ir.out_tree};
   const TreeDef outs_tree[2] = {ir.out_tree, tree_without(ir.in_tree, nz)};
-  IRPtr res = b.finish(std::move(in), TreeDef::list_of(ins), std::move(outs), TreeDef::list_of(outs_tree));
+  // The primal inputs keep their roles; the new inputs are cotangents.
+  std::vector<InputRole> roles = input_roles(ir);
+  roles.resize(in.size(), InputRole::Cotangent);
+  IRPtr res = b.finish(std::move(in), TreeDef::list_of(ins), std::move(outs), TreeDef::list_of(outs_tree),
+                       std::move(roles));
   // Forward values no backward equation reads (a loop's trajectory of state
   // the backward does not need) are not kept.
   return dce(*res, Value());

@@ -1,5 +1,5 @@
 // pullback (vjp): (primals, output_cotangent) -> (outputs, input_cotangents)
-// (SEMANTICS.md §4). The transformed IR is the forward equations followed by
+// (docs/SEMANTICS.md §4). The transformed IR is the forward equations followed by
 // the backward equations; the backward reads forward values (residuals) and
 // never re-runs forward work. Cotangents are symbolic while transforming
 // (std::nullopt = Zero): an equation whose output cotangents are all Zero
@@ -38,6 +38,9 @@ struct PullCtx {
   const Atom& out(size_t k) const { return outs[k]; }
   Aval in_aval(size_t k) const;
   Aval out_aval(size_t k) const;
+  // The aval of output k's cotangent: a str (feedback is text), batched
+  // like the output.
+  Aval out_ct_aval(size_t k) const;
 
   // ---- forward phase (pullback_fwd)
   // Copies the equation on the primals and sets the forward outputs.

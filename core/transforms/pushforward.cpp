@@ -149,7 +149,12 @@ IRPtr pushforward(const IR& ir) {
   in.insert(in.end(), tin_atoms.begin(), tin_atoms.end());
   const TreeDef ins[2] = {ir.in_tree, ir.in_tree};
   const TreeDef outs_tree[2] = {ir.out_tree, tree_without(ir.out_tree, nz)};
-  return b.finish(std::move(in), TreeDef::list_of(ins), std::move(outs), TreeDef::list_of(outs_tree));
+  // The primal inputs keep their roles (a tangent of a pullback is still
+  // one); the new inputs are tangents.
+  std::vector<InputRole> roles = input_roles(ir);
+  roles.resize(in.size(), InputRole::Tangent);
+  return b.finish(std::move(in), TreeDef::list_of(ins), std::move(outs), TreeDef::list_of(outs_tree),
+                  std::move(roles));
 }
 
 }  // namespace af

@@ -1,5 +1,5 @@
 // pushforward (jvp): (primals, tangents) -> (outputs, output_tangents)
-// (SEMANTICS.md §4). Tangents are symbolic while transforming: a leaf's
+// (docs/SEMANTICS.md §4). Tangents are symbolic while transforming: a leaf's
 // tangent is either an atom or Zero (std::nullopt). An equation whose
 // tangent inputs are all Zero is copied and its outputs get Zero tangents —
 // its rule is not even called. Otherwise the primitive's pushforward rule
@@ -23,7 +23,7 @@ struct PushCtx {
   size_t n_in() const { return primals.size(); }
   const Atom& primal(size_t k) const { return primals[k]; }
   const std::optional<Atom>& tangent(size_t k) const { return tangents[k]; }
-  // The tangent of input k, or its materialized zero (SEMANTICS.md §1).
+  // The tangent of input k, or its materialized zero (docs/SEMANTICS.md §1).
   Atom tangent_or_zero(size_t k);
   Aval in_aval(size_t k) const;
 

@@ -1,8 +1,8 @@
-// sched (SEMANTICS.md §4): annotates every equation (and those of sub-IRs)
+// sched (docs/SEMANTICS.md §4): annotates every equation (and those of sub-IRs)
 // with its dependency level and its priority — the cost-weighted longest
 // path from it to an output, each equation weighing eqn_cost (ir/ir.h: its
 // cost hint plus its heaviest sub-IR's path). The text printer and DOT show them;
-// execution never depends on them (it is dataflow, DESIGN.md §3).
+// execution never depends on them (it is dataflow, core/exec/README.md).
 #include <algorithm>
 #include <variant>
 

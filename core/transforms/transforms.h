@@ -1,4 +1,4 @@
-// The IR -> IR transforms (SEMANTICS.md §4, DESIGN.md §2). Each returns a
+// The IR -> IR transforms (docs/SEMANTICS.md §4, docs/ARCHITECTURE.md). Each returns a
 // plain IR of registered primitives: it prints, transforms again and runs.
 // Run-time transforms (memoize, collect, inject) are scopes of a context:
 // exec/scopes.h.

@@ -955,7 +955,9 @@ static af_error_t* schema_program(void* ud, af_context_t* c, const af_value_t* c
   af_value_dict(c, keys, lens, v, 2, &m);
   af_value_list(c, (const af_value_t* const*)&m, 1, &msgs);
   {
-    const char* js = "{\"title\":{\"type\":\"str\",\"min\":1},\"score\":{\"type\":\"int\"}}";
+    const char* js =
+        "{\"title\":{\"type\":\"str\",\"min\":1},\"score\":{\"type\":\"int\"},"
+        "\"p\":{\"type\":\"float\"},\"ok\":{\"type\":\"bool\"}}";
     af_value_from_json(c, js, strlen(js), &schema);
   }
   e = af_lm_schema_call(c, msgs, in[1], schema, out);
@@ -966,6 +968,8 @@ static af_error_t* schema_program(void* ud, af_context_t* c, const af_value_t* c
   return e;
 }
 
+/* Feedback is text whatever the field's kind: the prompt lists every field
+ * with its value and its feedback. */
 static void schema_pullback_lists_every_field(void) {
   af_provider_t* echo = echo_with(NULL);
   af_ir_t* ir = TRACE(schema_program, NULL, "[\"q\", \"m\"]", NULL);
@@ -973,13 +977,18 @@ static void schema_pullback_lists_every_field(void) {
   af_value_t* out = NULL;
   route("*", echo);
   if (!ir || !CHECK_OK(af_pullback(ctx, ir, &pulled))) goto done;
-  if (CHECK_OK(call_json(pulled, "[[\"Q\",\"m\"], {\"title\":\"be catchier\",\"score\":0}]", &out))) {
+  if (CHECK_OK(call_json(pulled,
+                         "[[\"Q\",\"m\"], {\"title\":\"be catchier\",\"score\":\"too low for this ticket\","
+                         "\"p\":\"too confident\",\"ok\":\"should be true: the ticket mentions a refund\"}]",
+                         &out))) {
     af_value_t *cts = NULL, *cq = NULL;
     char buf[2048];
     CHECK_OK(af_value_index(out, 1, &cts));
     CHECK_OK(af_value_index(cts, 0, &cq));
     str_of(cq, buf);
-    CHECK_CONTAINS(buf, "- $.score = 0\n  feedback: 0");
+    CHECK_CONTAINS(buf, "- $.ok = false\n  feedback: should be true: the ticket mentions a refund");
+    CHECK_CONTAINS(buf, "- $.p = 0.0\n  feedback: too confident");
+    CHECK_CONTAINS(buf, "- $.score = 0\n  feedback: too low for this ticket");
     CHECK_CONTAINS(buf, "- $.title = a\n  feedback: be catchier");
     af_value_free(cts);
     af_value_free(cq);
@@ -989,6 +998,23 @@ done:
   af_ir_free(pulled);
   af_ir_free(ir);
   af_provider_free(echo);
+}
+
+/* A number or bool given as feedback is refused, naming the path. */
+static void schema_feedback_must_be_text(void) {
+  af_ir_t* ir = TRACE(schema_program, NULL, "[\"q\", \"m\"]", NULL);
+  af_ir_t* pulled = NULL;
+  af_value_t* out = NULL;
+  if (!ir || !CHECK_OK(af_pullback(ctx, ir, &pulled))) goto done;
+  CHECK_ERR(call_json(pulled, "[[\"Q\",\"m\"], {\"title\":\"t\",\"score\":3,\"p\":\"\",\"ok\":\"\"}]", &out),
+            AF_ERR_INVALID_ARGUMENT, "input[1][\"score\"]", "feedback must be text");
+  CHECK(out == NULL);
+  CHECK_ERR(call_json(pulled, "[[\"Q\",\"m\"], {\"title\":\"t\",\"score\":\"\",\"p\":\"\",\"ok\":true}]", &out),
+            AF_ERR_INVALID_ARGUMENT, "input[1][\"ok\"]", "feedback must be text");
+  CHECK(out == NULL);
+done:
+  af_ir_free(pulled);
+  af_ir_free(ir);
 }
 
 int main(int argc, char** argv) {
@@ -1010,6 +1036,7 @@ int main(int argc, char** argv) {
       CASE(pushforward_calls_primal_and_tangent),
       CASE(pullback_asks_for_feedback_on_inputs_only),
       CASE(schema_pullback_lists_every_field),
+      CASE(schema_feedback_must_be_text),
       CASE(openai_answers_and_sends_the_key),
       CASE(openai_schema_calls_send_json_schema),
       CASE(openai_faults_end_in_the_right_code),

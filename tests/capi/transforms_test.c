@@ -494,7 +494,7 @@ static const struct row rows[] = {
     /* pullback: (primals, output_cotangent) -> [outputs, input_cotangents]. */
     {"format", "pullback", "[[\"p\",\"q\"],\"g\"]", "[\"<p|q>\",[\"g\",\"g\"]]"},
     {"concat", "pullback", "[[\"p\",\"q\"],\"g\"]", "[\"p-q\",[\"g\",\"g\"]]"},
-    {"match", "pullback", "[[\"p\",\"q\"],[true,\"g\"]]", "[[false,\"p\"],[\"g\",null]]"},
+    {"match", "pullback", "[[\"p\",\"q\"],[\"should be true\",\"g\"]]", "[[false,\"p\"],[\"g\",null]]"},
     {"stop_gradient", "pullback", "[[\"p\",\"q\"],\"g\"]", "[\"pq\",[null,\"g\"]]"},
     {"depends", "pullback", "[[\"p\",\"q\"],\"g\"]", "[\"p1\",[\"g\",null]]"},
     {"checkpoint", "pullback", "[[\"p\",\"q\"],\"g\"]", "[\"pq\",[\"g\",\"g\"]]"},
@@ -563,6 +563,19 @@ static const struct row rows[] = {
     {"lm_call", "dce", "[\"p\",\"m\"]", "\"m|Q:p\""},
     {"lm_call", "cse", "[\"p\",\"m\"]", "\"m|Q:p\""},
     {"lm_call", "sched", "[\"p\",\"m\"]", "\"m|Q:p\""},
+    /* null is Zero wherever a tangent or cotangent is taken (materialized:
+     * "" for text), also through compositions. */
+    {"format", "pullback", "[[\"p\",\"q\"],null]", "[\"<p|q>\",[\"\",\"\"]]"},
+    {"match", "pullback", "[[\"p\",\"q\"],[null,null]]", "[[false,\"p\"],[\"\",null]]"},
+    {"format", "pushforward", "[[\"p\",\"q\"],[null,\"dq\"]]", "[\"<p|q>\",\"<|dq>\"]"},
+    {"while_loop", "pullback", "[[\"p\",\"1\"],[null,\"h\"]]", "[[\"p!!\",\"3\"],[\"\",\"\"]]"},
+    {"multi", "pullback,pullback", "[[[\"p\"],null],[null,[\"h\"]]]", "[[\"ppp\",[\"\"]],[[\"\"],\"hhh\"]]"},
+    {"format", "pullback,batch", "[[[\"a\",\"b\"],[\"c\",\"d\"]],[\"g1\",null]]",
+     "[[\"<a|c>\",\"<b|d>\"],[[\"g1\",\"\"],[\"g1\",\"\"]]]"},
+    /* The pullback of a pullback runs through the first pullback's program:
+     * feedback on each argument's feedback is joined into the output's. */
+    {"format", "pullback,pullback", "[[[\"p\",\"q\"],\"g\"],[\"o\",[\"h\",\"i\"]]]",
+     "[[\"<p|q>\",[\"g\",\"g\"]],[[\"o\",\"o\"],\"hi\"]]"},
     /* Compositions named by the issue. */
     {"format", "pullback,batch", "[[[\"a\",\"b\"],[\"c\",\"d\"]],[\"g1\",\"g2\"]]",
      "[[\"<a|c>\",\"<b|d>\"],[[\"g1\",\"g2\"],[\"g1\",\"g2\"]]]"},
@@ -844,6 +857,98 @@ static void unknown_switch_key_under_transforms(void) {
   free_made();
 }
 
+/* format with an int argument: the feedback on the text reaches the int
+ * (text); a Zero tangent of the int shows as the zero of its kind ("0"). */
+static void format_of_a_number_under_transforms(void) {
+  af_ir_t* ir = TRACE(format_fn, NULL, "[\"p\", 2]", NULL);
+  af_ir_t* pulled = NULL;
+  af_ir_t* pushed = NULL;
+  if (!ir) return;
+  if (CHECK_OK(af_pullback(ctx, ir, &pulled)))
+    CHECK_CALL(pulled, "[[\"p\",2],\"the number is too small\"]",
+               "[\"<p|2>\",[\"the number is too small\",\"the number is too small\"]]");
+  if (CHECK_OK(af_pushforward(ctx, ir, &pushed))) {
+    CHECK_CALL(pushed, "[[\"p\",2],[\"dp\",null]]", "[\"<p|2>\",\"<dp|0>\"]");
+    CHECK_CALL(pushed, "[[\"p\",2],[\"dp\",5]]", "[\"<p|2>\",\"<dp|5>\"]");
+  }
+  af_ir_free(pushed);
+  af_ir_free(pulled);
+  af_ir_free(ir);
+}
+
+/* [concat(x, "!"), "fixed"]: the second output is a literal. */
+static af_error_t* literal_out_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                                  af_value_t** out) {
+  af_value_t* parts[2] = {NULL, NULL};
+  af_value_t* items[2] = {NULL, NULL};
+  af_error_t* e = lit(c, "!", &parts[1]);
+  (void)ud;
+  (void)n;
+  parts[0] = af_value_clone(in[0]);
+  if (!e) e = af_concat(c, AS_ARGS(parts), 2, &items[0]);
+  if (!e) e = lit(c, "fixed", &items[1]);
+  if (!e) e = af_value_list(c, AS_ARGS(items), 2, out);
+  free_items(parts, 2);
+  free_items(items, 2);
+  return e;
+}
+
+/* A literal output's cotangent slot and an output nobody gives feedback on
+ * take null (Zero); feedback that is not text is refused with its path. */
+static void null_is_zero_and_feedback_is_text(void) {
+  af_ir_t* ir = TRACE(literal_out_fn, NULL, "[\"x\"]", NULL);
+  af_ir_t* pulled = NULL;
+  af_ir_t* pushed = NULL;
+  af_value_t* out = NULL;
+  if (!ir || !CHECK_OK(af_pullback(ctx, ir, &pulled))) goto done;
+  CHECK_CALL(pulled, "[[\"p\"],[\"g\",null]]", "[[\"p!\",\"fixed\"],[\"g\"]]");
+  CHECK_CALL(pulled, "[[\"p\"],[null,null]]", "[[\"p!\",\"fixed\"],[\"\"]]");
+  CHECK_CALL(pulled, "[[\"p\"],[\"g\",\"ignored\"]]", "[[\"p!\",\"fixed\"],[\"g\"]]");
+  CHECK_ERR(call_json(pulled, "[[\"p\"],[7,null]]", &out), AF_ERR_INVALID_ARGUMENT, "input[1][0]",
+            "feedback must be text");
+  CHECK(out == NULL);
+  CHECK_ERR(call_json(pulled, "[[\"p\"],[false,null]]", &out), AF_ERR_INVALID_ARGUMENT, "input[1][0]",
+            "feedback must be text");
+  CHECK(out == NULL);
+  /* A primal slot still refuses null. */
+  CHECK_ERR(call_json(pulled, "[[null],[\"g\",null]]", &out), AF_ERR_INVALID_ARGUMENT, "input[0][0]",
+            "expected str");
+  CHECK(out == NULL);
+  /* Batched feedback: a list of text, a null item for no feedback. */
+  {
+    af_ir_t* batched = NULL;
+    if (CHECK_OK(af_batch(ctx, pulled, NULL, &batched))) {
+      CHECK_CALL(batched, "[[[\"p\",\"q\"]],[[\"g\",null],null]]", "[[[\"p!\",\"q!\"],[\"fixed\",\"fixed\"]],[[\"g\",\"\"]]]");
+      CHECK_ERR(call_json(batched, "[[[\"p\",\"q\"]],[[\"g\",1],null]]", &out), AF_ERR_INVALID_ARGUMENT,
+                "input[1][0]", "feedback must be text", "one item per batch element");
+      CHECK(out == NULL);
+    }
+    af_ir_free(batched);
+    batched = NULL;
+    /* Only the feedback batched, all of it null: no length to take. */
+    {
+      af_value_t* axes = mk_json("[false,true]");
+      if (CHECK_OK(af_batch(ctx, pulled, axes, &batched))) {
+        CHECK_CALL(batched, "[[\"p\"],[[\"g\",\"h\"],null]]", "[[[\"p!\",\"p!\"],[\"fixed\",\"fixed\"]],[[\"g\",\"h\"]]]");
+        CHECK_ERR(call_json(batched, "[[\"p\"],[null,null]]", &out), AF_ERR_INVALID_ARGUMENT, "given as null",
+                  "a null item per batch element");
+        CHECK(out == NULL);
+      }
+      af_value_free(axes);
+      af_ir_free(batched);
+    }
+  }
+  /* Tangents keep their kinds; null is Zero there too. */
+  if (!CHECK_OK(af_pushforward(ctx, ir, &pushed))) goto done;
+  CHECK_CALL(pushed, "[[\"p\"],[null]]", "[[\"p!\",\"fixed\"],[\"\",null]]");
+  CHECK_ERR(call_json(pushed, "[[\"p\"],[3]]", &out), AF_ERR_INVALID_ARGUMENT, "input[1][0]", "expected str");
+  CHECK(out == NULL);
+done:
+  af_ir_free(pushed);
+  af_ir_free(pulled);
+  af_ir_free(ir);
+}
+
 static void transforms_of_a_host_function_on_the_path(void) {
   af_ir_t* h;
   af_ir_t* t = NULL;
@@ -869,6 +974,8 @@ int main(int argc, char** argv) {
       CASE(batch_errors),
       CASE(unknown_switch_key_under_transforms),
       CASE(transforms_of_a_host_function_on_the_path),
+      CASE(null_is_zero_and_feedback_is_text),
+      CASE(format_of_a_number_under_transforms),
   };
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -1,5 +1,5 @@
 // EXPECT_AF_ERROR(stmt, code, fragment): stmt throws af::Error with that
-// code and a message containing fragment (SEMANTICS.md §5: codes are the
+// code and a message containing fragment (docs/SEMANTICS.md §5: codes are the
 // contract; the fragment checks the message says what was wrong).
 #pragma once
 

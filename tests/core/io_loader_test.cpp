@@ -1,4 +1,4 @@
-// The loader on untrusted bytes: every check of DESIGN.md §6 rejects what it
+// The loader on untrusted bytes: every check of core/io/README.md, "Loading" rejects what it
 // must, with FORMAT for damage and VERSION for what a newer libaf may read,
 // and no input crashes it (run under ASan/UBSan by tools/test.sh).
 #include <zstd.h>

@@ -57,6 +57,32 @@ TEST_P(RoundTrip, LoadedGraphRunsLikeTheOriginal) {
   EXPECT_TRUE(want == got) << GetParam().name;
 }
 
+// The roles of a transformed IR's inputs are kept, and checked on load.
+TEST(SavedGraph, InputRolesRoundTripAndAreChecked) {
+  IRPtr pb = pullback(*pushforward(*iotest::hello()));
+  ASSERT_EQ(pb->in_roles.size(), pb->in.size());
+  IRPtr back = io::load_ir(as_span(iotest::save(pb)));
+  EXPECT_TRUE(back->in_roles == pb->in_roles);
+  const std::string json = io::graph_to_json(*pb);
+  const std::string key = "\"in_roles\": [";
+  const size_t at = json.find(key);
+  ASSERT_NE(at, std::string::npos) << json;
+  const size_t first = at + key.size(), last = json.find(']', first);
+  EXPECT_EQ(json.substr(first, last - first), "0,1,2,2");
+  auto refused = [&](const std::string& roles, const char* fragment) {
+    std::string bad = json;
+    bad.replace(first, last - first, roles);
+    try {
+      io::graph_from_json(bad);
+      ADD_FAILURE() << "in_roles [" << roles << "] was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  refused("0,1,2,7", "in_roles");
+  refused("0,1,2", "input roles");
+}
+
 INSTANTIATE_TEST_SUITE_P(Corpus, RoundTrip, ::testing::ValuesIn(iotest::corpus()),
                          [](const auto& info) { return info.param.name; });
 

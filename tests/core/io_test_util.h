@@ -21,6 +21,7 @@
 #include "prims/ops.h"
 #include "prims/registry.h"
 #include "trace/trace.h"
+#include "transforms/transforms.h"
 #include "value/error.h"
 
 namespace af::iotest {
@@ -226,6 +227,9 @@ inline std::vector<NamedIR> corpus() {
                                           return Value::list({S("const"), Value(), Value::list({}), in[0]});
                                         },
                                         {S("x")})});
+  // Input roles: the tangent and cotangent inputs of transformed IRs.
+  out.push_back({"pullback_roles", pullback(*hello())});
+  out.push_back({"pushforward_of_pullback_roles", pushforward(*pullback(*hello()))});
   return out;
 }
 

@@ -1,5 +1,5 @@
 // JSON in and out (exact: int vs float kept, shortest round-trip floats) and
-// stringify (SEMANTICS.md §1).
+// stringify (docs/SEMANTICS.md §1).
 #include <gtest/gtest.h>
 
 #include <cmath>

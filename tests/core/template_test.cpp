@@ -1,4 +1,4 @@
-// The format template parser (Python-style fields, SEMANTICS.md §3 format).
+// The format template parser (Python-style fields, docs/SEMANTICS.md §3 format).
 #include <gtest/gtest.h>
 
 #include <ostream>

@@ -56,8 +56,28 @@ Sample for_pushforward(const Sample& s) {
   return Sample{{pa, pb}, {pb, pa}};
 }
 
+// Feedback on an output: the output itself, with every leaf that is not a
+// str written as text (feedback is text whatever the output's kind).
+Value as_feedback(const Value& v) {
+  switch (v.kind()) {
+    case Kind::List: {
+      std::vector<Value> items;
+      for (const Value& item : v.items()) items.push_back(as_feedback(item));
+      return Value::list(std::move(items));
+    }
+    case Kind::Dict: {
+      std::vector<Entry> entries;
+      for (const auto& [k, item] : v.entries()) entries.emplace_back(k, as_feedback(item));
+      return Value::dict(std::move(entries));
+    }
+    case Kind::Null:
+    case Kind::Str: return v;
+    default: return Value::str(to_json(v));
+  }
+}
+
 Sample for_pullback(const IRPtr& x, const Sample& s) {
-  return Sample{{Value::list(s.a), run(x, s.a)}, {Value::list(s.b), run(x, s.b)}};
+  return Sample{{Value::list(s.a), as_feedback(run(x, s.a))}, {Value::list(s.b), as_feedback(run(x, s.b))}};
 }
 
 Sample for_batch(const IRPtr& x, const Sample& s) {

@@ -1,5 +1,5 @@
 // The transforms on each primitive, with exact expected outputs
-// (SEMANTICS.md §4), and their documented errors. The composition matrix
+// (docs/SEMANTICS.md §4), and their documented errors. The composition matrix
 // (transform_matrix_test.cpp) checks that every nesting works; this suite
 // pins down what each one computes.
 #include <gtest/gtest.h>
@@ -92,22 +92,24 @@ INSTANTIATE_TEST_SUITE_P(
         // format / concat: the output cotangent to every argument.
         Case{"format", R"([["p","q"],"g"])", R"(["<p|q>",["g","g"]])"},
         Case{"concat", R"([["p","q"],"g"])", R"(["p-q",["g","g"]])"},
-        // match: Zero to both; the second output passes x through.
-        Case{"match", R"([["p","q"],[true,"g"]])", R"([[false,"p"],["g",null]])"},
+        // match: text feedback on its bool output; Zero to both inputs; the
+        // second output passes x through.
+        Case{"match", R"([["p","q"],["should be true","g"]])", R"([[false,"p"],["g",null]])"},
         Case{"stop_gradient", R"([["p","q"],"g"])", R"(["pq",[null,"g"]])"},
         Case{"depends", R"([["p","q"],"g"])", R"(["p1",["g",null]])"},
         Case{"checkpoint", R"([["p","q"],"g"])", R"(["pq",["g","g"]])"},
         // x feeds format (twice) and concat: three contributions.
         Case{"multi_consumer", R"([["p"],"g"])", R"(["ppp",["ggg"]])"},
         Case{"static_input", R"([["P","q"],"g"])", R"(["Pq",[null,"g"]])"},
-        // Only str arguments of their own get feedback; the int gets Zero.
-        Case{"trees", R"([[{"a":"p","b":["q",2]}],{"out":"g","m":true,"z":null}])",
-             R"([{"out":"pq2","m":false,"z":null},[{"a":"g","b":["g",null]}]])"},
+        // Feedback is text: the int argument of format gets the output's
+        // feedback like the str ones; match's bool output takes text.
+        Case{"trees", R"([[{"a":"p","b":["q",2]}],{"out":"g","m":"should match","z":null}])",
+             R"([{"out":"pq2","m":false,"z":null},[{"a":"g","b":["g","g"]}]])"},
         // The key never gets a cotangent.
         Case{"switch", R"([["a","p"],"g"])", R"(["Ap",[null,"g"]])"},
         Case{"switch", R"([["b","p"],"g"])", R"(["pp",[null,"gg"]])"},
-        Case{"switch_trees", R"([["a","p","q"],{"s":"g","m":true}])", R"([{"s":"pq","m":false},[null,"g","g"]])"},
-        Case{"switch_trees", R"([["b","p","q"],{"s":"g","m":true}])", R"([{"s":"lit","m":true},[null,"",""]])"},
+        Case{"switch_trees", R"([["a","p","q"],{"s":"g","m":"wrong"}])", R"([{"s":"pq","m":false},[null,"g","g"]])"},
+        Case{"switch_trees", R"([["b","p","q"],{"s":"g","m":"wrong"}])", R"([{"s":"lit","m":true},[null,"",""]])"},
         Case{"while_loop", R"([["p","1"],["g","h"]])", R"([["p!!","3"],["g",""]])"},
         Case{"while_loop", R"([["p","3"],["g","h"]])", R"([["p","3"],["g","h"]])"},
         // Each iteration's backward routes by its own key (the trajectory):
@@ -137,10 +139,14 @@ TEST(PullbackOrder, ContributionsFollowTheForwardOrderOfTheConsumers) {
   EXPECT_EQ(run_json(pullback(*with_input), R"([["p"],["1","2"]])"), R"([["p","p"],["21"]])");
 }
 
-TEST(PullbackOrder, NumbersAreSummedBoolsOred) {
+// Feedback is text whatever the kind: the feedback on the uses of a number
+// or a bool is joined in forward order; null is Zero.
+TEST(PullbackOrder, FeedbackOnNumbersAndBoolsIsJoinedText) {
   IRPtr ir = trace_json([&](auto in) { return Value::list({in[0], in[0], in[1], in[1], in[2]}); }, R"([1,2.5,true])");
-  EXPECT_EQ(run_json(pullback(*ir), R"([[1,2.5,false],[3,4,1.5,2.0,false]])"), R"([[1,1,2.5,2.5,false],[7,3.5,false]])");
-  EXPECT_EQ(run_json(pullback(*ir), R"([[1,2.5,false],[0,0,0.0,0.0,true]])"), R"([[1,1,2.5,2.5,false],[0,0.0,true]])");
+  EXPECT_EQ(run_json(pullback(*ir), R"([[1,2.5,false],["too ","high","about ","right",null]])"),
+            R"([[1,1,2.5,2.5,false],["too high","about right",""]])");
+  EXPECT_EQ(run_json(pullback(*ir), R"([[1,2.5,false],[null,null,null,null,"should be true"]])"),
+            R"([[1,1,2.5,2.5,false],["","","should be true"]])");
 }
 
 TEST(PullbackShape, BackwardReadsResidualsAndNeverRerunsTheForward) {
@@ -201,7 +207,7 @@ TEST(Batch, InAxesPrefixSharesUnbatchedInputsAndBroadcastsOutputs) {
   EXPECT_EQ(run_json(b, R"([["a","b"],"Y"])"), R"([["aY","bY"],["Y","Y"]])");
   // No batched input: the same program.
   EXPECT_EQ(batch(ir, J("[false,false]")).get(), ir.get());
-  // The SEMANTICS.md example: (primals=[x], cot) batched with [true, true].
+  // The docs/SEMANTICS.md example: (primals=[x], cot) batched with [true, true].
   IRPtr pb = pullback(*program("format").ir);
   EXPECT_EQ(run_json(batch(pb, J("[true,true]")), R"([[["a","b"],["c","d"]],["g1","g2"]])"),
             R"([["<a|c>","<b|d>"],[["g1","g2"],["g1","g2"]]])");

@@ -399,6 +399,42 @@ namespace Af.Tests
             }
         }
 
+        // Feedback is text on every field of a schema call: the int and bool
+        // fields take text, null is Zero, and a number as feedback is refused.
+        [Test]
+        public void PullbackOfSchemaCallTakesTextFeedback()
+        {
+            using (var echo = Provider.Echo("{}"))
+            {
+                ctx.Route("*", echo);
+                using (var schema = J("{\"n\": {\"type\": \"int\"}, \"ok\": {\"type\": \"bool\"}, \"why\": {\"type\": \"str\"}}"))
+                using (var ir = ctx.Trace((c, a) =>
+                       {
+                           using (var role = c.Str("user"))
+                           using (var model = c.Str("m"))
+                           using (var msg = Value.Dict(c, ("role", role), ("content", a[0])))
+                           using (var msgs = c.List(msg))
+                               return c.LmSchemaCall(msgs, model, schema);
+                       }, J("\"q\"")))
+                using (var pb = ir.Pullback(ctx))
+                {
+                    using (var out_ = pb.Call(ctx, J("[\"ticket\"]"),
+                               J("{\"n\": \"too low for this ticket\", \"ok\": \"should be true: the ticket mentions a refund\", \"why\": null}")))
+                    using (var cts = out_[1])
+                    using (var cq = cts[0])
+                    {
+                        string advice = cq.AsString();
+                        Assert.Contains("- $.n = 0\n  feedback: too low for this ticket", advice);
+                        Assert.Contains("- $.ok = false\n  feedback: should be true: the ticket mentions a refund", advice);
+                    }
+                    var ex = Assert.ThrowsAf(ErrorCode.InvalidArgument,
+                                             () => pb.Call(ctx, J("[\"ticket\"]"), J("{\"n\": 3, \"ok\": \"\", \"why\": \"\"}")));
+                    Assert.Contains("feedback must be text", ex.Message);
+                    Assert.Contains("input[1][\"n\"]", ex.Message);
+                }
+            }
+        }
+
         [Test]
         public void SchemaCallsAndProviderErrors()
         {

@@ -389,3 +389,43 @@ fn a_future_can_be_awaited() {
         ("m|Q:1".into(), "m|Q:2".into())
     );
 }
+
+/// Feedback is text on every field of a schema call: the int and bool
+/// fields take text, null is Zero, and a number given as feedback is refused.
+#[test]
+fn pullback_of_a_schema_call_takes_text_feedback_on_int_and_bool_fields() {
+    let ctx = Context::new().unwrap();
+    let echo = Provider::echo("{}").unwrap();
+    ctx.route("*", &echo).unwrap();
+    let schema = json(r#"{"n": {"type": "int"}, "ok": {"type": "bool"}, "why": {"type": "str"}}"#);
+    let ir = ctx
+        .trace(
+            |ctx, i| {
+                let msg = Value::dict([("role", Value::from("user")), ("content", i[0].clone())])?;
+                ctx.lm_schema_call(&Value::list(&[msg]), &Value::from("m"), &schema)
+            },
+            &[Value::from("q")],
+            None,
+        )
+        .unwrap();
+    let pb = ir.pullback(&ctx).unwrap();
+    let feedback = json(
+        r#"{"n": "too low for this ticket", "ok": "should be true: the ticket mentions a refund", "why": null}"#,
+    );
+    let out = pb.call(&ctx, &[json(r#"["ticket"]"#), feedback]).unwrap();
+    let advice = out.index(1).unwrap().index(0).unwrap().as_str().unwrap();
+    assert!(
+        advice.contains("- $.n = 0\n  feedback: too low for this ticket"),
+        "{advice}"
+    );
+    assert!(
+        advice.contains("- $.ok = false\n  feedback: should be true: the ticket mentions a refund"),
+        "{advice}"
+    );
+
+    let bad = json(r#"{"n": 3, "ok": "", "why": ""}"#);
+    let err = pb.call(&ctx, &[json(r#"["ticket"]"#), bad]).unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    assert!(err.message.contains("feedback must be text"), "{err}");
+    assert!(err.message.contains(r#"input[1]["n"]"#), "{err}");
+}

@@ -322,7 +322,8 @@ AF_API af_error_t* af_tag_pop(af_context_t* ctx);
 
 /* Fold: between push and pop, operations of the innermost trace run at
  * trace time and their results become literals. An operation whose input
- * is a placeholder is INVALID_ARGUMENT ("cannot fold <prim>: ..."). */
+ * is a placeholder is INVALID_ARGUMENT ("cannot fold <prim>: ..."). Outside
+ * a trace both are no-ops (operations run at once there anyway). */
 AF_API af_error_t* af_fold_push(af_context_t* ctx);
 AF_API af_error_t* af_fold_pop(af_context_t* ctx);
 
@@ -342,7 +343,9 @@ AF_API af_error_t* af_format(af_context_t* ctx, const char* tmpl, size_t tmpl_le
 /* Concatenation of strings (every argument must be a str). */
 AF_API af_error_t* af_concat(af_context_t* ctx, const af_value_t* const* args, size_t n,
                              af_value_t** out);
-/* String equality: a bool. */
+/* Equality of two leaves: true iff both have the same kind and value
+ * ("a" vs "a"; 1 vs 1); a non-str operand is not an error (match("1", 1) is
+ * false). Containers are INVALID_ARGUMENT. */
 AF_API af_error_t* af_match(af_context_t* ctx, const af_value_t* a, const af_value_t* b,
                             af_value_t** out);
 /* Identity on a tree; tangents and cotangents through it are Zero. */
@@ -423,7 +426,7 @@ AF_API void af_walk_free(af_walk_t* w);
 /* Transforms, control flow and host functions                              */
 /* ======================================================================= */
 
-/* Transforms are IR -> IR rewrites (SEMANTICS.md §4). Each returns a new,
+/* Transforms are IR -> IR rewrites (docs/SEMANTICS.md §4). Each returns a new,
  * owned IR (free with af_ir_free) made of registered primitives: it prints,
  * transforms again (every transform accepts every other's output) and runs
  * with af_ir_call. The input IR is not modified. A symbolic Zero (no
@@ -443,15 +446,18 @@ AF_API void af_walk_free(af_walk_t* w);
 AF_API af_error_t* af_batch(af_context_t* ctx, const af_ir_t* ir, const af_value_t* in_axes,
                             af_ir_t** out);
 /* pushforward (jvp). The result takes two positional inputs (primals,
- * tangents) — tangents shaped like the primals, of the same kinds (values
- * given for static inputs are ignored) — and returns [outputs,
- * output_tangents], null where a tangent is Zero. */
+ * tangents) — tangents shaped like the primals, of the same kinds, null
+ * meaning Zero (values given for static inputs are ignored) — and returns
+ * [outputs, output_tangents], null where a tangent is Zero. */
 AF_API af_error_t* af_pushforward(af_context_t* ctx, const af_ir_t* ir, af_ir_t** out);
 /* pullback (vjp). The result takes (primals, output_cotangent) — the
  * cotangent shaped like the output — and returns [outputs,
  * input_cotangents], shaped like the primals, null where nothing flows.
- * Several contributions to one input are accumulated in the forward order of
- * their consumers: strings concatenated, numbers summed, bools or-ed. The
+ * Feedback is text: the cotangent of every leaf (str, int, float or bool) is
+ * a str or null (Zero: no feedback, also for a literal output's slot); a
+ * number or bool given as feedback is INVALID_ARGUMENT naming its path
+ * ("feedback must be text"). Several contributions to one input are joined
+ * in the forward order of their consumers (text concatenated). The
  * backward equations read the forward's values (residuals) and never re-run
  * forward work; control flow keeps the branch taken / the loop trajectory. */
 AF_API af_error_t* af_pullback(af_context_t* ctx, const af_ir_t* ir, af_ir_t** out);
@@ -531,7 +537,7 @@ AF_API af_error_t* af_register_function(af_context_t* ctx, const char* name, siz
 AF_API af_error_t* af_host_call(af_context_t* ctx, const char* name, size_t name_len,
                                 const af_value_t* const* args, size_t n, af_value_t** out);
 
-/* Run-time scopes of a context (SEMANTICS.md §4), for every run started from
+/* Run-time scopes of a context (docs/SEMANTICS.md §4), for every run started from
  * ctx while open; pushes and pops pair up (a pop without a push is
  * INVALID_ARGUMENT).
  *  - collect: every checkpoint of `collection` that runs appends its value
