@@ -56,7 +56,7 @@ type traceState struct {
 
 	// The error fn returned, and the code and message sent to libaf for it.
 	goErr    error
-	sentCode int32
+	sentCode Code
 	sentMsg  string
 
 	panicked bool
@@ -144,7 +144,7 @@ func afgoTraceCallback(h C.uintptr_t, inputs **C.af_value_t, n C.size_t, out **C
 	// use-after-free. (Deferred first, so it runs after the recover below.)
 	defer func() {
 		for _, v := range ins {
-			v.ptr = nil
+			v.ptr.Take()
 		}
 	}()
 	defer func() {
@@ -157,11 +157,14 @@ func afgoTraceCallback(h C.uintptr_t, inputs **C.af_value_t, n C.size_t, out **C
 	}()
 
 	res, err := st.fn(st.ctx, ins)
+	var resPtr *C.af_value_t
 	if err == nil {
 		if res == nil {
 			err = &Error{Message: "trace function returned a nil *Value and a nil error", code: CodeInvalidArgument}
-		} else if _, herr := res.handle(); herr != nil {
+		} else if p, herr := res.handle(); herr != nil {
 			err = &Error{Message: "trace function returned a closed *Value", code: CodeInvalidArgument}
+		} else {
+			resPtr = p
 		}
 	}
 	if err != nil {
@@ -171,7 +174,7 @@ func afgoTraceCallback(h C.uintptr_t, inputs **C.af_value_t, n C.size_t, out **C
 	}
 	// libaf takes ownership of *out: give it its own reference so the Go
 	// handle (and its finalizer) stay valid.
-	*out = C.af_value_clone(res.ptr)
+	*out = C.af_value_clone(resPtr)
 	runtime.KeepAlive(res)
 	return nil
 }
