@@ -37,6 +37,7 @@ mod error;
 mod graph;
 mod host;
 mod ir;
+mod parked;
 mod program;
 mod provider;
 mod transform;

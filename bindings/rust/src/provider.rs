@@ -150,7 +150,7 @@ impl LmRequest {
     /// failed call).
     pub fn fail(self, err: Error) -> Result<()> {
         let raw = self.into_raw();
-        check(unsafe { sys::af_lm_request_fail(raw, err.into_raw()) })
+        check(unsafe { sys::af_lm_request_fail(raw, err.into_raw_parked()) })
     }
 
     fn into_raw(self) -> *mut sys::af_lm_request_t {
