@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs libaf from build dir $1 into a temporary prefix and builds a small
-# C consumer two ways: CMake find_package(af) -> af::af, and pkg-config af.
+# C consumer two ways: CMake find_package(af) -> af::af, and pkg-config af;
+# then a C++17 consumer of the installed wrapper af/af.hpp.
 set -euo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,3 +41,16 @@ PKG_CONFIG_PATH=$(dirname "$(find "$TMP/prefix" -name af.pc)")
 export PKG_CONFIG_PATH
 cc -std=c99 -o "$TMP/pc-consumer" "$TMP/consumer/main.c" $(pkg-config --cflags --libs af)
 LD_LIBRARY_PATH=$(pkg-config --variable=libdir af) "$TMP/pc-consumer"
+# The C++17 wrapper is installed beside af.h and builds against the same flags.
+cat >"$TMP/consumer/main.cpp" <<'CPP'
+#include <af/af.hpp>
+#include <cstdio>
+int main() {
+  af::Context ctx;
+  std::string s = ctx.concat({ctx.str("ab"), ctx.str("c")}).str();
+  std::printf("af.hpp %s ok\n", s.c_str());
+  return s == "abc" ? 0 : 1;
+}
+CPP
+c++ -std=c++17 -Wall -Wextra -pedantic -Werror -o "$TMP/pc-consumer-cpp" "$TMP/consumer/main.cpp" $(pkg-config --cflags --libs af)
+LD_LIBRARY_PATH=$(pkg-config --variable=libdir af) "$TMP/pc-consumer-cpp"
