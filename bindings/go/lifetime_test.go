@@ -184,3 +184,31 @@ func TestGoexitInHostProviderFailsTheRequest(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// runtime.Goexit in a trace function (t.Fatal on the tracing goroutine) ends
+// that goroutine, as Goexit does; the trace state dies with its locked
+// thread, so later traces and calls on the same context still work.
+func TestGoexitInTraceFunctionLeavesTheContextUsable(t *testing.T) {
+	ctx := newCtx(t)
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		_, _ = af.Trace(ctx, func(*af.Context, []*af.Value) (*af.Value, error) {
+			runtime.Goexit()
+			return nil, nil
+		}, js(t, ctx, `"x"`))
+		t.Error("Trace returned after its function called runtime.Goexit")
+	}()
+	<-exited
+	out := must(callWithin(t, 10*time.Second, func() (*af.Value, error) {
+		ir, err := af.Trace(ctx, func(ctx *af.Context, in []*af.Value) (*af.Value, error) {
+			return ctx.Concat(in[0], in[0])
+		}, js(t, ctx, `"x"`))
+		if err != nil {
+			return nil, err
+		}
+		defer ir.Close()
+		return ir.Call(ctx, js(t, ctx, `"ab"`))
+	}))(t)
+	wantJSON(t, out, `"abab"`)
+}

@@ -43,8 +43,10 @@ import (
 //   - a panic is recovered, reported to libaf as an error (so libaf unwinds
 //     its trace state cleanly) and re-raised with the same value by Trace
 //     once libaf has returned.
-//   - fn must not call runtime.Goexit (t.FailNow, t.Fatal;
-//     os.Exit is fine): that would unwind through libaf's C++ frames.
+//   - runtime.Goexit in fn (t.FailNow, t.Fatal) ends the calling goroutine
+//     as Goexit always does: Trace never returns. libaf's trace state lives
+//     on the goroutine's locked OS thread, which Go ends with it, so the
+//     context stays usable (tested); prefer returning an error.
 //
 // fn runs on the goroutine (and OS thread) that called Trace. Operations
 // made from other goroutines are not recorded into this trace.
