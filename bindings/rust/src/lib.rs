@@ -33,6 +33,7 @@ pub mod sys;
 
 mod context;
 mod control;
+mod convert;
 mod error;
 mod graph;
 mod host;
@@ -73,3 +74,8 @@ pub fn abi_version() -> u32 {
 
 /// The `AF_ABI_VERSION` this binding was written against.
 pub const ABI_VERSION: u32 = sys::AF_ABI_VERSION;
+
+/// The README's code blocks, compiled and run as doctests (the cookbook).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
