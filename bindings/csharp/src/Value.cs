@@ -20,7 +20,7 @@ namespace Af
 
     /// <summary>An immutable libaf value tree (null, bool, int, float, str,
     /// list, dict; a placeholder inside a trace). Owns one reference.</summary>
-    public sealed class Value : IDisposable
+    public sealed partial class Value : IDisposable
     {
         public ValueHandle Handle { get; }
 
