@@ -29,7 +29,8 @@
 //! `Value`, `Ir`, `Walk`, `Program`, `Future`, `Provider`) free themselves on drop; `Value` and `Ir` clone by
 //! reference counting. The raw C API is in [`sys`].
 
-pub mod sys;
+/// The raw C API (the `af-sys` crate).
+pub use af_sys as sys;
 
 mod context;
 mod control;
