@@ -7,7 +7,11 @@
 //!    `PKG_CONFIG_PATH=<prefix>/lib/pkgconfig` for a non-system prefix).
 //! 4. this repository's `build/lib`, when it holds a libaf (development).
 //!
-//! Otherwise the build fails and says these ways. The library is also copied
+//! Otherwise the build fails and says these ways. With the `static` feature
+//! libaf.a is linked instead (with the libraries it needs), so a binary
+//! carries libaf and starts anywhere.
+//!
+//! Otherwise (dynamic linking, the default): The library is also copied
 //! into `OUT_DIR/lib` and that directory given to the linker: Cargo puts such
 //! directories (inside the target dir) on the loader path of `cargo run` and
 //! `cargo test` for every crate that depends on this one, so a dependent
@@ -43,7 +47,7 @@ fn main() {
              PKG_CONFIG_PATH=<p>/lib/pkgconfig.\n\n"
         );
     };
-    if !has_lib(&dir) {
+    if !has_lib(&dir) && env::var_os("CARGO_FEATURE_STATIC").is_none() {
         panic!("\n\nlibaf: {} holds no libaf.so (from AF_LIB_DIR or pkg-config)\n\n", dir.display());
     }
     let dir = dir.canonicalize().unwrap_or(dir);
@@ -62,6 +66,10 @@ fn main() {
     // Relink when the library file itself changes.
     if let Ok(real) = dir.join("libaf.so").canonicalize() {
         println!("cargo:rerun-if-changed={}", real.display());
+    }
+    if env::var_os("CARGO_FEATURE_STATIC").is_some() {
+        link_static(&dir);
+        return;
     }
     println!("cargo:rustc-link-search=native={}", local.display());
     println!("cargo:rustc-link-lib=dylib=af");
@@ -113,4 +121,34 @@ fn place(from: &Path, to: &Path) {
 #[cfg(not(unix))]
 fn place(from: &Path, to: &Path) {
     fs::copy(from, to).expect("copy libaf into OUT_DIR");
+}
+
+/// Links libaf.a and what it needs: the private libraries of af.pc when
+/// pkg-config knows af, else the ones libaf is built with.
+fn link_static(dir: &Path) {
+    if !dir.join("libaf.a").exists() {
+        panic!("\n\nlibaf: the `static` feature needs {}/libaf.a\n\n", dir.display());
+    }
+    println!("cargo:rustc-link-search=native={}", dir.display());
+    println!("cargo:rustc-link-lib=static=af");
+    let from_pc = Command::new(env::var("PKG_CONFIG").unwrap_or_else(|_| "pkg-config".into()))
+        .args(["--static", "--libs-only-l", "af"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok());
+    let libs: Vec<String> = match from_pc {
+        Some(flags) => flags
+            .split_whitespace()
+            .filter_map(|f| f.strip_prefix("-l"))
+            .filter(|l| *l != "af")
+            .map(String::from)
+            .collect(),
+        None => ["simdjson", "zstd", "curl", "stdc++", "m", "pthread"].map(String::from).to_vec(),
+    };
+    for l in libs {
+        println!("cargo:rustc-link-lib=dylib={l}");
+    }
+    println!("cargo:lib_dir={}", dir.display());
+    println!("cargo:rustc-env=AF_SYS_LIB_DIR={}", dir.display());
 }
