@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs libaf from build dir $1 into a temporary prefix and builds a small
 # C consumer two ways: CMake find_package(af) -> af::af, and pkg-config af;
-# then a C++17 consumer of the installed wrapper af/af.hpp.
+# then a C++17 consumer of the installed wrapper af/af.hpp, a fresh Go module
+# and a fresh Rust crate (dynamic through cargo run, and static), each using
+# its binding the way its ecosystem expects.
 set -euo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,3 +56,63 @@ int main() {
 CPP
 c++ -std=c++17 -Wall -Wextra -pedantic -Werror -o "$TMP/pc-consumer-cpp" "$TMP/consumer/main.cpp" $(pkg-config --cflags --libs af)
 LD_LIBRARY_PATH=$(pkg-config --variable=libdir af) "$TMP/pc-consumer-cpp"
+
+# A fresh Go module using the binding the Go way: a replace directive to the
+# checkout, cgo flags from the installed af.pc (nothing from the build tree).
+PC_DIR=$(dirname "$(find "$TMP/prefix" -name af.pc)")
+LIB_DIR=$(PKG_CONFIG_PATH=$PC_DIR pkg-config --variable=libdir af)
+mkdir -p "$TMP/gomod"
+cat >"$TMP/gomod/main.go" <<'GO'
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"libaf.dev/af"
+)
+
+func main() {
+	ctx, err := af.NewContext()
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	defer ctx.Close()
+	v, err := ctx.ValueOf([]string{"a", "b"})
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	fmt.Println("go module:", v)
+}
+GO
+(cd "$TMP/gomod" && go mod init example.com/consumer >/dev/null 2>&1 &&
+  go mod edit -require=libaf.dev/af@v0.0.0 -replace=libaf.dev/af="$ROOT/bindings/go" &&
+  PKG_CONFIG_PATH=$PC_DIR CGO_ENABLED=1 GOFLAGS=-mod=mod go build -o consumer . &&
+  LD_LIBRARY_PATH=$LIB_DIR ./consumer | grep -q '^go module: \["a","b"\]$')
+echo "go module against the installed libaf ok"
+
+# A fresh Rust crate with a path dependency on the binding: af-sys finds the
+# installed libaf through pkg-config; `cargo run` needs no rpath or
+# LD_LIBRARY_PATH, and with the static feature the binary runs on its own.
+mkdir -p "$TMP/crate/src"
+cat >"$TMP/crate/src/main.rs" <<'RS'
+fn main() -> Result<(), af::Error> {
+    let ctx = af::Context::new()?;
+    println!("rust crate: {}", ctx.concat(&[af::Value::from("ab"), af::Value::from("c")])?);
+    Ok(())
+}
+RS
+crate_toml() {
+  printf '[package]\nname = "consumer"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\naf = { path = "%s"%s }\n' \
+    "$ROOT/bindings/rust" "$1" >"$TMP/crate/Cargo.toml"
+}
+crate_toml ""
+(cd "$TMP/crate" && env -u AF_LIB_DIR -u LD_LIBRARY_PATH PKG_CONFIG_PATH=$PC_DIR \
+  cargo run --offline -q | grep -q '^rust crate: "abc"$')
+echo "rust crate (cargo run) against the installed libaf ok"
+crate_toml ', features = ["static"]'
+(cd "$TMP/crate" && env -u AF_LIB_DIR PKG_CONFIG_PATH=$PC_DIR cargo build --offline -q &&
+  env -u LD_LIBRARY_PATH ./target/debug/consumer | grep -q '^rust crate: "abc"$')
+echo "rust crate (static, run directly) ok"

@@ -76,7 +76,8 @@ grep -E "^test .* FAILED|panicked" "$LOG/rust.log" | head -20
 count "${rust_pass:-0}" "${rust_fail:-0}" "rust"
 
 note "Go binding"
-(cd bindings/go && CGO_ENABLED=1 GOFLAGS=-mod=mod \
+# cgo finds libaf through pkg-config: build/af-uninstalled.pc is this build.
+(cd bindings/go && CGO_ENABLED=1 GOFLAGS=-mod=mod PKG_CONFIG_PATH="$ROOT/build" \
    CGO_LDFLAGS="-L$LIBDIR -Wl,-rpath,$LIBDIR" go test -count=1 -v ./...) >"$LOG/go.log" 2>&1
 go_rc=$?
 go_pass=$(grep -cE "^\s*--- PASS" "$LOG/go.log")
@@ -87,7 +88,7 @@ count "$go_pass" "$go_fail" "go"
 # The handle lifetimes under the race detector: concurrent Close of every
 # handle type and async runs whose context only the run still references
 # (~5 s with a warm Go build cache; the first run builds the race runtime).
-check go-race bash -c "cd bindings/go && CGO_ENABLED=1 GOFLAGS=-mod=mod \
+check go-race bash -c "cd bindings/go && CGO_ENABLED=1 GOFLAGS=-mod=mod PKG_CONFIG_PATH='$ROOT/build' \
   CGO_LDFLAGS='-L$LIBDIR -Wl,-rpath,$LIBDIR' \
   go test -race -count=1 -run 'TestConcurrentClose|TestAsyncRun' ./..."
 

@@ -33,14 +33,16 @@
 //     runtime.Goexit (t.Fatal) in one is reported to libaf as an error and
 //     never unwinds through libaf's frames.
 //
-// Building: the package links libaf.so from ../../build/lib by default;
-// set CGO_LDFLAGS="-L<dir> -Wl,-rpath,<dir>" to use another build (see
-// README.md).
+// Building: cgo finds libaf's header and library through pkg-config (af.pc,
+// installed by `cmake --install`; PKG_CONFIG_PATH=<prefix>/lib/pkgconfig for
+// a non-system prefix). A CMake build tree has af-uninstalled.pc, which
+// pkg-config prefers: PKG_CONFIG_PATH=<build dir> builds against that tree.
+// Programs then find libaf.so where the loader looks (an installed prefix, or
+// CGO_LDFLAGS="-Wl,-rpath,<libdir>"). See README.md.
 package af
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../capi/include
-#cgo LDFLAGS: -L${SRCDIR}/../../build/lib -laf -Wl,-rpath,${SRCDIR}/../../build/lib
+#cgo pkg-config: af
 #include <stdlib.h>
 #include "af/af.h"
 */
