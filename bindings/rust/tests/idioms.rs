@@ -51,3 +51,17 @@ fn operations_take_anything_that_becomes_a_value() {
     assert_eq!(ctx.match_(&name, &name).unwrap(), true);
     assert_eq!(name, "ping");
 }
+
+#[test]
+fn iterators_borrow_instead_of_collecting() {
+    let list = json(r#"[1, "a", null]"#);
+    let kinds: Vec<af::Kind> = list.iter().unwrap().map(|v| v.kind()).collect();
+    assert_eq!(kinds, [af::Kind::Int, af::Kind::Str, af::Kind::Null]);
+    assert_eq!(list.iter().unwrap().len(), 3);
+    let dict = json(r#"{"b": 1, "a": 2}"#);
+    let entries: Vec<(&str, i64)> =
+        dict.iter_entries().unwrap().map(|(k, v)| (k, v.as_int().unwrap())).collect();
+    assert_eq!(entries, [("b", 1), ("a", 2)], "insertion order, keys borrowed");
+    assert_eq!(list.iter_entries().err().unwrap().code, ErrorCode::InvalidArgument);
+    assert_eq!(Value::from(1).iter().err().unwrap().code, ErrorCode::InvalidArgument);
+}
