@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Installs libaf from build dir $1 into a temporary prefix and builds a small
-# C consumer two ways: CMake find_package(af) -> af::af, and pkg-config af.
+# C consumer two ways: CMake find_package(af) -> af::af, and pkg-config af;
+# then a C++17 consumer of the installed wrapper af/af.hpp, a fresh Go module
+# a fresh Rust crate (dynamic through cargo run, and static) and a fresh C#
+# project consuming the NuGet package, each using its binding the way its
+# ecosystem expects.
 set -euo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,3 +44,130 @@ PKG_CONFIG_PATH=$(dirname "$(find "$TMP/prefix" -name af.pc)")
 export PKG_CONFIG_PATH
 cc -std=c99 -o "$TMP/pc-consumer" "$TMP/consumer/main.c" $(pkg-config --cflags --libs af)
 LD_LIBRARY_PATH=$(pkg-config --variable=libdir af) "$TMP/pc-consumer"
+# The C++17 wrapper is installed beside af.h and builds against the same flags.
+cat >"$TMP/consumer/main.cpp" <<'CPP'
+#include <af/af.hpp>
+#include <cstdio>
+int main() {
+  af::Context ctx;
+  std::string s = ctx.concat({ctx.str("ab"), ctx.str("c")}).str();
+  std::printf("af.hpp %s ok\n", s.c_str());
+  return s == "abc" ? 0 : 1;
+}
+CPP
+c++ -std=c++17 -Wall -Wextra -pedantic -Werror -o "$TMP/pc-consumer-cpp" "$TMP/consumer/main.cpp" $(pkg-config --cflags --libs af)
+LD_LIBRARY_PATH=$(pkg-config --variable=libdir af) "$TMP/pc-consumer-cpp"
+
+# A fresh Go module using the binding the Go way: a replace directive to the
+# checkout, cgo flags from the installed af.pc (nothing from the build tree).
+# Go's build cache does not hash pkg-config's output, so a package built
+# against an earlier (deleted) prefix would be reused: CGO_CFLAGS naming this
+# prefix makes the cache key differ.
+PC_DIR=$(dirname "$(find "$TMP/prefix" -name af.pc)")
+LIB_DIR=$(PKG_CONFIG_PATH=$PC_DIR pkg-config --variable=libdir af)
+mkdir -p "$TMP/gomod"
+cat >"$TMP/gomod/main.go" <<'GO'
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"libaf.dev/af"
+)
+
+func main() {
+	ctx, err := af.NewContext()
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	defer ctx.Close()
+	v, err := ctx.ValueOf([]string{"a", "b"})
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	fmt.Println("go module:", v)
+}
+GO
+(cd "$TMP/gomod" && go mod init example.com/consumer >/dev/null 2>&1 &&
+  go mod edit -require=libaf.dev/af@v0.0.0 -replace=libaf.dev/af="$ROOT/bindings/go" &&
+  PKG_CONFIG_PATH=$PC_DIR CGO_ENABLED=1 GOFLAGS=-mod=mod CGO_CFLAGS="-O2 -g -I$TMP/prefix/include" \
+    go build -o consumer . &&
+  LD_LIBRARY_PATH=$LIB_DIR ./consumer | grep -q '^go module: \["a","b"\]$')
+echo "go module against the installed libaf ok"
+
+# A fresh Rust crate with a path dependency on the binding: af-sys finds the
+# installed libaf through pkg-config; `cargo run` needs no rpath or
+# LD_LIBRARY_PATH, and with the static feature the binary runs on its own.
+mkdir -p "$TMP/crate/src"
+cat >"$TMP/crate/src/main.rs" <<'RS'
+fn main() -> Result<(), af::Error> {
+    let ctx = af::Context::new()?;
+    println!("rust crate: {}", ctx.concat(&[af::Value::from("ab"), af::Value::from("c")])?);
+    Ok(())
+}
+RS
+crate_toml() {
+  printf '[package]\nname = "consumer"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\naf = { path = "%s"%s }\n' \
+    "$ROOT/bindings/rust" "$1" >"$TMP/crate/Cargo.toml"
+}
+crate_toml ""
+(cd "$TMP/crate" && env -u AF_LIB_DIR -u LD_LIBRARY_PATH PKG_CONFIG_PATH=$PC_DIR \
+  cargo run --offline -q | grep -q '^rust crate: "abc"$')
+echo "rust crate (cargo run) against the installed libaf ok"
+crate_toml ', features = ["static"]'
+(cd "$TMP/crate" && env -u AF_LIB_DIR PKG_CONFIG_PATH=$PC_DIR cargo build --offline -q &&
+  env -u LD_LIBRARY_PATH ./target/debug/consumer | grep -q '^rust crate: "abc"$')
+echo "rust crate (static, run directly) ok"
+
+# The C# binding as a NuGet package (xbuild + Debian's nuget): packed with the
+# installed libaf, installed from a local folder source into a fresh console
+# project built with xbuild, run by Mono with no dllmap and no LD_LIBRARY_PATH.
+bash "$ROOT/bindings/csharp/pack.sh" "$LIB_DIR" "$TMP/feed" >/dev/null
+version=$(sed -n 's/^#define AF_VERSION_STRING "\(.*\)"$/\1/p' "$ROOT/capi/include/af/af.h")
+mkdir -p "$TMP/csapp"
+cat >"$TMP/csapp/App.cs" <<'CS'
+using System;
+using Af;
+
+static class App
+{
+    static int Main()
+    {
+        using (var ctx = new Context())
+        using (var v = ctx.Concat("ab", "c"))
+        {
+            Console.WriteLine("nuget package: " + v.ToJson());
+            return v.AsString() == "abc" ? 0 : 1;
+        }
+    }
+}
+CS
+cat >"$TMP/csapp/App.csproj" <<CSPROJ
+<?xml version="1.0" encoding="utf-8"?>
+<Project ToolsVersion="4.0" DefaultTargets="Build" xmlns="http://schemas.microsoft.com/developer/msbuild/2003">
+  <PropertyGroup>
+    <OutputType>Exe</OutputType>
+    <AssemblyName>App</AssemblyName>
+    <TargetFrameworkVersion>v4.5</TargetFrameworkVersion>
+    <LangVersion>7.2</LangVersion>
+    <OutputPath>bin/</OutputPath>
+    <MonoLib>\$(MSBuildBinPath)/../../../4.5</MonoLib>
+  </PropertyGroup>
+  <ItemGroup>
+    <Reference Include="mscorlib"><HintPath>\$(MonoLib)/mscorlib.dll</HintPath><Private>False</Private></Reference>
+    <Reference Include="System"><HintPath>\$(MonoLib)/System.dll</HintPath><Private>False</Private></Reference>
+    <Reference Include="Af"><HintPath>packages/Af.$version/lib/net45/Af.dll</HintPath></Reference>
+    <Compile Include="App.cs" />
+  </ItemGroup>
+  <Import Project="\$(MSBuildToolsPath)/Microsoft.CSharp.targets" />
+  <Import Project="packages/Af.$version/build/Af.targets" />
+</Project>
+CSPROJ
+(cd "$TMP/csapp" &&
+  nuget install Af -Version "$version" -Source "$TMP/feed" -OutputDirectory packages -NonInteractive >/dev/null &&
+  xbuild /nologo /v:quiet App.csproj >/dev/null &&
+  env -u LD_LIBRARY_PATH mono bin/App.exe | grep -q '^nuget package: "abc"$')
+echo "C# NuGet package in a fresh project ok"

@@ -76,7 +76,8 @@ grep -E "^test .* FAILED|panicked" "$LOG/rust.log" | head -20
 count "${rust_pass:-0}" "${rust_fail:-0}" "rust"
 
 note "Go binding"
-(cd bindings/go && CGO_ENABLED=1 GOFLAGS=-mod=mod \
+# cgo finds libaf through pkg-config: build/af-uninstalled.pc is this build.
+(cd bindings/go && CGO_ENABLED=1 GOFLAGS=-mod=mod PKG_CONFIG_PATH="$ROOT/build" \
    CGO_LDFLAGS="-L$LIBDIR -Wl,-rpath,$LIBDIR" go test -count=1 -v ./...) >"$LOG/go.log" 2>&1
 go_rc=$?
 go_pass=$(grep -cE "^\s*--- PASS" "$LOG/go.log")
@@ -84,6 +85,12 @@ go_fail=$(grep -cE "^\s*--- FAIL" "$LOG/go.log")
 if [ "$go_rc" != 0 ] && [ "$go_fail" = 0 ]; then tail -30 "$LOG/go.log"; go_fail=1; fi
 grep -E -- "--- FAIL" "$LOG/go.log" | head -20
 count "$go_pass" "$go_fail" "go"
+# The handle lifetimes under the race detector: concurrent Close of every
+# handle type and async runs whose context only the run still references
+# (~5 s with a warm Go build cache; the first run builds the race runtime).
+check go-race bash -c "cd bindings/go && CGO_ENABLED=1 GOFLAGS=-mod=mod PKG_CONFIG_PATH='$ROOT/build' \
+  CGO_LDFLAGS='-L$LIBDIR -Wl,-rpath,$LIBDIR' \
+  go test -race -count=1 -run 'TestConcurrentClose|TestAsyncRun' ./..."
 
 note "C# binding"
 AF_LIB_DIR=$LIBDIR AF_CS_OUT=$ROOT/build/csharp bash bindings/csharp/build.sh >"$LOG/csharp.log" 2>&1

@@ -9,11 +9,17 @@
 //
 //   - Every fallible call returns an error; a libaf failure is an *Error with
 //     a Code (one of the Code* constants) and a cause chain (errors.As,
-//     errors.Is and errors.Unwrap work through it).
-//   - Handles (*Context, *Value, *IR, *Walk, *Program, *Future, *Provider) own a libaf reference. Call
-//     Close when done; a finalizer releases a forgotten handle as a backstop.
-//     Close is idempotent. A handle must not be used concurrently with its
-//     own Close.
+//     errors.Is and errors.Unwrap work through it). errors.Is matches the
+//     Err* sentinels by code, and context.DeadlineExceeded / context.Canceled
+//     for timeouts and cancellations. The error a host function or host
+//     provider returned is in the chain itself, so errors.As finds it.
+//   - Handles (*Context, *Value, *IR, *Walk, *Program, *Future, *Provider,
+//     *CancelToken) own a libaf reference. Call Close when done; a finalizer
+//     releases a forgotten handle as a backstop. Close is idempotent and may
+//     be called from several goroutines at once (the pointer is swapped out
+//     atomically, so it is freed once). Using a handle while another
+//     goroutine closes it is still an error. A run started with CallAsync
+//     keeps its Context, Program and inputs alive until it finishes.
 //   - Values and IRs are immutable and may be used from several goroutines at
 //     once; a Context serializes its own mutations.
 //   - Tracing is per OS thread in libaf. Trace locks the calling goroutine to
@@ -22,17 +28,21 @@
 //     made by other goroutines are not.
 //   - Callbacks (host functions, host providers, progress) run on libaf
 //     threads; each Go closure is held through a cgo.Handle that libaf's
-//     destroy callback deletes exactly once. A panic in a callback is
-//     recovered and reported to libaf as an error.
+//     destroy callback deletes exactly once. Host functions, host providers
+//     and progress callbacks run on a goroutine of their own: a panic or a
+//     runtime.Goexit (t.Fatal) in one is reported to libaf as an error and
+//     never unwinds through libaf's frames.
 //
-// Building: the package links libaf.so from ../../build/lib by default;
-// set CGO_LDFLAGS="-L<dir> -Wl,-rpath,<dir>" to use another build (see
-// README.md).
+// Building: cgo finds libaf's header and library through pkg-config (af.pc,
+// installed by `cmake --install`; PKG_CONFIG_PATH=<prefix>/lib/pkgconfig for
+// a non-system prefix). A CMake build tree has af-uninstalled.pc, which
+// pkg-config prefers: PKG_CONFIG_PATH=<build dir> builds against that tree.
+// Programs then find libaf.so where the loader looks (an installed prefix, or
+// CGO_LDFLAGS="-Wl,-rpath,<libdir>"). See README.md.
 package af
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../capi/include
-#cgo LDFLAGS: -L${SRCDIR}/../../build/lib -laf -Wl,-rpath,${SRCDIR}/../../build/lib
+#cgo pkg-config: af
 #include <stdlib.h>
 #include "af/af.h"
 */

@@ -35,7 +35,7 @@ func must[T any](v T, err error) func(t *testing.T) T {
 
 // wantCode asserts that err holds an *af.Error (errors.As: the outermost
 // one) with the given code, and returns it.
-func wantCode(t *testing.T, err error, code int32) *af.Error {
+func wantCode(t *testing.T, err error, code af.Code) *af.Error {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("want error with code %d (%s), got nil", code, af.CodeName(code))

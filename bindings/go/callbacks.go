@@ -23,8 +23,43 @@ func afgoHandleDelete(h C.uintptr_t) {
 	cgo.Handle(h).Delete()
 }
 
+// runGuarded runs fn on a goroutine of its own and waits for it. Callbacks
+// run on libaf threads with C++ frames below them: a panic would unwind
+// through those frames, and runtime.Goexit (what t.Fatal and t.FailNow call)
+// would end the goroutine and abandon them for good, leaving libaf's locks
+// held so that a later call never returns. On its own goroutine fn may do
+// either: the frames below stay intact, and the callback reports what
+// happened. Reports fn's panic value, or whether fn called runtime.Goexit.
+func runGuarded(fn func()) (panicked bool, panicVal any, goexited bool) {
+	done := make(chan struct{})
+	go func() {
+		returned := false
+		defer func() {
+			if !returned {
+				// recover is nil during Goexit; a panic(nil) arrives as a
+				// *runtime.PanicNilError, so nil means Goexit.
+				if r := recover(); r != nil {
+					panicked, panicVal = true, r
+				} else {
+					goexited = true
+				}
+			}
+			close(done)
+		}()
+		fn()
+		returned = true
+	}()
+	<-done
+	return
+}
+
+// goexitMessage is the error text of a callback that called runtime.Goexit.
+func goexitMessage(what string) string {
+	return what + " called runtime.Goexit (t.Fatal or t.FailNow?); report a failure by returning an error instead"
+}
+
 //export afgoHostCallback
-func afgoHostCallback(h C.uintptr_t, args **C.af_value_t, n C.size_t, out **C.af_value_t) (ret *C.af_error_t) {
+func afgoHostCallback(h C.uintptr_t, args **C.af_value_t, n C.size_t, out **C.af_value_t) *C.af_error_t {
 	fn := cgo.Handle(h).Value().(HostFunc)
 	ins := make([]*Value, int(n))
 	if n > 0 {
@@ -32,32 +67,35 @@ func afgoHostCallback(h C.uintptr_t, args **C.af_value_t, n C.size_t, out **C.af
 			ins[i] = borrowValue(p)
 		}
 	}
-	defer func() {
-		for _, v := range ins {
-			v.ptr = nil // borrowed for the call only
-		}
-	}()
-	defer func() {
-		if r := recover(); r != nil {
-			p, l := cstr(fmt.Sprint("panic in Go host function: ", r))
-			ret = C.af_error_new(C.int32_t(CodeCallback), p, l)
-		}
-	}()
-	res, err := fn(ins)
-	if err == nil && res == nil {
+	var res *Value
+	var err error
+	panicked, panicVal, goexited := runGuarded(func() { res, err = fn(ins) })
+	for _, v := range ins {
+		v.ptr.Take() // borrowed for the call only
+	}
+	switch {
+	case panicked:
+		err = NewError(CodeCallback, fmt.Sprint("panic in Go host function: ", panicVal))
+	case goexited:
+		err = NewError(CodeCallback, goexitMessage("Go host function"))
+	case err == nil && res == nil:
 		err = &Error{Message: "host function returned a nil *Value and a nil error", code: CodeInvalidArgument}
 	}
+	var resPtr *C.af_value_t
 	if err == nil {
-		if _, herr := res.handle(); herr != nil {
+		p, herr := res.handle()
+		if herr != nil {
 			err = &Error{Message: "host function returned a closed *Value", code: CodeInvalidArgument}
 		}
+		resPtr = p
 	}
 	if err != nil {
-		ce, _, _ := newCError(err)
+		ce, code, msg := newCError(err)
+		parkGoError(code, msg, err)
 		return ce
 	}
 	// libaf takes ownership of *out: it gets its own reference.
-	*out = C.af_value_clone(res.ptr)
+	*out = C.af_value_clone(resPtr)
 	runtime.KeepAlive(res)
 	return nil
 }
@@ -66,22 +104,23 @@ func afgoHostCallback(h C.uintptr_t, args **C.af_value_t, n C.size_t, out **C.af
 func afgoSubmitCallback(h C.uintptr_t, req *C.af_lm_request_t) {
 	fn := cgo.Handle(h).Value().(func(*LMRequest))
 	r := newLMRequest(req)
-	defer func() {
-		if p := recover(); p != nil {
-			r.Fail(NewError(CodeProvider, fmt.Sprint("panic in Go host provider: ", p)))
-		}
-	}()
-	fn(r)
+	panicked, panicVal, goexited := runGuarded(func() { fn(r) })
+	switch {
+	case panicked:
+		_ = r.Fail(NewError(CodeProvider, fmt.Sprint("panic in Go host provider: ", panicVal)))
+	case goexited:
+		_ = r.Fail(NewError(CodeProvider, goexitMessage("Go host provider")))
+	}
 }
 
 //export afgoProgressCallback
 func afgoProgressCallback(h C.uintptr_t, done, total C.uint64_t) {
 	fn := cgo.Handle(h).Value().(func(done, total uint64))
-	defer func() { _ = recover() }() // progress is advisory; a panic must not reach libaf
-	fn(uint64(done), uint64(total))
+	// Progress is advisory: a panic or Goexit in it is dropped.
+	runGuarded(func() { fn(uint64(done), uint64(total)) })
 }
 
 //export afgoDoneCallback
 func afgoDoneCallback(h C.uintptr_t) {
-	close(cgo.Handle(h).Value().(chan struct{}))
+	close(cgo.Handle(h).Value().(*runPins).done)
 }

@@ -5,14 +5,16 @@ package af
 */
 import "C"
 
-import "runtime"
+import (
+	"runtime"
+)
 
 // Context owns what a program needs at run time: host functions, provider
 // routes, run-time scopes (collect, inject, memoize) and the scheduler.
 // Values and IRs are not tied to one context. A Context may be used from
 // several goroutines; it serializes its own mutations.
 type Context struct {
-	ptr *C.af_context_t
+	ptr cPtr[*C.af_context_t] // nil once closed; swapped so Close frees once
 }
 
 // NewContext makes a new context. Close it when done (a finalizer frees a
@@ -22,7 +24,8 @@ func NewContext() (*Context, error) {
 	if err := takeError(C.af_context_new(&p)); err != nil {
 		return nil, err
 	}
-	c := &Context{ptr: p}
+	c := &Context{}
+	c.ptr.Store(p)
 	runtime.SetFinalizer(c, (*Context).Close)
 	return c, nil
 }
@@ -31,17 +34,23 @@ func NewContext() (*Context, error) {
 // with the context stay valid (they are not tied to it), but do not Close a
 // context while a call that uses it (Trace, Call, a Walk step) is running.
 func (c *Context) Close() {
-	if c == nil || c.ptr == nil {
+	if c == nil {
 		return
 	}
-	C.af_context_free(c.ptr)
-	c.ptr = nil
-	runtime.SetFinalizer(c, nil)
+	// Swap, not load-then-store: two goroutines closing at once must not
+	// both free the pointer.
+	if p, ok := c.ptr.Take(); ok {
+		C.af_context_free(p)
+		runtime.SetFinalizer(c, nil)
+	}
 }
 
 func (c *Context) handle() (*C.af_context_t, error) {
-	if c == nil || c.ptr == nil {
+	if c == nil {
 		return nil, errClosed("context")
 	}
-	return c.ptr, nil
+	if p, ok := c.ptr.Get(); ok {
+		return p, nil
+	}
+	return nil, errClosed("context")
 }

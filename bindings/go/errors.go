@@ -6,29 +6,34 @@ package af
 import "C"
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"unicode/utf8"
 )
 
-// Error codes (AF_ERR_* in af.h). Codes, not message texts, are the
-// contract: compare Code() against these.
+// Code is a libaf error code (AF_ERR_* in af.h). Codes, not message texts,
+// are the contract: compare Code() against the Code* constants, or use
+// errors.Is with the Err* sentinels.
+type Code int32
+
+// Error codes.
 const (
-	CodeInvalidArgument int32 = C.AF_ERR_INVALID_ARGUMENT // bad input, structure, kind, template
-	CodeNotFound        int32 = C.AF_ERR_NOT_FOUND        // switch key, host function, provider, route
-	CodeSchema          int32 = C.AF_ERR_SCHEMA           // structured output did not validate
-	CodeFormat          int32 = C.AF_ERR_FORMAT           // corrupt or unverifiable graph bytes
-	CodeVersion         int32 = C.AF_ERR_VERSION          // graph needs a newer library
-	CodeProvider        int32 = C.AF_ERR_PROVIDER         // LM or host call failed after retries
-	CodeTimeout         int32 = C.AF_ERR_TIMEOUT
-	CodeCancelled       int32 = C.AF_ERR_CANCELLED
-	CodeCallback        int32 = C.AF_ERR_CALLBACK // a host callback returned an error (see cause)
-	CodeIO              int32 = C.AF_ERR_IO
-	CodeOutOfMemory     int32 = C.AF_ERR_OUT_OF_MEMORY
-	CodeInternal        int32 = C.AF_ERR_INTERNAL
+	CodeInvalidArgument Code = C.AF_ERR_INVALID_ARGUMENT // bad input, structure, kind, template
+	CodeNotFound        Code = C.AF_ERR_NOT_FOUND        // switch key, host function, provider, route
+	CodeSchema          Code = C.AF_ERR_SCHEMA           // structured output did not validate
+	CodeFormat          Code = C.AF_ERR_FORMAT           // corrupt or unverifiable graph bytes
+	CodeVersion         Code = C.AF_ERR_VERSION          // graph needs a newer library
+	CodeProvider        Code = C.AF_ERR_PROVIDER         // LM or host call failed after retries
+	CodeTimeout         Code = C.AF_ERR_TIMEOUT
+	CodeCancelled       Code = C.AF_ERR_CANCELLED
+	CodeCallback        Code = C.AF_ERR_CALLBACK // a host callback returned an error (see cause)
+	CodeIO              Code = C.AF_ERR_IO
+	CodeOutOfMemory     Code = C.AF_ERR_OUT_OF_MEMORY
+	CodeInternal        Code = C.AF_ERR_INTERNAL
 )
 
-var codeNames = map[int32]string{
+var codeNames = map[Code]string{
 	CodeInvalidArgument: "invalid argument",
 	CodeNotFound:        "not found",
 	CodeSchema:          "schema",
@@ -43,13 +48,37 @@ var codeNames = map[int32]string{
 	CodeInternal:        "internal",
 }
 
-// CodeName is a short lower-case name of an error code ("invalid argument").
-func CodeName(code int32) string {
-	if n, ok := codeNames[code]; ok {
+// String is a short lower-case name of the code ("invalid argument").
+func (c Code) String() string {
+	if n, ok := codeNames[c]; ok {
 		return n
 	}
-	return "code " + itoa(int(code))
+	return "code " + itoa(int(c))
 }
+
+// CodeName is code.String(), kept for callers written before Code had a
+// String method.
+func CodeName(code Code) string { return code.String() }
+
+// Sentinel errors, one per code, for errors.Is: errors.Is(err,
+// af.ErrNotFound) is true when any link of err's chain has CodeNotFound.
+// They are only compared against, never returned.
+var (
+	ErrInvalidArgument = sentinel(CodeInvalidArgument)
+	ErrNotFound        = sentinel(CodeNotFound)
+	ErrSchema          = sentinel(CodeSchema)
+	ErrFormat          = sentinel(CodeFormat)
+	ErrVersion         = sentinel(CodeVersion)
+	ErrProvider        = sentinel(CodeProvider)
+	ErrTimeout         = sentinel(CodeTimeout)
+	ErrCancelled       = sentinel(CodeCancelled)
+	ErrCallback        = sentinel(CodeCallback)
+	ErrIO              = sentinel(CodeIO)
+	ErrOutOfMemory     = sentinel(CodeOutOfMemory)
+	ErrInternal        = sentinel(CodeInternal)
+)
+
+func sentinel(c Code) *Error { return &Error{Message: c.String(), code: c, sentinel: true} }
 
 // Error is a libaf error: a code, a message and an optional cause.
 //
@@ -62,8 +91,10 @@ type Error struct {
 	// messages usually repeat their cause's message; Error() shows a
 	// cause's message only when this one does not already contain it.
 	Message string
-	code    int32
+	code    Code
 	cause   error
+	// sentinel marks the Err* values: errors.Is matches them by code.
+	sentinel bool
 	// fromLib is true for errors made by libaf (as opposed to NewError):
 	// a trace function that returns one fails the trace with that very
 	// error, as af_trace does with an error an operation returned.
@@ -73,12 +104,27 @@ type Error struct {
 // NewError makes an *Error with the given code, for a trace function that
 // wants to report its own failure with a specific code (Trace then returns
 // a CodeCallback error whose cause is this error).
-func NewError(code int32, message string) *Error {
+func NewError(code Code, message string) *Error {
 	return &Error{Message: message, code: code}
 }
 
 // Code is the AF_ERR_* code of this error (one of the Code* constants).
-func (e *Error) Code() int32 { return e.code }
+func (e *Error) Code() Code { return e.code }
+
+// Is makes errors.Is match by code: the Err* sentinel of e's code, and for
+// CodeTimeout and CodeCancelled also context.DeadlineExceeded and
+// context.Canceled, so code written against the context package's errors
+// works on libaf's.
+func (e *Error) Is(target error) bool {
+	switch target {
+	case context.DeadlineExceeded:
+		return e.code == CodeTimeout
+	case context.Canceled:
+		return e.code == CodeCancelled
+	}
+	t, ok := target.(*Error)
+	return ok && t.sentinel && t.code == e.code
+}
 
 // Unwrap returns the cause of e, or nil.
 func (e *Error) Unwrap() error {
@@ -94,7 +140,7 @@ func (e *Error) Unwrap() error {
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("af: ")
-	b.WriteString(CodeName(e.code))
+	b.WriteString(e.code.String())
 	b.WriteString(": ")
 	b.WriteString(e.Message)
 	for cur := e; ; {
@@ -106,7 +152,7 @@ func (e *Error) Error() string {
 		}
 		if !strings.Contains(b.String(), next.Message) {
 			b.WriteString("; caused by: ")
-			b.WriteString(CodeName(next.code))
+			b.WriteString(next.code.String())
 			b.WriteString(": ")
 			b.WriteString(next.Message)
 		}
@@ -127,22 +173,36 @@ func takeError(e *C.af_error_t) error {
 }
 
 func convertError(e *C.af_error_t) *Error {
+	raw := C.GoString(C.af_error_message(e))
 	out := &Error{
-		Message: C.GoString(C.af_error_message(e)),
-		code:    int32(C.af_error_code(e)),
+		Message: bindingNames.Replace(raw),
+		code:    Code(C.af_error_code(e)),
 		fromLib: true,
 	}
 	if c := C.af_error_cause(e); c != nil {
 		out.cause = convertError(c)
+	} else if orig := claimGoError(out.code, raw); orig != nil {
+		// The leaf a Go callback sent: hand back the callback's own error.
+		if ae, ok := orig.(*Error); ok {
+			return ae
+		}
+		out.cause = orig
 	}
 	return out
 }
+
+// bindingNames rewrites the C function names libaf's hints mention into
+// this package's methods, so a message says what a Go caller should call.
+var bindingNames = strings.NewReplacer(
+	"af_register_function", "(*Context).RegisterFunction",
+	"af_context_route", "(*Context).Route",
+)
 
 // newCError makes an owned af_error_t* for a Go error returned by a
 // callback: an *Error (or an error wrapping one) keeps its code, any other
 // error gets CodeCallback. Returns the code and message used, so the
 // original Go error can be spliced back into the chain afterwards.
-func newCError(err error) (*C.af_error_t, int32, string) {
+func newCError(err error) (*C.af_error_t, Code, string) {
 	code, msg := CodeCallback, err.Error()
 	var ae *Error
 	if errors.As(err, &ae) {
@@ -159,7 +219,7 @@ func newCError(err error) (*C.af_error_t, int32, string) {
 // libaf built around it: the leaf with the code and message newCError sent
 // gets goErr as its cause (or, if goErr is an *Error, is replaced by it).
 // Returns the (possibly replaced) head of the chain.
-func spliceGoError(head error, goErr error, code int32, msg string) error {
+func spliceGoError(head error, goErr error, code Code, msg string) error {
 	want := strings.ToValidUTF8(msg, string(utf8.RuneError))
 	var parent *Error
 	for cur, ok := head.(*Error); ok && cur != nil; {

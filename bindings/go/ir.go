@@ -5,30 +5,36 @@ package af
 */
 import "C"
 
-import "runtime"
+import (
+	"runtime"
+)
 
 // IR is a traced program of primitives, immutable once built. Its inputs
 // are a list of positional trees; its output is one tree. An IR may be
 // used from several goroutines at once. Close it when done (a finalizer
 // frees a forgotten one).
 type IR struct {
-	ptr *C.af_ir_t
+	ptr cPtr[*C.af_ir_t] // nil once closed; swapped so Close frees once
 }
 
 func newIR(p *C.af_ir_t) *IR {
-	ir := &IR{ptr: p}
+	ir := &IR{}
+	ir.ptr.Store(p)
 	runtime.SetFinalizer(ir, (*IR).Close)
 	return ir
 }
 
 // Close releases the IR's reference. Idempotent.
 func (ir *IR) Close() {
-	if ir == nil || ir.ptr == nil {
+	if ir == nil {
 		return
 	}
-	C.af_ir_free(ir.ptr)
-	ir.ptr = nil
-	runtime.SetFinalizer(ir, nil)
+	// Swap, not load-then-store: two goroutines closing at once must not
+	// both free the pointer.
+	if p, ok := ir.ptr.Take(); ok {
+		C.af_ir_free(p)
+		runtime.SetFinalizer(ir, nil)
+	}
 }
 
 // Clone returns a new handle to the same IR.
@@ -43,10 +49,13 @@ func (ir *IR) Clone() (*IR, error) {
 }
 
 func (ir *IR) handle() (*C.af_ir_t, error) {
-	if ir == nil || ir.ptr == nil {
+	if ir == nil {
 		return nil, errClosed("IR")
 	}
-	return ir.ptr, nil
+	if p, ok := ir.ptr.Get(); ok {
+		return p, nil
+	}
+	return nil, errClosed("IR")
 }
 
 // Call runs the IR on inputs (one per positional input; each must match
@@ -118,10 +127,11 @@ func (ir *IR) DOT() (string, error) {
 
 // EqnCount is the number of equations (0 for a closed IR).
 func (ir *IR) EqnCount() int {
-	if ir == nil || ir.ptr == nil {
+	p, err := ir.handle()
+	if err != nil {
 		return 0
 	}
-	n := C.af_ir_eqn_count(ir.ptr)
+	n := C.af_ir_eqn_count(p)
 	runtime.KeepAlive(ir)
 	return int(n)
 }
@@ -129,10 +139,11 @@ func (ir *IR) EqnCount() int {
 // EqnPrim is the primitive name of equation i ("format", "concat", ...);
 // "" if i is out of range.
 func (ir *IR) EqnPrim(i int) string {
-	if ir == nil || ir.ptr == nil || i < 0 {
+	p, err := ir.handle()
+	if err != nil || i < 0 {
 		return ""
 	}
-	s := C.af_ir_eqn_prim(ir.ptr, C.size_t(i))
+	s := C.af_ir_eqn_prim(p, C.size_t(i))
 	runtime.KeepAlive(ir)
 	if s == nil {
 		return ""
@@ -142,10 +153,11 @@ func (ir *IR) EqnPrim(i int) string {
 
 // InputCount is the number of positional inputs (0 for a closed IR).
 func (ir *IR) InputCount() int {
-	if ir == nil || ir.ptr == nil {
+	p, err := ir.handle()
+	if err != nil {
 		return 0
 	}
-	n := C.af_ir_input_count(ir.ptr)
+	n := C.af_ir_input_count(p)
 	runtime.KeepAlive(ir)
 	return int(n)
 }
@@ -153,10 +165,11 @@ func (ir *IR) InputCount() int {
 // Hash is a structural hash: equal IRs (same equations, params, literals,
 // structure, kinds, tags) hash equal whatever their origin.
 func (ir *IR) Hash() uint64 {
-	if ir == nil || ir.ptr == nil {
+	p, err := ir.handle()
+	if err != nil {
 		return 0
 	}
-	h := C.af_ir_hash(ir.ptr)
+	h := C.af_ir_hash(p)
 	runtime.KeepAlive(ir)
 	return uint64(h)
 }
@@ -164,10 +177,15 @@ func (ir *IR) Hash() uint64 {
 // Equal reports whether ir and other are structurally equal (false if
 // either is nil or closed).
 func (ir *IR) Equal(other *IR) bool {
-	if ir == nil || ir.ptr == nil || other == nil || other.ptr == nil {
+	p, err := ir.handle()
+	if err != nil {
 		return false
 	}
-	eq := C.af_ir_equal(ir.ptr, other.ptr)
+	q, err := other.handle()
+	if err != nil {
+		return false
+	}
+	eq := C.af_ir_equal(p, q)
 	runtime.KeepAlive(ir)
 	runtime.KeepAlive(other)
 	return eq != 0

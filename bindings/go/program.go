@@ -23,7 +23,7 @@ import (
 // is immutable and may be run from several goroutines at once. Close it
 // when done (a finalizer frees a forgotten one).
 type Program struct {
-	ptr *C.af_program_t
+	ptr cPtr[*C.af_program_t] // nil once closed; swapped so Close frees once
 }
 
 // Compile compiles ir (validate, DCE, CSE, plan). CodeInvalidArgument if the
@@ -48,19 +48,23 @@ func Compile(ctx *Context, ir *IR) (*Program, error) {
 }
 
 func newProgram(p *C.af_program_t) *Program {
-	prog := &Program{ptr: p}
+	prog := &Program{}
+	prog.ptr.Store(p)
 	runtime.SetFinalizer(prog, (*Program).Close)
 	return prog
 }
 
 // Close releases the program's reference. Idempotent.
 func (p *Program) Close() {
-	if p == nil || p.ptr == nil {
+	if p == nil {
 		return
 	}
-	C.af_program_free(p.ptr)
-	p.ptr = nil
-	runtime.SetFinalizer(p, nil)
+	// Swap, not load-then-store: two goroutines closing at once must not
+	// both free the pointer.
+	if p, ok := p.ptr.Take(); ok {
+		C.af_program_free(p)
+		runtime.SetFinalizer(p, nil)
+	}
 }
 
 // Clone returns a new handle to the same program.
@@ -75,10 +79,13 @@ func (p *Program) Clone() (*Program, error) {
 }
 
 func (p *Program) handle() (*C.af_program_t, error) {
-	if p == nil || p.ptr == nil {
+	if p == nil {
 		return nil, errClosed("program")
 	}
-	return p.ptr, nil
+	if p, ok := p.ptr.Get(); ok {
+		return p, nil
+	}
+	return nil, errClosed("program")
 }
 
 // RunOptions are the options of a run; the zero value (or nil) is the
@@ -126,7 +133,7 @@ func (o *RunOptions) cOptions() (opts *C.af_run_options_t, free func()) {
 		opts.profile_path_len = C.size_t(len(o.ProfilePath))
 	}
 	if o.Cancel != nil {
-		opts.cancel = o.Cancel.ptr // the run takes its own reference
+		opts.cancel = o.Cancel.load() // the run takes its own reference
 	}
 	if o.Progress != nil {
 		// libaf runs progress_destroy (deleting the handle) exactly once,
@@ -188,8 +195,10 @@ func (p *Program) Run(goctx context.Context, ctx *Context, opts *RunOptions, inp
 }
 
 // CallAsync starts the program on ctx's scheduler and returns at once.
-// Input errors are returned here, run errors by Future.Wait. Keep ctx open
-// until the run has finished.
+// Input errors are returned here, run errors by Future.Wait. The run keeps
+// ctx, p and inputs reachable until it finishes, even if the caller drops
+// every reference (the Future too); an explicit ctx.Close during the run is
+// still the caller's error.
 func (p *Program) CallAsync(ctx *Context, opts *RunOptions, inputs ...*Value) (*Future, error) {
 	cp, err := ctx.handle()
 	if err != nil {
@@ -213,22 +222,38 @@ func (p *Program) CallAsync(ctx *Context, opts *RunOptions, inputs ...*Value) (*
 	if err := takeError(e); err != nil {
 		return nil, err
 	}
-	done := make(chan struct{})
-	// Closes done when the run finishes (the handle is deleted by libaf).
-	if err := takeError(C.afgo_future_on_done(out, C.uintptr_t(cgo.NewHandle(done)))); err != nil {
+	// The handle closes done when the run finishes, and libaf deletes it
+	// after that: until then it pins what the run uses.
+	pins := &runPins{done: make(chan struct{}), ctx: ctx, prog: p, inputs: inputs, opts: opts}
+	if err := takeError(C.afgo_future_on_done(out, C.uintptr_t(cgo.NewHandle(pins)))); err != nil {
 		C.af_future_cancel(out)
 		C.af_future_free(out)
 		return nil, err
 	}
-	f := &Future{ptr: out, done: done}
+	f := &Future{done: pins.done}
+	f.ptr.Store(out)
 	runtime.SetFinalizer(f, (*Future).Close)
 	return f, nil
+}
+
+// runPins is what a run in flight needs from Go until it finishes. Without
+// it, a caller that keeps only the Future (or nothing) would let the
+// garbage collector finalize the Context, and libaf would fail the run with
+// "the context was freed while the run was in flight". The cgo.Handle that
+// carries it to the completion callback is a GC root until libaf deletes
+// it, after the run is done.
+type runPins struct {
+	done   chan struct{}
+	ctx    *Context
+	prog   *Program
+	inputs []*Value
+	opts   *RunOptions
 }
 
 // Future is a run in flight. Its methods may be called from several
 // goroutines. Close it when done (closing does not cancel the run).
 type Future struct {
-	ptr  *C.af_future_t
+	ptr  cPtr[*C.af_future_t] // nil once closed; swapped so Close frees once
 	done chan struct{}
 }
 
@@ -237,10 +262,11 @@ func (f *Future) Done() <-chan struct{} { return f.done }
 
 // Ready reports whether the run has finished (Wait will not block).
 func (f *Future) Ready() bool {
-	if f == nil || f.ptr == nil {
+	p, err := f.handle()
+	if err != nil {
 		return false
 	}
-	r := C.af_future_ready(f.ptr) != 0
+	r := C.af_future_ready(p) != 0
 	runtime.KeepAlive(f)
 	return r
 }
@@ -249,11 +275,12 @@ func (f *Future) Ready() bool {
 // (CodeCancelled after Cancel, CodeTimeout, or the run's). It may be called
 // again and gives the same result.
 func (f *Future) Wait() (*Value, error) {
-	if f == nil || f.ptr == nil {
-		return nil, errClosed("future")
+	p, err := f.handle()
+	if err != nil {
+		return nil, err
 	}
 	var out *C.af_value_t
-	e := C.af_future_wait(f.ptr, &out)
+	e := C.af_future_wait(p, &out)
 	runtime.KeepAlive(f)
 	return takeValue(e, out)
 }
@@ -271,21 +298,23 @@ func (f *Future) WaitContext(goctx context.Context) (*Value, error) {
 // Cancel finishes the run with CodeCancelled and cancels its in-flight
 // work. A no-op once finished.
 func (f *Future) Cancel() {
-	if f == nil || f.ptr == nil {
+	p, err := f.handle()
+	if err != nil {
 		return
 	}
-	C.af_future_cancel(f.ptr)
+	C.af_future_cancel(p)
 	runtime.KeepAlive(f)
 }
 
 // Profile is the run's profile as Chrome trace JSON (CodeInvalidArgument if
 // the run was started without Profile or ProfilePath).
 func (f *Future) Profile() (string, error) {
-	if f == nil || f.ptr == nil {
-		return "", errClosed("future")
+	p, err := f.handle()
+	if err != nil {
+		return "", err
 	}
 	var b C.af_bytes_t
-	e := C.af_future_profile(f.ptr, &b)
+	e := C.af_future_profile(p, &b)
 	runtime.KeepAlive(f)
 	if err := takeError(e); err != nil {
 		return "", err
@@ -294,12 +323,26 @@ func (f *Future) Profile() (string, error) {
 }
 
 // Close frees the handle (the run, if still going, completes unobserved).
-// Idempotent; must not race with the other methods.
+// Idempotent, also from several goroutines at once; must not race with the
+// other methods.
 func (f *Future) Close() {
-	if f == nil || f.ptr == nil {
+	if f == nil {
 		return
 	}
-	C.af_future_free(f.ptr)
-	f.ptr = nil
-	runtime.SetFinalizer(f, nil)
+	// Swap, not load-then-store: two goroutines closing at once must not
+	// both free the pointer.
+	if p, ok := f.ptr.Take(); ok {
+		C.af_future_free(p)
+		runtime.SetFinalizer(f, nil)
+	}
+}
+
+func (f *Future) handle() (*C.af_future_t, error) {
+	if f == nil {
+		return nil, errClosed("future")
+	}
+	if p, ok := f.ptr.Get(); ok {
+		return p, nil
+	}
+	return nil, errClosed("future")
 }

@@ -19,14 +19,15 @@ import (
 // (a finalizer frees a forgotten one); a routed provider stays alive in its
 // contexts.
 type Provider struct {
-	ptr *C.af_provider_t
+	ptr cPtr[*C.af_provider_t] // nil once closed; swapped so Close frees once
 }
 
 func newProvider(e *C.af_error_t, p *C.af_provider_t) (*Provider, error) {
 	if err := takeError(e); err != nil {
 		return nil, err
 	}
-	prov := &Provider{ptr: p}
+	prov := &Provider{}
+	prov.ptr.Store(p)
 	runtime.SetFinalizer(prov, (*Provider).Close)
 	return prov, nil
 }
@@ -78,12 +79,15 @@ func NewHostProvider(fn func(req *LMRequest)) (*Provider, error) {
 
 // Close drops the provider's reference. Idempotent.
 func (p *Provider) Close() {
-	if p == nil || p.ptr == nil {
+	if p == nil {
 		return
 	}
-	C.af_provider_free(p.ptr)
-	p.ptr = nil
-	runtime.SetFinalizer(p, nil)
+	// Swap, not load-then-store: two goroutines closing at once must not
+	// both free the pointer.
+	if p, ok := p.ptr.Take(); ok {
+		C.af_provider_free(p)
+		runtime.SetFinalizer(p, nil)
+	}
 }
 
 // Clone returns a new handle (a new reference) to the same provider.
@@ -92,17 +96,21 @@ func (p *Provider) Clone() (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Provider{ptr: C.af_provider_clone(pp)}
+	out := &Provider{}
+	out.ptr.Store(C.af_provider_clone(pp))
 	runtime.KeepAlive(p)
 	runtime.SetFinalizer(out, (*Provider).Close)
 	return out, nil
 }
 
 func (p *Provider) handle() (*C.af_provider_t, error) {
-	if p == nil || p.ptr == nil {
+	if p == nil {
 		return nil, errClosed("provider")
 	}
-	return p.ptr, nil
+	if p, ok := p.ptr.Get(); ok {
+		return p, nil
+	}
+	return nil, errClosed("provider")
 }
 
 // SetMaxInFlight changes the provider's limit (0 = unlimited).
@@ -137,7 +145,7 @@ func (p *Provider) Stats() (string, error) {
 // collected unfinished is failed with CodeProvider.
 type LMRequest struct {
 	mu  sync.Mutex
-	ptr *C.af_lm_request_t
+	ptr *C.af_lm_request_t // nil once finished; guarded by mu
 }
 
 func newLMRequest(p *C.af_lm_request_t) *LMRequest {
@@ -206,10 +214,14 @@ func (r *LMRequest) Fail(err error) error {
 	}
 	var ce *C.af_error_t
 	if err != nil {
+		sent := err
 		if _, ok := err.(*Error); !ok {
-			err = NewError(CodeProvider, err.Error())
+			sent = NewError(CodeProvider, err.Error())
 		}
-		ce, _, _ = newCError(err)
+		var code Code
+		var msg string
+		ce, code, msg = newCError(sent)
+		parkGoError(code, msg, err)
 	}
 	return takeError(C.af_lm_request_fail(p, ce))
 }

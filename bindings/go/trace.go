@@ -43,8 +43,10 @@ import (
 //   - a panic is recovered, reported to libaf as an error (so libaf unwinds
 //     its trace state cleanly) and re-raised with the same value by Trace
 //     once libaf has returned.
-//   - fn must not call runtime.Goexit (t.FailNow, t.Fatal;
-//     os.Exit is fine): that would unwind through libaf's C++ frames.
+//   - runtime.Goexit in fn (t.FailNow, t.Fatal) ends the calling goroutine
+//     as Goexit always does: Trace never returns. libaf's trace state lives
+//     on the goroutine's locked OS thread, which Go ends with it, so the
+//     context stays usable (tested); prefer returning an error.
 //
 // fn runs on the goroutine (and OS thread) that called Trace. Operations
 // made from other goroutines are not recorded into this trace.
@@ -56,7 +58,7 @@ type traceState struct {
 
 	// The error fn returned, and the code and message sent to libaf for it.
 	goErr    error
-	sentCode int32
+	sentCode Code
 	sentMsg  string
 
 	panicked bool
@@ -144,7 +146,7 @@ func afgoTraceCallback(h C.uintptr_t, inputs **C.af_value_t, n C.size_t, out **C
 	// use-after-free. (Deferred first, so it runs after the recover below.)
 	defer func() {
 		for _, v := range ins {
-			v.ptr = nil
+			v.ptr.Take()
 		}
 	}()
 	defer func() {
@@ -157,11 +159,14 @@ func afgoTraceCallback(h C.uintptr_t, inputs **C.af_value_t, n C.size_t, out **C
 	}()
 
 	res, err := st.fn(st.ctx, ins)
+	var resPtr *C.af_value_t
 	if err == nil {
 		if res == nil {
 			err = &Error{Message: "trace function returned a nil *Value and a nil error", code: CodeInvalidArgument}
-		} else if _, herr := res.handle(); herr != nil {
+		} else if p, herr := res.handle(); herr != nil {
 			err = &Error{Message: "trace function returned a closed *Value", code: CodeInvalidArgument}
+		} else {
+			resPtr = p
 		}
 	}
 	if err != nil {
@@ -171,7 +176,7 @@ func afgoTraceCallback(h C.uintptr_t, inputs **C.af_value_t, n C.size_t, out **C
 	}
 	// libaf takes ownership of *out: give it its own reference so the Go
 	// handle (and its finalizer) stay valid.
-	*out = C.af_value_clone(res.ptr)
+	*out = C.af_value_clone(resPtr)
 	runtime.KeepAlive(res)
 	return nil
 }

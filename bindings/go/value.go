@@ -60,20 +60,23 @@ func (k Kind) String() string {
 // finalizer frees a forgotten one). The input Values a trace function
 // receives are borrowed instead: see TraceFunc.
 type Value struct {
-	ptr      *C.af_value_t
+	ptr      cPtr[*C.af_value_t] // nil once closed; swapped so Close frees once
 	borrowed bool
 }
 
 // newValue wraps an owned af_value_t*.
 func newValue(p *C.af_value_t) *Value {
-	v := &Value{ptr: p}
+	v := &Value{}
+	v.ptr.Store(p)
 	runtime.SetFinalizer(v, (*Value).Close)
 	return v
 }
 
 // borrowValue wraps a borrowed af_value_t* (no reference, no finalizer).
 func borrowValue(p *C.af_value_t) *Value {
-	return &Value{ptr: p, borrowed: true}
+	v := &Value{borrowed: true}
+	v.ptr.Store(p)
+	return v
 }
 
 // takeValue finishes a call that produced an owned value in *out.
@@ -87,12 +90,15 @@ func takeValue(e *C.af_error_t, out *C.af_value_t) (*Value, error) {
 // Close releases the Value's reference. Idempotent; a no-op on a borrowed
 // trace input.
 func (v *Value) Close() {
-	if v == nil || v.ptr == nil || v.borrowed {
+	if v == nil || v.borrowed {
 		return
 	}
-	C.af_value_free(v.ptr)
-	v.ptr = nil
-	runtime.SetFinalizer(v, nil)
+	// Swap, not load-then-store: two goroutines closing at once must not
+	// both free the pointer.
+	if p, ok := v.ptr.Take(); ok {
+		C.af_value_free(p)
+		runtime.SetFinalizer(v, nil)
+	}
 }
 
 // Clone returns a new owned handle to the same value (which stays valid
@@ -108,10 +114,13 @@ func (v *Value) Clone() (*Value, error) {
 }
 
 func (v *Value) handle() (*C.af_value_t, error) {
-	if v == nil || v.ptr == nil {
+	if v == nil {
 		return nil, errClosed("value")
 	}
-	return v.ptr, nil
+	if p, ok := v.ptr.Get(); ok {
+		return p, nil
+	}
+	return nil, errClosed("value")
 }
 
 // cValues returns the C handles of vs (nil for an empty slice). The
@@ -296,10 +305,11 @@ func (c *Context) Dict(keys []string, values []*Value) (*Value, error) {
 // Kind is the kind of v (KindInvalid for a nil or closed Value). It never
 // reads a placeholder's content.
 func (v *Value) Kind() Kind {
-	if v == nil || v.ptr == nil {
+	p, err := v.handle()
+	if err != nil {
 		return KindInvalid
 	}
-	k := Kind(C.af_value_kind(v.ptr))
+	k := Kind(C.af_value_kind(p))
 	runtime.KeepAlive(v)
 	return k
 }
@@ -471,7 +481,7 @@ func (v *Value) JSON() (string, error) {
 // String is the JSON of v, or a description when v has none (placeholder,
 // closed value), for fmt and debugging.
 func (v *Value) String() string {
-	if v == nil || v.ptr == nil {
+	if v == nil || v.ptr.Closed() {
 		return "<af.Value closed>"
 	}
 	s, err := v.JSON()

@@ -5,7 +5,9 @@ package af
 */
 import "C"
 
-import "runtime"
+import (
+	"runtime"
+)
 
 // WalkDone is the equation index Walk.Next returns when no equation is
 // left.
@@ -18,7 +20,7 @@ const WalkDone = -1
 // themselves. A Walk is not safe for concurrent use. Close it when done (a
 // finalizer frees a forgotten one).
 type Walk struct {
-	ptr *C.af_walk_t
+	ptr cPtr[*C.af_walk_t] // nil once closed; swapped so Close frees once
 	// Keep the Go handles the walk was made from reachable for its
 	// lifetime, so their finalizers cannot run while it may use them.
 	ctx *Context
@@ -47,26 +49,33 @@ func (ir *IR) Walk(ctx *Context, inputs ...*Value) (*Walk, error) {
 	if err := takeError(e); err != nil {
 		return nil, err
 	}
-	w := &Walk{ptr: out, ctx: ctx, ir: ir}
+	w := &Walk{ctx: ctx, ir: ir}
+	w.ptr.Store(out)
 	runtime.SetFinalizer(w, (*Walk).Close)
 	return w, nil
 }
 
 // Close frees the walk. Idempotent.
 func (w *Walk) Close() {
-	if w == nil || w.ptr == nil {
+	if w == nil {
 		return
 	}
-	C.af_walk_free(w.ptr)
-	w.ptr = nil
-	runtime.SetFinalizer(w, nil)
+	// Swap, not load-then-store: two goroutines closing at once must not
+	// both free the pointer.
+	if p, ok := w.ptr.Take(); ok {
+		C.af_walk_free(p)
+		runtime.SetFinalizer(w, nil)
+	}
 }
 
 func (w *Walk) handle() (*C.af_walk_t, error) {
-	if w == nil || w.ptr == nil {
+	if w == nil {
 		return nil, errClosed("walk")
 	}
-	return w.ptr, nil
+	if p, ok := w.ptr.Get(); ok {
+		return p, nil
+	}
+	return nil, errClosed("walk")
 }
 
 // Next returns the index of the next equation (use IR.EqnPrim for its

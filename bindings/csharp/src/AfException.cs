@@ -29,8 +29,11 @@ namespace Af
 
     /// <summary>An error reported by libaf (or raised by a host callback to
     /// be reported through libaf). The af_error_cause chain becomes the
-    /// InnerException chain.</summary>
-    public class AfException : Exception
+    /// InnerException chain. Errors libaf reports are the subclass of their
+    /// code (AfNotFoundException, ...; see ErrorTypes.cs). The exception a
+    /// host function or host provider threw comes back as itself (same
+    /// object, type and stack) at the end of the chain.</summary>
+    public partial class AfException : Exception
     {
         public ErrorCode Code { get; }
 
@@ -54,11 +57,29 @@ namespace Af
         public static AfException FromNativeBorrowed(IntPtr error)
         {
             if (error == IntPtr.Zero) return null;
-            IntPtr causePtr = Native.af_error_cause(error);
-            AfException cause = causePtr == IntPtr.Zero ? null : FromNativeBorrowed(causePtr);
+            Exception e = Convert(error);
+            return e as AfException ?? Create((ErrorCode)Native.af_error_code(error), e.Message, e);
+        }
+
+        // One link of the chain. A leaf that stands for what a callback threw
+        // is that exception itself (any type), so it is the InnerException of
+        // the error libaf wrapped it in.
+        private static Exception Convert(IntPtr error)
+        {
             var code = (ErrorCode)Native.af_error_code(error);
             string msg = Utf8.FromNulTerminated(Native.af_error_message(error)) ?? "";
-            return cause == null ? new AfException(code, msg) : new AfException(code, msg, cause);
+            IntPtr causePtr = Native.af_error_cause(error);
+            if (causePtr == IntPtr.Zero)
+                return CallbackErrors.Claim(code, msg) ?? Create(code, BindingNames(msg));
+            return Create(code, BindingNames(msg), Convert(causePtr));
+        }
+
+        /// <summary>msg with the C functions libaf's hints name replaced by
+        /// this binding's methods.</summary>
+        private static string BindingNames(string msg)
+        {
+            return msg.Replace("af_register_function", "Context.RegisterFunction")
+                      .Replace("af_context_route", "Context.Route");
         }
 
         /// <summary>Builds an AfException from an owned af_error_t* and frees

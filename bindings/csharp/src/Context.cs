@@ -28,7 +28,7 @@ namespace Af
         public Context()
         {
             AfException.Check(Native.af_context_new(out IntPtr p));
-            if (p == IntPtr.Zero) throw new AfException(ErrorCode.Internal, "af_context_new returned null");
+            if (p == IntPtr.Zero) throw AfException.Create(ErrorCode.Internal, "af_context_new returned null");
             Handle = new ContextHandle(p);
         }
 
@@ -140,7 +140,7 @@ namespace Af
                 st.Error.Throw();
             }
             AfException.Check(err);
-            if (ir == IntPtr.Zero) throw new AfException(ErrorCode.Internal, "af_trace returned no IR");
+            if (ir == IntPtr.Zero) throw AfException.Create(ErrorCode.Internal, "af_trace returned no IR");
             return new Ir(new IrHandle(ir));
         }
 

@@ -96,15 +96,9 @@ namespace Af
 
         /// <summary>The af_error_t* for an exception thrown by a callback: an
         /// AfException keeps its code and message, anything else is CALLBACK
-        /// with the exception's type and message.</summary>
-        internal static IntPtr ErrorFor(Exception ex)
-        {
-            var ae = ex as AfException;
-            if (ae != null) return AfException.ToNative(ae.Code, ae.Message);
-            string msg;
-            try { msg = ex.GetType().Name + ": " + ex.Message; } catch (Exception) { msg = "exception in callback"; }
-            return AfException.ToNative(ErrorCode.Callback, msg);
-        }
+        /// with the exception's type and message. The caller gets ex itself
+        /// back (CallbackErrors).</summary>
+        internal static IntPtr ErrorFor(Exception ex) => CallbackErrors.Send(ex, ErrorCode.Callback, "");
 
         private static IntPtr HostTrampoline(IntPtr userData, IntPtr args, UIntPtr n, IntPtr output)
         {

@@ -41,8 +41,8 @@ namespace Af
         {
             ulong n = (ulong)len;
             if (n == 0) return "";
-            if (p == IntPtr.Zero) throw new AfException(ErrorCode.Internal, "libaf returned a null string pointer");
-            if (n > int.MaxValue) throw new AfException(ErrorCode.OutOfMemory, "string too large for .NET");
+            if (p == IntPtr.Zero) throw AfException.Create(ErrorCode.Internal, "libaf returned a null string pointer");
+            if (n > int.MaxValue) throw AfException.Create(ErrorCode.OutOfMemory, "string too large for .NET");
             var buf = new byte[(int)n];
             Marshal.Copy(p, buf, 0, (int)n);
             return Lossy.GetString(buf);

@@ -25,7 +25,7 @@ namespace Af
             using (var b = new Borrow())
             {
                 IntPtr p = Native.af_ir_clone(b.Add(Handle));
-                if (p == IntPtr.Zero) throw new AfException(ErrorCode.Internal, "af_ir_clone returned null");
+                if (p == IntPtr.Zero) throw AfException.Create(ErrorCode.Internal, "af_ir_clone returned null");
                 return new Ir(new IrHandle(p));
             }
         }
@@ -167,7 +167,7 @@ namespace Af
                     AfException.Check(Native.af_walk_new(ctx.Handle.DangerousGetHandle(), ir.Handle.DangerousGetHandle(),
                                                          ins, (UIntPtr)(ulong)ins.Length, out w));
                 }
-                if (w == IntPtr.Zero) throw new AfException(ErrorCode.Internal, "af_walk_new returned null");
+                if (w == IntPtr.Zero) throw AfException.Create(ErrorCode.Internal, "af_walk_new returned null");
                 Handle = new WalkHandle(w, deps);
             }
             catch

@@ -142,7 +142,7 @@ namespace Af
             using (var b = new Borrow())
             {
                 AfException.Check(Native.af_compile(b.Add(ctx.Handle), b.Add(ir.Handle), out IntPtr p));
-                if (p == IntPtr.Zero) throw new AfException(ErrorCode.Internal, "af_compile returned no program");
+                if (p == IntPtr.Zero) throw AfException.Create(ErrorCode.Internal, "af_compile returned no program");
                 return new Program(new ProgramHandle(p));
             }
         }
@@ -166,7 +166,7 @@ namespace Af
             using (var b = new Borrow())
             {
                 AfException.Check(Native.af_program_load(b.Add(ctx.Handle), p, Utf8.Len(p), out IntPtr o));
-                if (o == IntPtr.Zero) throw new AfException(ErrorCode.Internal, "af_program_load returned no program");
+                if (o == IntPtr.Zero) throw AfException.Create(ErrorCode.Internal, "af_program_load returned no program");
                 return new Program(new ProgramHandle(o));
             }
         }
@@ -228,7 +228,9 @@ namespace Af
 
         /// <summary>Starts the program on the context's scheduler and returns
         /// the run at once (input errors are thrown here, run errors by its
-        /// Task). Dispose the run when done; the context must outlive it.</summary>
+        /// Task). Dispose the run when done. The run holds the context and the
+        /// program until it finishes, even if the caller drops or disposes
+        /// them first.</summary>
         public ProgramRun Start(Context ctx, RunOptions options, params Value[] inputs)
         {
             if (ctx == null) throw new ArgumentNullException(nameof(ctx));
@@ -248,7 +250,7 @@ namespace Af
                     RunOptions.FreeNative(ref opts);
                 }
             }
-            return new ProgramRun(new FutureHandle(f));
+            return new ProgramRun(new FutureHandle(f), ctx.Handle, Handle);
         }
 
         /// <summary>Runs the program asynchronously: the Task completes with the
@@ -287,9 +289,16 @@ namespace Af
         // Rooted for the life of the process; the run travels in user_data.
         private static readonly Native.DoneFn s_done = Done;
 
-        internal ProgramRun(FutureHandle h)
+        // What the run uses, AddRef'd until Done: without this a caller who
+        // keeps only the run (or nothing) lets the finalizer free the context
+        // and libaf fails the run with "the context was freed while the run
+        // was in flight"; an explicit Dispose of the context is deferred too.
+        private SafeHandle[] _pins;
+
+        internal ProgramRun(FutureHandle h, params SafeHandle[] pins)
         {
             Handle = h;
+            _pins = AddRefAll(pins);
             // The handle stays alive until Done has read the result, even if
             // the run is disposed first.
             bool added = false;
@@ -301,8 +310,36 @@ namespace Af
             {
                 Handle.DangerousRelease();
                 Handle.Dispose();
+                ReleasePins();
                 AfException.Check(err);
             }
+        }
+
+        private static SafeHandle[] AddRefAll(SafeHandle[] hs)
+        {
+            var added = new System.Collections.Generic.List<SafeHandle>();
+            try
+            {
+                foreach (var h in hs)
+                {
+                    bool ok = false;
+                    h.DangerousAddRef(ref ok); // ObjectDisposedException if closed
+                    if (ok) added.Add(h);
+                }
+            }
+            catch
+            {
+                foreach (var h in added) h.DangerousRelease();
+                throw;
+            }
+            return added.ToArray();
+        }
+
+        private void ReleasePins()
+        {
+            var pins = Interlocked.Exchange(ref _pins, null);
+            if (pins != null)
+                foreach (var h in pins) h.DangerousRelease();
         }
 
         private static void Done(IntPtr userData)
@@ -323,6 +360,7 @@ namespace Af
                 finally
                 {
                     run.Handle.DangerousRelease();
+                    run.ReleasePins();
                 }
             }
             catch (Exception)

@@ -26,7 +26,7 @@ namespace Af
         {
             byte[] o = Utf8.Encode(optionsJson ?? "", nameof(optionsJson));
             AfException.Check(make(o, Utf8.Len(o), out IntPtr p));
-            if (p == IntPtr.Zero) throw new AfException(ErrorCode.Internal, "libaf returned no provider");
+            if (p == IntPtr.Zero) throw AfException.Create(ErrorCode.Internal, "libaf returned no provider");
             return new Provider(new ProviderHandle(p));
         }
 
@@ -59,7 +59,7 @@ namespace Af
             catch (Exception ex)
             {
                 // Never unwind into libaf: the exception fails the request.
-                if (r != null) r.TryFail(ErrorCode.Provider, "the host provider threw " + ex.GetType().Name + ": " + ex.Message);
+                if (r != null) r.TryFailWith(ex);
                 else Native.af_error_free(Native.af_lm_request_fail(req, IntPtr.Zero));
             }
         }
@@ -108,6 +108,9 @@ namespace Af
     /// finalized unfinished fails with PROVIDER.</summary>
     public sealed class LmRequest
     {
+        // Json and IsCancelled read the request while another thread may
+        // finish (and so free) it: both hold _lock, as does taking it.
+        private readonly object _lock = new object();
         private IntPtr _req;
 
         internal LmRequest(IntPtr req)
@@ -122,9 +125,10 @@ namespace Af
 
         private IntPtr Take()
         {
-            IntPtr r = Interlocked.Exchange(ref _req, IntPtr.Zero);
+            IntPtr r;
+            lock (_lock) r = Interlocked.Exchange(ref _req, IntPtr.Zero);
             if (r == IntPtr.Zero)
-                throw new AfException(ErrorCode.InvalidArgument, "the LM request was already completed or failed");
+                throw AfException.Create(ErrorCode.InvalidArgument, "the LM request was already completed or failed");
             GC.SuppressFinalize(this);
             return r;
         }
@@ -136,11 +140,17 @@ namespace Af
         {
             get
             {
-                IntPtr r = Volatile.Read(ref _req);
-                if (r == IntPtr.Zero)
-                    throw new AfException(ErrorCode.InvalidArgument, "the LM request was already completed or failed");
-                AfException.Check(Native.af_lm_request_json(r, out AfBytes o));
-                return Utf8.TakeBytes(ref o);
+                lock (_lock)
+                {
+                    IntPtr r = _req;
+                    if (r == IntPtr.Zero)
+                        throw AfException.Create(ErrorCode.InvalidArgument, "the LM request was already completed or failed");
+                    AfException.Check(Native.af_lm_request_json(r, out AfBytes o));
+                    // The finalizer frees the request: it must not run while
+                    // libaf reads it.
+                    GC.KeepAlive(this);
+                    return Utf8.TakeBytes(ref o);
+                }
             }
         }
 
@@ -150,8 +160,13 @@ namespace Af
         {
             get
             {
-                IntPtr r = Volatile.Read(ref _req);
-                return r != IntPtr.Zero && Native.af_lm_request_cancelled(r) != 0;
+                lock (_lock)
+                {
+                    IntPtr r = _req;
+                    bool cancelled = r != IntPtr.Zero && Native.af_lm_request_cancelled(r) != 0;
+                    GC.KeepAlive(this);
+                    return cancelled;
+                }
             }
         }
 
@@ -171,10 +186,22 @@ namespace Af
             AfException.Check(Native.af_lm_request_fail(r, AfException.ToNative(code, message)));
         }
 
+        /// <summary>Fails with what the host provider threw; the caller gets ex
+        /// itself back as the cause. Never throws.</summary>
+        internal void TryFailWith(Exception ex)
+        {
+            IntPtr r;
+            lock (_lock) r = Interlocked.Exchange(ref _req, IntPtr.Zero);
+            if (r == IntPtr.Zero) return;
+            GC.SuppressFinalize(this);
+            Native.af_error_free(Native.af_lm_request_fail(r, CallbackErrors.Send(ex, ErrorCode.Provider, "the host provider threw ")));
+        }
+
         /// <summary>Fail that never throws (finalizer and callback paths).</summary>
         internal void TryFail(ErrorCode code, string message)
         {
-            IntPtr r = Interlocked.Exchange(ref _req, IntPtr.Zero);
+            IntPtr r;
+            lock (_lock) r = Interlocked.Exchange(ref _req, IntPtr.Zero);
             if (r == IntPtr.Zero) return;
             GC.SuppressFinalize(this);
             Native.af_error_free(Native.af_lm_request_fail(r, AfException.ToNative(code, message)));

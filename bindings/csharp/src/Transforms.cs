@@ -23,7 +23,7 @@ namespace Af
 
         internal static Ir Own(IntPtr p)
         {
-            if (p == IntPtr.Zero) throw new AfException(ErrorCode.Internal, "libaf returned success without an IR");
+            if (p == IntPtr.Zero) throw AfException.Create(ErrorCode.Internal, "libaf returned success without an IR");
             return new Ir(new IrHandle(p));
         }
 
@@ -134,7 +134,7 @@ namespace Af
             try
             {
                 ulong n = (ulong)b.Len;
-                if (n > int.MaxValue) throw new AfException(ErrorCode.OutOfMemory, "graph too large for .NET");
+                if (n > int.MaxValue) throw AfException.Create(ErrorCode.OutOfMemory, "graph too large for .NET");
                 var buf = new byte[(int)n];
                 if (n > 0) Marshal.Copy(b.Data, buf, 0, (int)n);
                 return buf;

@@ -34,7 +34,7 @@ namespace Af
         /// <summary>Wraps an owned af_value_t*. Throws if it is IntPtr.Zero.</summary>
         internal static Value Own(IntPtr p)
         {
-            if (p == IntPtr.Zero) throw new AfException(ErrorCode.Internal, "libaf returned a null value");
+            if (p == IntPtr.Zero) throw AfException.Create(ErrorCode.Internal, "libaf returned a null value");
             return new Value(new ValueHandle(p));
         }
 

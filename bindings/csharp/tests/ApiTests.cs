@@ -179,14 +179,15 @@ namespace Af.Tests
             ctx.RegisterFunction("search", J("\"str\""), args => throw new InvalidOperationException("no results for " + args[0].AsString()));
             var ex = Assert.ThrowsAf(ErrorCode.Callback, () => ctx.HostCall("search", J("\"cats\"")));
             Assert.Contains("search", ex.Message);
-            var cause = ex.InnerException as AfException;
-            Assert.True(cause != null, "an AfException cause");
-            Assert.Equal(ErrorCode.Callback, cause.Code, "cause code");
-            Assert.Equal("InvalidOperationException: no results for cats", cause.Message, "cause message");
+            Assert.Contains("InvalidOperationException: no results for cats", ex.Message);
+            // What the host function threw is the InnerException itself.
+            var thrown = ex.InnerException as InvalidOperationException;
+            Assert.True(thrown != null, "the InvalidOperationException as cause: " + ex);
+            Assert.Equal("no results for cats", thrown.Message, "cause message");
 
             ctx.RegisterFunction("coded", J("\"str\""), args => throw new AfException(ErrorCode.Provider, "quota"));
             ex = Assert.ThrowsAf(ErrorCode.Callback, () => ctx.HostCall("coded"));
-            cause = (AfException)ex.InnerException;
+            var cause = (AfException)ex.InnerException;
             Assert.Equal(ErrorCode.Provider, cause.Code, "cause code");
             Assert.Equal("quota", cause.Message, "cause message");
 

@@ -53,7 +53,8 @@ namespace Af.Tests
                 throw new AssertionException(what + ": expected the same instance <" + expected + "> but got <" + actual + ">");
         }
 
-        /// <summary>Runs a, requires an exception of exactly type T.</summary>
+        /// <summary>Runs a, requires an exception of type T or a subclass
+        /// (AfException's subclasses per code).</summary>
         public static T Throws<T>(Action a, string what = "action") where T : Exception
         {
             try
@@ -62,7 +63,7 @@ namespace Af.Tests
             }
             catch (Exception ex)
             {
-                if (ex.GetType() == typeof(T)) return (T)ex;
+                if (ex is T t) return t;
                 throw new AssertionException(what + ": expected " + typeof(T).Name + " but got " + ex.GetType().Name + ": " + ex);
             }
             throw new AssertionException(what + ": expected " + typeof(T).Name + " but nothing was thrown");
@@ -74,6 +75,8 @@ namespace Af.Tests
             var ex = Throws<AfException>(a, what);
             if (ex.Code != code)
                 throw new AssertionException(what + ": expected code " + code + " (" + (int)code + ") but got " + ex.Code + " (" + (int)ex.Code + "): " + ex.Message);
+            if (ex.GetType() != AfException.Create(code, "").GetType())
+                throw new AssertionException(what + ": code " + code + " thrown as " + ex.GetType().Name);
             if (string.IsNullOrEmpty(ex.Message))
                 throw new AssertionException(what + ": error " + code + " has an empty message");
             return ex;

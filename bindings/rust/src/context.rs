@@ -200,12 +200,14 @@ impl Context {
     }
 
     /// String equality: a bool value.
-    pub fn match_(&self, a: &Value, b: &Value) -> Result<Value> {
+    pub fn match_(&self, a: impl Into<Value>, b: impl Into<Value>) -> Result<Value> {
+        let (a, b) = (a.into(), b.into());
         make_value(|out| unsafe { sys::af_match(self.as_ptr(), a.as_ptr(), b.as_ptr(), out) })
     }
 
     /// Identity on a tree; tangents and cotangents through it are zero.
-    pub fn stop_gradient(&self, v: &Value) -> Result<Value> {
+    pub fn stop_gradient(&self, v: impl Into<Value>) -> Result<Value> {
+        let v = v.into();
         make_value(|out| unsafe { sys::af_stop_gradient(self.as_ptr(), v.as_ptr(), out) })
     }
 

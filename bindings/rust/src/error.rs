@@ -1,7 +1,9 @@
 //! `af::Error`: a libaf error (code, message, cause chain) as a Rust value.
 
+use crate::parked;
 use std::ffi::CStr;
 use std::fmt;
+use std::sync::Arc;
 
 use crate::sys;
 
@@ -139,6 +141,9 @@ pub struct Error {
     /// closure that returns such an error gets it back unchanged from
     /// `Context::trace`, as if it had propagated.
     pub(crate) from_library: bool,
+    /// An error of another type this one stands for (see [`Error::wrap`]):
+    /// the end of the [`source`](std::error::Error::source) chain.
+    pub(crate) external: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
 /// `Result<T, af::Error>`.
@@ -152,7 +157,18 @@ impl Error {
             message: message.into(),
             cause: None,
             from_library: false,
+            external: None,
         }
+    }
+
+    /// An error with `code` standing for `err` (a host closure's own error):
+    /// the message is `err`'s text, and `err` itself is the end of the
+    /// [`source`](std::error::Error::source) chain, also after the error
+    /// went through libaf (`downcast_ref` finds it).
+    pub fn wrap<E: std::error::Error + Send + Sync + 'static>(code: ErrorCode, err: E) -> Error {
+        let mut e = Error::new(code, err.to_string());
+        e.external = Some(Arc::new(err));
+        e
     }
 
     /// The same error with `cause` attached.
@@ -189,6 +205,13 @@ impl Error {
             CStr::from_ptr(msg).to_string_lossy().into_owned()
         };
         let c = sys::af_error_cause(e);
+        if c.is_null() {
+            // The leaf a host closure sent: give back its own error.
+            if let Some(orig) = parked::claim(code, &message) {
+                return orig;
+            }
+        }
+        let message = binding_names(&message);
         let cause = if c.is_null() {
             None
         } else {
@@ -199,6 +222,7 @@ impl Error {
             message,
             cause,
             from_library: true,
+            external: None,
         }
     }
 
@@ -216,14 +240,29 @@ impl Error {
     /// appended to the message: the C API has no way to build a chain).
     /// NULL only if libaf is out of memory.
     pub fn into_raw(self) -> *mut sys::af_error_t {
-        let mut msg = self.message;
-        let mut cause = self.cause;
+        let msg = self.flat_message();
+        unsafe { sys::af_error_new(self.code.as_i32(), msg.as_ptr().cast(), msg.len()) }
+    }
+
+    /// [`into_raw`](Self::into_raw) for a callback's error: the caller of
+    /// the run gets this very error back (see `parked`).
+    pub(crate) fn into_raw_parked(self) -> *mut sys::af_error_t {
+        let msg = self.flat_message();
+        let code = self.code;
+        let raw = unsafe { sys::af_error_new(code.as_i32(), msg.as_ptr().cast(), msg.len()) };
+        parked::park(code, msg, self);
+        raw
+    }
+
+    fn flat_message(&self) -> String {
+        let mut msg = self.message.clone();
+        let mut cause = self.cause.as_deref();
         while let Some(c) = cause {
             msg.push_str(": ");
             msg.push_str(&c.message);
-            cause = c.cause;
+            cause = c.cause.as_deref();
         }
-        unsafe { sys::af_error_new(self.code.as_i32(), msg.as_ptr().cast(), msg.len()) }
+        msg
     }
 }
 
@@ -251,10 +290,19 @@ impl Eq for Error {}
 
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.cause
-            .as_deref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
+        match (&self.cause, &self.external) {
+            (Some(c), _) => Some(c.as_ref() as &(dyn std::error::Error + 'static)),
+            (None, Some(x)) => Some(x.as_ref() as &(dyn std::error::Error + 'static)),
+            (None, None) => None,
+        }
     }
+}
+
+/// `msg` with the C functions libaf's hints name replaced by this crate's
+/// methods.
+fn binding_names(msg: &str) -> String {
+    msg.replace("af_register_function", "Context::register_function")
+        .replace("af_context_route", "Context::route")
 }
 
 /// NULL -> Ok, else the owned error as Err.

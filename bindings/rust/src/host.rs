@@ -138,7 +138,7 @@ unsafe extern "C" fn host_trampoline(
             *out = v.into_raw();
             ptr::null_mut()
         }
-        Ok(Err(e)) => e.into_raw(),
+        Ok(Err(e)) => e.into_raw_parked(),
         Err(payload) => {
             let msg = format!(
                 "the Rust host function panicked: {}",

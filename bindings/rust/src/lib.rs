@@ -29,15 +29,19 @@
 //! `Value`, `Ir`, `Walk`, `Program`, `Future`, `Provider`) free themselves on drop; `Value` and `Ir` clone by
 //! reference counting. The raw C API is in [`sys`].
 
-pub mod sys;
+/// The raw C API (the `af-sys` crate).
+pub use af_sys as sys;
 
 mod context;
 mod control;
+mod convert;
 mod error;
 mod graph;
 mod host;
+mod iter;
 mod ir;
 mod lazy;
+mod parked;
 mod program;
 mod provider;
 mod transform;
@@ -49,6 +53,7 @@ pub use context::{is_tracing, Context};
 pub use error::{Error, ErrorCode, Result};
 pub use graph::{graph_from_json, graph_to_json, graph_verify};
 pub use ir::Ir;
+pub use iter::{Entries, Items};
 pub use program::{CancelToken, Future, Program, ProgressFn, RunOptions};
 pub use provider::{LmRequest, Provider};
 pub use value::{Kind, Value};
@@ -73,3 +78,8 @@ pub fn abi_version() -> u32 {
 
 /// The `AF_ABI_VERSION` this binding was written against.
 pub const ABI_VERSION: u32 = sys::AF_ABI_VERSION;
+
+/// The README's code blocks, compiled and run as doctests (the cookbook).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -291,8 +291,8 @@ impl Drop for Program {
     }
 }
 
-/// A run in flight. Dropping it does not cancel the run (it completes
-/// unobserved); it borrows the context the run uses.
+/// A run in flight. Dropping it cancels the run (see its `Drop`); it
+/// borrows the context the run uses.
 ///
 /// Block with [`wait`](Self::wait), or `.await` it: it is also a
 /// `std::future::Future` (woken from libaf's completion callback, so any
@@ -391,9 +391,17 @@ unsafe extern "C" fn destroy_done<F: FnOnce() + Send + 'static>(user_data: *mut 
     }
 }
 
+/// Dropping a `Future` cancels its run, as dropping any Rust future
+/// abandons its work: nobody can read the result any more, and the run
+/// must not outlive the `Context` it borrows. A no-op for a finished run.
+/// To let a run finish unobserved, [`wait`](Future::wait) for it on
+/// another thread instead.
 impl Drop for Future<'_> {
     fn drop(&mut self) {
-        unsafe { sys::af_future_free(self.raw.as_ptr()) }
+        unsafe {
+            sys::af_future_cancel(self.raw.as_ptr());
+            sys::af_future_free(self.raw.as_ptr());
+        }
     }
 }
 

@@ -150,7 +150,7 @@ impl LmRequest {
     /// failed call).
     pub fn fail(self, err: Error) -> Result<()> {
         let raw = self.into_raw();
-        check(unsafe { sys::af_lm_request_fail(raw, err.into_raw()) })
+        check(unsafe { sys::af_lm_request_fail(raw, err.into_raw_parked()) })
     }
 
     fn into_raw(self) -> *mut sys::af_lm_request_t {
@@ -210,7 +210,8 @@ impl Context {
     /// An LM call: `messages` is a list of `{"role", "content"}`, `model` a
     /// str. Recorded inside a trace, a blocking request outside. Returns the
     /// reply text.
-    pub fn lm_call(&self, messages: &Value, model: &Value) -> Result<Value> {
+    pub fn lm_call(&self, messages: impl Into<Value>, model: impl Into<Value>) -> Result<Value> {
+        let (messages, model) = (messages.into(), model.into());
         make_value(|out| unsafe {
             sys::af_lm_call(self.as_ptr(), messages.as_ptr(), model.as_ptr(), out)
         })
@@ -218,7 +219,13 @@ impl Context {
 
     /// A structured LM call: the reply is validated against `schema` (a tree
     /// of node descriptions) and returned with the schema's structure.
-    pub fn lm_schema_call(&self, messages: &Value, model: &Value, schema: &Value) -> Result<Value> {
+    pub fn lm_schema_call(
+        &self,
+        messages: impl Into<Value>,
+        model: impl Into<Value>,
+        schema: impl Into<Value>,
+    ) -> Result<Value> {
+        let (messages, model, schema) = (messages.into(), model.into(), schema.into());
         make_value(|out| unsafe {
             sys::af_lm_schema_call(
                 self.as_ptr(),

@@ -1,0 +1,114 @@
+using System;
+using System.Collections.Generic;
+using System.IO;
+using System.Linq;
+using System.Threading;
+
+namespace Af.Tests
+{
+    /// <summary>The README's cookbook, compiled and run here; ReadmeShowsTheCookbook
+    /// keeps README.md's copy identical. Also the implicit conversions.</summary>
+    public sealed class CookbookTests
+    {
+        [Test]
+        public void Cookbook()
+        {
+            var printed = new List<string>();
+            Action<object> print = o => printed.Add(o.ToString());
+            // cookbook:begin
+            using (var ctx = new Context())
+            {
+                // A host tool: registered by name (a saved graph refers to the name only).
+                ctx.RegisterFunction("shout", "str", args => args[0].AsString().ToUpperInvariant());
+
+                // Trace, with a switch on a match result.
+                var pong = ctx.Trace((c, a) => "pong", "q");
+                var loud = ctx.Trace((c, a) => c.HostCall("shout", a[0]), "q");
+                var reply = ctx.Trace((c, a) =>
+                {
+                    Value key = c.Format("{}", c.Match(a[0], "ping")); // "true" or "false"
+                    var branches = new Dictionary<string, Ir> { { "true", pong }, { "false", loud } };
+                    return c.Switch(key, branches, a[0]);
+                }, "q");
+
+                // Compile and run; batch runs the same program over a list.
+                var prog = Program.Compile(ctx, reply);
+                print(prog.Call(ctx, "ping").ToJson());
+                var batched = Program.Compile(ctx, reply.Batch(ctx));
+                print(batched.Call(ctx, ctx.FromJson("[\"ping\", \"hi\"]")).ToJson());
+
+                // Run asynchronously, then cancel (a slow echo model stands in for an LM).
+                using (var slow = Provider.Echo("{\"latency_ms\": 5000}")) ctx.Route("*", slow);
+                var ask = ctx.Trace((c, a) =>
+                {
+                    Value msg = Value.Dict(c, ("role", (Value)"user"), ("content", a[0]));
+                    return c.LmCall(c.List(msg), "some-model");
+                }, "q");
+                using (var cts = new CancellationTokenSource())
+                {
+                    var pending = Program.Compile(ctx, ask).CallAsync(ctx, null, cts.Token, "hi");
+                    cts.Cancel();
+                    try { pending.Wait(); }
+                    catch (AggregateException e) { print(e.InnerException is AfCancelledException); }
+                }
+
+                // Save; load in another process (here another context) and register its tools there.
+                string path = Path.Combine(Path.GetTempPath(), "af-cookbook-" + Guid.NewGuid() + ".afg");
+                prog.Save(path);
+                using (var other = new Context())
+                {
+                    other.RegisterFunction("shout", "str", args => args[0].AsString() + "!");
+                    print(Program.Load(other, path).Call(other, "hi").ToJson());
+                }
+                File.Delete(path);
+
+                // Pullback: text feedback on the output flows back to each input.
+                var greet = ctx.Trace((c, a) => c.Format("Hello, {}!", a[0]), "x");
+                Value back = greet.Pullback(ctx).Call(ctx, ctx.List("Ada"), "be warmer");
+                print(back[0].ToJson() + " " + back[1].Count);
+            }
+            // cookbook:end
+            Assert.Equal("\"pong\"|[\"pong\",\"HI\"]|True|\"hi!\"|\"Hello, Ada!\" 1", string.Join("|", printed));
+        }
+
+        private static string Between(string s, string begin, string end)
+        {
+            int i = s.IndexOf(begin, StringComparison.Ordinal);
+            Assert.True(i >= 0, "found " + begin);
+            s = s.Substring(s.IndexOf('\n', i) + 1);
+            int j = s.IndexOf(end, StringComparison.Ordinal);
+            Assert.True(j >= 0, "found " + end);
+            s = s.Substring(0, j);
+            return s.Substring(0, s.LastIndexOf('\n') + 1);
+        }
+
+        [Test]
+        public void ReadmeShowsTheCookbook()
+        {
+            string dir = Path.Combine(Environment.GetEnvironmentVariable("AF_REPO") ?? "../..", "bindings", "csharp");
+            string readme = File.ReadAllText(Path.Combine(dir, "README.md"));
+            string tests = File.ReadAllText(Path.Combine(dir, "tests", "CookbookTests.cs"));
+            string shown = Between(Between(readme, "## Cookbook", "\n## "), "```csharp", "```");
+            const string indent = "            ";
+            string code = string.Concat(Between(tests, "// cookbook:begin", "// cookbook:end")
+                .Split('\n').Select(l => (l.StartsWith(indent) ? l.Substring(indent.Length) : l) + "\n"));
+            code = code.Substring(0, code.Length - 1);
+            Assert.Equal(code, shown, "README.md's cookbook (copy CookbookTests.Cookbook into it)");
+        }
+
+        [Test]
+        public void ScalarsConvertToValues()
+        {
+            Value s = "x", i = 3, l = 1L << 40, f = 2.5, b = true;
+            Assert.Equal("\"x\"", s.ToJson());
+            Assert.Equal(ValueKind.Int, i.Kind);
+            Assert.Equal("1099511627776", l.ToJson());
+            Assert.Equal("2.5", f.ToJson());
+            Assert.Equal("true", b.ToJson());
+            Assert.Throws<ArgumentNullException>(() => { Value n = (string)null; n.Dispose(); }, "null string");
+            using (var ctx = new Context())
+            using (var m = ctx.Match("a", "a"))
+                Assert.True(m.AsBool(), "literals as operands");
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! The FFI declarations (`af::sys`) match `af.h`: struct sizes and field
+//! offsets and constants as a C compiler sees the header, and every function
+//! of the header declared once in Rust with the same number of parameters.
+//! (A bindgen check without the bindgen crate: the C compiler is the oracle.)
+
+use std::collections::BTreeMap;
+use std::mem::{offset_of, size_of};
+use std::path::PathBuf;
+use std::process::Command;
+
+use af::sys;
+
+fn header_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../capi/include")
+}
+
+/// Compiles and runs a C program printing `name=value` lines.
+fn c_facts(body: &str) -> BTreeMap<String, String> {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("layout");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("facts.c");
+    let exe = dir.join("facts");
+    std::fs::write(
+        &src,
+        format!(
+            "#include <af/af.h>\n#include <stddef.h>\n#include <stdio.h>\n\
+             #define P(name, v) printf(\"%s=%lld\\n\", name, (long long)(v))\n\
+             int main(void) {{\n{body}\nreturn 0;\n}}\n"
+        ),
+    )
+    .unwrap();
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let st = Command::new(cc)
+        .arg("-std=c99")
+        .arg("-I")
+        .arg(header_dir())
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .expect("run the C compiler");
+    assert!(st.success(), "compiling {}", src.display());
+    let out = Command::new(&exe).output().unwrap();
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect()
+}
+
+#[test]
+fn structs_and_constants_match_the_header() {
+    let mut rust: Vec<(&str, i64)> = vec![
+        ("sizeof(af_run_options_t)", size_of::<sys::af_run_options_t>() as i64),
+        ("sizeof(af_cse_options_t)", size_of::<sys::af_cse_options_t>() as i64),
+        ("sizeof(af_bytes_t)", size_of::<sys::af_bytes_t>() as i64),
+    ];
+    macro_rules! off {
+        ($t:ident, $($f:ident),*) => {$(
+            rust.push((concat!("offsetof(", stringify!($t), ", ", stringify!($f), ")"),
+                       offset_of!(sys::$t, $f) as i64));
+        )*};
+    }
+    off!(af_run_options_t, struct_size, flags, timeout_ms, progress, progress_user_data,
+         progress_destroy, profile_path, profile_path_len, cancel);
+    off!(af_cse_options_t, struct_size, merge_nondeterministic);
+    off!(af_bytes_t, data, len);
+    macro_rules! consts {
+        ($($c:ident),*) => {$( rust.push((stringify!($c), sys::$c as i64)); )*};
+    }
+    consts!(AF_VERSION_MAJOR, AF_VERSION_MINOR, AF_VERSION_PATCH, AF_ABI_VERSION,
+            AF_ERR_INVALID_ARGUMENT, AF_ERR_NOT_FOUND, AF_ERR_SCHEMA, AF_ERR_FORMAT, AF_ERR_VERSION,
+            AF_ERR_PROVIDER, AF_ERR_TIMEOUT, AF_ERR_CANCELLED, AF_ERR_CALLBACK, AF_ERR_IO,
+            AF_ERR_OUT_OF_MEMORY, AF_ERR_INTERNAL, AF_KIND_NULL, AF_KIND_BOOL, AF_KIND_INT,
+            AF_KIND_FLOAT, AF_KIND_STR, AF_KIND_LIST, AF_KIND_DICT, AF_KIND_PLACEHOLDER,
+            AF_WALK_DONE, AF_RUN_KEEP_GOING, AF_RUN_PROFILE);
+    let body: String = rust
+        .iter()
+        .map(|(name, _)| {
+            let expr = name.replace("offsetof(", "offsetof(").replace("sizeof(", "sizeof(");
+            format!("P(\"{name}\", {expr});\n")
+        })
+        .collect();
+    let c = c_facts(&body);
+    for (name, value) in &rust {
+        assert_eq!(c.get(*name).map(String::as_str), Some(value.to_string().as_str()), "{name}");
+    }
+}
+
+/// `name -> parameter count` of the declarations in `text`, found by `start`
+/// (a line starting with "AF_API" in C, "pub fn af_" in Rust).
+fn declarations(text: &str, c: bool) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    // In C only declarations start a line with AF_API (not its #define).
+    let marker = if c { "\nAF_API " } else { "pub fn af_" };
+    let mut rest = text;
+    while let Some(i) = rest.find(marker) {
+        rest = &rest[i + marker.len()..];
+        let open = rest.find('(').unwrap();
+        let head = &rest[..open];
+        let name = if c {
+            head.rsplit(|ch: char| !(ch.is_alphanumeric() || ch == '_')).next().unwrap().to_string()
+        } else {
+            format!("af_{}", head.trim())
+        };
+        // The parameter list, up to the matching parenthesis.
+        let mut depth = 0;
+        let mut end = open;
+        for (j, ch) in rest[open..].char_indices() {
+            match ch {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = open + j;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let params = rest[open + 1..end].trim();
+        let mut n = 0;
+        let mut d = 0;
+        if !params.is_empty() && params != "void" {
+            n = 1;
+            for ch in params.chars() {
+                match ch {
+                    '(' | '<' => d += 1,
+                    ')' | '>' => d -= 1,
+                    ',' if d == 0 => n += 1,
+                    _ => {}
+                }
+            }
+            if params.trim_end().ends_with(',') {
+                n -= 1; // a trailing comma in Rust
+            }
+        }
+        assert!(out.insert(name.clone(), n).is_none(), "{name} declared twice");
+        rest = &rest[end..];
+    }
+    out
+}
+
+#[test]
+fn every_header_function_is_declared_with_its_arity() {
+    let header = std::fs::read_to_string(header_dir().join("af/af.h")).unwrap();
+    let c = declarations(&header, true);
+    let mut rust = BTreeMap::new();
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+    for entry in std::fs::read_dir(src).unwrap().flatten() {
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        rust.extend(declarations(&text, false));
+    }
+    assert!(c.len() > 100, "parsed only {} functions of af.h", c.len());
+    let missing: Vec<_> = c.keys().filter(|k| !rust.contains_key(*k)).collect();
+    assert!(missing.is_empty(), "af.h functions not declared in af::sys: {missing:?}");
+    let extra: Vec<_> = rust.keys().filter(|k| !c.contains_key(*k)).collect();
+    assert!(extra.is_empty(), "af::sys declares functions af.h lacks: {extra:?}");
+    for (name, n) in &c {
+        assert_eq!(rust[name], *n, "parameter count of {name}");
+    }
+}

@@ -1,0 +1,931 @@
+/* af.hpp — a header-only C++17 wrapper over libaf's C API (af.h).
+ *
+ * The ABI stays C: this header only calls af_* functions, so a program built
+ * with any C++17 compiler links against any libaf of the same ABI version.
+ *
+ *   af::Context ctx;
+ *   af::Ir ir = ctx.trace([](af::Context& c, const std::vector<af::Value>& in) {
+ *     return c.format("Hello, {}!", {in[0]});
+ *   }, {ctx.str("x")});
+ *   af::Program prog = af::Program::compile(ctx, ir);
+ *   std::string out = prog.call(ctx, {ctx.str("libaf")}).str();
+ *
+ * Ownership: every handle is RAII. Value, Ir, Program and Provider are
+ * reference counted in libaf, so they copy (a new reference) and move.
+ * Context, Future, Walk, CancelToken and LmRequest own something unique and
+ * only move. A moved-from handle is empty; using it throws INVALID_ARGUMENT.
+ *
+ * Errors are exceptions (af::Error, carrying code, message and cause),
+ * not a result type: most calls can fail (any operation inside a trace, every
+ * run), constructors such as Context() must be able to fail, and a lambda
+ * traced, registered or used as a provider then reads as straight-line code
+ * whose failures propagate on their own. What a callback throws never
+ * crosses into libaf: it is caught at the boundary and reported as libaf's
+ * error; the caller gets it back (Error::origin(), or the very exception for
+ * a trace function).
+ *
+ * Strings go in as std::string_view (any bytes; libaf checks UTF-8) and come
+ * out as std::string. Thread safety is af.h's: handles may move between
+ * threads; Value, Ir and Program may be used concurrently; a Context
+ * serializes its own mutations. */
+#ifndef AF_AF_HPP
+#define AF_AF_HPP
+
+#include <af/af.h>
+
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace af {
+
+/* ---- Errors -------------------------------------------------------------- */
+
+enum class Code : int32_t {
+  InvalidArgument = AF_ERR_INVALID_ARGUMENT,
+  NotFound = AF_ERR_NOT_FOUND,
+  Schema = AF_ERR_SCHEMA,
+  Format = AF_ERR_FORMAT,
+  Version = AF_ERR_VERSION,
+  Provider = AF_ERR_PROVIDER,
+  Timeout = AF_ERR_TIMEOUT,
+  Cancelled = AF_ERR_CANCELLED,
+  Callback = AF_ERR_CALLBACK,
+  IO = AF_ERR_IO,
+  OutOfMemory = AF_ERR_OUT_OF_MEMORY,
+  Internal = AF_ERR_INTERNAL,
+};
+
+/* "NOT_FOUND", ... as in af.h's AF_ERR_* names. */
+inline const char* code_name(Code c) noexcept {
+  switch (c) {
+    case Code::InvalidArgument: return "INVALID_ARGUMENT";
+    case Code::NotFound: return "NOT_FOUND";
+    case Code::Schema: return "SCHEMA";
+    case Code::Format: return "FORMAT";
+    case Code::Version: return "VERSION";
+    case Code::Provider: return "PROVIDER";
+    case Code::Timeout: return "TIMEOUT";
+    case Code::Cancelled: return "CANCELLED";
+    case Code::Callback: return "CALLBACK";
+    case Code::IO: return "IO";
+    case Code::OutOfMemory: return "OUT_OF_MEMORY";
+    case Code::Internal: return "INTERNAL";
+  }
+  return "UNKNOWN";
+}
+
+/* A libaf error: code, message (what()), the error that caused it, and for
+ * the error a host callback raised, what the callback threw (origin()). */
+class Error : public std::runtime_error {
+ public:
+  Error(Code code, const std::string& message, std::shared_ptr<const Error> cause = nullptr,
+        std::exception_ptr origin = nullptr)
+      : std::runtime_error(message), code_(code), cause_(std::move(cause)), origin_(origin) {}
+
+  Code code() const noexcept { return code_; }
+  std::string message() const { return what(); }
+  /* The next error of the chain, or nullptr. */
+  const Error* cause() const noexcept { return cause_.get(); }
+  /* For the error standing for a host callback's failure: the exception the
+   * callback threw (rethrow it to inspect its type); else nullptr. */
+  std::exception_ptr origin() const noexcept { return origin_; }
+
+ private:
+  Code code_;
+  std::shared_ptr<const Error> cause_;
+  std::exception_ptr origin_;
+};
+
+namespace detail {
+
+/* An exception a callback threw crosses libaf as a code and a message only
+ * (libaf rebuilds the chain on its side). The callback parks it here under
+ * the (code, message) it sent; converting libaf's error claims it when a
+ * leaf with that code and message comes back. First in, first out; at most
+ * 256 are kept (a run that turns failures into values never claims them). */
+struct Parked {
+  std::mutex mu;
+  std::deque<std::tuple<int32_t, std::string, std::exception_ptr>> q;
+};
+inline Parked& parked() {
+  static Parked p;
+  return p;
+}
+inline void park(int32_t code, const std::string& msg, std::exception_ptr e) {
+  Parked& p = parked();
+  std::lock_guard<std::mutex> lock(p.mu);
+  p.q.emplace_back(code, msg, e);
+  if (p.q.size() > 256) p.q.pop_front();
+}
+inline std::exception_ptr claim(int32_t code, const std::string& msg) {
+  Parked& p = parked();
+  std::lock_guard<std::mutex> lock(p.mu);
+  for (auto it = p.q.begin(); it != p.q.end(); ++it) {
+    if (std::get<0>(*it) == code && std::get<1>(*it) == msg) {
+      std::exception_ptr e = std::get<2>(*it);
+      p.q.erase(it);
+      return e;
+    }
+  }
+  return nullptr;
+}
+
+/* libaf's hints name C functions; say what a C++ caller calls instead. */
+inline std::string binding_names(std::string msg) {
+  static const std::pair<std::string_view, std::string_view> names[] = {
+      {"af_register_function", "af::Context::register_function"},
+      {"af_context_route", "af::Context::route"},
+  };
+  for (const auto& [from, to] : names) {
+    for (size_t at = msg.find(from); at != std::string::npos; at = msg.find(from, at + to.size()))
+      msg.replace(at, from.size(), to);
+  }
+  return msg;
+}
+
+inline Error convert(const af_error_t* e) {
+  Code code = static_cast<Code>(af_error_code(e));
+  std::string msg = af_error_message(e);
+  if (const af_error_t* c = af_error_cause(e))
+    return Error(code, binding_names(msg), std::make_shared<const Error>(convert(c)));
+  std::exception_ptr origin = claim(af_error_code(e), msg);
+  if (origin) {
+    try {
+      std::rethrow_exception(origin);
+    } catch (const Error& own) {
+      return own;  // a callback's own af::Error comes back as itself
+    } catch (...) {
+    }
+  }
+  return Error(code, binding_names(msg), nullptr, origin);
+}
+
+/* Throws the error (and frees it) if there is one. */
+inline void check(af_error_t* e) {
+  if (!e) return;
+  Error err = convert(e);
+  af_error_free(e);
+  throw err;
+}
+
+/* The af_error_t* a callback returns for the exception in flight (call from
+ * a catch block), parked for the caller. Never throws. */
+inline af_error_t* error_for_current(Code other_code, const char* prefix) noexcept {
+  std::exception_ptr ex = std::current_exception();
+  int32_t code = static_cast<int32_t>(other_code);
+  std::string msg;
+  try {
+    try {
+      throw;
+    } catch (const Error& e) {
+      code = static_cast<int32_t>(e.code());
+      msg = e.what();
+    } catch (const std::exception& e) {
+      msg = std::string(prefix) + e.what();
+    } catch (...) {
+      msg = std::string(prefix) + "unknown exception";
+    }
+    park(code, msg, ex);
+    return af_error_new(code, msg.data(), msg.size());
+  } catch (...) {
+    return af_error_new(code, "", 0);  // out of memory: code only
+  }
+}
+
+inline std::string take(af_bytes_t& b) {
+  std::string s(reinterpret_cast<const char*>(b.data), b.len);
+  af_bytes_free(&b);
+  return s;
+}
+
+inline Error empty_handle(const char* what) {
+  return Error(Code::InvalidArgument, std::string("af::") + what + " is empty (moved from)");
+}
+
+/* A unique owner of a C handle freed by Free. */
+template <class T, void (*Free)(T*)>
+class Unique {
+ public:
+  Unique() noexcept = default;
+  explicit Unique(T* p) noexcept : p_(p) {}
+  Unique(Unique&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  Unique& operator=(Unique&& o) noexcept {
+    if (this != &o) {
+      reset();
+      p_ = std::exchange(o.p_, nullptr);
+    }
+    return *this;
+  }
+  Unique(const Unique&) = delete;
+  Unique& operator=(const Unique&) = delete;
+  ~Unique() { reset(); }
+  void reset() noexcept {
+    if (p_) Free(p_);
+    p_ = nullptr;
+  }
+  T* get() const noexcept { return p_; }
+  T* release() noexcept { return std::exchange(p_, nullptr); }
+
+ private:
+  T* p_ = nullptr;
+};
+
+/* A reference to a refcounted C handle: copying adds a reference. */
+template <class T, T* (*Clone)(const T*), void (*Free)(T*)>
+class Shared {
+ public:
+  Shared() noexcept = default;
+  explicit Shared(T* p) noexcept : p_(p) {}
+  Shared(const Shared& o) noexcept : p_(o.p_ ? Clone(o.p_) : nullptr) {}
+  Shared(Shared&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  Shared& operator=(Shared o) noexcept {
+    std::swap(p_, o.p_);
+    return *this;
+  }
+  ~Shared() {
+    if (p_) Free(p_);
+  }
+  T* get() const noexcept { return p_; }
+
+ private:
+  T* p_ = nullptr;
+};
+
+}  // namespace detail
+
+class Context;
+class Ir;
+
+/* ---- Values -------------------------------------------------------------- */
+
+enum class Kind : int32_t {
+  Invalid = -1,
+  Null = AF_KIND_NULL,
+  Bool = AF_KIND_BOOL,
+  Int = AF_KIND_INT,
+  Float = AF_KIND_FLOAT,
+  Str = AF_KIND_STR,
+  List = AF_KIND_LIST,
+  Dict = AF_KIND_DICT,
+  Placeholder = AF_KIND_PLACEHOLDER,
+};
+
+/* An immutable tree (null, bool, int, float, str, list, dict). Make values
+ * with a Context (ctx.str("x"), ctx.json("[1,2]"), ...). */
+class Value {
+ public:
+  Value() noexcept = default;
+  /* Takes ownership of one reference to v. */
+  static Value own(af_value_t* v) { return Value(v); }
+  /* A new reference to a borrowed v. */
+  static Value borrow(const af_value_t* v) { return Value(af_value_clone(v)); }
+
+  af_value_t* get() const noexcept { return h_.get(); }
+  explicit operator bool() const noexcept { return get() != nullptr; }
+
+  Kind kind() const noexcept { return static_cast<Kind>(af_value_kind(get())); }
+  std::string json() const {
+    af_bytes_t b{nullptr, 0};
+    detail::check(af_value_to_json(ptr(), &b));
+    return detail::take(b);
+  }
+  std::string str() const {
+    const char* s = nullptr;
+    size_t n = 0;
+    detail::check(af_value_get_str(ptr(), &s, &n));
+    return std::string(s, n);
+  }
+  int64_t as_int() const {
+    int64_t i = 0;
+    detail::check(af_value_get_int(ptr(), &i));
+    return i;
+  }
+  double as_float() const {
+    double d = 0;
+    detail::check(af_value_get_float(ptr(), &d));
+    return d;
+  }
+  bool as_bool() const {
+    int32_t b = 0;
+    detail::check(af_value_get_bool(ptr(), &b));
+    return b != 0;
+  }
+  /* Items of a list or entries of a dict. */
+  size_t size() const {
+    size_t n = 0;
+    detail::check(af_value_len(ptr(), &n));
+    return n;
+  }
+  /* Item i of a list, or the value of the i-th dict entry. */
+  Value operator[](size_t i) const {
+    af_value_t* out = nullptr;
+    detail::check(af_value_index(ptr(), i, &out));
+    return own(out);
+  }
+  /* The value under key in a dict (NOT_FOUND naming the key). */
+  Value operator[](std::string_view key) const {
+    af_value_t* out = nullptr;
+    detail::check(af_value_key(ptr(), key.data(), key.size(), &out));
+    return own(out);
+  }
+  /* The i-th key of a dict. */
+  std::string key_at(size_t i) const {
+    const char* k = nullptr;
+    size_t n = 0;
+    detail::check(af_value_key_at(ptr(), i, &k, &n));
+    return std::string(k, n);
+  }
+
+  /* Iterates a list's items (Value) or a dict's entries (Value::Entry). */
+  struct Entry;
+  template <class Item>
+  class Range;
+  /* for (af::Value item : list.items()) — a dict gives its values;
+   * INVALID_ARGUMENT for other kinds. */
+  Range<Value> items() const;
+  /* for (auto& [key, value] : dict.entries()) — INVALID_ARGUMENT if not a dict. */
+  Range<Entry> entries() const;
+
+ private:
+  explicit Value(af_value_t* v) : h_(v) {}
+  af_value_t* ptr() const {
+    if (!get()) throw detail::empty_handle("Value");
+    return get();
+  }
+  detail::Shared<af_value_t, af_value_clone, af_value_free> h_;
+};
+
+struct Value::Entry {
+  std::string key;
+  Value value;
+};
+
+template <class Item>
+class Value::Range {
+ public:
+  class iterator {
+   public:
+    iterator(const Value* v, size_t i) : v_(v), i_(i) {}
+    Item operator*() const {
+      if constexpr (std::is_same_v<Item, Entry>)
+        return Entry{v_->key_at(i_), (*v_)[i_]};
+      else
+        return (*v_)[i_];
+    }
+    iterator& operator++() {
+      ++i_;
+      return *this;
+    }
+    bool operator!=(const iterator& o) const { return i_ != o.i_; }
+    bool operator==(const iterator& o) const { return i_ == o.i_; }
+
+   private:
+    const Value* v_;
+    size_t i_;
+  };
+  explicit Range(const Value* v) : v_(v), n_(v->size()) {}
+  iterator begin() const { return iterator(v_, 0); }
+  iterator end() const { return iterator(v_, n_); }
+
+ private:
+  const Value* v_;  // the range borrows the value: keep it alive while iterating
+  size_t n_;
+};
+
+inline Value::Range<Value> Value::items() const { return Range<Value>(this); }
+inline Value::Range<Value::Entry> Value::entries() const {
+  if (kind() != Kind::Dict) throw Error(Code::InvalidArgument, "entries(): the value is not a dict");
+  return Range<Entry>(this);
+}
+
+namespace detail {
+inline std::vector<const af_value_t*> ptrs(const std::vector<Value>& vs) {
+  std::vector<const af_value_t*> out;
+  out.reserve(vs.size());
+  for (const Value& v : vs) {
+    if (!v) throw empty_handle("Value");
+    out.push_back(v.get());
+  }
+  return out;
+}
+inline af_value_t* make_value(const std::function<af_error_t*(af_value_t**)>& f) {
+  af_value_t* out = nullptr;
+  check(f(&out));
+  return out;
+}
+}  // namespace detail
+
+/* ---- IRs ---------------------------------------------------------------- */
+
+/* A traced program, immutable. Print it, transform it, compile it, save it. */
+class Ir {
+ public:
+  Ir() noexcept = default;
+  static Ir own(af_ir_t* ir) { return Ir(ir); }
+  af_ir_t* get() const noexcept { return h_.get(); }
+  explicit operator bool() const noexcept { return get() != nullptr; }
+
+  std::string text() const { return bytes_of(af_ir_to_text); }
+  std::string dot() const { return bytes_of(af_ir_to_dot); }
+  size_t eqn_count() const { return af_ir_eqn_count(ptr()); }
+  std::string eqn_prim(size_t i) const {
+    const char* p = af_ir_eqn_prim(ptr(), i);
+    return p ? p : "";
+  }
+  size_t input_count() const { return af_ir_input_count(ptr()); }
+  uint64_t hash() const { return af_ir_hash(ptr()); }
+  bool operator==(const Ir& o) const { return af_ir_equal(ptr(), o.ptr()) != 0; }
+  bool operator!=(const Ir& o) const { return !(*this == o); }
+  void validate() const { detail::check(af_ir_validate(ptr())); }
+
+  /* Saved graphs (.afg). */
+  void save(std::string_view path) const { detail::check(af_ir_save(ptr(), path.data(), path.size())); }
+  std::string to_bytes() const { return bytes_of(af_ir_to_bytes); }
+
+ private:
+  friend class Context;
+  friend class Program;
+  explicit Ir(af_ir_t* ir) : h_(ir) {}
+  af_ir_t* ptr() const {
+    if (!get()) throw detail::empty_handle("Ir");
+    return get();
+  }
+  std::string bytes_of(af_error_t* (*f)(const af_ir_t*, af_bytes_t*)) const {
+    af_bytes_t b{nullptr, 0};
+    detail::check(f(ptr(), &b));
+    return detail::take(b);
+  }
+  detail::Shared<af_ir_t, af_ir_clone, af_ir_free> h_;
+};
+
+/* ---- Providers ------------------------------------------------------------ */
+
+/* One request handed to a host provider. Finish it exactly once with
+ * complete() or fail(), from any thread; one destroyed unfinished fails with
+ * PROVIDER. Move-only. */
+class LmRequest {
+ public:
+  explicit LmRequest(af_lm_request_t* r) noexcept : r_(r) {}
+  LmRequest(LmRequest&& o) noexcept : r_(std::exchange(o.r_, nullptr)) {}
+  LmRequest& operator=(LmRequest&& o) noexcept {
+    if (this != &o) {
+      drop();
+      r_ = std::exchange(o.r_, nullptr);
+    }
+    return *this;
+  }
+  LmRequest(const LmRequest&) = delete;
+  LmRequest& operator=(const LmRequest&) = delete;
+  ~LmRequest() { drop(); }
+
+  /* {"model", "messages": [{"role", "content"}...], ...} */
+  std::string json() const {
+    af_bytes_t b{nullptr, 0};
+    detail::check(af_lm_request_json(ptr(), &b));
+    return detail::take(b);
+  }
+  bool cancelled() const { return af_lm_request_cancelled(ptr()) != 0; }
+  void complete(std::string_view content) {
+    detail::check(af_lm_request_complete(take(), content.data(), content.size()));
+  }
+  void fail(Code code, std::string_view message) {
+    detail::check(af_lm_request_fail(take(), af_error_new(static_cast<int32_t>(code), message.data(), message.size())));
+  }
+  /* Fails with the exception in flight (call from a catch block); the run's
+   * caller gets it back as Error::origin(). */
+  void fail_with_current_exception() noexcept {
+    if (!r_) return;
+    af_error_free(af_lm_request_fail(take_unchecked(), detail::error_for_current(Code::Provider, "the host provider threw: ")));
+  }
+
+ private:
+  af_lm_request_t* ptr() const {
+    if (!r_) throw Error(Code::InvalidArgument, "the LM request was already completed or failed");
+    return r_;
+  }
+  af_lm_request_t* take() {
+    ptr();
+    return take_unchecked();
+  }
+  af_lm_request_t* take_unchecked() noexcept { return std::exchange(r_, nullptr); }
+  void drop() noexcept {
+    if (!r_) return;
+    static const char msg[] = "the host provider dropped the request without answering it";
+    af_error_free(af_lm_request_fail(take_unchecked(), af_error_new(AF_ERR_PROVIDER, msg, sizeof msg - 1)));
+  }
+  af_lm_request_t* r_;
+};
+
+/* Where LM requests go: echo (offline, deterministic), openai, replay, or
+ * the host's own function. */
+class Provider {
+ public:
+  static Provider echo(std::string_view options_json = {}) { return make(af_provider_echo_new, options_json); }
+  static Provider openai(std::string_view options_json) { return make(af_provider_openai_new, options_json); }
+  static Provider replay(std::string_view options_json) { return make(af_provider_replay_new, options_json); }
+  /* fn receives each request on a libaf thread and must finish it: at once,
+   * or later from any thread after moving it out (std::move(req)). If fn
+   * throws while still holding the request, the request fails with what it
+   * threw (the run's caller finds it as Error::origin()). */
+  using SubmitFn = std::function<void(LmRequest&)>;
+  static Provider host(SubmitFn fn) {
+    auto* state = new SubmitFn(std::move(fn));
+    af_provider_t* p = nullptr;
+    detail::check(af_provider_host_new(&submit, state, &destroy, &p));  // destroy runs also on error
+    return Provider(p);
+  }
+
+  af_provider_t* get() const noexcept { return h_.get(); }
+  void set_max_in_flight(uint32_t n) { detail::check(af_provider_set_max_in_flight(get(), n)); }
+  /* Counters as JSON. */
+  std::string stats() const {
+    af_bytes_t b{nullptr, 0};
+    detail::check(af_provider_stats(get(), &b));
+    return detail::take(b);
+  }
+
+ private:
+  explicit Provider(af_provider_t* p) : h_(p) {}
+  static Provider make(af_error_t* (*f)(const char*, size_t, af_provider_t**), std::string_view o) {
+    af_provider_t* p = nullptr;
+    detail::check(f(o.empty() ? nullptr : o.data(), o.size(), &p));
+    return Provider(p);
+  }
+  static void submit(void* ud, af_lm_request_t* req) noexcept {
+    LmRequest r(req);
+    try {
+      (*static_cast<SubmitFn*>(ud))(r);
+    } catch (...) {
+      r.fail_with_current_exception();  // a no-op if fn moved the request out
+    }
+  }
+  static void destroy(void* ud) noexcept { delete static_cast<SubmitFn*>(ud); }
+  detail::Shared<af_provider_t, af_provider_clone, af_provider_free> h_;
+};
+
+/* ---- Context: values, tracing, operations, host functions ---------------- */
+
+/* The trace function: receives the context and one placeholder per example. */
+using TraceFn = std::function<Value(Context&, const std::vector<Value>&)>;
+/* A host function: receives its argument trees, returns its result. May run
+ * on any thread, concurrently. */
+using HostFn = std::function<Value(const std::vector<Value>&)>;
+
+class Context {
+ public:
+  Context() {
+    af_context_t* c = nullptr;
+    detail::check(af_context_new(&c));
+    h_ = decltype(h_)(c);
+  }
+  af_context_t* get() const noexcept { return h_.get(); }
+
+  /* Values. */
+  Value null() { return make([&](af_value_t** o) { return af_value_null(ptr(), o); }); }
+  Value boolean(bool b) { return make([&](af_value_t** o) { return af_value_bool(ptr(), b ? 1 : 0, o); }); }
+  Value integer(int64_t i) { return make([&](af_value_t** o) { return af_value_int(ptr(), i, o); }); }
+  Value real(double d) { return make([&](af_value_t** o) { return af_value_float(ptr(), d, o); }); }
+  Value str(std::string_view s) { return make([&](af_value_t** o) { return af_value_str(ptr(), s.data(), s.size(), o); }); }
+  Value json(std::string_view j) {
+    return make([&](af_value_t** o) { return af_value_from_json(ptr(), j.data(), j.size(), o); });
+  }
+  Value list(const std::vector<Value>& items) {
+    auto p = detail::ptrs(items);
+    return make([&](af_value_t** o) { return af_value_list(ptr(), p.data(), p.size(), o); });
+  }
+  Value dict(const std::vector<std::pair<std::string_view, Value>>& entries) {
+    std::vector<const char*> keys;
+    std::vector<size_t> lens;
+    std::vector<Value> values;
+    for (const auto& [k, v] : entries) {
+      keys.push_back(k.data());
+      lens.push_back(k.size());
+      values.push_back(v);
+    }
+    auto p = detail::ptrs(values);
+    return make([&](af_value_t** o) { return af_value_dict(ptr(), keys.data(), lens.data(), p.data(), p.size(), o); });
+  }
+
+  /* Traces fn once on placeholders shaped like examples. What fn throws is
+   * rethrown here as itself (an af::Error an operation raised included). */
+  Ir trace(TraceFn fn, const std::vector<Value>& examples, const Value& static_mask = Value()) {
+    TraceState st{this, std::move(fn), nullptr};
+    auto ex = detail::ptrs(examples);
+    af_ir_t* out = nullptr;
+    af_error_t* e = af_trace(ptr(), &trace_trampoline, &st, ex.data(), ex.size(), static_mask.get(), &out);
+    if (st.thrown) {
+      af_error_free(e);
+      af_ir_free(out);
+      std::rethrow_exception(st.thrown);
+    }
+    detail::check(e);
+    return Ir::own(out);
+  }
+
+  /* Operations: recorded inside a trace, evaluated at once outside. */
+  Value format(std::string_view tmpl, const std::vector<Value>& args, const Value& named = Value()) {
+    auto p = detail::ptrs(args);
+    return make([&](af_value_t** o) { return af_format(ptr(), tmpl.data(), tmpl.size(), p.data(), p.size(), named.get(), o); });
+  }
+  Value concat(const std::vector<Value>& args) {
+    auto p = detail::ptrs(args);
+    return make([&](af_value_t** o) { return af_concat(ptr(), p.data(), p.size(), o); });
+  }
+  Value match(const Value& a, const Value& b) {
+    return make([&](af_value_t** o) { return af_match(ptr(), a.get(), b.get(), o); });
+  }
+  Value stop_gradient(const Value& v) { return make([&](af_value_t** o) { return af_stop_gradient(ptr(), v.get(), o); }); }
+  Value lm_call(const Value& messages, const Value& model) {
+    return make([&](af_value_t** o) { return af_lm_call(ptr(), messages.get(), model.get(), o); });
+  }
+  Value lm_schema_call(const Value& messages, const Value& model, const Value& schema) {
+    return make([&](af_value_t** o) { return af_lm_schema_call(ptr(), messages.get(), model.get(), schema.get(), o); });
+  }
+  /* Runs the branch named by key (a str) on the operands. */
+  Value switch_(const Value& key, const std::vector<std::pair<std::string_view, Ir>>& branches,
+                const std::vector<Value>& operands) {
+    std::vector<const char*> names;
+    std::vector<size_t> lens;
+    std::vector<const af_ir_t*> irs;
+    for (const auto& [n, ir] : branches) {
+      names.push_back(n.data());
+      lens.push_back(n.size());
+      irs.push_back(ir.ptr());
+    }
+    auto ops = detail::ptrs(operands);
+    return make([&](af_value_t** o) {
+      return af_switch(ptr(), key.get(), names.data(), lens.data(), irs.data(), irs.size(), ops.data(), ops.size(), o);
+    });
+  }
+  Value while_loop(const Ir& cond, const Ir& body, const Value& init, uint64_t max_iters) {
+    return make([&](af_value_t** o) { return af_while_loop(ptr(), cond.ptr(), body.ptr(), init.get(), max_iters, o); });
+  }
+  /* Runs ir (inlined when called inside a trace). */
+  Value call(const Ir& ir, const std::vector<Value>& inputs) {
+    auto p = detail::ptrs(inputs);
+    return make([&](af_value_t** o) { return af_ir_call(ptr(), ir.ptr(), p.data(), p.size(), o); });
+  }
+
+  /* Host functions: registered by name (a saved graph refers to the name).
+   * result_kinds: the result's structure with kind names as leaves. What fn
+   * throws becomes a CALLBACK error whose cause's origin() is the exception
+   * (an af::Error keeps its code and comes back as itself). */
+  void register_function(std::string_view name, const Value& result_kinds, HostFn fn) {
+    auto* state = new HostFn(std::move(fn));  // deleted by libaf's destroy, also on error
+    detail::check(af_register_function(ptr(), name.data(), name.size(), &host_trampoline, state,
+                                       &destroy_host, result_kinds.get()));
+  }
+  Value host_call(std::string_view name, const std::vector<Value>& args) {
+    auto p = detail::ptrs(args);
+    return make([&](af_value_t** o) { return af_host_call(ptr(), name.data(), name.size(), p.data(), p.size(), o); });
+  }
+
+  /* Routes models matching pattern ('*', '?') to provider. */
+  void route(std::string_view pattern, const Provider& provider) {
+    detail::check(af_context_route(ptr(), pattern.data(), pattern.size(), provider.get()));
+  }
+
+  /* Run-time scopes (pushes and pops pair up). */
+  void collect_push(std::string_view collection) { detail::check(af_collect_push(ptr(), collection.data(), collection.size())); }
+  Value collect_pop() { return make([&](af_value_t** o) { return af_collect_pop(ptr(), o); }); }
+  void inject_push(std::string_view collection, const Value& values) {
+    detail::check(af_inject_push(ptr(), collection.data(), collection.size(), values.get()));
+  }
+  void inject_pop() { detail::check(af_inject_pop(ptr())); }
+  void memoize_push() { detail::check(af_memoize_push(ptr())); }
+  void memoize_pop() { detail::check(af_memoize_pop(ptr())); }
+
+  /* Transforms: IR -> IR. */
+  Ir batch(const Ir& ir, const Value& in_axes = Value()) {
+    return transform([&](af_ir_t** o) { return af_batch(ptr(), ir.ptr(), in_axes.get(), o); });
+  }
+  Ir pushforward(const Ir& ir) { return transform([&](af_ir_t** o) { return af_pushforward(ptr(), ir.ptr(), o); }); }
+  Ir pullback(const Ir& ir) { return transform([&](af_ir_t** o) { return af_pullback(ptr(), ir.ptr(), o); }); }
+  Ir dce(const Ir& ir, const Value& out_used = Value()) {
+    return transform([&](af_ir_t** o) { return af_dce(ptr(), ir.ptr(), out_used.get(), o); });
+  }
+  Ir cse(const Ir& ir) { return transform([&](af_ir_t** o) { return af_cse(ptr(), ir.ptr(), o); }); }
+  Ir sched(const Ir& ir) { return transform([&](af_ir_t** o) { return af_sched(ptr(), ir.ptr(), o); }); }
+
+  /* Saved graphs. */
+  Ir load(std::string_view path) {
+    return transform([&](af_ir_t** o) { return af_ir_load(ptr(), path.data(), path.size(), o); });
+  }
+  Ir from_bytes(std::string_view bytes) {
+    return transform([&](af_ir_t** o) {
+      return af_ir_from_bytes(ptr(), reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), o);
+    });
+  }
+
+ private:
+  friend class Program;
+  struct TraceState {
+    Context* ctx;
+    TraceFn fn;
+    std::exception_ptr thrown;
+  };
+  af_context_t* ptr() const {
+    if (!get()) throw detail::empty_handle("Context");
+    return get();
+  }
+  static Value make(const std::function<af_error_t*(af_value_t**)>& f) { return Value::own(detail::make_value(f)); }
+  static Ir transform(const std::function<af_error_t*(af_ir_t**)>& f) {
+    af_ir_t* out = nullptr;
+    detail::check(f(&out));
+    return Ir::own(out);
+  }
+  static std::vector<Value> borrow_all(const af_value_t* const* vs, size_t n) {
+    std::vector<Value> out;
+    out.reserve(n);
+    for (size_t i = 0; i < n; ++i) out.push_back(Value::borrow(vs[i]));
+    return out;
+  }
+  static af_error_t* trace_trampoline(void* ud, af_context_t*, const af_value_t* const* in, size_t n,
+                                      af_value_t** out) noexcept {
+    auto* st = static_cast<TraceState*>(ud);
+    try {
+      Value r = st->fn(*st->ctx, borrow_all(in, n));
+      if (!r) throw Error(Code::InvalidArgument, "the trace function returned an empty af::Value");
+      *out = af_value_clone(r.get());
+      return nullptr;
+    } catch (...) {
+      st->thrown = std::current_exception();  // rethrown by trace() as itself
+      static const char msg[] = "the C++ trace function threw";
+      return af_error_new(AF_ERR_CALLBACK, msg, sizeof msg - 1);
+    }
+  }
+  static af_error_t* host_trampoline(void* ud, const af_value_t* const* args, size_t n, af_value_t** out) noexcept {
+    try {
+      Value r = (*static_cast<HostFn*>(ud))(borrow_all(args, n));
+      if (!r) throw Error(Code::InvalidArgument, "the host function returned an empty af::Value");
+      *out = af_value_clone(r.get());
+      return nullptr;
+    } catch (...) {
+      return detail::error_for_current(Code::Callback, "the C++ host function threw: ");
+    }
+  }
+  static void destroy_host(void* ud) noexcept { delete static_cast<HostFn*>(ud); }
+
+  detail::Unique<af_context_t, af_context_free> h_;
+};
+
+/* ---- Programs and runs ------------------------------------------------------ */
+
+/* Cancels every run given it in its RunOptions, from any thread. */
+class CancelToken {
+ public:
+  CancelToken() {
+    af_cancel_t* c = nullptr;
+    detail::check(af_cancel_new(&c));
+    h_ = decltype(h_)(c);
+  }
+  af_cancel_t* get() const noexcept { return h_.get(); }
+  void trigger() noexcept {
+    if (get()) af_cancel_trigger(get());
+  }
+  bool triggered() const noexcept { return get() && af_cancel_triggered(get()) != 0; }
+
+ private:
+  detail::Unique<af_cancel_t, af_cancel_free> h_;
+};
+
+struct RunOptions {
+  bool keep_going = false;      /* failures become {"error": ...} values */
+  bool profile = false;         /* record a profile (Future::profile) */
+  uint64_t timeout_ms = 0;      /* 0 = none: TIMEOUT after this long */
+  std::string profile_path;     /* write the profile here as Chrome trace JSON */
+  const CancelToken* cancel = nullptr;
+  /* done and total equations, from libaf threads; must be quick and not throw
+   * (what it throws is dropped). */
+  std::function<void(uint64_t, uint64_t)> progress;
+};
+
+/* A run in flight. Destroying it cancels the run (nobody can read the
+ * result any more, and the run must not outlive the Context the caller
+ * owns); call wait() first to let it finish. Move-only. */
+class Future {
+ public:
+  Future(Future&&) noexcept = default;
+  Future& operator=(Future&& o) noexcept {
+    if (this != &o) {
+      cancel();
+      h_ = std::move(o.h_);
+    }
+    return *this;
+  }
+  ~Future() { cancel(); }
+
+  /* Blocks until the run finishes: its output, or throws its error
+   * (CANCELLED, TIMEOUT, ...). May be called again (same result). */
+  Value wait() {
+    af_value_t* out = nullptr;
+    detail::check(af_future_wait(ptr(), &out));
+    return Value::own(out);
+  }
+  bool ready() const { return af_future_ready(ptr()) != 0; }
+  void cancel() noexcept {
+    if (h_.get()) af_future_cancel(h_.get());
+  }
+  std::string profile() const {
+    af_bytes_t b{nullptr, 0};
+    detail::check(af_future_profile(ptr(), &b));
+    return detail::take(b);
+  }
+
+ private:
+  friend class Program;
+  explicit Future(af_future_t* f) : h_(f) {}
+  af_future_t* ptr() const {
+    if (!h_.get()) throw detail::empty_handle("Future");
+    return h_.get();
+  }
+  detail::Unique<af_future_t, af_future_free> h_;
+};
+
+/* A compiled IR for the dataflow executor. */
+class Program {
+ public:
+  static Program compile(Context& ctx, const Ir& ir) {
+    af_program_t* p = nullptr;
+    detail::check(af_compile(ctx.ptr(), ir.ptr(), &p));
+    return Program(p);
+  }
+  /* Loads a program saved with save() (or an IR's graph, compiled here). */
+  static Program load(Context& ctx, std::string_view path) {
+    af_program_t* p = nullptr;
+    detail::check(af_program_load(ctx.ptr(), path.data(), path.size(), &p));
+    return Program(p);
+  }
+  af_program_t* get() const noexcept { return h_.get(); }
+
+  Value call(Context& ctx, const std::vector<Value>& inputs, const RunOptions& options = RunOptions()) const {
+    auto p = detail::ptrs(inputs);
+    Native o(options);
+    af_value_t* out = nullptr;
+    detail::check(af_program_call_with(ctx.ptr(), ptr(), p.data(), p.size(), &o.raw, &out));
+    return Value::own(out);
+  }
+  Future call_async(Context& ctx, const std::vector<Value>& inputs, const RunOptions& options = RunOptions()) const {
+    auto p = detail::ptrs(inputs);
+    Native o(options);
+    af_future_t* f = nullptr;
+    detail::check(af_program_call_async_with(ctx.ptr(), ptr(), p.data(), p.size(), &o.raw, &f));
+    return Future(f);
+  }
+  void save(std::string_view path) const { detail::check(af_program_save(ptr(), path.data(), path.size())); }
+
+ private:
+  explicit Program(af_program_t* p) : h_(p) {}
+  af_program_t* ptr() const {
+    if (!get()) throw detail::empty_handle("Program");
+    return get();
+  }
+  /* af_run_options_t for one call; libaf owns (and destroys) the progress
+   * function from the call on, also when the call fails. */
+  struct Native {
+    af_run_options_t raw{};
+    explicit Native(const RunOptions& o) {
+      raw.struct_size = sizeof raw;
+      raw.flags = (o.keep_going ? AF_RUN_KEEP_GOING : 0u) | (o.profile ? AF_RUN_PROFILE : 0u);
+      raw.timeout_ms = o.timeout_ms;
+      if (!o.profile_path.empty()) {
+        raw.profile_path = o.profile_path.data();
+        raw.profile_path_len = o.profile_path.size();
+      }
+      raw.cancel = o.cancel ? o.cancel->get() : nullptr;
+      if (o.progress) {
+        raw.progress = &progress;
+        raw.progress_user_data = new std::function<void(uint64_t, uint64_t)>(o.progress);
+        raw.progress_destroy = &destroy_progress;
+      }
+    }
+    static void progress(void* ud, uint64_t done, uint64_t total) noexcept {
+      try {
+        (*static_cast<std::function<void(uint64_t, uint64_t)>*>(ud))(done, total);
+      } catch (...) {
+        // Progress is advisory: nothing may unwind into libaf.
+      }
+    }
+    static void destroy_progress(void* ud) noexcept { delete static_cast<std::function<void(uint64_t, uint64_t)>*>(ud); }
+  };
+  detail::Shared<af_program_t, af_program_clone, af_program_free> h_;
+};
+
+/* "MAJOR.MINOR.PATCH" of the loaded libaf. */
+inline std::string version() { return af_version(); }
+
+}  // namespace af
+
+#endif /* AF_AF_HPP */

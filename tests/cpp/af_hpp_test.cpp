@@ -1,0 +1,202 @@
+// The C++ wrapper (af/af.hpp) end to end, written as the cookbook a C++ user
+// would follow: trace with a switch on a match result, a host tool, batch,
+// compile, an async run with cancellation, save, load, pullback; plus what
+// the wrapper itself promises (RAII moves, iteration, errors with code,
+// message, cause and the callback's own exception). Compiled as C++17 with
+// -Wall -Wextra -pedantic -Werror. Prints one line per check; exits 1 on the
+// first failure.
+#include <af/af.hpp>
+
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+int checks = 0;
+
+void expect(bool ok, const std::string& what) {
+  ++checks;
+  if (!ok) {
+    std::fprintf(stderr, "FAIL: %s\n", what.c_str());
+    std::exit(1);
+  }
+  std::printf("ok   %s\n", what.c_str());
+}
+
+template <class F>
+af::Error expect_error(af::Code code, F&& f, const std::string& what) {
+  try {
+    f();
+  } catch (const af::Error& e) {
+    expect(e.code() == code, what + " (" + af::code_name(e.code()) + ": " + e.what() + ")");
+    return e;
+  }
+  expect(false, what + ": no error");
+  return af::Error(af::Code::Internal, "unreachable");
+}
+
+// reply(question) = switch(match(question, "ping"), {"true": "pong", "false": upper(question)})
+af::Ir trace_reply(af::Context& ctx) {
+  af::Ir pong = ctx.trace([](af::Context& c, const std::vector<af::Value>&) { return c.str("pong"); },
+                          {ctx.str("q")});
+  af::Ir other = ctx.trace(
+      [](af::Context& c, const std::vector<af::Value>& in) { return c.host_call("upper", {in[0]}); },
+      {ctx.str("q")});
+  return ctx.trace(
+      [&](af::Context& c, const std::vector<af::Value>& in) {
+        af::Value is_ping = c.match(in[0], c.str("ping"));
+        af::Value key = c.format("{}", {is_ping});  // "true" / "false"
+        return c.switch_(key, {{"true", pong}, {"false", other}}, {in[0]});
+      },
+      {ctx.str("q")});
+}
+
+// ask(q) = lm_call([{"role": "user", "content": format("Q:{}", q)}], "m")
+af::Ir trace_ask(af::Context& ctx) {
+  return ctx.trace(
+      [](af::Context& c, const std::vector<af::Value>& in) {
+        af::Value msg = c.dict({{"role", c.str("user")}, {"content", c.format("Q:{}", {in[0]})}});
+        return c.lm_call(c.list({msg}), c.str("m"));
+      },
+      {ctx.str("q")});
+}
+
+struct ToolFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace
+
+int main() {
+  af::Context ctx;
+  ctx.register_function("upper", ctx.str("str"), [&](const std::vector<af::Value>& args) {
+    std::string s = args.at(0).str();
+    for (char& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    return ctx.str(s);
+  });
+
+  // Trace with a switch on a match result, calling a host tool in one branch.
+  af::Ir reply = trace_reply(ctx);
+  af::Program reply_prog = af::Program::compile(ctx, reply);
+  expect(reply_prog.call(ctx, {ctx.str("ping")}).str() == "pong", "switch takes the match branch");
+  expect(reply_prog.call(ctx, {ctx.str("hi")}).str() == "HI", "switch takes the host tool branch");
+
+  // Batch: the same program over a list of questions.
+  af::Ir batched = ctx.batch(reply);
+  af::Value outs = af::Program::compile(ctx, batched).call(ctx, {ctx.json(R"(["ping","ab"])")});
+  expect(outs.json() == R"(["pong","AB"])", "batch runs every item: " + outs.json());
+  std::vector<std::string> seen;
+  for (af::Value item : outs.items()) seen.push_back(item.str());
+  expect(seen == std::vector<std::string>{"pong", "AB"}, "iterating a list");
+
+  // Save, then load (as another process would) and run again.
+  std::string path = "af_hpp_test_reply.afg";
+  reply_prog.save(path);
+  af::Context other;
+  expect_error(af::Code::NotFound, [&] { af::Program::load(other, path).call(other, {ctx.str("x")}); },
+               "a loaded graph needs its host tool registered");
+  other.register_function("upper", other.str("str"), [&](const std::vector<af::Value>& args) {
+    return other.str("U:" + args.at(0).str());
+  });
+  af::Program loaded = af::Program::load(other, path);
+  expect(loaded.call(other, {other.str("x")}).str() == "U:x", "the loaded program runs with re-registered tools");
+  expect(other.load(path) == reply, "the saved file loads as the same IR");
+  std::remove(path.c_str());
+
+  // Pullback: feedback flows to the inputs of a format.
+  af::Ir fmt = ctx.trace(
+      [](af::Context& c, const std::vector<af::Value>& in) { return c.format("<{}>", {in[0]}); }, {ctx.str("x")});
+  af::Value pb = ctx.call(ctx.pullback(fmt), {ctx.json(R"(["p"])"), ctx.str("make it shorter")});
+  expect(pb[0].str() == "<p>", "pullback returns the forward output");
+  expect(pb[1].size() == 1 && pb[1][0].kind() == af::Kind::Str,
+         "pullback's text feedback reaches the input: " + pb.json());
+
+  // Async run with cancellation, on a host provider that parks the request.
+  std::atomic<bool> submitted{false};
+  std::vector<af::LmRequest> parked;
+  std::mutex parked_mu;
+  af::Provider host = af::Provider::host([&](af::LmRequest& req) {
+    std::lock_guard<std::mutex> lock(parked_mu);
+    parked.push_back(std::move(req));
+    submitted = true;
+  });
+  ctx.route("*", host);
+  af::Program ask = af::Program::compile(ctx, trace_ask(ctx));
+  af::Future run = ask.call_async(ctx, {ctx.str("q")});
+  while (!submitted) std::this_thread::yield();
+  expect(!run.ready(), "the run waits for the host provider");
+  run.cancel();
+  expect_error(af::Code::Cancelled, [&] { run.wait(); }, "a cancelled run fails with CANCELLED");
+  {
+    std::lock_guard<std::mutex> lock(parked_mu);
+    expect(parked.at(0).cancelled(), "the parked request sees the cancellation");
+    parked.at(0).complete("late");  // finishing it is still required
+  }
+  // A cancel token stops a blocking call.
+  af::Provider slow = af::Provider::echo(R"({"latency_ms": 5000})");
+  ctx.route("*", slow);
+  af::CancelToken token;
+  std::thread trigger([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    token.trigger();
+  });
+  af::RunOptions opts;
+  opts.cancel = &token;
+  expect_error(af::Code::Cancelled, [&] { ask.call(ctx, {ctx.str("q")}, opts); }, "a cancel token stops a call");
+  trigger.join();
+  af::Provider echo = af::Provider::echo();
+  ctx.route("*", echo);
+  expect(ask.call_async(ctx, {ctx.str("hi")}).wait().str() == "m|Q:hi", "an async run completes");
+
+  // Errors: code, message naming the C++ method, cause, the tool's own exception.
+  af::Error nf = expect_error(af::Code::NotFound, [&] { ctx.host_call("nowhere", {}); }, "unknown host function");
+  expect(std::string(nf.what()).find("af::Context::register_function") != std::string::npos,
+         std::string("the hint names the C++ method: ") + nf.what());
+  ctx.register_function("fails", ctx.str("str"), [](const std::vector<af::Value>&) -> af::Value {
+    throw ToolFailure("disk on fire");
+  });
+  af::Error cb = expect_error(af::Code::Callback, [&] { ctx.host_call("fails", {}); }, "a throwing tool is CALLBACK");
+  expect(cb.cause() != nullptr && cb.cause()->origin() != nullptr, "the cause carries what the tool threw");
+  try {
+    std::rethrow_exception(cb.cause()->origin());
+  } catch (const ToolFailure& e) {
+    expect(std::string(e.what()) == "disk on fire", "the tool's own exception type and message");
+  }
+  ctx.register_function("coded", ctx.str("str"), [](const std::vector<af::Value>&) -> af::Value {
+    throw af::Error(af::Code::Provider, "quota");
+  });
+  af::Error coded = expect_error(af::Code::Callback, [&] { ctx.host_call("coded", {}); }, "an af::Error from a tool");
+  expect(coded.cause() && coded.cause()->code() == af::Code::Provider && coded.cause()->message() == "quota",
+         "it keeps its code and message as the cause");
+  // A trace function's exception comes back as itself.
+  try {
+    ctx.trace([](af::Context&, const std::vector<af::Value>&) -> af::Value { throw ToolFailure("in trace"); },
+              {ctx.str("x")});
+    expect(false, "trace rethrows");
+  } catch (const ToolFailure& e) {
+    expect(std::string(e.what()) == "in trace", "a trace function's exception is rethrown as itself");
+  }
+
+  // RAII: copies add references, moves leave an empty handle that throws.
+  af::Value d = ctx.json(R"({"b": 1, "a": [true, null]})");
+  af::Value copy = d;
+  af::Value moved = std::move(d);
+  expect(copy.json() == moved.json(), "a copied value is the same value");
+  expect_error(af::Code::InvalidArgument, [&] { (void)d.json(); }, "a moved-from value is an error, not a crash");
+  std::string keys;
+  for (const auto& [key, value] : moved.entries()) keys += key + "=" + value.json() + ";";
+  expect(keys == "b=1;a=[true,null];", "iterating a dict in insertion order: " + keys);
+  expect_error(af::Code::InvalidArgument, [&] { (void)ctx.str("x").entries(); }, "entries() of a str");
+  expect_error(af::Code::NotFound, [&] { (void)moved["zz"]; }, "a missing key is NOT_FOUND");
+
+  std::printf("%d passed, 0 failed\n", checks);
+  return 0;
+}
