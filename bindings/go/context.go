@@ -24,10 +24,15 @@ func NewContext() (*Context, error) {
 	if err := takeError(C.af_context_new(&p)); err != nil {
 		return nil, err
 	}
+	return wrapContext(p), nil
+}
+
+// wrapContext owns a new af_context_t* (closed by Close or the finalizer).
+func wrapContext(p *C.af_context_t) *Context {
 	c := &Context{}
 	c.ptr.Store(p)
 	runtime.SetFinalizer(c, (*Context).Close)
-	return c, nil
+	return c
 }
 
 // Close frees the context. It is idempotent. Values, IRs and walks made

@@ -25,9 +25,7 @@ func NewContextWith(optionsJSON string) (*Context, error) {
 	if err := takeError(e); err != nil {
 		return nil, err
 	}
-	c := &Context{ptr: ctx}
-	runtime.SetFinalizer(c, (*Context).Close)
-	return c, nil
+	return wrapContext(ctx), nil
 }
 
 // NewLazyContext makes a lazy context with the default plan cache.
