@@ -121,7 +121,7 @@ class Ir:
         """vmap: in_axes is a bool tree prefix of the inputs (None = all batched)."""
         axes = None if in_axes is None else to_value(in_axes)
         c = current(ctx)._handle
-        return _ir_out(lambda o: lib.af_batch(c, self._ptr, axes._ptr if axes else None, o))
+        return _ir_out(lambda o: lib.af_batch(c, self._ptr, axes._ptr if axes is not None else None, o))
 
     def pushforward(self, ctx: Context | None = None) -> "Ir":
         """jvp: takes (primals, tangents), returns [outputs, output_tangents]."""
@@ -137,7 +137,7 @@ class Ir:
         """Dead code elimination; out_used is a bool tree prefix of the output."""
         used = None if out_used is None else to_value(out_used)
         c = current(ctx)._handle
-        return _ir_out(lambda o: lib.af_dce(c, self._ptr, used._ptr if used else None, o))
+        return _ir_out(lambda o: lib.af_dce(c, self._ptr, used._ptr if used is not None else None, o))
 
     def cse(self, merge_nondeterministic: bool = False, ctx: Context | None = None) -> "Ir":
         """Merges identical pure equations (LM calls and host tools too if asked)."""

@@ -49,7 +49,7 @@ def format(template: str, *args: Tree, ctx: Context | None = None, **named: Tree
     vals = [to_value(a) for a in args]
     nv = to_value(named) if named else None
     return _value_out(
-        lambda o: lib.af_format(c, t, len(t), _lib.handles(vals), len(vals), nv._ptr if nv else None, o)
+        lambda o: lib.af_format(c, t, len(t), _lib.handles(vals), len(vals), nv._ptr if nv is not None else None, o)
     )
 
 

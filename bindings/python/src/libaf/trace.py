@@ -63,7 +63,7 @@ def trace_ir(fn: Callable[..., Tree], examples: Sequence[Tree], static: Static, 
                 h,
                 _lib.handles(ex),
                 len(ex),
-                mv._ptr if mv else None,
+                mv._ptr if mv is not None else None,
                 ctypes.byref(out),
             )
         )

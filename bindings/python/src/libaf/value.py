@@ -158,6 +158,8 @@ class Value:
             out = ctypes.c_int32()
             check(lib.af_value_get_bool(self._ptr, ctypes.byref(out)))
             return bool(out.value)
+        if self.kind in (Kind.LIST, Kind.DICT):
+            return len(self) > 0  # never reads the items, which may be traced
         return bool(self.to_py())
 
     def __str__(self) -> str:
