@@ -137,7 +137,8 @@ class Context:
         """Checkpoints of collection whose key has queued values yield them
         (one per hit) instead of their input, inside the block."""
         c = _lib.utf8(collection, "collection")
-        check(lib.af_inject_push(self._handle, c, len(c), to_value(values)._ptr))
+        v = to_value(values)  # held in a local: the handle must outlive the call
+        check(lib.af_inject_push(self._handle, c, len(c), v._ptr))
         try:
             yield
         finally:

@@ -158,7 +158,7 @@ class Program:
             o, keep = opts._to_c()
             check(lib.af_program_call_async_with(c._handle, self._ptr, _lib.handles(vals), len(vals),
                                                  ctypes.byref(o), ctypes.byref(out)))
-        return Future(out.value, keep)
+        return Future(out.value, keep + [c])
 
     async def call_async(self, *inputs: Tree, ctx: Context | None = None, options: RunOptions | None = None,
                          **option_kwargs: object) -> Value:
@@ -191,7 +191,7 @@ class Future:
 
     def __init__(self, ptr: int, keep: list) -> None:
         self._ptr = ptr
-        self._keep = keep  # profile path bytes, cancel token: used by the run
+        self._keep = keep  # what the run uses: its context, cancel token, profile path
 
     def __del__(self) -> None:
         if getattr(self, "_ptr", None) and lib is not None:
