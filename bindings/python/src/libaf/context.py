@@ -12,12 +12,15 @@ import contextlib
 import ctypes
 import inspect
 import threading
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from . import _callbacks, _lib
 from ._lib import lib
 from .errors import check
 from .value import Tree, Value, to_value
+
+if TYPE_CHECKING:
+    from .provider import Provider
 
 __all__ = ["Context", "current", "default_context", "is_tracing"]
 
@@ -55,7 +58,7 @@ class Context:
 
     # -- routes and host tools ----------------------------------------------
 
-    def route(self, model_pattern: str, provider: "Provider") -> None:  # noqa: F821
+    def route(self, model_pattern: str, provider: "Provider") -> None:
         """Routes models matching model_pattern ('*' any run, '?' one
         character) to provider. An exact name beats any pattern."""
         from .provider import Provider

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import ctypes
 import os
-from typing import Sequence
+from typing import TYPE_CHECKING
 
 from . import _lib
 from ._lib import lib
 from .context import Context, current
 from .errors import check
 from .value import Tree, Value, to_value
+
+if TYPE_CHECKING:
+    from .program import Program
+    from .walk import Walk
 
 __all__ = ["Ir"]
 
@@ -53,13 +57,13 @@ class Ir:
 
     call = __call__
 
-    def compile(self, ctx: Context | None = None) -> "Program":  # noqa: F821
+    def compile(self, ctx: Context | None = None) -> "Program":
         """A Program for the dataflow executor (validate, DCE, CSE, plan)."""
         from .program import Program
 
         return Program.compile(self, ctx)
 
-    def walk(self, *inputs: Tree, ctx: Context | None = None) -> "Walk":  # noqa: F821
+    def walk(self, *inputs: Tree, ctx: Context | None = None) -> "Walk":
         """A stepper over the IR's equations (see libaf.Walk)."""
         from .walk import Walk
 
@@ -176,7 +180,3 @@ class Ir:
         data = bytes(data)
         c = current(ctx)._handle
         return _ir_out(lambda o: lib.af_ir_from_bytes(c, data, len(data), o))
-
-
-def irs_of(items: Sequence[Ir]) -> ctypes.Array:
-    return _lib.handles(list(items))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import os
-import threading
 from dataclasses import dataclass
 from typing import Callable, Optional
 

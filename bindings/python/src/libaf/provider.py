@@ -13,12 +13,11 @@ from typing import Any, Awaitable, Callable, Union
 from . import _callbacks, _lib
 from ._lib import lib
 from .context import background_loop
-from .errors import Error, check, error_from_exception
+from .errors import check, error_from_exception
 
 __all__ = ["Provider", "LmRequest"]
 
 _PROVIDER = 6  # AF_ERR_PROVIDER
-_INVALID = 1
 
 
 class LmRequest:

@@ -12,14 +12,17 @@ import ctypes
 import functools
 import json
 import threading
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import _callbacks, _lib
 from ._lib import lib
 from .context import Context, current, tracing_with
 from .errors import check
 from .ir import Ir
-from .value import Kind, Tree, Value, to_value
+from .value import Tree, Value, to_value
+
+if TYPE_CHECKING:
+    from .program import Program
 
 __all__ = ["trace", "Traced"]
 
@@ -105,7 +108,7 @@ class Traced:
         """The IR traced on examples (cached per input shape)."""
         return self._entry(examples)[0]
 
-    def compile(self, *examples: Tree) -> "Program":  # noqa: F821
+    def compile(self, *examples: Tree) -> "Program":
         """The compiled program for examples' shape (cached)."""
         return self._entry(examples)[1]
 
