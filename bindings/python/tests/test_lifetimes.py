@@ -1,0 +1,95 @@
+"""Handles and callbacks: what libaf holds is released, misuse raises, and
+concurrent use from threads works."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import pytest
+from conftest import hello
+
+import libaf
+from libaf import _callbacks
+
+
+def test_trace_callbacks_are_released() -> None:
+    before = len(_callbacks._handles)
+    for _ in range(50):
+        libaf.trace(hello, "x")
+    with pytest.raises(libaf.CallbackError):
+        libaf.trace(lambda x: 1 / 0, "x")
+    assert len(_callbacks._handles) == before
+
+
+def test_provider_and_tool_callbacks_are_released_with_their_context() -> None:
+    before = len(_callbacks._handles)
+    ctx = libaf.Context()
+    provider = libaf.Provider.host(lambda req: "ok")
+    ctx.route("*", provider)
+    ctx.register_function("t.f", lambda s: s, "str")
+    assert len(_callbacks._handles) == before + 2
+    assert libaf.lm_call([{"role": "user", "content": "q"}], "m", ctx=ctx).to_py() == "ok"
+    ctx.close()
+    del provider
+    gc.collect()
+    assert len(_callbacks._handles) == before
+
+
+def test_closed_context_is_a_clear_error() -> None:
+    ctx = libaf.Context()
+    ctx.close()
+    ctx.close()  # idempotent
+    with pytest.raises(ValueError, match="closed"):
+        libaf.concat("a", "b", ctx=ctx)
+    with pytest.raises(TypeError, match="libaf.Context"):
+        libaf.concat("a", "b", ctx="not a context")
+
+
+def test_bad_run_options(ctx: libaf.Context) -> None:
+    program = libaf.trace(hello, "x", ctx=ctx).compile(ctx)
+    with pytest.raises(ValueError, match="timeout"):
+        program("x", timeout=-1)
+    with pytest.raises(TypeError, match="progress"):
+        program("x", progress="no")
+    with pytest.raises(TypeError, match="CancelToken"):
+        program("x", cancel=object())
+    with pytest.raises(TypeError):
+        program("x", no_such_option=True)
+
+
+def test_one_program_from_many_threads(ctx: libaf.Context) -> None:
+    program = libaf.trace(hello, "x", ctx=ctx).compile(ctx)
+    results: dict[int, str] = {}
+
+    def worker(i: int) -> None:
+        for j in range(20):
+            results[i * 100 + j] = program(f"{i}.{j}").to_py()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 80
+    assert all(v == f"Hello, {k // 100}.{k % 100}!?" for k, v in results.items())
+
+
+def test_traced_functions_on_several_threads_use_their_own_trace() -> None:
+    errors: list[BaseException] = []
+    irs: list[libaf.Ir] = []
+
+    def worker() -> None:
+        try:
+            for _ in range(10):
+                irs.append(libaf.trace(hello, "x"))
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(irs) == 40 and all(ir == irs[0] for ir in irs)
