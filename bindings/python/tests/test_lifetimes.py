@@ -93,3 +93,30 @@ def test_traced_functions_on_several_threads_use_their_own_trace() -> None:
         t.join()
     assert not errors
     assert len(irs) == 40 and all(ir == irs[0] for ir in irs)
+
+
+EXIT_SCRIPT = """
+import time, libaf
+libaf.route("*", libaf.Provider.host(lambda r: (time.sleep(0.2), "x")[1]))
+libaf.register_function("t", lambda s: s, "str")
+p = libaf.trace(lambda q: libaf.lm_call([{"role": "user", "content": libaf.host_call("t", q)}], "m"), "q").compile()
+print(p("a").to_py())
+other = libaf.Context()
+other.register_function("u", lambda s: s, "str")
+f = p.start("b")  # still in flight when the interpreter exits
+print("exiting")
+"""
+
+
+def test_interpreter_exits_cleanly_with_callbacks_and_runs_in_flight() -> None:
+    # Contexts are closed at exit while Python still runs; freeing them
+    # during teardown instead ran destroy callbacks into a dying interpreter.
+    import os
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", EXIT_SCRIPT], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["x", "exiting"]
+    assert "Exception ignored" not in r.stderr

@@ -222,6 +222,25 @@ for _name, (_restype, _argtypes) in _SIGNATURES.items():
     _fn.argtypes = _argtypes
 
 
+_exiting = False
+
+
+def release(obj: object, free: object) -> None:
+    """Frees obj._ptr with free, once. Once the interpreter has begun to exit
+    (context.py closes every context at exit, then calls stop_releasing),
+    nothing more is freed: a free could run a destroy callback into an
+    interpreter that is being torn down. The process is ending anyway."""
+    ptr = getattr(obj, "_ptr", None)
+    if ptr and not _exiting:
+        obj._ptr = None  # type: ignore[attr-defined]
+        free(ptr)  # type: ignore[operator]
+
+
+def stop_releasing() -> None:
+    global _exiting
+    _exiting = True
+
+
 def take_bytes(b: Bytes) -> bytes:
     """Copies an owned af_bytes_t into Python bytes and frees it."""
     try:

@@ -8,10 +8,12 @@ that is tracing on this thread, else the process-wide default context; pass
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import ctypes
 import inspect
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from . import _callbacks, _lib
@@ -34,15 +36,18 @@ class Context:
         out = ctypes.c_void_p()
         check(lib.af_context_new(ctypes.byref(out)))
         self._ptr = out.value
+        _live.add(self)
 
     def close(self) -> None:
-        """Frees the context now (also done when it is garbage collected)."""
-        if self._ptr and lib is not None:
-            lib.af_context_free(self._ptr)
-        self._ptr = None
+        """Frees the context now (also done when it is garbage collected):
+        cancels its runs still in flight and waits for them to end."""
+        _lib.release(self, lib.af_context_free)
 
     def __del__(self) -> None:
-        self.close()
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - a finalizer has nowhere to report
+            pass
 
     def __enter__(self) -> "Context":
         return self
@@ -158,6 +163,19 @@ class Context:
 
     def __repr__(self) -> str:
         return f"<libaf.Context {'closed' if not self._ptr else hex(self._ptr)}>"
+
+
+# Every open context, closed at interpreter exit while Python still runs:
+# closing one ends its runs and runs the destroy callbacks of its host tools
+# and providers, which must not happen during the interpreter's teardown.
+_live: "weakref.WeakSet[Context]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    for ctx in list(_live):
+        ctx.close()
+    _lib.stop_releasing()
 
 
 _default: Context | None = None

@@ -42,9 +42,7 @@ class Ir:
         return ir
 
     def __del__(self) -> None:
-        if getattr(self, "_ptr", None) and lib is not None:
-            lib.af_ir_free(self._ptr)
-            self._ptr = None
+        _lib.release(self, lib.af_ir_free)
 
     # -- calling ---------------------------------------------------------------
 

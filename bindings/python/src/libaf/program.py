@@ -36,9 +36,7 @@ class CancelToken:
         return bool(lib.af_cancel_triggered(self._ptr))
 
     def __del__(self) -> None:
-        if self._ptr and lib is not None:
-            lib.af_cancel_free(self._ptr)
-            self._ptr = None
+        _lib.release(self, lib.af_cancel_free)
 
 
 @dataclass
@@ -121,9 +119,7 @@ class Program:
         return cls._own(out.value, c)
 
     def __del__(self) -> None:
-        if getattr(self, "_ptr", None) and lib is not None:
-            lib.af_program_free(self._ptr)
-            self._ptr = None
+        _lib.release(self, lib.af_program_free)
 
     def __call__(self, *inputs: Tree, ctx: Context | None = None, options: RunOptions | None = None,
                  **option_kwargs: object) -> Value:
@@ -193,9 +189,7 @@ class Future:
         self._keep = keep  # what the run uses: its context, cancel token, profile path
 
     def __del__(self) -> None:
-        if getattr(self, "_ptr", None) and lib is not None:
-            lib.af_future_free(self._ptr)
-            self._ptr = None
+        _lib.release(self, lib.af_future_free)
 
     def wait(self) -> Value:
         """Blocks until the run finishes; its output, or raises its error."""

@@ -182,9 +182,7 @@ class Provider:
         return self._ptr
 
     def __del__(self) -> None:
-        if getattr(self, "_ptr", None) and lib is not None:
-            lib.af_provider_free(self._ptr)
-            self._ptr = None
+        _lib.release(self, lib.af_provider_free)
 
     def set_max_in_flight(self, n: int) -> None:
         """Changes the limit (0 = unlimited)."""

@@ -87,9 +87,7 @@ class Value:
         return cls._own(out.value)
 
     def __del__(self) -> None:
-        if self._ptr and lib is not None:
-            lib.af_value_free(self._ptr)
-            self._ptr = None
+        _lib.release(self, lib.af_value_free)
 
     @property
     def kind(self) -> Kind:

@@ -44,9 +44,7 @@ class Walk:
         self._pending = False
 
     def __del__(self) -> None:
-        if self._ptr and lib is not None:
-            lib.af_walk_free(self._ptr)
-            self._ptr = None
+        _lib.release(self, lib.af_walk_free)
 
     def next_step(self) -> Step | None:
         """The current equation, or None when the walk is done."""
