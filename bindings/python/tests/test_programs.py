@@ -175,3 +175,34 @@ def test_scopes_collect_inject_memoize(ctx: libaf.Context) -> None:
     with ctx.memoize():
         twice("a", ctx=ctx)
     assert calls == ["a"]
+
+
+def test_program_called_inside_a_trace_is_inlined(ctx: libaf.Context) -> None:
+    program = libaf.trace(hello, "x", ctx=ctx).compile(ctx)
+    outer = libaf.trace(lambda x: program(libaf.concat(x, "-"), ctx=ctx), "x", ctx=ctx)
+    assert outer.prims == ["concat", "format", "concat"]
+    assert outer("a", ctx=ctx).to_py() == "Hello, a-!?"
+
+
+def test_ctrl_c_while_waiting_cancels_the_run(ctx: libaf.Context) -> None:
+    import os
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    gate = Gate()
+    ctx.route("gate", libaf.Provider.host(gate))
+    program = _ask(ctx, "gate")
+
+    def interrupt() -> None:
+        if gate.started.wait(5):
+            os.kill(os.getpid(), signal.SIGINT)
+        # If the wait could not be interrupted, let the run end so the test
+        # fails on saw_cancel instead of hanging.
+        gate.saw_cancel.wait(3)
+        gate.release.set()
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        program("q")
+    assert gate.saw_cancel.wait(5)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import os
+import threading
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -123,19 +124,18 @@ class Program:
 
     def __call__(self, *inputs: Tree, ctx: Context | None = None, options: RunOptions | None = None,
                  **option_kwargs: object) -> Value:
-        """Runs and waits. Options as RunOptions fields (keep_going=True, ...)."""
-        c = ctx or self._ctx
-        opts = _opts(options, option_kwargs)
-        vals = [to_value(x) for x in inputs]
-        out = ctypes.c_void_p()
-        if opts is None:
+        """Runs and waits. Options as RunOptions fields (keep_going=True, ...).
+        Inside a trace the program's equations are inlined instead. Ctrl-C
+        (KeyboardInterrupt) while waiting cancels the run."""
+        if lib.af_is_tracing():
+            c = ctx or current()
+            vals = [to_value(x) for x in inputs]
+            out = ctypes.c_void_p()
             check(lib.af_program_call(c._handle, self._ptr, _lib.handles(vals), len(vals), ctypes.byref(out)))
-        else:
-            o, keep = opts._to_c()
-            check(lib.af_program_call_with(c._handle, self._ptr, _lib.handles(vals), len(vals),
-                                           ctypes.byref(o), ctypes.byref(out)))
-            del keep
-        return Value._own(out.value)
+            return Value._own(out.value)
+        # A run started and waited for from Python: a blocking C call could
+        # not be interrupted.
+        return self.start(*inputs, ctx=ctx, options=options, **option_kwargs).wait()
 
     call = __call__
 
@@ -192,7 +192,16 @@ class Future:
         _lib.release(self, lib.af_future_free)
 
     def wait(self) -> Value:
-        """Blocks until the run finishes; its output, or raises its error."""
+        """Blocks until the run finishes; its output, or raises its error.
+        KeyboardInterrupt (or any exception) while waiting cancels the run."""
+        if not self.ready():
+            finished = threading.Event()
+            self.on_done(finished.set)
+            try:
+                finished.wait()  # interruptible, unlike a blocking C call
+            except BaseException:
+                self.cancel()
+                raise
         out = ctypes.c_void_p()
         check(lib.af_future_wait(self._ptr, ctypes.byref(out)))
         return Value._own(out.value)
