@@ -16,8 +16,12 @@ with the C cause chain (and any Python exception raised in a callback) as
 ``__cause__``.
 """
 
+from __future__ import annotations
+
+from typing import Any, Callable
+
 from ._lib import ABI_VERSION, lib as _c
-from .context import Context, default_context, is_tracing
+from .context import Context, current, default_context, is_tracing
 from .errors import (
     CallbackError,
     Cancelled,
@@ -82,24 +86,18 @@ def abi_version() -> int:
     return _c.af_abi_version()
 
 
-def register_function(name, fn, result_kinds, ctx=None):  # type: ignore[no-untyped-def]
+def register_function(name: str, fn: Callable[..., Any], result_kinds: Any, ctx: Context | None = None) -> None:
     """Registers a host tool on ctx (default context): see Context.register_function."""
-    from .context import current
-
     current(ctx).register_function(name, fn, result_kinds)
 
 
-def tool(name, result_kinds, ctx=None):  # type: ignore[no-untyped-def]
-    """Decorator registering a host tool: see Context.tool."""
-    from .context import current
-
+def tool(name: str, result_kinds: Any, ctx: Context | None = None) -> Callable[[Callable[..., Any]], Callable[..., Value]]:
+    """Decorator registering a host tool on ctx (default context): see Context.tool."""
     return current(ctx).tool(name, result_kinds)
 
 
 def route(model_pattern: str, provider: Provider, ctx: Context | None = None) -> None:
     """Routes models matching model_pattern to provider on ctx (default context)."""
-    from .context import current
-
     current(ctx).route(model_pattern, provider)
 
 

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 from . import _lib
 from .errors import error_from_exception
+from .value import Value, to_value
 
 _CALLBACK = 9  # AF_ERR_CALLBACK
 _lock = threading.Lock()
@@ -56,8 +57,6 @@ def _call_returning_value(user_data: int | None, args: list, out: Any) -> int | 
     handle's callable on args, writes the result (a new reference) to *out."""
     try:
         fn: Callable[..., Any] = get_handle(user_data)
-        from .value import to_value
-
         result = to_value(fn(*args))
         out[0] = _lib.lib.af_value_clone(result._ptr)
         return None
@@ -66,8 +65,6 @@ def _call_returning_value(user_data: int | None, args: list, out: Any) -> int | 
 
 
 def _borrowed_values(ptrs: Any, n: int) -> list:
-    from .value import Value
-
     return [Value._own(_lib.lib.af_value_clone(ptrs[i])) for i in range(n)]
 
 
