@@ -34,9 +34,10 @@ class Ir:
     the structural hash, ``str`` the text form (docs/IR_TEXT.md)."""
 
     __slots__ = ("_ptr",)
+    _ptr: int | None
 
     @classmethod
-    def _own(cls, ptr: int) -> "Ir":
+    def _own(cls, ptr: int | None) -> "Ir":
         ir = cls.__new__(cls)
         ir._ptr = ptr
         return ir

@@ -99,12 +99,14 @@ class Program:
     soon as its inputs exist, independent LM calls run concurrently."""
 
     __slots__ = ("_ptr", "_ctx")
+    _ptr: int | None
+    _ctx: Context
 
     def __init__(self) -> None:
         raise TypeError("use Program.compile(ir) or Program.load(path)")
 
     @classmethod
-    def _own(cls, ptr: int, ctx: Context) -> "Program":
+    def _own(cls, ptr: int | None, ctx: Context) -> "Program":
         p = object.__new__(cls)
         p._ptr, p._ctx = ptr, ctx
         return p
@@ -184,7 +186,7 @@ class Future:
     cancels the run), or wait() from a thread. Dropping it does not cancel
     the run."""
 
-    def __init__(self, ptr: int, keep: list) -> None:
+    def __init__(self, ptr: int | None, keep: list) -> None:
         self._ptr = ptr
         self._keep = keep  # what the run uses: its context, cancel token, profile path
 
@@ -236,7 +238,7 @@ class Future:
 
         def notify() -> None:
             try:
-                loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
+                loop.call_soon_threadsafe(_resolve, done)
             except RuntimeError:
                 pass  # the loop closed before the run ended: nobody is waiting
 
@@ -247,3 +249,8 @@ class Future:
             self.cancel()
             raise
         return self.wait()
+
+
+def _resolve(done: "asyncio.Future[None]") -> None:
+    if not done.done():  # the awaiting task may have been cancelled meanwhile
+        done.set_result(None)

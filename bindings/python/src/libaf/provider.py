@@ -24,7 +24,7 @@ class LmRequest:
     """One LM request, as a host provider sees it."""
 
     def __init__(self, ptr: int) -> None:
-        self._ptr = ptr
+        self._ptr: int | None = ptr
         b = _lib.Bytes()
         check(lib.af_lm_request_json(ptr, ctypes.byref(b)))
         #: {"model", "messages", ["schema", "json_schema"], ["tags"]}
@@ -123,6 +123,7 @@ class Provider:
     contexts, and its max-in-flight limit is shared by all of them."""
 
     __slots__ = ("_ptr",)
+    _ptr: int | None
 
     def __init__(self) -> None:
         raise TypeError("use Provider.echo(), .openai(), .replay() or .host(fn)")
@@ -178,7 +179,7 @@ class Provider:
         return p
 
     @property
-    def _handle(self) -> int:
+    def _handle(self) -> int | None:
         return self._ptr
 
     def __del__(self) -> None:

@@ -81,11 +81,11 @@ def _shape_key(obj: Any, mask: Any) -> Any:
     if mask is True:
         return ("=", json.dumps(obj, sort_keys=True))
     if isinstance(obj, list):
-        m = mask if isinstance(mask, list) else [None] * len(obj)
-        return ("L", tuple(_shape_key(x, m[i] if i < len(m) else None) for i, x in enumerate(obj)))
+        items = mask if isinstance(mask, list) else []
+        return ("L", tuple(_shape_key(x, items[i] if i < len(items) else None) for i, x in enumerate(obj)))
     if isinstance(obj, dict):
-        m = mask if isinstance(mask, dict) else {}
-        return ("D", tuple((k, _shape_key(obj[k], m.get(k))) for k in sorted(obj)))
+        fields = mask if isinstance(mask, dict) else {}
+        return ("D", tuple((k, _shape_key(obj[k], fields.get(k))) for k in sorted(obj)))
     return type(obj).__name__
 
 

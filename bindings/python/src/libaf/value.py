@@ -51,6 +51,7 @@ def _builder() -> int:
             out = ctypes.c_void_p()
             check(lib.af_context_new(ctypes.byref(out)))
             _builder_ctx = out.value
+        assert _builder_ctx is not None  # af_context_new succeeded
         return _builder_ctx
 
 
@@ -65,6 +66,7 @@ class Value:
     """An immutable libaf value (a handle; freed when garbage collected)."""
 
     __slots__ = ("_ptr", "__weakref__")
+    _ptr: int | None
 
     def __init__(self, obj: Tree = None) -> None:
         """Converts plain Python data (see :func:`to_value`)."""
@@ -73,7 +75,7 @@ class Value:
         self._ptr = lib.af_value_clone(src._ptr)
 
     @classmethod
-    def _own(cls, ptr: int) -> "Value":
+    def _own(cls, ptr: int | None) -> "Value":
         v = cls.__new__(cls)
         v._ptr = ptr
         return v
