@@ -52,7 +52,18 @@ def _find_library() -> str:
     )
 
 
-lib = ctypes.CDLL(_find_library())
+def _load() -> ctypes.CDLL:
+    path = _find_library()
+    try:
+        return ctypes.CDLL(path)
+    except OSError as e:
+        raise ImportError(
+            f"cannot load libaf from {path}: {e}. Reinstall the package "
+            "(`pip install ./bindings/python`) or point LIBAF_LIBRARY at a built libaf.so"
+        ) from e
+
+
+lib = _load()
 
 
 class Bytes(Structure):
