@@ -77,3 +77,16 @@ def test_while_loop_rejects_bad_arguments(ctx: libaf.Context) -> None:
         libaf.while_loop(lambda s: s, lambda s: s, "x", max_iters=2, ctx=ctx)
     with pytest.raises(libaf.InvalidArgument):  # body must keep the state's kinds
         libaf.while_loop(lambda s: libaf.match(s, "x"), lambda s: [s], "x", max_iters=2, ctx=ctx)
+
+
+def test_branch_closing_over_an_outer_traced_value_names_the_fix(ctx: libaf.Context) -> None:
+    def program(k: libaf.Value, x: libaf.Value) -> libaf.Value:
+        return libaf.switch(k, {"a": lambda t: libaf.concat(t, x)}, "literal")  # x is not an operand
+
+    with pytest.raises(libaf.CallbackError) as e:
+        libaf.trace(program, "k", "x", ctx=ctx)
+    cause = e.value
+    while cause.__cause__ is not None:
+        cause = cause.__cause__
+    assert isinstance(cause, libaf.InvalidArgument)
+    assert "pass it to this trace as an input" in str(cause)
