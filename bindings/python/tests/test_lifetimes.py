@@ -36,6 +36,17 @@ def test_provider_and_tool_callbacks_are_released_with_their_context() -> None:
     assert len(_callbacks._handles) == before
 
 
+def test_progress_callbacks_are_released_after_runs_and_failed_starts(ctx: libaf.Context) -> None:
+    program = libaf.trace(hello, "x", ctx=ctx).compile(ctx)
+    before = len(_callbacks._handles)
+    seen: list[int] = []
+    assert program("x", progress=lambda d, t: seen.append(d)).to_py() == "Hello, x!?"
+    with pytest.raises(libaf.InvalidArgument):
+        program(1, progress=lambda d, t: None)  # the inputs are checked before the run
+    gc.collect()
+    assert seen and len(_callbacks._handles) == before
+
+
 def test_closed_context_is_a_clear_error() -> None:
     ctx = libaf.Context()
     ctx.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -196,6 +197,9 @@ def test_ctrl_c_while_waiting_cancels_the_run(ctx: libaf.Context) -> None:
 
     def interrupt() -> None:
         if gate.started.wait(5):
+            # The request can start before start() has returned to Python;
+            # give the main thread time to reach the wait.
+            time.sleep(0.2)
             os.kill(os.getpid(), signal.SIGINT)
         # If the wait could not be interrupted, let the run end so the test
         # fails on saw_cancel instead of hanging.

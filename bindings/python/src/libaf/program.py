@@ -137,7 +137,14 @@ class Program:
             return Value._own(out.value)
         # A run started and waited for from Python: a blocking C call could
         # not be interrupted.
-        return self.start(*inputs, ctx=ctx, options=options, **option_kwargs).wait()
+        future = None
+        try:
+            future = self.start(*inputs, ctx=ctx, options=options, **option_kwargs)
+            return future.wait()
+        except BaseException:
+            if future is not None:
+                future.cancel()  # no-op once the run has finished
+            raise
 
     call = __call__
 
@@ -198,8 +205,8 @@ class Future:
         KeyboardInterrupt (or any exception) while waiting cancels the run."""
         if not self.ready():
             finished = threading.Event()
-            self.on_done(finished.set)
             try:
+                self.on_done(finished.set)
                 finished.wait()  # interruptible, unlike a blocking C call
             except BaseException:
                 self.cancel()
