@@ -79,8 +79,8 @@ def test_wrong_result_kind_and_unknown_tool(ctx: libaf.Context) -> None:
 def test_replacing_a_tool_releases_the_old_callable(ctx: libaf.Context) -> None:
     from libaf import _callbacks
 
-    before = len(_callbacks._handles)
+    before = max(_callbacks._handles, default=0)
     for i in range(5):
         ctx.register_function("t.same", lambda s, i=i: f"{i}", "str")
-    assert len(_callbacks._handles) == before + 1
+    assert len([h for h in _callbacks._handles if h > before]) == 1  # only the last one lives
     assert ctx.host_call("t.same", "x").to_py() == "4"
