@@ -120,3 +120,9 @@ def test_placeholders_cannot_be_read_in_python(ctx: libaf.Context) -> None:
 
     libaf.trace(f, "x", ctx=ctx)
     assert seen == {"kind": Kind.PLACEHOLDER, "repr": "Value(<traced>)"}
+
+
+def test_to_py_converts_trees_holding_values() -> None:
+    tree = {"a": (Value(1), [Value("x"), 2.5]), "b": None}
+    assert libaf.to_py(tree) == {"a": [1, ["x", 2.5]], "b": None}
+    assert libaf.to_value(tree).to_py() == {"a": [1, ["x", 2.5]], "b": None}

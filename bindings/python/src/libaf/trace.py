@@ -19,7 +19,7 @@ from ._lib import lib
 from .context import Context, current, tracing_with
 from .errors import check
 from .ir import Ir
-from .value import Tree, Value, to_value
+from .value import Tree, Value, to_py, to_value
 
 if TYPE_CHECKING:
     from .program import Program
@@ -117,8 +117,7 @@ class Traced:
         if any(isinstance(a, Value) and a.is_placeholder for a in args) or lib.af_is_tracing():
             # Shapes of placeholders are not visible from Python: no cache.
             return trace_ir(self.fn, args, self.static, ctx), None
-        plain = [a.to_py() if isinstance(a, Value) else _plain(a) for a in args]
-        key = _shape_key(plain, _to_plain_mask(_mask(self.static, len(args))))
+        key = _shape_key(to_py(list(args)), to_py(_mask(self.static, len(args))))
         with self._lock:
             hit = self._cache.get(key)
         if hit is None:
@@ -136,22 +135,6 @@ class Traced:
 
     def __repr__(self) -> str:
         return f"<libaf.Traced {getattr(self.fn, '__qualname__', self.fn)!r}>"
-
-
-def _plain(obj: Any) -> Any:
-    if isinstance(obj, Value):
-        return obj.to_py()
-    if isinstance(obj, (list, tuple)):
-        return [_plain(x) for x in obj]
-    if isinstance(obj, dict):
-        return {k: _plain(x) for k, x in obj.items()}
-    return obj
-
-
-def _to_plain_mask(mask: Any) -> Any:
-    if isinstance(mask, Value):
-        return mask.to_py()
-    return _plain(mask) if mask is not None else None
 
 
 def trace(fn: Callable[..., Tree] | None = None, *examples: Tree, static: Static = None,

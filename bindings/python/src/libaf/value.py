@@ -305,10 +305,11 @@ def to_value(obj: Tree) -> Value:
 
 
 def to_py(obj: Any) -> Any:
-    """Plain Python data for a Value (or a tree of them); other objects as is."""
+    """Plain Python data for a Value, or for a tree holding Values (tuples
+    become lists, as in libaf); other objects as is."""
     if isinstance(obj, Value):
         return obj.to_py()
-    if isinstance(obj, list):
+    if isinstance(obj, (list, tuple)):
         return [to_py(x) for x in obj]
     if isinstance(obj, dict):
         return {k: to_py(x) for k, x in obj.items()}
