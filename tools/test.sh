@@ -2,7 +2,8 @@
 # Builds libaf and runs every test suite: C++ (GoogleTest) and C API (C99)
 # tests, the same under ASan+UBSan, the exported-symbol and install checks,
 # a bounded run of the graph-loader fuzzer, and the Rust, Go and C#
-# bindings. Ends with one line "N passed, N failed".
+# bindings, and the Python package (pip-installed into a cached venv).
+# Ends with one line "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -104,6 +105,19 @@ else
 fi
 if [ "$cs_rc" != 0 ]; then tail -30 "$LOG/csharp.log"; [ "$cs_fail" = 0 ] && cs_fail=1; fi
 count "$cs_pass" "$cs_fail" "csharp"
+
+note "Python binding (pip install ./bindings/python into a cached venv, then pytest)"
+bash bindings/python/ci.sh >"$LOG/python.log" 2>&1
+py_rc=$?
+# pytest's closing line: "N passed, M failed, K errors in Ts" (parts optional).
+py_line=$(grep -E "^(=+ )?[0-9]+ (passed|failed|errors?)" "$LOG/python.log" | tail -1)
+py_pass=$(echo "$py_line" | grep -oE "[0-9]+ passed" | awk '{s += $1} END {print s + 0}')
+py_fail=$(echo "$py_line" | grep -oE "[0-9]+ (failed|errors?)" | awk '{s += $1} END {print s + 0}')
+# Exit 5 is "no tests collected", a failed install or build has no summary:
+# both count as a failure.
+if [ "$py_rc" != 0 ] && [ "$py_fail" = 0 ]; then tail -30 "$LOG/python.log"; py_fail=1; fi
+grep -E "^(FAILED|ERROR) " "$LOG/python.log" | head -20
+count "$py_pass" "$py_fail" "python"
 
 echo
 echo "$PASSED passed, $FAILED failed"

@@ -1,0 +1,104 @@
+"""libaf for Python: trace LM programs into graphs, transform, compile,
+save and run them, over libaf's C API.
+
+    import libaf
+
+    @libaf.trace
+    def greet(name):
+        return libaf.format("Hello, {}!", name)
+
+    print(greet("World").to_py())          # Hello, World!
+    print(greet.ir("x"))                   # the traced IR
+
+Values convert to and from plain Python data (None, bool, int, float, str,
+list, dict). Errors are subclasses of libaf.Error, one per libaf error code,
+with the C cause chain (and any Python exception raised in a callback) as
+``__cause__``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ._lib import ABI_VERSION, lib as _c
+from .context import Context, current, default_context, is_tracing
+from .errors import (
+    CallbackError,
+    Cancelled,
+    Error,
+    FormatError,
+    InternalError,
+    InvalidArgument,
+    IOError,
+    NotFound,
+    OutOfMemory,
+    ProviderError,
+    SchemaError,
+    Timeout,
+    VersionError,
+)
+from .graph import graph_from_json, graph_to_json, graph_verify
+from .ir import Ir
+from .ops import (
+    checkpoint,
+    concat,
+    depends,
+    fold,
+    format,
+    host_call,
+    lm_call,
+    lm_schema_call,
+    match,
+    stop_gradient,
+    switch,
+    tag,
+    while_loop,
+)
+from .program import CancelToken, Future, Program, RunOptions
+from .provider import LmRequest, Provider
+from .trace import Traced, trace
+from .value import Kind, Value, to_py, to_value
+from .walk import Step, Walk
+
+__all__ = [
+    "ABI_VERSION", "version", "abi_version",
+    "Context", "default_context", "is_tracing",
+    "Value", "Kind", "to_value", "to_py",
+    "trace", "Traced", "Ir", "Program", "RunOptions", "CancelToken", "Future",
+    "Walk", "Step", "Provider", "LmRequest",
+    "format", "concat", "match", "stop_gradient", "depends", "checkpoint", "tag", "fold",
+    "switch", "while_loop", "lm_call", "lm_schema_call", "host_call",
+    "register_function", "tool", "route",
+    "graph_verify", "graph_to_json", "graph_from_json",
+    "Error", "InvalidArgument", "NotFound", "SchemaError", "FormatError", "VersionError",
+    "ProviderError", "Timeout", "Cancelled", "CallbackError", "IOError", "OutOfMemory",
+    "InternalError",
+]
+
+
+def version() -> str:
+    """"MAJOR.MINOR.PATCH" of the loaded libaf."""
+    return _c.af_version().decode()
+
+
+def abi_version() -> int:
+    """AF_ABI_VERSION of the loaded libaf."""
+    return _c.af_abi_version()
+
+
+def register_function(name: str, fn: Callable[..., Any], result_kinds: Any, ctx: Context | None = None) -> None:
+    """Registers a host tool on ctx (default context): see Context.register_function."""
+    current(ctx).register_function(name, fn, result_kinds)
+
+
+def tool(name: str, result_kinds: Any, ctx: Context | None = None) -> Callable[[Callable[..., Any]], Callable[..., Value]]:
+    """Decorator registering a host tool on ctx (default context): see Context.tool."""
+    return current(ctx).tool(name, result_kinds)
+
+
+def route(model_pattern: str, provider: Provider, ctx: Context | None = None) -> None:
+    """Routes models matching model_pattern to provider on ctx (default context)."""
+    current(ctx).route(model_pattern, provider)
+
+
+__version__ = "0.1.0"

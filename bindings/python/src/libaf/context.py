@@ -1,0 +1,244 @@
+"""The libaf context: routes, host tools and run-time scopes.
+
+Module-level operations (libaf.format, libaf.switch, ...) use the context
+that is tracing on this thread, else the process-wide default context; pass
+``ctx=`` to choose one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import ctypes
+import inspect
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from . import _callbacks, _lib
+from ._lib import lib
+from .errors import check
+from .value import Tree, Value, to_value
+
+if TYPE_CHECKING:
+    from .provider import Provider
+
+__all__ = ["Context", "current", "default_context", "is_tracing"]
+
+
+class Context:
+    """Owns what programs need at run time: routes to LM providers, host
+    tools, scopes, and the scheduler shared by its runs. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._ptr = None
+        out = ctypes.c_void_p()
+        check(lib.af_context_new(ctypes.byref(out)))
+        self._ptr = out.value
+        _live.add(self)
+
+    def close(self) -> None:
+        """Frees the context now (also done when it is garbage collected):
+        cancels its runs still in flight and waits for them to end."""
+        _lib.release(self, lib.af_context_free)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - a finalizer has nowhere to report
+            pass
+
+    def __enter__(self) -> "Context":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def _handle(self) -> int:
+        if not self._ptr:
+            raise ValueError("this libaf Context is closed")
+        return self._ptr
+
+    # -- routes and host tools ----------------------------------------------
+
+    def route(self, model_pattern: str, provider: "Provider") -> None:
+        """Routes models matching model_pattern ('*' any run, '?' one
+        character) to provider. An exact name beats any pattern."""
+        from .provider import Provider
+
+        if not isinstance(provider, Provider):
+            raise TypeError(f"route() needs a libaf.Provider, got {type(provider).__name__}")
+        p = _lib.utf8(model_pattern, "model_pattern")
+        check(lib.af_context_route(self._handle, p, len(p), provider._handle))
+
+    def register_function(self, name: str, fn: Callable[..., Tree], result_kinds: Tree) -> None:
+        """Registers a host tool: fn receives the positional argument trees
+        as Values and returns plain data or a Value shaped like result_kinds
+        (kind names as leaves, e.g. ``{"title": "str", "n": "int"}``). It
+        may run on any libaf thread. A coroutine function runs on libaf's
+        private event loop while the calling libaf thread waits for it."""
+        if not callable(fn):
+            raise TypeError(f"register_function() needs a callable, got {type(fn).__name__}")
+        if inspect.iscoroutinefunction(fn):
+            fn = _blocking(fn)
+        n = _lib.utf8(name, "name")
+        kinds = to_value(result_kinds)
+        h = _callbacks.new_handle(fn)
+        # destroy runs on failure too, so the handle never leaks.
+        check(
+            lib.af_register_function(
+                self._handle,
+                n,
+                len(n),
+                _callbacks.host_trampoline,
+                h,
+                _callbacks.destroy_trampoline,
+                kinds._ptr,
+            )
+        )
+
+    def tool(self, name: str, result_kinds: Tree) -> Callable[[Callable[..., Tree]], Callable[..., Value]]:
+        """Decorator form of register_function; the decorated name becomes
+        a function that calls the tool through libaf (recorded in a trace)."""
+
+        def register(fn: Callable[..., Tree]) -> Callable[..., Value]:
+            self.register_function(name, fn, result_kinds)
+
+            def call(*args: Tree) -> Value:
+                return self.host_call(name, *args)
+
+            call.__name__ = getattr(fn, "__name__", name)
+            call.__doc__ = fn.__doc__
+            return call
+
+        return register
+
+    def host_call(self, name: str, *args: Tree) -> Value:
+        """Calls host tool name: recorded inside a trace, run at once outside."""
+        n = _lib.utf8(name, "name")
+        vals = [to_value(a) for a in args]
+        out = ctypes.c_void_p()
+        check(lib.af_host_call(self._handle, n, len(n), _lib.handles(vals), len(vals), ctypes.byref(out)))
+        return Value._own(out.value)
+
+    # -- run-time scopes -------------------------------------------------------
+
+    @contextlib.contextmanager
+    def collect(self, collection: str) -> Iterator[dict]:
+        """Every checkpoint of collection that runs inside the block appends
+        its value under its key; the yielded dict is filled when the block
+        ends: {key: [values in execution order]}."""
+        c = _lib.utf8(collection, "collection")
+        check(lib.af_collect_push(self._handle, c, len(c)))
+        result: dict = {}
+        try:
+            yield result
+        finally:
+            out = ctypes.c_void_p()
+            check(lib.af_collect_pop(self._handle, ctypes.byref(out)))
+            result.update(Value._own(out.value).to_py())
+
+    @contextlib.contextmanager
+    def inject(self, collection: str, values: dict[str, list]) -> Iterator[None]:
+        """Checkpoints of collection whose key has queued values yield them
+        (one per hit) instead of their input, inside the block."""
+        c = _lib.utf8(collection, "collection")
+        v = to_value(values)  # held in a local: the handle must outlive the call
+        check(lib.af_inject_push(self._handle, c, len(c), v._ptr))
+        try:
+            yield
+        finally:
+            check(lib.af_inject_pop(self._handle))
+
+    @contextlib.contextmanager
+    def memoize(self) -> Iterator[None]:
+        """Identical calls (same primitive, params, inputs) run once inside the block."""
+        check(lib.af_memoize_push(self._handle))
+        try:
+            yield
+        finally:
+            check(lib.af_memoize_pop(self._handle))
+
+    def __repr__(self) -> str:
+        return f"<libaf.Context {'closed' if not self._ptr else hex(self._ptr)}>"
+
+
+# Every open context, closed at interpreter exit while Python still runs:
+# closing one ends its runs and runs the destroy callbacks of its host tools
+# and providers, which must not happen during the interpreter's teardown.
+_live: "weakref.WeakSet[Context]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    for ctx in list(_live):
+        ctx.close()
+    _lib.stop_releasing()
+
+
+_default: Context | None = None
+_default_lock = threading.Lock()
+_tracing = threading.local()
+
+
+def default_context() -> Context:
+    """The process-wide context used when no ``ctx=`` is given."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = Context()
+        return _default
+
+
+def current(ctx: Context | None = None) -> Context:
+    """ctx, else the context tracing on this thread, else the default."""
+    if ctx is not None:
+        if not isinstance(ctx, Context):
+            raise TypeError(f"ctx must be a libaf.Context, got {type(ctx).__name__}")
+        return ctx
+    stack = getattr(_tracing, "stack", None)
+    return stack[-1] if stack else default_context()
+
+
+@contextlib.contextmanager
+def tracing_with(ctx: Context) -> Iterator[None]:
+    """Marks ctx as the context tracing on this thread for the block."""
+    stack = getattr(_tracing, "stack", None)
+    if stack is None:
+        stack = _tracing.stack = []
+    stack.append(ctx)
+    try:
+        yield
+    finally:
+        stack.pop()
+
+
+def is_tracing() -> bool:
+    """True inside a traced function on this thread."""
+    return bool(lib.af_is_tracing())
+
+
+# -- a private event loop for coroutine callbacks ------------------------------
+
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def background_loop() -> asyncio.AbstractEventLoop:
+    """An event loop on a daemon thread, where coroutine host tools and host
+    providers run (libaf calls them from its own threads, which have none)."""
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="libaf-asyncio", daemon=True).start()
+        return _loop
+
+
+def _blocking(coro_fn: Callable[..., Any]) -> Callable[..., Any]:
+    def run(*args: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro_fn(*args), background_loop()).result()
+
+    return run

@@ -1,0 +1,181 @@
+"""Traced programs (IRs): calling, printing, transforms and saved graphs."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from typing import TYPE_CHECKING
+
+from . import _lib
+from ._lib import lib
+from .context import Context, current
+from .errors import check
+from .value import Tree, Value, to_value
+
+if TYPE_CHECKING:
+    from .program import Program
+    from .walk import Walk
+
+__all__ = ["Ir"]
+
+
+def _ir_out(call) -> "Ir":  # type: ignore[no-untyped-def]
+    out = ctypes.c_void_p()
+    check(call(ctypes.byref(out)))
+    return Ir._own(out.value)
+
+
+def _path(path: str | os.PathLike) -> bytes:
+    return os.fsencode(path)
+
+
+class Ir:
+    """An immutable traced program. ``==`` is structural equality, ``hash``
+    the structural hash, ``str`` the text form (docs/IR_TEXT.md)."""
+
+    __slots__ = ("_ptr",)
+    _ptr: int | None
+
+    @classmethod
+    def _own(cls, ptr: int | None) -> "Ir":
+        ir = cls.__new__(cls)
+        ir._ptr = ptr
+        return ir
+
+    def __del__(self) -> None:
+        _lib.release(self, lib.af_ir_free)
+
+    # -- calling ---------------------------------------------------------------
+
+    def __call__(self, *inputs: Tree, ctx: Context | None = None) -> Value:
+        """Runs the IR on positional inputs (inlined when called inside a trace)."""
+        vals = [to_value(x) for x in inputs]
+        out = ctypes.c_void_p()
+        check(lib.af_ir_call(current(ctx)._handle, self._ptr, _lib.handles(vals), len(vals), ctypes.byref(out)))
+        return Value._own(out.value)
+
+    call = __call__
+
+    def compile(self, ctx: Context | None = None) -> "Program":
+        """A Program for the dataflow executor (validate, DCE, CSE, plan)."""
+        from .program import Program
+
+        return Program.compile(self, ctx)
+
+    def walk(self, *inputs: Tree, ctx: Context | None = None) -> "Walk":
+        """A stepper over the IR's equations (see libaf.Walk)."""
+        from .walk import Walk
+
+        return Walk(self, inputs, current(ctx))
+
+    # -- inspection ------------------------------------------------------------
+
+    def to_text(self) -> str:
+        b = _lib.Bytes()
+        check(lib.af_ir_to_text(self._ptr, ctypes.byref(b)))
+        return _lib.take_bytes(b).decode("utf-8")
+
+    def to_dot(self) -> str:
+        """Graphviz DOT."""
+        b = _lib.Bytes()
+        check(lib.af_ir_to_dot(self._ptr, ctypes.byref(b)))
+        return _lib.take_bytes(b).decode("utf-8")
+
+    @property
+    def eqn_count(self) -> int:
+        return lib.af_ir_eqn_count(self._ptr)
+
+    @property
+    def input_count(self) -> int:
+        return lib.af_ir_input_count(self._ptr)
+
+    @property
+    def prims(self) -> list[str]:
+        """The primitive name of each equation, in order."""
+        return [lib.af_ir_eqn_prim(self._ptr, i).decode() for i in range(self.eqn_count)]
+
+    def eqn_sched(self, i: int) -> tuple[int, float]:
+        """(level, priority) of equation i of a scheduled IR (see sched)."""
+        if not isinstance(i, int) or i < 0:
+            raise IndexError(f"equation index must be a non-negative int, got {i!r}")
+        level, prio = ctypes.c_uint32(), ctypes.c_double()
+        check(lib.af_ir_eqn_sched(self._ptr, i, ctypes.byref(level), ctypes.byref(prio)))
+        return level.value, prio.value
+
+    def validate(self) -> None:
+        """Raises InvalidArgument describing the first problem, if any."""
+        check(lib.af_ir_validate(self._ptr))
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def __repr__(self) -> str:
+        return f"<libaf.Ir {self.input_count} inputs, {self.eqn_count} equations>"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Ir) and bool(lib.af_ir_equal(self._ptr, other._ptr))
+
+    def __hash__(self) -> int:
+        return lib.af_ir_hash(self._ptr)
+
+    # -- transforms (each returns a new IR) -------------------------------------
+
+    def batch(self, in_axes: Tree = None, ctx: Context | None = None) -> "Ir":
+        """vmap: in_axes is a bool tree prefix of the inputs (None = all batched)."""
+        axes = None if in_axes is None else to_value(in_axes)
+        c = current(ctx)._handle
+        return _ir_out(lambda o: lib.af_batch(c, self._ptr, axes._ptr if axes is not None else None, o))
+
+    def pushforward(self, ctx: Context | None = None) -> "Ir":
+        """jvp: takes (primals, tangents), returns [outputs, output_tangents]."""
+        c = current(ctx)._handle
+        return _ir_out(lambda o: lib.af_pushforward(c, self._ptr, o))
+
+    def pullback(self, ctx: Context | None = None) -> "Ir":
+        """vjp: takes (primals, output_cotangent), returns [outputs, input_cotangents]."""
+        c = current(ctx)._handle
+        return _ir_out(lambda o: lib.af_pullback(c, self._ptr, o))
+
+    def dce(self, out_used: Tree = None, ctx: Context | None = None) -> "Ir":
+        """Dead code elimination; out_used is a bool tree prefix of the output."""
+        used = None if out_used is None else to_value(out_used)
+        c = current(ctx)._handle
+        return _ir_out(lambda o: lib.af_dce(c, self._ptr, used._ptr if used is not None else None, o))
+
+    def cse(self, merge_nondeterministic: bool = False, ctx: Context | None = None) -> "Ir":
+        """Merges identical pure equations (LM calls and host tools too if asked)."""
+        opts = _lib.CseOptionsC(ctypes.sizeof(_lib.CseOptionsC), int(bool(merge_nondeterministic)))
+        c = current(ctx)._handle
+        return _ir_out(lambda o: lib.af_cse_ex(c, self._ptr, ctypes.byref(opts), o))
+
+    def sched(self, ctx: Context | None = None) -> "Ir":
+        """Annotates every equation with its level and priority."""
+        c = current(ctx)._handle
+        return _ir_out(lambda o: lib.af_sched(c, self._ptr, o))
+
+    # -- saved graphs --------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Writes the .afg file (atomically: temporary file, then rename)."""
+        p = _path(path)
+        check(lib.af_ir_save(self._ptr, p, len(p)))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, ctx: Context | None = None) -> "Ir":
+        """Reads and checks an .afg file."""
+        p = _path(path)
+        c = current(ctx)._handle
+        return _ir_out(lambda o: lib.af_ir_load(c, p, len(p), o))
+
+    def to_bytes(self) -> bytes:
+        """The .afg bytes (deterministic: the same IR gives the same bytes)."""
+        b = _lib.Bytes()
+        check(lib.af_ir_to_bytes(self._ptr, ctypes.byref(b)))
+        return _lib.take_bytes(b)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, ctx: Context | None = None) -> "Ir":
+        """An IR from .afg bytes, after every loader check."""
+        data = bytes(data)
+        c = current(ctx)._handle
+        return _ir_out(lambda o: lib.af_ir_from_bytes(c, data, len(data), o))

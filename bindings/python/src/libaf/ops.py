@@ -1,0 +1,179 @@
+"""Operations: recorded into the trace running on this thread, evaluated at
+once outside a trace. Each takes an optional ``ctx=`` (default: the tracing
+context, else libaf.default_context())."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+from typing import Callable, Iterator, Mapping, Union
+
+from . import _lib
+from ._lib import lib
+from .context import Context, current
+from .errors import check
+from .ir import Ir
+from .value import Tree, Value, to_value
+
+__all__ = [
+    "format",
+    "concat",
+    "match",
+    "stop_gradient",
+    "depends",
+    "checkpoint",
+    "tag",
+    "fold",
+    "switch",
+    "while_loop",
+    "lm_call",
+    "lm_schema_call",
+    "host_call",
+]
+
+#: A branch or loop function: a traced IR, or a Python callable to trace.
+Traceable = Union[Ir, Callable[..., Tree]]
+
+
+def _value_out(call) -> Value:  # type: ignore[no-untyped-def]
+    out = ctypes.c_void_p()
+    check(call(ctypes.byref(out)))
+    return Value._own(out.value)
+
+
+def format(template: str, *args: Tree, ctx: Context | None = None, **named: Tree) -> Value:  # noqa: A001
+    """Python-style template ("{}", "{0}", "{name}", "{{"); non-str arguments
+    are stringified as JSON. Template errors are InvalidArgument at once."""
+    c = current(ctx)._handle
+    t = _lib.utf8(template, "template")
+    vals = [to_value(a) for a in args]
+    nv = to_value(named) if named else None
+    return _value_out(
+        lambda o: lib.af_format(c, t, len(t), _lib.handles(vals), len(vals), nv._ptr if nv is not None else None, o)
+    )
+
+
+def concat(*args: Tree, ctx: Context | None = None) -> Value:
+    """Concatenation of strings."""
+    c = current(ctx)._handle
+    vals = [to_value(a) for a in args]
+    return _value_out(lambda o: lib.af_concat(c, _lib.handles(vals), len(vals), o))
+
+
+def match(a: Tree, b: Tree, ctx: Context | None = None) -> Value:
+    """String equality, as a bool value."""
+    c = current(ctx)._handle
+    va, vb = to_value(a), to_value(b)
+    return _value_out(lambda o: lib.af_match(c, va._ptr, vb._ptr, o))
+
+
+def stop_gradient(v: Tree, ctx: Context | None = None) -> Value:
+    """Identity; no tangent or feedback flows through it."""
+    c = current(ctx)._handle
+    vv = to_value(v)
+    return _value_out(lambda o: lib.af_stop_gradient(c, vv._ptr, o))
+
+
+def depends(value: Tree, *deps: Tree, ctx: Context | None = None) -> Value:
+    """value, produced only after every dep exists (keeps deps alive in DCE)."""
+    c = current(ctx)._handle
+    vv = to_value(value)
+    dv = [to_value(d) for d in deps]
+    return _value_out(lambda o: lib.af_depends(c, vv._ptr, _lib.handles(dv), len(dv), o))
+
+
+def checkpoint(v: Tree, key: str, collection: str, ctx: Context | None = None) -> Value:
+    """Identity marking v as checkpoint key of collection (see Context.collect/inject)."""
+    c = current(ctx)._handle
+    vv = to_value(v)
+    k, col = _lib.utf8(key, "key"), _lib.utf8(collection, "collection")
+    return _value_out(lambda o: lib.af_checkpoint(c, vv._ptr, k, len(k), col, len(col), o))
+
+
+@contextlib.contextmanager
+def tag(name: str, ctx: Context | None = None) -> Iterator[None]:
+    """Every equation recorded in the block carries tag name (inside a trace)."""
+    c = current(ctx)._handle
+    t = _lib.utf8(name, "tag")
+    check(lib.af_tag_push(c, t, len(t)))
+    try:
+        yield
+    finally:
+        check(lib.af_tag_pop(c))
+
+
+@contextlib.contextmanager
+def fold(ctx: Context | None = None) -> Iterator[None]:
+    """Operations in the block run at trace time and become literals."""
+    c = current(ctx)._handle
+    check(lib.af_fold_push(c))
+    try:
+        yield
+    finally:
+        check(lib.af_fold_pop(c))
+
+
+def _as_ir(f: Traceable, examples: list, what: str, ctx: Context) -> Ir:
+    if isinstance(f, Ir):
+        return f
+    if not callable(f):
+        raise TypeError(f"{what} must be a libaf.Ir or a callable, got {type(f).__name__}")
+    from .trace import trace_ir
+
+    return trace_ir(f, examples, None, ctx)
+
+
+def switch(key: Tree, branches: Mapping[str, Traceable], *operands: Tree, ctx: Context | None = None) -> Value:
+    """Runs the branch named by key (a str) on operands. Each branch is an Ir
+    or a callable taking the operands, traced here; all must return one
+    structure. NotFound (when it runs) for a key no branch has."""
+    cx = current(ctx)
+    if not isinstance(branches, Mapping):
+        raise TypeError(f"branches must be a mapping of name to branch, got {type(branches).__name__}")
+    ops = [to_value(o) for o in operands]
+    names = [_lib.utf8(n, "branch name") for n in branches]
+    irs = [_as_ir(f, ops, f"branch {n!r}", cx) for n, f in branches.items()]
+    kv = to_value(key)
+    nb = len(names)
+    c_names = (ctypes.c_char_p * max(nb, 1))(*names)
+    c_lens = (ctypes.c_size_t * max(nb, 1))(*[len(n) for n in names])
+    return _value_out(
+        lambda o: lib.af_switch(
+            cx._handle, kv._ptr, c_names, c_lens, _lib.handles(irs), nb, _lib.handles(ops), len(ops), o
+        )
+    )
+
+
+def while_loop(
+    cond: Traceable, body: Traceable, init: Tree, max_iters: int, ctx: Context | None = None
+) -> Value:
+    """state = init; while cond(state) and fewer than max_iters iterations
+    ran: state = body(state). cond and body are Irs or callables of the
+    state, traced here."""
+    cx = current(ctx)
+    if not isinstance(max_iters, int) or isinstance(max_iters, bool) or max_iters < 0:
+        raise ValueError(f"max_iters must be a non-negative int, got {max_iters!r}")
+    iv = to_value(init)
+    c_ir = _as_ir(cond, [iv], "cond", cx)
+    b_ir = _as_ir(body, [iv], "body", cx)
+    return _value_out(lambda o: lib.af_while_loop(cx._handle, c_ir._ptr, b_ir._ptr, iv._ptr, max_iters, o))
+
+
+def lm_call(messages: Tree, model: Tree, ctx: Context | None = None) -> Value:
+    """The reply text of an LM call. messages: [{"role", "content"}, ...]."""
+    c = current(ctx)._handle
+    mv, mo = to_value(messages), to_value(model)
+    return _value_out(lambda o: lib.af_lm_call(c, mv._ptr, mo._ptr, o))
+
+
+def lm_schema_call(messages: Tree, model: Tree, schema: Tree, ctx: Context | None = None) -> Value:
+    """Structured output: the reply parsed and validated against schema
+    (a tree of node descriptions such as {"type": "int", "min": 1})."""
+    c = current(ctx)._handle
+    mv, mo, sv = to_value(messages), to_value(model), to_value(schema)
+    return _value_out(lambda o: lib.af_lm_schema_call(c, mv._ptr, mo._ptr, sv._ptr, o))
+
+
+def host_call(name: str, *args: Tree, ctx: Context | None = None) -> Value:
+    """Calls host tool name (see Context.register_function)."""
+    return current(ctx).host_call(name, *args)

@@ -1,0 +1,263 @@
+"""Compiled programs, run options, cancel tokens and runs in flight."""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import os
+import threading
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from . import _callbacks, _lib
+from ._lib import lib
+from .context import Context, current
+from .errors import check
+from .ir import Ir
+from .value import Tree, Value, to_value
+
+__all__ = ["Program", "RunOptions", "CancelToken", "Future"]
+
+
+class CancelToken:
+    """One trigger() cancels every run given this token (running or later).
+    Thread-safe."""
+
+    def __init__(self) -> None:
+        self._ptr = None
+        out = ctypes.c_void_p()
+        check(lib.af_cancel_new(ctypes.byref(out)))
+        self._ptr = out.value
+
+    def trigger(self) -> None:
+        lib.af_cancel_trigger(self._ptr)
+
+    @property
+    def triggered(self) -> bool:
+        return bool(lib.af_cancel_triggered(self._ptr))
+
+    def __del__(self) -> None:
+        _lib.release(self, lib.af_cancel_free)
+
+
+@dataclass
+class RunOptions:
+    """Options of one run.
+
+    keep_going: a failure does not cancel the rest; each failed output leaf
+      becomes {"error": {"code", "name", "message"}}.
+    profile: record a profile (Future.profile()).
+    timeout: seconds (None = none); the run fails with libaf.Timeout.
+    profile_path: write the profile there as Chrome trace JSON.
+    progress: progress(done, total) after each equation, from libaf threads.
+    cancel: a CancelToken that cancels the run.
+    """
+
+    keep_going: bool = False
+    profile: bool = False
+    timeout: Optional[float] = None
+    profile_path: Optional[str | os.PathLike] = None
+    progress: Optional[Callable[[int, int], None]] = None
+    cancel: Optional[CancelToken] = None
+
+    def _to_c(self) -> tuple[_lib.RunOptionsC, list]:
+        """The C struct and what must stay alive while the run may use it."""
+        o = _lib.RunOptionsC()
+        o.struct_size = ctypes.sizeof(_lib.RunOptionsC)
+        o.flags = (_lib.RUN_KEEP_GOING if self.keep_going else 0) | (_lib.RUN_PROFILE if self.profile else 0)
+        if self.timeout is not None:
+            if self.timeout <= 0:
+                raise ValueError(f"timeout must be positive seconds, got {self.timeout!r}")
+            o.timeout_ms = max(1, int(self.timeout * 1000))
+        keep: list = []
+        if self.profile_path is not None:
+            p = os.fsencode(self.profile_path)
+            keep.append(p)
+            o.profile_path, o.profile_path_len = p, len(p)
+        if self.progress is not None:
+            if not callable(self.progress):
+                raise TypeError("progress must be a callable (done, total)")
+            o.progress = _callbacks.progress_trampoline
+            o.progress_user_data = _callbacks.new_handle(self.progress)
+            o.progress_destroy = _callbacks.destroy_trampoline
+        if self.cancel is not None:
+            if not isinstance(self.cancel, CancelToken):
+                raise TypeError("cancel must be a libaf.CancelToken")
+            keep.append(self.cancel)
+            o.cancel = self.cancel._ptr
+        return o, keep
+
+
+def _opts(options: RunOptions | None, kwargs: dict) -> RunOptions | None:
+    if options is not None and kwargs:
+        raise TypeError("pass either options= or option keywords, not both")
+    return RunOptions(**kwargs) if kwargs else options
+
+
+class Program:
+    """A compiled IR, run by the dataflow executor: every equation starts as
+    soon as its inputs exist, independent LM calls run concurrently."""
+
+    __slots__ = ("_ptr", "_ctx")
+    _ptr: int | None
+    _ctx: Context
+
+    def __init__(self) -> None:
+        raise TypeError("use Program.compile(ir) or Program.load(path)")
+
+    @classmethod
+    def _own(cls, ptr: int | None, ctx: Context) -> "Program":
+        p = object.__new__(cls)
+        p._ptr, p._ctx = ptr, ctx
+        return p
+
+    @classmethod
+    def compile(cls, ir: Ir, ctx: Context | None = None) -> "Program":
+        """Validates, simplifies (DCE, CSE) and plans ir."""
+        if not isinstance(ir, Ir):
+            raise TypeError(f"compile() needs a libaf.Ir, got {type(ir).__name__}")
+        c = current(ctx)
+        out = ctypes.c_void_p()
+        check(lib.af_compile(c._handle, ir._ptr, ctypes.byref(out)))
+        return cls._own(out.value, c)
+
+    def __del__(self) -> None:
+        _lib.release(self, lib.af_program_free)
+
+    def __call__(self, *inputs: Tree, ctx: Context | None = None, options: RunOptions | None = None,
+                 **option_kwargs: object) -> Value:
+        """Runs and waits. Options as RunOptions fields (keep_going=True, ...).
+        Inside a trace the program's equations are inlined instead. Ctrl-C
+        (KeyboardInterrupt) while waiting cancels the run."""
+        if lib.af_is_tracing():
+            c = ctx or current()
+            vals = [to_value(x) for x in inputs]
+            out = ctypes.c_void_p()
+            check(lib.af_program_call(c._handle, self._ptr, _lib.handles(vals), len(vals), ctypes.byref(out)))
+            return Value._own(out.value)
+        # A run started and waited for from Python: a blocking C call could
+        # not be interrupted.
+        future = None
+        try:
+            future = self.start(*inputs, ctx=ctx, options=options, **option_kwargs)
+            return future.wait()
+        except BaseException:
+            if future is not None:
+                future.cancel()  # no-op once the run has finished
+            raise
+
+    call = __call__
+
+    def start(self, *inputs: Tree, ctx: Context | None = None, options: RunOptions | None = None,
+              **option_kwargs: object) -> "Future":
+        """Starts a run on the context's scheduler and returns at once."""
+        c = ctx or self._ctx
+        opts = _opts(options, option_kwargs)
+        vals = [to_value(x) for x in inputs]
+        out = ctypes.c_void_p()
+        keep: list = []
+        if opts is None:
+            check(lib.af_program_call_async(c._handle, self._ptr, _lib.handles(vals), len(vals), ctypes.byref(out)))
+        else:
+            o, keep = opts._to_c()
+            check(lib.af_program_call_async_with(c._handle, self._ptr, _lib.handles(vals), len(vals),
+                                                 ctypes.byref(o), ctypes.byref(out)))
+        return Future(out.value, keep + [c])
+
+    async def call_async(self, *inputs: Tree, ctx: Context | None = None, options: RunOptions | None = None,
+                         **option_kwargs: object) -> Value:
+        """Runs without blocking the event loop. Cancelling the awaiting task
+        cancels the run (its in-flight LM requests included)."""
+        return await self.start(*inputs, ctx=ctx, options=options, **option_kwargs)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Writes the program (IR and plan) so Program.load runs it without compiling."""
+        p = os.fsencode(path)
+        check(lib.af_program_save(self._ptr, p, len(p)))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, ctx: Context | None = None) -> "Program":
+        """Reads and checks a saved program (an .afg of a bare IR is compiled)."""
+        c = current(ctx)
+        p = os.fsencode(path)
+        out = ctypes.c_void_p()
+        check(lib.af_program_load(c._handle, p, len(p), ctypes.byref(out)))
+        return cls._own(out.value, c)
+
+    def __repr__(self) -> str:
+        return "<libaf.Program>"
+
+
+class Future:
+    """A run in flight. ``await`` it in asyncio (cancelling the awaiting task
+    cancels the run), or wait() from a thread. Dropping it does not cancel
+    the run."""
+
+    def __init__(self, ptr: int | None, keep: list) -> None:
+        self._ptr = ptr
+        self._keep = keep  # what the run uses: its context, cancel token, profile path
+
+    def __del__(self) -> None:
+        _lib.release(self, lib.af_future_free)
+
+    def wait(self) -> Value:
+        """Blocks until the run finishes; its output, or raises its error.
+        KeyboardInterrupt (or any exception) while waiting cancels the run."""
+        if not self.ready():
+            finished = threading.Event()
+            try:
+                self.on_done(finished.set)
+                finished.wait()  # interruptible, unlike a blocking C call
+            except BaseException:
+                self.cancel()
+                raise
+        out = ctypes.c_void_p()
+        check(lib.af_future_wait(self._ptr, ctypes.byref(out)))
+        return Value._own(out.value)
+
+    def ready(self) -> bool:
+        return bool(lib.af_future_ready(self._ptr))
+
+    def cancel(self) -> None:
+        """Ends the run with Cancelled and cancels its in-flight work."""
+        lib.af_future_cancel(self._ptr)
+
+    def on_done(self, fn: Callable[[], None]) -> None:
+        """fn() runs once when the run finishes, on a libaf thread (or here,
+        at once, if it already has). Exceptions in fn are ignored."""
+        if not callable(fn):
+            raise TypeError("on_done needs a callable")
+        h = _callbacks.new_handle(fn)
+        check(lib.af_future_on_done(self._ptr, _callbacks.done_trampoline, h, _callbacks.destroy_trampoline))
+
+    def profile(self) -> str:
+        """The run's profile as Chrome trace JSON (needs profile=True or profile_path)."""
+        b = _lib.Bytes()
+        check(lib.af_future_profile(self._ptr, ctypes.byref(b)))
+        return _lib.take_bytes(b).decode("utf-8")
+
+    def __await__(self):  # type: ignore[no-untyped-def]
+        return self._wait_async().__await__()
+
+    async def _wait_async(self) -> Value:
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+
+        def notify() -> None:
+            try:
+                loop.call_soon_threadsafe(_resolve, done)
+            except RuntimeError:
+                pass  # the loop closed before the run ended: nobody is waiting
+
+        self.on_done(notify)
+        try:
+            await done
+        except asyncio.CancelledError:
+            self.cancel()
+            raise
+        return self.wait()
+
+
+def _resolve(done: "asyncio.Future[None]") -> None:
+    if not done.done():  # the awaiting task may have been cancelled meanwhile
+        done.set_result(None)

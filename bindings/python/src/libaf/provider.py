@@ -1,0 +1,202 @@
+"""LM providers: where lm_call requests go."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import ctypes
+import inspect
+import json
+import threading
+from typing import Any, Awaitable, Callable, Union
+
+from . import _callbacks, _lib
+from ._lib import lib
+from .context import background_loop
+from .errors import check, error_from_exception
+
+__all__ = ["Provider", "LmRequest"]
+
+_PROVIDER = 6  # AF_ERR_PROVIDER
+
+
+class LmRequest:
+    """One LM request, as a host provider sees it."""
+
+    def __init__(self, ptr: int) -> None:
+        self._ptr: int | None = ptr
+        b = _lib.Bytes()
+        check(lib.af_lm_request_json(ptr, ctypes.byref(b)))
+        #: {"model", "messages", ["schema", "json_schema"], ["tags"]}
+        self.json: dict = json.loads(_lib.take_bytes(b))
+
+    @property
+    def model(self) -> str:
+        return self.json["model"]
+
+    @property
+    def messages(self) -> list[dict]:
+        return self.json["messages"]
+
+    @property
+    def schema(self) -> Any:
+        """The schema node tree of a structured-output call, else None."""
+        return self.json.get("schema")
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the run no longer wants the answer."""
+        return bool(self._ptr) and bool(lib.af_lm_request_cancelled(self._ptr))
+
+    def _finish(self, reply: Any = None, exc: BaseException | None = None) -> None:
+        ptr, self._ptr = self._ptr, None
+        if not ptr:
+            return
+        if exc is None and not isinstance(reply, str):
+            try:
+                reply = json.dumps(reply, allow_nan=False, ensure_ascii=False)
+            except (TypeError, ValueError) as e:
+                exc = TypeError(f"a host provider must return a str (or JSON data for a schema call): {e}")
+        if exc is not None:
+            lib.af_lm_request_fail(ptr, error_from_exception(exc, _PROVIDER))
+            return
+        data = reply.encode("utf-8", "surrogatepass")
+        err = lib.af_lm_request_complete(ptr, data, len(data))
+        if err:  # invalid UTF-8: the request has already failed with it
+            lib.af_error_free(err)
+
+    def __repr__(self) -> str:
+        return f"<libaf.LmRequest model={self.json.get('model')!r}>"
+
+
+HostFn = Callable[[LmRequest], Union[str, Any, Awaitable[Any]]]
+
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _worker_pool() -> concurrent.futures.ThreadPoolExecutor:
+    """Threads for synchronous host providers: libaf's submit callback must
+    return quickly, so a blocking Python provider runs here instead."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = concurrent.futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="libaf-provider")
+        return _pool
+
+
+def _host_submit(fn: HostFn) -> Callable[[int], None]:
+    is_coro = inspect.iscoroutinefunction(fn)
+
+    def answer(req: LmRequest) -> None:
+        try:
+            reply = fn(req)
+        except BaseException as exc:  # noqa: BLE001
+            req._finish(exc=exc)
+            return
+        req._finish(reply)
+
+    async def answer_async(req: LmRequest) -> None:
+        try:
+            reply = await fn(req)  # type: ignore[misc]
+        except BaseException as exc:  # noqa: BLE001 - CancelledError included
+            req._finish(exc=exc)
+            return
+        req._finish(reply)
+
+    def submit(ptr: int) -> None:
+        try:
+            req = LmRequest(ptr)
+        except BaseException as exc:  # noqa: BLE001
+            lib.af_lm_request_fail(ptr, error_from_exception(exc, _PROVIDER))
+            return
+        if is_coro:
+            asyncio.run_coroutine_threadsafe(answer_async(req), background_loop())
+        else:
+            _worker_pool().submit(answer, req)
+
+    return submit
+
+
+class Provider:
+    """An LM provider. Reference counted in libaf: it may be routed in several
+    contexts, and its max-in-flight limit is shared by all of them."""
+
+    __slots__ = ("_ptr",)
+    _ptr: int | None
+
+    def __init__(self) -> None:
+        raise TypeError("use Provider.echo(), .openai(), .replay() or .host(fn)")
+
+    @classmethod
+    def _make(cls, ctor: Any, options: dict | None, kwargs: dict) -> "Provider":
+        if options is not None and kwargs:
+            raise TypeError("pass options as a dict or as keywords, not both")
+        opts = options if options is not None else kwargs
+        if not isinstance(opts, dict):
+            raise TypeError(f"provider options must be a dict, got {type(opts).__name__}")
+        text = json.dumps(opts).encode("utf-8")
+        out = ctypes.c_void_p()
+        check(ctor(text, len(text), ctypes.byref(out)))
+        p = object.__new__(cls)
+        p._ptr = out.value
+        return p
+
+    @classmethod
+    def echo(cls, options: dict | None = None, **kwargs: Any) -> "Provider":
+        """Deterministic and offline: answers "<model>|<last message>".
+        Options: latency_ms, or latency_min_ms + latency_max_ms + seed;
+        max_in_flight, name."""
+        return cls._make(lib.af_provider_echo_new, options, kwargs)
+
+    @classmethod
+    def openai(cls, options: dict | None = None, **kwargs: Any) -> "Provider":
+        """Any OpenAI-compatible endpoint. Options: base_url (required),
+        api_key_env (the variable holding the key), max_in_flight,
+        timeout_ms, max_retries, backoff_ms, backoff_max_ms, extra, name."""
+        return cls._make(lib.af_provider_openai_new, options, kwargs)
+
+    @classmethod
+    def replay(cls, options: dict | None = None, **kwargs: Any) -> "Provider":
+        """Answers from a recorded JSON Lines file. Options: path (required),
+        mode ("replay" or "record"), upstream (a provider spec for record)."""
+        return cls._make(lib.af_provider_replay_new, options, kwargs)
+
+    @classmethod
+    def host(cls, fn: HostFn) -> "Provider":
+        """Python answers: fn(request: LmRequest) returns the reply text (or,
+        for a schema call, JSON data), or raises to fail the request (the
+        exception becomes the cause of the run's error). A plain function
+        runs on a worker thread; a coroutine function on libaf's event loop."""
+        if not callable(fn):
+            raise TypeError(f"Provider.host() needs a callable, got {type(fn).__name__}")
+        h = _callbacks.new_handle(_host_submit(fn))
+        out = ctypes.c_void_p()
+        check(lib.af_provider_host_new(_callbacks.submit_trampoline, h, _callbacks.destroy_trampoline,
+                                       ctypes.byref(out)))
+        p = object.__new__(cls)
+        p._ptr = out.value
+        return p
+
+    @property
+    def _handle(self) -> int | None:
+        return self._ptr
+
+    def __del__(self) -> None:
+        _lib.release(self, lib.af_provider_free)
+
+    def set_max_in_flight(self, n: int) -> None:
+        """Changes the limit (0 = unlimited)."""
+        if not isinstance(n, int) or not 0 <= n < 2**32:
+            raise ValueError(f"max_in_flight must be an int in [0, 2**32), got {n!r}")
+        check(lib.af_provider_set_max_in_flight(self._ptr, n))
+
+    def stats(self) -> dict:
+        """{"submitted", "started", "finished", "in_flight", "queued",
+        "peak_in_flight", "max_in_flight"}."""
+        b = _lib.Bytes()
+        check(lib.af_provider_stats(self._ptr, ctypes.byref(b)))
+        return json.loads(_lib.take_bytes(b))
+
+    def __repr__(self) -> str:
+        return "<libaf.Provider>"

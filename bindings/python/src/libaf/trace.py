@@ -1,0 +1,157 @@
+"""Tracing Python functions into IRs.
+
+``libaf.trace(fn, *examples, static=...)`` traces fn once on placeholders
+shaped like the examples and returns the Ir. ``@libaf.trace`` (or
+``@libaf.trace(static=...)``) wraps fn in a :class:`Traced` function that
+traces on first use for each input shape, compiles, and runs on later calls.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import json
+import threading
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from . import _callbacks, _lib
+from ._lib import lib
+from .context import Context, current, tracing_with
+from .errors import check
+from .ir import Ir
+from .value import Tree, Value, to_py, to_value
+
+if TYPE_CHECKING:
+    from .program import Program
+
+__all__ = ["trace", "Traced"]
+
+Static = Any  # a bool tree prefix of the inputs, or a collection of positions
+
+
+def _mask(static: Static, n: int) -> Tree:
+    """The C API's static mask: a bool tree that is a prefix of the inputs.
+    A set/tuple of ints (like jax's static_argnums) names static positions."""
+    if static is None or static is False:
+        return None
+    if isinstance(static, (set, frozenset, tuple)) and all(
+        isinstance(i, int) and not isinstance(i, bool) for i in static
+    ):
+        bad = [i for i in static if not 0 <= i < n]
+        if bad:
+            raise IndexError(f"static positions {sorted(bad)} out of range for {n} inputs")
+        return [i in static for i in range(n)]
+    return static
+
+
+def trace_ir(fn: Callable[..., Tree], examples: Sequence[Tree], static: Static, ctx: Context) -> Ir:
+    """Traces fn on placeholders shaped like examples."""
+    if not callable(fn):
+        raise TypeError(f"trace() needs a callable, got {type(fn).__name__}")
+    ex = [to_value(e) for e in examples]
+    mask = _mask(static, len(ex))
+    mv = None if mask is None else to_value(mask)
+
+    def body(*inputs: Value) -> Tree:
+        with tracing_with(ctx):
+            return fn(*inputs)
+
+    h = _callbacks.new_handle(body)
+    out = ctypes.c_void_p()
+    try:
+        check(
+            lib.af_trace(
+                ctx._handle,
+                _callbacks.trace_trampoline,
+                h,
+                _lib.handles(ex),
+                len(ex),
+                mv._ptr if mv is not None else None,
+                ctypes.byref(out),
+            )
+        )
+    finally:
+        _callbacks.drop_handle(h)
+    return Ir._own(out.value)
+
+
+def _shape_key(obj: Any, mask: Any) -> Any:
+    """What a traced program depends on: structure and leaf kinds of dynamic
+    inputs, exact values of static ones."""
+    if mask is True:
+        return ("=", json.dumps(obj, sort_keys=True))
+    if isinstance(obj, list):
+        items = mask if isinstance(mask, list) else []
+        return ("L", tuple(_shape_key(x, items[i] if i < len(items) else None) for i, x in enumerate(obj)))
+    if isinstance(obj, dict):
+        fields = mask if isinstance(mask, dict) else {}
+        return ("D", tuple((k, _shape_key(obj[k], fields.get(k))) for k in sorted(obj)))
+    return type(obj).__name__
+
+
+class Traced:
+    """A Python function run through libaf: traced once per input shape
+    (structure and leaf kinds, plus the values of static inputs), compiled,
+    then run. Called inside another trace, its equations are inlined."""
+
+    def __init__(self, fn: Callable[..., Tree], static: Static = None, ctx: Context | None = None) -> None:
+        if not callable(fn):
+            raise TypeError(f"trace() needs a callable, got {type(fn).__name__}")
+        self.fn = fn
+        self.static = static
+        self._ctx = ctx
+        self._cache: dict[Any, tuple[Ir, Any]] = {}
+        self._lock = threading.Lock()
+        functools.update_wrapper(self, fn)
+
+    def ir(self, *examples: Tree) -> Ir:
+        """The IR traced on examples (cached per input shape)."""
+        return self._entry(examples)[0]
+
+    def compile(self, *examples: Tree) -> "Program":
+        """The compiled program for examples' shape (cached)."""
+        return self._entry(examples)[1]
+
+    def _entry(self, args: Sequence[Tree]) -> tuple[Ir, Any]:
+        ctx = current(self._ctx)
+        if any(isinstance(a, Value) and a.is_placeholder for a in args) or lib.af_is_tracing():
+            # Shapes of placeholders are not visible from Python: no cache.
+            return trace_ir(self.fn, args, self.static, ctx), None
+        key = _shape_key(to_py(list(args)), to_py(_mask(self.static, len(args))))
+        with self._lock:
+            hit = self._cache.get(key)
+        if hit is None:
+            ir = trace_ir(self.fn, args, self.static, ctx)
+            hit = (ir, ir.compile(ctx))
+            with self._lock:
+                self._cache[key] = hit
+        return hit
+
+    def __call__(self, *args: Tree) -> Value:
+        ir, program = self._entry(args)
+        if program is None:
+            return ir(*args, ctx=current(self._ctx))
+        return program(*args, ctx=current(self._ctx))
+
+    def __repr__(self) -> str:
+        return f"<libaf.Traced {getattr(self.fn, '__qualname__', self.fn)!r}>"
+
+
+def trace(fn: Callable[..., Tree] | None = None, *examples: Tree, static: Static = None,
+          ctx: Context | None = None) -> Any:
+    """Traces a Python function.
+
+    - ``trace(fn, *examples, static=None)`` -> :class:`Ir`, traced once on
+      placeholders shaped like the examples (only structure and leaf kinds
+      matter, except for static inputs, which become literals).
+    - ``@trace`` / ``@trace(static=...)`` -> :class:`Traced`, which traces on
+      first call per input shape.
+
+    static: a bool tree that is a prefix of the list of inputs (True =
+    static), or a tuple/set of static positions.
+    """
+    if fn is None:
+        return lambda f: Traced(f, static, ctx)
+    if examples:
+        return trace_ir(fn, examples, static, current(ctx))
+    return Traced(fn, static, ctx)

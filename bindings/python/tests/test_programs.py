@@ -1,0 +1,212 @@
+"""Compiled programs: call, run options, futures, asyncio."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import hello
+
+import libaf
+
+ASK = [{"role": "user", "content": "{}"}]
+
+
+def _ask(ctx: libaf.Context, model: str = "m") -> libaf.Program:
+    """One LM call on the input: echo answers "<model>|<input>"."""
+
+    def program(q: libaf.Value) -> libaf.Value:
+        return libaf.lm_call([{"role": "user", "content": q}], model)
+
+    return libaf.trace(program, "q", ctx=ctx).compile(ctx)
+
+
+class Gate:
+    """A host provider that holds every request until released, and records
+    whether libaf reported it cancelled."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.saw_cancel = threading.Event()
+
+    def __call__(self, req: libaf.LmRequest) -> str:
+        self.started.set()
+        while not self.release.wait(0.01):
+            if req.cancelled:
+                self.saw_cancel.set()
+                raise libaf.Cancelled("gate: the run went away")
+        return "released"
+
+
+def test_compile_and_call(ctx: libaf.Context) -> None:
+    program = libaf.trace(hello, "x", ctx=ctx).compile(ctx)
+    assert program("A").to_py() == "Hello, A!?"
+    assert program.call("B").to_py() == "Hello, B!?"
+    with pytest.raises(libaf.InvalidArgument):
+        program(1)
+    with pytest.raises(libaf.InvalidArgument):
+        program()
+    with pytest.raises(TypeError):
+        libaf.Program.compile("not an ir", ctx)
+    with pytest.raises(TypeError):
+        libaf.Program()
+
+
+def test_keep_going_turns_failures_into_values(ctx: libaf.Context) -> None:
+    def program(q: libaf.Value) -> list:
+        return [libaf.lm_call([{"role": "user", "content": q}], "no-route"), libaf.concat(q, "!")]
+
+    p = libaf.trace(program, "q", ctx=ctx).compile(ctx)
+    with pytest.raises(libaf.NotFound, match="no-route"):
+        p("x")
+    out = p("x", keep_going=True).to_py()
+    assert out[1] == "x!"
+    assert out[0]["error"]["name"] == "NOT_FOUND" and out[0]["error"]["code"] == 2
+
+
+def test_timeout_progress_and_profile(ctx: libaf.Context, tmp_path: Path) -> None:
+    gate = Gate()
+    ctx.route("slow", libaf.Provider.host(gate))
+    with pytest.raises(libaf.Timeout):
+        _ask(ctx, "slow")("q", timeout=0.05)
+    assert gate.saw_cancel.wait(5)
+
+    ctx.route("m", libaf.Provider.echo())
+    seen: list[tuple[int, int]] = []
+    profile = tmp_path / "profile.json"
+    out = _ask(ctx)("q", progress=lambda d, t: seen.append((d, t)), profile_path=profile)
+    assert out.to_py() == "m|q"
+    assert seen and seen[-1][0] == seen[-1][1]
+    assert "traceEvents" in json.loads(profile.read_text()) or json.loads(profile.read_text())
+    f = _ask(ctx).start("q", profile=True)
+    assert f.wait().to_py() == "m|q" and f.ready()
+    assert "lm_call" in f.profile()
+    with pytest.raises(libaf.InvalidArgument):
+        _ask(ctx).start("q").profile()  # no profile was asked for
+    with pytest.raises(TypeError):
+        _ask(ctx)("q", options=libaf.RunOptions(), keep_going=True)
+
+
+def test_cancel_token_and_future_cancel(ctx: libaf.Context) -> None:
+    gate = Gate()
+    ctx.route("gate", libaf.Provider.host(gate))
+    token = libaf.CancelToken()
+    f = _ask(ctx, "gate").start("q", cancel=token)
+    assert gate.started.wait(5)
+    assert not f.ready()
+    token.trigger()
+    assert token.triggered
+    with pytest.raises(libaf.Cancelled):
+        f.wait()
+    assert gate.saw_cancel.wait(5)
+
+    gate2 = Gate()
+    ctx.route("gate2", libaf.Provider.host(gate2))
+    f = _ask(ctx, "gate2").start("q")
+    assert gate2.started.wait(5)
+    f.cancel()
+    with pytest.raises(libaf.Cancelled):
+        f.wait()
+
+
+def test_on_done_runs_once(ctx: libaf.Context) -> None:
+    ctx.route("m", libaf.Provider.echo())
+    f = _ask(ctx).start("q")
+    done = threading.Event()
+    f.on_done(done.set)
+    assert done.wait(5)
+    later: list[int] = []
+    f.on_done(lambda: later.append(1))  # already finished: runs at once
+    assert later == [1]
+
+
+def test_call_async_runs_concurrently(ctx: libaf.Context) -> None:
+    ctx.route("m", libaf.Provider.echo(latency_ms=50))
+    program = _ask(ctx)
+
+    async def main() -> list:
+        return await asyncio.gather(*(program.call_async(f"q{i}") for i in range(8)))
+
+    outs = asyncio.run(main())
+    assert [o.to_py() for o in outs] == [f"m|q{i}" for i in range(8)]
+
+
+def test_call_async_errors_are_raised(ctx: libaf.Context) -> None:
+    program = _ask(ctx, "unrouted")
+
+    async def main() -> None:
+        await program.call_async("q")
+
+    with pytest.raises(libaf.NotFound):
+        asyncio.run(main())
+
+
+def test_cancelling_the_task_cancels_the_run(ctx: libaf.Context) -> None:
+    gate = Gate()
+    ctx.route("gate", libaf.Provider.host(gate))
+    program = _ask(ctx, "gate")
+
+    async def main() -> None:
+        task = asyncio.create_task(program.call_async("q"))
+        while not gate.started.is_set():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert gate.saw_cancel.wait(5)  # the in-flight request was told
+
+
+def test_scopes_collect_inject_memoize(ctx: libaf.Context) -> None:
+    ir = libaf.trace(lambda x: libaf.checkpoint(libaf.concat(x, "!"), "k", "c"), "x", ctx=ctx)
+    with ctx.collect("c") as got:
+        assert ir("a", ctx=ctx).to_py() == "a!"
+    assert got == {"k": ["a!"]}
+    with ctx.inject("c", {"k": ["injected"]}):
+        assert ir("a", ctx=ctx).to_py() == "injected"
+    calls: list[str] = []
+    ctx.register_function("t.count", lambda s: calls.append(str(s)) or "ok", "str")
+    twice = libaf.trace(lambda x: [libaf.host_call("t.count", x), libaf.host_call("t.count", x)], "x", ctx=ctx)
+    with ctx.memoize():
+        twice("a", ctx=ctx)
+    assert calls == ["a"]
+
+
+def test_program_called_inside_a_trace_is_inlined(ctx: libaf.Context) -> None:
+    program = libaf.trace(hello, "x", ctx=ctx).compile(ctx)
+    outer = libaf.trace(lambda x: program(libaf.concat(x, "-"), ctx=ctx), "x", ctx=ctx)
+    assert outer.prims == ["concat", "format", "concat"]
+    assert outer("a", ctx=ctx).to_py() == "Hello, a-!?"
+
+
+def test_ctrl_c_while_waiting_cancels_the_run(ctx: libaf.Context) -> None:
+    import os
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    gate = Gate()
+    ctx.route("gate", libaf.Provider.host(gate))
+    program = _ask(ctx, "gate")
+
+    def interrupt() -> None:
+        if gate.started.wait(5):
+            # The request can start before start() has returned to Python;
+            # give the main thread time to reach the wait.
+            time.sleep(0.2)
+            os.kill(os.getpid(), signal.SIGINT)
+        # If the wait could not be interrupted, let the run end so the test
+        # fails on saw_cancel instead of hanging.
+        gate.saw_cancel.wait(3)
+        gate.release.set()
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        program("q")
+    assert gate.saw_cancel.wait(5)
