@@ -156,6 +156,19 @@ int main() {
   ctx.route("*", echo);
   expect(ask.call_async(ctx, {ctx.str("hi")}).wait().str() == "m|Q:hi", "an async run completes");
 
+  // A lazy context: calls record promises, eval runs them together.
+  {
+    af::Context lazy(R"({"lazy": true})");
+    lazy.route("*", echo);
+    af::Ir asking = trace_ask(lazy);
+    std::vector<af::Value> answers;
+    for (const char* q : {"a", "b", "c"}) answers.push_back(lazy.call(asking, {lazy.str(q)}));
+    expect(!answers[1].ready(), "a promise is not ready before evaluation");
+    lazy.eval(answers);
+    expect(answers[1].ready() && answers[1].str() == "m|Q:b", "eval evaluates the promises");
+    expect(lazy.stats().find(R"("misses":1)") != std::string::npos, "one structure compiles once: " + lazy.stats());
+  }
+
   // Errors: code, message naming the C++ method, cause, the tool's own exception.
   af::Error nf = expect_error(af::Code::NotFound, [&] { ctx.host_call("nowhere", {}); }, "unknown host function");
   expect(std::string(nf.what()).find("af::Context::register_function") != std::string::npos,

@@ -296,6 +296,8 @@ class Value {
   explicit operator bool() const noexcept { return get() != nullptr; }
 
   Kind kind() const noexcept { return static_cast<Kind>(af_value_kind(get())); }
+  /* True when reading it runs nothing (concrete, or its promises evaluated). */
+  bool ready() const noexcept { return af_value_ready(get()) != 0; }
   std::string json() const {
     af_bytes_t b{nullptr, 0};
     detail::check(af_value_to_json(ptr(), &b));
@@ -590,7 +592,27 @@ class Context {
     detail::check(af_context_new(&c));
     h_ = decltype(h_)(c);
   }
+  /* Options as af_context_new_with: {"lazy": true, "plan_cache": {...}}. */
+  explicit Context(std::string_view options_json) {
+    af_context_t* c = nullptr;
+    detail::check(af_context_new_with(options_json.data(), options_json.size(), &c));
+    h_ = decltype(h_)(c);
+  }
   af_context_t* get() const noexcept { return h_.get(); }
+
+  /* Lazy contexts: evaluates the promises among values (and the pending
+   * observable operations) as one run; the counters as JSON. */
+  void eval(const std::vector<Value>& values) {
+    std::vector<af_value_t*> p;
+    p.reserve(values.size());
+    for (const Value& v : values) p.push_back(v.get());
+    detail::check(af_eval(ptr(), p.data(), p.size()));
+  }
+  std::string stats() const {
+    af_bytes_t b{nullptr, 0};
+    detail::check(af_context_stats(get(), &b));
+    return detail::take(b);
+  }
 
   /* Values. */
   Value null() { return make([&](af_value_t** o) { return af_value_null(ptr(), o); }); }

@@ -12,6 +12,7 @@ import atexit
 import contextlib
 import ctypes
 import inspect
+import json
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -31,10 +32,22 @@ class Context:
     """Owns what programs need at run time: routes to LM providers, host
     tools, scopes, and the scheduler shared by its runs. Thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, lazy: bool = False, plan_cache: dict | None = None) -> None:
+        """lazy=True: operations outside a trace record promises (Values whose
+        kind is known at once) that run when read or at :meth:`eval`, their
+        independent LM calls together. plan_cache: {"max_entries",
+        "max_bytes", "dir"} bounds the cache of compiled programs and, with
+        "dir", keeps them on disk across processes."""
         self._ptr = None
         out = ctypes.c_void_p()
-        check(lib.af_context_new(ctypes.byref(out)))
+        if not lazy and plan_cache is None:
+            check(lib.af_context_new(ctypes.byref(out)))
+        else:
+            options: dict[str, Any] = {"lazy": bool(lazy)}
+            if plan_cache is not None:
+                options["plan_cache"] = plan_cache
+            data = json.dumps(options).encode("utf-8")
+            check(lib.af_context_new_with(data, len(data), ctypes.byref(out)))
         self._ptr = out.value
         _live.add(self)
 
@@ -60,6 +73,27 @@ class Context:
         if not self._ptr:
             raise ValueError("this libaf Context is closed")
         return self._ptr
+
+    # -- lazy evaluation and the plan cache ------------------------------------
+
+    def eval(self, *values: Value) -> None:
+        """Evaluates the promises among values (deep) and the pending
+        observable operations (checkpoints, depends, host tools) as one run.
+        A failed operation does not raise here: reading its promises does.
+        With no values, runs just the pending observable operations."""
+        for v in values:
+            if not isinstance(v, Value):
+                raise TypeError(f"eval() takes libaf Values, got {type(v).__name__}")
+        arr = _lib.handles(list(values))
+        check(lib.af_eval(self._handle, ctypes.cast(arr, ctypes.POINTER(ctypes.c_void_p)), len(values)))
+
+    def stats(self) -> dict:
+        """{"plan_cache": {"hits", "misses", "disk_hits", "evictions",
+        "entries", "bytes"}, "lazy": {"recorded", "evaluated", "dropped",
+        "pending"}}."""
+        b = _lib.Bytes()
+        check(lib.af_context_stats(self._handle, ctypes.byref(b)))
+        return json.loads(_lib.take_bytes(b))
 
     # -- routes and host tools ----------------------------------------------
 

@@ -100,6 +100,12 @@ class Value:
     def is_placeholder(self) -> bool:
         return self.kind == Kind.PLACEHOLDER
 
+    @property
+    def ready(self) -> bool:
+        """True when reading this value runs nothing: it is concrete, or every
+        promise in it (lazy contexts) has been evaluated."""
+        return bool(lib.af_value_ready(self._ptr))
+
     def to_json(self) -> str:
         """Compact JSON. InvalidArgument for placeholders (or trees holding one)."""
         b = _lib.Bytes()
