@@ -719,6 +719,38 @@ static void a_lazy_program_equals_the_traced_one(void) {
   af_context_free(c);
 }
 
+/* A switch recorded on a lazy context, keyed by a promise: the branch taken
+ * is decided when it runs. */
+static void a_lazy_switch_takes_the_branch_of_its_promised_key(void) {
+  af_context_t* c = lazy_ctx(NULL);
+  af_provider_t* p = route_echo(c, "{}");
+  af_ir_t* shout = trace_concat_twice(c);
+  af_ir_t* greet = NULL;
+  af_value_t *ex = str_in(c, "e"), *q = str_in(c, "billing"), *x = str_in(c, "x"), *out = NULL;
+  const char* names[] = {"m|billing", "other"};
+  size_t lens[] = {9, 5};
+  af_value_t* key = ask(c, q); /* "m|billing", known only when it runs */
+  CHECK_OK(af_trace(c, hello_trace, NULL, (const af_value_t* const*)&ex, 1, NULL, &greet));
+  if (greet && shout) {
+    const af_ir_t* branches[2];
+    branches[0] = shout;
+    branches[1] = greet;
+    CHECK_OK(af_switch(c, key, names, lens, branches, 2, (const af_value_t* const*)&x, 1, &out));
+    CHECK_INT_EQ(af_value_ready(out), 0);
+    CHECK_JSON(out, "\"xx\"");
+    CHECK_INT_EQ(provider_stat(p, "submitted"), 1);
+  }
+  af_value_free(out);
+  af_value_free(key);
+  af_value_free(x);
+  af_value_free(q);
+  af_value_free(ex);
+  af_ir_free(greet);
+  af_ir_free(shout);
+  af_provider_free(p);
+  af_context_free(c);
+}
+
 int main(int argc, char** argv) {
   static const struct test_case cases[] = {
       CASE(reading_a_promise_evaluates_it),
@@ -737,6 +769,7 @@ int main(int argc, char** argv) {
       CASE(plan_cache_is_shared_between_processes),
       CASE(corrupt_cache_files_are_misses),
       CASE(a_lazy_program_equals_the_traced_one),
+      CASE(a_lazy_switch_takes_the_branch_of_its_promised_key),
   };
   if (argc == 3 && strcmp(argv[1], "--child-cache") == 0) {
     snprintf(cache_dir, sizeof cache_dir, "%s", argv[2]);
