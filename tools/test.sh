@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds libaf and runs every test suite: C++ (GoogleTest) and C API (C99)
-# tests, the same under ASan+UBSan, the exported-symbol and install checks,
+# tests, the same under ASan+UBSan, the concurrency suites under TSan, the
+# exported-symbol and install checks,
 # a bounded run of the graph-loader fuzzer, and the Rust, Go and C#
 # bindings, and the Python package (pip-installed into a cached venv).
 # Ends with one line "N passed, N failed".
@@ -59,6 +60,22 @@ if cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DAF_SANITIZE=addr
 else
   tail -40 "$LOG/asan-build.log"
   count 0 1 "asan build"
+fi
+
+note "concurrency suites under ThreadSanitizer"
+# The executor, the LM layer, the plan cache and the C API's run, LM and lazy
+# suites: the code where threads meet. Only these targets are built.
+TSAN_TARGETS=(af_core_tests capi_program_test capi_lm_test capi_lazy_test)
+if cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DAF_SANITIZE=thread \
+     -DAF_BUILD_BENCH=OFF >"$LOG/tsan-configure.log" 2>&1 &&
+   cmake --build build-tsan --target "${TSAN_TARGETS[@]}" >"$LOG/tsan-build.log" 2>&1; then
+  export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+  check tsan-core build-tsan/bin/af_core_tests --gtest_filter='Exec*:Lm*:PlanCache*'
+  for t in capi_program_test capi_lm_test capi_lazy_test; do check "tsan-$t" "build-tsan/bin/$t"; done
+  unset TSAN_OPTIONS
+else
+  tail -40 "$LOG/tsan-build.log"
+  count 0 1 "tsan build"
 fi
 
 note "graph-loader fuzzer (clang, ASan+UBSan, bounded run)"
