@@ -613,14 +613,18 @@ AF_API af_error_t* af_provider_echo_new(const char* options_json, size_t len,
  * Options: "base_url" (required, e.g. "https://api.openai.com/v1"; the
  * request goes to base_url + "/chat/completions"), "api_key_env" (name of the
  * environment variable holding the key, read at creation, never logged;
- * default none), "max_in_flight" (default 16), "timeout_ms" (per attempt,
- * default 60000), "max_retries" (default 3; retried: 429, 5xx, connection
- * failures, timeouts), "backoff_ms" (first delay, default 500, doubled each
- * retry, with jitter, capped by "backoff_max_ms", default 20000; a
- * Retry-After header wins), "extra" (an object merged into every request
- * body, e.g. {"temperature": 0}). Schema calls send response_format
- * {"type":"json_schema", ...strict}. Failures: PROVIDER (status and body
- * excerpt, after retries), TIMEOUT. */
+ * default none; with a key, a plain http:// base_url is INVALID_ARGUMENT
+ * unless its host is loopback — localhost, 127.x.x.x, [::1] — or
+ * "allow_insecure_http" is true), "max_in_flight" (default 16), "timeout_ms"
+ * (per attempt, default 60000), "max_retries" (default 3; retried: 429, 5xx,
+ * connection failures, timeouts), "backoff_ms" (first delay, default 500,
+ * doubled each retry, with jitter, capped by "backoff_max_ms", default
+ * 20000; a Retry-After header wins but is clamped to backoff_max_ms, and a
+ * run's deadline or cancel ends the wait), "extra" (an object merged into
+ * every request body, e.g. {"temperature": 0}). Schema calls send
+ * response_format {"type":"json_schema", ...strict}. Failures: PROVIDER
+ * (status and a 300-byte body excerpt, after retries; the key is replaced by
+ * "[redacted]" and control characters are escaped), TIMEOUT. */
 AF_API af_error_t* af_provider_openai_new(const char* options_json, size_t len,
                                           af_provider_t** out);
 /* replay: answers from a recorded JSON Lines file (one {"key":...,
