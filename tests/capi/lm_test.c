@@ -202,6 +202,10 @@ static void bad_schemas_name_the_path(void) {
       {"{\"a\":{\"type\":\"str\",\"mx\":3}}", "$.a", "unknown key \"mx\""},
       {"{\"a\":{\"b\":[{\"type\":\"enum\",\"values\":[]}]}}", "$.a.b[0]", "values"},
       {"{\"a\":{\"type\":\"str\",\"pattern\":\"(\"}}", "$.a", "pattern"},
+      {"{\"a\":{\"type\":\"str\",\"max\":-1}}", "$.a", "\"max\" must be >= 0"},
+      {"{\"a\":{\"type\":\"str\",\"min\":1000000000000}}", "$.a", "no reply can be longer"},
+      {"{\"a\":{\"type\":\"float\",\"min\":1,\"max\":0}}", "$.a", "min"},
+      {"{\"a\":{\"type\":\"enum\",\"values\":[true,\"x\"]}}", "$.a", "one kind"},
       {"{\"a\":3}", "$.a", "expected a node"},
       {"{}", "$", "empty"},
   };

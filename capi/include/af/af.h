@@ -585,6 +585,12 @@ AF_API af_error_t* af_lm_call(af_context_t* ctx, const af_value_t* messages,
  * "doc":"..." (its description). A dict without "type" is a container.
  * Example: {"answer": {"type":"str","max":200,"doc":"one sentence"},
  *           "score": {"type":"int","min":1,"max":10}}.
+ * Bounds are checked when the schema is given (INVALID_ARGUMENT naming the
+ * path, e.g. "$.answer"): str min/max in [0, 64 Mi] with min <= max, int and
+ * float min <= max, enum values non-empty, distinct and of one kind, and a
+ * pattern of at most 1024 bytes that compiles. A pattern is RE2 syntax
+ * (ECMAScript-like, without lookaround or backreferences), searched
+ * unanchored in linear time; a reply string over 1 MiB cannot match one.
  * The provider receives the equivalent JSON Schema (containers as objects
  * with every property required and no others; a list's properties are
  * "0","1",...; a single-node schema travels as {"value": ...}). The reply is
