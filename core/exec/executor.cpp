@@ -383,6 +383,7 @@ std::shared_ptr<Run> make_run(RunEnv env, std::shared_ptr<const Program> prog, s
   r->sched = env.context->scheduler();
   r->env = env;
   r->env.owned_in = {};  // the caller's inputs are not this run's
+  r->env.stop = &r->finished;  // loops inside impls stop when the run ends
   r->opts = std::move(opts);
   r->caller_driven = caller_driven;
   const Program& p = *prog;
