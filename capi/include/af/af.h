@@ -125,7 +125,9 @@ AF_API void af_context_free(af_context_t* ctx);
  * (double), str (UTF-8), list, dict (string keys; insertion order kept for
  * display, sorted key order used when flattening). Inside a trace a value may
  * be (or contain) a placeholder: a traced leaf whose content is only known
- * when the program runs. */
+ * when the program runs. Lists and dicts nest at most 512 levels deep (a
+ * leaf is 0, a list of leaves 1): building or parsing anything deeper is
+ * INVALID_ARGUMENT, so every walk over a value stays within the stack. */
 typedef struct af_value af_value_t;
 
 #define AF_KIND_NULL 0
@@ -138,8 +140,8 @@ typedef struct af_value af_value_t;
 #define AF_KIND_PLACEHOLDER 7 /* a traced leaf (only seen inside a trace) */
 
 /* Parses exact JSON: integers stay int, numbers with '.', 'e' stay float.
- * INVALID_ARGUMENT for malformed JSON, invalid UTF-8, duplicate keys or
- * integers outside int64. */
+ * INVALID_ARGUMENT for malformed JSON, invalid UTF-8, duplicate keys,
+ * integers outside int64 or nesting deeper than 512. */
 AF_API af_error_t* af_value_from_json(af_context_t* ctx, const char* json, size_t len,
                                       af_value_t** out);
 /* Compact JSON; floats shortest round-trip ("2.0", "1e+30"). INVALID_ARGUMENT
@@ -152,7 +154,8 @@ AF_API af_error_t* af_value_bool(af_context_t* ctx, int32_t b, af_value_t** out)
 AF_API af_error_t* af_value_int(af_context_t* ctx, int64_t i, af_value_t** out);
 AF_API af_error_t* af_value_float(af_context_t* ctx, double f, af_value_t** out);
 AF_API af_error_t* af_value_str(af_context_t* ctx, const char* s, size_t len, af_value_t** out);
-/* A list of the items (each gets a new reference; the caller keeps its own). */
+/* A list of the items (each gets a new reference; the caller keeps its own).
+ * INVALID_ARGUMENT if it would nest deeper than 512 (also for af_value_dict). */
 AF_API af_error_t* af_value_list(af_context_t* ctx, const af_value_t* const* items, size_t n,
                                  af_value_t** out);
 /* A dict; INVALID_ARGUMENT on a duplicate key. */
@@ -235,7 +238,8 @@ AF_API af_error_t* af_fold_pop(af_context_t* ctx);
  * "true", "[1,2]"; a list or dict argument may hold placeholders). named: a
  * dict of named arguments, or NULL. INVALID_ARGUMENT: unbalanced braces,
  * automatic and manual numbering mixed, missing positional or named
- * argument (checked when the operation is recorded, not when it runs). */
+ * argument, more than 10000 fields (checked when the operation is recorded,
+ * not when it runs; a loaded graph's templates get the same checks). */
 AF_API af_error_t* af_format(af_context_t* ctx, const char* tmpl, size_t tmpl_len,
                              const af_value_t* const* args, size_t n_args,
                              const af_value_t* named, af_value_t** out);
@@ -697,7 +701,13 @@ AF_API void af_provider_free(af_provider_t* p);
  * FlatBuffers verifier, every index, SSA, primitives and their arity, UTF-8)
  * before building anything. Errors: FORMAT (damaged or inconsistent bytes),
  * VERSION (a newer format, or a primitive this library lacks, named), IO
- * (files). Primitives are found by (name, version) in this process. */
+ * (files). Primitives are found by (name, version) in this process.
+ * Limits (core/io/README.md has them all), each FORMAT at load: a file and
+ * its decompressed content of at most 1 GiB, sub-IRs (branches, loop
+ * bodies) nested at most 64 deep, literal values and structures nested at
+ * most 256 deep, at most 2^32 equations once shared sub-IRs are expanded,
+ * format templates of at most 10000 fields. A path that is not a regular
+ * file (a FIFO, a device, a directory) is IO at once, never waited on. */
 
 /* Writes ir to path (via a temporary file and a rename, so a crash never
  * leaves a half-written file). IO on failure; INVALID_ARGUMENT if the IR is
