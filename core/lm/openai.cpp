@@ -114,6 +114,10 @@ std::string url_for_messages(const std::string& url) {
   return url.substr(0, start) + url.substr(at + 1);
 }
 
+// A reply body larger than this aborts the transfer (PROVIDER, not retried:
+// the same server would send the same body again).
+constexpr size_t kMaxReplyBytes = size_t(64) << 20;
+
 struct Transfer {
   std::shared_ptr<Call> call;
   std::string body;
@@ -125,12 +129,16 @@ struct Transfer {
   int64_t due_ns = 0;     // when waiting to retry
   bool active = false;    // in the multi handle
   bool done = false;
+  bool too_large = false;  // the body passed kMaxReplyBytes
 };
 
 size_t on_body(char* p, size_t size, size_t n, void* ud) {
   auto* t = static_cast<Transfer*>(ud);
+  if (t->response.size() + size * n > kMaxReplyBytes) {
+    t->too_large = true;
+    return 0;  // a runaway body: abort the transfer
+  }
   t->response.append(p, size * n);
-  if (t->response.size() > (64u << 20)) return 0;  // a runaway body: abort
   return size * n;
 }
 
@@ -201,6 +209,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
     t->call->attempts = t->attempt;
     t->response.clear();
     t->retry_after.clear();
+    t->too_large = false;
     if (!t->easy) {
       t->easy = curl_easy_init();
       if (!t->easy) return finish(t, Error(Code::OutOfMemory, "openai provider: curl_easy_init failed"));
@@ -278,6 +287,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   }
 
   void completed(const std::shared_ptr<Transfer>& t, CURLcode res) {
+    if (res != CURLE_OK && t->too_large)
+      return finish(t, Error(Code::Provider, what(t) + ": the reply is larger than " +
+                                                 std::to_string(kMaxReplyBytes >> 20) + " MiB"));
     if (res != CURLE_OK) {
       Code code = res == CURLE_OPERATION_TIMEDOUT ? Code::Timeout : Code::Provider;
       std::string why = res == CURLE_OPERATION_TIMEDOUT

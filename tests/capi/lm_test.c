@@ -878,6 +878,25 @@ done:
   server_stop(&s);
 }
 
+/* A body over the 64 MiB reply cap fails at once: aborted, not retried
+ * (the same server would send it again). */
+static void openai_oversized_reply_is_not_retried(void) {
+  struct server s = server_start();
+  af_provider_t* p = NULL;
+  af_value_t* out = NULL;
+  char opts[256];
+  snprintf(opts, sizeof opts,
+           "{\"base_url\":\"http://127.0.0.1:%d/v1\",\"timeout_ms\":30000,\"max_retries\":2,\"backoff_ms\":10}",
+           s.port);
+  if (!CHECK_OK(af_provider_openai_new(opts, strlen(opts), &p))) goto done;
+  route("*", p);
+  CHECK_ERR(call_model("huge-body", "x", &out), AF_ERR_PROVIDER, "larger than 64 MiB", "attempt 1 of 3");
+  CHECK_INT_EQ(server_attempts(&s, "huge-body", "x"), 1);
+done:
+  af_provider_free(p);
+  server_stop(&s);
+}
+
 static void openai_connection_refused_is_provider(void) {
   struct server s = server_start();
   af_provider_t* p;
@@ -1152,6 +1171,7 @@ int main(int argc, char** argv) {
       CASE(openai_retry_wait_ends_at_the_run_deadline),
       CASE(openai_refuses_a_key_over_plain_http),
       CASE(openai_messages_hide_the_key_and_escape_controls),
+      CASE(openai_oversized_reply_is_not_retried),
       CASE(openai_connection_refused_is_provider),
       CASE(openai_cancel_aborts_the_transfer),
   };

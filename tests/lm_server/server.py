@@ -18,6 +18,7 @@ so tests do not disturb each other):
   schema-ok       200, content {"answer": "fine", "score": 7}
   show-request    200, content = the request body it received
   show-auth       200, content = the Authorization header ("" if none)
+  huge-body       200 with a 65 MiB body (over libaf's 64 MiB reply cap)
   echo-auth-error 400 with a plain-text body echoing the Authorization header
                   between terminal escapes and other control characters
   show-format     200, content {"answer": <the request's response_format as
@@ -132,6 +133,9 @@ class Handler(BaseHTTPRequestHandler):
                 self.send(429, json.dumps({"error": {"message": "rate limited"}}),
                           {"Retry-After": model[len("retry-after:"):]})
                 return
+        elif model == "huge-body":
+            self.send(200, b"x" * (65 << 20))
+            return
         elif model == "echo-auth-error":
             body = ("\x1b[2J\x1b[31mbad key: " + self.headers.get("Authorization", "") +
                     "\r\n\x07\u009b31m (8-bit CSI)\x1b[0m")

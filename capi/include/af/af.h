@@ -634,7 +634,8 @@ AF_API af_error_t* af_provider_echo_new(const char* options_json, size_t len,
  * every request body, e.g. {"temperature": 0}). Schema calls send
  * response_format {"type":"json_schema", ...strict}. Failures: PROVIDER
  * (status and a 300-byte body excerpt, after retries; the key is replaced by
- * "[redacted]" and control characters are escaped), TIMEOUT. */
+ * "[redacted]" and control characters are escaped; a reply body over 64 MiB
+ * is aborted and not retried), TIMEOUT. */
 AF_API af_error_t* af_provider_openai_new(const char* options_json, size_t len,
                                           af_provider_t** out);
 /* replay: answers from a recorded JSON Lines file (one {"key":...,
