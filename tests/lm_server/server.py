@@ -179,13 +179,23 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(model, model + "|" + last)
 
 
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # A client that aborts a transfer (libaf's reply cap, cancellation)
+        # resets the connection: expected, not worth a traceback.
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--lifetime", type=float, default=120.0)
     args = ap.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
-    server.daemon_threads = True
+    server = Server(("127.0.0.1", args.port), Handler)
     parent = os.getppid()
 
     def watchdog():
