@@ -2,10 +2,12 @@
 // It grows with the executor (host functions, providers, cancellation).
 #pragma once
 
+#include <atomic>
 #include <span>
 #include <vector>
 
 #include "ir/ir.h"
+#include "value/error.h"
 
 namespace af {
 
@@ -33,6 +35,18 @@ struct RunEnv {
   // values moved out of their slots at their last use, held nowhere else by
   // the run. Set only around one impl call (empty otherwise).
   std::span<Value> owned_in = {};
+  // The run's "finished" flag, set by the executor: an impl that loops
+  // (while_loop, scan, map) polls it through check_stop() every iteration,
+  // so a deadline, a cancel or a failure elsewhere stops the run's thread
+  // too. nullptr outside a run (nothing to poll).
+  const std::atomic<bool>* stop = nullptr;
+
+  // CANCELLED once the run this impl works for has ended (its result, e.g.
+  // TIMEOUT, is already decided; this only frees the thread).
+  void check_stop() const {
+    if (stop && stop->load(std::memory_order_relaxed))
+      fail(Code::Cancelled, "the run ended (deadline, cancel or a failure) while a loop was running");
+  }
 
   // in[k] as a value the impl may consume (e.g. append to a string nothing
   // else shares), or nullptr when `in` is not the owned input list.

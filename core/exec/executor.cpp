@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <optional>
 
 #include "exec/async.h"
@@ -12,6 +11,7 @@
 #include "ir/prim.h"
 #include "lm/timer.h"
 #include "value/error.h"
+#include "value/file.h"
 
 namespace af {
 
@@ -376,18 +376,14 @@ std::shared_ptr<Run> make_run(RunEnv env, std::shared_ptr<const Program> prog, s
     fail(Code::Internal, "run: " + std::to_string(leaves.size()) + " input leaves for " +
                              std::to_string(prog->in_slots.size()) + " slots");
   if (opts.timeout_ms < 0) invalid("run options: timeout must be >= 0 ms");
-  if (!opts.profile_path.empty()) {
-    // Fail before running when the profile could not be written.
-    std::string tmp = opts.profile_path + ".tmp";
-    bool writable = std::ofstream(tmp, std::ios::binary | std::ios::trunc).good();
-    std::remove(tmp.c_str());
-    if (!writable) fail(Code::IO, "profile: cannot open " + tmp + " for writing");
-  }
+  // Fail before running when the profile could not be written.
+  if (!opts.profile_path.empty()) check_writable(opts.profile_path, "profile");
   auto r = std::make_shared<Run>();
   r->prog = prog;
   r->sched = env.context->scheduler();
   r->env = env;
   r->env.owned_in = {};  // the caller's inputs are not this run's
+  r->env.stop = &r->finished;  // loops inside impls stop when the run ends
   r->opts = std::move(opts);
   r->caller_driven = caller_driven;
   const Program& p = *prog;

@@ -2,10 +2,10 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <map>
 
 #include "value/error.h"
+#include "value/file.h"
 
 namespace af {
 
@@ -131,18 +131,7 @@ std::string Profile::to_json(const Program& prog) const {
 }
 
 void Profile::write(const std::string& path, const Program& prog) const {
-  std::string json = to_json(prog);
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) fail(Code::IO, "profile: cannot open " + tmp + " for writing");
-    f.write(json.data(), std::streamsize(json.size()));
-    if (!f) fail(Code::IO, "profile: cannot write " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    fail(Code::IO, "profile: cannot rename " + tmp + " to " + path);
-  }
+  write_file_atomic(path, to_json(prog), "profile");
 }
 
 }  // namespace af

@@ -87,11 +87,13 @@ std::string summary_json(const Loaded& g);
 
 // ---- Files.
 
-// Writes bytes to `path` through a temporary file in the same directory and
-// a rename, so a crash never leaves a half-written graph. IO on failure.
+// Writes bytes to `path` through a unique temporary file in the same
+// directory, fsync and a rename (value/file.h), so a crash never leaves a
+// half-written graph. IO on failure.
 void write_file_atomic(const std::string& path, std::string_view bytes);
-// Reads a whole file; FORMAT if it is larger than `max_bytes`, IO if it
-// cannot be read.
+// Reads a whole regular file; FORMAT if it is larger than `max_bytes`, IO if
+// it cannot be read or is not a regular file (a FIFO is refused, never
+// waited on).
 std::vector<uint8_t> read_file(const std::string& path, uint64_t max_bytes = kMaxFileBytes);
 
 // ---- Container internals, exposed for tests and the fuzzer.

@@ -94,10 +94,12 @@ class Reader {
     int64_t max_ir = -1;  // highest IR index referenced
     std::optional<Params> built;
     uint64_t expanded = 0;  // equations reached through the referenced IRs
+    uint32_t height = 0;    // 1 + the tallest referenced IR (0: none)
   };
   std::vector<ParamSet> param_sets_;
   std::vector<IRPtr> irs_;
   std::vector<uint64_t> expanded_;
+  std::vector<uint32_t> height_;  // per IR: how deep sub-IRs nest below it
 
   // abstract_eval is a function of (params, input avals, input structure),
   // so equations that share all three share its result: a million-equation
@@ -344,6 +346,7 @@ class Reader {
       switch (p->body_type()) {
         case fb::ParamBody::ValueParam: ps.set(name, literals_[p->body_as_ValueParam()->value()]); break;
         case fb::ParamBody::IrParam:
+          set.height = std::max(set.height, height_[p->body_as_IrParam()->ir()] + 1);
           set.expanded += expanded_[p->body_as_IrParam()->ir()];
           ps.set(name, irs_[p->body_as_IrParam()->ir()]);
           break;
@@ -351,6 +354,7 @@ class Reader {
           IRList list;
           const auto* irs = p->body_as_IrListParam()->irs();
           for (uint32_t j = 0; j < size_of(irs); ++j) {
+            set.height = std::max(set.height, height_[irs->Get(j)] + 1);
             set.expanded += expanded_[irs->Get(j)];
             list.push_back(irs_[irs->Get(j)]);
           }
@@ -361,6 +365,7 @@ class Reader {
           IRMap map;
           const auto* m = p->body_as_IrMapParam();
           for (uint32_t j = 0; j < size_of(m->keys()); ++j) {
+            set.height = std::max(set.height, height_[m->irs()->Get(j)] + 1);
             set.expanded += expanded_[m->irs()->Get(j)];
             map.emplace_back(std::string(str(m->keys()->Get(j), "an IR map key")), irs_[m->irs()->Get(j)]);
           }
@@ -504,6 +509,7 @@ class Reader {
                *c_out_tree = r->eqn_out_tree(), *c_params = r->eqn_params(), *c_tags = r->eqn_tags();
     uint32_t in_pos = 0, out_pos = 0;
     uint64_t expanded = n;
+    uint32_t height = 0;  // how deep sub-IRs nest below this IR
     std::vector<Aval> avals;
     ir.eqns.reserve(n);
     for (uint32_t j = 0; j < n; ++j) {
@@ -553,6 +559,11 @@ class Reader {
           bad(where() + ": a param names IR " + std::to_string(set.max_ir) +
               ", which is not before this one (sub-IRs come first, and never form a cycle)");
         e.params = params_for(set);
+        // Checked here, before a deeper IR exists: every recursive pass
+        // (printing, freeing, transforms) relies on this bound.
+        if (set.height > kMaxIrDepth)
+          bad(where() + ": sub-IRs nest more than " + std::to_string(kMaxIrDepth) + " levels deep");
+        height = std::max(height, set.height);
         expanded += set.expanded;
       }
       if (const uint32_t k = c_tags ? c_tags->Get(j) : 0) {
@@ -598,6 +609,7 @@ class Reader {
       bad(ir_name + " expands to more than 2^32 equations through shared sub-IRs");
     out.n_eqns += n;
     expanded_.push_back(expanded);
+    height_.push_back(height);
     irs_.push_back(std::make_shared<const IR>(std::move(ir)));
   }
 

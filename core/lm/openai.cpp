@@ -4,15 +4,23 @@
 //
 // Retries: 429, 5xx, connection failures and per-attempt timeouts are
 // retried up to max_retries times with exponential backoff and jitter; a
-// Retry-After header (seconds or HTTP date) sets the delay instead. Other
-// statuses and malformed bodies fail at once. The API key is read from a
-// named environment variable when the provider is made and only ever goes
-// into the Authorization header — never into messages or profiles.
+// Retry-After header (seconds or HTTP date) sets the delay instead, clamped
+// to backoff_max_ms (a server cannot stall a call for a day; the run's own
+// deadline cancels a waiting retry like any transfer). Other statuses and
+// malformed bodies fail at once.
+//
+// Secrets: the API key is read from a named environment variable when the
+// provider is made and only ever goes into the Authorization header. It is
+// refused over plain http:// except to a loopback host (the option
+// "allow_insecure_http" lifts that), and every message built here passes
+// through safe_text, so a server that echoes the request cannot put the key
+// — or terminal escapes — into a host's logs.
 #include <curl/curl.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <map>
@@ -21,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "lm/excerpt.h"
 #include "lm/options.h"
 #include "lm/providers.h"
 
@@ -31,7 +40,9 @@ namespace {
 struct Config {
   std::string name;
   std::string url;  // base_url + "/chat/completions"
+  std::string url_shown;  // url without user:password@, for messages
   std::string auth_header;  // "Authorization: Bearer ..." or empty
+  std::string key;  // the raw key, redacted from every message
   int64_t timeout_ms = 60000;
   uint32_t max_retries = 3;
   int64_t backoff_ms = 500;
@@ -39,25 +50,73 @@ struct Config {
   Value extra;  // dict or null
 };
 
-std::string excerpt(std::string_view s, size_t max = 300) {
-  std::string out;
-  for (char c : s.substr(0, max)) out += (c == '\n' || c == '\r') ? ' ' : c;
-  if (s.size() > max) out += "...";
-  if (!valid_utf8(out)) out = "(binary body)";
-  return out;
-}
-
-// Retry-After: delta-seconds or an HTTP date. -1 if absent or unreadable.
-int64_t retry_after_ms(const std::string& v) {
+// Retry-After: delta-seconds or an HTTP date, in ms within [0, cap_ms];
+// -1 if absent or unreadable (then the usual backoff applies). The value is
+// the server's: huge, negative, fractional, "inf" and "nan" all stay in range.
+int64_t retry_after_ms(const std::string& v, int64_t cap_ms) {
   if (v.empty()) return -1;
   char* end = nullptr;
   double secs = std::strtod(v.c_str(), &end);
-  if (end != v.c_str() && (*end == 0 || *end == ' ' || *end == '\r')) return secs < 0 ? -1 : int64_t(secs * 1000);
+  if (end != v.c_str() && (*end == 0 || *end == ' ' || *end == '\r')) {
+    if (std::isnan(secs)) return -1;
+    if (secs <= 0) return 0;
+    if (secs >= double(cap_ms) / 1000.0) return cap_ms;  // inf included
+    return std::min<int64_t>(cap_ms, int64_t(secs * 1000.0));
+  }
   time_t when = curl_getdate(v.c_str(), nullptr);
   if (when < 0) return -1;
-  int64_t delta = (int64_t(when) - int64_t(std::time(nullptr))) * 1000;
-  return std::max<int64_t>(0, delta);
+  int64_t delta_s = int64_t(when) - int64_t(std::time(nullptr));
+  if (delta_s <= 0) return 0;
+  if (delta_s >= cap_ms / 1000 + 1) return cap_ms;
+  return std::min<int64_t>(cap_ms, delta_s * 1000);
 }
+
+// Loopback hosts may receive a key over plain http: the bytes never leave
+// the machine. The host is parsed exactly (no prefix tricks such as
+// 127.0.0.1.example.com).
+bool loopback_url(std::string_view url) {
+  url.remove_prefix(url.find("://") + 3);
+  url = url.substr(0, url.find_first_of("/?#"));
+  if (size_t at = url.rfind('@'); at != std::string_view::npos) url.remove_prefix(at + 1);
+  std::string_view host = url;
+  if (!host.empty() && host.front() == '[') {
+    host = host.substr(0, host.find(']') + 1);
+    return host == "[::1]";
+  }
+  host = host.substr(0, host.find(':'));
+  std::string lower;
+  for (char c : host) lower += char(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "localhost") return true;
+  // 127.a.b.c, four decimal parts each 0..255.
+  int parts = 0, value = -1;
+  for (char c : lower + ".") {
+    if (c == '.') {
+      if (value < 0 || value > 255) return false;
+      if (parts == 0 && value != 127) return false;
+      ++parts;
+      value = -1;
+    } else if (c >= '0' && c <= '9') {
+      value = (value < 0 ? 0 : value * 10) + (c - '0');
+      if (value > 255) return false;
+    } else {
+      return false;
+    }
+  }
+  return parts == 4;
+}
+
+// base_url without "user:password@" (it may hold credentials too).
+std::string url_for_messages(const std::string& url) {
+  size_t start = url.find("://") + 3;
+  size_t end = url.find_first_of("/?#", start);
+  size_t at = url.rfind('@', end == std::string::npos ? url.size() : end);
+  if (at == std::string::npos || at < start) return url;
+  return url.substr(0, start) + url.substr(at + 1);
+}
+
+// A reply body larger than this aborts the transfer (PROVIDER, not retried:
+// the same server would send the same body again).
+constexpr size_t kMaxReplyBytes = size_t(64) << 20;
 
 struct Transfer {
   std::shared_ptr<Call> call;
@@ -70,12 +129,16 @@ struct Transfer {
   int64_t due_ns = 0;     // when waiting to retry
   bool active = false;    // in the multi handle
   bool done = false;
+  bool too_large = false;  // the body passed kMaxReplyBytes
 };
 
 size_t on_body(char* p, size_t size, size_t n, void* ud) {
   auto* t = static_cast<Transfer*>(ud);
+  if (t->response.size() + size * n > kMaxReplyBytes) {
+    t->too_large = true;
+    return 0;  // a runaway body: abort the transfer
+  }
   t->response.append(p, size * n);
-  if (t->response.size() > (64u << 20)) return 0;  // a runaway body: abort
   return size * n;
 }
 
@@ -146,6 +209,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
     t->call->attempts = t->attempt;
     t->response.clear();
     t->retry_after.clear();
+    t->too_large = false;
     if (!t->easy) {
       t->easy = curl_easy_init();
       if (!t->easy) return finish(t, Error(Code::OutOfMemory, "openai provider: curl_easy_init failed"));
@@ -192,13 +256,16 @@ class Engine : public std::enable_shared_from_this<Engine> {
     t->done = true;
   }
 
+  // Every failure leaves through here: the message may hold server text.
   void finish(const std::shared_ptr<Transfer>& t, const Error& err) {
     release(t);
-    t->call->fail(err);
+    t->call->fail(Error(err.code(), safe_text(err.what(), cfg_.key)));
   }
 
+  std::string excerpt(std::string_view body) const { return safe_excerpt(body, cfg_.key); }
+
   std::string what(const std::shared_ptr<Transfer>& t) const {
-    return "provider " + cfg_.name + " (" + cfg_.url + ", attempt " + std::to_string(t->attempt) + " of " +
+    return "provider " + cfg_.name + " (" + cfg_.url_shown + ", attempt " + std::to_string(t->attempt) + " of " +
            std::to_string(cfg_.max_retries + 1) + ")";
   }
 
@@ -220,6 +287,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
   }
 
   void completed(const std::shared_ptr<Transfer>& t, CURLcode res) {
+    if (res != CURLE_OK && t->too_large)
+      return finish(t, Error(Code::Provider, what(t) + ": the reply is larger than " +
+                                                 std::to_string(kMaxReplyBytes >> 20) + " MiB"));
     if (res != CURLE_OK) {
       Code code = res == CURLE_OPERATION_TIMEDOUT ? Code::Timeout : Code::Provider;
       std::string why = res == CURLE_OPERATION_TIMEDOUT
@@ -232,7 +302,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
     if (status == 429 || status >= 500) {
       return retry_or_fail(t, Error(Code::Provider, what(t) + ": HTTP " + std::to_string(status) + ": " +
                                                         excerpt(t->response)),
-                           retry_after_ms(t->retry_after));
+                           retry_after_ms(t->retry_after, cfg_.backoff_max_ms));
     }
     if (status < 200 || status >= 300)
       return finish(t, Error(Code::Provider, what(t) + ": HTTP " + std::to_string(status) + ": " + excerpt(t->response)));
@@ -397,6 +467,7 @@ ProviderPtr make_openai(const Value& options) {
   auto max = uint32_t(o.integer("max_in_flight", 16, 0, 1 << 30));
   std::string base = o.str("base_url", "");
   std::string key_env = o.str("api_key_env", "");
+  bool allow_http = o.boolean("allow_insecure_http", false);
   cfg.timeout_ms = o.integer("timeout_ms", 60000, 1, 24 * 3600 * 1000LL);
   cfg.max_retries = uint32_t(o.integer("max_retries", 3, 0, 100));
   cfg.backoff_ms = o.integer("backoff_ms", 500, 0, 3600 * 1000LL);
@@ -414,10 +485,15 @@ ProviderPtr make_openai(const Value& options) {
     invalid("openai provider: \"base_url\" must start with http:// or https://, found \"" + base + "\"");
   while (!base.empty() && base.back() == '/') base.pop_back();
   cfg.url = base + "/chat/completions";
+  cfg.url_shown = url_for_messages(cfg.url);
   if (!key_env.empty()) {
     const char* key = std::getenv(key_env.c_str());
     if (!key || !*key)
       invalid("openai provider: the environment variable " + key_env + " (option \"api_key_env\") is not set");
+    if (base.rfind("http://", 0) == 0 && !loopback_url(base) && !allow_http)
+      invalid("openai provider: refusing to send the API key (" + key_env + ") over plain http to " +
+              url_for_messages(base) + "; use https://, a loopback host, or set \"allow_insecure_http\": true");
+    cfg.key = key;
     cfg.auth_header = std::string("Authorization: Bearer ") + key;
   }
   return std::make_shared<OpenAI>(std::move(cfg), max);

@@ -4,8 +4,9 @@
 #include <cmath>
 #include <mutex>
 #include <optional>
-#include <regex>
 #include <unordered_map>
+
+#include <re2/re2.h>
 
 #include "value/error.h"
 
@@ -17,7 +18,7 @@ struct SchemaNode {
   std::optional<int64_t> imin, imax;  // str length, int bounds
   std::optional<double> fmin, fmax;   // float bounds
   std::string pattern;
-  std::shared_ptr<const std::regex> re;
+  std::shared_ptr<const re2::RE2> re;  // linear time: replies are untrusted
   std::vector<Value> values;          // enum
   std::vector<std::pair<std::string, SchemaNode>> fields;  // dict (insertion order)
   std::vector<SchemaNode> items;      // list
@@ -61,6 +62,28 @@ std::string index_path(const std::string& path, size_t i) {
 
 [[noreturn]] void bad(const std::string& path, const std::string& why) {
   invalid("lm_schema_call: schema at " + path + ": " + why);
+}
+
+// A pattern is compiled by RE2 (linear in the text matched, no
+// backtracking), with its program's memory bounded.
+std::shared_ptr<const re2::RE2> compile_pattern(const std::string& pattern, const std::string& path) {
+  if (pattern.size() > kMaxPatternBytes)
+    bad(path, "\"pattern\" is " + std::to_string(pattern.size()) + " bytes; the limit is " +
+                  std::to_string(kMaxPatternBytes));
+  re2::RE2::Options o;
+  o.set_log_errors(false);
+  o.set_max_mem(8 << 20);
+  auto re = std::make_shared<const re2::RE2>(pattern, o);
+  if (!re->ok())
+    bad(path, "\"pattern\" is not a valid regular expression (RE2 syntax: no lookaround or backreferences): " +
+                  re->error());
+  return re;
+}
+
+// Unanchored search, as JSON Schema's "pattern". false for a text too long
+// to match within the bound.
+bool pattern_matches(const re2::RE2& re, const std::string& text) {
+  return text.size() <= kMaxPatternSubjectBytes && re2::RE2::PartialMatch(text, re);
 }
 
 SchemaNode parse_node(const Value& v, const std::string& path);
@@ -130,15 +153,16 @@ SchemaNode parse_node(const Value& v, const std::string& path) {
     n.type = SchemaNode::Str;
     n.imin = int_key(v, "min", path);
     n.imax = int_key(v, "max", path);
-    if (n.imin && *n.imin < 0) bad(path, "\"min\" must be >= 0");
+    for (auto [key, b] : {std::pair{"min", n.imin}, std::pair{"max", n.imax}}) {
+      if (b && *b < 0) bad(path, std::string("\"") + key + "\" must be >= 0, found " + std::to_string(*b));
+      if (b && *b > kMaxStrLength)
+        bad(path, std::string("\"") + key + "\" is " + std::to_string(*b) + "; no reply can be longer than " +
+                      std::to_string(kMaxStrLength) + " code points");
+    }
     if (const Value* p = v.find("pattern")) {
       if (p->kind() != Kind::Str) bad(path, "\"pattern\" must be a str");
       n.pattern = p->as_str();
-      try {
-        n.re = std::make_shared<const std::regex>(n.pattern, std::regex::ECMAScript);
-      } catch (const std::regex_error& e) {
-        bad(path, "\"pattern\" is not a valid regular expression: " + std::string(e.what()));
-      }
+      n.re = compile_pattern(n.pattern, path);
     }
   } else if (ty == "int") {
     check_keys(v, path, {"type", "doc", "min", "max"});
@@ -300,7 +324,10 @@ Value validate(const SchemaNode& n, const Value& v, const std::string& path) {
       size_t len = code_points(v.as_str());
       if ((n.imin && int64_t(len) < *n.imin) || (n.imax && int64_t(len) > *n.imax))
         mismatch(path, bounds("a string of length", n.imin, n.imax) + " (length " + std::to_string(len) + ")", v);
-      if (n.re && !std::regex_search(v.as_str(), *n.re)) mismatch(path, "a string matching /" + n.pattern + "/", v);
+      if (n.re && v.as_str().size() > kMaxPatternSubjectBytes)
+        mismatch(path, "a string of at most " + std::to_string(kMaxPatternSubjectBytes) + " bytes to match /" +
+                           n.pattern + "/ (" + std::to_string(v.as_str().size()) + " bytes)", v);
+      if (n.re && !pattern_matches(*n.re, v.as_str())) mismatch(path, "a string matching /" + n.pattern + "/", v);
       return v;
     }
     case SchemaNode::Int: {
@@ -373,10 +400,9 @@ Value smallest(const SchemaNode& n, const std::string& path) {
   switch (n.type) {
     case SchemaNode::Str: {
       size_t len = n.imin ? size_t(*n.imin) : 0;
-      for (const char* fill : {"a", "0", "A", " "}) {
-        std::string s;
-        for (size_t i = 0; i < len; ++i) s += fill;
-        if (!n.re || std::regex_search(s, *n.re)) return Value::str(std::move(s));
+      for (char fill : {'a', '0', 'A', ' '}) {
+        std::string s(len, fill);
+        if (!n.re || pattern_matches(*n.re, s)) return Value::str(std::move(s));
       }
       fail(Code::Provider, "echo: cannot make a string matching /" + n.pattern + "/ for " + path);
     }

@@ -2,7 +2,8 @@
 //
 // A schema is a Value tree: containers (list, dict) hold nodes, and a node
 // is a dict with a "type" key:
-//   {"type":"str",  "min":0, "max":80, "pattern":"^[a-z]+$"}   (length in code points)
+//   {"type":"str",  "min":0, "max":80, "pattern":"^[a-z]+$"}   (length in code points;
+//                                          pattern: RE2 syntax, searched unanchored)
 //   {"type":"int",  "min":1, "max":10}
 //   {"type":"float","min":0.0, "max":1.0}
 //   {"type":"bool"}
@@ -16,6 +17,7 @@
 // per node.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -25,6 +27,12 @@
 #include "value/value.h"
 
 namespace af::lm {
+
+// Bounds on what a schema may ask and what a reply is matched against
+// (documented in af.h at af_lm_schema_call).
+inline constexpr int64_t kMaxStrLength = int64_t(64) << 20;  // str "min"/"max", code points
+inline constexpr size_t kMaxPatternBytes = 1024;            // a "pattern"
+inline constexpr size_t kMaxPatternSubjectBytes = 1 << 20;  // a string matched against it
 
 struct SchemaNode;
 

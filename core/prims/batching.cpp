@@ -117,6 +117,7 @@ void map_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, Run
     }
     std::vector<Value> res(be.out.size());
     for (size_t i = 0; i < n; ++i) {
+      env.check_stop();
       for (size_t j = 0; j < args.size(); ++j) {
         int64_t k = arg_src[j];
         if (k >= 0) args[j] = axes[size_t(k)] ? in[size_t(k)].items()[i] : in[size_t(k)];
@@ -139,6 +140,7 @@ void map_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, Run
     SubProgram::Frame frame = program->frame();
     std::vector<Value> item_in(in.size()), item_out(out.size());
     for (size_t i = 0; i < n; ++i) {
+      env.check_stop();
       for (size_t k = 0; k < in.size(); ++k) item_in[k] = axes[k] ? in[k].items()[i] : in[k];
       program->run(frame, item_in, item_out, env);
       for (size_t o = 0; o < out.size(); ++o) cols[o].push_back(std::move(item_out[o]));

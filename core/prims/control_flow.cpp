@@ -348,6 +348,7 @@ void while_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, R
   Value go;
   const int64_t max = max_iters_of(e.params);
   for (int64_t it = 0; it < max; ++it) {
+    env.check_stop();
     cond->run(cf, state, std::span<Value>(&go, 1), env);
     if (!go.as_bool()) break;
     body->run(bf, state, next, env);

@@ -72,6 +72,7 @@ void while_scan_impl(const Eqn& e, std::span<const Value> in, std::span<Value> o
   const int64_t max = e.params.value("max_iters").as_int();
   int64_t n = 0;
   for (; n < max; ++n) {
+    env.check_stop();
     cond->run(cf, carry, std::span<Value>(&go, 1), env);
     if (!go.as_bool()) break;
     body->run(bf, carry, res, env);
@@ -252,17 +253,24 @@ void scan_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, Ru
       invalid("scan: xs " + std::to_string(i) + " must hold " + std::to_string(n) + " items");
   std::vector<Value> args(a + k), res(k + m);
   for (size_t i = 0; i < k; ++i) args[a + i] = in[1 + a + i];
-  std::vector<std::vector<Value>> ys(m, std::vector<Value>(size_t(n)));
+  // ys grow as iterations run (a reverse scan's are reversed at the end):
+  // the count may be a huge literal of an untrusted graph, so nothing is
+  // sized by it up front.
+  std::vector<std::vector<Value>> ys(m);
   const bool rev = reverse_of(e.params);
   for (int64_t step = 0; step < n; ++step) {
+    env.check_stop();
     size_t it = size_t(rev ? n - 1 - step : step);
     for (size_t i = 0; i < a; ++i) args[i] = in[1 + i].items()[it];
     body->run(frame, args, res, env);
     for (size_t i = 0; i < k; ++i) args[a + i] = std::move(res[i]);
-    for (size_t j = 0; j < m; ++j) ys[j][it] = std::move(res[k + j]);
+    for (size_t j = 0; j < m; ++j) ys[j].push_back(std::move(res[k + j]));
   }
   for (size_t i = 0; i < k; ++i) out[i] = std::move(args[a + i]);
-  for (size_t j = 0; j < m; ++j) out[k + j] = Value::list(std::move(ys[j]));
+  for (size_t j = 0; j < m; ++j) {
+    if (rev) std::reverse(ys[j].begin(), ys[j].end());
+    out[k + j] = Value::list(std::move(ys[j]));
+  }
 }
 
 void scan_push(PushCtx& ctx, const Eqn& e) {

@@ -10,8 +10,13 @@ namespace af {
 namespace {
 
 [[noreturn]] void bad(std::string_view tmpl, size_t pos, const std::string& why) {
+  // The template may be huge: quote its start only.
+  constexpr size_t kShown = 120;
+  size_t cut = std::min(tmpl.size(), kShown);
+  while (cut < tmpl.size() && cut > 0 && (static_cast<unsigned char>(tmpl[cut]) & 0xC0) == 0x80) --cut;
   std::string quoted;
-  append_json_string(quoted, tmpl);
+  append_json_string(quoted, tmpl.substr(0, cut));
+  if (cut < tmpl.size()) quoted += "... (" + std::to_string(tmpl.size()) + " bytes)";
   invalid("format template " + quoted + ": " + why + " at offset " + std::to_string(pos));
 }
 
@@ -49,6 +54,8 @@ Template parse_template(std::string_view tmpl) {
     if (close == std::string_view::npos || (reopen != std::string_view::npos && reopen < close))
       bad(tmpl, i, "unbalanced '{' (close the field with '}' or write '{{' for a literal brace)");
     std::string_view field = tmpl.substr(i + 1, close - i - 1);
+    if (t.parts.size() >= kMaxTemplateFields)
+      bad(tmpl, i, "more than " + std::to_string(kMaxTemplateFields) + " fields (the limit)");
     cur.has_field = true;
     if (field.empty()) {
       if (numbering == kManual)

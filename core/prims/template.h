@@ -9,6 +9,12 @@
 
 namespace af {
 
+// A template has at most this many fields. Each parses into a part of ~80
+// bytes from as little as 3 template bytes ("{0}"), and a saved graph's
+// template arrives compressed: without a bound a 3 KB file parsed into
+// gigabytes. Checked while parsing, at trace and at load alike.
+inline constexpr size_t kMaxTemplateFields = 10000;
+
 struct TemplatePart {
   std::string text;     // literal text before the field (escapes resolved)
   bool has_field = false;

@@ -15,13 +15,26 @@ struct StrHeap final : detail::Heap {
   std::string s;
 };
 struct ListHeap final : detail::Heap {
-  explicit ListHeap(std::vector<Value> v) : items(std::move(v)) {}
+  ListHeap(std::vector<Value> v, uint32_t d) : items(std::move(v)), depth(d) {}
   std::vector<Value> items;
+  uint32_t depth;
 };
 struct DictHeap final : detail::Heap {
   std::vector<Entry> entries;
   std::vector<uint32_t> sorted;  // entry indices by key
+  uint32_t depth = 1;
 };
+
+// 1 + the deepest child, refused past kMaxValueDepth before anything is built.
+template <class Children, class Get>
+uint32_t nested_depth(const Children& children, Get get) {
+  uint32_t d = 0;
+  for (const auto& c : children) d = std::max(d, get(c).depth());
+  if (d + 1 > kMaxValueDepth)
+    invalid("a value nests lists and dicts more than " + std::to_string(kMaxValueDepth) +
+            " levels deep; flatten it (e.g. a list of records instead of nested lists)");
+  return d + 1;
+}
 
 const std::vector<Value> kNoItems;
 const std::vector<Entry> kNoEntries;
@@ -80,12 +93,15 @@ Value Value::str(std::string s) {
 }
 Value Value::list(std::vector<Value> items) {
   Value v;
+  uint32_t depth = nested_depth(items, [](const Value& x) -> const Value& { return x; });
   v.kind_ = Kind::List;
-  v.h_ = new ListHeap(std::move(items));
+  v.h_ = new ListHeap(std::move(items), depth);
   return v;
 }
 Value Value::dict(std::vector<Entry> entries) {
+  uint32_t depth = nested_depth(entries, [](const Entry& e) -> const Value& { return e.second; });
   auto* h = new DictHeap();
+  h->depth = depth;
   Value v;
   v.kind_ = Kind::Dict;
   v.h_ = h;  // owned by v from here on, so a throw below frees it
@@ -184,6 +200,12 @@ const Value* Value::find(std::string_view key) const noexcept {
 size_t Value::size() const noexcept {
   if (kind_ == Kind::List) return items().size();
   if (kind_ == Kind::Dict) return entries().size();
+  return 0;
+}
+
+uint32_t Value::depth() const noexcept {
+  if (kind_ == Kind::List) return static_cast<const ListHeap*>(h_)->depth;
+  if (kind_ == Kind::Dict) return static_cast<const DictHeap*>(h_)->depth;
   return 0;
 }
 

@@ -22,6 +22,11 @@ const char* kind_name(Kind k);
 class Value;
 using Entry = std::pair<std::string, Value>;
 
+// Lists and dicts nest at most this deep (a leaf is depth 0, a list of
+// leaves 1): recursive walks (JSON, hashing, freeing) stay within any
+// thread's stack. Value::list / Value::dict throw INVALID_ARGUMENT past it.
+inline constexpr uint32_t kMaxValueDepth = 512;
+
 namespace detail {
 struct Heap {
   mutable std::atomic<uint32_t> refs{1};
@@ -113,6 +118,8 @@ class Value {
   uint64_t hash() const noexcept;
   // True if any leaf is a placeholder (a traced value or a promise).
   bool has_placeholder() const noexcept;
+  // Container nesting: 0 for a leaf or null, 1 + the deepest item otherwise.
+  uint32_t depth() const noexcept;
 
  private:
   void release() noexcept;

@@ -4,6 +4,7 @@
 #include "check.h"
 
 #include <dirent.h>
+#include <sys/stat.h>
 
 #ifndef AF_SOURCE_DIR
 #define AF_SOURCE_DIR "."
@@ -246,6 +247,29 @@ static void argument_and_io_errors(void) {
   af_ir_free(ir);
 }
 
+/* A FIFO, a directory or a device is refused at once: loading opens without
+ * blocking and checks the type before reading (a FIFO once blocked forever). */
+static void files_that_are_not_regular_are_refused_at_once(void) {
+  af_ir_t* back = NULL;
+  af_program_t* prog = NULL;
+  char path[256];
+  temp_path(path, sizeof path, "fifo.afg");
+  remove(path);
+  if (mkfifo(path, 0600) != 0) {
+    check_fail(__FILE__, __LINE__, "mkfifo %s failed", path);
+    return;
+  }
+  alarm(20); /* a regression blocks in open(): fail loudly instead of hanging */
+  CHECK_ERR(af_ir_load(ctx, path, strlen(path), &back), AF_ERR_IO, "not a regular file", "FIFO");
+  CHECK(back == NULL);
+  CHECK_ERR(af_program_load(ctx, path, strlen(path), &prog), AF_ERR_IO, "not a regular file", "FIFO");
+  CHECK(prog == NULL);
+  CHECK_ERR(af_ir_load(ctx, "/tmp", 4, &back), AF_ERR_IO, "directory");
+  CHECK_ERR(af_ir_load(ctx, "/dev/zero", 9, &back), AF_ERR_IO, "device");
+  alarm(0);
+  remove(path);
+}
+
 /* ---- programs ---------------------------------------------------------- */
 
 static void program_save_load_runs_without_compiling(void) {
@@ -421,6 +445,7 @@ int main(int argc, char** argv) {
       CASE(verify_summarizes),          CASE(json_form_round_trips_exactly),
       CASE(newer_or_unknown_is_version), CASE(damage_is_format),
       CASE(argument_and_io_errors),     CASE(golden_graphs_load_and_run),
+      CASE(files_that_are_not_regular_are_refused_at_once),
       CASE(program_save_load_runs_without_compiling),
   };
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);

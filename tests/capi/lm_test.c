@@ -202,6 +202,10 @@ static void bad_schemas_name_the_path(void) {
       {"{\"a\":{\"type\":\"str\",\"mx\":3}}", "$.a", "unknown key \"mx\""},
       {"{\"a\":{\"b\":[{\"type\":\"enum\",\"values\":[]}]}}", "$.a.b[0]", "values"},
       {"{\"a\":{\"type\":\"str\",\"pattern\":\"(\"}}", "$.a", "pattern"},
+      {"{\"a\":{\"type\":\"str\",\"max\":-1}}", "$.a", "\"max\" must be >= 0"},
+      {"{\"a\":{\"type\":\"str\",\"min\":1000000000000}}", "$.a", "no reply can be longer"},
+      {"{\"a\":{\"type\":\"float\",\"min\":1,\"max\":0}}", "$.a", "min"},
+      {"{\"a\":{\"type\":\"enum\",\"values\":[true,\"x\"]}}", "$.a", "one kind"},
       {"{\"a\":3}", "$.a", "expected a node"},
       {"{}", "$", "empty"},
   };
@@ -744,6 +748,155 @@ done:
   server_stop(&s);
 }
 
+/* A server's Retry-After is clamped to backoff_max_ms: huge, overflowing,
+ * non-finite, negative and far-future dates all retry within the cap. */
+static void openai_clamps_retry_after(void) {
+  static const char* values[] = {"99999999999999", "1e300", "inf", "-inf", "nan", "86400",
+                                 "-5", "0.0001", "Fri, 31 Dec 9999 23:59:59 GMT", "garbage"};
+  struct server s = server_start();
+  af_provider_t* p = openai_for(&s, "\"backoff_max_ms\":200");
+  size_t i;
+  if (!p) goto done;
+  route("*", p);
+  for (i = 0; i < sizeof values / sizeof values[0]; i++) {
+    char model[96];
+    af_value_t* out = NULL;
+    double t0 = now_ms();
+    snprintf(model, sizeof model, "retry-after:%s", values[i]);
+    if (CHECK_OK(call_model(model, "r", &out))) CHECK(out != NULL);
+    if (now_ms() - t0 > 1500) check_fail(__FILE__, __LINE__, "Retry-After %s: %.0f ms", values[i], now_ms() - t0);
+    CHECK_INT_EQ(server_attempts(&s, model, "r"), 2);
+    af_value_free(out);
+  }
+  af_provider_free(p);
+done:
+  server_stop(&s);
+}
+
+static af_error_t* ask_program(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out);
+
+/* A waiting retry never outlives the run: Retry-After: 86400 with a large
+ * backoff_max_ms still ends at the run's deadline with TIMEOUT. */
+static void openai_retry_wait_ends_at_the_run_deadline(void) {
+  struct server s = server_start();
+  af_provider_t* p = openai_for(&s, "\"backoff_max_ms\":3600000");
+  af_ir_t* ir = NULL;
+  af_program_t* prog = NULL;
+  af_value_t* in[2] = {NULL, NULL};
+  af_value_t* out = NULL;
+  af_run_options_t o;
+  double t0;
+  if (!p) goto done;
+  route("*", p);
+  ir = TRACE(ask_program, NULL, "[\"q\", \"m\"]", NULL);
+  if (!ir || !CHECK_OK(af_compile(ctx, ir, &prog))) goto done;
+  in[0] = mk_str("d");
+  in[1] = mk_str("retry-after:86400");
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.timeout_ms = 300;
+  t0 = now_ms();
+  CHECK_ERR(af_program_call_with(ctx, prog, (const af_value_t* const*)in, 2, &o, &out), AF_ERR_TIMEOUT, "");
+  CHECK(now_ms() - t0 < 1300);
+done:
+  af_value_free(in[0]);
+  af_value_free(in[1]);
+  af_program_free(prog);
+  af_ir_free(ir);
+  af_provider_free(p);
+  server_stop(&s);
+}
+
+/* The key goes over plain http only to loopback hosts, or when allowed. */
+static void openai_refuses_a_key_over_plain_http(void) {
+  static const struct {
+    const char* url;
+    int ok;
+  } cases[] = {
+      {"http://api.example.com/v1", 0},
+      {"http://127.0.0.1.example.com/v1", 0},
+      {"http://localhost.example.com:8080/v1", 0},
+      {"http://10.0.0.1/v1", 0},
+      {"http://127.0.0.1@example.com/v1", 0},
+      {"http://example.com/127.0.0.1", 0},
+      {"http://127.0.0.1:8080/v1", 1},
+      {"http://127.1.2.3/v1", 1},
+      {"http://LOCALHOST:9/v1", 1},
+      {"http://[::1]:9/v1", 1},
+      {"http://user:pw@localhost/v1", 1},
+      {"https://api.example.com/v1", 1},
+  };
+  size_t i;
+  setenv("AF_TEST_KEY", "sk-test-123", 1);
+  for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char opts[256];
+    af_provider_t* p = NULL;
+    af_error_t* e;
+    snprintf(opts, sizeof opts, "{\"base_url\":\"%s\",\"api_key_env\":\"AF_TEST_KEY\"}", cases[i].url);
+    e = af_provider_openai_new(opts, strlen(opts), &p);
+    if (cases[i].ok) {
+      if (!CHECK_OK(e)) printf("    for %s\n", cases[i].url);
+    } else if (!CHECK_ERR(e, AF_ERR_INVALID_ARGUMENT, "plain http", "allow_insecure_http", "AF_TEST_KEY")) {
+      printf("    for %s\n", cases[i].url);
+    }
+    af_provider_free(p);
+    p = NULL;
+    /* The explicit option allows it. */
+    snprintf(opts, sizeof opts, "{\"base_url\":\"%s\",\"api_key_env\":\"AF_TEST_KEY\",\"allow_insecure_http\":true}",
+             cases[i].url);
+    CHECK_OK(af_provider_openai_new(opts, strlen(opts), &p));
+    af_provider_free(p);
+  }
+}
+
+/* A server that echoes the request cannot put the key into a message, and
+ * its control characters (terminal escapes) arrive escaped. */
+static void openai_messages_hide_the_key_and_escape_controls(void) {
+  struct server s = server_start();
+  af_provider_t* p;
+  af_value_t* out = NULL;
+  af_error_t* e;
+  setenv("AF_TEST_KEY", "sk-test-secret-456", 1);
+  p = openai_for(&s, "\"api_key_env\":\"AF_TEST_KEY\"");
+  if (!p) goto done;
+  route("*", p);
+  e = call_model("echo-auth-error", "x", &out);
+  if (CHECK_ERR_KEEP(e, AF_ERR_PROVIDER, "HTTP 400", "Bearer [redacted]", "\\x1b[31m", "\\x07", "\\u009b")) {
+    const char* msg = af_error_message(e);
+    size_t i;
+    CHECK_NOT_CONTAINS(msg, "sk-test");
+    for (i = 0; msg[i]; i++)
+      if ((unsigned char)msg[i] < 0x20 || (unsigned char)msg[i] == 0x7f ||
+          ((unsigned char)msg[i] == 0xc2 && (unsigned char)msg[i + 1] >= 0x80 && (unsigned char)msg[i + 1] < 0xa0)) {
+        check_fail(__FILE__, __LINE__, "a control character at byte %zu of the message", i);
+        break;
+      }
+  }
+  af_error_free(e);
+  af_provider_free(p);
+done:
+  server_stop(&s);
+}
+
+/* A body over the 64 MiB reply cap fails at once: aborted, not retried
+ * (the same server would send it again). */
+static void openai_oversized_reply_is_not_retried(void) {
+  struct server s = server_start();
+  af_provider_t* p = NULL;
+  af_value_t* out = NULL;
+  char opts[256];
+  snprintf(opts, sizeof opts,
+           "{\"base_url\":\"http://127.0.0.1:%d/v1\",\"timeout_ms\":30000,\"max_retries\":2,\"backoff_ms\":10}",
+           s.port);
+  if (!CHECK_OK(af_provider_openai_new(opts, strlen(opts), &p))) goto done;
+  route("*", p);
+  CHECK_ERR(call_model("huge-body", "x", &out), AF_ERR_PROVIDER, "larger than 64 MiB", "attempt 1 of 3");
+  CHECK_INT_EQ(server_attempts(&s, "huge-body", "x"), 1);
+done:
+  af_provider_free(p);
+  server_stop(&s);
+}
+
 static void openai_connection_refused_is_provider(void) {
   struct server s = server_start();
   af_provider_t* p;
@@ -1041,6 +1194,11 @@ int main(int argc, char** argv) {
       CASE(openai_schema_calls_send_json_schema),
       CASE(openai_faults_end_in_the_right_code),
       CASE(openai_honors_retry_after),
+      CASE(openai_clamps_retry_after),
+      CASE(openai_retry_wait_ends_at_the_run_deadline),
+      CASE(openai_refuses_a_key_over_plain_http),
+      CASE(openai_messages_hide_the_key_and_escape_controls),
+      CASE(openai_oversized_reply_is_not_retried),
       CASE(openai_connection_refused_is_provider),
       CASE(openai_cancel_aborts_the_transfer),
   };

@@ -819,6 +819,53 @@ static void contexts_are_independent(void) {
   af_value_free(v);
 }
 
+/* Values nest at most 512 deep: building a list 300 000 deep (which once
+ * crashed af_value_to_json and af_value_free) stops at the limit with
+ * INVALID_ARGUMENT, and everything built still prints and frees. */
+static void nesting_is_bounded_at_construction(void) {
+  af_value_t* v = mk_int(7);
+  af_value_t* deeper = NULL;
+  af_bytes_t json = {NULL, 0};
+  int depth = 0, refused = 0;
+  for (depth = 0; depth < 300000 && v; depth++) {
+    af_error_t* e = af_value_list(ctx, (const af_value_t* const*)&v, 1, &deeper);
+    if (e) {
+      CHECK_ERR(e, AF_ERR_INVALID_ARGUMENT, "more than 512 levels deep");
+      CHECK(deeper == NULL);
+      refused = 1;
+      break;
+    }
+    af_value_free(v);
+    v = deeper;
+    deeper = NULL;
+  }
+  CHECK(refused);
+  CHECK_INT_EQ(depth, 512);
+  if (CHECK_OK(af_value_to_json(v, &json))) CHECK_INT_EQ((long)json.len, 512 * 2 + 1);
+  af_bytes_free(&json);
+  {
+    const char* key = "k";
+    size_t key_len = 1;
+    CHECK_ERR(af_value_dict(ctx, &key, &key_len, (const af_value_t* const*)&v, 1, &deeper),
+              AF_ERR_INVALID_ARGUMENT, "512");
+  }
+  af_value_free(v);
+  {
+    /* JSON too. */
+    size_t n = 600, i;
+    char* text = malloc(2 * n + 1);
+    for (i = 0; i < n; i++) {
+      text[i] = '[';
+      text[n + i] = ']';
+    }
+    text[2 * n] = 0;
+    v = NULL;
+    CHECK_ERR(af_value_from_json(ctx, text, 2 * n, &v), AF_ERR_INVALID_ARGUMENT, "512");
+    CHECK(v == NULL);
+    free(text);
+  }
+}
+
 int main(int argc, char** argv) {
   static const struct test_case cases[] = {
       CASE(json_round_trips_keep_kinds_and_text),
@@ -845,6 +892,7 @@ int main(int argc, char** argv) {
       CASE(bytes_free_accepts_null_and_zeroed),
       CASE(version),
       CASE(contexts_are_independent),
+      CASE(nesting_is_bounded_at_construction),
   };
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -107,6 +107,84 @@ TEST(LmSchema, SmallestReplyIsValid) {
   }
 }
 
+// Every bound is checked when the schema is given, naming the path, so a
+// schema that no reply could satisfy never reaches a provider.
+TEST(LmSchema, BoundsAreCheckedWhenTheSchemaIsGiven) {
+  const struct {
+    const char* tree;
+    const char* error;
+  } cases[] = {
+      {R"({"a":{"type":"str","max":-1}})", "$.a: \"max\" must be >= 0"},
+      {R"({"a":{"type":"str","min":-1}})", "$.a: \"min\" must be >= 0"},
+      {R"({"a":{"type":"str","min":5,"max":4}})", "$.a: \"min\" is greater than \"max\""},
+      {R"({"a":{"type":"str","min":1000000000000}})", "$.a: \"min\" is 1000000000000; no reply can be longer"},
+      {R"({"a":{"type":"str","max":1e12}})", "$.a: \"max\" must be an int"},
+      {R"({"a":{"type":"int","min":2,"max":1}})", "$.a: \"min\" is greater than \"max\""},
+      {R"({"a":{"type":"float","min":0.5,"max":0.25}})", "$.a: \"min\" is greater than \"max\""},
+      {R"({"a":[{"type":"enum","values":[]}]})", "$.a[0]: an enum needs \"values\""},
+      {R"({"a":{"type":"enum","values":["x",1]}})", "$.a: enum values must all have one kind"},
+      {R"({"a":{"type":"enum","values":[1.5]}})", "$.a: enum values must be str, int or bool"},
+      {R"({"a":{"type":"str","pattern":"("}})", "$.a: \"pattern\" is not a valid regular expression"},
+      {R"j({"a":{"type":"str","pattern":"a(?=b)"}})j", "no lookaround"},
+      {R"({"a":{"type":"str","pattern":"(a)\\1"}})", "$.a: \"pattern\" is not a valid"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.tree);
+    try {
+      Schema::parse(J(c.tree));
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Code::InvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(c.error), std::string::npos) << e.what();
+    }
+  }
+  std::string long_pattern(kMaxPatternBytes + 1, 'a');
+  try {
+    Schema::parse(Value::dict({{"a", Value::dict({{"type", Value::str("str")}, {"pattern", Value::str(long_pattern)}})}}));
+    ADD_FAILURE() << "a long pattern was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the limit is 1024"), std::string::npos) << e.what();
+  }
+  // The largest bound is accepted, and echo's instance is made at once.
+  Schema big = Schema::parse(J(R"({"type":"str","min":67108864,"max":67108864})"));
+  EXPECT_EQ(big.smallest_reply().size(), size_t(67108864) + 12);
+}
+
+double seconds_to_validate(const Schema& s, const std::string& reply, bool expect_ok) {
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    s.parse_reply(reply);
+    EXPECT_TRUE(expect_ok) << "accepted";
+  } catch (const Error& e) {
+    EXPECT_FALSE(expect_ok) << e.what();
+    EXPECT_EQ(e.code(), Code::Schema);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Patterns run in linear time on untrusted replies: no recursion per
+// character (a 100 KB reply once crashed the process) and no backtracking
+// (^(a+)+b$ was exponential).
+TEST(LmSchema, PatternsRunInLinearTimeOnLongReplies) {
+  Schema lower = Schema::parse(J(R"({"type":"str","pattern":"^[a-z]+$"})"));
+  std::string a100k(100 * 1024, 'a');
+  EXPECT_LT(seconds_to_validate(lower, "{\"value\":\"" + a100k + "\"}", true), 1.0);
+  EXPECT_LT(seconds_to_validate(lower, "{\"value\":\"" + a100k + "A\"}", false), 1.0);
+  Schema nested = Schema::parse(J(R"({"type":"str","pattern":"^(a+)+b$"})"));
+  EXPECT_LT(seconds_to_validate(nested, "{\"value\":\"" + std::string(40, 'a') + "c\"}", false), 1.0);
+  EXPECT_LT(seconds_to_validate(nested, "{\"value\":\"" + a100k + "\"}", false), 1.0);
+  EXPECT_LT(seconds_to_validate(nested, "{\"value\":\"" + a100k + "b\"}", true), 1.0);
+  // Past the bound a string cannot match, and the message says why.
+  std::string huge(kMaxPatternSubjectBytes + 1, 'a');
+  try {
+    lower.parse_reply("{\"value\":\"" + huge + "\"}");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::Schema);
+    EXPECT_NE(std::string(e.what()).find("at most 1048576 bytes"), std::string::npos) << e.what();
+  }
+}
+
 TEST(LmRouter, GlobsAndPrecedence) {
   EXPECT_TRUE(glob_match("*", ""));
   EXPECT_TRUE(glob_match("gpt-*", "gpt-4o"));

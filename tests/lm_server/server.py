@@ -7,6 +7,7 @@ so tests do not disturb each other):
 
   ok              200, content "<model>|<last message content>"
   429xN           N times 429 with Retry-After: 1, then ok
+  retry-after:V   once 429 with Retry-After: V (any text), then ok
   500xN           N times 500, then ok
   500always       always 500
   slow            answers after 3 s (longer than the tests' timeouts)
@@ -17,6 +18,9 @@ so tests do not disturb each other):
   schema-ok       200, content {"answer": "fine", "score": 7}
   show-request    200, content = the request body it received
   show-auth       200, content = the Authorization header ("" if none)
+  huge-body       200 with a 65 MiB body (over libaf's 64 MiB reply cap)
+  echo-auth-error 400 with a plain-text body echoing the Authorization header
+                  between terminal escapes and other control characters
   show-format     200, content {"answer": <the request's response_format as
                   JSON text>, "score": 1} (valid for the tests' schema)
 
@@ -124,6 +128,19 @@ class Handler(BaseHTTPRequestHandler):
             if n <= int(model[4:]):
                 self.send(429, json.dumps({"error": {"message": "rate limited"}}), {"Retry-After": "1"})
                 return
+        elif model.startswith("retry-after:"):
+            if n == 1:
+                self.send(429, json.dumps({"error": {"message": "rate limited"}}),
+                          {"Retry-After": model[len("retry-after:"):]})
+                return
+        elif model == "huge-body":
+            self.send(200, b"x" * (65 << 20))
+            return
+        elif model == "echo-auth-error":
+            body = ("\x1b[2J\x1b[31mbad key: " + self.headers.get("Authorization", "") +
+                    "\r\n\x07\u009b31m (8-bit CSI)\x1b[0m")
+            self.send(400, body, ctype="text/plain")
+            return
         elif model.startswith("500x"):
             if n <= int(model[4:]):
                 self.send(500, json.dumps({"error": {"message": "internal failure"}}))
@@ -162,13 +179,23 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(model, model + "|" + last)
 
 
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # A client that aborts a transfer (libaf's reply cap, cancellation)
+        # resets the connection: expected, not worth a traceback.
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--lifetime", type=float, default=120.0)
     args = ap.parse_args()
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
-    server.daemon_threads = True
+    server = Server(("127.0.0.1", args.port), Handler)
     parent = os.getppid()
 
     def watchdog():

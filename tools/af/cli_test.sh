@@ -59,6 +59,16 @@ check deep-nesting 1 'deep' -- "$AF" convert deep.json --from json -o deep.afg
 sed 's/"%1"/"%9"/' hello.json >range.json
 check out-of-range-index 1 '%9' -- "$AF" convert range.json --from json -o range.afg
 check verify-json 1 'af convert' -- "$AF" verify hello.json
+# Not a regular file: refused at once, never read (a FIFO would block, /dev/zero never ends).
+check verify-dev-zero 1 'not a regular file' -- timeout 10 "$AF" verify /dev/zero
+mkfifo fifo.afg
+check verify-fifo 1 'not a regular file' -- timeout 10 "$AF" verify fifo.afg
+check show-fifo 1 'not a regular file' -- timeout 10 "$AF" show fifo.afg
+check run-fifo 1 'not a regular file' -- timeout 10 "$AF" run fifo.afg --input '[]'
+check verify-directory 1 'not a regular file' -- timeout 10 "$AF" verify .
+truncate -s 1100M sparse.afg
+check verify-too-large 1 'over the 1073741824 bytes limit' -- timeout 10 "$AF" verify sparse.afg
+rm -f sparse.afg
 check from-json 0 '' -- "$AF" convert hello.json --from json -o back.afg
 if ! cmp -s hello.afg back.afg; then echo "FAIL convert round trip: bytes differ"; fails=$((fails + 1)); fi
 check golden-from-json 0 '' -- "$AF" convert "$GRAPHS/control_flow.json" --from json -o cf.afg

@@ -25,6 +25,9 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "triage_program.h"
@@ -59,44 +62,54 @@ static int usage_error(const char* what) {
   return 2;
 }
 
-/* Reads a whole file into *out (malloc'ed, NUL-terminated). */
+/* The largest file the library accepts (a saved graph or its JSON form):
+ * anything larger is refused before reading. */
+#define AF_CLI_MAX_FILE_BYTES ((uint64_t)1 << 30)
+
+/* Reads a whole regular file into *out (malloc'ed, NUL-terminated). A FIFO,
+ * device or directory is refused at once (opened without blocking, then
+ * checked), and so is a file over the library's size limit. */
 static af_error_t* read_all(const char* path, unsigned char** out, size_t* len) {
-  char msg[512];
-  FILE* f = fopen(path, "rb");
-  size_t cap = 1 << 16, n = 0;
-  unsigned char* buf = NULL;
+  char msg[600];
+  struct stat st;
+  unsigned char* buf;
+  size_t n = 0;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
   *out = NULL;
   *len = 0;
-  if (!f) {
-    snprintf(msg, sizeof msg, "cannot open \"%s\"", path);
+  if (fd < 0) {
+    snprintf(msg, sizeof msg, "cannot open \"%s\": %s", path, strerror(errno));
     return af_error_new(AF_ERR_IO, msg, strlen(msg));
   }
-  buf = malloc(cap + 1);
-  while (buf) {
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (n < cap) break;
-    if (cap >= ((size_t)1 << 31)) break; /* the library rejects anything this large */
-    cap *= 2;
-    unsigned char* grown = realloc(buf, cap + 1);
-    if (!grown) {
-      free(buf);
-      buf = NULL;
-    } else {
-      buf = grown;
-    }
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    snprintf(msg, sizeof msg, "cannot read \"%s\": not a regular file", path);
+    return af_error_new(AF_ERR_IO, msg, strlen(msg));
   }
+  if ((uint64_t)st.st_size > AF_CLI_MAX_FILE_BYTES) {
+    close(fd);
+    snprintf(msg, sizeof msg, "\"%s\" is %llu bytes, over the %llu bytes limit of a saved graph", path,
+             (unsigned long long)st.st_size, (unsigned long long)AF_CLI_MAX_FILE_BYTES);
+    return af_error_new(AF_ERR_FORMAT, msg, strlen(msg));
+  }
+  buf = malloc((size_t)st.st_size + 1);
   if (!buf) {
-    fclose(f);
+    close(fd);
     return af_error_new(AF_ERR_OUT_OF_MEMORY, "out of memory", 13);
   }
-  if (ferror(f)) {
-    fclose(f);
-    free(buf);
-    snprintf(msg, sizeof msg, "cannot read \"%s\"", path);
-    return af_error_new(AF_ERR_IO, msg, strlen(msg));
+  while (n < (size_t)st.st_size) {
+    ssize_t got = read(fd, buf + n, (size_t)st.st_size - n);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      snprintf(msg, sizeof msg, "cannot read \"%s\": %s", path, strerror(errno));
+      close(fd);
+      free(buf);
+      return af_error_new(AF_ERR_IO, msg, strlen(msg));
+    }
+    if (got == 0) break; /* shrank while reading: the loader reports the truncation */
+    n += (size_t)got;
   }
-  fclose(f);
+  close(fd);
   buf[n] = 0;
   *out = buf;
   *len = n;

@@ -150,7 +150,9 @@ AF_API void af_context_free(af_context_t* ctx);
  * (double), str (UTF-8), list, dict (string keys; insertion order kept for
  * display, sorted key order used when flattening). Inside a trace a value may
  * be (or contain) a placeholder: a traced leaf whose content is only known
- * when the program runs. */
+ * when the program runs. Lists and dicts nest at most 512 levels deep (a
+ * leaf is 0, a list of leaves 1): building or parsing anything deeper is
+ * INVALID_ARGUMENT, so every walk over a value stays within the stack. */
 typedef struct af_value af_value_t;
 
 #define AF_KIND_NULL 0
@@ -167,8 +169,8 @@ typedef struct af_value af_value_t;
  * has no context to hand). */
 
 /* Parses exact JSON: integers stay int, numbers with '.', 'e' stay float.
- * INVALID_ARGUMENT for malformed JSON, invalid UTF-8, duplicate keys or
- * integers outside int64. */
+ * INVALID_ARGUMENT for malformed JSON, invalid UTF-8, duplicate keys,
+ * integers outside int64 or nesting deeper than 512. */
 AF_API af_error_t* af_value_from_json(af_context_t* ctx, const char* json, size_t len,
                                       af_value_t** out);
 /* Compact JSON; floats shortest round-trip ("2.0", "1e+30"). INVALID_ARGUMENT
@@ -181,7 +183,8 @@ AF_API af_error_t* af_value_bool(af_context_t* ctx, int32_t b, af_value_t** out)
 AF_API af_error_t* af_value_int(af_context_t* ctx, int64_t i, af_value_t** out);
 AF_API af_error_t* af_value_float(af_context_t* ctx, double f, af_value_t** out);
 AF_API af_error_t* af_value_str(af_context_t* ctx, const char* s, size_t len, af_value_t** out);
-/* A list of the items (each gets a new reference; the caller keeps its own). */
+/* A list of the items (each gets a new reference; the caller keeps its own).
+ * INVALID_ARGUMENT if it would nest deeper than 512 (also for af_value_dict). */
 AF_API af_error_t* af_value_list(af_context_t* ctx, const af_value_t* const* items, size_t n,
                                  af_value_t** out);
 /* A dict; INVALID_ARGUMENT on a duplicate key. */
@@ -336,7 +339,8 @@ AF_API af_error_t* af_fold_pop(af_context_t* ctx);
  * "true", "[1,2]"; a list or dict argument may hold placeholders). named: a
  * dict of named arguments, or NULL. INVALID_ARGUMENT: unbalanced braces,
  * automatic and manual numbering mixed, missing positional or named
- * argument (checked when the operation is recorded, not when it runs). */
+ * argument, more than 10000 fields (checked when the operation is recorded,
+ * not when it runs; a loaded graph's templates get the same checks). */
 AF_API af_error_t* af_format(af_context_t* ctx, const char* tmpl, size_t tmpl_len,
                              const af_value_t* const* args, size_t n_args,
                              const af_value_t* named, af_value_t** out);
@@ -691,6 +695,12 @@ AF_API af_error_t* af_lm_call(af_context_t* ctx, const af_value_t* messages,
  * "doc":"..." (its description). A dict without "type" is a container.
  * Example: {"answer": {"type":"str","max":200,"doc":"one sentence"},
  *           "score": {"type":"int","min":1,"max":10}}.
+ * Bounds are checked when the schema is given (INVALID_ARGUMENT naming the
+ * path, e.g. "$.answer"): str min/max in [0, 64 Mi] with min <= max, int and
+ * float min <= max, enum values non-empty, distinct and of one kind, and a
+ * pattern of at most 1024 bytes that compiles. A pattern is RE2 syntax
+ * (ECMAScript-like, without lookaround or backreferences), searched
+ * unanchored in linear time; a reply string over 1 MiB cannot match one.
  * The provider receives the equivalent JSON Schema (containers as objects
  * with every property required and no others; a list's properties are
  * "0","1",...; a single-node schema travels as {"value": ...}). The reply is
@@ -719,14 +729,19 @@ AF_API af_error_t* af_provider_echo_new(const char* options_json, size_t len,
  * Options: "base_url" (required, e.g. "https://api.openai.com/v1"; the
  * request goes to base_url + "/chat/completions"), "api_key_env" (name of the
  * environment variable holding the key, read at creation, never logged;
- * default none), "max_in_flight" (default 16), "timeout_ms" (per attempt,
- * default 60000), "max_retries" (default 3; retried: 429, 5xx, connection
- * failures, timeouts), "backoff_ms" (first delay, default 500, doubled each
- * retry, with jitter, capped by "backoff_max_ms", default 20000; a
- * Retry-After header wins), "extra" (an object merged into every request
- * body, e.g. {"temperature": 0}). Schema calls send response_format
- * {"type":"json_schema", ...strict}. Failures: PROVIDER (status and body
- * excerpt, after retries), TIMEOUT. */
+ * default none; with a key, a plain http:// base_url is INVALID_ARGUMENT
+ * unless its host is loopback — localhost, 127.x.x.x, [::1] — or
+ * "allow_insecure_http" is true), "max_in_flight" (default 16), "timeout_ms"
+ * (per attempt, default 60000), "max_retries" (default 3; retried: 429, 5xx,
+ * connection failures, timeouts), "backoff_ms" (first delay, default 500,
+ * doubled each retry, with jitter, capped by "backoff_max_ms", default
+ * 20000; a Retry-After header wins but is clamped to backoff_max_ms, and a
+ * run's deadline or cancel ends the wait), "extra" (an object merged into
+ * every request body, e.g. {"temperature": 0}). Schema calls send
+ * response_format {"type":"json_schema", ...strict}. Failures: PROVIDER
+ * (status and a 300-byte body excerpt, after retries; the key is replaced by
+ * "[redacted]" and control characters are escaped; a reply body over 64 MiB
+ * is aborted and not retried), TIMEOUT. */
 AF_API af_error_t* af_provider_openai_new(const char* options_json, size_t len,
                                           af_provider_t** out);
 /* replay: answers from a recorded JSON Lines file (one {"key":...,
@@ -793,7 +808,13 @@ AF_API void af_provider_free(af_provider_t* p);
  * FlatBuffers verifier, every index, SSA, primitives and their arity, UTF-8)
  * before building anything. Errors: FORMAT (damaged or inconsistent bytes),
  * VERSION (a newer format, or a primitive this library lacks, named), IO
- * (files). Primitives are found by (name, version) in this process. */
+ * (files). Primitives are found by (name, version) in this process.
+ * Limits (core/io/README.md has them all), each FORMAT at load: a file and
+ * its decompressed content of at most 1 GiB, sub-IRs (branches, loop
+ * bodies) nested at most 64 deep, literal values and structures nested at
+ * most 256 deep, at most 2^32 equations once shared sub-IRs are expanded,
+ * format templates of at most 10000 fields. A path that is not a regular
+ * file (a FIFO, a device, a directory) is IO at once, never waited on. */
 
 /* Writes ir to path (via a temporary file and a rename, so a crash never
  * leaves a half-written file). IO on failure; INVALID_ARGUMENT if the IR is
