@@ -307,6 +307,51 @@ func TestScopes(t *testing.T) {
 	wantCode(t, ctx.PopMemoize(), af.CodeInvalidArgument)
 }
 
+// Scopes belong to the goroutine that pushed them (libaf scopes are per OS
+// thread; Push keeps the goroutine on its thread until Pop): goroutines that
+// yield between calls still see their own scope, and never another's.
+func TestScopesPerGoroutine(t *testing.T) {
+	ctx := newCtx(t)
+	ir := must(af.Trace(ctx, func(ctx *af.Context, in []*af.Value) (*af.Value, error) {
+		return ctx.Checkpoint(in[0], "k", "c")
+	}, js(t, ctx, `"x"`)))(t)
+	const runs = 30
+	var wg sync.WaitGroup
+	got := make([]string, 2)
+	errs := make([]error, 2)
+	for g := 0; g < 2; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			in, err := ctx.Str(string(rune('a' + g)))
+			if err == nil {
+				err = ctx.PushCollect("c")
+			}
+			for i := 0; err == nil && i < runs; i++ {
+				runtime.Gosched() // lets the scheduler move the goroutine
+				_, err = ir.Call(ctx, in)
+			}
+			if err == nil {
+				var v *af.Value
+				if v, err = ctx.PopCollect(); err == nil {
+					got[g], err = v.JSON()
+				}
+			}
+			errs[g] = err
+		}(g)
+	}
+	wg.Wait()
+	for g := 0; g < 2; g++ {
+		if errs[g] != nil {
+			t.Fatal(errs[g])
+		}
+		want := `{"k":[` + strings.TrimSuffix(strings.Repeat(`"`+string(rune('a'+g))+`",`, runs), ",") + `]}`
+		if got[g] != want {
+			t.Fatalf("goroutine %d collected %s, want %s", g, got[g], want)
+		}
+	}
+}
+
 func TestProgramSyncAsyncWithEcho(t *testing.T) {
 	ctx := newCtx(t)
 	echo := must(af.NewEchoProvider(""))(t)

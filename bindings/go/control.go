@@ -169,6 +169,32 @@ func (c *Context) HostCall(name string, args ...*Value) (*Value, error) {
 }
 
 // --- run-time scopes ----------------------------------------------------------
+//
+// libaf scopes belong to the OS thread that pushed them (a run uses the scopes
+// of the thread that starts it). A successful Push locks the calling goroutine
+// to its thread until the matching Pop, so the calls in between see the scope
+// however the Go scheduler moves goroutines; push and pop on one goroutine.
+
+// scoped runs push with the goroutine locked to its thread, keeping the lock
+// only when the push succeeded.
+func scoped(push func() error) error {
+	runtime.LockOSThread()
+	if err := push(); err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	return nil
+}
+
+// unscoped runs pop and releases the lock its push took, only when the pop
+// succeeded (a pop without a push took no lock).
+func unscoped(pop func() error) error {
+	if err := pop(); err != nil {
+		return err
+	}
+	runtime.UnlockOSThread()
+	return nil
+}
 
 // PushCollect opens a collect scope: every checkpoint of collection that
 // runs appends its value under its key.
@@ -177,11 +203,13 @@ func (c *Context) PushCollect(collection string) error {
 	if err != nil {
 		return err
 	}
-	p, n := cstr(collection)
-	e := C.af_collect_push(cp, p, n)
-	runtime.KeepAlive(c)
-	runtime.KeepAlive(collection)
-	return takeError(e)
+	return scoped(func() error {
+		p, n := cstr(collection)
+		e := C.af_collect_push(cp, p, n)
+		runtime.KeepAlive(c)
+		runtime.KeepAlive(collection)
+		return takeError(e)
+	})
 }
 
 // PopCollect closes the innermost collect scope and returns
@@ -191,10 +219,16 @@ func (c *Context) PopCollect() (*Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out *C.af_value_t
-	e := C.af_collect_pop(cp, &out)
-	runtime.KeepAlive(c)
-	return takeValue(e, out)
+	var v *Value
+	err = unscoped(func() error {
+		var out *C.af_value_t
+		e := C.af_collect_pop(cp, &out)
+		runtime.KeepAlive(c)
+		var perr error
+		v, perr = takeValue(e, out)
+		return perr
+	})
+	return v, err
 }
 
 // PushInject opens an inject scope: values is {key: [values...]}; a
@@ -208,12 +242,14 @@ func (c *Context) PushInject(collection string, values *Value) error {
 	if err != nil {
 		return err
 	}
-	p, n := cstr(collection)
-	e := C.af_inject_push(cp, p, n, vp)
-	runtime.KeepAlive(c)
-	runtime.KeepAlive(values)
-	runtime.KeepAlive(collection)
-	return takeError(e)
+	return scoped(func() error {
+		p, n := cstr(collection)
+		e := C.af_inject_push(cp, p, n, vp)
+		runtime.KeepAlive(c)
+		runtime.KeepAlive(values)
+		runtime.KeepAlive(collection)
+		return takeError(e)
+	})
 }
 
 // PopInject closes the innermost inject scope.
@@ -222,9 +258,11 @@ func (c *Context) PopInject() error {
 	if err != nil {
 		return err
 	}
-	e := C.af_inject_pop(cp)
-	runtime.KeepAlive(c)
-	return takeError(e)
+	return unscoped(func() error {
+		e := C.af_inject_pop(cp)
+		runtime.KeepAlive(c)
+		return takeError(e)
+	})
 }
 
 // PushMemoize opens a memoize scope: identical calls run once.
@@ -233,9 +271,11 @@ func (c *Context) PushMemoize() error {
 	if err != nil {
 		return err
 	}
-	e := C.af_memoize_push(cp)
-	runtime.KeepAlive(c)
-	return takeError(e)
+	return scoped(func() error {
+		e := C.af_memoize_push(cp)
+		runtime.KeepAlive(c)
+		return takeError(e)
+	})
 }
 
 // PopMemoize closes the innermost memoize scope.
@@ -244,7 +284,9 @@ func (c *Context) PopMemoize() error {
 	if err != nil {
 		return err
 	}
-	e := C.af_memoize_pop(cp)
-	runtime.KeepAlive(c)
-	return takeError(e)
+	return unscoped(func() error {
+		e := C.af_memoize_pop(cp)
+		runtime.KeepAlive(c)
+		return takeError(e)
+	})
 }

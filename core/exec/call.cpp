@@ -62,7 +62,7 @@ void run_step(const Plan& plan, const Plan::Step& s, std::vector<Value>& slots,
     if (plan.last_use[i]) in[k] = std::move(slots[plan.args[i]]);
     else in[k] = slots[plan.args[i]];
   }
-  if (env.context && env.context->scopes.memo_open()) {
+  if (RunScopes* scopes = scopes_of(env); scopes && scopes->memo_open()) {
     invoke(*s.eqn, in, out, env);  // memoize scopes keep the inputs as the key
   } else {
     // The impl may consume the inputs the run owns (restored after: nested

@@ -39,8 +39,9 @@ class Context {
 
   // Host functions registered by name (prims/host.h).
   HostRegistry hosts;
-  // collect / inject / memoize scopes open on this context (exec/scopes.h).
-  RunScopes scopes;
+  // collect / inject / memoize scopes open on this context, per thread
+  // (exec/scopes.h).
+  ThreadScopes scopes;
   // Compiled programs of this context: af_compile, af_ir_call and the lazy
   // evaluator share it (exec/plan_cache.h).
   PlanCache plans;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -12,6 +13,7 @@
 namespace af {
 
 class Context;
+class RunScopes;
 
 // Where the operations made outside any trace go on a lazy context
 // (core/lazy): recorded into its pending graph, answered with promises.
@@ -28,6 +30,10 @@ class Recorder {
 
 struct RunEnv {
   Context* context = nullptr;
+  // The collect / inject / memoize scopes of the thread that started the
+  // run, captured at its start and inherited by its sub-runs
+  // (exec/scopes.h). Null outside a run: the calling thread's then apply.
+  std::shared_ptr<RunScopes> scopes = nullptr;
   // Set on a lazy context's own environment only (never inside a run): the
   // operations it makes outside a trace are recorded there.
   Recorder* recorder = nullptr;

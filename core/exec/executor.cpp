@@ -176,7 +176,7 @@ class ExecOp final : public AsyncOp {
                   false);
         return;
       }
-      if (memo_in) r->env.context->scopes.memo_store(*n.eqn, *memo_in, *out);
+      if (memo_in) r->env.scopes->memo_store(*n.eqn, *memo_in, *out);
       for (uint32_t k = 0; k < n.out_count; ++k) r->slots[r->prog->results[n.out_begin + k]] = std::move((*out)[k]);
       if (r->profile) r->profile->finished(node_, 0);
       complete(r, node_, false);
@@ -206,10 +206,10 @@ void start_async(const std::shared_ptr<Run>& r, uint32_t node) {
   std::vector<Value>& in = lease.s->in;
   gather(*r, n, in);
   if (r->profile) r->profile->started(node, engine_thread_index());
-  if (r->env.context && r->env.context->scopes.memo_open() && memoizable(*n.eqn)) {
+  if (r->env.scopes->memo_open() && memoizable(*n.eqn)) {
     std::vector<Value>& out = lease.s->out;
     out.assign(n.out_count, Value());
-    if (r->env.context->scopes.memo_find(*n.eqn, in, out)) {
+    if (r->env.scopes->memo_find(*n.eqn, in, out)) {
       op->succeed(std::move(out));  // a memo hit: done without a request
       return;
     }
@@ -298,7 +298,7 @@ void execute(const std::shared_ptr<Run>& r, uint32_t node) {
     out.assign(n.out_count, Value());
     if (r->profile) r->profile->started(node, engine_thread_index());
     try {
-      if (r->env.context && r->env.context->scopes.memo_open()) {
+      if (r->env.scopes->memo_open()) {
         invoke(*n.eqn, in, out, r->env);  // through memoize scopes (exec/scopes.h)
       } else {
         RunEnv env = r->env;  // the impl may consume the inputs the run owns
@@ -384,6 +384,8 @@ std::shared_ptr<Run> make_run(RunEnv env, std::shared_ptr<const Program> prog, s
   r->env = env;
   r->env.owned_in = {};  // the caller's inputs are not this run's
   r->env.stop = &r->finished;  // loops inside impls stop when the run ends
+  // The starting thread's scopes, fixed for the run (sub-runs pass theirs).
+  if (!r->env.scopes) r->env.scopes = env.context->scopes.current();
   r->opts = std::move(opts);
   r->caller_driven = caller_driven;
   const Program& p = *prog;

@@ -1,5 +1,6 @@
 #include "exec/scopes.h"
 
+#include <thread>
 #include <variant>
 
 #include "exec/context.h"
@@ -156,12 +157,74 @@ uint64_t RunScopes::memo_hits() const {
   return memos_.empty() ? 0 : memos_.back().hits;
 }
 
+bool RunScopes::empty() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return collects_.empty() && injects_.empty() && memos_.empty();
+}
+
+// ---- per thread
+
+RunScopes& ThreadScopes::mine() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::shared_ptr<RunScopes>& s = by_thread_[std::this_thread::get_id()];
+  if (!s) s = std::make_shared<RunScopes>();
+  threads_.store(by_thread_.size(), std::memory_order_release);
+  return *s;  // only this thread pushes or pops it, so it outlives the call
+}
+
+RunScopes* ThreadScopes::of_this_thread() {
+  if (threads_.load(std::memory_order_acquire) == 0) return nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_thread_.find(std::this_thread::get_id());
+  return it == by_thread_.end() ? nullptr : it->second.get();
+}
+
+std::shared_ptr<RunScopes> ThreadScopes::current() {
+  if (threads_.load(std::memory_order_acquire) == 0) return none_;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_thread_.find(std::this_thread::get_id());
+  return it == by_thread_.end() ? none_ : it->second;
+}
+
+void ThreadScopes::release_if_empty() {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = by_thread_.find(std::this_thread::get_id());
+  if (it != by_thread_.end() && it->second->empty()) by_thread_.erase(it);
+  threads_.store(by_thread_.size(), std::memory_order_release);
+}
+
+Value ThreadScopes::pop_collect() {
+  Value v = mine().pop_collect();
+  release_if_empty();
+  return v;
+}
+
+void ThreadScopes::pop_inject() {
+  mine().pop_inject();
+  release_if_empty();
+}
+
+void ThreadScopes::pop_memo() {
+  mine().pop_memo();
+  release_if_empty();
+}
+
+uint64_t ThreadScopes::memo_hits() {
+  RunScopes* s = of_this_thread();
+  return s ? s->memo_hits() : 0;
+}
+
+RunScopes* scopes_of(const RunEnv& env) {
+  if (env.scopes) return env.scopes.get();
+  return env.context ? env.context->scopes.of_this_thread() : nullptr;
+}
+
 void invoke(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
-  if (env.context && env.context->scopes.memo_open() && memoizable(e)) {
-    RunScopes& s = env.context->scopes;
-    if (s.memo_find(e, in, out)) return;
+  RunScopes* s = scopes_of(env);
+  if (s && s->memo_open() && memoizable(e)) {
+    if (s->memo_find(e, in, out)) return;
     e.prim->impl(e, in, out, env);
-    s.memo_store(e, in, out);
+    s->memo_store(e, in, out);
     return;
   }
   e.prim->impl(e, in, out, env);

@@ -1,11 +1,14 @@
-// RunScopes: the run-time scopes a context can have open — collect and
-// inject (the hooks of checkpoint) and memoize (identical calls run once).
-// They live in the Context (exec/context.h), so every executor reaches them
-// through RunEnv::context; the checkpoint impl rule and invoke() below are
-// the only readers. docs/SEMANTICS.md §4 (collect / inject / memoize).
+// RunScopes: the run-time scopes one thread has open on a context — collect
+// and inject (the hooks of checkpoint) and memoize (identical calls run
+// once). ThreadScopes (below, held by the Context) keeps one RunScopes per
+// thread that pushed a scope; a run captures the starting thread's set in
+// RunEnv::scopes and keeps it for its whole life, sub-runs of control flow
+// included, so concurrent runs on one context never see each other's
+// scopes. The checkpoint impl rule and invoke() below are the only readers.
+// docs/SEMANTICS.md §4 (collect / inject / memoize).
 //
-// Thread safety: every member function may be called from any thread; runs
-// started from one context share its scopes.
+// Thread safety: every member function may be called from any thread (a
+// run's workers read and fill the set its starting thread pushed).
 #pragma once
 
 #include <atomic>
@@ -16,6 +19,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -59,6 +63,9 @@ class RunScopes {
   // (it is consumed), else nothing.
   std::optional<Value> take_injected(const std::string& collection, const std::string& key);
 
+  // True when no scope is open (the set may be dropped).
+  bool empty() const;
+
   bool any_checkpoint_scope() const noexcept { return checkpoint_scopes_.load(std::memory_order_acquire) != 0; }
   bool memo_open() const noexcept { return memo_scopes_.load(std::memory_order_acquire) != 0; }
 
@@ -99,7 +106,44 @@ class RunScopes {
   std::atomic<uint32_t> memo_scopes_{0};
 };
 
-// Evaluates one equation: through the memo cache of env's context when a
+// The scopes of each thread of one context. Pushes and pops act on the
+// calling thread's own set; runs capture it with current().
+class ThreadScopes {
+ public:
+  void push_collect(std::string collection) { mine().push_collect(std::move(collection)); }
+  Value pop_collect();
+  void push_inject(std::string collection, const Value& values) {
+    mine().push_inject(std::move(collection), values);
+  }
+  void pop_inject();
+  void push_memo() { mine().push_memo(); }
+  void pop_memo();
+  uint64_t memo_hits();
+
+  // The calling thread's set, captured by a run at its start: never null
+  // (an empty shared set when the thread has no scope open).
+  std::shared_ptr<RunScopes> current();
+  // The calling thread's set, or nullptr: for what runs outside a run
+  // (operations outside a trace, walks), on the thread that asked for it.
+  RunScopes* of_this_thread();
+
+ private:
+  RunScopes& mine();
+  // After a pop: forgets the calling thread's set once nothing is open in
+  // it (runs that captured it keep it alive).
+  void release_if_empty();
+
+  std::mutex mu_;
+  std::unordered_map<std::thread::id, std::shared_ptr<RunScopes>> by_thread_;
+  std::atomic<size_t> threads_{0};  // by_thread_.size(), read without the lock
+  const std::shared_ptr<RunScopes> none_ = std::make_shared<RunScopes>();
+};
+
+// The scopes an equation running in env sees: the set its run captured, or
+// (outside a run) the calling thread's; nullptr when there is none.
+RunScopes* scopes_of(const RunEnv& env);
+
+// Evaluates one equation: through the memo cache of env's scopes when a
 // memoize scope is open, otherwise straight through its impl rule. Every
 // executor (the interpreter, the walker, sub-IR runs of control flow) runs
 // equations through this.

@@ -39,7 +39,8 @@ Prim identity_like(const char* name, uint32_t flags) {
 // ---- checkpoint: the hook of collect / inject (exec/scopes.h)
 
 void checkpoint_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
-  if (!env.context || !env.context->scopes.any_checkpoint_scope()) {
+  RunScopes* scopes = scopes_of(env);
+  if (!scopes || !scopes->any_checkpoint_scope()) {
     for (size_t i = 0; i < out.size(); ++i) out[i] = in[i];
     return;
   }
@@ -54,7 +55,7 @@ void checkpoint_impl(const Eqn& e, std::span<const Value> in, std::span<Value> o
                                 aval_name(aval_of(got)));
                     });
   };
-  Value result = env.context->scopes.checkpoint(e.params.value("collection").as_str(), key, value, check);
+  Value result = scopes->checkpoint(e.params.value("collection").as_str(), key, value, check);
   std::vector<Value> leaves;
   flatten_into(result, leaves);
   for (size_t i = 0; i < out.size(); ++i) out[i] = leaves[i];
@@ -153,9 +154,9 @@ Value op_checkpoint(const Value& v, std::string_view key, std::string_view colle
   if (!valid_utf8(key) || !valid_utf8(collection))
     invalid("checkpoint: key and collection must be valid UTF-8");
   // Injecting while tracing turns the value into a literal (docs/SEMANTICS.md §4).
-  if (recording() && env.context) {
-    if (std::optional<Value> injected =
-            env.context->scopes.take_injected(std::string(collection), std::string(key))) {
+  RunScopes* scopes = recording() ? scopes_of(env) : nullptr;
+  if (scopes) {
+    if (std::optional<Value> injected = scopes->take_injected(std::string(collection), std::string(key))) {
       check_structure(*injected, TreeDef::of(v), "inject: the value for checkpoint \"" + std::string(key) + "\"");
       return *injected;
     }

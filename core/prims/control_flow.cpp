@@ -368,7 +368,7 @@ class AsyncLoop : public std::enable_shared_from_this<AsyncLoop> {
  public:
   AsyncLoop(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, const RunEnv& env)
       : cond_(e.params.ir("cond")), body_(e.params.ir("body")), max_(max_iters_of(e.params)),
-        state_(in.begin(), in.end()), op_(std::move(op)), env_{env.context} {}
+        state_(in.begin(), in.end()), op_(std::move(op)), env_{env.context, env.scopes} {}
 
   void start() {
     std::weak_ptr<AsyncLoop> weak = shared_from_this();

@@ -3,6 +3,8 @@
  * traces, with the errors of bad input. */
 #include "check.h"
 
+#include <pthread.h>
+
 static af_error_t* lit(af_context_t* c, const char* s, af_value_t** out) {
   return af_value_str(c, s, strlen(s), out);
 }
@@ -592,6 +594,82 @@ static void memoize_bypasses_checkpoints(void) {
   af_ir_free(ir);
 }
 
+/* Scopes belong to the thread that pushed them: two threads run the same
+ * program on one context at the same time; each sees its own scopes only. */
+#define SCOPE_RUNS 40
+struct scope_thread {
+  const af_ir_t* ir;
+  pthread_barrier_t* barrier;
+  const char* input;      /* JSON list of inputs */
+  const char* expected;   /* JSON of each run's output */
+  const char* queue;      /* an inject queue, or NULL */
+  int collect;            /* pushes a collect scope on "debug" */
+  int failures;
+  af_value_t* collected;
+};
+
+static void* scope_thread_main(void* arg) {
+  struct scope_thread* t = (struct scope_thread*)arg;
+  af_value_t* queue = t->queue ? mk_json(t->queue) : NULL;
+  int i;
+  if (t->collect && af_collect_push(ctx, "debug", 5)) t->failures++;
+  if (queue && af_inject_push(ctx, "debug", 5, queue)) t->failures++;
+  pthread_barrier_wait(t->barrier); /* both scopes are open from here */
+  for (i = 0; i < SCOPE_RUNS; i++) {
+    af_value_t* out = NULL;
+    af_bytes_t json = {NULL, 0};
+    af_error_t* e = call_json(t->ir, t->input, &out);
+    if (!e) e = af_value_to_json(out, &json);
+    if (e || strcmp((const char*)json.data, t->expected) != 0) t->failures++;
+    af_error_free(e);
+    af_bytes_free(&json);
+    af_value_free(out);
+  }
+  pthread_barrier_wait(t->barrier); /* both threads ran everything */
+  if (queue && af_inject_pop(ctx)) t->failures++;
+  if (t->collect && af_collect_pop(ctx, &t->collected)) t->failures++;
+  af_value_free(queue);
+  return NULL;
+}
+
+static void scopes_belong_to_the_thread_that_pushed_them(void) {
+  af_ir_t* ir = TRACE(ckpt_fn, NULL, "[\"x\"]", NULL);
+  pthread_barrier_t barrier;
+  pthread_t ta, tb;
+  struct scope_thread a = {NULL, NULL, "[\"a\"]", "\"Explain a.\"", NULL, 1, 0, NULL};
+  struct scope_thread b = {NULL, NULL, "[\"b\"]", "\"X.\"", NULL, 0, 0, NULL};
+  char expected[64 * SCOPE_RUNS];
+  char queue[64 * SCOPE_RUNS];
+  size_t at = 0, qat = 0;
+  int i;
+  if (!ir) return;
+  /* B injects "X" into every one of its hits and collects nothing; A collects. */
+  at += (size_t)sprintf(expected + at, "{\"prompt\":[");
+  qat += (size_t)sprintf(queue + qat, "{\"prompt\":[");
+  for (i = 0; i < SCOPE_RUNS; i++) {
+    at += (size_t)sprintf(expected + at, "%s\"Explain a\"", i ? "," : "");
+    qat += (size_t)sprintf(queue + qat, "%s\"X\"", i ? "," : "");
+  }
+  sprintf(expected + at, "]}");
+  sprintf(queue + qat, "]}");
+  b.queue = queue;
+  a.ir = b.ir = ir;
+  a.barrier = b.barrier = &barrier;
+  pthread_barrier_init(&barrier, NULL, 2);
+  pthread_create(&ta, NULL, scope_thread_main, &a);
+  pthread_create(&tb, NULL, scope_thread_main, &b);
+  pthread_join(ta, NULL);
+  pthread_join(tb, NULL);
+  pthread_barrier_destroy(&barrier);
+  CHECK_INT_EQ(a.failures, 0);
+  CHECK_INT_EQ(b.failures, 0);
+  if (a.collected) CHECK_JSON(a.collected, expected);
+  af_value_free(a.collected);
+  /* Scopes of a thread that ended are gone: this thread sees none. */
+  CHECK_CALL(ir, "[\"c\"]", "\"Explain c.\"");
+  af_ir_free(ir);
+}
+
 int main(int argc, char** argv) {
   static const struct test_case cases[] = {
       CASE(switch_outside_and_inside_a_trace),
@@ -607,6 +685,7 @@ int main(int argc, char** argv) {
       CASE(inject_while_tracing_makes_a_literal),
       CASE(memoize_runs_identical_calls_once),
       CASE(memoize_bypasses_checkpoints),
+      CASE(scopes_belong_to_the_thread_that_pushed_them),
   };
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

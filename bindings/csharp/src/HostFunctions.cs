@@ -168,6 +168,9 @@ namespace Af
         }
 
         // --- Run-time scopes -------------------------------------------------
+        // A scope belongs to the thread that pushed it: it applies to the
+        // runs that thread starts, never to other threads' runs. Push and pop
+        // on one thread (not across an await that may resume elsewhere).
 
         /// <summary>Opens a collect scope: every checkpoint of collection that
         /// runs appends its value under its key.</summary>

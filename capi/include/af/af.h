@@ -541,9 +541,11 @@ AF_API af_error_t* af_register_function(af_context_t* ctx, const char* name, siz
 AF_API af_error_t* af_host_call(af_context_t* ctx, const char* name, size_t name_len,
                                 const af_value_t* const* args, size_t n, af_value_t** out);
 
-/* Run-time scopes of a context (docs/SEMANTICS.md §4), for every run started from
- * ctx while open; pushes and pops pair up (a pop without a push is
- * INVALID_ARGUMENT).
+/* Run-time scopes (docs/SEMANTICS.md §4). A scope belongs to the calling
+ * thread: it applies to every run that thread starts from ctx while the
+ * scope is open (captured when the run starts, sub-runs of its control flow
+ * included), never to runs started by other threads. Pushes and pops pair
+ * up per thread (a pop without a push on this thread is INVALID_ARGUMENT).
  *  - collect: every checkpoint of `collection` that runs appends its value
  *    under its key; af_collect_pop returns {key: [values in execution
  *    order]} of the innermost collect scope (owned).

@@ -719,7 +719,8 @@ class Context {
     detail::check(af_context_route(ptr(), pattern.data(), pattern.size(), provider.get()));
   }
 
-  /* Run-time scopes (pushes and pops pair up). */
+  /* Run-time scopes of the calling thread (pushes and pops pair up per
+   * thread; runs started by other threads never see them). */
   void collect_push(std::string_view collection) { detail::check(af_collect_push(ptr(), collection.data(), collection.size())); }
   Value collect_pop() { return make([&](af_value_t** o) { return af_collect_pop(ptr(), o); }); }
   void inject_push(std::string_view collection, const Value& values) {

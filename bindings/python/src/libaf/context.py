@@ -158,6 +158,8 @@ class Context:
         return Value._own(out.value)
 
     # -- run-time scopes -------------------------------------------------------
+    # A scope belongs to the thread that opened it: it applies to the runs
+    # that thread starts, never to other threads' runs.
 
     @contextlib.contextmanager
     def collect(self, collection: str) -> Iterator[dict]:
