@@ -12,7 +12,6 @@ import "C"
 
 import (
 	"runtime"
-	"runtime/cgo"
 	"unsafe"
 )
 
@@ -127,24 +126,12 @@ type HostFunc func(args []*Value) (*Value, error)
 // once: when it is replaced, when c is closed, or at once if registration
 // fails.
 func (c *Context) RegisterFunction(name string, resultKinds *Value, fn HostFunc) error {
-	cp, err := c.handle()
-	if err != nil {
-		return err
-	}
-	kp, err := resultKinds.handle()
-	if err != nil {
-		return err
-	}
 	if fn == nil {
 		return &Error{Message: "RegisterFunction: fn is nil", code: CodeInvalidArgument}
 	}
-	h := cgo.NewHandle(fn) // deleted by libaf's destroy callback, also on error
-	p, n := cstr(name)
-	e := C.afgo_register_function(cp, p, n, C.uintptr_t(h), kp)
-	runtime.KeepAlive(c)
-	runtime.KeepAlive(resultKinds)
-	runtime.KeepAlive(name)
-	return takeError(e)
+	return c.registerHost(name, resultKinds, fn, func(cp *C.af_context_t, p *C.char, n C.size_t, h C.uintptr_t, kp *C.af_value_t) *C.af_error_t {
+		return C.afgo_register_function(cp, p, n, h, kp)
+	})
 }
 
 // HostCall calls host function name on args: recorded inside a trace,

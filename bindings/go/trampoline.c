@@ -37,6 +37,23 @@ af_error_t* afgo_register_function(af_context_t* ctx, const char* name, size_t n
                               afgo_handle_destroy, result_kinds);
 }
 
+af_error_t* afgo_register_function_blocking(af_context_t* ctx, const char* name, size_t name_len,
+                                            uintptr_t handle, const af_value_t* result_kinds) {
+  return af_register_function_blocking(ctx, name, name_len, afgo_host_trampoline, (void*)handle,
+                                       afgo_handle_destroy, result_kinds);
+}
+
+static void afgo_async_host_trampoline(void* user_data, const af_value_t* const* args, size_t n,
+                                       af_host_request_t* req) {
+  afgoAsyncHostCallback((uintptr_t)user_data, (af_value_t**)args, n, req);
+}
+
+af_error_t* afgo_register_function_async(af_context_t* ctx, const char* name, size_t name_len,
+                                         uintptr_t handle, const af_value_t* result_kinds) {
+  return af_register_function_async(ctx, name, name_len, afgo_async_host_trampoline, (void*)handle,
+                                    afgo_handle_destroy, result_kinds);
+}
+
 static void afgo_submit_trampoline(void* user_data, af_lm_request_t* req) {
   afgoSubmitCallback((uintptr_t)user_data, req);
 }

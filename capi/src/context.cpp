@@ -8,7 +8,8 @@ using namespace af::capi;
 
 namespace {
 
-// {"lazy": bool, "plan_cache": {"max_entries", "max_bytes", "dir"}}: unknown
+// {"lazy": bool, "plan_cache": {"max_entries", "max_bytes", "dir"},
+//  "host_threads": int}: unknown
 // keys and wrong kinds are INVALID_ARGUMENT naming the key.
 void configure(af_context* ctx, std::string_view json) {
   const char* fn = "af_context_new_with";
@@ -23,7 +24,10 @@ void configure(af_context* ctx, std::string_view json) {
     cache.dir = c.str("dir", "");
     c.finish();
   }
+  const int64_t host_threads = o.integer("host_threads", int64_t(HostPool::kDefaultThreads), 1,
+                                         int64_t(HostPool::kMaxThreads));
   o.finish();
+  ctx->core.hosts.pool().set_max_threads(size_t(host_threads));
   ctx->core.plans.configure(std::move(cache));
   if (lazy) {
     ctx->lazy = std::make_shared<lazy::Graph>(ctx->core);

@@ -1,5 +1,7 @@
 // Control flow (switch, while_loop), host functions, and the run-time
 // scopes of a context (collect, inject, memoize).
+#include <span>
+
 #include "handles.h"
 #include "prims/control_flow.h"
 #include "prims/host.h"
@@ -21,8 +23,9 @@ af_error_t* op(const char* fn, af_context_t* ctx, af_value_t** out, F&& compute)
 
 // A registered C callback; destroy runs once, when the last reference (the
 // registry entry or a call in flight) goes away.
+template <class Fn>
 struct CHostFn {
-  af_host_fn fn = nullptr;
+  Fn fn = nullptr;
   void* user_data = nullptr;
   void (*destroy)(void*) = nullptr;
   ~CHostFn() {
@@ -30,7 +33,78 @@ struct CHostFn {
   }
 };
 
+// The argument trees as borrowed handles for one callback, freed after it.
+struct ArgHandles {
+  std::vector<af_value_t*> h;
+  explicit ArgHandles(std::span<const Value> args) {
+    h.reserve(args.size());
+    for (const Value& v : args) h.push_back(wrap(v));
+  }
+  ~ArgHandles() {
+    for (af_value_t* v : h) af_value_free(v);
+  }
+  ArgHandles(const ArgHandles&) = delete;
+  ArgHandles& operator=(const ArgHandles&) = delete;
+};
+
+std::string host_what(const std::string& name) { return "host function \"" + name + "\""; }
+
+// Shared by the three registrations: takes ownership of user_data (destroy
+// runs exactly once, also when this fails), checks the arguments, and
+// registers the function `setup` completes from the holder.
+template <class Fn, class Setup>
+af_error_t* register_host(const char* api, af_context_t* ctx, const char* name, size_t name_len, Fn fn,
+                          void* user_data, void (*destroy)(void*), const af_value_t* result_kinds,
+                          HostFunction::Mode mode, Setup setup) {
+  std::shared_ptr<CHostFn<Fn>> holder;
+  try {
+    holder = std::make_shared<CHostFn<Fn>>();
+  } catch (...) {
+    if (destroy) destroy(user_data);
+    return out_of_memory();
+  }
+  holder->fn = fn;
+  holder->user_data = user_data;
+  holder->destroy = destroy;
+  return guard([&] {
+    require(ctx, api, "ctx");
+    if (!fn) invalid(std::string(api) + ": `fn` is NULL");
+    require(result_kinds, api, "result_kinds");
+    std::string n(text(name, name_len, api, "name"));
+    if (n.empty()) invalid(std::string(api) + ": the name is empty");
+    auto f = std::make_shared<HostFunction>();
+    f->name = n;
+    f->mode = mode;
+    f->result_kinds = unwrap(result_kinds);
+    f->result = parse_result_kinds(f->result_kinds);
+    setup(*f, std::move(holder), n);
+    ctx->core.hosts.add(std::move(f));
+  });
+}
+
+// Sync and blocking functions: one C call returning the result.
+void set_sync_call(HostFunction& f, std::shared_ptr<CHostFn<af_host_fn>> holder, const std::string& n) {
+  f.call = [holder, n](std::span<const Value> args) -> Value {
+    ArgHandles handles(args);
+    af_value_t* result = nullptr;
+    af_error_t* err = holder->fn(holder->user_data, handles.h.data(), handles.h.size(), &result);
+    if (err) {
+      af_value_free(result);
+      throw from_callback(err, host_what(n));
+    }
+    if (!result) invalid(host_what(n) + " returned no value and no error");
+    Value v = result->v;
+    af_value_free(result);
+    return v;
+  };
+}
+
 }  // namespace
+
+// Owned by the host from the call until af_host_request_free.
+struct af_host_request {
+  std::shared_ptr<HostRequest> req;
+};
 
 extern "C" {
 
@@ -66,52 +140,63 @@ af_error_t* af_while_loop(af_context_t* ctx, const af_ir_t* cond, const af_ir_t*
 af_error_t* af_register_function(af_context_t* ctx, const char* name, size_t name_len, af_host_fn fn,
                                  void* user_data, void (*destroy)(void*),
                                  const af_value_t* result_kinds) {
-  // Owned from here on: destroy runs exactly once, also when this fails.
-  std::shared_ptr<CHostFn> holder;
-  try {
-    holder = std::make_shared<CHostFn>();
-  } catch (...) {
-    if (destroy) destroy(user_data);
-    return out_of_memory();
-  }
-  holder->fn = fn;
-  holder->user_data = user_data;
-  holder->destroy = destroy;
+  return register_host("af_register_function", ctx, name, name_len, fn, user_data, destroy, result_kinds,
+                       HostFunction::Mode::Sync, set_sync_call);
+}
+
+af_error_t* af_register_function_blocking(af_context_t* ctx, const char* name, size_t name_len, af_host_fn fn,
+                                          void* user_data, void (*destroy)(void*),
+                                          const af_value_t* result_kinds) {
+  return register_host("af_register_function_blocking", ctx, name, name_len, fn, user_data, destroy,
+                       result_kinds, HostFunction::Mode::Blocking, set_sync_call);
+}
+
+af_error_t* af_register_function_async(af_context_t* ctx, const char* name, size_t name_len,
+                                       af_host_async_fn fn, void* user_data, void (*destroy)(void*),
+                                       const af_value_t* result_kinds) {
+  return register_host(
+      "af_register_function_async", ctx, name, name_len, fn, user_data, destroy, result_kinds,
+      HostFunction::Mode::Async,
+      [](HostFunction& f, std::shared_ptr<CHostFn<af_host_async_fn>> holder, const std::string&) {
+        f.start = [holder](std::span<const Value> args, std::shared_ptr<HostRequest> req) {
+          ArgHandles handles(args);
+          auto* h = new af_host_request{std::move(req)};
+          holder->fn(holder->user_data, handles.h.data(), handles.h.size(), h);
+        };
+      });
+}
+
+int af_host_request_cancelled(const af_host_request_t* req) { return req && req->req->cancelled() ? 1 : 0; }
+
+af_error_t* af_host_request_complete(af_host_request_t* req, const af_value_t* result) {
   return guard([&] {
-    require(ctx, "af_register_function", "ctx");
-    if (!fn) invalid("af_register_function: `fn` is NULL");
-    require(result_kinds, "af_register_function", "result_kinds");
-    std::string n(text(name, name_len, "af_register_function", "name"));
-    if (n.empty()) invalid("af_register_function: the name is empty");
-    auto f = std::make_shared<HostFunction>();
-    f->name = n;
-    f->result_kinds = unwrap(result_kinds);
-    f->result = parse_result_kinds(f->result_kinds);
-    f->call = [holder, n](std::span<const Value> args) -> Value {
-      std::vector<af_value_t*> handles;
-      struct Free {
-        std::vector<af_value_t*>& h;
-        ~Free() {
-          for (af_value_t* v : h) af_value_free(v);
-        }
-      } free_args{handles};
-      handles.reserve(args.size());
-      for (const Value& v : args) handles.push_back(wrap(v));
-      af_value_t* result = nullptr;
-      af_error_t* err = holder->fn(holder->user_data, handles.data(), handles.size(), &result);
-      if (err) {
-        af_value_free(result);
-        std::string what = "host function \"" + n + "\"";
-        throw from_callback(err, what);
-      }
-      if (!result) invalid("host function \"" + n + "\" returned no value and no error");
-      Value v = result->v;
-      af_value_free(result);
-      return v;
-    };
-    ctx->core.hosts.add(std::move(f));
+    require(req, "af_host_request_complete", "req");
+    if (!result) {
+      Error e(Code::InvalidArgument, "af_host_request_complete: `result` is NULL (host function \"" +
+                                         req->req->name() + "\"); use af_host_request_fail to report a failure");
+      req->req->fail(e);
+      throw e;
+    }
+    req->req->complete(unwrap(result));
   });
 }
+
+af_error_t* af_host_request_fail(af_host_request_t* req, af_error_t* err) {
+  return guard([&] {
+    if (!req) {
+      af_error_free(err);
+      invalid("af_host_request_fail: `req` is NULL");
+    }
+    const std::string what = host_what(req->req->name());
+    if (!err) {
+      req->req->fail(Error(Code::Callback, what + " failed without an error"));
+      return;
+    }
+    req->req->fail(from_callback(err, what));  // frees err
+  });
+}
+
+void af_host_request_free(af_host_request_t* req) { delete req; }
 
 af_error_t* af_host_call(af_context_t* ctx, const char* name, size_t name_len, const af_value_t* const* args,
                          size_t n, af_value_t** out) {

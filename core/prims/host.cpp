@@ -3,6 +3,12 @@
 // kind names declared at registration, kept in the IR so a saved graph
 // knows its output kinds without the function.
 //
+// Modes (HostFunction::Mode): sync functions run inline, blocking ones on
+// the context's host pool, async ones finish a HostRequest later. The
+// equation is async for the executor in every mode (the mode belongs to the
+// registration, which may change after compiling); a sync function still
+// runs on the thread that reached it.
+//
 // Flags: nondeterministic (like an LM call: cse merges it only on request;
 // dce removes it when its result is unused; memoize caches it).
 // Rules: batch maps it over the items (one host call per item). push and
@@ -11,6 +17,8 @@
 // function (wrap its result in stop_gradient to cut it out); a host call no
 // tangent / cotangent reaches transforms fine (it just runs forward).
 #include "prims/host.h"
+
+#include <new>
 
 #include "exec/context.h"
 #include "prims/registry.h"
@@ -78,24 +86,74 @@ AbstractOut host_abstract(const Params& params, std::span<const Aval>, const Tre
   return parse_result_kinds(params.value("result"));
 }
 
-void host_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
-  const std::string& name = e.params.value("name").as_str();
-  if (!env.context) fail(Code::NotFound, "host function " + quoted(name) + " is not registered (no context)");
-  std::shared_ptr<const HostFunction> fn = env.context->hosts.require(name);
-  std::vector<Value> args = e.in_tree.unflatten(in).items();
-  Value result = fn->call(args);
-  AbstractOut want = parse_result_kinds(e.params.value("result"));
+// The result's flat leaves, checked against the kinds the IR declares.
+// INVALID_ARGUMENT naming the function otherwise.
+std::vector<Value> result_leaves(const std::string& name, const Value& declared, const Value& result) {
+  AbstractOut want = parse_result_kinds(declared);
   const std::string what = "host function " + quoted(name) + " returned a value that does not match its declared result kinds " +
-                           to_json(e.params.value("result")) + ": result";
+                           to_json(declared) + ": result";
   check_structure(result, want.out_tree, what, [&](size_t k, const Value& got, const std::string& path) {
     if (!conforms(got, want.out[k]))
       invalid(path + ": expected " + aval_name(want.out[k]) + ", found " +
               (got.is_container() ? to_json(got) : std::string(kind_name(got.kind()))));
   });
   std::vector<Value> leaves;
-  leaves.reserve(out.size());
+  leaves.reserve(want.out.size());
   flatten_into(result, leaves);
-  for (size_t k = 0; k < out.size(); ++k) out[k] = std::move(leaves[k]);
+  return leaves;
+}
+
+// Calls a Sync / Blocking function and finishes op with its checked result.
+void call_and_finish(const HostFunction& fn, const Value& declared, std::span<const Value> args,
+                     AsyncOp& op) noexcept {
+  try {
+    op.succeed(result_leaves(fn.name, declared, fn.call(args)));
+  } catch (const Error& e) {
+    op.fail(e);
+  } catch (const std::bad_alloc&) {
+    op.fail(Error(Code::OutOfMemory, "out of memory in host function " + quoted(fn.name)));
+  } catch (const std::exception& e) {
+    op.fail(Error(Code::Internal, "host function " + quoted(fn.name) + ": internal error: " + e.what()));
+  }
+}
+
+// Every host_call runs through here in the dataflow executor (it is an
+// async equation whatever the function's mode: the mode is the
+// registration's, known only at run time).
+void host_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, RunEnv& env) {
+  const std::string& name = e.params.value("name").as_str();
+  if (!env.context) fail(Code::NotFound, "host function " + quoted(name) + " is not registered (no context)");
+  std::shared_ptr<const HostFunction> fn = env.context->hosts.require(name);
+  const Value& declared = e.params.value("result");
+  std::vector<Value> args = e.in_tree.unflatten(in).items();
+  switch (fn->mode) {
+    case HostFunction::Mode::Sync:
+      call_and_finish(*fn, declared, args, *op);
+      return;
+    case HostFunction::Mode::Blocking: {
+      HostPool& pool = env.context->hosts.pool();
+      if (pool.on_pool_thread()) {  // called from a blocking function: see HostPool::on_pool_thread
+        call_and_finish(*fn, declared, args, *op);
+        return;
+      }
+      AsyncOp* raw = op.get();  // the job holds op alive while it runs
+      pool.submit(std::move(op), [fn, declared, args = std::move(args), raw] {
+        call_and_finish(*fn, declared, args, *raw);
+      });
+      return;
+    }
+    case HostFunction::Mode::Async: {
+      auto req = std::make_shared<HostRequest>(op, name, declared);
+      fn->start(args, std::move(req));
+      return;
+    }
+  }
+}
+
+// Outside the executor (eager calls, the sequential interpreter): the same
+// path, waited for.
+void host_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
+  run_async_blocking(e, in, out, env);
 }
 
 void host_push(PushCtx&, const Eqn& e) {
@@ -111,6 +169,45 @@ void host_pull_bwd(PullCtx&, const Eqn& e) {
 }
 
 }  // namespace
+
+HostRequest::HostRequest(std::shared_ptr<AsyncOp> op, std::string name, Value declared_kinds)
+    : op_(std::move(op)), name_(std::move(name)), declared_(std::move(declared_kinds)) {}
+
+HostRequest::~HostRequest() {
+  if (finished_by_host_.load(std::memory_order_acquire) || op_->finished()) return;
+  try {
+    op_->fail(Error(Code::Callback, "host function " + quoted(name_) +
+                                        " released its request without completing or failing it"));
+  } catch (...) {
+    op_->fail(Error(Code::OutOfMemory, "out of memory"));
+  }
+}
+
+void HostRequest::claim(const char* what) {
+  if (finished_by_host_.exchange(true, std::memory_order_acq_rel))
+    invalid(std::string(what) + ": host function " + quoted(name_) + " already finished this call");
+}
+
+void HostRequest::complete(Value result) {
+  claim("complete");
+  std::vector<Value> leaves;
+  try {
+    leaves = result_leaves(name_, declared_, result);
+  } catch (const Error& e) {
+    op_->fail(e);
+    throw;
+  }
+  op_->succeed(std::move(leaves));
+}
+
+void HostRequest::fail(const Error& err) {
+  claim("fail");
+  op_->fail(err);
+}
+
+bool HostRequest::cancelled() const noexcept {
+  return op_->finished() && !finished_by_host_.load(std::memory_order_acquire);
+}
 
 void HostRegistry::add(std::shared_ptr<const HostFunction> fn) {
   std::shared_ptr<const HostFunction> old;  // released outside the lock
@@ -149,6 +246,7 @@ void add_host_prims(std::vector<Prim>& out) {
   p.name = "host_call";
   p.flags = kNondeterministic | kObservable;
   p.impl = host_impl;
+  p.impl_async = host_impl_async;
   p.abstract_eval = host_abstract;
   p.batch = batch_by_map;
   p.pushforward = host_push;

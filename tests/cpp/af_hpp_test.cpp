@@ -210,6 +210,59 @@ int main() {
   expect_error(af::Code::InvalidArgument, [&] { (void)ctx.str("x").entries(); }, "entries() of a str");
   expect_error(af::Code::NotFound, [&] { (void)moved["zz"]; }, "a missing key is NOT_FOUND");
 
+  // Async and blocking host functions: 8 independent 200 ms tools overlap
+  // through Program::call (no libaf thread waits for an async one).
+  {
+    std::mutex mu;
+    std::vector<std::thread> workers;
+    ctx.register_function_async("slow", ctx.str("str"), [&](const std::vector<af::Value>& args, af::HostRequest& req) {
+      std::string arg = args[0].json();
+      std::lock_guard<std::mutex> lock(mu);
+      workers.emplace_back([&ctx, arg, r = std::move(req)]() mutable {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        r.complete(ctx.str("done:" + arg));
+      });
+    });
+    ctx.register_function_blocking("slow_sync", ctx.str("str"), [&ctx](const std::vector<af::Value>& args) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      return ctx.str("done:" + args[0].json());
+    });
+    for (const char* tool : {"slow", "slow_sync"}) {
+      af::Ir fan = ctx.trace(
+          [tool](af::Context& c, const std::vector<af::Value>&) {
+            std::vector<af::Value> outs;
+            for (int i = 0; i < 8; ++i) outs.push_back(c.host_call(tool, {c.integer(i)}));
+            return c.list(outs);
+          },
+          {ctx.str("x")});
+      auto t0 = std::chrono::steady_clock::now();
+      af::Value got = af::Program::compile(ctx, fan).call(ctx, {ctx.str("x")});
+      long ms = long(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+      std::printf("     8 x 200 ms %s tools: %ld ms\n", tool, ms);
+      expect(got[7].str() == "done:7" && ms < 800, std::string("8 ") + tool + " tools run concurrently");
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (auto& w : workers) w.join();
+    }
+    ctx.register_function_async("twice", ctx.str("str"), [&](const std::vector<af::Value>&, af::HostRequest& req) {
+      req.complete(ctx.str("first"));
+      expect_error(af::Code::InvalidArgument, [&] { req.complete(ctx.str("second")); }, "completing twice is refused");
+    });
+    expect(ctx.host_call("twice", {}).str() == "first", "an async tool finished at once, outside a trace");
+    ctx.register_function_async("wrong", ctx.str("str"), [&](const std::vector<af::Value>&, af::HostRequest& req) {
+      req.complete(ctx.integer(1));
+    });
+    af::Error wrong = expect_error(af::Code::InvalidArgument, [&] { ctx.host_call("wrong", {}); },
+                                   "a wrong-kind result from an async tool");
+    expect(std::string(wrong.what()).find("\"wrong\"") != std::string::npos, "it names the function");
+    ctx.register_function_async("throws", ctx.str("str"), [](const std::vector<af::Value>&, af::HostRequest&) {
+      throw ToolFailure("async tool down");
+    });
+    af::Error thrown = expect_error(af::Code::Callback, [&] { ctx.host_call("throws", {}); }, "an async tool that throws");
+    expect(thrown.cause() != nullptr, "fails the call with the exception as the cause");
+  }
+
   std::printf("%d passed, 0 failed\n", checks);
   return 0;
 }

@@ -78,7 +78,9 @@ namespace Af
         /// this binding's methods.</summary>
         private static string BindingNames(string msg)
         {
-            return msg.Replace("af_register_function", "Context.RegisterFunction")
+            return msg.Replace("af_register_function_blocking", "Context.RegisterFunctionBlocking")
+                      .Replace("af_register_function_async", "Context.RegisterFunctionAsync")
+                      .Replace("af_register_function", "Context.RegisterFunction")
                       .Replace("af_context_route", "Context.Route");
         }
 

@@ -5,6 +5,8 @@ using System;
 using System.Collections.Generic;
 using System.Linq;
 using System.Runtime.InteropServices;
+using System.Threading;
+using System.Threading.Tasks;
 
 namespace Af
 {
@@ -138,7 +140,38 @@ namespace Af
         /// error (an AfException keeps its code). libaf releases fn exactly
         /// once: when replaced, when the context is disposed, or at once if
         /// registration fails.</summary>
-        public void RegisterFunction(string name, Value resultKinds, Func<Value[], Value> fn)
+        public void RegisterFunction(string name, Value resultKinds, Func<Value[], Value> fn) =>
+            Register(name, resultKinds, fn, (c, n, len, ud, k) =>
+                Native.af_register_function(c, n, len, s_hostTrampoline, ud, s_freeHandle, k));
+
+        /// <summary>RegisterFunction for functions that block (network, disk,
+        /// processes): each call runs on the context's host pool, at most
+        /// "host_threads" at once (a context option, default 8), never on a
+        /// scheduler thread.</summary>
+        public void RegisterFunctionBlocking(string name, Value resultKinds, Func<Value[], Value> fn) =>
+            Register(name, resultKinds, fn, (c, n, len, ud, k) =>
+                Native.af_register_function_blocking(c, n, len, s_hostTrampoline, ud, s_freeHandle, k));
+
+        /// <summary>Registers an async host function: fn starts the work and
+        /// returns its Task; no libaf thread waits for it. The token is
+        /// cancelled when the run no longer wants the result (cancelled, timed
+        /// out, failed elsewhere). fn owns its argument Values. A faulted Task
+        /// fails the call as a thrown exception would. Outside a trace,
+        /// HostCall waits for the Task.</summary>
+        public void RegisterFunctionAsync(string name, Value resultKinds, Func<Value[], CancellationToken, Task<Value>> fn) =>
+            Register(name, resultKinds, fn, (c, n, len, ud, k) =>
+                Native.af_register_function_async(c, n, len, s_asyncHostTrampoline, ud, s_freeHandle, k));
+
+        /// <summary>RegisterFunctionAsync without a cancellation token.</summary>
+        public void RegisterFunctionAsync(string name, Value resultKinds, Func<Value[], Task<Value>> fn)
+        {
+            if (fn == null) throw new ArgumentNullException(nameof(fn));
+            RegisterFunctionAsync(name, resultKinds, (args, _) => fn(args));
+        }
+
+        private delegate IntPtr RegisterFn(IntPtr ctx, byte[] name, UIntPtr len, IntPtr userData, IntPtr kinds);
+
+        private void Register(string name, Value resultKinds, Delegate fn, RegisterFn register)
         {
             if (fn == null) throw new ArgumentNullException(nameof(fn));
             if (resultKinds == null) throw new ArgumentNullException(nameof(resultKinds));
@@ -148,8 +181,103 @@ namespace Af
                 IntPtr c = b.Add(Handle);
                 IntPtr k = b.Add(resultKinds);
                 GCHandle gch = GCHandle.Alloc(fn); // freed by libaf through s_freeHandle, also on error
-                AfException.Check(Native.af_register_function(c, n, Utf8.Len(n), s_hostTrampoline,
-                                                              GCHandle.ToIntPtr(gch), s_freeHandle, k));
+                AfException.Check(register(c, n, Utf8.Len(n), GCHandle.ToIntPtr(gch), k));
+            }
+        }
+
+        private static readonly Native.AsyncHostFn s_asyncHostTrampoline = AsyncHostTrampoline;
+
+        // How often a running async function's request is checked for
+        // cancellation.
+        private const int CancelPollMs = 10;
+
+        private static void AsyncHostTrampoline(IntPtr userData, IntPtr args, UIntPtr n, IntPtr req)
+        {
+            var call = new AsyncHostCall(req);
+            try
+            {
+                var fn = (Func<Value[], CancellationToken, Task<Value>>)GCHandle.FromIntPtr(userData).Target;
+                int count = checked((int)(ulong)n);
+                var vals = new Value[count];
+                for (int i = 0; i < count; i++)
+                    vals[i] = Value.Own(Native.af_value_clone(Marshal.ReadIntPtr(args, i * IntPtr.Size)));
+                Task<Value> task = fn(vals, call.Token);
+                if (task == null) throw new InvalidOperationException("the async host function returned a null Task");
+                task.ContinueWith(t => call.Finish(t), TaskScheduler.Default);
+            }
+            catch (Exception ex)
+            {
+                call.Fail(ex); // never unwind into libaf
+            }
+        }
+
+        /// <summary>One call in flight: finishes and frees the request once,
+        /// and cancels the token when the run gives up on it.</summary>
+        private sealed class AsyncHostCall
+        {
+            private readonly object _mu = new object();
+            private readonly CancellationTokenSource _cts = new CancellationTokenSource();
+            private readonly Timer _poll;
+            private IntPtr _req;
+
+            internal AsyncHostCall(IntPtr req)
+            {
+                _req = req;
+                _poll = new Timer(_ => Poll(), null, CancelPollMs, CancelPollMs);
+            }
+
+            internal CancellationToken Token => _cts.Token;
+
+            private void Poll()
+            {
+                lock (_mu)
+                {
+                    if (_req == IntPtr.Zero || Native.af_host_request_cancelled(_req) == 0) return;
+                }
+                try { _cts.Cancel(); } catch (Exception) { /* a callback's failure has nowhere to go */ }
+            }
+
+            internal void Finish(Task<Value> t)
+            {
+                if (t.IsFaulted) Fail(t.Exception.InnerExceptions.Count == 1 ? t.Exception.InnerException : t.Exception);
+                else if (t.IsCanceled) Fail(new OperationCanceledException("the async host function was cancelled"));
+                else if (t.Result == null) Fail(new InvalidOperationException("the async host function returned null; return a Value"));
+                else
+                {
+                    try
+                    {
+                        using (var b = new Borrow())
+                        {
+                            IntPtr v = b.Add(t.Result);
+                            // A refusal (wrong kinds) already failed the call with the same error.
+                            Done(r => Native.af_error_free(Native.af_host_request_complete(r, v)));
+                        }
+                    }
+                    catch (Exception ex)
+                    {
+                        Fail(ex);
+                    }
+                }
+            }
+
+            internal void Fail(Exception ex) =>
+                Done(r => Native.af_error_free(Native.af_host_request_fail(r, ErrorFor(ex))));
+
+            private void Done(Action<IntPtr> finish)
+            {
+                IntPtr r;
+                lock (_mu)
+                {
+                    r = _req;
+                    _req = IntPtr.Zero;
+                }
+                if (r == IntPtr.Zero) return;
+                _poll.Dispose();
+                try { finish(r); }
+                finally
+                {
+                    Native.af_host_request_free(r);
+                }
             }
         }
 

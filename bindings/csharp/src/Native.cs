@@ -338,6 +338,31 @@ namespace Af
                                                          IntPtr userData, DestroyFn destroy, IntPtr resultKinds);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_register_function_blocking(IntPtr ctx, byte[] name, UIntPtr nameLen, HostFn fn,
+                                                                  IntPtr userData, DestroyFn destroy, IntPtr resultKinds);
+
+        /// <summary>af_host_async_fn. args borrowed for the call; req owned
+        /// (finish it, then af_host_request_free). Must not throw.</summary>
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        public delegate void AsyncHostFn(IntPtr userData, IntPtr args, UIntPtr n, IntPtr req);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_register_function_async(IntPtr ctx, byte[] name, UIntPtr nameLen, AsyncHostFn fn,
+                                                               IntPtr userData, DestroyFn destroy, IntPtr resultKinds);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern int af_host_request_cancelled(IntPtr req);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_host_request_complete(IntPtr req, IntPtr result);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_host_request_fail(IntPtr req, IntPtr err);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern void af_host_request_free(IntPtr req);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern IntPtr af_host_call(IntPtr ctx, byte[] name, UIntPtr nameLen, IntPtr[] args, UIntPtr n,
                                                  out IntPtr output);
 

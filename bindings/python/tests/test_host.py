@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import pytest
 
@@ -84,3 +85,80 @@ def test_replacing_a_tool_releases_the_old_callable(ctx: libaf.Context) -> None:
         ctx.register_function("t.same", lambda s, i=i: f"{i}", "str")
     assert len([h for h in _callbacks._handles if h > before]) == 1  # only the last one lives
     assert ctx.host_call("t.same", "x").to_py() == "4"
+
+
+def _fan_out(ctx: libaf.Context, name: str) -> libaf.Program:
+    """Eight independent calls of tool name."""
+    return libaf.trace(lambda x: [libaf.host_call(name, i) for i in range(8)], "x", ctx=ctx).compile(ctx)
+
+
+def test_async_tools_hold_no_thread_and_overlap(ctx: libaf.Context) -> None:
+    in_flight = 0
+    peak = 0
+    lock = threading.Lock()
+
+    async def slow(i: libaf.Value) -> str:
+        nonlocal in_flight, peak
+        with lock:
+            in_flight += 1
+            peak = max(peak, in_flight)
+        await asyncio.sleep(0.2)
+        with lock:
+            in_flight -= 1
+        return f"done:{i}"
+
+    ctx.register_function("t.slow", slow, "str")
+    program = _fan_out(ctx, "t.slow")
+    t0 = time.monotonic()
+    out = program("x").to_py()
+    elapsed = time.monotonic() - t0
+    print(f"8 async 200 ms tools: {elapsed * 1000:.0f} ms")
+    assert out == [f"done:{i}" for i in range(8)]
+    assert peak == 8
+    assert elapsed < 0.8
+
+
+def test_blocking_tools_run_on_the_host_pool() -> None:
+    with libaf.Context(host_threads=8) as ctx:
+
+        def slow(i: libaf.Value) -> str:
+            time.sleep(0.2)
+            return f"done:{i}"
+
+        ctx.register_function("t.slow", slow, "str", blocking=True)
+        t0 = time.monotonic()
+        out = _fan_out(ctx, "t.slow")("x").to_py()
+        elapsed = time.monotonic() - t0
+        print(f"8 blocking 200 ms tools, pool of 8: {elapsed * 1000:.0f} ms")
+        assert out == [f"done:{i}" for i in range(8)]
+        assert elapsed < 0.8
+
+
+def test_cancellation_reaches_a_coroutine_tool(ctx: libaf.Context) -> None:
+    cancelled = threading.Event()
+
+    async def forever(i: libaf.Value) -> str:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    ctx.register_function("t.forever", forever, "str")
+    t0 = time.monotonic()
+    with pytest.raises(libaf.Timeout):
+        _fan_out(ctx, "t.forever")("x", timeout=0.1)
+    assert time.monotonic() - t0 < 2
+    assert cancelled.wait(2)
+
+
+def test_async_tool_wrong_result_names_the_tool(ctx: libaf.Context) -> None:
+    async def wrong(i: libaf.Value) -> int:
+        return 42
+
+    ctx.register_function("t.wrong", wrong, "str")
+    with pytest.raises(libaf.InvalidArgument, match='"t.wrong"'):
+        ctx.host_call("t.wrong", 1)
+    with pytest.raises(ValueError, match="blocking=True"):
+        ctx.register_function("t.both", wrong, "str", blocking=True)

@@ -3,7 +3,7 @@
 
 use std::os::raw::c_void;
 use std::panic::{self, AssertUnwindSafe};
-use std::ptr;
+use std::ptr::{self, NonNull};
 
 use crate::context::{panic_message, Context};
 use crate::error::{check, Error, ErrorCode, Result};
@@ -11,6 +11,52 @@ use crate::sys;
 use crate::value::{make_value, value_ptrs, Value};
 
 type HostFn = dyn Fn(&[Value]) -> Result<Value> + Send + Sync + 'static;
+type AsyncHostFn = dyn Fn(&[Value], HostRequest) + Send + Sync + 'static;
+
+/// One call of an async host function ([`Context::register_function_async`]).
+/// Finish it once with [`complete`](Self::complete) or [`fail`](Self::fail),
+/// from any thread, now or later; a second finish is an `InvalidArgument`
+/// error and changes nothing. Dropping it unfinished fails the call with
+/// `Callback`, so a lost request never hangs a run.
+pub struct HostRequest {
+    raw: NonNull<sys::af_host_request_t>,
+}
+
+// The header: a request may be finished from any thread.
+unsafe impl Send for HostRequest {}
+unsafe impl Sync for HostRequest {}
+
+impl HostRequest {
+    /// True once the run no longer wants the result (cancelled, timed out,
+    /// failed elsewhere): stop working; finishing it is then ignored.
+    pub fn cancelled(&self) -> bool {
+        unsafe { sys::af_host_request_cancelled(self.raw.as_ptr()) != 0 }
+    }
+
+    /// Finishes the call with `result`. `InvalidArgument` naming the
+    /// function when it does not match the declared kinds (the call fails
+    /// with the same error).
+    pub fn complete(&self, result: &Value) -> Result<()> {
+        check(unsafe { sys::af_host_request_complete(self.raw.as_ptr(), result.as_ptr()) })
+    }
+
+    /// Fails the call: `err` becomes the cause of a `Callback` error.
+    pub fn fail(&self, err: Error) -> Result<()> {
+        check(unsafe { sys::af_host_request_fail(self.raw.as_ptr(), err.into_raw_parked()) })
+    }
+}
+
+impl Drop for HostRequest {
+    fn drop(&mut self) {
+        unsafe { sys::af_host_request_free(self.raw.as_ptr()) }
+    }
+}
+
+impl std::fmt::Debug for HostRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HostRequest({:p})", self.raw)
+    }
+}
 
 impl Context {
     /// Registers `f` as host function `name` (replacing an earlier one).
@@ -36,6 +82,58 @@ impl Context {
                 Some(host_trampoline),
                 user_data,
                 Some(destroy_host_fn),
+                result_kinds.as_ptr(),
+            )
+        })
+    }
+
+    /// Like [`register_function`](Self::register_function), but each call
+    /// runs on the context's host pool (at most `host_threads` at once, a
+    /// context option, default 8), never on a scheduler thread: for slow
+    /// tools that block.
+    pub fn register_function_blocking<F>(
+        &self,
+        name: &str,
+        result_kinds: &Value,
+        f: F,
+    ) -> Result<()>
+    where
+        F: Fn(&[Value]) -> Result<Value> + Send + Sync + 'static,
+    {
+        let boxed: Box<Box<HostFn>> = Box::new(Box::new(f));
+        let user_data = Box::into_raw(boxed).cast::<c_void>();
+        check(unsafe {
+            sys::af_register_function_blocking(
+                self.as_ptr(),
+                name.as_ptr().cast(),
+                name.len(),
+                Some(host_trampoline),
+                user_data,
+                Some(destroy_host_fn),
+                result_kinds.as_ptr(),
+            )
+        })
+    }
+
+    /// Registers an async host function: `f` receives the arguments and a
+    /// [`HostRequest`], starts the work (a thread, an async runtime) and
+    /// returns; the work finishes the request later and no libaf thread
+    /// waits meanwhile. A panic in `f` fails the call. Outside a trace,
+    /// [`host_call`](Self::host_call) waits for the request.
+    pub fn register_function_async<F>(&self, name: &str, result_kinds: &Value, f: F) -> Result<()>
+    where
+        F: Fn(&[Value], HostRequest) + Send + Sync + 'static,
+    {
+        let boxed: Box<Box<AsyncHostFn>> = Box::new(Box::new(f));
+        let user_data = Box::into_raw(boxed).cast::<c_void>();
+        check(unsafe {
+            sys::af_register_function_async(
+                self.as_ptr(),
+                name.as_ptr().cast(),
+                name.len(),
+                Some(async_host_trampoline),
+                user_data,
+                Some(destroy_async_host_fn),
                 result_kinds.as_ptr(),
             )
         })
@@ -116,27 +214,7 @@ unsafe extern "C" fn host_trampoline(
     }
     *out = ptr::null_mut();
     let f = &*user_data.cast::<Box<HostFn>>();
-    let result = panic::catch_unwind(AssertUnwindSafe(|| {
-        let mut values = Vec::with_capacity(n);
-        for i in 0..n {
-            let p = if args.is_null() {
-                ptr::null()
-            } else {
-                *args.add(i)
-            };
-            // libaf passes a Zero as null; a NULL pointer would be a libaf bug.
-            match Value::clone_from_ptr(p) {
-                Some(v) => values.push(v),
-                None => {
-                    return Err(Error::new(
-                        ErrorCode::Internal,
-                        format!("host argument {i} is NULL"),
-                    ))
-                }
-            }
-        }
-        f(&values)
-    }));
+    let result = panic::catch_unwind(AssertUnwindSafe(|| f(&arg_values(args, n)?)));
     match result {
         Ok(Ok(v)) => {
             *out = v.into_raw();
@@ -150,6 +228,61 @@ unsafe extern "C" fn host_trampoline(
             );
             sys::af_error_new(sys::AF_ERR_INTERNAL, msg.as_ptr().cast(), msg.len())
         }
+    }
+}
+
+/// The borrowed argument handles of one call as owned Values.
+unsafe fn arg_values(args: *const *const sys::af_value_t, n: usize) -> Result<Vec<Value>> {
+    let mut values = Vec::with_capacity(n);
+    for i in 0..n {
+        let p = if args.is_null() {
+            ptr::null()
+        } else {
+            *args.add(i)
+        };
+        // libaf passes a Zero as null; a NULL pointer would be a libaf bug.
+        match Value::clone_from_ptr(p) {
+            Some(v) => values.push(v),
+            None => {
+                return Err(Error::new(
+                    ErrorCode::Internal,
+                    format!("host argument {i} is NULL"),
+                ))
+            }
+        }
+    }
+    Ok(values)
+}
+
+unsafe extern "C" fn async_host_trampoline(
+    user_data: *mut c_void,
+    args: *const *const sys::af_value_t,
+    n: usize,
+    req: *mut sys::af_host_request_t,
+) {
+    let Some(req) = NonNull::new(req).map(|raw| HostRequest { raw }) else {
+        return;
+    };
+    let Some(f) = user_data.cast::<Box<AsyncHostFn>>().as_ref() else {
+        return; // dropping req fails the call
+    };
+    let values = match arg_values(args, n) {
+        Ok(v) => v,
+        Err(e) => {
+            let _ = req.fail(e);
+            return;
+        }
+    };
+    // On a panic the closure's HostRequest is dropped while unwinding, which
+    // fails the call; the panic itself must not reach libaf.
+    let _ = panic::catch_unwind(AssertUnwindSafe(|| f(&values, req)));
+}
+
+unsafe extern "C" fn destroy_async_host_fn(user_data: *mut c_void) {
+    if !user_data.is_null() {
+        let _ = panic::catch_unwind(AssertUnwindSafe(|| {
+            drop(Box::from_raw(user_data.cast::<Box<AsyncHostFn>>()))
+        }));
     }
 }
 

@@ -19,7 +19,8 @@ use crate::Context;
 
 impl Context {
     /// A context with options (JSON, as `af_context_new_with`):
-    /// `{"lazy": bool, "plan_cache": {"max_entries", "max_bytes", "dir"}}`.
+    /// `{"lazy": bool, "plan_cache": {"max_entries", "max_bytes", "dir"},
+    /// "host_threads": int}` (how many blocking host functions run at once).
     /// `InvalidArgument` for unknown keys or wrong kinds; `Io` when the cache
     /// directory cannot be created or written.
     pub fn with_options(options_json: &str) -> Result<Context> {

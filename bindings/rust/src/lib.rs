@@ -52,6 +52,7 @@ mod walk;
 pub use context::{is_tracing, Context};
 pub use error::{Error, ErrorCode, Result};
 pub use graph::{graph_from_json, graph_to_json, graph_verify};
+pub use host::HostRequest;
 pub use ir::Ir;
 pub use iter::{Entries, Items};
 pub use program::{CancelToken, Future, Program, ProgressFn, RunOptions};

@@ -66,6 +66,7 @@ opaque!(
     af_future,
     af_provider,
     af_lm_request,
+    af_host_request,
     af_cancel
 );
 
@@ -78,6 +79,7 @@ pub type af_program_t = af_program;
 pub type af_future_t = af_future;
 pub type af_provider_t = af_provider;
 pub type af_lm_request_t = af_lm_request;
+pub type af_host_request_t = af_host_request;
 pub type af_cancel_t = af_cancel;
 
 // ------------------------------------------------------------ run options
@@ -124,6 +126,16 @@ pub type af_host_fn = Option<
         n: usize,
         out: *mut *mut af_value_t,
     ) -> *mut af_error_t,
+>;
+
+/// An async host function (see `af_register_function_async`).
+pub type af_host_async_fn = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        args: *const *const af_value_t,
+        n: usize,
+        req: *mut af_host_request_t,
+    ),
 >;
 
 /// The submit callback of a host provider.
@@ -443,6 +455,32 @@ extern "C" {
         destroy: af_destroy_fn,
         result_kinds: *const af_value_t,
     ) -> *mut af_error_t;
+    pub fn af_register_function_blocking(
+        ctx: *mut af_context_t,
+        name: *const c_char,
+        name_len: usize,
+        fn_: af_host_fn,
+        user_data: *mut c_void,
+        destroy: af_destroy_fn,
+        result_kinds: *const af_value_t,
+    ) -> *mut af_error_t;
+    pub fn af_register_function_async(
+        ctx: *mut af_context_t,
+        name: *const c_char,
+        name_len: usize,
+        fn_: af_host_async_fn,
+        user_data: *mut c_void,
+        destroy: af_destroy_fn,
+        result_kinds: *const af_value_t,
+    ) -> *mut af_error_t;
+    pub fn af_host_request_cancelled(req: *const af_host_request_t) -> i32;
+    pub fn af_host_request_complete(
+        req: *mut af_host_request_t,
+        result: *const af_value_t,
+    ) -> *mut af_error_t;
+    pub fn af_host_request_fail(req: *mut af_host_request_t, err: *mut af_error_t)
+        -> *mut af_error_t;
+    pub fn af_host_request_free(req: *mut af_host_request_t);
     pub fn af_host_call(
         ctx: *mut af_context_t,
         name: *const c_char,

@@ -240,3 +240,127 @@ fn collect_inject_and_memoize_scopes() {
         ErrorCode::InvalidArgument
     );
 }
+
+/// Eight independent calls of host function `name`.
+fn fan_out(ctx: &Context, name: &'static str) -> af::Program {
+    let ir = ctx
+        .trace(
+            move |ctx, _| {
+                let mut outs = Vec::new();
+                for i in 0..8i64 {
+                    outs.push(ctx.host_call(name, &[Value::from(i)])?);
+                }
+                Ok(Value::list(&outs))
+            },
+            &[Value::from("x")],
+            None,
+        )
+        .unwrap();
+    af::Program::compile(ctx, &ir).unwrap()
+}
+
+#[test]
+fn async_host_functions_overlap_without_holding_libaf_threads() {
+    let ctx = Context::new().unwrap();
+    let workers = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let w = workers.clone();
+    ctx.register_function_async("slow", &Value::from("str"), move |args, req| {
+        let i = args[0].as_int().unwrap();
+        w.lock().unwrap().push(std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            req.complete(&Value::from(format!("done:{i}"))).unwrap();
+            let again = req.complete(&Value::from("again")).unwrap_err();
+            assert_eq!(again.code, ErrorCode::InvalidArgument, "{again}");
+        }));
+    })
+    .unwrap();
+    let program = fan_out(&ctx, "slow");
+    let t0 = std::time::Instant::now();
+    let out = program.call(&ctx, &[Value::from("x")]).unwrap();
+    let ms = t0.elapsed().as_millis();
+    println!("8 async 200 ms tools: {ms} ms");
+    assert!(ms < 800, "{ms} ms");
+    assert_eq!(out.index(7).unwrap().as_str().unwrap(), "done:7");
+    for t in workers.lock().unwrap().drain(..) {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+fn blocking_host_functions_run_on_the_host_pool() {
+    let ctx = Context::with_options(r#"{"host_threads": 8}"#).unwrap();
+    ctx.register_function_blocking("slow", &Value::from("str"), |args| {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        Ok(Value::from(format!("done:{}", args[0].as_int()?)))
+    })
+    .unwrap();
+    let t0 = std::time::Instant::now();
+    let out = fan_out(&ctx, "slow")
+        .call(&ctx, &[Value::from("x")])
+        .unwrap();
+    let ms = t0.elapsed().as_millis();
+    println!("8 blocking 200 ms tools, pool of 8: {ms} ms");
+    assert!(ms < 800, "{ms} ms");
+    assert_eq!(out.index(0).unwrap().as_str().unwrap(), "done:0");
+}
+
+#[test]
+fn cancellation_reaches_an_async_host_function() {
+    let ctx = Context::new().unwrap();
+    let saw = Arc::new(AtomicUsize::new(0));
+    let seen = saw.clone();
+    let workers = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let w = workers.clone();
+    ctx.register_function_async("waits", &Value::from("str"), move |_, req| {
+        let seen = seen.clone();
+        w.lock().unwrap().push(std::thread::spawn(move || {
+            let t0 = std::time::Instant::now();
+            while !req.cancelled() && t0.elapsed().as_secs() < 5 {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            if req.cancelled() {
+                seen.fetch_add(1, Ordering::SeqCst);
+            }
+            req.complete(&Value::from("late")).unwrap(); // ignored, harmless
+        }));
+    })
+    .unwrap();
+    let program = fan_out(&ctx, "waits");
+    let opts = af::RunOptions {
+        timeout: Some(std::time::Duration::from_millis(100)),
+        ..Default::default()
+    };
+    let t0 = std::time::Instant::now();
+    let err = program
+        .call_with(&ctx, &[Value::from("x")], &opts)
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::Timeout, "{err}");
+    assert!(t0.elapsed().as_millis() < 2000);
+    for t in workers.lock().unwrap().drain(..) {
+        t.join().unwrap();
+    }
+    assert_eq!(saw.load(Ordering::SeqCst), 8);
+}
+
+#[test]
+fn async_host_function_errors_name_the_function() {
+    let ctx = Context::new().unwrap();
+    ctx.register_function_async("wrong", &Value::from("str"), |_, req| {
+        let e = req.complete(&Value::from(1i64)).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidArgument);
+    })
+    .unwrap();
+    let e = ctx.host_call("wrong", &[]).unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidArgument);
+    assert!(e.to_string().contains("\"wrong\""), "{e}");
+    ctx.register_function_async("dropped", &Value::from("str"), |_, _req| {})
+        .unwrap();
+    let e = ctx.host_call("dropped", &[]).unwrap_err();
+    assert_eq!(e.code, ErrorCode::Callback, "{e}");
+    ctx.register_function_async("panics", &Value::from("str"), |_, _req| panic!("tool down"))
+        .unwrap();
+    assert_eq!(
+        ctx.host_call("panics", &[]).unwrap_err().code,
+        ErrorCode::Callback
+    );
+}

@@ -126,13 +126,15 @@ typedef struct af_context af_context_t;
 AF_API af_error_t* af_context_new(af_context_t** out);
 /* A context with options, a JSON object (NULL/0 = defaults):
  *   {"lazy": false,
- *    "plan_cache": {"max_entries": 1024, "max_bytes": 268435456, "dir": ""}}
+ *    "plan_cache": {"max_entries": 1024, "max_bytes": 268435456, "dir": ""},
+ *    "host_threads": 8}
  * "lazy": true makes operations outside a trace record promises instead of
  * running (see "Lazy evaluation" below). "plan_cache" bounds the context's
  * cache of compiled programs (least recently used out first) and, with
  * "dir", keeps them on disk too, shared between processes (created if
- * missing). INVALID_ARGUMENT: malformed JSON, unknown key, wrong kind, value
- * out of range (max_entries >= 1); IO: dir cannot be created or written. */
+ * missing). "host_threads" (1..256) bounds the pool that runs blocking host
+ * functions (af_register_function_blocking). INVALID_ARGUMENT: malformed
+ * JSON, unknown key, wrong kind, value out of range (max_entries >= 1); IO: dir cannot be created or written. */
 AF_API af_error_t* af_context_new_with(const char* options_json, size_t len,
                                        af_context_t** out);
 /* Frees ctx: cancels its runs in flight and joins its threads. Promises of a
@@ -530,6 +532,52 @@ typedef af_error_t* (*af_host_fn)(void* user_data, const af_value_t* const* args
 AF_API af_error_t* af_register_function(af_context_t* ctx, const char* name, size_t name_len,
                                         af_host_fn fn, void* user_data, void (*destroy)(void*),
                                         const af_value_t* result_kinds);
+/* A blocking host function: like af_register_function, but each call runs
+ * on the context's host pool instead of a scheduler thread, so slow tools
+ * (network, disk, subprocesses) never starve the engine. The pool runs at
+ * most "host_threads" calls at once (a context option, default 8; the rest
+ * wait their turn); a call whose run was cancelled before it started is
+ * skipped. Same errors as af_register_function. */
+AF_API af_error_t* af_register_function_blocking(af_context_t* ctx, const char* name,
+                                                 size_t name_len, af_host_fn fn, void* user_data,
+                                                 void (*destroy)(void*),
+                                                 const af_value_t* result_kinds);
+
+/* An async host function starts its work and returns at once; it finishes
+ * the call later, from any thread, through req, and no libaf thread waits
+ * meanwhile. args are borrowed for the duration of fn only (af_value_clone
+ * what the work needs later). fn owns req: it must finish it once with
+ * af_host_request_complete or af_host_request_fail, and release it with
+ * af_host_request_free (in either order). Releasing a request that was never
+ * finished fails the call with CALLBACK, so a lost request never hangs a run.
+ * fn runs on a libaf thread and must not block for long. */
+typedef struct af_host_request af_host_request_t;
+typedef void (*af_host_async_fn)(void* user_data, const af_value_t* const* args, size_t n,
+                                 af_host_request_t* req);
+/* Registers an async host function (see af_register_function for name,
+ * result_kinds, destroy and errors). Outside a trace on an eager context,
+ * af_host_call waits for the request to finish. */
+AF_API af_error_t* af_register_function_async(af_context_t* ctx, const char* name,
+                                              size_t name_len, af_host_async_fn fn,
+                                              void* user_data, void (*destroy)(void*),
+                                              const af_value_t* result_kinds);
+/* 1 if the run no longer wants the result (cancelled, timed out, failed
+ * elsewhere): the host may stop working, but must still finish and free req.
+ * Finishing such a request is accepted and ignored. 0 otherwise or for NULL. */
+AF_API int af_host_request_cancelled(const af_host_request_t* req);
+/* Finishes the call with result (borrowed: the caller keeps its reference).
+ * INVALID_ARGUMENT, naming the function: result does not have the declared
+ * structure and kinds (the call then fails with the same error), result is
+ * NULL, or req was already finished (the second finish changes nothing). */
+AF_API af_error_t* af_host_request_complete(af_host_request_t* req, const af_value_t* result);
+/* Fails the call with err (owned, consumed): it becomes the cause of an
+ * AF_ERR_CALLBACK error naming the function; NULL err fails with CALLBACK.
+ * INVALID_ARGUMENT if req was already finished. */
+AF_API af_error_t* af_host_request_fail(af_host_request_t* req, af_error_t* err);
+/* Releases req (NULL is a no-op). If it was never finished, the call fails
+ * with CALLBACK. */
+AF_API void af_host_request_free(af_host_request_t* req);
+
 /* Calls host function name on args (positional trees): recorded inside a
  * trace (as host_call), called at once outside. NOT_FOUND: name is not
  * registered on ctx (listing the registered names). CALLBACK: the function

@@ -12,7 +12,7 @@
  *
  * Ownership: every handle is RAII. Value, Ir, Program and Provider are
  * reference counted in libaf, so they copy (a new reference) and move.
- * Context, Future, Walk, CancelToken and LmRequest own something unique and
+ * Context, Future, Walk, CancelToken, LmRequest and HostRequest own something unique and
  * only move. A moved-from handle is empty; using it throws INVALID_ARGUMENT.
  *
  * Errors are exceptions (af::Error, carrying code, message and cause),
@@ -577,6 +577,50 @@ class Provider {
   detail::Shared<af_provider_t, af_provider_clone, af_provider_free> h_;
 };
 
+/* ---- Async host functions ------------------------------------------------- */
+
+/* One call of an async host function. Finish it once with complete() or
+ * fail(), from any thread, now or later (move it out of the callback to
+ * finish later); a second finish throws INVALID_ARGUMENT and changes nothing.
+ * One destroyed unfinished fails the call with CALLBACK. Move-only. */
+class HostRequest {
+ public:
+  explicit HostRequest(af_host_request_t* r) noexcept : r_(r) {}
+  HostRequest(HostRequest&& o) noexcept : r_(std::exchange(o.r_, nullptr)) {}
+  HostRequest& operator=(HostRequest&& o) noexcept {
+    if (this != &o) {
+      af_host_request_free(r_);
+      r_ = std::exchange(o.r_, nullptr);
+    }
+    return *this;
+  }
+  HostRequest(const HostRequest&) = delete;
+  HostRequest& operator=(const HostRequest&) = delete;
+  ~HostRequest() { af_host_request_free(r_); }
+
+  /* True once the run no longer wants the result (cancelled, timed out,
+   * failed elsewhere): stop working, then finish anyway (it is ignored). */
+  bool cancelled() const noexcept { return af_host_request_cancelled(r_) != 0; }
+  /* INVALID_ARGUMENT naming the function if result does not match the
+   * declared kinds (the call fails with it too). */
+  void complete(const Value& result) { detail::check(af_host_request_complete(ptr(), result.get())); }
+  void fail(Code code, std::string_view message) {
+    detail::check(af_host_request_fail(ptr(), af_error_new(static_cast<int32_t>(code), message.data(), message.size())));
+  }
+  /* Fails with the exception in flight (call from a catch block); the run's
+   * caller finds it as the cause's origin(). Ignored if already finished. */
+  void fail_with_current_exception() noexcept {
+    if (r_) af_error_free(af_host_request_fail(r_, detail::error_for_current(Code::Callback, "the C++ host function threw: ")));
+  }
+
+ private:
+  af_host_request_t* ptr() const {
+    if (!r_) throw Error(Code::InvalidArgument, "the host request was moved from");
+    return r_;
+  }
+  af_host_request_t* r_;
+};
+
 /* ---- Context: values, tracing, operations, host functions ---------------- */
 
 /* The trace function: receives the context and one placeholder per example. */
@@ -584,6 +628,10 @@ using TraceFn = std::function<Value(Context&, const std::vector<Value>&)>;
 /* A host function: receives its argument trees, returns its result. May run
  * on any thread, concurrently. */
 using HostFn = std::function<Value(const std::vector<Value>&)>;
+/* An async host function: starts the work and returns; finishes req now or
+ * later (std::move(req) to keep it). If it throws while still holding req,
+ * the call fails with what it threw. */
+using AsyncHostFn = std::function<void(const std::vector<Value>&, HostRequest& req)>;
 
 class Context {
  public:
@@ -709,6 +757,19 @@ class Context {
     detail::check(af_register_function(ptr(), name.data(), name.size(), &host_trampoline, state,
                                        &destroy_host, result_kinds.get()));
   }
+  /* A sync function run on the context's host pool (at most "host_threads"
+   * at once, a context option): for slow tools that block. */
+  void register_function_blocking(std::string_view name, const Value& result_kinds, HostFn fn) {
+    auto* state = new HostFn(std::move(fn));  // deleted by libaf's destroy, also on error
+    detail::check(af_register_function_blocking(ptr(), name.data(), name.size(), &host_trampoline, state,
+                                                &destroy_host, result_kinds.get()));
+  }
+  /* An async function: no libaf thread waits while it works. */
+  void register_function_async(std::string_view name, const Value& result_kinds, AsyncHostFn fn) {
+    auto* state = new AsyncHostFn(std::move(fn));  // deleted by libaf's destroy, also on error
+    detail::check(af_register_function_async(ptr(), name.data(), name.size(), &async_host_trampoline, state,
+                                             &destroy_async_host, result_kinds.get()));
+  }
   Value host_call(std::string_view name, const std::vector<Value>& args) {
     auto p = detail::ptrs(args);
     return make([&](af_value_t** o) { return af_host_call(ptr(), name.data(), name.size(), p.data(), p.size(), o); });
@@ -800,6 +861,15 @@ class Context {
     }
   }
   static void destroy_host(void* ud) noexcept { delete static_cast<HostFn*>(ud); }
+  static void async_host_trampoline(void* ud, const af_value_t* const* args, size_t n, af_host_request_t* req) noexcept {
+    HostRequest r(req);
+    try {
+      (*static_cast<AsyncHostFn*>(ud))(borrow_all(args, n), r);
+    } catch (...) {
+      r.fail_with_current_exception();  // ignored if fn finished or moved the request
+    }
+  }
+  static void destroy_async_host(void* ud) noexcept { delete static_cast<AsyncHostFn*>(ud); }
 
   detail::Unique<af_context_t, af_context_free> h_;
 };

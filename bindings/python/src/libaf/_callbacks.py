@@ -86,6 +86,16 @@ def host_trampoline(user_data, args, n, out):  # type: ignore[no-untyped-def]
     return _call_returning_value(user_data, values, out)
 
 
+@_lib.ASYNC_HOST_FN
+def async_host_trampoline(user_data, args, n, req):  # type: ignore[no-untyped-def]
+    try:
+        values = _borrowed_values(args, n)
+        get_handle(user_data)(values, req)
+    except BaseException as exc:  # noqa: BLE001 - the request must still finish
+        _lib.lib.af_error_free(_lib.lib.af_host_request_fail(req, error_from_exception(exc, _CALLBACK)))
+        _lib.lib.af_host_request_free(req)
+
+
 @_lib.SUBMIT_FN
 def submit_trampoline(user_data, req):  # type: ignore[no-untyped-def]
     try:

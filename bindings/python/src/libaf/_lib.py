@@ -75,6 +75,7 @@ class Bytes(Structure):
 TRACE_FN = CFUNCTYPE(c_void_p, c_void_p, c_void_p, POINTER(c_void_p), c_size_t, POINTER(c_void_p))
 HOST_FN = CFUNCTYPE(c_void_p, c_void_p, POINTER(c_void_p), c_size_t, POINTER(c_void_p))
 SUBMIT_FN = CFUNCTYPE(None, c_void_p, c_void_p)
+ASYNC_HOST_FN = CFUNCTYPE(None, c_void_p, POINTER(c_void_p), c_size_t, c_void_p)
 DESTROY_FN = CFUNCTYPE(None, c_void_p)
 DONE_FN = CFUNCTYPE(None, c_void_p)
 PROGRESS_FN = CFUNCTYPE(None, c_void_p, c_uint64, c_uint64)
@@ -181,6 +182,12 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "af_switch": (ERR, [P, P, POINTER(c_char_p), POINTER(c_size_t), PP, c_size_t, PP, c_size_t, PP]),
     "af_while_loop": (ERR, [P, P, P, P, c_uint64, PP]),
     "af_register_function": (ERR, [P, c_char_p, c_size_t, HOST_FN, P, DESTROY_FN, P]),
+    "af_register_function_blocking": (ERR, [P, c_char_p, c_size_t, HOST_FN, P, DESTROY_FN, P]),
+    "af_register_function_async": (ERR, [P, c_char_p, c_size_t, ASYNC_HOST_FN, P, DESTROY_FN, P]),
+    "af_host_request_cancelled": (c_int, [P]),
+    "af_host_request_complete": (ERR, [P, P]),
+    "af_host_request_fail": (ERR, [P, P]),
+    "af_host_request_free": (None, [P]),
     "af_host_call": (ERR, [P, c_char_p, c_size_t, PP, c_size_t, PP]),
     "af_collect_push": (ERR, [P, c_char_p, c_size_t]),
     "af_collect_pop": (ERR, [P, PP]),

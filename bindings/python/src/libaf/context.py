@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from . import _callbacks, _lib
 from ._lib import lib
-from .errors import check
+from .errors import check, error_from_exception
 from .value import Tree, Value, to_value
 
 if TYPE_CHECKING:
@@ -32,20 +32,25 @@ class Context:
     """Owns what programs need at run time: routes to LM providers, host
     tools, scopes, and the scheduler shared by its runs. Thread-safe."""
 
-    def __init__(self, *, lazy: bool = False, plan_cache: dict | None = None) -> None:
+    def __init__(
+        self, *, lazy: bool = False, plan_cache: dict | None = None, host_threads: int | None = None
+    ) -> None:
         """lazy=True: operations outside a trace record promises (Values whose
         kind is known at once) that run when read or at :meth:`eval`, their
         independent LM calls together. plan_cache: {"max_entries",
         "max_bytes", "dir"} bounds the cache of compiled programs and, with
-        "dir", keeps them on disk across processes."""
+        "dir", keeps them on disk across processes. host_threads (1..256,
+        default 8): how many blocking host tools run at once."""
         self._ptr = None
         out = ctypes.c_void_p()
-        if not lazy and plan_cache is None:
+        if not lazy and plan_cache is None and host_threads is None:
             check(lib.af_context_new(ctypes.byref(out)))
         else:
             options: dict[str, Any] = {"lazy": bool(lazy)}
             if plan_cache is not None:
                 options["plan_cache"] = plan_cache
+            if host_threads is not None:
+                options["host_threads"] = host_threads
             data = json.dumps(options).encode("utf-8")
             check(lib.af_context_new_with(data, len(data), ctypes.byref(out)))
         self._ptr = out.value
@@ -107,31 +112,34 @@ class Context:
         p = _lib.utf8(model_pattern, "model_pattern")
         check(lib.af_context_route(self._handle, p, len(p), provider._handle))
 
-    def register_function(self, name: str, fn: Callable[..., Tree], result_kinds: Tree) -> None:
+    def register_function(
+        self, name: str, fn: Callable[..., Tree], result_kinds: Tree, *, blocking: bool = False
+    ) -> None:
         """Registers a host tool: fn receives the positional argument trees
         as Values and returns plain data or a Value shaped like result_kinds
         (kind names as leaves, e.g. ``{"title": "str", "n": "int"}``). It
-        may run on any libaf thread. A coroutine function runs on libaf's
-        private event loop while the calling libaf thread waits for it."""
+        may run on any libaf thread.
+
+        A coroutine function is registered async: it runs on libaf's private
+        event loop and no libaf thread waits for it; when the run no longer
+        wants its result (cancelled, timed out) the coroutine is cancelled.
+        blocking=True runs a plain function on the context's host pool (at
+        most ``host_threads`` at once, a context option), for slow tools."""
         if not callable(fn):
             raise TypeError(f"register_function() needs a callable, got {type(fn).__name__}")
-        if inspect.iscoroutinefunction(fn):
-            fn = _blocking(fn)
         n = _lib.utf8(name, "name")
         kinds = to_value(result_kinds)
-        h = _callbacks.new_handle(fn)
+        if inspect.iscoroutinefunction(fn):
+            if blocking:
+                raise ValueError("register_function(): a coroutine function is async; blocking=True is for plain functions")
+            h = _callbacks.new_handle(_start_coroutine(fn))
+            register, trampoline = lib.af_register_function_async, _callbacks.async_host_trampoline
+        else:
+            h = _callbacks.new_handle(fn)
+            register = lib.af_register_function_blocking if blocking else lib.af_register_function
+            trampoline = _callbacks.host_trampoline
         # destroy runs on failure too, so the handle never leaks.
-        check(
-            lib.af_register_function(
-                self._handle,
-                n,
-                len(n),
-                _callbacks.host_trampoline,
-                h,
-                _callbacks.destroy_trampoline,
-                kinds._ptr,
-            )
-        )
+        check(register(self._handle, n, len(n), trampoline, h, _callbacks.destroy_trampoline, kinds._ptr))
 
     def tool(self, name: str, result_kinds: Tree) -> Callable[[Callable[..., Tree]], Callable[..., Value]]:
         """Decorator form of register_function; the decorated name becomes
@@ -273,8 +281,52 @@ def background_loop() -> asyncio.AbstractEventLoop:
         return _loop
 
 
-def _blocking(coro_fn: Callable[..., Any]) -> Callable[..., Any]:
-    def run(*args: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro_fn(*args), background_loop()).result()
+_CALLBACK = 9  # AF_ERR_CALLBACK
+# How often a coroutine tool checks whether its run still wants the result.
+_CANCEL_POLL_S = 0.02
 
-    return run
+
+def _start_coroutine(coro_fn: Callable[..., Any]) -> Callable[[list, int], None]:
+    """The async host function for coro_fn: schedules it on the private loop
+    and finishes the request from there (no libaf thread waits)."""
+
+    def start(args: list, req: int) -> None:
+        loop = background_loop()
+
+        def begin() -> None:
+            task = loop.create_task(coro_fn(*args))
+
+            def watch() -> None:
+                if task.done():
+                    return
+                if lib.af_host_request_cancelled(req):
+                    task.cancel()
+                else:
+                    loop.call_later(_CANCEL_POLL_S, watch)
+
+            def finish(t: "asyncio.Task[Any]") -> None:
+                # A finish libaf refuses (the run's own error, already
+                # recorded) has no caller to go to.
+                try:
+                    if t.cancelled():
+                        exc: BaseException | None = asyncio.CancelledError("the run no longer wants the result")
+                    else:
+                        exc = t.exception()
+                    if exc is None:
+                        try:
+                            result = to_value(t.result())
+                        except BaseException as bad:  # noqa: BLE001 - not convertible
+                            exc = bad
+                        else:
+                            lib.af_error_free(lib.af_host_request_complete(req, result._ptr))
+                    if exc is not None:
+                        lib.af_error_free(lib.af_host_request_fail(req, error_from_exception(exc, _CALLBACK)))
+                finally:
+                    lib.af_host_request_free(req)
+
+            task.add_done_callback(finish)
+            loop.call_later(_CANCEL_POLL_S, watch)
+
+        loop.call_soon_threadsafe(begin)
+
+    return start
