@@ -6,6 +6,14 @@
 
 namespace af {
 
+Tags union_tags(const Tags& a, const Tags& b) {
+  if (!a || a->empty()) return b;
+  if (!b || b->empty()) return a;
+  auto merged = std::make_shared<std::vector<std::string>>();
+  std::set_union(a->begin(), a->end(), b->begin(), b->end(), std::back_inserter(*merged));
+  return merged;
+}
+
 std::string aval_name(const Aval& a) {
   std::string s = kind_name(a.kind);
   for (int i = 0; i < a.list_depth; ++i) s = "list<" + s + ">";

@@ -78,6 +78,8 @@ class Params {
 
 // Tags: a sorted, duplicate-free set of labels, shared between equations.
 using Tags = std::shared_ptr<const std::vector<std::string>>;
+// The union of two tag sets (shares one of them when the other is empty).
+Tags union_tags(const Tags& a, const Tags& b);
 
 struct Prim;
 

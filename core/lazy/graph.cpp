@@ -8,14 +8,6 @@ namespace af::lazy {
 
 namespace {
 
-Tags union_tags(const Tags& a, const Tags& b) {
-  if (!a || a->empty()) return b;
-  if (!b || b->empty()) return a;
-  auto merged = std::make_shared<std::vector<std::string>>();
-  std::set_union(a->begin(), a->end(), b->begin(), b->end(), std::back_inserter(*merged));
-  return merged;
-}
-
 [[noreturn]] void freed_context() {
   invalid("reading a promise whose context was freed before it was evaluated: evaluate it "
           "(af_eval, or read it) before freeing its context");
@@ -178,30 +170,12 @@ void Graph::pop_tag() {
 
 // ---- Evaluation
 
-namespace {
-
-void collect_cells(const Value& v, std::vector<const Cell*>& out) {
-  switch (v.kind()) {
-    case Kind::Placeholder:
-      if (const Cell* c = cell_of(v)) out.push_back(c);
-      return;
-    case Kind::List:
-      for (const Value& x : v.items()) collect_cells(x, out);
-      return;
-    case Kind::Dict:
-      for (const Entry& e : v.entries()) collect_cells(e.second, out);
-      return;
-    default: return;
-  }
-}
-
-}  // namespace
-
 void Graph::eval(std::span<const Value> leaves, bool strict) {
-  std::vector<const Cell*> cells;
-  for (const Value& v : leaves) collect_cells(v, cells);
+  std::vector<Value> promises;
+  for (const Value& v : leaves) collect_promises(v, promises);
   std::vector<std::shared_ptr<Node>> roots;
-  for (const Cell* c : cells) {
+  for (const Value& p : promises) {
+    const Cell* c = cell_of(p);
     if (c->node->graph.lock().get() != this) {
       if (strict)
         invalid("af_eval: a value holds a promise of another context; evaluate it on its own "

@@ -101,14 +101,6 @@ Value record(Frame& f, const Prim& p, Params params, std::vector<Value> leaves, 
   return shape.out_tree.is_leaf() ? std::move(outs[0]) : shape.out_tree.unflatten(outs);
 }
 
-Tags union_tags(const Tags& a, const Tags& b) {
-  if (!a || a->empty()) return b;
-  if (!b || b->empty()) return a;
-  auto merged = std::make_shared<std::vector<std::string>>();
-  std::set_union(a->begin(), a->end(), b->begin(), b->end(), std::back_inserter(*merged));
-  return merged;
-}
-
 // Pops the frame however the traced function exits.
 struct FrameGuard {
   explicit FrameGuard(Frame* f) { t_stack.push_back(f); }

@@ -276,12 +276,10 @@ bool Value::has_placeholder() const noexcept {
   }
 }
 
-namespace {
-
 void collect_promises(const Value& v, std::vector<Value>& out) {
   switch (v.kind()) {
     case Kind::Placeholder:
-      if (v.promise() && !v.promise()->ready()) out.push_back(v);
+      if (v.promise()) out.push_back(v);
       return;
     case Kind::List:
       for (const Value& x : v.items()) collect_promises(x, out);
@@ -292,6 +290,8 @@ void collect_promises(const Value& v, std::vector<Value>& out) {
     default: return;
   }
 }
+
+namespace {
 
 Value substitute(const Value& v) {
   switch (v.kind()) {
@@ -318,12 +318,13 @@ Value substitute(const Value& v) {
 
 Value resolve(const Value& v) {
   if (!v.has_placeholder()) return v;
-  std::vector<Value> pending;
-  collect_promises(v, pending);
+  std::vector<Value> promises;
+  collect_promises(v, promises);
+  std::erase_if(promises, [](const Value& p) { return p.promise()->ready(); });
   // Each evaluator takes the promises it owns from the whole list at once;
   // the others stay for theirs.
-  for (const Value& p : pending)
-    if (!p.promise()->ready()) p.promise()->evaluate(pending);
+  for (const Value& p : promises)
+    if (!p.promise()->ready()) p.promise()->evaluate(promises);
   return substitute(v);
 }
 

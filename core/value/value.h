@@ -151,6 +151,8 @@ void append_json_string(std::string& out, std::string_view s);
 // that are not ready (those of one evaluator together), then throws the
 // first failed promise's error. v itself when it holds no promise.
 Value resolve(const Value& v);
+// Appends every promise leaf of v to out (evaluated or not).
+void collect_promises(const Value& v, std::vector<Value>& out);
 // True when v holds no promise that still has to be evaluated.
 bool is_ready(const Value& v) noexcept;
 
