@@ -33,6 +33,10 @@ struct RunEnv {
   // values moved out of their slots at their last use, held nowhere else by
   // the run. Set only around one impl call (empty otherwise).
   std::span<Value> owned_in = {};
+  // Per-item errors (RunOptions::item_errors): a batch item that fails
+  // becomes an error value in map's outputs instead of failing the equation.
+  // Inherited by the sub-runs control flow and map start.
+  bool item_errors = false;
 
   // in[k] as a value the impl may consume (e.g. append to a string nothing
   // else shares), or nullptr when `in` is not the owned input list.
