@@ -11,10 +11,10 @@ import libaf
 
 
 def triage(ticket: libaf.Value) -> dict:
-    """The program: an LM call classifies the ticket, a host tool looks up
-    its queue."""
-    label = libaf.lm_call([{"role": "user", "content": ticket}], "m")
-    return {"label": label, "queue": libaf.host_call("queue", label)}
+    """The program: an LM call classifies the ticket ({"id", "text"}), a
+    host tool looks up its queue."""
+    label = libaf.lm_call([{"role": "user", "content": ticket["text"]}], "m")
+    return {"id": ticket["id"], "label": label, "queue": libaf.host_call("queue", label)}
 
 
 def queue(label: libaf.Value) -> str:

@@ -57,3 +57,26 @@ def test_failing_items_become_error_values_and_the_rest_complete(ctx: libaf.Cont
     with pytest.raises(libaf.ProviderError, match="refused"):
         p(qs)
     time.sleep(0.1)  # let the cancelled run's answers finish
+
+
+def test_a_failed_item_skips_its_later_lm_calls_and_unrouted_models_fail_their_item(ctx: libaf.Context) -> None:
+    host = FailEveryThird()
+    ctx.route("m", libaf.Provider.host(host))
+    ctx.route("echo", libaf.Provider.echo())
+    seen: list[str] = []
+    ctx.route("spy", libaf.Provider.host(lambda req: seen.append(req.messages[-1]["content"]) or "spied"))
+
+    def two_calls(q: libaf.Value, model: libaf.Value) -> libaf.Value:
+        a = libaf.lm_call([{"role": "user", "content": q}], "m")
+        b = libaf.lm_call([{"role": "user", "content": a}], "spy")
+        return libaf.lm_call([{"role": "user", "content": b}], model)
+
+    p = libaf.trace(two_calls, "q", "echo", ctx=ctx).batch(ctx=ctx).compile(ctx)
+    out = p(["q0", "q1", "q2", "q4"], ["echo", "echo", "nowhere", "echo"], item_errors=True).to_py()
+    assert "item q0 refused" in out[0]["error"]["message"]
+    assert out[1] == "echo|spied" and out[3] == "echo|spied"
+    assert out[2]["error"]["name"] == "NOT_FOUND" and "nowhere" in out[2]["error"]["message"]
+    assert sorted(seen) == ["ok q1", "ok q2", "ok q4"]  # q0's later call was never made
+    # Every item failing: the run still succeeds, with an error value per item.
+    out = p(["q0", "q3"], ["echo", "echo"], item_errors=True).to_py()
+    assert [o["error"]["code"] for o in out] == [6, 6]

@@ -37,12 +37,12 @@ def program(tmp_path: Path) -> Path:
     with libaf.Context() as c:
         c.register_function("queue", ray_helpers.queue, "str")
         path = tmp_path / "triage.afg"
-        libaf.trace(ray_helpers.triage, "t", ctx=c).save(path)
+        libaf.trace(ray_helpers.triage, {"id": 0, "text": "t"}, ctx=c).save(path)
     return path
 
 
-def tickets(n: int) -> list[str]:
-    return [f"t{i}" for i in range(n)]
+def tickets(n: int) -> list[dict]:
+    return [{"id": i, "text": f"t{i}"} for i in range(n)]
 
 
 def echo_spec(**tools: afray.Tool) -> afray.WorkerSpec:
@@ -52,7 +52,7 @@ def echo_spec(**tools: afray.Tool) -> afray.WorkerSpec:
 
 def expected(i: int) -> dict:
     label = f"m|t{i}"
-    return {"label": label, "queue": ray_helpers.queue(label)}
+    return {"id": i, "label": label, "queue": ray_helpers.queue(label)}
 
 
 def test_results_in_input_order_equal_a_single_process_run(cluster, program: Path) -> None:
@@ -91,7 +91,7 @@ def test_per_item_errors(cluster, program: Path) -> None:
 
 def test_a_ray_dataset_of_inputs(cluster, program: Path) -> None:
     pytest.importorskip("ray.data", reason="ray.data needs ray[data] (pandas, pyarrow)")
-    ds = ray.data.from_items([{"ticket": t} for t in tickets(40)])
+    ds = ray.data.from_items([{"ticket": t} for t in tickets(40)])  # one column: the item
     assert afray.run(program, ds, echo_spec(), shard_size=8) == [expected(i) for i in range(40)]
 
 
@@ -119,7 +119,7 @@ def test_a_program_the_loader_rejects_fails_fast_naming_the_shard(cluster, progr
 
 def test_inputs_that_do_not_match_the_program_name_the_item(cluster, program: Path) -> None:
     items = tickets(20)
-    items[13] = {"not": "a ticket"}
+    items[13] = {"id": 13, "body": "no text"}
     with pytest.raises(afray.ShardError, match=r"shard 1 \(items 10\.\.19\): item 13: the inputs do not match"):
         afray.run(program, items, echo_spec(), shard_size=10)
     with pytest.raises(TypeError, match="inputs: a list"):

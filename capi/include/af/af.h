@@ -637,7 +637,7 @@ typedef struct af_run_options {
  * whose batched input already is such an error value passes it on unrun.
  * Failures outside the per-item work (the batch's length check, run
  * TIMEOUT) still fail the run, or only their leaves with AF_RUN_KEEP_GOING
- * (the flags combine). Unbatched programs are unaffected. */
+ * (the flags combine). A program with no batched part is unaffected. */
 AF_API af_error_t* af_program_call(af_context_t* ctx, const af_program_t* p,
                                    const af_value_t* const* inputs, size_t n, af_value_t** out);
 /* af_program_call with options (NULL = defaults). */

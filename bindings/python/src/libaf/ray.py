@@ -148,6 +148,17 @@ def _fill(skel: Any, leaves: list) -> Any:
     return leaves[skel]
 
 
+def _stack(trees: list) -> Any:
+    """Items of one structure as one batched input: the structure once, each
+    leaf the list of the items' values (docs/SEMANTICS.md §4 batch)."""
+    t0 = trees[0]
+    if isinstance(t0, dict):
+        return {k: _stack([t[k] for t in trees]) for k in t0}
+    if isinstance(t0, (list, tuple)):
+        return [_stack([t[j] for t in trees]) for j in range(len(t0))]
+    return list(trees)
+
+
 def _signature(x: Any) -> Any:
     """Structure and leaf types: items with equal signatures batch together."""
     if isinstance(x, dict):
@@ -211,7 +222,7 @@ class _Worker:
         out: list = [None] * len(items)
         for members in groups.values():
             program, skel = self._compiled(args[members[0]], start + members[0])
-            columns = [[args[i][k] for i in members] for k in range(len(args[members[0]]))]
+            columns = [_stack([args[i][k] for i in members]) for k in range(len(args[members[0]]))]
             got = program(*columns, ctx=self.ctx, item_errors=True).to_py()
             for j, i in enumerate(members):
                 leaves = [col[j] if isinstance(col, list) and len(col) == len(members) else col for col in got]
