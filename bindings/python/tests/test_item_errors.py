@@ -80,3 +80,19 @@ def test_a_failed_item_skips_its_later_lm_calls_and_unrouted_models_fail_their_i
     # Every item failing: the run still succeeds, with an error value per item.
     out = p(["q0", "q3"], ["echo", "echo"], item_errors=True).to_py()
     assert [o["error"]["code"] for o in out] == [6, 6]
+
+
+def test_a_failing_host_tool_fails_only_its_item(ctx: libaf.Context) -> None:
+    # No LM call: the batched host_call runs item after item on one thread.
+    def lookup(key: libaf.Value) -> str:
+        if str(key).startswith("bad"):
+            raise KeyError(str(key))
+        return str(key).upper()
+
+    ctx.register_function("lookup", lookup, "str")
+    p = libaf.trace(lambda k: libaf.host_call("lookup", k) + "!", "k", ctx=ctx).batch(ctx=ctx).compile(ctx)
+    out = p(["a", "bad1", "c"], item_errors=True).to_py()
+    assert out[0] == "A!" and out[2] == "C!"
+    assert out[1]["error"]["name"] == "CALLBACK" and "lookup" in out[1]["error"]["message"]
+    with pytest.raises(libaf.CallbackError):
+        p(["a", "bad1"])
