@@ -96,6 +96,10 @@ type RunOptions struct {
 	KeepGoing bool
 	// Profile records a profile (Future.Profile).
 	Profile bool
+	// ItemErrors: in a batched program, an item that fails becomes its
+	// error value in every output list; the other items complete (their
+	// LM calls are not cancelled).
+	ItemErrors bool
 	// Timeout fails the run with CodeTimeout after this long (0 = none).
 	Timeout time.Duration
 	// ProfilePath: where to write the profile as Chrome trace JSON.
@@ -120,6 +124,9 @@ func (o *RunOptions) cOptions() (opts *C.af_run_options_t, free func()) {
 	}
 	if o.Profile {
 		opts.flags |= C.AF_RUN_PROFILE
+	}
+	if o.ItemErrors {
+		opts.flags |= C.AF_RUN_ITEM_ERRORS
 	}
 	if o.Timeout > 0 {
 		ms := o.Timeout.Milliseconds()

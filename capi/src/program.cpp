@@ -59,13 +59,14 @@ RunOptions run_options(const af_run_options_t* o, const char* fn) {
   // Own user_data first: destroy then runs exactly once whatever fails next.
   std::shared_ptr<UserData> ud;
   if (c.progress || c.progress_destroy) ud = std::make_shared<UserData>(c.progress_user_data, c.progress_destroy);
-  if (c.flags & ~uint32_t(AF_RUN_KEEP_GOING | AF_RUN_PROFILE))
+  if (c.flags & ~uint32_t(AF_RUN_KEEP_GOING | AF_RUN_PROFILE | AF_RUN_ITEM_ERRORS))
     invalid(std::string(fn) + ": unknown bits in options.flags");
   if (c.timeout_ms > uint64_t(INT64_MAX / 1000000))
     invalid(std::string(fn) + ": options.timeout_ms is too large");
   r.timeout_ms = int64_t(c.timeout_ms);
   r.keep_going = c.flags & AF_RUN_KEEP_GOING;
   r.profile = c.flags & AF_RUN_PROFILE;
+  r.item_errors = c.flags & AF_RUN_ITEM_ERRORS;
   if (c.progress) {
     af_progress_fn progress = c.progress;
     r.progress = [ud, progress](uint64_t done, uint64_t total) { progress(ud->data, done, total); };

@@ -54,6 +54,11 @@ struct RunEnv {
       fail(Code::Cancelled, "the run ended (deadline, cancel or a failure) while a loop was running");
   }
 
+  // Per-item errors (RunOptions::item_errors): a batch item that fails
+  // becomes an error value in map's outputs instead of failing the equation.
+  // Inherited by the sub-runs control flow and map start.
+  bool item_errors = false;
+
   // in[k] as a value the impl may consume (e.g. append to a string nothing
   // else shares), or nullptr when `in` is not the owned input list.
   Value* owned(std::span<const Value> in, size_t k) const noexcept {

@@ -386,6 +386,7 @@ std::shared_ptr<Run> make_run(RunEnv env, std::shared_ptr<const Program> prog, s
   r->env.stop = &r->finished;  // loops inside impls stop when the run ends
   // The starting thread's scopes, fixed for the run (sub-runs pass theirs).
   if (!r->env.scopes) r->env.scopes = env.context->scopes.current();
+  r->env.item_errors = env.item_errors || opts.item_errors;
   r->opts = std::move(opts);
   r->caller_driven = caller_driven;
   const Program& p = *prog;
@@ -676,6 +677,17 @@ Value error_value(const Error& e) {
   return Value::dict({{"error", Value::dict({{"code", Value::integer(int64_t(e.code()))},
                                              {"name", Value::str(code_name(e.code()))},
                                              {"message", Value::str(e.what())}})}});
+}
+
+bool is_error_value(const Value& v) noexcept {
+  if (v.kind() != Kind::Dict || v.size() != 1) return false;
+  const Value* e = v.find("error");
+  if (!e || e->kind() != Kind::Dict || e->size() != 3) return false;
+  const Value* code = e->find("code");
+  const Value* name = e->find("name");
+  const Value* message = e->find("message");
+  return code && code->kind() == Kind::Int && name && name->kind() == Kind::Str && message &&
+         message->kind() == Kind::Str;
 }
 
 }  // namespace af

@@ -63,6 +63,11 @@ struct RunOptions {
   int64_t timeout_ms = 0;  // 0 = none; TIMEOUT when exceeded
   std::shared_ptr<CancelToken> cancel;  // null = none
   bool keep_going = false;
+  // Per-item errors in batched programs: an item of a `map` that fails (any
+  // code but CANCELLED / TIMEOUT) becomes error_value(e) in each of that
+  // item's outputs, later maps pass it through without running the item,
+  // and the other items complete.
+  bool item_errors = false;
   // Called after each equation finishes (never concurrently for one run),
   // from whichever engine or provider thread finished it.
   std::function<void(uint64_t done, uint64_t total)> progress;
@@ -156,6 +161,12 @@ Value run_sync(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Valu
 
 // The error value keep_going puts in place of a failed output leaf.
 Value error_value(const Error& e);
+// Per-item errors: whether e fails only its batch item (a cancellation
+// never does: it ends the whole run).
+inline bool is_item_failure(const Error& e) noexcept { return e.code() != Code::Cancelled; }
+// True for a value shaped like error_value's: {"error": {"code", "name",
+// "message"}} and nothing else.
+bool is_error_value(const Value& v) noexcept;
 // "INVALID_ARGUMENT", "PROVIDER", ...
 const char* code_name(Code c) noexcept;
 

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "exec/executor.h"
 #include "exec/scopes.h"
 #include "prims/registry.h"
 #include "prims/subir.h"
@@ -83,6 +84,16 @@ size_t batch_length(const char* prim, std::span<const Value> in, const std::vect
   return n == SIZE_MAX ? 0 : n;
 }
 
+// Per-item errors (RunEnv::item_errors). The error value an earlier map left
+// in one of item i's batched inputs, if any: the item is not run and passes
+// it on.
+const Value* failed_input(std::span<const Value> in, const std::vector<bool>& axes, size_t i) {
+  for (size_t k = 0; k < in.size(); ++k)
+    if (axes[k] && is_error_value(in[k].items()[i])) return &in[k].items()[i];
+  return nullptr;
+}
+bool fails_item(bool item_errors, const Error& err) { return item_errors && is_item_failure(err); }
+
 void map_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
   const IRPtr& body = e.params.ir("body");
   const std::vector<bool> axes = bools(e.params.value("axes"));
@@ -118,11 +129,22 @@ void map_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, Run
     std::vector<Value> res(be.out.size());
     for (size_t i = 0; i < n; ++i) {
       env.check_stop();
+      const Value* failed = env.item_errors ? failed_input(in, axes, i) : nullptr;
+      if (failed) {
+        for (auto& c : cols) c.push_back(*failed);
+        continue;
+      }
       for (size_t j = 0; j < args.size(); ++j) {
         int64_t k = arg_src[j];
         if (k >= 0) args[j] = axes[size_t(k)] ? in[size_t(k)].items()[i] : in[size_t(k)];
       }
-      invoke(be, args, res, env);
+      try {
+        invoke(be, args, res, env);
+      } catch (const Error& err) {
+        if (!fails_item(env.item_errors, err)) throw;
+        for (auto& c : cols) c.push_back(error_value(err));
+        continue;
+      }
       for (size_t o = 0; o < out.size(); ++o) {
         int64_t s = out_src[o];
         if (s >= 0) {
@@ -141,8 +163,19 @@ void map_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, Run
     std::vector<Value> item_in(in.size()), item_out(out.size());
     for (size_t i = 0; i < n; ++i) {
       env.check_stop();
+      const Value* failed = env.item_errors ? failed_input(in, axes, i) : nullptr;
+      if (failed) {
+        for (auto& c : cols) c.push_back(*failed);
+        continue;
+      }
       for (size_t k = 0; k < in.size(); ++k) item_in[k] = axes[k] ? in[k].items()[i] : in[k];
-      program->run(frame, item_in, item_out, env);
+      try {
+        program->run(frame, item_in, item_out, env);
+      } catch (const Error& err) {
+        if (!fails_item(env.item_errors, err)) throw;
+        for (auto& c : cols) c.push_back(error_value(err));
+        continue;
+      }
       for (size_t o = 0; o < out.size(); ++o) cols[o].push_back(std::move(item_out[o]));
     }
   }
@@ -152,7 +185,8 @@ void map_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, Run
 // The dataflow executor's form when the body makes LM calls: every item runs
 // as a run of its own, all at once (their calls queue under the providers'
 // limits), and the equation holds no thread meanwhile. The first failing
-// item fails the equation and cancels the others.
+// item fails the equation and cancels the others, unless per-item errors are
+// on: then it becomes its error value and the others go on.
 void map_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, RunEnv& env) {
   const IRPtr& body = e.params.ir("body");
   const std::vector<bool> axes = bools(e.params.value("axes"));
@@ -179,26 +213,37 @@ void map_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asy
     return;
   }
   op->on_cancel(cancel_all);
+  // Item i's flat outputs; the last item assembles the output lists.
+  auto finish = [op, join, n_out](size_t i, std::vector<Value> row) {
+    std::lock_guard<std::mutex> lock(join->mu);
+    join->rows[i] = std::move(row);
+    if (--join->left != 0) return;
+    std::vector<Value> cols(n_out);
+    for (size_t o = 0; o < n_out; ++o) {
+      std::vector<Value> col;
+      col.reserve(join->rows.size());
+      for (auto& r : join->rows) col.push_back(std::move(r[o]));
+      cols[o] = Value::list(std::move(col));
+    }
+    join->runs.clear();  // the runs are done; drop the references
+    op->succeed(std::move(cols));
+  };
   std::vector<Value> item(in.size());
   for (size_t i = 0; i < n && !op->finished(); ++i) {
+    if (const Value* failed = env.item_errors ? failed_input(in, axes, i) : nullptr) {
+      finish(i, std::vector<Value>(n_out, *failed));
+      continue;
+    }
     for (size_t k = 0; k < in.size(); ++k) item[k] = axes[k] ? in[k].items()[i] : in[k];
-    auto done = [op, join, i, n_out, cancel_all](std::vector<Value>* out, const Error* err) {
+    const bool item_errors = env.item_errors;
+    auto done = [op, i, n_out, cancel_all, finish, item_errors](std::vector<Value>* out, const Error* err) {
+      if (err && fails_item(item_errors, *err) && !op->finished())
+        return finish(i, std::vector<Value>(n_out, error_value(*err)));
       if (err) {
         if (op->fail(*err)) cancel_all();
         return;
       }
-      std::lock_guard<std::mutex> lock(join->mu);
-      join->rows[i] = std::move(*out);
-      if (--join->left != 0) return;
-      std::vector<Value> cols(n_out);
-      for (size_t o = 0; o < n_out; ++o) {
-        std::vector<Value> col;
-        col.reserve(join->rows.size());
-        for (auto& row : join->rows) col.push_back(std::move(row[o]));
-        cols[o] = Value::list(std::move(col));
-      }
-      join->runs.clear();  // the runs are done; drop the references
-      op->succeed(std::move(cols));
+      finish(i, std::move(*out));
     };
     Future run = start_sub_run(body, item, env, op, std::move(done));
     std::lock_guard<std::mutex> lock(join->mu);

@@ -12,6 +12,7 @@
 
 #include "exec/async.h"
 #include "exec/context.h"
+#include "exec/executor.h"
 #include "lm/router.h"
 #include "lm/schema.h"
 #include "prims/registry.h"
@@ -84,11 +85,24 @@ struct Shape {
 
 struct Expansion {
   std::vector<std::vector<const Value*>> rows;  // per request: content..., model
+  // Per request: with per-item errors, the error value an earlier step left
+  // in the batch item's inputs (the request is not made), else null.
+  std::vector<const Value*> failed;
   Shape shape;
+  bool item_errors = false;
 };
 
 void expand(const char* prim, std::vector<const Value*>& row, Shape& shape, Expansion& ex,
             const std::string& where) {
+  if (ex.item_errors && !where.empty())
+    for (const Value* v : row)
+      if (is_error_value(*v)) {
+        shape.first = ex.rows.size();
+        shape.leaf = true;
+        ex.rows.push_back(row);
+        ex.failed.push_back(v);
+        return;
+      }
   size_t len = SIZE_MAX;
   for (const Value* v : row)
     if (v->kind() == Kind::List) {
@@ -103,6 +117,7 @@ void expand(const char* prim, std::vector<const Value*>& row, Shape& shape, Expa
   if (len == SIZE_MAX) {
     shape.leaf = true;
     ex.rows.push_back(row);
+    ex.failed.push_back(nullptr);
     return;
   }
   shape.leaf = false;
@@ -135,6 +150,17 @@ struct Batch {
   std::vector<std::weak_ptr<lm::Call>> calls;
   std::atomic<bool> cancelled{false};
 
+  // Request i's outputs are in results[i]: the last one finishes the op.
+  void done_one() {
+    if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) finish();
+  }
+  void finish() {
+    std::vector<Value> out;
+    out.reserve(n_out);
+    for (size_t k = 0; k < n_out; ++k) out.push_back(assemble(shape, results, k));
+    op->succeed(std::move(out));
+  }
+
   void cancel_all(const Error& why) {
     std::vector<std::weak_ptr<lm::Call>> cs;
     {
@@ -164,6 +190,7 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
     batch->n_out = batch->schema->leaf_kinds().size();
   }
   Expansion ex;
+  ex.item_errors = env.item_errors;
   std::vector<const Value*> row;
   for (const Value& v : in) row.push_back(&v);
   expand(prim, row, ex.shape, ex, "");
@@ -176,14 +203,36 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
     op->succeed(std::move(out));
     return;
   }
-  // Route every request first: a missing route fails before anything runs.
+  // Per-item errors apply to the items of a batched call only.
+  const bool item_errors = env.item_errors && !ex.shape.leaf;
+  auto item_error = [&batch](size_t i, Value error) {
+    batch->results[i] = std::vector<Value>(batch->n_out, std::move(error));
+  };
+  // Route every request first: a missing route fails before anything runs
+  // (with per-item errors, fails its item).
   lm::Router& router = env.context->router();
   std::vector<lm::ProviderPtr> providers(n);
-  for (size_t i = 0; i < n; ++i) providers[i] = router.resolve(ex.rows[i].back()->as_str());
+  size_t n_failed = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (ex.failed[i]) {
+      item_error(i, *ex.failed[i]);
+      ++n_failed;
+      continue;
+    }
+    try {
+      providers[i] = router.resolve(ex.rows[i].back()->as_str());
+    } catch (const Error& err) {
+      if (!item_errors || !is_item_failure(err)) throw;
+      item_error(i, error_value(Error(err.code(), std::string(prim) + " (batch item " + std::to_string(i) + "): " +
+                                                      err.what())));
+      ++n_failed;
+    }
+  }
 
   batch->calls.resize(n);
   std::vector<std::shared_ptr<lm::Call>> calls(n);
   for (size_t i = 0; i < n; ++i) {
+    if (!providers[i]) continue;  // failed already
     lm::Request req;
     req.model = ex.rows[i].back()->as_str();
     req.messages.reserve(roles.size());
@@ -195,18 +244,27 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
     }
     req.tags = e.tags;
     std::string item = n > 1 || !ex.shape.leaf ? " (batch item " + std::to_string(i) + ")" : "";
-    auto done = [batch, i, prim, item](lm::Call& call, const std::string* content, const Error* err) {
+    auto done = [batch, i, prim, item, item_errors](lm::Call& call, const std::string* content, const Error* err) {
       AsyncOp& op = *batch->op;
       if (op.profiling())
         op.record_span(CallSpan{call.provider_name, call.slot, call.queued_ns, call.started_ns, call.finished_ns,
                                 call.request().model, err ? int32_t(err->code()) : 0, call.attempts.load()});
       if (op.finished()) return;
       std::string what = std::string(prim) + " to model " + quoted(call.request().model) + item;
+      // A failed request fails the equation and cancels its siblings, or,
+      // with per-item errors, becomes its item's error value.
+      auto failed = [&](const Error& fe) {
+        if (item_errors && is_item_failure(fe)) {
+          batch->results[i] = std::vector<Value>(batch->n_out, error_value(fe));
+          batch->done_one();
+          return;
+        }
+        op.fail(fe);
+        batch->cancel_all(Error(Code::Cancelled, "a sibling request of the same equation failed"));
+      };
       if (err) {
         if (err->code() == Code::Cancelled && batch->cancelled) return;
-        op.fail(Error(err->code(), what + ": " + err->what(), err->cause_ptr()));
-        batch->cancel_all(Error(Code::Cancelled, "a sibling request of the same equation failed"));
-        return;
+        return failed(Error(err->code(), what + ": " + err->what(), err->cause_ptr()));
       }
       try {
         if (batch->schema) {
@@ -215,15 +273,9 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
           batch->results[i] = {Value::str(*content)};
         }
       } catch (const Error& pe) {
-        op.fail(Error(pe.code(), what + ": " + pe.what()));
-        batch->cancel_all(Error(Code::Cancelled, "a sibling request of the same equation failed"));
-        return;
+        return failed(Error(pe.code(), what + ": " + pe.what()));
       }
-      if (batch->remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-      std::vector<Value> out;
-      out.reserve(batch->n_out);
-      for (size_t k = 0; k < batch->n_out; ++k) out.push_back(assemble(batch->shape, batch->results, k));
-      op.succeed(std::move(out));
+      batch->done_one();
     };
     calls[i] = std::make_shared<lm::Call>(std::move(req), std::move(done), op->priority);
     batch->calls[i] = calls[i];
@@ -232,9 +284,12 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   op->on_cancel([weak] {
     if (auto b = weak.lock()) b->cancel_all(Error(Code::Cancelled, "the run was cancelled"));
   });
+  // Items that failed already are done; when every item has, no request runs.
+  batch->remaining.store(n - n_failed);
+  if (n_failed == n) return batch->finish();
   for (size_t i = 0; i < n; ++i) {
     if (op->finished()) break;
-    providers[i]->submit(std::move(calls[i]));
+    if (providers[i]) providers[i]->submit(std::move(calls[i]));
   }
 }
 

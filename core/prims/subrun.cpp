@@ -40,6 +40,7 @@ Future start_sub_run(const IRPtr& ir, std::span<const Value> in, const RunEnv& e
   for (size_t k = 0; k < ir->in.size() && k < leaves.size(); ++k)
     if (!ir->in[k].is_var()) leaves[k] = ir->in[k].lit;
   RunEnv sub{env.context, env.scopes};  // owned_in belongs to the caller's equation
+  sub.item_errors = env.item_errors;
   RunOptions o;
   o.flat_output = true;
   if (parent->profiling()) {

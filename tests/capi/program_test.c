@@ -642,6 +642,154 @@ static af_error_t* routed(void* ud, af_context_t* c, const af_value_t* const* in
   return e;
 }
 
+/* Host provider failing every third item: the request whose content is
+ * "q<i>" with i % 3 == 0 fails at once with PROVIDER; the others are
+ * answered "ok q<i>" 30 ms later from a thread of their own, which records
+ * whether the run had cancelled them meanwhile. */
+static int every_third_cancelled = 0;
+static void* answer_later(void* arg) {
+  af_lm_request_t* req = (af_lm_request_t*)arg;
+  af_bytes_t b = {NULL, 0};
+  char reply[64] = "ok ";
+  const char* at;
+  sleep_ms(30);
+  if (af_lm_request_cancelled(req)) __atomic_add_fetch(&every_third_cancelled, 1, __ATOMIC_SEQ_CST);
+  af_lm_request_json(req, &b);
+  at = b.data ? strstr((const char*)b.data, "\"content\":\"") : NULL;
+  if (at) sscanf(at + 11, "%50[^\"]", reply + 3);
+  af_bytes_free(&b);
+  af_lm_request_complete(req, reply, strlen(reply));
+  return NULL;
+}
+static void fail_every_third(void* ud, af_lm_request_t* req) {
+  af_bytes_t b = {NULL, 0};
+  const char* at;
+  int item = -1;
+  pthread_t t;
+  (void)ud;
+  af_lm_request_json(req, &b);
+  at = b.data ? strstr((const char*)b.data, "\"content\":\"q") : NULL;
+  if (at) item = atoi(at + 12);
+  af_bytes_free(&b);
+  if (item % 3 == 0) {
+    char msg[64];
+    snprintf(msg, sizeof msg, "item %d refused", item);
+    af_lm_request_fail(req, af_error_new(AF_ERR_PROVIDER, msg, strlen(msg)));
+    return;
+  }
+  pthread_create(&t, NULL, answer_later, req);
+  pthread_detach(t);
+}
+
+/* answer(q) = [lm("m", q), concat(lm("m", q), "!")]: two steps per item. */
+static af_error_t* answer_and_mark(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+  af_value_t *m = cstr(c, "m"), *a = NULL, *bang = cstr(c, "!"), *marked = NULL;
+  const af_value_t* parts[2];
+  af_error_t* e = ask(c, in[0], m, &a);
+  (void)ud;
+  (void)n;
+  if (!e) {
+    parts[0] = a;
+    parts[1] = bang;
+    e = af_concat(c, parts, 2, &marked);
+  }
+  if (!e) {
+    parts[0] = a;
+    parts[1] = marked;
+    e = af_value_list(c, parts, 2, out);
+  }
+  af_value_free(m);
+  af_value_free(a);
+  af_value_free(bang);
+  af_value_free(marked);
+  return e;
+}
+
+/* AF_RUN_ITEM_ERRORS: each failing item becomes its error value in every
+ * output list (its later step is skipped), the others complete uncancelled;
+ * without it the run fails, and keep-going alone fails the whole leaves. */
+static void item_errors_isolate_batch_items(void) {
+  af_provider_t* host = NULL;
+  af_ir_t* one = TRACE(answer_and_mark, NULL, "[\"q\"]", NULL);
+  af_ir_t* batched = NULL;
+  af_program_t* p = NULL;
+  af_value_t* out = NULL;
+  af_run_options_t o;
+  char inputs[256] = "[[", want[2048] = "[[", marks[512] = "[";
+  int i;
+  if (!one || !CHECK_OK(af_batch(ctx, one, NULL, &batched))) return;
+  p = compile_ir(batched);
+  if (!p) return;
+  CHECK_OK(af_provider_host_new(fail_every_third, NULL, NULL, &host));
+  route("m", host);
+  for (i = 0; i < 9; i++) {
+    char err[160];
+    snprintf(inputs + strlen(inputs), sizeof inputs - strlen(inputs), "%s\"q%d\"", i ? "," : "", i);
+    snprintf(err, sizeof err,
+             "{\"error\":{\"code\":6,\"name\":\"PROVIDER\",\"message\":"
+             "\"lm_call to model \\\"m\\\" (batch item %d): host provider: item %d refused\"}}",
+             i, i);
+    if (i % 3 == 0) {
+      snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", i ? "," : "", err);
+      snprintf(marks + strlen(marks), sizeof marks - strlen(marks), "%s%s", i ? "," : "", err);
+    } else {
+      snprintf(want + strlen(want), sizeof want - strlen(want), ",\"ok q%d\"", i);
+      snprintf(marks + strlen(marks), sizeof marks - strlen(marks), ",\"ok q%d!\"", i);
+    }
+  }
+  strcat(inputs, "]]");
+  snprintf(want + strlen(want), sizeof want - strlen(want), "],%s]]", marks);
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.flags = AF_RUN_ITEM_ERRORS;
+  if (CHECK_OK(call_program(p, inputs, &o, &out))) {
+    CHECK_JSON(out, want); /* the later step passed each error on unchanged */
+    {
+      af_value_t *answers = NULL, *item = NULL, *err = NULL, *code = NULL;
+      int64_t c = 0;
+      size_t n = 0;
+      CHECK_OK(af_value_index(out, 0, &answers));
+      CHECK_OK(af_value_len(answers, &n));
+      CHECK_INT_EQ((long)n, 9);
+      for (i = 0; i < 9; i++) {
+        CHECK_OK(af_value_index(answers, (size_t)i, &item));
+        if (i % 3 == 0) {
+          CHECK_OK(af_value_key(item, "error", 5, &err));
+          CHECK_OK(af_value_key(err, "code", 4, &code));
+          CHECK_OK(af_value_get_int(code, &c));
+          CHECK_INT_EQ(c, AF_ERR_PROVIDER);
+          af_value_free(err);
+          af_value_free(code);
+          err = code = NULL;
+        } else {
+          char w[32];
+          snprintf(w, sizeof w, "\"ok q%d\"", i);
+          CHECK_JSON(item, w);
+        }
+        af_value_free(item);
+        item = NULL;
+      }
+      af_value_free(answers);
+    }
+  }
+  CHECK_INT_EQ(every_third_cancelled, 0);
+  af_value_free(out);
+  out = (af_value_t*)&out;
+  /* Without the flag: the first failure fails the run. */
+  CHECK_ERR(call_program(p, inputs, NULL, &out), AF_ERR_PROVIDER, "refused");
+  CHECK_NULLED(out, af_value_free);
+  /* An unknown flag bit is refused, naming the field. */
+  o.flags = 64u;
+  out = (af_value_t*)&out;
+  CHECK_ERR(call_program(p, inputs, &o, &out), AF_ERR_INVALID_ARGUMENT, "options.flags");
+  CHECK_NULLED(out, af_value_free);
+  sleep_ms(60); /* let the answers of the cancelled run's items finish */
+  af_program_free(p);
+  af_ir_free(batched);
+  af_ir_free(one);
+  af_provider_free(host);
+}
+
 /* A batched switch around LM calls: each item takes its own branch, and
  * every item's call is in flight at once (no item waits for another). */
 static void batched_switch_calls_are_all_in_flight_at_once(void) {
@@ -900,6 +1048,7 @@ int main(int argc, char** argv) {
       CASE(progress_reports_every_equation),
       CASE(profile_is_chrome_trace_json),
       CASE(errors_cancel_the_rest_or_keep_going),
+      CASE(item_errors_isolate_batch_items),
       CASE(batched_switch_calls_are_all_in_flight_at_once),
       CASE(batched_switch_cancels_its_items),
       CASE(batched_loop_calls_are_all_in_flight_at_once),

@@ -156,6 +156,51 @@ int main() {
   ctx.route("*", echo);
   expect(ask.call_async(ctx, {ctx.str("hi")}).wait().str() == "m|Q:hi", "an async run completes");
 
+  // Per-item errors: a host provider fails every third item ("q<i>", i % 3
+  // == 0) at once and answers the others 30 ms later from threads of their
+  // own; item_errors keeps the other items going (never cancelled).
+  {
+    std::atomic<int> cancelled{0};
+    af::Provider every_third = af::Provider::host([&](af::LmRequest& req) {
+      std::thread([&cancelled, r = std::move(req)]() mutable {
+        std::string j = r.json();
+        size_t at = j.rfind("\"content\":\"q") + 12;
+        std::string q = "q" + j.substr(at, j.find('"', at) - at);
+        if (std::atoi(q.c_str() + 1) % 3 == 0) return r.fail(af::Code::Provider, "item " + q + " refused");
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        if (r.cancelled()) ++cancelled;
+        r.complete("ok " + q);
+      }).detach();
+    });
+    ctx.route("every-third", every_third);
+    af::Ir one = ctx.trace(
+        [](af::Context& c, const std::vector<af::Value>& in) {
+          af::Value a = c.lm_call(c.list({c.dict({{"role", c.str("user")}, {"content", in[0]}})}), c.str("every-third"));
+          return c.list({a, c.concat({a, c.str("!")})});
+        },
+        {ctx.str("q")});
+    af::Program per_item = af::Program::compile(ctx, ctx.batch(one));
+    af::Value qs = ctx.json(R"(["q0","q1","q2","q3","q4","q5"])");
+    af::RunOptions item_opts;
+    item_opts.item_errors = true;
+    af::Value got = per_item.call(ctx, {qs}, item_opts);
+    expect(got[0].size() == 6, "every item has an answer: " + got.json());
+    for (size_t i = 0; i < 6; ++i) {
+      std::string q = "q" + std::to_string(i);
+      if (i % 3 == 0) {
+        expect(got[0][i]["error"]["name"].str() == "PROVIDER" &&
+                   got[0][i]["error"]["message"].str().find("item " + q + " refused") != std::string::npos,
+               "a failing item is its error value: " + got[0][i].json());
+        expect(got[1][i].json() == got[0][i].json(), "its later step passes the error on");
+      } else {
+        expect(got[0][i].str() == "ok " + q && got[1][i].str() == "ok " + q + "!", "the other items complete");
+      }
+    }
+    expect(cancelled == 0, "no other item was cancelled");
+    expect_error(af::Code::Provider, [&] { per_item.call(ctx, {qs}); }, "without item_errors the run fails");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the cancelled run's answers finish
+  }
+
   // A lazy context: calls record promises, eval runs them together.
   {
     af::Context lazy(R"({"lazy": true})");

@@ -390,6 +390,7 @@ namespace Af
 
         public const uint AF_RUN_KEEP_GOING = 1;
         public const uint AF_RUN_PROFILE = 2;
+        public const uint AF_RUN_ITEM_ERRORS = 4;
 
         /// <summary>af_progress_fn. Must not throw.</summary>
         [UnmanagedFunctionPointer(CallingConvention.Cdecl)]

@@ -17,6 +17,11 @@ namespace Af
         /// <summary>Record a profile (ProgramRun.Profile).</summary>
         public bool Profile { get; set; }
 
+        /// <summary>In a batched program, an item that fails becomes its error
+        /// value in every output list; the other items complete (their LM
+        /// calls are not cancelled).</summary>
+        public bool ItemErrors { get; set; }
+
         /// <summary>The run fails with TIMEOUT after this long (null = none).</summary>
         public TimeSpan? Timeout { get; set; }
 
@@ -57,6 +62,7 @@ namespace Af
             if (o == null) return n;
             if (o.KeepGoing) n.Flags |= Native.AF_RUN_KEEP_GOING;
             if (o.Profile) n.Flags |= Native.AF_RUN_PROFILE;
+            if (o.ItemErrors) n.Flags |= Native.AF_RUN_ITEM_ERRORS;
             if (o.Timeout.HasValue)
             {
                 if (o.Timeout.Value <= TimeSpan.Zero)
@@ -217,6 +223,7 @@ namespace Af
                 {
                     KeepGoing = o.KeepGoing,
                     Profile = o.Profile,
+                    ItemErrors = o.ItemErrors,
                     Timeout = o.Timeout,
                     ProfilePath = o.ProfilePath,
                     Progress = o.Progress,

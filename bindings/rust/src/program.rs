@@ -39,6 +39,10 @@ pub struct RunOptions {
     pub keep_going: bool,
     /// Record a profile (see [`Future::profile`]).
     pub profile: bool,
+    /// In a batched program, an item that fails becomes its error value in
+    /// every output list; the other items complete (their LM calls are not
+    /// cancelled).
+    pub item_errors: bool,
     /// The run fails with `Timeout` after this long.
     pub timeout: Option<Duration>,
     /// Where to write the profile as Chrome trace JSON.
@@ -126,6 +130,9 @@ fn raw_options(opts: &RunOptions) -> Result<(sys::af_run_options_t, Vec<u8>)> {
     }
     if opts.profile {
         flags |= sys::AF_RUN_PROFILE;
+    }
+    if opts.item_errors {
+        flags |= sys::AF_RUN_ITEM_ERRORS;
     }
     let timeout_ms = opts.timeout.map_or(0, |d| {
         u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)

@@ -86,6 +86,7 @@ pub type af_cancel_t = af_cancel;
 
 pub const AF_RUN_KEEP_GOING: u32 = 1;
 pub const AF_RUN_PROFILE: u32 = 2;
+pub const AF_RUN_ITEM_ERRORS: u32 = 4;
 
 /// Progress of a run: done and total equations.
 pub type af_progress_fn =

@@ -136,6 +136,78 @@ fn keep_going_turns_failed_outputs_into_error_leaves() {
     assert_eq!(e.key("name").unwrap().as_str().unwrap(), "NOT_FOUND");
 }
 
+/// A host provider failing every third item ("q<i>", i % 3 == 0) at once
+/// and answering the others 30 ms later; counts answers found cancelled.
+fn fail_every_third(cancelled: Arc<Mutex<u32>>) -> Provider {
+    Provider::host(move |req: LmRequest| {
+        let cancelled = cancelled.clone();
+        thread::spawn(move || {
+            let j = req.json().unwrap();
+            let msgs = j.key("messages").unwrap();
+            let last = msgs.index(msgs.len().unwrap() - 1).unwrap();
+            let content = last.key("content").unwrap().as_str().unwrap().to_string();
+            let i: u32 = content[1..].parse().unwrap();
+            if i % 3 == 0 {
+                req.fail(Error::new(ErrorCode::Provider, &format!("item {content} refused")))
+                    .unwrap();
+                return;
+            }
+            thread::sleep(Duration::from_millis(30));
+            if req.cancelled() {
+                *cancelled.lock().unwrap() += 1;
+            }
+            req.complete(&format!("ok {content}")).unwrap();
+        });
+    })
+    .unwrap()
+}
+
+#[test]
+fn item_errors_isolate_the_items_of_a_batched_run() {
+    let ctx = Context::new().unwrap();
+    let cancelled = Arc::new(Mutex::new(0));
+    ctx.route("m", &fail_every_third(cancelled.clone())).unwrap();
+    let one = ctx
+        .trace(
+            |ctx, i| {
+                let msg = Value::dict([("role", Value::from("user")), ("content", i[0].clone())])?;
+                let a = ctx.lm_call(&Value::list(&[msg]), &Value::from("m"))?;
+                let marked = ctx.concat(&[a.clone(), Value::from("!")])?;
+                Ok(Value::list(&[a, marked]))
+            },
+            &[Value::from("q")],
+            None,
+        )
+        .unwrap();
+    let p = Program::compile(&ctx, &one.batch(&ctx, None).unwrap()).unwrap();
+    let qs: Vec<Value> = (0..9).map(|i| Value::from(format!("q{i}").as_str())).collect();
+    let opts = RunOptions {
+        item_errors: true,
+        ..RunOptions::default()
+    };
+    let out = p.call_with(&ctx, &[Value::list(&qs)], &opts).unwrap();
+    let (answers, marked) = (out.index(0).unwrap(), out.index(1).unwrap());
+    assert_eq!(answers.len().unwrap(), 9);
+    for i in 0..9 {
+        let (a, m) = (answers.index(i).unwrap(), marked.index(i).unwrap());
+        if i % 3 == 0 {
+            let e = a.key("error").unwrap();
+            assert_eq!(e.key("code").unwrap().as_int().unwrap(), 6);
+            assert_eq!(e.key("name").unwrap().as_str().unwrap(), "PROVIDER");
+            let msg = e.key("message").unwrap().as_str().unwrap().to_string();
+            assert!(msg.contains(&format!("item q{i} refused")), "{msg}");
+            assert_eq!(m.to_json().unwrap(), a.to_json().unwrap());
+        } else {
+            assert_eq!(a.as_str().unwrap(), format!("ok q{i}"));
+            assert_eq!(m.as_str().unwrap(), format!("ok q{i}!"));
+        }
+    }
+    assert_eq!(*cancelled.lock().unwrap(), 0);
+    let err = p.call(&ctx, &[Value::list(&qs)]).unwrap_err();
+    assert_eq!(err.code, ErrorCode::Provider);
+    thread::sleep(Duration::from_millis(100)); // the cancelled run's answers finish
+}
+
 #[test]
 fn a_host_provider_answers_from_another_thread() {
     let ctx = Context::new().unwrap();

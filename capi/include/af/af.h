@@ -651,6 +651,7 @@ AF_API void af_cancel_free(af_cancel_t* c);
  * then the fields you need. Passing NULL options means all defaults. */
 #define AF_RUN_KEEP_GOING 1u /* a failure does not cancel the rest; see below */
 #define AF_RUN_PROFILE 2u    /* record a profile (af_future_profile) */
+#define AF_RUN_ITEM_ERRORS 4u /* per-item errors in batched programs; see below */
 
 /* Progress: done and total equations. Called from libaf threads, never
  * concurrently for one run, after each equation; must be quick. */
@@ -681,9 +682,16 @@ typedef struct af_run_options {
  * TIMEOUT, IO (profile file). With AF_RUN_KEEP_GOING, everything that does
  * not depend on a failure completes and each failed output leaf becomes
  * {"error": {"code": N, "name": "PROVIDER", "message": "..."}}. In a batched
- * program an output leaf is the list over the items, so one failing item
- * fails that whole leaf; to isolate items, run each as its own call
- * (af_program_call_async: the runs share the context's scheduler). */
+ * program an output leaf is the list over the items, so with keep-going alone
+ * one failing item fails that whole leaf.
+ * AF_RUN_ITEM_ERRORS isolates the items of a batched program (af_batch): an
+ * item that fails (any code but CANCELLED) puts that error value in its place
+ * in every output list, its later steps are skipped, and the other items
+ * complete (their LM calls are not cancelled); the run succeeds. An item
+ * whose batched input already is such an error value passes it on unrun.
+ * Failures outside the per-item work (the batch's length check, run
+ * TIMEOUT) still fail the run, or only their leaves with AF_RUN_KEEP_GOING
+ * (the flags combine). A program with no batched part is unaffected. */
 AF_API af_error_t* af_program_call(af_context_t* ctx, const af_program_t* p,
                                    const af_value_t* const* inputs, size_t n, af_value_t** out);
 /* af_program_call with options (NULL = defaults). */

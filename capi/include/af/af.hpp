@@ -897,6 +897,7 @@ class CancelToken {
 struct RunOptions {
   bool keep_going = false;      /* failures become {"error": ...} values */
   bool profile = false;         /* record a profile (Future::profile) */
+  bool item_errors = false;     /* batched programs: a failing item becomes its error value */
   uint64_t timeout_ms = 0;      /* 0 = none: TIMEOUT after this long */
   std::string profile_path;     /* write the profile here as Chrome trace JSON */
   const CancelToken* cancel = nullptr;
@@ -991,7 +992,8 @@ class Program {
     af_run_options_t raw{};
     explicit Native(const RunOptions& o) {
       raw.struct_size = sizeof raw;
-      raw.flags = (o.keep_going ? AF_RUN_KEEP_GOING : 0u) | (o.profile ? AF_RUN_PROFILE : 0u);
+      raw.flags = (o.keep_going ? AF_RUN_KEEP_GOING : 0u) | (o.profile ? AF_RUN_PROFILE : 0u) |
+                  (o.item_errors ? AF_RUN_ITEM_ERRORS : 0u);
       raw.timeout_ms = o.timeout_ms;
       if (!o.profile_path.empty()) {
         raw.profile_path = o.profile_path.data();

@@ -35,6 +35,7 @@ ABI_VERSION = 1
 WALK_DONE = ctypes.c_size_t(-1).value
 RUN_KEEP_GOING = 1
 RUN_PROFILE = 2
+RUN_ITEM_ERRORS = 4
 
 
 def _find_library() -> str:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from . import _callbacks, _lib
 from ._lib import lib
-from .errors import check, error_from_exception
+from .errors import check, drop_parked, error_from_exception
 from .value import Tree, Value, to_value
 
 if TYPE_CHECKING:
@@ -220,6 +220,7 @@ def _close_at_exit() -> None:
     for ctx in list(_live):
         ctx.close()
     _lib.stop_releasing()
+    drop_parked()
 
 
 _default: Context | None = None

@@ -152,6 +152,14 @@ _TOKEN_RE = re.compile(r"^\[python exception #(\d+)\] ")
 _TOKEN_ANY = re.compile(r"\[python exception #\d+\] ")
 
 
+def drop_parked() -> None:
+    """Forgets the parked exceptions (at exit): errors that became values
+    (keep-going, per-item errors) never claim theirs, and their tracebacks
+    must not outlive the modules the frames' objects need to finalize."""
+    with _PARKED_LOCK:
+        _PARKED.clear()
+
+
 def error_from_exception(exc: BaseException, default_code: int) -> int:
     """A new owned af_error_t* for a callback to return: it carries exc's
     code if exc is a libaf Error (so a failed operation keeps its code),

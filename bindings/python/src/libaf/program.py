@@ -46,6 +46,9 @@ class RunOptions:
 
     keep_going: a failure does not cancel the rest; each failed output leaf
       becomes {"error": {"code", "name", "message"}}.
+    item_errors: in a batched program, an item that fails becomes its error
+      value {"error": {...}} in every output list and the other items
+      complete (their LM calls are not cancelled).
     profile: record a profile (Future.profile()).
     timeout: seconds (None = none); the run fails with libaf.Timeout.
     profile_path: write the profile there as Chrome trace JSON.
@@ -55,6 +58,7 @@ class RunOptions:
 
     keep_going: bool = False
     profile: bool = False
+    item_errors: bool = False
     timeout: Optional[float] = None
     profile_path: Optional[str | os.PathLike] = None
     progress: Optional[Callable[[int, int], None]] = None
@@ -64,7 +68,8 @@ class RunOptions:
         """The C struct and what must stay alive while the run may use it."""
         o = _lib.RunOptionsC()
         o.struct_size = ctypes.sizeof(_lib.RunOptionsC)
-        o.flags = (_lib.RUN_KEEP_GOING if self.keep_going else 0) | (_lib.RUN_PROFILE if self.profile else 0)
+        o.flags = ((_lib.RUN_KEEP_GOING if self.keep_going else 0) | (_lib.RUN_PROFILE if self.profile else 0)
+                   | (_lib.RUN_ITEM_ERRORS if self.item_errors else 0))
         if self.timeout is not None:
             if self.timeout <= 0:
                 raise ValueError(f"timeout must be positive seconds, got {self.timeout!r}")
