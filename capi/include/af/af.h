@@ -393,6 +393,71 @@ AF_API int32_t af_ir_equal(const af_ir_t* a, const af_ir_t* b);
 AF_API af_ir_t* af_ir_clone(const af_ir_t* ir);
 AF_API void af_ir_free(af_ir_t* ir);
 
+/* ---- Inspection and graph queries (format: docs/INSPECT.md)
+ *
+ * Why JSON: an equation has inputs (variables or literals, each with a
+ * kind), outputs, params, tags and sub-IRs; one accessor per field would
+ * take dozens of functions in every binding. Each call below returns one
+ * self-describing JSON document instead, which every host parses with its
+ * own JSON library, and the set can grow fields without new symbols. Only
+ * what a JSON document cannot carry gets a function: nested IRs
+ * (af_ir_sub, a handle) and new IRs (af_ir_slice). Tags (af_tag) are the
+ * user metadata of an equation; they appear in its "tags".
+ *
+ * Equations are numbered as af_ir_eqn_prim numbers them; variables by the
+ * ids of the text form (%3 is 3). Paths name subtrees of the input or output
+ * structure ("0/answer": segments joined by '/', a list index or a dict key
+ * each; "" the whole) and sub-IRs of an equation ("body", "branches/urgent").
+ * An out-of-range index or an unknown path is INVALID_ARGUMENT (NOT_FOUND
+ * for a sub-IR), never a crash. *out is owned by the caller (af_bytes_free).
+ */
+
+/* The whole IR: inputs and outputs (each with its path, var or literal and
+ * kind), a topological order of the equations, every variable (kind,
+ * producer, consumers) and every equation as af_ir_eqn_json gives it. */
+AF_API af_error_t* af_ir_json(const af_ir_t* ir, af_bytes_t* out);
+/* Equation i: prim, in (each {"var","kind"} or {"lit","kind"}), out, the
+ * input/output structures, deps (the equations it reads directly), params
+ * (values as JSON; IR params as {"sub": path} / {"subs": [paths]}), subs,
+ * tags, and sched when af_sched set one. */
+AF_API af_error_t* af_ir_eqn_json(const af_ir_t* ir, size_t i, af_bytes_t* out);
+/* Variable var: {"var","kind","producer": eqn index or null for an input,
+ * "consumers": [eqn indices], "output": bool}. */
+AF_API af_error_t* af_ir_var_json(const af_ir_t* ir, uint32_t var, af_bytes_t* out);
+/* The sub-IR at `path` of equation i (a loop body, a switch branch, a map
+ * body), as an owned handle (af_ir_free): inspect it like any IR. */
+AF_API af_error_t* af_ir_sub(const af_ir_t* ir, size_t i, const char* path, size_t path_len,
+                             af_ir_t** out);
+
+/* af_ir_related_json flags: ancestors (the default) or descendants; DEEP
+ * also lists the equations inside the sub-IRs of those found. */
+#define AF_IR_ANCESTORS 0u
+#define AF_IR_DESCENDANTS 1u
+#define AF_IR_DEEP 2u
+/* The equations equation i transitively reads (ancestors) or that read it
+ * (descendants): {"eqns": [sorted indices]}, and with AF_IR_DEEP also
+ * "nested": ["3/body/0", ...], every equation inside their sub-IRs. Without
+ * AF_IR_DEEP the query stops at sub-IR boundaries. */
+AF_API af_error_t* af_ir_related_json(const af_ir_t* ir, size_t i, uint32_t flags, af_bytes_t* out);
+/* The slice of ir that computes the outputs at paths `outputs` from the
+ * inputs at paths `inputs`: a new IR whose output is the list of the chosen
+ * output subtrees and whose input is the list of the chosen input subtrees
+ * (inputs NULL: ir's own inputs, so the slice takes the same arguments as
+ * ir). Only the equations those outputs need are kept. INVALID_ARGUMENT
+ * naming the output and the missing input when the chosen inputs do not
+ * suffice. Each *_lens may be NULL for NUL-terminated paths. */
+AF_API af_error_t* af_ir_slice(const af_ir_t* ir, const char* const* outputs, const size_t* output_lens,
+                               size_t n_outputs, const char* const* inputs, const size_t* input_lens,
+                               size_t n_inputs, af_ir_t** out);
+/* Dry-run LM cost from the IR alone, for `batch` examples (>= 1):
+ * {"batch", "total": {"calls", "models": {model: calls}}, "critical_path":
+ * {"calls", "models"}}. A model that is not a literal counts as "dynamic".
+ * The total is per example times batch (a call over batched inputs or in a
+ * map body counts once per example); the critical path is the longest
+ * chain of calls one example waits through. Loops count max_iters passes;
+ * of alternatives (switch branches) the costliest counts. */
+AF_API af_error_t* af_ir_cost_json(const af_ir_t* ir, int64_t batch, af_bytes_t* out);
+
 /* ======================================================================= */
 /* Walking an IR one equation at a time                                     */
 /* ======================================================================= */
