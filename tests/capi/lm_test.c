@@ -648,6 +648,50 @@ done:
   server_stop(&s);
 }
 
+/* Provider stats add up the usage block of every completed response (the
+ * test server reports len(model) prompt and len(reply) completion tokens);
+ * a failed request adds nothing. */
+static void openai_usage_adds_up_in_stats(void) {
+  struct server s = server_start();
+  af_provider_t* p = openai_for(&s, NULL);
+  af_value_t* out = NULL;
+  if (!p) goto done;
+  route("*", p);
+  CHECK_INT_EQ(stat_field(p, "prompt_tokens"), 0);
+  if (CHECK_OK(call_model("ok", "hello", &out))) CHECK_JSON(out, "\"ok|hello\"");
+  af_value_free(out);
+  out = NULL;
+  if (CHECK_OK(call_model("ok", "hi there", &out))) CHECK_JSON(out, "\"ok|hi there\"");
+  af_value_free(out);
+  out = NULL;
+  CHECK_ERR(call_model("nocontent", "x", &out), AF_ERR_PROVIDER, "content");
+  CHECK_INT_EQ(stat_field(p, "prompt_tokens"), 2 + 2);
+  CHECK_INT_EQ(stat_field(p, "completion_tokens"), 8 + 11);
+  af_provider_free(p);
+done:
+  server_stop(&s);
+}
+
+/* Echo counts words: of every message sent, and of its reply. */
+static void echo_counts_words_as_tokens(void) {
+  af_provider_t* echo = echo_with(NULL);
+  af_value_t* msgs = mk_json("[{\"role\":\"system\",\"content\":\"be brief\"},{\"role\":\"user\",\"content\":\" hi  there\\n\"}]");
+  af_value_t* model = mk_str("m1");
+  af_value_t* out = NULL;
+  int k;
+  route("*", echo);
+  for (k = 0; k < 2; k++) {
+    CHECK_OK(af_lm_call(ctx, msgs, model, &out)); /* "m1| hi  there\n": 3 words */
+    af_value_free(out);
+    out = NULL;
+  }
+  CHECK_INT_EQ(stat_field(echo, "prompt_tokens"), 2 * 4);
+  CHECK_INT_EQ(stat_field(echo, "completion_tokens"), 2 * 3);
+  af_value_free(msgs);
+  af_value_free(model);
+  af_provider_free(echo);
+}
+
 static void openai_schema_calls_send_json_schema(void) {
   struct server s = server_start();
   af_provider_t* p = openai_for(&s, NULL);
@@ -1037,7 +1081,7 @@ int main(int argc, char** argv) {
       CASE(pullback_asks_for_feedback_on_inputs_only),
       CASE(schema_pullback_lists_every_field),
       CASE(schema_feedback_must_be_text),
-      CASE(openai_answers_and_sends_the_key),
+      CASE(openai_usage_adds_up_in_stats), CASE(echo_counts_words_as_tokens), CASE(openai_answers_and_sends_the_key),
       CASE(openai_schema_calls_send_json_schema),
       CASE(openai_faults_end_in_the_right_code),
       CASE(openai_honors_retry_after),

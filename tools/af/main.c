@@ -11,7 +11,9 @@
  *                                   on the positional inputs (a JSON list);
  *                                   LM calls go to the provider (models
  *                                   matching PATTERN, default "*"); a
- *                                   progress bar on a terminal for long runs
+ *                                   progress bar on a terminal for long runs,
+ *                                   then a summary on stderr (LM calls,
+ *                                   prompt and completion tokens, time)
  *   af show FILE [--json]           the IR text of a saved graph, or its
  *                                   inspection JSON (docs/INSPECT.md)
  *   af slice FILE --outputs PATH... [--inputs PATH...] -o OUT
@@ -168,7 +170,9 @@ static void progress_draw(void* ud, uint64_t done, uint64_t total) {
   fflush(stderr);
 }
 
-static af_error_t* route_provider(af_context_t* ctx, const struct run_opts* o) {
+/* Routes the chosen provider (none without --provider); *out keeps a
+ * reference for the run summary (free with af_provider_free). */
+static af_error_t* route_provider(af_context_t* ctx, const struct run_opts* o, af_provider_t** out) {
   af_provider_t* p = NULL;
   const char* opts = o->provider_options;
   size_t len = opts ? strlen(opts) : 0;
@@ -186,13 +190,47 @@ static af_error_t* route_provider(af_context_t* ctx, const struct run_opts* o) {
     return af_error_new(AF_ERR_INVALID_ARGUMENT, msg, strlen(msg));
   }
   if (!err) err = af_context_route(ctx, o->model, strlen(o->model), p);
-  af_provider_free(p);
+  if (err) {
+    af_provider_free(p);
+    p = NULL;
+  }
+  *out = p;
   return err;
 }
 
 /* Loads FILE as a program (a saved program runs without compiling; a saved
  * IR is compiled) and runs it on the inputs; prints the output as JSON. */
+/* An integer field of a stats document (0 when absent). */
+static int64_t stat_int(const af_value_t* stats, const char* key) {
+  af_value_t* v = NULL;
+  int64_t n = 0;
+  af_error_t* err = af_value_key(stats, key, strlen(key), &v);
+  if (!err) err = af_value_get_int(v, &n);
+  af_error_free(err);
+  af_value_free(v);
+  return n;
+}
+
+/* The run summary on stderr: what the provider did (calls, tokens) and the
+ * wall time. */
+static void print_summary(af_context_t* ctx, const af_provider_t* p, double seconds) {
+  af_bytes_t b = {0};
+  af_value_t* stats = NULL;
+  af_error_t* err = af_provider_stats(p, &b);
+  fflush(stdout); /* after the result on a shared terminal */
+  if (!err) err = af_value_from_json(ctx, (const char*)b.data, b.len, &stats);
+  if (!err) {
+    fprintf(stderr, "af: %lld LM calls, %lld prompt + %lld completion tokens, peak %lld in flight, %.2f s\n",
+            (long long)stat_int(stats, "finished"), (long long)stat_int(stats, "prompt_tokens"),
+            (long long)stat_int(stats, "completion_tokens"), (long long)stat_int(stats, "peak_in_flight"), seconds);
+  }
+  af_error_free(err);
+  af_value_free(stats);
+  af_bytes_free(&b);
+}
+
 static int run(const char* path, const struct run_opts* o) {
+  af_provider_t* provider = NULL;
   af_context_t* ctx = NULL;
   af_program_t* prog = NULL;
   af_value_t* args = NULL;
@@ -203,7 +241,7 @@ static int run(const char* path, const struct run_opts* o) {
   struct progress bar = {now_s(), 0, 0};
   size_t n = 0, i;
   af_error_t* err = af_context_new(&ctx);
-  if (!err) err = route_provider(ctx, o);
+  if (!err) err = route_provider(ctx, o, &provider);
   if (!err) err = af_program_load(ctx, path, strlen(path), &prog);
   if (!err) err = af_value_from_json(ctx, o->input, strlen(o->input), &args);
   if (!err && af_value_kind(args) != AF_KIND_LIST) {
@@ -231,6 +269,7 @@ static int run(const char* path, const struct run_opts* o) {
   if (bar.drawn) fputc('\n', stderr);
   if (!err) err = af_value_to_json(result, &json);
   if (!err) printf("%s\n", (const char*)json.data);
+  if (!err && provider) print_summary(ctx, provider, now_s() - bar.start);
   if (!err && o->profile) fprintf(stderr, "af: profile written to %s (open it in Perfetto)\n", o->profile);
   for (i = 0; items && i < n; i++) af_value_free(items[i]);
   free(items);
@@ -238,6 +277,7 @@ static int run(const char* path, const struct run_opts* o) {
   af_value_free(result);
   af_value_free(args);
   af_program_free(prog);
+  af_provider_free(provider);
   af_context_free(ctx);
   return err ? fail(err) : 0;
 }

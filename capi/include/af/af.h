@@ -838,7 +838,11 @@ AF_API af_error_t* af_context_route(af_context_t* ctx, const char* model_pattern
  * once if the new limit allows. */
 AF_API af_error_t* af_provider_set_max_in_flight(af_provider_t* p, uint32_t max_in_flight);
 /* Counters as JSON (owned bytes): {"submitted","started","finished",
- * "in_flight","queued","peak_in_flight","max_in_flight"}. */
+ * "in_flight","queued","peak_in_flight","max_in_flight","prompt_tokens",
+ * "completion_tokens"}. Tokens add up the usage of completed requests: the
+ * OpenAI provider reads the response's usage block (0 when absent); echo
+ * counts words (runs of non-space characters) of every message sent and of
+ * its reply; host providers report none. */
 AF_API af_error_t* af_provider_stats(const af_provider_t* p, af_bytes_t* out);
 /* Adds a reference: returns p (NULL if p is NULL). */
 AF_API af_provider_t* af_provider_clone(const af_provider_t* p);
