@@ -46,7 +46,13 @@ impl Ir {
     /// The sub-IR at `path` of equation `i` ("body", "branches/billing").
     pub fn sub(&self, i: usize, path: &str) -> Result<Ir> {
         make_ir(|out| unsafe {
-            sys::af_ir_sub(self.as_ptr(), i, path.as_ptr() as *const c_char, path.len(), out)
+            sys::af_ir_sub(
+                self.as_ptr(),
+                i,
+                path.as_ptr() as *const c_char,
+                path.len(),
+                out,
+            )
         })
     }
 
@@ -66,7 +72,10 @@ impl Ir {
     /// The slice computing the outputs at `outputs` (paths) from the inputs
     /// at `inputs`, or from the IR's own inputs when `inputs` is None.
     pub fn slice(&self, outputs: &[&str], inputs: Option<&[&str]>) -> Result<Ir> {
-        let optr: Vec<*const c_char> = outputs.iter().map(|s| s.as_ptr() as *const c_char).collect();
+        let optr: Vec<*const c_char> = outputs
+            .iter()
+            .map(|s| s.as_ptr() as *const c_char)
+            .collect();
         let olen: Vec<usize> = outputs.iter().map(|s| s.len()).collect();
         let ins = inputs.unwrap_or(&[]);
         let iptr: Vec<*const c_char> = ins.iter().map(|s| s.as_ptr() as *const c_char).collect();
@@ -77,7 +86,16 @@ impl Ir {
             Some(_) => (iptr.as_ptr(), ilen.as_ptr()),
         };
         make_ir(|out| unsafe {
-            sys::af_ir_slice(self.as_ptr(), optr.as_ptr(), olen.as_ptr(), optr.len(), ip, il, iptr.len(), out)
+            sys::af_ir_slice(
+                self.as_ptr(),
+                optr.as_ptr(),
+                olen.as_ptr(),
+                optr.len(),
+                ip,
+                il,
+                iptr.len(),
+                out,
+            )
         })
     }
 

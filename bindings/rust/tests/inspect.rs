@@ -27,7 +27,9 @@ fn chain(ctx: &Context) -> Ir {
 }
 
 fn ints(v: &Value) -> Vec<usize> {
-    (0..v.len().unwrap()).map(|k| v.index(k).unwrap().as_int().unwrap() as usize).collect()
+    (0..v.len().unwrap())
+        .map(|k| v.index(k).unwrap().as_int().unwrap() as usize)
+        .collect()
 }
 
 /// Direct deps of each equation, from its "in" vars and their producers.
@@ -39,7 +41,8 @@ fn deps(ir: &Ir) -> Vec<Vec<usize>> {
             let mut d = Vec::new();
             for k in 0..ins.len().unwrap() {
                 if let Ok(var) = ins.index(k).unwrap().key("var") {
-                    let v = Value::from_json(&ir.var_json(var.as_int().unwrap() as u32).unwrap()).unwrap();
+                    let v = Value::from_json(&ir.var_json(var.as_int().unwrap() as u32).unwrap())
+                        .unwrap();
                     if let Ok(p) = v.key("producer").unwrap().as_int() {
                         d.push(p as usize);
                     }
@@ -57,7 +60,9 @@ fn ancestors_descendants_and_order_match_a_naive_reference() {
     let d = deps(&ir);
     let n = ir.eqn_count();
     // reach[i][k]: eqn i transitively reads eqn k (relaxation to a fixpoint).
-    let mut reach: Vec<Vec<bool>> = (0..n).map(|i| (0..n).map(|k| d[i].contains(&k)).collect()).collect();
+    let mut reach: Vec<Vec<bool>> = (0..n)
+        .map(|i| (0..n).map(|k| d[i].contains(&k)).collect())
+        .collect();
     loop {
         let mut changed = false;
         for a in 0..n {
@@ -75,10 +80,18 @@ fn ancestors_descendants_and_order_match_a_naive_reference() {
         }
     }
     for i in 0..n {
-        let up = Value::from_json(&ir.related_json(i, Direction::Ancestors, false).unwrap()).unwrap();
-        let down = Value::from_json(&ir.related_json(i, Direction::Descendants, false).unwrap()).unwrap();
-        assert_eq!(ints(&up.key("eqns").unwrap()), (0..n).filter(|&k| reach[i][k]).collect::<Vec<_>>());
-        assert_eq!(ints(&down.key("eqns").unwrap()), (0..n).filter(|&k| reach[k][i]).collect::<Vec<_>>());
+        let up =
+            Value::from_json(&ir.related_json(i, Direction::Ancestors, false).unwrap()).unwrap();
+        let down =
+            Value::from_json(&ir.related_json(i, Direction::Descendants, false).unwrap()).unwrap();
+        assert_eq!(
+            ints(&up.key("eqns").unwrap()),
+            (0..n).filter(|&k| reach[i][k]).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            ints(&down.key("eqns").unwrap()),
+            (0..n).filter(|&k| reach[k][i]).collect::<Vec<_>>()
+        );
     }
     let whole = Value::from_json(&ir.json().unwrap()).unwrap();
     let order = ints(&whole.key("topological_order").unwrap());
@@ -99,24 +112,45 @@ fn a_slice_of_one_output_gives_the_full_programs_value() {
     let b = ir.slice(&["b"], Some(&["0"])).unwrap();
     assert!(b.eqn_count() < ir.eqn_count());
     let got = b.call(&ctx, &[Value::from("hi")]).unwrap();
-    assert_eq!(got.index(0).unwrap().to_json().unwrap(), full.key("b").unwrap().to_json().unwrap());
+    assert_eq!(
+        got.index(0).unwrap().to_json().unwrap(),
+        full.key("b").unwrap().to_json().unwrap()
+    );
     let c = ir.slice(&["c"], None).unwrap();
-    assert_eq!(c.call(&ctx, &[Value::from("hi")]).unwrap().to_json().unwrap(), r#"["hihi"]"#);
+    assert_eq!(
+        c.call(&ctx, &[Value::from("hi")])
+            .unwrap()
+            .to_json()
+            .unwrap(),
+        r#"["hihi"]"#
+    );
     let err = ir.slice(&["b"], Some(&[])).unwrap_err();
     assert_eq!(err.code, ErrorCode::InvalidArgument);
-    assert!(err.message.contains("not among the chosen inputs"), "{}", err.message);
-    assert_eq!(ir.slice(&["nope"], None).unwrap_err().code, ErrorCode::InvalidArgument);
+    assert!(
+        err.message.contains("not among the chosen inputs"),
+        "{}",
+        err.message
+    );
+    assert_eq!(
+        ir.slice(&["nope"], None).unwrap_err().code,
+        ErrorCode::InvalidArgument
+    );
 }
 
 #[test]
 fn equations_describe_inputs_and_cost_counts_models() {
     let ctx = Context::new().unwrap();
     let ir = chain(&ctx);
-    let lm = (0..ir.eqn_count()).find(|&i| ir.eqn_prim(i) == Some("lm_call")).unwrap();
+    let lm = (0..ir.eqn_count())
+        .find(|&i| ir.eqn_prim(i) == Some("lm_call"))
+        .unwrap();
     let e = ir.eqn_json(lm).unwrap();
     assert!(e.contains(r#"{"lit":"m1","kind":"str"}"#), "{e}");
     assert!(e.contains(r#""roles":["user"]"#), "{e}");
-    assert_eq!(ir.eqn_json(99).unwrap_err().code, ErrorCode::InvalidArgument);
+    assert_eq!(
+        ir.eqn_json(99).unwrap_err().code,
+        ErrorCode::InvalidArgument
+    );
     assert_eq!(ir.sub(lm, "body").unwrap_err().code, ErrorCode::NotFound);
     assert_eq!(
         ir.cost_json(3).unwrap(),
