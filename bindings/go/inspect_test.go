@@ -169,6 +169,14 @@ func TestInspectSliceRunsAndCostCounts(t *testing.T) {
 	q := js(t, ctx, `"hi"`)
 	full := must(ir.Call(ctx, q))(t)
 	defer full.Close()
+	// Echo's usage: words sent ("hi", then "m1|hi") and replied.
+	usage := decode[struct {
+		Prompt     int `json:"prompt_tokens"`
+		Completion int `json:"completion_tokens"`
+	}](t, must(echo.Stats())(t))
+	if usage.Prompt != 2 || usage.Completion != 2 {
+		t.Fatalf("usage %+v, want 2 prompt and 2 completion tokens", usage)
+	}
 	b := must(ir.Slice([]string{"b"}, []string{"0"}))(t)
 	defer b.Close()
 	if b.EqnCount() >= ir.EqnCount() {

@@ -98,7 +98,9 @@ namespace Af.Tests
         [Test]
         public void SliceRunsAndCostCounts()
         {
-            using (var echo = Provider.Echo()) ctx.Route("*", echo);
+            var echo = Provider.Echo();
+            ctx.Route("*", echo);
+            using (echo)
             using (var ir = Chain())
             using (var q = ctx.Str("hi"))
             using (var full = ir.Call(ctx, q))
@@ -106,6 +108,9 @@ namespace Af.Tests
             using (var b = ir.Slice(new[] { "b" }, new[] { "0" }))
             using (var got = b.Call(ctx, q))
             {
+                // Echo's usage: words sent ("hi", then "m1|hi") and replied
+                // ("m1|hi", "m2|m1|hi"), for the full run and the slice's.
+                Assert.Contains("\"prompt_tokens\":4,\"completion_tokens\":4", echo.Stats());
                 Assert.True(b.EqnCount < ir.EqnCount, "the slice drops the other outputs' equations");
                 Assert.Equal("[" + want.ToJson() + "]", got.ToJson());
                 var e = Assert.ThrowsAf(ErrorCode.InvalidArgument, () => ir.Slice(new[] { "b" }, new string[0]));

@@ -61,9 +61,12 @@ def test_eqn_describes_literals_and_params(ctx: libaf.Context) -> None:
 
 
 def test_a_slice_of_one_output_runs_and_matches(ctx: libaf.Context) -> None:
-    ctx.route("*", libaf.Provider.echo())
+    echo = libaf.Provider.echo()
+    ctx.route("*", echo)
     ir = _chain(ctx)
     full = ir("hi", ctx=ctx).to_py()
+    # Echo's usage: words sent ("hi", then "m1|hi") and replied.
+    assert (echo.stats()["prompt_tokens"], echo.stats()["completion_tokens"]) == (2, 2)
     b = ir.slice(["b"], ["0"])
     assert b.eqn_count < ir.eqn_count
     assert b("hi", ctx=ctx).to_py() == [full["b"]]

@@ -106,7 +106,8 @@ fn ancestors_descendants_and_order_match_a_naive_reference() {
 #[test]
 fn a_slice_of_one_output_gives_the_full_programs_value() {
     let ctx = Context::new().unwrap();
-    ctx.route("*", &Provider::echo("").unwrap()).unwrap();
+    let echo = Provider::echo("").unwrap();
+    ctx.route("*", &echo).unwrap();
     let ir = chain(&ctx);
     let full = ir.call(&ctx, &[Value::from("hi")]).unwrap();
     let b = ir.slice(&["b"], Some(&["0"])).unwrap();
@@ -116,6 +117,11 @@ fn a_slice_of_one_output_gives_the_full_programs_value() {
         got.index(0).unwrap().to_json().unwrap(),
         full.key("b").unwrap().to_json().unwrap()
     );
+    // Echo's usage: words sent ("hi", then "m1|hi") and words replied
+    // ("m1|hi", "m2|m1|hi"), for the full run and the slice's, summed.
+    let stats = echo.stats().unwrap();
+    assert_eq!(stats.key("prompt_tokens").unwrap().as_int().unwrap(), 4);
+    assert_eq!(stats.key("completion_tokens").unwrap().as_int().unwrap(), 4);
     let c = ir.slice(&["c"], None).unwrap();
     assert_eq!(
         c.call(&ctx, &[Value::from("hi")])
