@@ -395,12 +395,91 @@ static void cost_counts_calls_per_model(void) {
   af_ir_free(ir);
 }
 
+/* A loop whose body makes one LM call, and a call with a computed model. */
+static af_error_t* go_cond(void* u, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+  af_value_t* go = NULL;
+  af_error_t* err = af_value_str(c, "go", 2, &go);
+  (void)u;
+  (void)n;
+  if (!err) err = af_match(c, in[0], go, out);
+  af_value_free(go);
+  return err;
+}
+
+static af_error_t* ask(af_context_t* c, const af_value_t* content, const af_value_t* model, af_value_t** out) {
+  const char* keys[2] = {"role", "content"};
+  const size_t lens[2] = {4, 7};
+  const af_value_t* vals[2];
+  af_value_t *role = NULL, *msg = NULL, *msgs = NULL;
+  af_error_t* err = af_value_str(c, "user", 4, &role);
+  vals[0] = role;
+  vals[1] = content;
+  if (!err) err = af_value_dict(c, keys, lens, vals, 2, &msg);
+  if (!err) err = af_value_list(c, (const af_value_t* const*)&msg, 1, &msgs);
+  if (!err) err = af_lm_call(c, msgs, model, out);
+  af_value_free(msgs);
+  af_value_free(msg);
+  af_value_free(role);
+  return err;
+}
+
+static af_error_t* looper_body(void* u, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+  af_value_t* model = NULL;
+  af_error_t* err = af_value_str(c, "looper", 6, &model);
+  (void)u;
+  (void)n;
+  if (!err) err = ask(c, in[0], model, out);
+  af_value_free(model);
+  return err;
+}
+
+struct loop_irs {
+  af_ir_t* cond;
+  af_ir_t* body;
+};
+
+/* {loop: while_loop(go?, looper call, q, 3), picked: lm(q, model=q)} */
+static af_error_t* loop_fn(void* u, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+  const struct loop_irs* irs = u;
+  const char* keys[2] = {"loop", "picked"};
+  const size_t lens[2] = {4, 6};
+  af_value_t* vals[2] = {NULL, NULL};
+  af_error_t* err = af_while_loop(c, irs->cond, irs->body, in[0], 3, &vals[0]);
+  (void)n;
+  if (!err) err = ask(c, in[0], in[0], &vals[1]);
+  if (!err) err = af_value_dict(c, keys, lens, (const af_value_t* const*)vals, 2, out);
+  af_value_free(vals[0]);
+  af_value_free(vals[1]);
+  return err;
+}
+
+static void cost_counts_loops_by_max_iters_and_dynamic_models(void) {
+  struct loop_irs irs = {NULL, NULL};
+  af_ir_t* ir = NULL;
+  af_value_t* q = str("q");
+  af_bytes_t b = {0};
+  CHECK_OK(af_trace(ctx, go_cond, NULL, (const af_value_t* const*)&q, 1, NULL, &irs.cond));
+  CHECK_OK(af_trace(ctx, looper_body, NULL, (const af_value_t* const*)&q, 1, NULL, &irs.body));
+  CHECK_OK(af_trace(ctx, loop_fn, &irs, (const af_value_t* const*)&q, 1, NULL, &ir));
+  CHECK_OK(af_ir_cost_json(ir, 2, &b));
+  /* 3 passes of the loop body per example; the other call's model is the
+   * input, so it is "dynamic"; the two chains are independent. */
+  CHECK_MEM_EQ((const char*)b.data, b.len,
+               "{\"batch\":2,\"total\":{\"calls\":8,\"models\":{\"dynamic\":2,\"looper\":6}},"
+               "\"critical_path\":{\"calls\":3,\"models\":{\"looper\":3}}}");
+  af_bytes_free(&b);
+  af_value_free(q);
+  af_ir_free(ir);
+  af_ir_free(irs.cond);
+  af_ir_free(irs.body);
+}
+
 int main(int argc, char** argv) {
   static const struct test_case cases[] = {
       CASE(triage_queries_match_reference),   CASE(generated_dags_match_reference),
       CASE(dag_slices_compute_the_same_output), CASE(triage_slice_runs_and_matches),
       CASE(slice_reports_missing_inputs),     CASE(eqn_json_describes_inputs_params_and_subs),
       CASE(ir_json_lists_inputs_outputs_and_vars), CASE(deep_queries_enter_sub_irs),
-      CASE(cost_counts_calls_per_model)};
+      CASE(cost_counts_calls_per_model), CASE(cost_counts_loops_by_max_iters_and_dynamic_models)};
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }
