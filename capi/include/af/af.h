@@ -316,7 +316,12 @@ AF_API int32_t af_is_tracing(void);
 
 /* Tags: while pushed, every equation recorded by the innermost trace of this
  * thread carries the tag (nested scopes union). INVALID_ARGUMENT outside a
- * trace; af_tag_pop without a matching push is INVALID_ARGUMENT. */
+ * trace; af_tag_pop without a matching push is INVALID_ARGUMENT.
+ * The tag "urgent" is the priority hint: when work competes (a provider's
+ * max_in_flight, the executor's ready queue), urgent equations and
+ * everything they depend on start before untagged ones (mark the calls a
+ * person waits for). Tags are the user's metadata on equations;
+ * af_ir_eqn_json lists them. */
 AF_API af_error_t* af_tag_push(af_context_t* ctx, const char* tag, size_t len);
 AF_API af_error_t* af_tag_pop(af_context_t* ctx);
 
