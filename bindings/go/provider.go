@@ -125,7 +125,8 @@ func (p *Provider) SetMaxInFlight(n uint32) error {
 }
 
 // Stats are the provider's counters as JSON: submitted, started, finished,
-// in_flight, queued, peak_in_flight, max_in_flight.
+// in_flight, queued, peak_in_flight, max_in_flight, prompt_tokens,
+// completion_tokens (usage of completed requests; echo counts words).
 func (p *Provider) Stats() (string, error) {
 	pp, err := p.handle()
 	if err != nil {

@@ -177,7 +177,9 @@ af_error_t* af_provider_stats(const af_provider_t* p, af_bytes_t* out) {
     std::string j = "{\"submitted\":" + std::to_string(s.submitted) + ",\"started\":" + std::to_string(s.started) +
                     ",\"finished\":" + std::to_string(s.finished) + ",\"in_flight\":" + std::to_string(s.in_flight) +
                     ",\"queued\":" + std::to_string(s.queued) + ",\"peak_in_flight\":" +
-                    std::to_string(s.peak_in_flight) + ",\"max_in_flight\":" + std::to_string(l.max_in_flight()) + "}";
+                    std::to_string(s.peak_in_flight) + ",\"max_in_flight\":" + std::to_string(l.max_in_flight()) +
+                    ",\"prompt_tokens\":" + std::to_string(s.prompt_tokens) +
+                    ",\"completion_tokens\":" + std::to_string(s.completion_tokens) + "}";
     to_bytes(j, out);
   });
 }

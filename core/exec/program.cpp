@@ -13,6 +13,13 @@ namespace af {
 
 namespace {
 
+// Above any cost-weighted path a program can have (an LM call weighs 1000).
+constexpr double kUrgentPriority = 1e12;
+
+bool is_urgent(const Eqn& e) {
+  return e.tags && std::binary_search(e.tags->begin(), e.tags->end(), std::string("urgent"));
+}
+
 bool mergeable(const Eqn& e, const CompileOptions& o) {
   uint32_t f = e.prim->flags;
   if (eqn_has_effects(e)) return false;  // also a switch / loop / map holding a checkpoint
@@ -176,7 +183,9 @@ std::shared_ptr<const Program> compile(IRPtr ir, const CompileOptions& o) {
     double below = 0;
     for (uint32_t k = 0; k < n.cons_count; ++k)
       below = std::max(below, prog->nodes[prog->consumers[n.cons_begin + k]].priority);
-    n.priority = eqn_cost(*n.eqn) + below;
+    // The priority hint: an equation tagged "urgent" (a call a person waits
+    // for) outranks any untagged path, and so does everything it needs.
+    n.priority = eqn_cost(*n.eqn) + std::max(below, is_urgent(*n.eqn) ? kUrgentPriority : 0.0);
     prog->critical_path = std::max(prog->critical_path, n.priority);
     if (n.n_deps == 0) prog->roots.push_back(uint32_t(id));
   }

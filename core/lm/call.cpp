@@ -93,7 +93,7 @@ void Call::finish(const std::string* content, const Error* err) noexcept {
     std::lock_guard<std::mutex> lock(mu_);
     lim.swap(limiter_);
   }
-  if (lim && slot >= 0) lim->release(slot);
+  if (lim && slot >= 0) lim->release(slot, content ? prompt_tokens : 0, content ? completion_tokens : 0);
   Done hook;
   hook.swap(done_hook_);
   try {

@@ -40,6 +40,18 @@ class Echo final : public Provider {
     return s;
   }
 
+  // Runs of non-space characters: echo's stand-in for tokens.
+  static uint64_t words(const std::string& s) {
+    uint64_t n = 0;
+    bool in_word = false;
+    for (unsigned char c : s) {
+      bool space = c == ' ' || c == '\t' || c == '\n' || c == '\r';
+      if (!space && !in_word) ++n;
+      in_word = !space;
+    }
+    return n;
+  }
+
   double latency_ms(const Request& r) const {
     if (max_ms_ <= 0) return fixed_ms_;
     uint64_t h = mix(fnv(r.key()) ^ mix(seed_));
@@ -59,6 +71,9 @@ class Echo final : public Provider {
       call->fail(Error(Code::Internal, "echo: unexpected failure"));
       return;
     }
+    // Deterministic usage: words of every message in, words of the reply out.
+    for (const Message& m : call->request().messages) call->prompt_tokens += words(m.content);
+    call->completion_tokens = words(content);
     double ms = latency_ms(call->request());
     if (ms <= 0) {
       call->complete(std::move(content));

@@ -325,6 +325,16 @@ class Engine : public std::enable_shared_from_this<Engine> {
                                                  excerpt(t->response)));
     }
     std::string text = content->as_str();
+    // Usage is optional in the wire format (some servers omit it): counted
+    // when present with integer fields.
+    if (const Value* usage = v.find("usage"); usage && usage->kind() == Kind::Dict) {
+      auto count = [&](const char* k) -> uint64_t {
+        const Value* n = usage->find(k);
+        return n && n->kind() == Kind::Int && n->as_int() > 0 ? uint64_t(n->as_int()) : 0;
+      };
+      t->call->prompt_tokens = count("prompt_tokens");
+      t->call->completion_tokens = count("completion_tokens");
+    }
     release(t);
     t->call->complete(std::move(text));
   }

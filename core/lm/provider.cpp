@@ -43,11 +43,13 @@ Limiter::Stats Limiter::stats() const {
   return s;
 }
 
-void Limiter::release(int slot) {
+void Limiter::release(int slot, uint64_t prompt_tokens, uint64_t completion_tokens) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     --in_flight_;
     ++stats_.finished;
+    stats_.prompt_tokens += prompt_tokens;
+    stats_.completion_tokens += completion_tokens;
     free_slots_.push_back(slot);
   }
   pump();

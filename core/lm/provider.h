@@ -26,6 +26,7 @@ class Limiter : public std::enable_shared_from_this<Limiter> {
   struct Stats {
     uint64_t submitted = 0, started = 0, finished = 0;
     uint32_t in_flight = 0, queued = 0, peak_in_flight = 0;
+    uint64_t prompt_tokens = 0, completion_tokens = 0;  // of completed calls
   };
   Limiter(Provider* p, uint32_t max_in_flight) : provider_(p), max_(max_in_flight) {}
   void submit(std::shared_ptr<Call> call);
@@ -38,7 +39,7 @@ class Limiter : public std::enable_shared_from_this<Limiter> {
 
  private:
   friend class Call;
-  void release(int slot);
+  void release(int slot, uint64_t prompt_tokens = 0, uint64_t completion_tokens = 0);
   void pump();
   struct Waiting {
     double priority;

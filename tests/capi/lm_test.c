@@ -652,6 +652,128 @@ done:
   server_stop(&s);
 }
 
+/* ---- the priority hint ------------------------------------------------ */
+
+/* A host provider that answers at once and records the order models arrive. */
+struct arrivals {
+  char models[4][32];
+  int n;
+};
+
+static void record_and_answer(void* ud, af_lm_request_t* req) {
+  struct arrivals* a = ud;
+  af_bytes_t b = {NULL, 0};
+  const char* at;
+  CHECK_OK(af_lm_request_json(req, &b));
+  at = b.data ? strstr((const char*)b.data, "\"model\":\"") : NULL;
+  if (at && a->n < 4) sscanf(at + 9, "%31[^\"]", a->models[a->n++]);
+  af_bytes_free(&b);
+  CHECK_OK(af_lm_request_complete(req, "ok", 2));
+}
+
+/* [lm(q, "first"), lm(q, "second")], the first tagged "urgent" when
+ * user_data is non-NULL. */
+static af_error_t* two_calls(void* u, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+  af_value_t* msgs = NULL;
+  af_value_t *m1 = NULL, *m2 = NULL;
+  af_value_t* r[2] = {NULL, NULL};
+  const char* keys[2] = {"role", "content"};
+  const size_t lens[2] = {4, 7};
+  const af_value_t* vals[2];
+  af_value_t *role = NULL, *msg = NULL;
+  af_error_t* err = af_value_str(c, "user", 4, &role);
+  (void)n;
+  vals[0] = role;
+  vals[1] = in[0];
+  if (!err) err = af_value_dict(c, keys, lens, vals, 2, &msg);
+  if (!err) err = af_value_list(c, (const af_value_t* const*)&msg, 1, &msgs);
+  if (!err) err = af_value_str(c, "first", 5, &m1);
+  if (!err) err = af_value_str(c, "second", 6, &m2);
+  if (!err && u) err = af_tag_push(c, "urgent", 6);
+  if (!err) err = af_lm_call(c, msgs, m1, &r[0]);
+  if (!err && u) err = af_tag_pop(c);
+  if (!err) err = af_lm_call(c, msgs, m2, &r[1]);
+  if (!err) err = af_value_list(c, (const af_value_t* const*)r, 2, out);
+  af_value_free(r[0]);
+  af_value_free(r[1]);
+  af_value_free(m1);
+  af_value_free(m2);
+  af_value_free(msgs);
+  af_value_free(msg);
+  af_value_free(role);
+  return err;
+}
+
+/* With one request in flight, the call tagged "urgent" starts first; the
+ * same program untagged starts "second" first (the executor takes the later
+ * of equal-priority roots first), so the hint is what changes the order. */
+static void urgent_tag_starts_first(void) {
+  int urgent;
+  for (urgent = 0; urgent < 2; urgent++) {
+    struct arrivals a;
+    af_provider_t* p = NULL;
+    af_ir_t* ir = NULL;
+    af_value_t* q = mk_str("q");
+    af_value_t* out = NULL;
+    memset(&a, 0, sizeof a);
+    CHECK_OK(af_provider_host_new(record_and_answer, &a, NULL, &p));
+    CHECK_OK(af_provider_set_max_in_flight(p, 1));
+    route("*", p);
+    CHECK_OK(af_trace(ctx, two_calls, urgent ? &a : NULL, (const af_value_t* const*)&q, 1, NULL, &ir));
+    CHECK_OK(af_ir_call(ctx, ir, (const af_value_t* const*)&q, 1, &out));
+    CHECK_INT_EQ(a.n, 2);
+    CHECK_STR_EQ(a.models[0], urgent ? "first" : "second");
+    af_value_free(out);
+    af_value_free(q);
+    af_ir_free(ir);
+    af_provider_free(p);
+  }
+}
+
+/* Provider stats add up the usage block of every completed response (the
+ * test server reports len(model) prompt and len(reply) completion tokens);
+ * a failed request adds nothing. */
+static void openai_usage_adds_up_in_stats(void) {
+  struct server s = server_start();
+  af_provider_t* p = openai_for(&s, NULL);
+  af_value_t* out = NULL;
+  if (!p) goto done;
+  route("*", p);
+  CHECK_INT_EQ(stat_field(p, "prompt_tokens"), 0);
+  if (CHECK_OK(call_model("ok", "hello", &out))) CHECK_JSON(out, "\"ok|hello\"");
+  af_value_free(out);
+  out = NULL;
+  if (CHECK_OK(call_model("ok", "hi there", &out))) CHECK_JSON(out, "\"ok|hi there\"");
+  af_value_free(out);
+  out = NULL;
+  CHECK_ERR(call_model("nocontent", "x", &out), AF_ERR_PROVIDER, "content");
+  CHECK_INT_EQ(stat_field(p, "prompt_tokens"), 2 + 2);
+  CHECK_INT_EQ(stat_field(p, "completion_tokens"), 8 + 11);
+  af_provider_free(p);
+done:
+  server_stop(&s);
+}
+
+/* Echo counts words: of every message sent, and of its reply. */
+static void echo_counts_words_as_tokens(void) {
+  af_provider_t* echo = echo_with(NULL);
+  af_value_t* msgs = mk_json("[{\"role\":\"system\",\"content\":\"be brief\"},{\"role\":\"user\",\"content\":\" hi  there\\n\"}]");
+  af_value_t* model = mk_str("m1");
+  af_value_t* out = NULL;
+  int k;
+  route("*", echo);
+  for (k = 0; k < 2; k++) {
+    CHECK_OK(af_lm_call(ctx, msgs, model, &out)); /* "m1| hi  there\n": 3 words */
+    af_value_free(out);
+    out = NULL;
+  }
+  CHECK_INT_EQ(stat_field(echo, "prompt_tokens"), 2 * 4);
+  CHECK_INT_EQ(stat_field(echo, "completion_tokens"), 2 * 3);
+  af_value_free(msgs);
+  af_value_free(model);
+  af_provider_free(echo);
+}
+
 static void openai_schema_calls_send_json_schema(void) {
   struct server s = server_start();
   af_provider_t* p = openai_for(&s, NULL);
@@ -1190,7 +1312,7 @@ int main(int argc, char** argv) {
       CASE(pullback_asks_for_feedback_on_inputs_only),
       CASE(schema_pullback_lists_every_field),
       CASE(schema_feedback_must_be_text),
-      CASE(openai_answers_and_sends_the_key),
+      CASE(urgent_tag_starts_first), CASE(openai_usage_adds_up_in_stats), CASE(echo_counts_words_as_tokens), CASE(openai_answers_and_sends_the_key),
       CASE(openai_schema_calls_send_json_schema),
       CASE(openai_faults_end_in_the_right_code),
       CASE(openai_honors_retry_after),

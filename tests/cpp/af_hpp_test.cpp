@@ -119,6 +119,25 @@ int main() {
   expect(pb[1].size() == 1 && pb[1][0].kind() == af::Kind::Str,
          "pullback's text feedback reaches the input: " + pb.json());
 
+  // Inspection: an equation as JSON, the slice of one output, the dry-run cost.
+  af::Ir pair = ctx.trace(
+      [](af::Context& c, const std::vector<af::Value>& in) {
+        af::Value a = c.concat({in[0], in[0]});
+        return c.dict({{"a", a}, {"b", c.concat({a, in[1]})}});
+      },
+      {ctx.str("x"), ctx.str("y")});
+  expect(pair.eqn_json(1).find("\"deps\":[0]") != std::string::npos, "eqn 1 reads eqn 0: " + pair.eqn_json(1));
+  expect(pair.var_json(0).find("\"consumers\":[0]") != std::string::npos, "input 0 feeds eqn 0");
+  expect(pair.related_json(0, AF_IR_DESCENDANTS) == R"({"eqns":[1]})", "descendants of eqn 0");
+  expect(pair.json().find("\"topological_order\":[0,1]") != std::string::npos, "the topological order");
+  af::Ir only_a = pair.slice({"a"}, {"0"});
+  expect(only_a.eqn_count() == 1 && ctx.call(only_a, {ctx.str("p")}).json() == R"(["pp"])",
+         "the slice of output a runs on input 0 alone");
+  expect_error(af::Code::InvalidArgument, [&] { (void)pair.slice({"b"}, {"0"}); }, "b needs input 1");
+  expect(pair.slice({"b"}).eqn_count() == 2, "a slice from all inputs");
+  expect(pair.cost_json(2).find("\"calls\":0") != std::string::npos, "no LM calls: " + pair.cost_json(2));
+  expect_error(af::Code::NotFound, [&] { (void)pair.sub(0, "body"); }, "concat has no sub-IR");
+
   // Async run with cancellation, on a host provider that parks the request.
   std::atomic<bool> submitted{false};
   std::vector<af::LmRequest> parked;

@@ -75,7 +75,10 @@ class Handler(BaseHTTPRequestHandler):
             "model": model,
             "choices": [{"index": 0, "finish_reason": "stop",
                          "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            # Deterministic and different per request, so a client's totals
+            # can be checked: the model name's length in, the reply's out.
+            "usage": {"prompt_tokens": len(model), "completion_tokens": len(content),
+                      "total_tokens": len(model) + len(content)},
         }
         self.send(200, json.dumps(body))
 

@@ -95,5 +95,20 @@ check run-bad-input 1 'JSON list' -- "$AF" run lm.afg --input '{"a":1}'
 check run-no-input 2 '--input JSON is required' -- "$AF" run lm.afg
 check unknown-command 2 'unknown command' -- "$AF" frobnicate x
 
+# The run summary: echo's words as tokens (the drafter's reply has 11 words,
+# each schema reply 1).
+check run-summary 0 'af: 3 LM calls, 38 prompt + 13 completion tokens' -- "$AF" run triage.afg --input '[["x y"]]' --provider echo
+# Inspection: the JSON form, a slice of one output that runs, the dry-run cost.
+check show-json 0 '"topological_order":[' -- "$AF" show --json hello.afg
+check show-json-after 0 '"prim":"concat"' -- "$AF" show hello.afg --json
+check slice 0 'team.afg: ' -- "$AF" slice triage.afg --outputs team -o team.afg
+check slice-runs 0 '[["billing"]]' -- "$AF" run team.afg --input '[["x"]]' --provider echo
+check slice-from-inputs 1 'not among the chosen inputs' -- "$AF" slice triage.afg --outputs reply --inputs -o x.afg
+check slice-bad-path 1 'output path "nope"' -- "$AF" slice triage.afg --outputs nope -o x.afg
+check slice-no-outputs 2 'at least one output' -- "$AF" slice triage.afg -o x.afg
+check slice-no-out 2 '-o OUT' -- "$AF" slice triage.afg --outputs team
+check cost 0 '"total":{"calls":12,"models":{"billing-drafter":4,"triage-classifier":4,"triage-reviewer":4}}' -- "$AF" cost triage.afg --batch 4
+check cost-critical-path 0 '"critical_path":{"calls":3' -- "$AF" cost triage.afg
+check cost-bad-batch 2 'positive integer' -- "$AF" cost triage.afg --batch 0
 echo "cli: $fails failed"
 [ "$fails" = 0 ]

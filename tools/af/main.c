@@ -11,8 +11,15 @@
  *                                   on the positional inputs (a JSON list);
  *                                   LM calls go to the provider (models
  *                                   matching PATTERN, default "*"); a
- *                                   progress bar on a terminal for long runs
- *   af show FILE                    the IR text of a saved graph
+ *                                   progress bar on a terminal for long runs,
+ *                                   then a summary on stderr (LM calls,
+ *                                   prompt and completion tokens, time)
+ *   af show FILE [--json]           the IR text of a saved graph, or its
+ *                                   inspection JSON (docs/INSPECT.md)
+ *   af slice FILE --outputs PATH... [--inputs PATH...] -o OUT
+ *                                   save the part of FILE that computes the
+ *                                   chosen outputs (from the chosen inputs)
+ *   af cost FILE [--batch N]        the dry-run LM cost (calls per model)
  *   af dot FILE                     its Graphviz DOT
  *   af verify FILE                  every load check; exit 1 with the reason
  *   af convert FILE --to json [-o OUT]     .afg -> readable JSON
@@ -49,7 +56,10 @@ static void usage(FILE* f) {
           "  run FILE --input JSON [--provider echo|openai|replay [--provider-options JSON]\n"
           "      [--model PATTERN]] [--profile OUT.json]\n"
           "                                  run a saved graph on a JSON list of inputs\n"
-          "  show FILE                       print the IR text of a saved graph\n"
+          "  show FILE [--json]              print the IR text (or inspection JSON) of a saved graph\n"
+          "  slice FILE --outputs PATH... [--inputs PATH...] -o OUT\n"
+          "                                  save the part computing the chosen outputs\n"
+          "  cost FILE [--batch N]           dry-run LM calls per model (total, critical path)\n"
           "  dot FILE                        print its Graphviz DOT\n"
           "  verify FILE                     run every load check (exit 1 with the reason)\n"
           "  convert FILE --to json [-o OUT]    saved graph -> readable JSON\n"
@@ -173,7 +183,9 @@ static void progress_draw(void* ud, uint64_t done, uint64_t total) {
   fflush(stderr);
 }
 
-static af_error_t* route_provider(af_context_t* ctx, const struct run_opts* o) {
+/* Routes the chosen provider (none without --provider); *out keeps a
+ * reference for the run summary (free with af_provider_free). */
+static af_error_t* route_provider(af_context_t* ctx, const struct run_opts* o, af_provider_t** out) {
   af_provider_t* p = NULL;
   const char* opts = o->provider_options;
   size_t len = opts ? strlen(opts) : 0;
@@ -191,13 +203,47 @@ static af_error_t* route_provider(af_context_t* ctx, const struct run_opts* o) {
     return af_error_new(AF_ERR_INVALID_ARGUMENT, msg, strlen(msg));
   }
   if (!err) err = af_context_route(ctx, o->model, strlen(o->model), p);
-  af_provider_free(p);
+  if (err) {
+    af_provider_free(p);
+    p = NULL;
+  }
+  *out = p;
   return err;
 }
 
 /* Loads FILE as a program (a saved program runs without compiling; a saved
  * IR is compiled) and runs it on the inputs; prints the output as JSON. */
+/* An integer field of a stats document (0 when absent). */
+static int64_t stat_int(const af_value_t* stats, const char* key) {
+  af_value_t* v = NULL;
+  int64_t n = 0;
+  af_error_t* err = af_value_key(stats, key, strlen(key), &v);
+  if (!err) err = af_value_get_int(v, &n);
+  af_error_free(err);
+  af_value_free(v);
+  return n;
+}
+
+/* The run summary on stderr: what the provider did (calls, tokens) and the
+ * wall time. */
+static void print_summary(af_context_t* ctx, const af_provider_t* p, double seconds) {
+  af_bytes_t b = {0};
+  af_value_t* stats = NULL;
+  af_error_t* err = af_provider_stats(p, &b);
+  fflush(stdout); /* after the result on a shared terminal */
+  if (!err) err = af_value_from_json(ctx, (const char*)b.data, b.len, &stats);
+  if (!err) {
+    fprintf(stderr, "af: %lld LM calls, %lld prompt + %lld completion tokens, peak %lld in flight, %.2f s\n",
+            (long long)stat_int(stats, "finished"), (long long)stat_int(stats, "prompt_tokens"),
+            (long long)stat_int(stats, "completion_tokens"), (long long)stat_int(stats, "peak_in_flight"), seconds);
+  }
+  af_error_free(err);
+  af_value_free(stats);
+  af_bytes_free(&b);
+}
+
 static int run(const char* path, const struct run_opts* o) {
+  af_provider_t* provider = NULL;
   af_context_t* ctx = NULL;
   af_program_t* prog = NULL;
   af_value_t* args = NULL;
@@ -208,7 +254,7 @@ static int run(const char* path, const struct run_opts* o) {
   struct progress bar = {now_s(), 0, 0};
   size_t n = 0, i;
   af_error_t* err = af_context_new(&ctx);
-  if (!err) err = route_provider(ctx, o);
+  if (!err) err = route_provider(ctx, o, &provider);
   if (!err) err = af_program_load(ctx, path, strlen(path), &prog);
   if (!err) err = af_value_from_json(ctx, o->input, strlen(o->input), &args);
   if (!err && af_value_kind(args) != AF_KIND_LIST) {
@@ -236,6 +282,7 @@ static int run(const char* path, const struct run_opts* o) {
   if (bar.drawn) fputc('\n', stderr);
   if (!err) err = af_value_to_json(result, &json);
   if (!err) printf("%s\n", (const char*)json.data);
+  if (!err && provider) print_summary(ctx, provider, now_s() - bar.start);
   if (!err && o->profile) fprintf(stderr, "af: profile written to %s (open it in Perfetto)\n", o->profile);
   for (i = 0; items && i < n; i++) af_value_free(items[i]);
   free(items);
@@ -243,6 +290,7 @@ static int run(const char* path, const struct run_opts* o) {
   af_value_free(result);
   af_value_free(args);
   af_program_free(prog);
+  af_provider_free(provider);
   af_context_free(ctx);
   return err ? fail(err) : 0;
 }
@@ -325,15 +373,51 @@ static int demo(const char* const* tickets, size_t n, const char* save) {
   return rc;
 }
 
-/* show / dot: print the IR text or DOT of a saved graph. */
-static int show(const char* path, int as_dot) {
+enum show_as { SHOW_TEXT, SHOW_DOT, SHOW_JSON };
+
+/* show / dot: print the IR text, DOT or inspection JSON of a saved graph. */
+static int show(const char* path, enum show_as as) {
   af_context_t* ctx = NULL;
   af_ir_t* ir = NULL;
   af_bytes_t out = {0};
   af_error_t* err = af_context_new(&ctx);
   if (!err) err = af_ir_load(ctx, path, strlen(path), &ir);
-  if (!err) err = as_dot ? af_ir_to_dot(ir, &out) : af_ir_to_text(ir, &out);
+  if (!err) {
+    err = as == SHOW_DOT ? af_ir_to_dot(ir, &out) : as == SHOW_JSON ? af_ir_json(ir, &out) : af_ir_to_text(ir, &out);
+  }
   if (!err) fputs((const char*)out.data, stdout);
+  af_bytes_free(&out);
+  af_ir_free(ir);
+  af_context_free(ctx);
+  return err ? fail(err) : 0;
+}
+
+/* slice: save the part of a saved graph computing the chosen outputs. */
+static int slice(const char* path, const char* const* outputs, size_t n_out, const char* const* inputs,
+                 size_t n_in, const char* out_path) {
+  af_context_t* ctx = NULL;
+  af_ir_t* ir = NULL;
+  af_ir_t* part = NULL;
+  af_error_t* err = af_context_new(&ctx);
+  if (!err) err = af_ir_load(ctx, path, strlen(path), &ir);
+  if (!err) err = af_ir_slice(ir, outputs, NULL, n_out, inputs, NULL, n_in, &part);
+  if (!err) err = af_ir_save(part, out_path, strlen(out_path));
+  if (!err) printf("%s: %zu of %zu equations\n", out_path, af_ir_eqn_count(part), af_ir_eqn_count(ir));
+  af_ir_free(part);
+  af_ir_free(ir);
+  af_context_free(ctx);
+  return err ? fail(err) : 0;
+}
+
+/* cost: the dry-run LM cost of a saved graph for a batch of examples. */
+static int cost(const char* path, int64_t batch) {
+  af_context_t* ctx = NULL;
+  af_ir_t* ir = NULL;
+  af_bytes_t out = {0};
+  af_error_t* err = af_context_new(&ctx);
+  if (!err) err = af_ir_load(ctx, path, strlen(path), &ir);
+  if (!err) err = af_ir_cost_json(ir, batch, &out);
+  if (!err) printf("%s\n", (const char*)out.data);
   af_bytes_free(&out);
   af_ir_free(ir);
   af_context_free(ctx);
@@ -410,10 +494,57 @@ int main(int argc, char** argv) {
     free(tickets);
     return rc;
   }
+  if (strcmp(cmd, "show") == 0 && argc == 4 && strcmp(argv[2], "--json") == 0) return show(argv[3], SHOW_JSON);
   if (argc < 3) return usage_error("missing FILE");
   const char* file = argv[2];
-  if (strcmp(cmd, "show") == 0 && argc == 3) return show(file, 0);
-  if (strcmp(cmd, "dot") == 0 && argc == 3) return show(file, 1);
+  if (strcmp(cmd, "show") == 0 && argc == 3) return show(file, SHOW_TEXT);
+  if (strcmp(cmd, "show") == 0 && argc == 4 && strcmp(argv[3], "--json") == 0) return show(file, SHOW_JSON);
+  if (strcmp(cmd, "dot") == 0 && argc == 3) return show(file, SHOW_DOT);
+  if (strcmp(cmd, "slice") == 0) {
+    /* --outputs and --inputs each take the PATH arguments up to the next option. */
+    const char* const* outputs = NULL;
+    const char* const* inputs = NULL;
+    size_t n_out = 0, n_in = 0;
+    const char* out = NULL;
+    for (i = 3; i < argc; i++) {
+      if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
+        out = argv[++i];
+      } else if (strcmp(argv[i], "--outputs") == 0 || strcmp(argv[i], "--inputs") == 0) {
+        int is_out = argv[i][2] == 'o';
+        const char* const* first = (const char* const*)&argv[i + 1];
+        size_t n = 0;
+        while (i + 1 < argc && strncmp(argv[i + 1], "-", 1) != 0) {
+          i++;
+          n++;
+        }
+        if (is_out) {
+          outputs = first;
+          n_out = n;
+        } else {
+          inputs = first;
+          n_in = n;
+        }
+      } else {
+        return usage_error("slice: unknown option");
+      }
+    }
+    if (n_out == 0) return usage_error("slice: name at least one output with --outputs PATH...");
+    if (!out) return usage_error("slice: say where to save the slice with -o OUT");
+    return slice(file, outputs, n_out, inputs, n_in, out);
+  }
+  if (strcmp(cmd, "cost") == 0) {
+    int64_t batch = 1;
+    for (i = 3; i < argc; i++) {
+      char* end = NULL;
+      if (strcmp(argv[i], "--batch") == 0 && i + 1 < argc) {
+        batch = strtoll(argv[++i], &end, 10);
+        if (!*argv[i] || *end || batch < 1) return usage_error("cost: --batch takes a positive integer");
+      } else {
+        return usage_error("cost: unknown option");
+      }
+    }
+    return cost(file, batch);
+  }
   if (strcmp(cmd, "verify") == 0 && argc == 3) return verify(file);
   if (strcmp(cmd, "run") == 0) {
     struct run_opts o = {NULL, NULL, NULL, "*", NULL};

@@ -312,6 +312,28 @@ namespace Af
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern IntPtr af_ir_validate(IntPtr ir);
 
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_ir_json(IntPtr ir, out AfBytes bytes);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_ir_eqn_json(IntPtr ir, UIntPtr i, out AfBytes bytes);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_ir_var_json(IntPtr ir, uint var, out AfBytes bytes);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_ir_sub(IntPtr ir, UIntPtr i, byte[] path, UIntPtr pathLen, out IntPtr output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_ir_related_json(IntPtr ir, UIntPtr i, uint flags, out AfBytes bytes);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_ir_slice(IntPtr ir, IntPtr[] outputs, UIntPtr[] outputLens, UIntPtr nOutputs,
+                                                IntPtr[] inputs, UIntPtr[] inputLens, UIntPtr nInputs, out IntPtr output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_ir_cost_json(IntPtr ir, long batch, out AfBytes bytes);
+
         // --- Control flow and host functions -------------------------------
 
         /// <summary>names: pointers to UTF-8 bytes (name_lens[i] long).</summary>

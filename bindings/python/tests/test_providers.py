@@ -132,3 +132,24 @@ def test_openai_provider(ctx: libaf.Context, lm_server: str) -> None:
         libaf.lm_call(MSG, "500always", ctx=ctx)
     with pytest.raises(libaf.SchemaError):
         libaf.lm_schema_call(MSG, "schema-bad", SCHEMA, ctx=ctx)
+
+
+def test_the_urgent_tag_starts_first_with_one_request_in_flight(ctx: libaf.Context) -> None:
+    def program(q: libaf.Value) -> list:
+        msgs = [{"role": "user", "content": q}]
+        with libaf.tag("urgent"):
+            first = libaf.lm_call(msgs, "first")
+        return [first, libaf.lm_call(msgs, "second")]
+
+    def plain(q: libaf.Value) -> list:
+        msgs = [{"role": "user", "content": q}]
+        return [libaf.lm_call(msgs, "first"), libaf.lm_call(msgs, "second")]
+
+    for fn, want in ((plain, "second"), (program, "first")):
+        order: list[str] = []
+        host = libaf.Provider.host(lambda req: order.append(req.model) or "ok")
+        host.set_max_in_flight(1)
+        ctx.route("*", host)
+        libaf.trace(fn, "q", ctx=ctx)("q", ctx=ctx)
+        # Untagged, the later of two equal roots starts first; the hint turns it round.
+        assert order[0] == want, order

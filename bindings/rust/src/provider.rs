@@ -91,7 +91,8 @@ impl Provider {
     }
 
     /// Counters as a JSON value: submitted, started, finished, in_flight,
-    /// queued, peak_in_flight, max_in_flight.
+    /// queued, peak_in_flight, max_in_flight, prompt_tokens,
+    /// completion_tokens (usage of completed requests; echo counts words).
     pub fn stats(&self) -> Result<Value> {
         let mut b = sys::af_bytes_t::default();
         check(unsafe { sys::af_provider_stats(self.as_ptr(), &mut b) })?;

@@ -87,6 +87,9 @@ pub type af_cancel_t = af_cancel;
 pub const AF_RUN_KEEP_GOING: u32 = 1;
 pub const AF_RUN_PROFILE: u32 = 2;
 pub const AF_RUN_ITEM_ERRORS: u32 = 4;
+pub const AF_IR_ANCESTORS: u32 = 0;
+pub const AF_IR_DESCENDANTS: u32 = 1;
+pub const AF_IR_DEEP: u32 = 2;
 
 /// Progress of a run: done and total equations.
 pub type af_progress_fn =
@@ -352,6 +355,33 @@ extern "C" {
     ) -> *mut af_error_t;
     pub fn af_ir_to_text(ir: *const af_ir_t, out: *mut af_bytes_t) -> *mut af_error_t;
     pub fn af_ir_to_dot(ir: *const af_ir_t, out: *mut af_bytes_t) -> *mut af_error_t;
+    pub fn af_ir_json(ir: *const af_ir_t, out: *mut af_bytes_t) -> *mut af_error_t;
+    pub fn af_ir_eqn_json(ir: *const af_ir_t, i: usize, out: *mut af_bytes_t) -> *mut af_error_t;
+    pub fn af_ir_var_json(ir: *const af_ir_t, var: u32, out: *mut af_bytes_t) -> *mut af_error_t;
+    pub fn af_ir_sub(
+        ir: *const af_ir_t,
+        i: usize,
+        path: *const c_char,
+        path_len: usize,
+        out: *mut *mut af_ir_t,
+    ) -> *mut af_error_t;
+    pub fn af_ir_related_json(
+        ir: *const af_ir_t,
+        i: usize,
+        flags: u32,
+        out: *mut af_bytes_t,
+    ) -> *mut af_error_t;
+    pub fn af_ir_slice(
+        ir: *const af_ir_t,
+        outputs: *const *const c_char,
+        output_lens: *const usize,
+        n_outputs: usize,
+        inputs: *const *const c_char,
+        input_lens: *const usize,
+        n_inputs: usize,
+        out: *mut *mut af_ir_t,
+    ) -> *mut af_error_t;
+    pub fn af_ir_cost_json(ir: *const af_ir_t, batch: i64, out: *mut af_bytes_t) -> *mut af_error_t;
     pub fn af_ir_eqn_count(ir: *const af_ir_t) -> usize;
     pub fn af_ir_eqn_prim(ir: *const af_ir_t, i: usize) -> *const c_char;
     pub fn af_ir_input_count(ir: *const af_ir_t) -> usize;

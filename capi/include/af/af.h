@@ -321,7 +321,12 @@ AF_API int32_t af_is_tracing(void);
 
 /* Tags: while pushed, every equation recorded by the innermost trace of this
  * thread carries the tag (nested scopes union). INVALID_ARGUMENT outside a
- * trace; af_tag_pop without a matching push is INVALID_ARGUMENT. */
+ * trace; af_tag_pop without a matching push is INVALID_ARGUMENT.
+ * The tag "urgent" is the priority hint: when work competes (a provider's
+ * max_in_flight, the executor's ready queue), urgent equations and
+ * everything they depend on start before untagged ones (mark the calls a
+ * person waits for). Tags are the user's metadata on equations;
+ * af_ir_eqn_json lists them. */
 AF_API af_error_t* af_tag_push(af_context_t* ctx, const char* tag, size_t len);
 AF_API af_error_t* af_tag_pop(af_context_t* ctx);
 
@@ -398,6 +403,71 @@ AF_API int32_t af_ir_equal(const af_ir_t* a, const af_ir_t* b);
 
 AF_API af_ir_t* af_ir_clone(const af_ir_t* ir);
 AF_API void af_ir_free(af_ir_t* ir);
+
+/* ---- Inspection and graph queries (format: docs/INSPECT.md)
+ *
+ * Why JSON: an equation has inputs (variables or literals, each with a
+ * kind), outputs, params, tags and sub-IRs; one accessor per field would
+ * take dozens of functions in every binding. Each call below returns one
+ * self-describing JSON document instead, which every host parses with its
+ * own JSON library, and the set can grow fields without new symbols. Only
+ * what a JSON document cannot carry gets a function: nested IRs
+ * (af_ir_sub, a handle) and new IRs (af_ir_slice). Tags (af_tag) are the
+ * user metadata of an equation; they appear in its "tags".
+ *
+ * Equations are numbered as af_ir_eqn_prim numbers them; variables by the
+ * ids of the text form (%3 is 3). Paths name subtrees of the input or output
+ * structure ("0/answer": segments joined by '/', a list index or a dict key
+ * each; "" the whole) and sub-IRs of an equation ("body", "branches/urgent").
+ * An out-of-range index or an unknown path is INVALID_ARGUMENT (NOT_FOUND
+ * for a sub-IR), never a crash. *out is owned by the caller (af_bytes_free).
+ */
+
+/* The whole IR: inputs and outputs (each with its path, var or literal and
+ * kind), a topological order of the equations, every variable (kind,
+ * producer, consumers) and every equation as af_ir_eqn_json gives it. */
+AF_API af_error_t* af_ir_json(const af_ir_t* ir, af_bytes_t* out);
+/* Equation i: prim, in (each {"var","kind"} or {"lit","kind"}), out, the
+ * input/output structures, deps (the equations it reads directly), params
+ * (values as JSON; IR params as {"sub": path} / {"subs": [paths]}), subs,
+ * tags, and sched when af_sched set one. */
+AF_API af_error_t* af_ir_eqn_json(const af_ir_t* ir, size_t i, af_bytes_t* out);
+/* Variable var: {"var","kind","producer": eqn index or null for an input,
+ * "consumers": [eqn indices], "output": bool}. */
+AF_API af_error_t* af_ir_var_json(const af_ir_t* ir, uint32_t var, af_bytes_t* out);
+/* The sub-IR at `path` of equation i (a loop body, a switch branch, a map
+ * body), as an owned handle (af_ir_free): inspect it like any IR. */
+AF_API af_error_t* af_ir_sub(const af_ir_t* ir, size_t i, const char* path, size_t path_len,
+                             af_ir_t** out);
+
+/* af_ir_related_json flags: ancestors (the default) or descendants; DEEP
+ * also lists the equations inside the sub-IRs of those found. */
+#define AF_IR_ANCESTORS 0u
+#define AF_IR_DESCENDANTS 1u
+#define AF_IR_DEEP 2u
+/* The equations equation i transitively reads (ancestors) or that read it
+ * (descendants): {"eqns": [sorted indices]}, and with AF_IR_DEEP also
+ * "nested": ["3/body/0", ...], every equation inside their sub-IRs. Without
+ * AF_IR_DEEP the query stops at sub-IR boundaries. */
+AF_API af_error_t* af_ir_related_json(const af_ir_t* ir, size_t i, uint32_t flags, af_bytes_t* out);
+/* The slice of ir that computes the outputs at paths `outputs` from the
+ * inputs at paths `inputs`: a new IR whose output is the list of the chosen
+ * output subtrees and whose input is the list of the chosen input subtrees
+ * (inputs NULL: ir's own inputs, so the slice takes the same arguments as
+ * ir). Only the equations those outputs need are kept. INVALID_ARGUMENT
+ * naming the output and the missing input when the chosen inputs do not
+ * suffice. Each *_lens may be NULL for NUL-terminated paths. */
+AF_API af_error_t* af_ir_slice(const af_ir_t* ir, const char* const* outputs, const size_t* output_lens,
+                               size_t n_outputs, const char* const* inputs, const size_t* input_lens,
+                               size_t n_inputs, af_ir_t** out);
+/* Dry-run LM cost from the IR alone, for `batch` examples (>= 1):
+ * {"batch", "total": {"calls", "models": {model: calls}}, "critical_path":
+ * {"calls", "models"}}. A model that is not a literal counts as "dynamic".
+ * The total is per example times batch (a call over batched inputs or in a
+ * map body counts once per example); the critical path is the longest
+ * chain of calls one example waits through. Loops count max_iters passes;
+ * of alternatives (switch branches) the costliest counts. */
+AF_API af_error_t* af_ir_cost_json(const af_ir_t* ir, int64_t batch, af_bytes_t* out);
 
 /* ======================================================================= */
 /* Walking an IR one equation at a time                                     */
@@ -846,7 +916,11 @@ AF_API af_error_t* af_context_route(af_context_t* ctx, const char* model_pattern
  * once if the new limit allows. */
 AF_API af_error_t* af_provider_set_max_in_flight(af_provider_t* p, uint32_t max_in_flight);
 /* Counters as JSON (owned bytes): {"submitted","started","finished",
- * "in_flight","queued","peak_in_flight","max_in_flight"}. */
+ * "in_flight","queued","peak_in_flight","max_in_flight","prompt_tokens",
+ * "completion_tokens"}. Tokens add up the usage of completed requests: the
+ * OpenAI provider reads the response's usage block (0 when absent); echo
+ * counts words (runs of non-space characters) of every message sent and of
+ * its reply; host providers report none. */
 AF_API af_error_t* af_provider_stats(const af_provider_t* p, af_bytes_t* out);
 /* Adds a reference: returns p (NULL if p is NULL). */
 AF_API af_provider_t* af_provider_clone(const af_provider_t* p);

@@ -452,6 +452,31 @@ class Ir {
   bool operator!=(const Ir& o) const { return !(*this == o); }
   void validate() const { detail::check(af_ir_validate(ptr())); }
 
+  /* Inspection (af.h: af_ir_json and the rest; JSON documents). */
+  std::string json() const { return bytes_of(af_ir_json); }
+  std::string eqn_json(size_t i) const { return take([&](af_bytes_t* b) { return af_ir_eqn_json(ptr(), i, b); }); }
+  std::string var_json(uint32_t var) const {
+    return take([&](af_bytes_t* b) { return af_ir_var_json(ptr(), var, b); });
+  }
+  Ir sub(size_t i, std::string_view path) const {
+    af_ir_t* out = nullptr;
+    detail::check(af_ir_sub(ptr(), i, path.data(), path.size(), &out));
+    return Ir(out);
+  }
+  /* flags: AF_IR_ANCESTORS or AF_IR_DESCENDANTS, optionally | AF_IR_DEEP. */
+  std::string related_json(size_t i, uint32_t flags) const {
+    return take([&](af_bytes_t* b) { return af_ir_related_json(ptr(), i, flags, b); });
+  }
+  /* The slice computing `outputs` from ir's own inputs. */
+  Ir slice(const std::vector<std::string>& outputs) const { return slice_impl(outputs, nullptr); }
+  /* The slice computing `outputs` from `inputs` only. */
+  Ir slice(const std::vector<std::string>& outputs, const std::vector<std::string>& inputs) const {
+    return slice_impl(outputs, &inputs);
+  }
+  std::string cost_json(int64_t batch) const {
+    return take([&](af_bytes_t* b) { return af_ir_cost_json(ptr(), batch, b); });
+  }
+
   /* Saved graphs (.afg). */
   void save(std::string_view path) const { detail::check(af_ir_save(ptr(), path.data(), path.size())); }
   std::string to_bytes() const { return bytes_of(af_ir_to_bytes); }
@@ -463,6 +488,32 @@ class Ir {
   af_ir_t* ptr() const {
     if (!get()) throw detail::empty_handle("Ir");
     return get();
+  }
+  template <class F>
+  static std::string take(F&& f) {
+    af_bytes_t b{nullptr, 0};
+    detail::check(f(&b));
+    return detail::take(b);
+  }
+  Ir slice_impl(const std::vector<std::string>& outputs, const std::vector<std::string>* inputs) const {
+    std::vector<const char*> o, in;
+    std::vector<size_t> ol, il;
+    for (const std::string& s : outputs) {
+      o.push_back(s.data());
+      ol.push_back(s.size());
+    }
+    if (inputs)
+      for (const std::string& s : *inputs) {
+        in.push_back(s.data());
+        il.push_back(s.size());
+      }
+    af_ir_t* out = nullptr;
+    // A non-NULL (possibly empty) input list means "these inputs only".
+    static const char* const kNone = "";
+    static const size_t kNoLen = 0;
+    detail::check(af_ir_slice(ptr(), o.data(), ol.data(), o.size(), inputs ? (in.empty() ? &kNone : in.data()) : nullptr,
+                              inputs ? (il.empty() ? &kNoLen : il.data()) : nullptr, in.size(), &out));
+    return Ir(out);
   }
   std::string bytes_of(af_error_t* (*f)(const af_ir_t*, af_bytes_t*)) const {
     af_bytes_t b{nullptr, 0};

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import ctypes
+import json
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Sequence
 
 from . import _lib
 from ._lib import lib
@@ -23,6 +24,12 @@ def _ir_out(call) -> "Ir":  # type: ignore[no-untyped-def]
     out = ctypes.c_void_p()
     check(call(ctypes.byref(out)))
     return Ir._own(out.value)
+
+
+def _index(i: int) -> int:
+    if not isinstance(i, int) or i < 0:
+        raise IndexError(f"equation index must be a non-negative int, got {i!r}")
+    return i
 
 
 def _path(path: str | os.PathLike) -> bytes:
@@ -105,6 +112,64 @@ class Ir:
     def validate(self) -> None:
         """Raises InvalidArgument describing the first problem, if any."""
         check(lib.af_ir_validate(self._ptr))
+
+    # -- inspection (JSON documents of af.h's af_ir_json family, parsed) ------
+
+    def _json(self, call) -> Any:  # type: ignore[no-untyped-def]
+        b = _lib.Bytes()
+        check(call(ctypes.byref(b)))
+        return json.loads(_lib.take_bytes(b).decode("utf-8"))
+
+    def inspect(self) -> dict[str, Any]:
+        """The whole IR: inputs, outputs, topological_order, vars (producer,
+        consumers) and eqns."""
+        return self._json(lambda b: lib.af_ir_json(self._ptr, b))  # type: ignore[no-any-return]
+
+    def eqn(self, i: int) -> dict[str, Any]:
+        """Equation i: prim, in (vars or literals with kinds), out, deps,
+        params, subs, tags."""
+        return self._json(lambda b: lib.af_ir_eqn_json(self._ptr, _index(i), b))  # type: ignore[no-any-return]
+
+    def var(self, v: int) -> dict[str, Any]:
+        """Variable v: kind, producer (None for an input), consumers."""
+        if not isinstance(v, int) or not 0 <= v < 2**32:
+            raise IndexError(f"variable id must be a non-negative int, got {v!r}")
+        return self._json(lambda b: lib.af_ir_var_json(self._ptr, v, b))  # type: ignore[no-any-return]
+
+    def sub(self, i: int, path: str) -> "Ir":
+        """The sub-IR at path of equation i ("body", "branches/billing")."""
+        p = path.encode("utf-8")
+        return _ir_out(lambda out: lib.af_ir_sub(self._ptr, _index(i), p, len(p), out))
+
+    def ancestors(self, i: int, deep: bool = False) -> dict[str, Any]:
+        """{"eqns": [...]} equation i transitively reads; with deep also
+        "nested": the paths of the equations inside their sub-IRs."""
+        return self._json(lambda b: lib.af_ir_related_json(self._ptr, _index(i), 2 if deep else 0, b))  # type: ignore[no-any-return]
+
+    def descendants(self, i: int, deep: bool = False) -> dict[str, Any]:
+        """{"eqns": [...]} that transitively read equation i (see ancestors)."""
+        return self._json(lambda b: lib.af_ir_related_json(self._ptr, _index(i), 3 if deep else 1, b))  # type: ignore[no-any-return]
+
+    def slice(self, outputs: Sequence[str], inputs: Sequence[str] | None = None) -> "Ir":
+        """The part of the IR computing the outputs at paths ``outputs`` from
+        the inputs at paths ``inputs`` (None: the IR's own inputs)."""
+        outs = [o.encode("utf-8") for o in outputs]
+        o_ptrs = (ctypes.c_char_p * max(1, len(outs)))(*outs)
+        o_lens = (ctypes.c_size_t * max(1, len(outs)))(*[len(o) for o in outs])
+        i_ptrs = i_lens = None
+        n_in = 0
+        if inputs is not None:
+            ins = [i.encode("utf-8") for i in inputs]
+            n_in = len(ins)
+            # At least one slot: an empty chosen list must reach C as non-NULL.
+            i_ptrs = (ctypes.c_char_p * max(1, n_in))(*ins)
+            i_lens = (ctypes.c_size_t * max(1, n_in))(*[len(i) for i in ins])
+        return _ir_out(lambda out: lib.af_ir_slice(self._ptr, o_ptrs, o_lens, len(outs), i_ptrs, i_lens, n_in, out))
+
+    def cost(self, batch: int = 1) -> dict[str, Any]:
+        """Dry-run LM cost for batch examples: calls per model in total and on
+        the critical path."""
+        return self._json(lambda b: lib.af_ir_cost_json(self._ptr, batch, b))  # type: ignore[no-any-return]
 
     def __str__(self) -> str:
         return self.to_text()

@@ -1,0 +1,200 @@
+package af_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"libaf.dev/af"
+)
+
+// chain(q) = {a: lm(q, m1), b: lm(a, m2), c: q + q}
+func traceChain(t *testing.T, ctx *af.Context) *af.IR {
+	t.Helper()
+	ask := func(ctx *af.Context, content *af.Value, model string) (*af.Value, error) {
+		role, err := ctx.Str("user")
+		if err != nil {
+			return nil, err
+		}
+		defer role.Close()
+		msg, err := ctx.Dict([]string{"role", "content"}, []*af.Value{role, content})
+		if err != nil {
+			return nil, err
+		}
+		defer msg.Close()
+		msgs, err := ctx.List(msg)
+		if err != nil {
+			return nil, err
+		}
+		defer msgs.Close()
+		m, err := ctx.Str(model)
+		if err != nil {
+			return nil, err
+		}
+		defer m.Close()
+		return ctx.LMCall(msgs, m)
+	}
+	fn := func(ctx *af.Context, in []*af.Value) (*af.Value, error) {
+		a, err := ask(ctx, in[0], "m1")
+		if err != nil {
+			return nil, err
+		}
+		defer a.Close()
+		b, err := ask(ctx, a, "m2")
+		if err != nil {
+			return nil, err
+		}
+		defer b.Close()
+		c, err := ctx.Concat(in[0], in[0])
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		return ctx.Dict([]string{"a", "b", "c"}, []*af.Value{a, b, c})
+	}
+	x := must(ctx.Str("q"))(t)
+	defer x.Close()
+	ir := must(af.Trace(ctx, fn, x))(t)
+	t.Cleanup(ir.Close)
+	return ir
+}
+
+func decode[T any](t *testing.T, s string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("bad JSON %q: %v", s, err)
+	}
+	return v
+}
+
+type eqnDoc struct {
+	In []struct {
+		Var *uint32 `json:"var"`
+	} `json:"in"`
+}
+type varDoc struct {
+	Producer *int `json:"producer"`
+}
+type relatedDoc struct {
+	Eqns []int `json:"eqns"`
+}
+
+func TestInspectQueriesMatchNaiveReference(t *testing.T) {
+	ctx := newCtx(t)
+	ir := traceChain(t, ctx)
+	n := ir.EqnCount()
+	// reach[i][k]: eqn i transitively reads eqn k, from each equation's
+	// input vars and their producers, relaxed to a fixpoint.
+	reach := make([][]bool, n)
+	for i := range reach {
+		reach[i] = make([]bool, n)
+		e := decode[eqnDoc](t, must(ir.EqnJSON(i))(t))
+		for _, a := range e.In {
+			if a.Var == nil {
+				continue
+			}
+			v := decode[varDoc](t, must(ir.VarJSON(*a.Var))(t))
+			if v.Producer != nil {
+				reach[i][*v.Producer] = true
+			}
+		}
+	}
+	direct := make([][]bool, n)
+	for i := range reach {
+		direct[i] = append([]bool(nil), reach[i]...)
+	}
+	for changed := true; changed; {
+		changed = false
+		for a := 0; a < n; a++ {
+			for b := 0; b < n; b++ {
+				for c := 0; c < n; c++ {
+					if reach[a][b] && reach[b][c] && !reach[a][c] {
+						reach[a][c], changed = true, true
+					}
+				}
+			}
+		}
+	}
+	for i := 0; i < n; i++ {
+		up := decode[relatedDoc](t, must(ir.RelatedJSON(i, af.Ancestors))(t))
+		down := decode[relatedDoc](t, must(ir.RelatedJSON(i, af.Descendants))(t))
+		var wantUp, wantDown []int
+		for k := 0; k < n; k++ {
+			if reach[i][k] {
+				wantUp = append(wantUp, k)
+			}
+			if reach[k][i] {
+				wantDown = append(wantDown, k)
+			}
+		}
+		if len(up.Eqns) != len(wantUp) || len(down.Eqns) != len(wantDown) {
+			t.Fatalf("eqn %d: ancestors %v want %v, descendants %v want %v", i, up.Eqns, wantUp, down.Eqns, wantDown)
+		}
+		for k := range wantUp {
+			if up.Eqns[k] != wantUp[k] {
+				t.Fatalf("eqn %d: ancestors %v want %v", i, up.Eqns, wantUp)
+			}
+		}
+		for k := range wantDown {
+			if down.Eqns[k] != wantDown[k] {
+				t.Fatalf("eqn %d: descendants %v want %v", i, down.Eqns, wantDown)
+			}
+		}
+	}
+	whole := decode[struct {
+		Order []int `json:"topological_order"`
+	}](t, must(ir.JSON())(t))
+	pos := map[int]int{}
+	for p, e := range whole.Order {
+		pos[e] = p
+	}
+	for i := 0; i < n; i++ {
+		for k := 0; k < n; k++ {
+			if direct[i][k] && pos[k] >= pos[i] {
+				t.Fatalf("order %v puts eqn %d before eqn %d, which it reads", whole.Order, i, k)
+			}
+		}
+	}
+	_, err := ir.EqnJSON(99)
+	wantCode(t, err, af.CodeInvalidArgument)
+}
+
+func TestInspectSliceRunsAndCostCounts(t *testing.T) {
+	ctx := newCtx(t)
+	echo := must(af.NewEchoProvider(""))(t)
+	defer echo.Close()
+	must(0, ctx.Route("*", echo))(t)
+	ir := traceChain(t, ctx)
+	q := js(t, ctx, `"hi"`)
+	full := must(ir.Call(ctx, q))(t)
+	defer full.Close()
+	// Echo's usage: words sent ("hi", then "m1|hi") and replied.
+	usage := decode[struct {
+		Prompt     int `json:"prompt_tokens"`
+		Completion int `json:"completion_tokens"`
+	}](t, must(echo.Stats())(t))
+	if usage.Prompt != 2 || usage.Completion != 2 {
+		t.Fatalf("usage %+v, want 2 prompt and 2 completion tokens", usage)
+	}
+	b := must(ir.Slice([]string{"b"}, []string{"0"}))(t)
+	defer b.Close()
+	if b.EqnCount() >= ir.EqnCount() {
+		t.Fatalf("the slice keeps %d of %d equations", b.EqnCount(), ir.EqnCount())
+	}
+	got := must(b.Call(ctx, q))(t)
+	defer got.Close()
+	want := must(full.Key("b"))(t)
+	defer want.Close()
+	wantJSON(t, got, "["+must(want.JSON())(t)+"]")
+	_, err := ir.Slice([]string{"b"}, []string{})
+	if ae := wantCode(t, err, af.CodeInvalidArgument); !strings.Contains(ae.Error(), "not among the chosen inputs") {
+		t.Fatalf("message: %v", ae)
+	}
+	_, err = ir.Sub(0, "body")
+	wantCode(t, err, af.CodeNotFound)
+	cost := must(ir.CostJSON(3))(t)
+	if cost != `{"batch":3,"total":{"calls":6,"models":{"m1":3,"m2":3}},"critical_path":{"calls":2,"models":{"m1":1,"m2":1}}}` {
+		t.Fatalf("cost %s", cost)
+	}
+}

@@ -1,0 +1,165 @@
+//! Inspection and graph queries: JSON per equation and variable, sub-IRs,
+//! ancestors/descendants against a naive reference, a slice that runs, and
+//! the dry-run cost.
+
+mod common;
+
+use af::{Context, Direction, ErrorCode, Ir, Provider, Value};
+
+fn ask(ctx: &Context, content: Value, model: &str) -> af::Result<Value> {
+    let msg = Value::dict([("role", Value::from("user")), ("content", content)])?;
+    ctx.lm_call(&Value::list(&[msg]), &Value::from(model))
+}
+
+/// chain(q) = {a: ask(q, m1), b: ask(a, m2), c: q + q}
+fn chain(ctx: &Context) -> Ir {
+    ctx.trace(
+        |ctx, i| {
+            let a = ask(ctx, i[0].clone(), "m1")?;
+            let b = ask(ctx, a.clone(), "m2")?;
+            let c = ctx.concat(&[i[0].clone(), i[0].clone()])?;
+            Value::dict([("a", a), ("b", b), ("c", c)])
+        },
+        &[Value::from("q")],
+        None,
+    )
+    .unwrap()
+}
+
+fn ints(v: &Value) -> Vec<usize> {
+    (0..v.len().unwrap())
+        .map(|k| v.index(k).unwrap().as_int().unwrap() as usize)
+        .collect()
+}
+
+/// Direct deps of each equation, from its "in" vars and their producers.
+fn deps(ir: &Ir) -> Vec<Vec<usize>> {
+    (0..ir.eqn_count())
+        .map(|i| {
+            let e = Value::from_json(&ir.eqn_json(i).unwrap()).unwrap();
+            let ins = e.key("in").unwrap();
+            let mut d = Vec::new();
+            for k in 0..ins.len().unwrap() {
+                if let Ok(var) = ins.index(k).unwrap().key("var") {
+                    let v = Value::from_json(&ir.var_json(var.as_int().unwrap() as u32).unwrap())
+                        .unwrap();
+                    if let Ok(p) = v.key("producer").unwrap().as_int() {
+                        d.push(p as usize);
+                    }
+                }
+            }
+            d
+        })
+        .collect()
+}
+
+#[test]
+fn ancestors_descendants_and_order_match_a_naive_reference() {
+    let ctx = Context::new().unwrap();
+    let ir = chain(&ctx);
+    let d = deps(&ir);
+    let n = ir.eqn_count();
+    // reach[i][k]: eqn i transitively reads eqn k (relaxation to a fixpoint).
+    let mut reach: Vec<Vec<bool>> = (0..n)
+        .map(|i| (0..n).map(|k| d[i].contains(&k)).collect())
+        .collect();
+    loop {
+        let mut changed = false;
+        for a in 0..n {
+            for b in 0..n {
+                for c in 0..n {
+                    if reach[a][b] && reach[b][c] && !reach[a][c] {
+                        reach[a][c] = true;
+                        changed = true;
+                    }
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for i in 0..n {
+        let up =
+            Value::from_json(&ir.related_json(i, Direction::Ancestors, false).unwrap()).unwrap();
+        let down =
+            Value::from_json(&ir.related_json(i, Direction::Descendants, false).unwrap()).unwrap();
+        assert_eq!(
+            ints(&up.key("eqns").unwrap()),
+            (0..n).filter(|&k| reach[i][k]).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            ints(&down.key("eqns").unwrap()),
+            (0..n).filter(|&k| reach[k][i]).collect::<Vec<_>>()
+        );
+    }
+    let whole = Value::from_json(&ir.json().unwrap()).unwrap();
+    let order = ints(&whole.key("topological_order").unwrap());
+    let pos = |e: usize| order.iter().position(|&x| x == e).unwrap();
+    for (i, di) in d.iter().enumerate() {
+        for &k in di {
+            assert!(pos(k) < pos(i), "eqn {k} before eqn {i}");
+        }
+    }
+}
+
+#[test]
+fn a_slice_of_one_output_gives_the_full_programs_value() {
+    let ctx = Context::new().unwrap();
+    let echo = Provider::echo("").unwrap();
+    ctx.route("*", &echo).unwrap();
+    let ir = chain(&ctx);
+    let full = ir.call(&ctx, &[Value::from("hi")]).unwrap();
+    let b = ir.slice(&["b"], Some(&["0"])).unwrap();
+    assert!(b.eqn_count() < ir.eqn_count());
+    let got = b.call(&ctx, &[Value::from("hi")]).unwrap();
+    assert_eq!(
+        got.index(0).unwrap().to_json().unwrap(),
+        full.key("b").unwrap().to_json().unwrap()
+    );
+    // Echo's usage: words sent ("hi", then "m1|hi") and words replied
+    // ("m1|hi", "m2|m1|hi"), for the full run and the slice's, summed.
+    let stats = echo.stats().unwrap();
+    assert_eq!(stats.key("prompt_tokens").unwrap().as_int().unwrap(), 4);
+    assert_eq!(stats.key("completion_tokens").unwrap().as_int().unwrap(), 4);
+    let c = ir.slice(&["c"], None).unwrap();
+    assert_eq!(
+        c.call(&ctx, &[Value::from("hi")])
+            .unwrap()
+            .to_json()
+            .unwrap(),
+        r#"["hihi"]"#
+    );
+    let err = ir.slice(&["b"], Some(&[])).unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    assert!(
+        err.message.contains("not among the chosen inputs"),
+        "{}",
+        err.message
+    );
+    assert_eq!(
+        ir.slice(&["nope"], None).unwrap_err().code,
+        ErrorCode::InvalidArgument
+    );
+}
+
+#[test]
+fn equations_describe_inputs_and_cost_counts_models() {
+    let ctx = Context::new().unwrap();
+    let ir = chain(&ctx);
+    let lm = (0..ir.eqn_count())
+        .find(|&i| ir.eqn_prim(i) == Some("lm_call"))
+        .unwrap();
+    let e = ir.eqn_json(lm).unwrap();
+    assert!(e.contains(r#"{"lit":"m1","kind":"str"}"#), "{e}");
+    assert!(e.contains(r#""roles":["user"]"#), "{e}");
+    assert_eq!(
+        ir.eqn_json(99).unwrap_err().code,
+        ErrorCode::InvalidArgument
+    );
+    assert_eq!(ir.sub(lm, "body").unwrap_err().code, ErrorCode::NotFound);
+    assert_eq!(
+        ir.cost_json(3).unwrap(),
+        r#"{"batch":3,"total":{"calls":6,"models":{"m1":3,"m2":3}},"critical_path":{"calls":2,"models":{"m1":1,"m2":1}}}"#
+    );
+}

@@ -1,0 +1,485 @@
+/* Inspection and graph queries (af_ir_json family, af_ir_sub,
+ * af_ir_related_json, af_ir_slice, af_ir_cost_json) on the triage example
+ * and on generated DAGs, checked against references computed here from the
+ * per-variable producers (a naive fixpoint, not the library's traversal). */
+#include "check.h"
+
+#include "../../examples/triage/triage_program.h"
+
+#define MAX_EQNS 64
+
+/* A JSON document (owned bytes) as a value; NULL on failure. */
+static af_value_t* doc_of(af_error_t* err, af_bytes_t* b) {
+  af_value_t* v = NULL;
+  if (!CHECK_OK(err)) return NULL;
+  CHECK_OK(af_value_from_json(ctx, (const char*)b->data, b->len, &v));
+  af_bytes_free(b);
+  return v;
+}
+
+static af_value_t* key(const af_value_t* v, const char* k) {
+  af_value_t* out = NULL;
+  CHECK_OK(af_value_key(v, k, strlen(k), &out));
+  return out;
+}
+
+static int64_t int_at(const af_value_t* list, size_t i) {
+  af_value_t* item = NULL;
+  int64_t n = -1;
+  CHECK_OK(af_value_index(list, i, &item));
+  CHECK_OK(af_value_get_int(item, &n));
+  af_value_free(item);
+  return n;
+}
+
+static size_t len_of(const af_value_t* v) {
+  size_t n = 0;
+  CHECK_OK(af_value_len(v, &n));
+  return n;
+}
+
+/* The producer of var (-1 for an input), from af_ir_var_json. */
+static int64_t producer_of(const af_ir_t* ir, uint32_t var) {
+  af_bytes_t b = {0};
+  af_value_t* v = doc_of(af_ir_var_json(ir, var, &b), &b);
+  af_value_t* p = key(v, "producer");
+  int64_t out = -1;
+  if (af_value_kind(p) == AF_KIND_INT) CHECK_OK(af_value_get_int(p, &out));
+  af_value_free(p);
+  af_value_free(v);
+  return out;
+}
+
+/* dep[j][k] = 1 when equation j reads a var equation k defines: from each
+ * equation's "in" vars and each var's producer. */
+static size_t direct_deps(const af_ir_t* ir, int dep[MAX_EQNS][MAX_EQNS]) {
+  size_t n = af_ir_eqn_count(ir), j, k;
+  CHECK(n <= MAX_EQNS);
+  memset(dep, 0, sizeof(int) * MAX_EQNS * MAX_EQNS);
+  for (j = 0; j < n; ++j) {
+    af_bytes_t b = {0};
+    af_value_t* e = doc_of(af_ir_eqn_json(ir, j, &b), &b);
+    af_value_t* in = key(e, "in");
+    for (k = 0; k < len_of(in); ++k) {
+      af_value_t* atom = NULL;
+      af_value_t* var = NULL;
+      af_error_t* literal;
+      CHECK_OK(af_value_index(in, k, &atom));
+      literal = af_value_key(atom, "var", 3, &var); /* NOT_FOUND for a literal */
+      af_error_free(literal);
+      if (!literal) {
+        int64_t id = -1, p;
+        CHECK_OK(af_value_get_int(var, &id));
+        p = producer_of(ir, (uint32_t)id);
+        if (p >= 0) dep[j][p] = 1;
+      }
+      af_value_free(var);
+      af_value_free(atom);
+    }
+    af_value_free(in);
+    af_value_free(e);
+  }
+  return n;
+}
+
+/* Transitive closure by repeated relaxation (the naive reference). */
+static void closure(int r[MAX_EQNS][MAX_EQNS], size_t n) {
+  int changed = 1;
+  size_t a, b, c;
+  while (changed) {
+    changed = 0;
+    for (a = 0; a < n; ++a)
+      for (b = 0; b < n; ++b)
+        if (r[a][b])
+          for (c = 0; c < n; ++c)
+            if (r[b][c] && !r[a][c]) r[a][c] = changed = 1;
+  }
+}
+
+/* Ancestors and descendants of every equation equal the reference; the
+ * topological order puts every equation after what it reads. */
+static void check_queries(const af_ir_t* ir) {
+  static int dep[MAX_EQNS][MAX_EQNS], reach[MAX_EQNS][MAX_EQNS];
+  size_t n = direct_deps(ir, dep), i, k;
+  af_bytes_t b = {0};
+  af_value_t* whole;
+  af_value_t* order;
+  size_t pos[MAX_EQNS];
+  memcpy(reach, dep, sizeof reach);
+  closure(reach, n);
+  for (i = 0; i < n; ++i) {
+    uint32_t dir;
+    for (dir = 0; dir < 2; ++dir) {
+      af_value_t* r = doc_of(af_ir_related_json(ir, i, dir ? AF_IR_DESCENDANTS : AF_IR_ANCESTORS, &b), &b);
+      af_value_t* eqns = key(r, "eqns");
+      int got[MAX_EQNS] = {0};
+      for (k = 0; k < len_of(eqns); ++k) got[int_at(eqns, k)] = 1;
+      for (k = 0; k < n; ++k) {
+        int want = dir ? reach[k][i] : reach[i][k];
+        if (got[k] != want) check_fail(__FILE__, __LINE__, "eqn %zu %s: eqn %zu got %d want %d", i,
+                                       dir ? "descendants" : "ancestors", k, got[k], want);
+      }
+      af_value_free(eqns);
+      af_value_free(r);
+    }
+  }
+  whole = doc_of(af_ir_json(ir, &b), &b);
+  order = key(whole, "topological_order");
+  CHECK_INT_EQ(len_of(order), n);
+  for (k = 0; k < n && k < len_of(order); ++k) pos[int_at(order, k)] = k;
+  for (i = 0; i < n; ++i)
+    for (k = 0; k < n; ++k)
+      if (dep[i][k]) CHECK(pos[k] < pos[i]);
+  af_value_free(order);
+  af_value_free(whole);
+}
+
+static af_value_t* str(const char* s) {
+  af_value_t* v = NULL;
+  CHECK_OK(af_value_str(ctx, s, strlen(s), &v));
+  return v;
+}
+
+static void routed_echo(void) {
+  af_provider_t* p = NULL;
+  CHECK_OK(af_provider_echo_new(NULL, 0, &p));
+  CHECK_OK(af_context_route(ctx, "*", 1, p));
+  af_provider_free(p);
+}
+
+static af_ir_t* triage(void) {
+  af_ir_t* ir = NULL;
+  CHECK_OK(triage_trace(ctx, &ir));
+  return ir;
+}
+
+static void triage_queries_match_reference(void) {
+  af_ir_t* ir = triage();
+  CHECK(af_ir_eqn_count(ir) > 3);
+  check_queries(ir);
+  af_ir_free(ir);
+}
+
+/* A DAG of concats over 3 inputs: step k joins two earlier values picked by
+ * a seeded generator; the outputs are the last value and two others. */
+static unsigned dag_seed;
+static unsigned next_rand(void) {
+  dag_seed = dag_seed * 1103515245u + 12345u;
+  return (dag_seed >> 16) & 0x7fff;
+}
+
+static af_error_t* dag_fn(void* user, af_context_t* c, const af_value_t* const* in, size_t n_in, af_value_t** out) {
+  af_value_t* vals[40];
+  size_t n = n_in, steps = 8 + next_rand() % 20, k;
+  af_error_t* err = NULL;
+  const char* keys[3] = {"a", "b", "last"};
+  const size_t key_lens[3] = {1, 1, 4};
+  const af_value_t* outs[3];
+  (void)user;
+  for (k = 0; k < n_in; ++k) vals[k] = af_value_clone(in[k]);
+  for (k = 0; k < steps && !err; ++k, ++n) {
+    const af_value_t* args[2];
+    args[0] = vals[next_rand() % n];
+    args[1] = vals[next_rand() % n];
+    err = af_concat(c, args, 2, &vals[n]);
+  }
+  if (!err) {
+    outs[0] = vals[n_in + next_rand() % (n - n_in)];
+    outs[1] = vals[n_in + next_rand() % (n - n_in)];
+    outs[2] = vals[n - 1];
+    err = af_value_dict(c, keys, key_lens, outs, 3, out);
+  }
+  for (k = 0; k < n; ++k) af_value_free(vals[k]);
+  return err;
+}
+
+static af_ir_t* dag(unsigned seed) {
+  af_ir_t* ir = NULL;
+  af_value_t* ex[3];
+  size_t k;
+  dag_seed = seed;
+  for (k = 0; k < 3; ++k) ex[k] = str("x");
+  CHECK_OK(af_trace(ctx, dag_fn, NULL, (const af_value_t* const*)ex, 3, NULL, &ir));
+  for (k = 0; k < 3; ++k) af_value_free(ex[k]);
+  return ir;
+}
+
+static void generated_dags_match_reference(void) {
+  unsigned seed;
+  for (seed = 1; seed <= 20; ++seed) {
+    af_ir_t* ir = dag(seed);
+    if (ir) check_queries(ir);
+    af_ir_free(ir);
+  }
+}
+
+/* The slice of one output, run on the same arguments, gives that output of
+ * the full program; it has no more equations than the program. */
+static void dag_slices_compute_the_same_output(void) {
+  const char* names[3] = {"a", "b", "last"};
+  unsigned seed;
+  for (seed = 1; seed <= 10; ++seed) {
+    af_ir_t* ir = dag(seed);
+    af_value_t* args[3];
+    af_value_t* full = NULL;
+    size_t k;
+    args[0] = str("p");
+    args[1] = str("q");
+    args[2] = str("r");
+    CHECK_OK(af_ir_call(ctx, ir, (const af_value_t* const*)args, 3, &full));
+    for (k = 0; k < 3; ++k) {
+      af_ir_t* s = NULL;
+      af_value_t* got = NULL;
+      af_value_t* first = NULL;
+      af_value_t* want = key(full, names[k]);
+      af_bytes_t a = {0}, b = {0};
+      CHECK_OK(af_ir_slice(ir, &names[k], NULL, 1, NULL, NULL, 0, &s));
+      CHECK(af_ir_eqn_count(s) <= af_ir_eqn_count(ir));
+      CHECK_OK(af_ir_call(ctx, s, (const af_value_t* const*)args, 3, &got));
+      CHECK_OK(af_value_index(got, 0, &first));
+      CHECK_OK(af_value_to_json(first, &a));
+      CHECK_OK(af_value_to_json(want, &b));
+      CHECK_MEM_EQ_N((const char*)a.data, a.len, (const char*)b.data, b.len);
+      af_bytes_free(&a);
+      af_bytes_free(&b);
+      af_value_free(first);
+      af_value_free(got);
+      af_value_free(want);
+      af_ir_free(s);
+    }
+    for (k = 0; k < 3; ++k) af_value_free(args[k]);
+    af_value_free(full);
+    af_ir_free(ir);
+  }
+}
+
+static void triage_slice_runs_and_matches(void) {
+  af_ir_t* ir = triage();
+  af_ir_t* s = NULL;
+  af_value_t* ticket = str("My invoice is wrong");
+  af_value_t* full = NULL;
+  af_value_t* part = NULL;
+  af_value_t* team = NULL;
+  af_value_t* want = NULL;
+  af_bytes_t a = {0}, b = {0};
+  const char* out = "0/team";
+  const char* in = "0";
+  routed_echo();
+  /* "0/team" is an error: the output is a dict, not a list. */
+  CHECK_ERR(af_ir_slice(ir, &out, NULL, 1, &in, NULL, 1, &s), AF_ERR_INVALID_ARGUMENT, "af_ir_slice",
+            "output path", "0/team");
+  out = "team";
+  CHECK_OK(af_ir_slice(ir, &out, NULL, 1, &in, NULL, 1, &s));
+  CHECK(af_ir_eqn_count(s) < af_ir_eqn_count(ir));
+  CHECK_OK(af_ir_call(ctx, ir, (const af_value_t* const*)&ticket, 1, &full));
+  CHECK_OK(af_ir_call(ctx, s, (const af_value_t* const*)&ticket, 1, &part));
+  CHECK_OK(af_value_index(part, 0, &team));
+  want = key(full, "team");
+  CHECK_OK(af_value_to_json(team, &a));
+  CHECK_OK(af_value_to_json(want, &b));
+  CHECK_MEM_EQ_N((const char*)a.data, a.len, (const char*)b.data, b.len);
+  af_bytes_free(&a);
+  af_bytes_free(&b);
+  af_value_free(want);
+  af_value_free(team);
+  af_value_free(part);
+  af_value_free(full);
+  af_value_free(ticket);
+  af_ir_free(s);
+  af_ir_free(ir);
+}
+
+static void slice_reports_missing_inputs(void) {
+  af_ir_t* ir = dag(3);
+  af_ir_t* s = NULL;
+  const char* out = "last";
+  const char* none[1] = {"9"};
+  /* No inputs chosen: the output needs at least one. */
+  CHECK_ERR(af_ir_slice(ir, &out, NULL, 1, none, NULL, 0, &s), AF_ERR_INVALID_ARGUMENT, "af_ir_slice",
+            "output \"last\" needs input", "not among the chosen inputs");
+  CHECK(s == NULL);
+  CHECK_ERR(af_ir_slice(ir, &out, NULL, 1, none, NULL, 1, &s), AF_ERR_INVALID_ARGUMENT, "input path \"9\"");
+  CHECK_ERR(af_ir_slice(ir, NULL, NULL, 0, NULL, NULL, 0, &s), AF_ERR_INVALID_ARGUMENT, "at least one output");
+  CHECK_ERR(af_ir_slice(NULL, &out, NULL, 1, NULL, NULL, 0, &s), AF_ERR_INVALID_ARGUMENT, "`ir` is NULL");
+  af_ir_free(ir);
+}
+
+static void eqn_json_describes_inputs_params_and_subs(void) {
+  af_ir_t* ir = triage();
+  size_t n = af_ir_eqn_count(ir), i, switches = 0;
+  af_bytes_t b = {0};
+  for (i = 0; i < n; ++i) {
+    const char* prim = af_ir_eqn_prim(ir, i);
+    CHECK_OK(af_ir_eqn_json(ir, i, &b));
+    CHECK_CONTAINS((const char*)b.data, prim);
+    if (strcmp(prim, "lm_schema_call") == 0) {
+      /* The model is a literal input; the roles and schema are params. */
+      CHECK_CONTAINS((const char*)b.data, "\"lit\":\"triage-");
+      CHECK_CONTAINS((const char*)b.data, "\"roles\":[");
+      CHECK_CONTAINS((const char*)b.data, "\"schema\":");
+    }
+    if (strcmp(prim, "switch") == 0) {
+      af_ir_t* branch = NULL;
+      af_bytes_t t = {0};
+      ++switches;
+      CHECK_CONTAINS((const char*)b.data, "\"subs\":[\"branches/billing\",\"branches/technical\"]");
+      CHECK_OK(af_ir_sub(ir, i, "branches/billing", 16, &branch));
+      CHECK_OK(af_ir_to_text(branch, &t));
+      CHECK_CONTAINS((const char*)t.data, "billing-drafter");
+      af_bytes_free(&t);
+      af_ir_free(branch);
+      CHECK_ERR(af_ir_sub(ir, i, "branches/x", 10, &branch), AF_ERR_NOT_FOUND, "af_ir_sub",
+                "no sub-IR \"branches/x\"", "branches/billing");
+    }
+    af_bytes_free(&b);
+  }
+  CHECK_INT_EQ(switches, 1);
+  CHECK_ERR(af_ir_eqn_json(ir, n, &b), AF_ERR_INVALID_ARGUMENT, "af_ir_eqn_json", "out of range");
+  CHECK_ERR(af_ir_var_json(ir, 100000, &b), AF_ERR_INVALID_ARGUMENT, "af_ir_var_json", "out of range");
+  CHECK_ERR(af_ir_related_json(ir, n, 0, &b), AF_ERR_INVALID_ARGUMENT, "out of range");
+  CHECK_ERR(af_ir_related_json(ir, 0, 8, &b), AF_ERR_INVALID_ARGUMENT, "unknown flags");
+  CHECK_ERR(af_ir_json(NULL, &b), AF_ERR_INVALID_ARGUMENT, "`ir` is NULL");
+  af_ir_free(ir);
+}
+
+static void ir_json_lists_inputs_outputs_and_vars(void) {
+  af_ir_t* ir = triage();
+  af_bytes_t b = {0};
+  af_value_t* v = doc_of(af_ir_json(ir, &b), &b);
+  af_value_t* outs = key(v, "outputs");
+  af_value_t* eqns = key(v, "eqns");
+  af_bytes_t j = {0};
+  CHECK_INT_EQ(len_of(outs), 5); /* reply, review/note, review/ok, team, urgency */
+  CHECK_INT_EQ(len_of(eqns), af_ir_eqn_count(ir));
+  CHECK_OK(af_value_to_json(outs, &j));
+  CHECK_CONTAINS((const char*)j.data, "\"path\":\"team\"");
+  CHECK_CONTAINS((const char*)j.data, "\"path\":\"review/ok\"");
+  af_bytes_free(&j);
+  af_value_free(eqns);
+  af_value_free(outs);
+  af_value_free(v);
+  af_ir_free(ir);
+}
+
+static void deep_queries_enter_sub_irs(void) {
+  af_ir_t* ir = triage();
+  size_t n = af_ir_eqn_count(ir), sw = n, i;
+  af_bytes_t b = {0};
+  for (i = 0; i < n; ++i)
+    if (strcmp(af_ir_eqn_prim(ir, i), "switch") == 0) sw = i;
+  CHECK_OK(af_ir_related_json(ir, n - 1, AF_IR_ANCESTORS, &b));
+  CHECK_NOT_CONTAINS((const char*)b.data, "nested");
+  af_bytes_free(&b);
+  CHECK_OK(af_ir_related_json(ir, n - 1, AF_IR_ANCESTORS | AF_IR_DEEP, &b));
+  {
+    char want[64];
+    snprintf(want, sizeof want, "\"%zu/branches/billing/0\"", sw);
+    CHECK_CONTAINS((const char*)b.data, want);
+  }
+  af_bytes_free(&b);
+  af_ir_free(ir);
+}
+
+static void cost_counts_calls_per_model(void) {
+  af_ir_t* ir = triage();
+  af_bytes_t b = {0};
+  CHECK_OK(af_ir_cost_json(ir, 4, &b));
+  /* classify, one drafter (the costliest branch) and review, per ticket;
+   * the three wait on each other. */
+  CHECK_MEM_EQ((const char*)b.data, b.len,
+               "{\"batch\":4,\"total\":{\"calls\":12,\"models\":{\"billing-drafter\":4,"
+               "\"triage-classifier\":4,\"triage-reviewer\":4}},\"critical_path\":{\"calls\":3,"
+               "\"models\":{\"billing-drafter\":1,\"triage-classifier\":1,\"triage-reviewer\":1}}}");
+  af_bytes_free(&b);
+  CHECK_ERR(af_ir_cost_json(ir, 0, &b), AF_ERR_INVALID_ARGUMENT, "af_ir_cost_json", "batch");
+  af_ir_free(ir);
+}
+
+/* A loop whose body makes one LM call, and a call with a computed model. */
+static af_error_t* go_cond(void* u, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+  af_value_t* go = NULL;
+  af_error_t* err = af_value_str(c, "go", 2, &go);
+  (void)u;
+  (void)n;
+  if (!err) err = af_match(c, in[0], go, out);
+  af_value_free(go);
+  return err;
+}
+
+static af_error_t* ask(af_context_t* c, const af_value_t* content, const af_value_t* model, af_value_t** out) {
+  const char* keys[2] = {"role", "content"};
+  const size_t lens[2] = {4, 7};
+  const af_value_t* vals[2];
+  af_value_t *role = NULL, *msg = NULL, *msgs = NULL;
+  af_error_t* err = af_value_str(c, "user", 4, &role);
+  vals[0] = role;
+  vals[1] = content;
+  if (!err) err = af_value_dict(c, keys, lens, vals, 2, &msg);
+  if (!err) err = af_value_list(c, (const af_value_t* const*)&msg, 1, &msgs);
+  if (!err) err = af_lm_call(c, msgs, model, out);
+  af_value_free(msgs);
+  af_value_free(msg);
+  af_value_free(role);
+  return err;
+}
+
+static af_error_t* looper_body(void* u, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+  af_value_t* model = NULL;
+  af_error_t* err = af_value_str(c, "looper", 6, &model);
+  (void)u;
+  (void)n;
+  if (!err) err = ask(c, in[0], model, out);
+  af_value_free(model);
+  return err;
+}
+
+struct loop_irs {
+  af_ir_t* cond;
+  af_ir_t* body;
+};
+
+/* {loop: while_loop(go?, looper call, q, 3), picked: lm(q, model=q)} */
+static af_error_t* loop_fn(void* u, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+  const struct loop_irs* irs = u;
+  const char* keys[2] = {"loop", "picked"};
+  const size_t lens[2] = {4, 6};
+  af_value_t* vals[2] = {NULL, NULL};
+  af_error_t* err = af_while_loop(c, irs->cond, irs->body, in[0], 3, &vals[0]);
+  (void)n;
+  if (!err) err = ask(c, in[0], in[0], &vals[1]);
+  if (!err) err = af_value_dict(c, keys, lens, (const af_value_t* const*)vals, 2, out);
+  af_value_free(vals[0]);
+  af_value_free(vals[1]);
+  return err;
+}
+
+static void cost_counts_loops_by_max_iters_and_dynamic_models(void) {
+  struct loop_irs irs = {NULL, NULL};
+  af_ir_t* ir = NULL;
+  af_value_t* q = str("q");
+  af_bytes_t b = {0};
+  CHECK_OK(af_trace(ctx, go_cond, NULL, (const af_value_t* const*)&q, 1, NULL, &irs.cond));
+  CHECK_OK(af_trace(ctx, looper_body, NULL, (const af_value_t* const*)&q, 1, NULL, &irs.body));
+  CHECK_OK(af_trace(ctx, loop_fn, &irs, (const af_value_t* const*)&q, 1, NULL, &ir));
+  CHECK_OK(af_ir_cost_json(ir, 2, &b));
+  /* 3 passes of the loop body per example; the other call's model is the
+   * input, so it is "dynamic"; the two chains are independent. */
+  CHECK_MEM_EQ((const char*)b.data, b.len,
+               "{\"batch\":2,\"total\":{\"calls\":8,\"models\":{\"dynamic\":2,\"looper\":6}},"
+               "\"critical_path\":{\"calls\":3,\"models\":{\"looper\":3}}}");
+  af_bytes_free(&b);
+  af_value_free(q);
+  af_ir_free(ir);
+  af_ir_free(irs.cond);
+  af_ir_free(irs.body);
+}
+
+int main(int argc, char** argv) {
+  static const struct test_case cases[] = {
+      CASE(triage_queries_match_reference),   CASE(generated_dags_match_reference),
+      CASE(dag_slices_compute_the_same_output), CASE(triage_slice_runs_and_matches),
+      CASE(slice_reports_missing_inputs),     CASE(eqn_json_describes_inputs_params_and_subs),
+      CASE(ir_json_lists_inputs_outputs_and_vars), CASE(deep_queries_enter_sub_irs),
+      CASE(cost_counts_calls_per_model), CASE(cost_counts_loops_by_max_iters_and_dynamic_models)};
+  return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
+}
