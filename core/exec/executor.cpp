@@ -31,7 +31,9 @@ class Run : public std::enable_shared_from_this<Run> {
   std::atomic<bool> finished{false};
   std::unique_ptr<std::shared_ptr<const Error>[]> slot_err;  // keep_going only
   std::unique_ptr<Profile> profile;
-  uint64_t timer_id = 0;
+  // Written after the timer is scheduled, read by finish() on any thread
+  // (possibly the timer's own, before the write is visible): atomic.
+  std::atomic<uint64_t> timer_id{0};
 
   std::mutex mu;
   std::condition_variable cv;
@@ -322,7 +324,7 @@ void finish(const std::shared_ptr<Run>& r, Value* result, const Error* err) noex
   bool expected = false;
   if (!r->finished.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) return;
   try {
-    if (r->timer_id) r->sched->cancel_timer(r->timer_id);
+    if (uint64_t id = r->timer_id.load(std::memory_order_acquire)) r->sched->cancel_timer(id);
     std::vector<std::shared_ptr<AsyncOp>> ops;
     {
       std::lock_guard<std::mutex> lock(r->mu);
@@ -415,12 +417,13 @@ void begin(const std::shared_ptr<Run>& r) {
   if (r->opts.timeout_ms > 0) {
     std::weak_ptr<Run> weak = r;
     int64_t ms = r->opts.timeout_ms;
-    r->timer_id = r->sched->timer().schedule(now_ns() + ms * 1000000, [weak, ms] {
+    uint64_t id = r->sched->timer().schedule(now_ns() + ms * 1000000, [weak, ms] {
       if (auto run = weak.lock()) {
         Error e(Code::Timeout, "the run did not finish within its timeout of " + std::to_string(ms) + " ms");
         finish(run, nullptr, &e);
       }
     });
+    r->timer_id.store(id, std::memory_order_release);
   }
   if (r->opts.cancel) {
     r->opts.cancel->attach(r);
