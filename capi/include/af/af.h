@@ -13,8 +13,11 @@
  *    NUL-terminated, validated as UTF-8 (INVALID_ARGUMENT otherwise).
  *    Strings out are borrowed (pointer + length valid while the owning handle
  *    lives) or owned af_bytes_t released with af_bytes_free.
- *  - Handles are opaque and reference counted: af_X_clone adds a reference,
- *    af_X_free drops one and accepts NULL.
+ *  - Handles are opaque; af_X_free releases one and accepts NULL. Values,
+ *    IRs, programs and providers are reference counted (af_X_clone adds a
+ *    reference, each af_X_free drops one). Contexts, walks, futures, cancel
+ *    tokens and host requests have one owner and no clone: share them by
+ *    pointer and free them once.
  *  - Callbacks take (fn, user_data[, destroy]); a callback reports failure by
  *    returning an af_error_t* (made with af_error_new), which libaf chains as
  *    the cause of an AF_ERR_CALLBACK error. Callbacks must not unwind (no C++
@@ -22,7 +25,7 @@
  *  - No function exits, aborts or lets an exception escape.
  *
  * Thread safety: handles may move between threads. A const handle (value,
- * IR) may be used from several threads at once. An af_context_t serializes
+ * IR, program, provider) may be used from several threads at once. An af_context_t serializes
  * its own mutations internally. Tracing is per thread: operations called on
  * the thread that runs an af_trace callback are recorded into that trace;
  * the trace callback runs on the thread that called af_trace.
