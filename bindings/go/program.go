@@ -175,7 +175,12 @@ func (p *Program) CallWith(ctx *Context, opts *RunOptions, inputs ...*Value) (*V
 	co, free := opts.cOptions()
 	defer free()
 	var out *C.af_value_t
-	e := C.af_program_call_with(cp, pp, cArray(ps), C.size_t(len(ps)), co, &out)
+	var e *C.af_error_t
+	if opts == nil { // the plain call (on a lazy context: recorded, not run)
+		e = C.af_program_call(cp, pp, cArray(ps), C.size_t(len(ps)), &out)
+	} else {
+		e = C.af_program_call_with(cp, pp, cArray(ps), C.size_t(len(ps)), co, &out)
+	}
 	runtime.KeepAlive(ctx)
 	runtime.KeepAlive(p)
 	runtime.KeepAlive(inputs)
@@ -222,7 +227,12 @@ func (p *Program) CallAsync(ctx *Context, opts *RunOptions, inputs ...*Value) (*
 	co, free := opts.cOptions()
 	defer free()
 	var out *C.af_future_t
-	e := C.af_program_call_async_with(cp, pp, cArray(ps), C.size_t(len(ps)), co, &out)
+	var e *C.af_error_t
+	if opts == nil {
+		e = C.af_program_call_async(cp, pp, cArray(ps), C.size_t(len(ps)), &out)
+	} else {
+		e = C.af_program_call_async_with(cp, pp, cArray(ps), C.size_t(len(ps)), co, &out)
+	}
 	runtime.KeepAlive(ctx)
 	runtime.KeepAlive(p)
 	runtime.KeepAlive(inputs)

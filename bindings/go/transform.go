@@ -70,7 +70,9 @@ func (ir *IR) DCE(ctx *Context, outUsed *Value) (*IR, error) {
 
 // CSE merges identical pure equations.
 func (ir *IR) CSE(ctx *Context) (*IR, error) {
-	return ir.CSEWith(ctx, false)
+	return transform(ctx, ir, nil, func(c *C.af_context_t, i *C.af_ir_t, _ *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
+		return C.af_cse(c, i, out)
+	})
 }
 
 // CSEWith is CSE that also merges LM calls and host functions when
