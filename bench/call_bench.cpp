@@ -14,9 +14,10 @@
 //    y_i has i+1 bytes, so one call copies ~N^2/2 bytes (50 MB for N=10000):
 //    its time per equation is dominated by memcpy/malloc, not by the engine.
 //
-// Each family is run through the C++ API (af::lower once, af::run per
-// iteration; plus af::call, which checks and lowers on every call) and
-// through the C API (af_ir_call, which lowers once per IR handle and wraps
+// Each family is run through the C++ API (af::compile once, the sequential
+// driver per iteration; plus af::call, which checks and compiles on every
+// call) and through the C API (af_ir_call, which compiles once per IR
+// structure through the context's plan cache and wraps
 // input/output handles per call). BM_Floor_* does the same string builds
 // with no engine at all, so engine overhead = Call - Floor, in one run.
 //
@@ -30,8 +31,8 @@
 #include <string>
 #include <vector>
 
-#include "exec/env.h"
-#include "exec/exec.h"
+#include "rt/env.h"
+#include "exec/sequential.h"
 #include "ir/ir.h"
 #include "prims/ops.h"
 #include "trace/trace.h"
@@ -88,27 +89,27 @@ bool output_ok(const af::Value& out, const CppChain& c) {
   return out.kind() == af::Kind::Str && out.as_str() == c.expected;
 }
 
-// af::lower once, af::run per iteration (inputs checked once, untimed).
+// af::compile once, the sequential driver per iteration (inputs checked once, untimed).
 void call_run_cpp(benchmark::State& state, bool growing) {
   const size_t n = size_t(state.range(0));
   const size_t payload = growing ? 1 : size_t(state.range(1));
   CppChain c = make_cpp_chain(growing, n, payload);
   af::RunEnv env;
-  auto plan = af::lower(c.ir);
+  auto plan = af::compile(c.ir);
   const std::vector<af::Value> leaves = af::check_inputs(*c.ir, std::span(&c.input, 1));
-  if (c.ir->eqns.size() != n || !output_ok(af::run(*plan, leaves, env), c)) {
+  if (c.ir->eqns.size() != n || !output_ok(plan->ir->out_tree.unflatten(af::run_sequential(*plan, leaves, env)), c)) {
     state.SkipWithError("the chain does not compute what it claims");
     return;
   }
   for (auto _ : state) {
-    af::Value out = af::run(*plan, leaves, env);
+    af::Value out = plan->ir->out_tree.unflatten(af::run_sequential(*plan, leaves, env));
     benchmark::DoNotOptimize(out);
   }
   set_eqn_counters(state, int64_t(n));
   state.SetBytesProcessed(state.iterations() * chain_bytes(growing, int64_t(n), int64_t(payload)));
 }
 
-// af::call per iteration: check_inputs + lower + run every time.
+// af::call per iteration: check_inputs + compile + run every time.
 void call_call_cpp(benchmark::State& state, bool growing) {
   const size_t n = size_t(state.range(0));
   const size_t payload = growing ? 1 : size_t(state.range(1));
@@ -209,7 +210,7 @@ void call_c(benchmark::State& state, bool growing) {
   af_error_t* err = af_context_new(&ctx);
   if (!err) err = af_value_str(ctx, input_str.data(), input_str.size(), &input);
   if (!err) err = af_trace(ctx, c_chain_fn, &spec, &input, 1, nullptr, &ir);
-  if (!err) err = af_ir_call(ctx, ir, &input, 1, &out);  // also lowers (once per handle)
+  if (!err) err = af_ir_call(ctx, ir, &input, 1, &out);  // also compiles (once, plan cache)
   const char* s = nullptr;
   size_t len = 0;
   if (!err) err = af_value_get_str(out, &s, &len);

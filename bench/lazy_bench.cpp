@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/env.h"
+#include "rt/env.h"
 #include "exec/plan_cache.h"
 #include "exec/program.h"
 #include "prims/ops.h"

@@ -13,7 +13,7 @@
 #include <span>
 #include <string>
 
-#include "exec/env.h"
+#include "rt/env.h"
 #include "prims/ops.h"
 #include "trace/trace.h"
 #include "value/value.h"

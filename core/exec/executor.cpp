@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <optional>
 
-#include "exec/async.h"
+#include "rt/async.h"
 #include "exec/context.h"
 #include "exec/profile.h"
-#include "exec/scopes.h"
+#include "rt/scopes.h"
 #include "ir/prim.h"
 #include "lm/timer.h"
 #include "value/error.h"
@@ -82,14 +82,6 @@ struct ScratchLease {
 void finish(const std::shared_ptr<Run>& r, Value* result, const Error* err) noexcept;
 uint32_t complete(const std::shared_ptr<Run>& r, uint32_t node, bool can_continue);
 void execute(const std::shared_ptr<Run>& r, uint32_t node);
-
-// What the memo cache may hold (as exec/scopes.cpp decides for invoke()).
-bool memoizable(const Eqn& e) {
-  if (e.prim->flags & (kEffectful | kNoMerge)) return false;
-  for (const auto& [name, p] : e.params.items())
-    if (!std::holds_alternative<Value>(p)) return false;
-  return true;
-}
 
 Error internal_error(const std::exception& e) {
   return Error(Code::Internal, std::string("internal error: ") + e.what());
@@ -305,7 +297,7 @@ void execute(const std::shared_ptr<Run>& r, uint32_t node) {
       } else {
         RunEnv env = r->env;  // the impl may consume the inputs the run owns
         env.owned_in = in;
-        n.eqn->prim->impl(*n.eqn, in, out, env);
+        run_eqn(*n.eqn, in, out, env);
       }
     } catch (const Error& e) {
       node = fail_node(r, node, e, true);
@@ -382,10 +374,11 @@ std::shared_ptr<Run> make_run(RunEnv env, std::shared_ptr<const Program> prog, s
   if (!opts.profile_path.empty()) check_writable(opts.profile_path, "profile");
   auto r = std::make_shared<Run>();
   r->prog = prog;
-  r->sched = env.context->scheduler();
+  r->sched = exec_context(env).scheduler();
   r->env = env;
   r->env.owned_in = {};  // the caller's inputs are not this run's
   r->env.stop = &r->finished;  // loops inside impls stop when the run ends
+  r->env.program = prog.get();  // control flow runs its compiled sub-IRs
   // The starting thread's scopes, fixed for the run (sub-runs pass theirs).
   if (!r->env.scopes) r->env.scopes = env.context->scopes.current();
   r->env.item_errors = env.item_errors || opts.item_errors;
@@ -545,7 +538,7 @@ void Scheduler::shutdown() noexcept {
 
 std::shared_ptr<Scheduler> make_scheduler() { return std::make_shared<Scheduler>(); }
 
-Context::~Context() {
+ExecContext::~ExecContext() {
   if (scheduler_) scheduler_->shutdown();
 }
 
@@ -654,43 +647,6 @@ void Future::on_done(std::function<void()> fn) const {
 std::string Future::profile_json() const {
   if (!run_ || !run_->profile) return "";
   return run_->profile->to_json(*run_->prog);
-}
-
-// ---- errors as values
-
-const char* code_name(Code c) noexcept {
-  switch (c) {
-    case Code::InvalidArgument: return "INVALID_ARGUMENT";
-    case Code::NotFound: return "NOT_FOUND";
-    case Code::Schema: return "SCHEMA";
-    case Code::Format: return "FORMAT";
-    case Code::Version: return "VERSION";
-    case Code::Provider: return "PROVIDER";
-    case Code::Timeout: return "TIMEOUT";
-    case Code::Cancelled: return "CANCELLED";
-    case Code::Callback: return "CALLBACK";
-    case Code::IO: return "IO";
-    case Code::OutOfMemory: return "OUT_OF_MEMORY";
-    case Code::Internal: return "INTERNAL";
-  }
-  return "UNKNOWN";
-}
-
-Value error_value(const Error& e) {
-  return Value::dict({{"error", Value::dict({{"code", Value::integer(int64_t(e.code()))},
-                                             {"name", Value::str(code_name(e.code()))},
-                                             {"message", Value::str(e.what())}})}});
-}
-
-bool is_error_value(const Value& v) noexcept {
-  if (v.kind() != Kind::Dict || v.size() != 1) return false;
-  const Value* e = v.find("error");
-  if (!e || e->kind() != Kind::Dict || e->size() != 3) return false;
-  const Value* code = e->find("code");
-  const Value* name = e->find("name");
-  const Value* message = e->find("message");
-  return code && code->kind() == Kind::Int && name && name->kind() == Kind::Str && message &&
-         message->kind() == Kind::Str;
 }
 
 }  // namespace af

@@ -29,9 +29,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "exec/async.h"
-#include "exec/env.h"
+#include "rt/async.h"
+#include "rt/env.h"
 #include "exec/program.h"
+#include "rt/error_value.h"
 #include "value/error.h"
 
 namespace af {
@@ -158,16 +159,5 @@ Future run_async(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Va
                  RunOptions options = {});
 Value run_sync(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Value> leaves,
                RunOptions options = {});
-
-// The error value keep_going puts in place of a failed output leaf.
-Value error_value(const Error& e);
-// Per-item errors: whether e fails only its batch item (a cancellation
-// never does: it ends the whole run).
-inline bool is_item_failure(const Error& e) noexcept { return e.code() != Code::Cancelled; }
-// True for a value shaped like error_value's: {"error": {"code", "name",
-// "message"}} and nothing else.
-bool is_error_value(const Value& v) noexcept;
-// "INVALID_ARGUMENT", "PROVIDER", ...
-const char* code_name(Code c) noexcept;
 
 }  // namespace af

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/async.h"
+#include "rt/async.h"
 #include "exec/program.h"
 
 namespace af {

@@ -13,7 +13,7 @@
 #include "io/afg.h"
 #include "io/raw.h"
 #include "ir/prim.h"
-#include "prims/registry.h"
+#include "ir/registry.h"
 #include "value/error.h"
 
 namespace af::io {

@@ -3,6 +3,7 @@
 // version, not Prim address, so a reloaded graph matches), params, atoms (var
 // ids as numbers), trees, avals and tags. The plan cache relies on
 // `ir_hash(a) != ir_hash(b)` implying `!ir_equal(a, b)`.
+#include <algorithm>
 #include <string_view>
 #include <type_traits>
 
@@ -106,7 +107,7 @@ bool eqn_equal(const Eqn& a, const Eqn& b) {
          a.sched == b.sched;
 }
 
-uint64_t eqn_hash(const Eqn& e) {
+uint64_t eqn_full_hash(const Eqn& e) {
   uint64_t h = mix(0, prim_hash(e.prim));
   h = atoms_hash(h, e.in);
   h = mix(h, e.in_tree.hash());
@@ -155,9 +156,23 @@ uint64_t ir_hash(const IR& ir) noexcept {
   h = mix(h, ir.in_tree.hash());
   for (InputRole r : ir.in_roles) h = mix(h, uint64_t(r));
   h = mix(h, ir.eqns.size());
-  for (const Eqn& e : ir.eqns) h = mix(h, eqn_hash(e));
+  for (const Eqn& e : ir.eqns) h = mix(h, eqn_full_hash(e));
   h = atoms_hash(h, ir.out);
   return mix(h, ir.out_tree.hash());
+}
+
+uint64_t eqn_hash(const Eqn& e, std::span<const Atom> in) noexcept {
+  uint64_t h = mix(prim_hash(e.prim), e.params.hash());
+  h = mix(h, e.in_tree.hash());
+  h = mix(h, in.size());
+  for (const Atom& a : in) h = mix(h, atom_hash(a));
+  return mix(h, tags_hash(e.tags));
+}
+
+bool eqn_same(const Eqn& a, std::span<const Atom> a_in, const Eqn& b,
+              std::span<const Atom> b_in) noexcept {
+  return prim_equal(a.prim, b.prim) && std::equal(a_in.begin(), a_in.end(), b_in.begin(), b_in.end()) &&
+         a.in_tree == b.in_tree && a.params == b.params && tags_equal(a.tags, b.tags);
 }
 
 }  // namespace af

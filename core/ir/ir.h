@@ -135,6 +135,14 @@ Value zero_value(Kind k);
 bool ir_equal(const IR& a, const IR& b) noexcept;
 uint64_t ir_hash(const IR& ir) noexcept;
 
+// Equation identity, shared by the cse transform and compile's CSE: two
+// equations are the same when they apply the same primitive with equal
+// params to the same input atoms (`in`: e's inputs, possibly resolved
+// through aliases) with the same input structure and the same tags.
+uint64_t eqn_hash(const Eqn& e, std::span<const Atom> in) noexcept;
+bool eqn_same(const Eqn& a, std::span<const Atom> a_in, const Eqn& b,
+              std::span<const Atom> b_in) noexcept;
+
 // Checks SSA (each var defined once, before use, inputs defined by `in`),
 // arity and avals against each primitive's abstract rule, and recursively
 // sub-IRs in params. Throws INVALID_ARGUMENT describing the first problem.

@@ -60,7 +60,7 @@ const Cell* cell_of(const Value& leaf) noexcept {
 
 // ---- Recording
 
-Graph::Graph(Context& ctx) : ctx_(ctx), run_env_{&ctx} {}
+Graph::Graph(ExecContext& ctx) : ctx_(ctx), run_env_{&ctx} {}
 
 void Graph::check_input(const Value& leaf, const Prim& p) const {
   if (leaf.kind() != Kind::Placeholder) return;

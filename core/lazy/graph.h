@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "exec/context.h"
-#include "exec/env.h"
+#include "rt/env.h"
 #include "ir/prim.h"
 #include "value/error.h"
 
@@ -85,7 +85,7 @@ struct GraphStats {
 
 class Graph final : public Recorder, public std::enable_shared_from_this<Graph> {
  public:
-  explicit Graph(Context& ctx);
+  explicit Graph(ExecContext& ctx);
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
@@ -120,7 +120,7 @@ class Graph final : public Recorder, public std::enable_shared_from_this<Graph> 
   void run(const std::vector<std::shared_ptr<Node>>& batch);
   void finish(const std::vector<std::shared_ptr<Node>>& batch);
 
-  Context& ctx_;
+  ExecContext& ctx_;
   RunEnv run_env_;  // runs record nothing
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -1,9 +1,10 @@
 // Structural primitives: stop_gradient, depends, checkpoint. Each is an
 // identity on (part of) its inputs; what distinguishes them is how
 // transforms treat them (see docs/SEMANTICS.md §3).
-#include "exec/context.h"
+#include "rt/context.h"
 #include "prims/ops.h"
-#include "prims/registry.h"
+#include "ir/registry.h"
+#include "prims/builtins.h"
 #include "trace/trace.h"
 #include "transforms/batch.h"
 #include "transforms/dce.h"

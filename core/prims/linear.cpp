@@ -8,7 +8,8 @@
 //   zeros_like(x) -> x              Zero materialized, shaped like x ("" for
 //       str, 0, 0.0, false; lists keep their lengths). With text=true the
 //       zeros are "" whatever x's kind: a zero cotangent (feedback is text).
-#include "prims/registry.h"
+#include "ir/registry.h"
+#include "prims/builtins.h"
 #include "transforms/batch.h"
 #include "transforms/dce.h"
 #include "transforms/builder.h"

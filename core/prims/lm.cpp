@@ -10,12 +10,13 @@
 #include <atomic>
 #include <mutex>
 
-#include "exec/async.h"
-#include "exec/context.h"
-#include "exec/executor.h"
+#include "rt/async.h"
+#include "rt/context.h"
+#include "rt/error_value.h"
 #include "lm/router.h"
 #include "lm/schema.h"
-#include "prims/registry.h"
+#include "ir/registry.h"
+#include "prims/builtins.h"
 #include "trace/trace.h"
 #include "transforms/batch.h"
 #include "transforms/pullback.h"

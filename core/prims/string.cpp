@@ -3,7 +3,8 @@
 #include <algorithm>
 
 #include "prims/ops.h"
-#include "prims/registry.h"
+#include "ir/registry.h"
+#include "prims/builtins.h"
 #include "prims/template.h"
 #include "transforms/batch.h"
 #include "transforms/dce.h"

@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <atomic>
 
-#include "exec/env.h"
+#include "rt/env.h"
+#include "rt/scopes.h"
 #include "value/error.h"
 
 namespace af {
@@ -70,7 +71,7 @@ Value evaluate(const Prim& p, const Params& params, std::vector<Value> leaves,
   e.out_tree = shape.out_tree;
   e.params = params;
   std::vector<Value> out(shape.out.size());
-  p.impl(e, leaves, out, env);
+  run_eqn(e, leaves, out, env);
   return shape.out_tree.unflatten(out);
 }
 

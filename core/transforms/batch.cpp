@@ -1,6 +1,6 @@
 #include "transforms/batch.h"
 
-#include "prims/registry.h"
+#include "ir/registry.h"
 #include "value/error.h"
 
 namespace af {

@@ -2,7 +2,7 @@
 
 #include <variant>
 
-#include "prims/registry.h"
+#include "ir/registry.h"
 #include "value/error.h"
 
 namespace af {
@@ -255,6 +255,11 @@ bool has_effects(const IR& ir) {
   for (const Eqn& e : ir.eqns)
     if (eqn_has_effects(e)) return true;
   return false;
+}
+
+bool mergeable(const Eqn& e, bool merge_nondeterministic) {
+  if (eqn_has_effects(e)) return false;  // also a switch / loop / map holding a checkpoint
+  return !(e.prim->flags & kNondeterministic) || merge_nondeterministic;
 }
 
 TreeDef tree_without(const TreeDef& def, const std::vector<bool>& keep) {

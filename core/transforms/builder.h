@@ -113,6 +113,10 @@ std::vector<Aval> out_avals(const IR& ir);
 // or no-merge equation (checkpoint): such an IR must run even if unused.
 bool has_effects(const IR& ir);
 bool eqn_has_effects(const Eqn& e);
+// Whether CSE may merge e with an identical equation (ir/ir.h eqn_same): it
+// has no effects, and it is deterministic unless merging nondeterministic
+// equations (LM calls, host functions) was asked for.
+bool mergeable(const Eqn& e, bool merge_nondeterministic);
 
 // The tree `def` with the leaves where keep[k] is false replaced by null
 // nodes (how transformed IRs show Zero outputs and dropped outputs).

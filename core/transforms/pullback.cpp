@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "prims/registry.h"
+#include "ir/registry.h"
 #include "transforms/dce.h"
 #include "value/error.h"
 

@@ -88,7 +88,7 @@ TEST(LoaderSweep, EveryPrimitiveRefusesOrRunsMisshapenEquations) {
           (void)to_text(*ir);
           std::vector<Value> in(n, sample(k));
           try {
-            Context ctx;
+            ExecContext ctx;
             RunEnv env;
             env.context = &ctx;
             (void)call(ir, in, env);

@@ -12,14 +12,14 @@
 #include <vector>
 
 #include "exec/context.h"
-#include "exec/env.h"
-#include "exec/exec.h"
+#include "rt/env.h"
+#include "exec/sequential.h"
 #include "io/afg.h"
 #include "io/raw.h"
 #include "ir/ir.h"
 #include "ir/prim.h"
 #include "prims/ops.h"
-#include "prims/registry.h"
+#include "ir/registry.h"
 #include "trace/trace.h"
 #include "transforms/transforms.h"
 #include "value/error.h"
@@ -87,7 +87,7 @@ inline IRPtr trace_fn(const std::function<Value(std::span<const Value>)>& fn,
 // A context where the host function "search" (used by the host_call corpus
 // entry) is registered; it answers "found:<its argument>".
 inline RunEnv& env() {
-  static Context ctx;
+  static ExecContext ctx;
   static RunEnv e = [] {
     auto fn = std::make_shared<HostFunction>();
     fn->name = "search";

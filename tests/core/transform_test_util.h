@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "exec/context.h"
-#include "exec/exec.h"
+#include "exec/sequential.h"
 #include "ir/ir.h"
 #include "prims/control_flow.h"
 #include "prims/host.h"
@@ -43,7 +43,7 @@ inline Value S(const char* s) { return Value::str(s); }
 class TestContext {
  public:
   TestContext();
-  Context ctx;
+  ExecContext ctx;
   RunEnv env{&ctx};
   int upper_calls = 0;
 };

@@ -1,4 +1,4 @@
-#include "prims/registry.h"
+#include "ir/registry.h"
 
 #include <deque>
 #include <mutex>
@@ -31,14 +31,7 @@ Registry& registry() {
   static Registry* r = [] {
     auto* reg = new Registry();  // never destroyed: prims outlive every IR
     std::vector<Prim> builtins;
-    add_string_prims(builtins);
-    add_control_prims(builtins);
-    add_lm_prims(builtins);
-    add_control_flow_prims(builtins);
-    add_scan_prims(builtins);
-    add_batching_prims(builtins);
-    add_linear_prims(builtins);
-    add_host_prims(builtins);
+    add_builtin_prims(builtins);
     for (Prim& p : builtins) reg->add(std::move(p));
     return reg;
   }();
