@@ -8,7 +8,7 @@ use std::ptr::{self, NonNull};
 use crate::context::Context;
 use crate::error::{check, Error, ErrorCode, Result};
 use crate::sys;
-use crate::util::bytes_to_string;
+use crate::util::{bytes_to_string, drop_boxed};
 use crate::value::{make_value, Value};
 
 /// Where LM requests go. `Clone` adds a reference; a provider may be routed
@@ -74,7 +74,7 @@ impl Provider {
             sys::af_provider_host_new(
                 Some(submit_trampoline),
                 user_data,
-                Some(destroy_submit),
+                Some(drop_boxed::<Box<SubmitFn>>),
                 out,
             )
         })
@@ -184,14 +184,6 @@ unsafe extern "C" fn submit_trampoline(user_data: *mut c_void, req: *mut sys::af
     // On a panic the closure's LmRequest is dropped while unwinding, which
     // fails the request; the panic itself must not reach libaf.
     let _ = panic::catch_unwind(AssertUnwindSafe(|| f(req)));
-}
-
-unsafe extern "C" fn destroy_submit(user_data: *mut c_void) {
-    if !user_data.is_null() {
-        let _ = panic::catch_unwind(AssertUnwindSafe(|| {
-            drop(Box::from_raw(user_data.cast::<Box<SubmitFn>>()))
-        }));
-    }
 }
 
 impl Context {

@@ -104,6 +104,30 @@ pub(crate) fn value_ptrs(values: &[Value]) -> *const *const sys::af_value_t {
     }
 }
 
+/// New references to the `n` borrowed handles at `ptrs` (the arguments of a
+/// callback). `what` names them in the `Internal` error for a NULL entry,
+/// which only a libaf bug could pass (a Zero arrives as a null value).
+///
+/// # Safety
+/// `ptrs` must be NULL (with `n == 0`) or point to `n` handles.
+pub(crate) unsafe fn borrowed_values(
+    ptrs: *const *const sys::af_value_t,
+    n: usize,
+    what: &str,
+) -> Result<Vec<Value>> {
+    (0..n)
+        .map(|i| {
+            let p = if ptrs.is_null() {
+                ptr::null()
+            } else {
+                *ptrs.add(i)
+            };
+            Value::clone_from_ptr(p)
+                .ok_or_else(|| Error::new(ErrorCode::Internal, format!("{what} {i} is NULL")))
+        })
+        .collect()
+}
+
 impl Value {
     // ------------------------------------------------------------ raw handles
 
