@@ -41,21 +41,26 @@ fn make_provider(
 
 impl Provider {
     /// Deterministic and offline: answers `"<model>|<content of the last
-    /// message>"`. `options_json`: a JSON object ("" = defaults).
+    /// message>"`. `options_json`: a JSON object ("" = defaults);
+    /// [`Provider::echo_with`] takes typed [`EchoOptions`](crate::EchoOptions).
     pub fn echo(options_json: &str) -> Result<Provider> {
         make_provider(|out| unsafe {
             sys::af_provider_echo_new(options_json.as_ptr().cast(), options_json.len(), out)
         })
     }
 
-    /// Any OpenAI-compatible chat-completions endpoint (`base_url` required).
+    /// Any OpenAI-compatible chat-completions endpoint (`base_url` required);
+    /// [`Provider::openai_with`] takes typed
+    /// [`OpenAiOptions`](crate::OpenAiOptions).
     pub fn openai(options_json: &str) -> Result<Provider> {
         make_provider(|out| unsafe {
             sys::af_provider_openai_new(options_json.as_ptr().cast(), options_json.len(), out)
         })
     }
 
-    /// Answers from (or records to) a JSON Lines file (`path` required).
+    /// Answers from (or records to) a JSON Lines file (`path` required);
+    /// [`Provider::replay_with`] takes typed
+    /// [`ReplayOptions`](crate::ReplayOptions).
     pub fn replay(options_json: &str) -> Result<Provider> {
         make_provider(|out| unsafe {
             sys::af_provider_replay_new(options_json.as_ptr().cast(), options_json.len(), out)
