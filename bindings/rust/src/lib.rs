@@ -28,6 +28,10 @@
 //! Every fallible call returns `Result<T, af::Error>`. Handles (`Context`,
 //! `Value`, `Ir`, `Walk`, `Program`, `Future`, `Provider`) free themselves on drop; `Value` and `Ir` clone by
 //! reference counting. The raw C API is in [`sys`].
+//!
+//! Features: `serde` makes [`Value`] `Serialize` and `Deserialize` (with
+//! libaf's JSON conventions: ints stay ints, floats floats, dict order
+//! kept); `bundled` and `static` choose how libaf is found and linked.
 
 /// The raw C API (the `af-sys` crate).
 pub use af_sys as sys;
@@ -49,6 +53,8 @@ mod provider_options;
 mod transform;
 mod util;
 mod value;
+#[cfg(feature = "serde")]
+mod value_serde;
 mod walk;
 
 pub use context::{is_tracing, Context};
