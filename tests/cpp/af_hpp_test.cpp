@@ -3,9 +3,9 @@
 // compile, an async run with cancellation, save, load, pullback; plus what
 // the wrapper itself promises (RAII moves, iteration, errors with code,
 // message, cause and the callback's own exception), walks, tag and fold
-// scopes, graph JSON, and that every af.h function has its wrapper. Compiled as C++17 with
-// -Wall -Wextra -pedantic -Werror. Prints one line per check; exits 1 on the
-// first failure.
+// scopes, graph JSON, and that every af.h function has its wrapper.
+// Compiled as C++17 with -Wall -Wextra -pedantic -Werror. Prints one line
+// per check; exits 1 on the first failure.
 #include <af/af.hpp>
 
 #include <atomic>
