@@ -93,12 +93,20 @@ func (eng *Engine) callContext(ctx context.Context, fn Callable, opts *RunOption
 		}
 		defer token.Close()
 		o.Cancel = token
+		ended := make(chan struct{})
 		stop := context.AfterFunc(ctx, func() {
+			defer close(ended)
 			if !deadlineTimes || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				token.Trigger()
 			}
 		})
-		defer stop()
+		// The token is closed only once the callback cannot use it any more:
+		// stopped before it started, or finished.
+		defer func() {
+			if !stop() {
+				<-ended
+			}
+		}()
 	}
 	p, owned, err := fn.program(eng)
 	if err != nil {
