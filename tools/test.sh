@@ -85,7 +85,12 @@ check fuzz-graph-loader bash fuzz/run.sh build-fuzz "${AF_FUZZ_SECONDS:-60}"
 LIBDIR=$ROOT/build/lib
 
 note "Rust binding"
-(cd bindings/rust && AF_LIB_DIR=$LIBDIR cargo test --offline) >"$LOG/rust.log" 2>&1
+# The serde feature's crates (serde, and serde_json for its tests) come from
+# crates.io: `cargo fetch` puts the versions Cargo.lock pins into Cargo's
+# cache (a no-op once cached), so the offline run resolves them on a fresh
+# machine. --features serde builds and runs tests/serde.rs too.
+(cd bindings/rust && cargo fetch --locked &&
+  AF_LIB_DIR=$LIBDIR cargo test --offline --features serde) >"$LOG/rust.log" 2>&1
 # Sum "test result: ok. N passed; M failed; ..." over every test binary.
 rust_pass=$(awk '/^test result:/ {for (i = 1; i <= NF; i++) if ($(i+1) ~ /^passed/) s += $i} END {print s + 0}' "$LOG/rust.log")
 rust_fail=$(awk '/^test result:/ {for (i = 1; i <= NF; i++) if ($(i+1) ~ /^failed/) s += $i} END {print s + 0}' "$LOG/rust.log")

@@ -28,8 +28,8 @@ type Program struct {
 
 // Compile compiles ir (validate, DCE, CSE, plan). CodeInvalidArgument if the
 // IR does not validate.
-func Compile(ctx *Context, ir *IR) (*Program, error) {
-	cp, err := ctx.handle()
+func Compile(eng *Engine, ir *IR) (*Program, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +39,7 @@ func Compile(ctx *Context, ir *IR) (*Program, error) {
 	}
 	var out *C.af_program_t
 	e := C.af_compile(cp, ip, &out)
-	runtime.KeepAlive(ctx)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(ir)
 	if err := takeError(e); err != nil {
 		return nil, err
@@ -153,14 +153,18 @@ func (o *RunOptions) cOptions() (opts *C.af_run_options_t, free func()) {
 	}
 }
 
-// Call runs the program on inputs and waits.
-func (p *Program) Call(ctx *Context, inputs ...*Value) (*Value, error) {
-	return p.CallWith(ctx, nil, inputs...)
+// Call runs the program on inputs and waits, with nothing to stop it but
+// its program; on a lazy engine it is recorded. Engine.Call is the form
+// that takes a context.Context.
+func (p *Program) Call(eng *Engine, inputs ...*Value) (*Value, error) {
+	return p.CallWith(eng, nil, inputs...)
 }
 
-// CallWith runs the program with options and waits.
-func (p *Program) CallWith(ctx *Context, opts *RunOptions, inputs ...*Value) (*Value, error) {
-	cp, err := ctx.handle()
+// CallWith runs the program with options and waits (RunOptions.Cancel or
+// Timeout stop it). Engine.CallWith is the form that takes a
+// context.Context.
+func (p *Program) CallWith(eng *Engine, opts *RunOptions, inputs ...*Value) (*Value, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -176,43 +180,39 @@ func (p *Program) CallWith(ctx *Context, opts *RunOptions, inputs ...*Value) (*V
 	defer free()
 	var out *C.af_value_t
 	var e *C.af_error_t
-	if opts == nil { // the plain call (on a lazy context: recorded, not run)
+	if opts == nil { // the plain call (on a lazy engine: recorded, not run)
 		e = C.af_program_call(cp, pp, cArray(ps), C.size_t(len(ps)), &out)
 	} else {
 		e = C.af_program_call_with(cp, pp, cArray(ps), C.size_t(len(ps)), co, &out)
 	}
-	runtime.KeepAlive(ctx)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(p)
 	runtime.KeepAlive(inputs)
 	return takeValue(e, out)
 }
 
 // Run runs the program and waits, cancelling the run when goctx is done
-// (the error is then CodeCancelled). opts.Cancel, if set, is replaced by a
-// token tied to goctx.
-func (p *Program) Run(goctx context.Context, ctx *Context, opts *RunOptions, inputs ...*Value) (*Value, error) {
-	token, err := NewCancelToken()
-	if err != nil {
-		return nil, err
-	}
-	defer token.Close()
+// (a deadline too: the error is then CodeCancelled). opts.Cancel, if set,
+// is replaced by a token tied to goctx.
+//
+// Deprecated: use eng.CallWith(goctx, p, opts, inputs...), which reports a
+// deadline as CodeTimeout (context.DeadlineExceeded).
+func (p *Program) Run(goctx context.Context, eng *Engine, opts *RunOptions, inputs ...*Value) (*Value, error) {
 	o := RunOptions{}
 	if opts != nil {
 		o = *opts
 	}
-	o.Cancel = token
-	stop := context.AfterFunc(goctx, token.Trigger)
-	defer stop()
-	return p.CallWith(ctx, &o, inputs...)
+	o.Cancel = nil
+	return eng.callContext(goctx, p, &o, false, inputs)
 }
 
-// CallAsync starts the program on ctx's scheduler and returns at once.
+// CallAsync starts the program on eng's scheduler and returns at once.
 // Input errors are returned here, run errors by Future.Wait. The run keeps
-// ctx, p and inputs reachable until it finishes, even if the caller drops
-// every reference (the Future too); an explicit ctx.Close during the run is
+// eng, p and inputs reachable until it finishes, even if the caller drops
+// every reference (the Future too); an explicit eng.Close during the run is
 // still the caller's error.
-func (p *Program) CallAsync(ctx *Context, opts *RunOptions, inputs ...*Value) (*Future, error) {
-	cp, err := ctx.handle()
+func (p *Program) CallAsync(eng *Engine, opts *RunOptions, inputs ...*Value) (*Future, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +233,7 @@ func (p *Program) CallAsync(ctx *Context, opts *RunOptions, inputs ...*Value) (*
 	} else {
 		e = C.af_program_call_async_with(cp, pp, cArray(ps), C.size_t(len(ps)), co, &out)
 	}
-	runtime.KeepAlive(ctx)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(p)
 	runtime.KeepAlive(inputs)
 	if err := takeError(e); err != nil {
@@ -241,7 +241,7 @@ func (p *Program) CallAsync(ctx *Context, opts *RunOptions, inputs ...*Value) (*
 	}
 	// The handle closes done when the run finishes, and libaf deletes it
 	// after that: until then it pins what the run uses.
-	pins := &runPins{done: make(chan struct{}), ctx: ctx, prog: p, inputs: inputs, opts: opts}
+	pins := &runPins{done: make(chan struct{}), eng: eng, prog: p, inputs: inputs, opts: opts}
 	if err := takeError(C.afgo_future_on_done(out, C.uintptr_t(cgo.NewHandle(pins)))); err != nil {
 		C.af_future_cancel(out)
 		C.af_future_free(out)
@@ -255,13 +255,13 @@ func (p *Program) CallAsync(ctx *Context, opts *RunOptions, inputs ...*Value) (*
 
 // runPins is what a run in flight needs from Go until it finishes. Without
 // it, a caller that keeps only the Future (or nothing) would let the
-// garbage collector finalize the Context, and libaf would fail the run with
+// garbage collector finalize the Engine, and libaf would fail the run with
 // "the context was freed while the run was in flight". The cgo.Handle that
 // carries it to the completion callback is a GC root until libaf deletes
 // it, after the run is done.
 type runPins struct {
 	done   chan struct{}
-	ctx    *Context
+	eng    *Engine
 	prog   *Program
 	inputs []*Value
 	opts   *RunOptions

@@ -177,6 +177,19 @@ namespace Af
             }
         }
 
+        /// <summary>Save on the thread pool. ct is observed before the write
+        /// starts (libaf's write cannot be interrupted).</summary>
+        public Task SaveAsync(string path, CancellationToken ct = default(CancellationToken)) =>
+            Task.Run(() => Save(path), ct);
+
+        /// <summary>Load on the thread pool. ct is observed before the read
+        /// starts (libaf's checks cannot be interrupted).</summary>
+        public static Task<Program> LoadAsync(Context ctx, string path, CancellationToken ct = default(CancellationToken))
+        {
+            if (ctx == null) throw new ArgumentNullException(nameof(ctx));
+            return Task.Run(() => Load(ctx, path), ct);
+        }
+
         /// <summary>A new reference to the same program.</summary>
         public Program Clone()
         {

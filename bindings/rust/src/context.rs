@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use crate::error::{check, Error, ErrorCode, Result};
 use crate::ir::Ir;
 use crate::sys;
-use crate::value::{make_value, value_ptrs, Value};
+use crate::value::{borrowed_values, make_value, value_ptrs, Value};
 
 /// What a program needs at run time: host functions, provider routes,
 /// run-time scopes (collect, inject, memoize) and the scheduler. Not `Clone`
@@ -324,23 +324,7 @@ where
         let borrowed = ManuallyDrop::new(Context {
             raw: NonNull::new_unchecked(ctx),
         });
-        let mut values = Vec::with_capacity(n_inputs);
-        for i in 0..n_inputs {
-            let p = if inputs.is_null() {
-                ptr::null()
-            } else {
-                *inputs.add(i)
-            };
-            match Value::clone_from_ptr(p) {
-                Some(v) => values.push(v),
-                None => {
-                    return Err(Error::new(
-                        ErrorCode::Internal,
-                        format!("trace input {i} is NULL"),
-                    ))
-                }
-            }
-        }
+        let values = borrowed_values(inputs, n_inputs, "trace input")?;
         (state.f)(&borrowed, &values)
     }));
     match result {

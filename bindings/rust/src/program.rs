@@ -14,7 +14,7 @@ use crate::context::Context;
 use crate::error::{check, Error, ErrorCode, Result};
 use crate::ir::Ir;
 use crate::sys;
-use crate::util::bytes_to_string;
+use crate::util::{bytes_to_string, drop_boxed};
 use crate::value::{make_value, value_ptrs, Value};
 
 /// A compiled program for the dataflow executor (from [`Program::compile`]).
@@ -142,7 +142,7 @@ fn raw_options(opts: &RunOptions) -> Result<(sys::af_run_options_t, Vec<u8>)> {
             Some(f) => (
                 Some(progress_trampoline),
                 Box::into_raw(Box::new(Arc::clone(f))).cast(),
-                Some(destroy_progress),
+                Some(drop_boxed::<Arc<ProgressFn>>),
             ),
             None => (None, ptr::null_mut(), None),
         };
@@ -171,14 +171,6 @@ unsafe extern "C" fn progress_trampoline(user_data: *mut c_void, done: u64, tota
     if let Some(f) = user_data.cast::<Arc<ProgressFn>>().as_ref() {
         // A panic must not unwind into libaf; progress is advisory.
         let _ = panic::catch_unwind(AssertUnwindSafe(|| f(done, total)));
-    }
-}
-
-unsafe extern "C" fn destroy_progress(user_data: *mut c_void) {
-    if !user_data.is_null() {
-        let _ = panic::catch_unwind(AssertUnwindSafe(|| {
-            drop(Box::from_raw(user_data.cast::<Arc<ProgressFn>>()))
-        }));
     }
 }
 
@@ -344,7 +336,7 @@ impl Future<'_> {
                 self.raw.as_ptr(),
                 Some(done_trampoline::<F>),
                 Box::into_raw(boxed).cast(),
-                Some(destroy_done::<F>),
+                Some(drop_boxed::<Option<F>>),
             )
         })
     }
@@ -387,14 +379,6 @@ unsafe extern "C" fn done_trampoline<F: FnOnce() + Send + 'static>(user_data: *m
         if let Some(f) = slot.take() {
             let _ = panic::catch_unwind(AssertUnwindSafe(f));
         }
-    }
-}
-
-unsafe extern "C" fn destroy_done<F: FnOnce() + Send + 'static>(user_data: *mut c_void) {
-    if !user_data.is_null() {
-        let _ = panic::catch_unwind(AssertUnwindSafe(|| {
-            drop(Box::from_raw(user_data.cast::<Option<F>>()))
-        }));
     }
 }
 
