@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "exec/context.h"
+#include "exec/executor.h"
 #include "exec/sequential.h"
 #include "ir/ir.h"
 #include "prims/control_flow.h"
@@ -50,8 +51,10 @@ class TestContext {
 
 TestContext& test_context();
 
+// Runs ir on the dataflow executor (exec/executor.h), as af_program_call
+// does: transform tests check transformed programs where they really run.
 inline Value run(const IRPtr& ir, const std::vector<Value>& in) {
-  return call(ir, in, test_context().env);
+  return run_sync(test_context().env, compile(ir), check_inputs(*ir, in));
 }
 inline std::string run_json(const IRPtr& ir, const char* inputs_json) {
   Value in = J(inputs_json);
