@@ -36,11 +36,6 @@ void require_aligned(const flatbuffers::Vector<T>* v, const char* what) {
     fail(Code::Format, std::string("invalid graph: the ") + what + " vector is misaligned");
 }
 
-const char* param_kind_name(uint8_t k) {
-  static const char* names[] = {"a value", "an IR", "a list of IRs", "a map of IRs"};
-  return k < 4 ? names[k] : "an unknown kind";
-}
-
 class Reader {
  public:
   Reader(const uint8_t* data, size_t size) : data_(data), size_(size) {}
@@ -383,17 +378,16 @@ class Reader {
   // The primitive's declared params, if it declares them.
   template <class Where>
   static void check_declared(const Prim& p, const Params& ps, const Where& where) {
-    if (!p.params) return;
-    const auto& specs = *p.params;
+    const auto& specs = p.params;
     for (const auto& [name, param] : ps.items()) {
       const ParamSpec* spec = nullptr;
       for (const ParamSpec& s : specs)
         if (s.name == name) spec = &s;
       if (!spec) bad(where() + ": unknown param \"" + name + "\" for primitive " + p.name);
-      if (param.index() != spec->kind)
-        bad(where() + ": param \"" + name + "\" is " + param_kind_name(uint8_t(param.index())) +
+      if (param.index() != size_t(spec->kind))
+        bad(where() + ": param \"" + name + "\" is " + param_kind_name(ParamKind(param.index())) +
             ", expected " + param_kind_name(spec->kind));
-      if (spec->kind == 0 && spec->value_kind != Kind::Null &&
+      if (spec->kind == ParamKind::Value && spec->value_kind != Kind::Null &&
           std::get<Value>(param).kind() != spec->value_kind)
         bad(where() + ": param \"" + name + "\" is a " + kind_name(std::get<Value>(param).kind()) +
             ", expected a " + kind_name(spec->value_kind));
@@ -405,8 +399,7 @@ class Reader {
   // Host functions the equations name (ParamSpec::names_host_function).
   std::set<std::string, std::less<>> hosts_used_;
   void note_host_functions(const Prim& p, const Params& ps) {
-    if (!p.params) return;
-    for (const ParamSpec& s : *p.params) {
+    for (const ParamSpec& s : p.params) {
       if (!s.names_host_function) continue;
       const Param* v = ps.find(s.name);
       if (v && std::holds_alternative<Value>(*v) && std::get<Value>(*v).kind() == Kind::Str)

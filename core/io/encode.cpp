@@ -128,8 +128,7 @@ class Encoder {
 
   // Host functions named by params declared as such (ParamSpec).
   void host_functions(const Eqn& e) {
-    if (!e.prim->params) return;
-    for (const ParamSpec& spec : *e.prim->params) {
+    for (const ParamSpec& spec : e.prim->params) {
       if (!spec.names_host_function) continue;
       const Param* p = e.params.find(spec.name);
       if (p && std::holds_alternative<Value>(*p) && std::get<Value>(*p).kind() == Kind::Str)

@@ -73,4 +73,14 @@ std::vector<const Prim*> all_prims() {
   return out;
 }
 
+const char* param_kind_name(ParamKind k) noexcept {
+  switch (k) {
+    case ParamKind::Value: return "a value";
+    case ParamKind::IR: return "an IR";
+    case ParamKind::IRList: return "a list of IRs";
+    case ParamKind::IRMap: return "a map of IRs";
+  }
+  return "an unknown kind";
+}
+
 }  // namespace af

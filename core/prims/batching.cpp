@@ -436,43 +436,41 @@ void broadcast_pull_bwd(PullCtx& ctx, const Eqn&) {
 }  // namespace
 
 void add_batching_prims(std::vector<Prim>& out) {
-  Prim map;
-  map.name = "map";
-  map.impl_async = map_impl_async;
-  map.abstract_eval = map_abstract;
-  map.batch = batch_by_map;
-  map.pushforward = map_push;
-  map.pullback_fwd = map_pull_fwd;
-  map.pullback_bwd = map_pull_bwd;
-  map.dce = map_dce;
-  map.params = std::vector<ParamSpec>{{"axes", 0, Kind::List, false}, {"body", 1, Kind::Null, false}};
-  out.push_back(map);
-
-  Prim check;
-  check.name = "batch_check";
-  check.cost = 0.0;
-  check.impl = batch_check_impl;
-  check.abstract_eval = batch_check_abstract;
-  check.batch = batch_by_map;
-  check.pushforward = batch_check_push;
-  check.pullback_fwd = pull_fwd_copy;
-  check.pullback_bwd = pass_pull_bwd;
-  check.dce = dce_whole;
-  check.params = std::vector<ParamSpec>{{"paths", 0, Kind::List, true}};
-  out.push_back(check);
-
-  Prim broadcast;
-  broadcast.name = "broadcast";
-  broadcast.cost = 0.0;
-  broadcast.impl = broadcast_impl;
-  broadcast.abstract_eval = broadcast_abstract;
-  broadcast.batch = batch_by_map;
-  broadcast.pushforward = broadcast_push;
-  broadcast.pullback_fwd = pull_fwd_copy;
-  broadcast.pullback_bwd = broadcast_pull_bwd;
-  broadcast.dce = dce_whole;
-  broadcast.params = std::vector<ParamSpec>{};
-  out.push_back(broadcast);
+  out.push_back(Prim{
+      .name = "map",
+      .params = {{.name = "axes", .value_kind = Kind::List}, {.name = "body", .kind = ParamKind::IR}},
+      .impl_async = map_impl_async,
+      .abstract_eval = map_abstract,
+      .batch = batch_by_map,
+      .pushforward = map_push,
+      .pullback_fwd = map_pull_fwd,
+      .pullback_bwd = map_pull_bwd,
+      .dce = map_dce,
+  });
+  out.push_back(Prim{
+      .name = "batch_check",
+      .cost = 0.0,
+      .params = {{.name = "paths", .value_kind = Kind::List, .optional = true}},
+      .impl = batch_check_impl,
+      .abstract_eval = batch_check_abstract,
+      .batch = batch_by_map,
+      .pushforward = batch_check_push,
+      .pullback_fwd = pull_fwd_copy,
+      .pullback_bwd = pass_pull_bwd,
+      .dce = dce_whole,
+  });
+  out.push_back(Prim{
+      .name = "broadcast",
+      .cost = 0.0,
+      .params = {},
+      .impl = broadcast_impl,
+      .abstract_eval = broadcast_abstract,
+      .batch = batch_by_map,
+      .pushforward = broadcast_push,
+      .pullback_fwd = pull_fwd_copy,
+      .pullback_bwd = broadcast_pull_bwd,
+      .dce = dce_whole,
+  });
 }
 
 }  // namespace af

@@ -506,32 +506,32 @@ void while_dce(DceCtx& ctx, const Eqn& e) {
 }  // namespace
 
 void add_control_flow_prims(std::vector<Prim>& out) {
-  Prim sw;
-  sw.name = "switch";
-  sw.cost = 0.0;
-  sw.impl_async = switch_impl_async;
-  sw.abstract_eval = switch_abstract;
-  sw.batch = switch_batch;
-  sw.pushforward = switch_push;
-  sw.pullback_fwd = switch_pull_fwd;
-  sw.pullback_bwd = switch_pull_bwd;
-  sw.dce = switch_dce;
-  sw.params = std::vector<ParamSpec>{{"branches", 3, Kind::Null, false}};
-  out.push_back(sw);
-
-  Prim wl;
-  wl.name = "while_loop";
-  wl.cost = 0.0;
-  wl.impl_async = while_impl_async;
-  wl.abstract_eval = while_abstract;
-  wl.batch = batch_by_map;
-  wl.pushforward = while_push;
-  wl.pullback_fwd = while_pull_fwd;
-  wl.pullback_bwd = while_pull_bwd;
-  wl.dce = while_dce;
-  wl.params = std::vector<ParamSpec>{
-      {"body", 1, Kind::Null, false}, {"cond", 1, Kind::Null, false}, {"max_iters", 0, Kind::Int, false}};
-  out.push_back(wl);
+  out.push_back(Prim{
+      .name = "switch",
+      .cost = 0.0,
+      .params = {{.name = "branches", .kind = ParamKind::IRMap}},
+      .impl_async = switch_impl_async,
+      .abstract_eval = switch_abstract,
+      .batch = switch_batch,
+      .pushforward = switch_push,
+      .pullback_fwd = switch_pull_fwd,
+      .pullback_bwd = switch_pull_bwd,
+      .dce = switch_dce,
+  });
+  out.push_back(Prim{
+      .name = "while_loop",
+      .cost = 0.0,
+      .params = {{.name = "body", .kind = ParamKind::IR},
+                 {.name = "cond", .kind = ParamKind::IR},
+                 {.name = "max_iters", .value_kind = Kind::Int}},
+      .impl_async = while_impl_async,
+      .abstract_eval = while_abstract,
+      .batch = batch_by_map,
+      .pushforward = while_push,
+      .pullback_fwd = while_pull_fwd,
+      .pullback_bwd = while_pull_bwd,
+      .dce = while_dce,
+  });
 }
 
 Value op_switch(const Value& key, std::span<const std::string> names, std::span<const IRPtr> branches,

@@ -91,12 +91,6 @@ void host_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<As
   }
 }
 
-// Outside the executor (eager calls, the sequential interpreter): the same
-// path, waited for.
-void host_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
-  run_async_blocking(e, in, out, env);
-}
-
 void host_push(PushCtx&, const Eqn& e) {
   invalid("pushforward: host function " + quoted(e.params.value("name").as_str()) +
           " has no pushforward rule (a tangent reaches its arguments; wrap them in stop_gradient if the "
@@ -112,19 +106,18 @@ void host_pull_bwd(PullCtx&, const Eqn& e) {
 }  // namespace
 
 void add_host_prims(std::vector<Prim>& out) {
-  Prim p;
-  p.name = "host_call";
-  p.flags = kNondeterministic | kObservable;
-  p.impl = host_impl;
-  p.impl_async = host_impl_async;
-  p.abstract_eval = host_abstract;
-  p.batch = batch_by_map;
-  p.pushforward = host_push;
-  p.pullback_fwd = pull_fwd_copy;
-  p.pullback_bwd = host_pull_bwd;
-  p.dce = dce_whole;
-  p.params = std::vector<ParamSpec>{{"name", 0, Kind::Str, false, /*names_host_function=*/true}, {"result", 0, Kind::Null, false}};
-  out.push_back(p);
+  out.push_back(Prim{
+      .name = "host_call",
+      .flags = kNondeterministic | kObservable,
+      .params = {{.name = "name", .value_kind = Kind::Str, .names_host_function = true}, {.name = "result"}},
+      .impl_async = host_impl_async,
+      .abstract_eval = host_abstract,
+      .batch = batch_by_map,
+      .pushforward = host_push,
+      .pullback_fwd = pull_fwd_copy,
+      .pullback_bwd = host_pull_bwd,
+      .dce = dce_whole,
+  });
 }
 
 Value op_host_call(std::string_view name, std::span<const Value> args, RunEnv& env) {

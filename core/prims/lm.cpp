@@ -19,6 +19,7 @@
 #include "prims/builtins.h"
 #include "trace/trace.h"
 #include "transforms/batch.h"
+#include "transforms/dce.h"
 #include "transforms/pullback.h"
 #include "transforms/pushforward.h"
 #include "value/error.h"
@@ -294,27 +295,25 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   }
 }
 
-void lm_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
-  run_async_blocking(e, in, out, env);
-}
-
 void lm_batch(BatchCtx& ctx, const Eqn& e);
 void lm_push(PushCtx& ctx, const Eqn& e);
 void lm_pull_bwd(PullCtx& ctx, const Eqn& e);
 
-Prim lm_prim(const char* name, AbstractOut (*abstract)(const Params&, std::span<const Aval>, const TreeDef&)) {
-  Prim p;
-  p.name = name;
-  p.flags = kNondeterministic;
-  p.cost = kLmCallCost;
-  p.impl = lm_impl;
-  p.impl_async = lm_impl_async;
-  p.abstract_eval = abstract;
-  p.batch = lm_batch;
-  p.pushforward = lm_push;
-  p.pullback_bwd = lm_pull_bwd;
-  p.params = std::vector<ParamSpec>{{"roles", 0, Kind::List, false}};
-  return p;
+Prim lm_prim(const char* name, std::vector<ParamSpec> params,
+             AbstractOut (*abstract)(const Params&, std::span<const Aval>, const TreeDef&)) {
+  return Prim{
+      .name = name,
+      .flags = kNondeterministic,
+      .cost = kLmCallCost,
+      .params = std::move(params),
+      .impl_async = lm_impl_async,
+      .abstract_eval = abstract,
+      .batch = lm_batch,
+      .pushforward = lm_push,
+      .pullback_fwd = pull_fwd_copy,
+      .pullback_bwd = lm_pull_bwd,
+      .dce = dce_whole,
+  };
 }
 
 // Checks messages and splits them into roles (static) and contents.
@@ -489,10 +488,10 @@ void lm_pull_bwd(PullCtx& ctx, const Eqn& e) {
 }  // namespace
 
 void add_lm_prims(std::vector<Prim>& out) {
-  out.push_back(lm_prim("lm_call", lm_call_abstract));
-  Prim schema_call = lm_prim("lm_schema_call", lm_schema_call_abstract);
-  schema_call.params->push_back(ParamSpec{"schema", 0, Kind::Null, false});
-  out.push_back(std::move(schema_call));
+  out.push_back(lm_prim("lm_call", {{.name = "roles", .value_kind = Kind::List}}, lm_call_abstract));
+  out.push_back(lm_prim("lm_schema_call",
+                        {{.name = "roles", .value_kind = Kind::List}, {.name = "schema"}},
+                        lm_schema_call_abstract));
 }
 
 Value op_lm_call(const Value& messages, const Value& model, RunEnv& env) {

@@ -571,33 +571,34 @@ void scan_dce(DceCtx& ctx, const Eqn& e) {
 }  // namespace
 
 void add_scan_prims(std::vector<Prim>& out) {
-  Prim ws;
-  ws.name = "while_scan";
-  ws.cost = 0.0;
-  ws.impl_async = while_scan_impl_async;
-  ws.abstract_eval = while_scan_abstract;
-  ws.batch = batch_by_map;
-  ws.pushforward = while_scan_push;
-  ws.pullback_fwd = while_scan_pull_fwd;
-  ws.pullback_bwd = while_scan_pull_bwd;
-  ws.dce = while_scan_dce;
-  ws.params = std::vector<ParamSpec>{
-      {"body", 1, Kind::Null, false}, {"cond", 1, Kind::Null, false}, {"max_iters", 0, Kind::Int, false}};
-  out.push_back(ws);
-
-  Prim scan;
-  scan.name = "scan";
-  scan.cost = 0.0;
-  scan.impl_async = scan_impl_async;
-  scan.abstract_eval = scan_abstract;
-  scan.batch = batch_by_map;
-  scan.pushforward = scan_push;
-  scan.pullback_fwd = scan_pull_fwd;
-  scan.pullback_bwd = scan_pull_bwd;
-  scan.dce = scan_dce;
-  scan.params = std::vector<ParamSpec>{
-      {"body", 1, Kind::Null, false}, {"n_xs", 0, Kind::Int, false}, {"reverse", 0, Kind::Bool, false}};
-  out.push_back(scan);
+  out.push_back(Prim{
+      .name = "while_scan",
+      .cost = 0.0,
+      .params = {{.name = "body", .kind = ParamKind::IR},
+                 {.name = "cond", .kind = ParamKind::IR},
+                 {.name = "max_iters", .value_kind = Kind::Int}},
+      .impl_async = while_scan_impl_async,
+      .abstract_eval = while_scan_abstract,
+      .batch = batch_by_map,
+      .pushforward = while_scan_push,
+      .pullback_fwd = while_scan_pull_fwd,
+      .pullback_bwd = while_scan_pull_bwd,
+      .dce = while_scan_dce,
+  });
+  out.push_back(Prim{
+      .name = "scan",
+      .cost = 0.0,
+      .params = {{.name = "body", .kind = ParamKind::IR},
+                 {.name = "n_xs", .value_kind = Kind::Int},
+                 {.name = "reverse", .value_kind = Kind::Bool}},
+      .impl_async = scan_impl_async,
+      .abstract_eval = scan_abstract,
+      .batch = batch_by_map,
+      .pushforward = scan_push,
+      .pullback_fwd = scan_pull_fwd,
+      .pullback_bwd = scan_pull_bwd,
+      .dce = scan_dce,
+  });
 }
 
 }  // namespace af

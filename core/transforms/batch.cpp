@@ -50,7 +50,7 @@ BatchRun batch_into(Builder& b, const IR& ir, std::span<const Atom> in, const st
     ctx.out_set.assign(e.out.size(), false);
     Tags saved = b.tags;
     b.tags = e.tags;
-    (e.prim->batch ? e.prim->batch : batch_by_map)(ctx, e);
+    rule_of(e, &Prim::batch, "batch")(ctx, e);
     b.tags = saved;
     for (size_t k = 0; k < e.out.size(); ++k) {
       if (!ctx.out_set[k])

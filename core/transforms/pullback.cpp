@@ -35,7 +35,7 @@ struct PullState {
       PullCtx ctx = make_ctx(e);
       Tags saved = b.tags;
       b.tags = e.tags;
-      (e.prim->pullback_fwd ? e.prim->pullback_fwd : pull_fwd_copy)(ctx, e);
+      rule_of(e, &Prim::pullback_fwd, "pullback")(ctx, e);
       b.tags = saved;
       for (size_t k = 0; k < e.out.size(); ++k) {
         if (!ctx.outs_set[k])
@@ -89,8 +89,7 @@ struct PullState {
         any = any || cts[k].has_value();
       }
       if (!any) continue;
-      if (!e.prim->pullback_bwd)
-        invalid("pullback: primitive \"" + e.prim->name + "\" has no pullback rule");
+      rule_of(e, &Prim::pullback_bwd, "pullback");
       PullCtx ctx = make_ctx(e);
       for (size_t k = 0; k < e.out.size(); ++k) {
         ctx.outs[k] = atom[e.out[k]];

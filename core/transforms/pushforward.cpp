@@ -37,8 +37,7 @@ PushRun push_into(Builder& b, const IR& ir, std::span<const Atom> in,
       for (size_t k = 0; k < outs.size(); ++k) atom[e.out[k]] = outs[k];
       continue;
     }
-    if (!e.prim->pushforward)
-      invalid("pushforward: primitive \"" + e.prim->name + "\" has no pushforward rule");
+    rule_of(e, &Prim::pushforward, "pushforward");
     PushCtx ctx{b, ir, e, std::move(ins), std::move(tins), {}, {}, {}};
     ctx.outs.resize(e.out.size());
     ctx.out_tangents.resize(e.out.size());
