@@ -80,7 +80,7 @@ AbstractOut switch_abstract(const Params& params, std::span<const Aval> in, cons
   const IRMap& br = branches_of(params);
   if (br.empty()) invalid("switch: there are no branches");
   if (in.empty() || !(in[0] == Aval{Kind::Str, 0}))
-    invalid("switch: the key must be str, found " + (in.empty() ? std::string("nothing") : aval_name(in[0])));
+    invalid("switch: the key must be a str, found " + (in.empty() ? std::string("nothing") : aval_name(in[0])));
   std::vector<TreeDef> children = in_tree.children();
   TreeDef ops_tree = TreeDef::list_of(std::span<const TreeDef>(children).subspan(1));
   const IR& first = *br[0].second;
