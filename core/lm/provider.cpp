@@ -1,7 +1,5 @@
 #include "lm/provider.h"
 
-#include <algorithm>
-
 namespace af::lm {
 
 void Limiter::submit(std::shared_ptr<Call> call) {
@@ -50,7 +48,7 @@ void Limiter::release(int slot, uint64_t prompt_tokens, uint64_t completion_toke
     ++stats_.finished;
     stats_.prompt_tokens += prompt_tokens;
     stats_.completion_tokens += completion_tokens;
-    free_slots_.push_back(slot);
+    free_slots_.push(slot);
   }
   pump();
 }
@@ -70,10 +68,8 @@ void Limiter::pump() {
     int slot;
     if (!free_slots_.empty()) {
       // Lowest free slot first keeps profile tracks compact.
-      auto it = std::min_element(free_slots_.begin(), free_slots_.end());
-      slot = *it;
-      *it = free_slots_.back();
-      free_slots_.pop_back();
+      slot = free_slots_.top();
+      free_slots_.pop();
     } else {
       slot = next_slot_++;
     }
@@ -98,7 +94,7 @@ void Limiter::pump() {
       lock.lock();
       --in_flight_;
       ++stats_.finished;
-      free_slots_.push_back(slot);
+      free_slots_.push(slot);
     } else {
       p->start(std::move(call));
       lock.lock();

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -57,7 +58,9 @@ class Limiter : public std::enable_shared_from_this<Limiter> {
   uint32_t starting_ = 0;
   bool pumping_ = false;
   uint64_t seq_ = 0;
-  std::vector<int> free_slots_;
+  // A min-heap: pump() takes the lowest free slot in O(log n) even with
+  // 100 000 calls in flight.
+  std::priority_queue<int, std::vector<int>, std::greater<int>> free_slots_;
   int next_slot_ = 0;
   std::priority_queue<Waiting> waiting_;
   Stats stats_;
