@@ -4,7 +4,9 @@
 //       input k is a list of per-item values when axes[k], else shared by
 //       every item; each output is the list of the body's per-item outputs.
 //       On the dataflow executor, a body that makes LM calls runs every
-//       item at once (map_impl_async).
+//       item at once (map_impl_async); a body that is one switch with a
+//       batched key runs each branch once on the items that take it
+//       (map_switch_by_branch).
 //   batch_check[paths](lists...) -> lists      the batch's entry check: every
 //       batched input holds the same, non-zero number of items.
 //   broadcast(x, like) -> list                x once per item of `like`.
@@ -17,6 +19,7 @@
 
 #include "ir/registry.h"
 #include "prims/builtins.h"
+#include "prims/control_flow.h"
 #include "rt/context.h"
 #include "rt/error_value.h"
 #include "rt/scopes.h"
@@ -179,6 +182,178 @@ void map_directly(const Eqn& e, std::span<const Value> in, const std::vector<boo
   op.succeed(std::move(out));
 }
 
+// ---- a batched switch, branch by branch
+
+// Whether an equation must run once per item: it has effects, is sampled
+// (an LM call) or observable, or holds a sub-IR with such an equation.
+bool runs_per_item(const Eqn& e) {
+  if (e.prim->flags & (kEffectful | kNondeterministic | kObservable | kNoMerge)) return true;
+  return e.params.any_ir(
+      [](const IR& ir) { return std::any_of(ir.eqns.begin(), ir.eqns.end(), runs_per_item); });
+}
+
+// Whether running `branch` batched over its items (inputs batched as `axes`
+// says) does what running it once per item does: batch copies an equation
+// with no batched input, which then runs once for all the items, so every
+// equation that must run per item has to depend on a batched input.
+bool batches_exactly(const IR& branch, const std::vector<bool>& axes) {
+  std::vector<bool> batched(branch.vars.size(), false);
+  for (size_t k = 0; k < branch.in.size(); ++k)
+    if (axes[k] && branch.in[k].is_var()) batched[branch.in[k].var] = true;
+  for (const Eqn& e : branch.eqns) {
+    bool b = std::any_of(e.in.begin(), e.in.end(), [&](const Atom& a) { return a.is_var() && batched[a.var]; });
+    if (b) {
+      for (VarId v : e.out) batched[v] = true;
+    } else if (runs_per_item(e)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A map whose body is one switch with a batched key (what batch makes of a
+// switch whose key is batched). Rather than a sub-run per item, the items
+// are grouped by key and each branch taken runs once, batched over its
+// items (batch_flat of the branch: one sub-run whose LM calls are batched
+// calls); the results are put back in item order. Items that fail before
+// running (an unknown key, an error value under per-item errors) get their
+// error as the per-item path would. Returns false, having started nothing,
+// when the body is not such a switch or a branch taken must run item by
+// item (batches_exactly).
+bool map_switch_by_branch(const Eqn& e, std::span<const Value> in, const std::vector<bool>& axes, size_t n,
+                          const std::shared_ptr<AsyncOp>& op, RunEnv& env) {
+  static const Prim& sw = prim("switch");
+  const IR& body = *e.params.ir("body");
+  if (n == 0 || body.eqns.size() != 1 || body.eqns[0].prim != &sw || !env.context) return false;
+  const Eqn& s = body.eqns[0];
+  const size_t n_out = e.out.size(), m = s.in.size() - 1;
+  if (body.out.size() != s.out.size()) return false;
+  for (size_t o = 0; o < s.out.size(); ++o)
+    if (!body.out[o].is_var() || body.out[o].var != s.out[o]) return false;
+  // Switch input j: from body input src[j] (>= 0), else its own literal.
+  std::vector<int64_t> src(s.in.size(), -1);
+  for (size_t j = 0; j < s.in.size(); ++j)
+    for (size_t k = 0; k < body.in.size() && s.in[j].is_var(); ++k)
+      if (body.in[k].is_var() && body.in[k].var == s.in[j].var) src[j] = int64_t(k);
+  if (src[0] < 0 || !axes[size_t(src[0])]) return false;  // the key is not batched
+  std::vector<bool> op_axes(m);
+  for (size_t j = 0; j < m; ++j) op_axes[j] = src[j + 1] >= 0 && axes[size_t(src[j + 1])];
+
+  // Group the items by branch.
+  struct Group {
+    const IRPtr* branch = nullptr;
+    std::shared_ptr<std::vector<uint32_t>> items = std::make_shared<std::vector<uint32_t>>();
+    BatchedIR batched;
+  };
+  std::vector<Group> groups;
+  std::vector<std::vector<Value>> cols(n_out, std::vector<Value>(n));
+  const Value& keys = in[size_t(src[0])];
+  for (size_t i = 0; i < n; ++i) {
+    env.check_stop();
+    if (const Value* failed = env.item_errors ? failed_input(in, axes, i) : nullptr) {
+      for (auto& c : cols) c[i] = *failed;
+      continue;
+    }
+    const IRPtr* branch;
+    try {
+      branch = &switch_branch(s.params, keys.items()[i].as_str());
+    } catch (const Error& err) {
+      if (!fails_item(env.item_errors, err)) throw;
+      for (auto& c : cols) c[i] = error_value(err);
+      continue;
+    }
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.branch == branch; });
+    if (g == groups.end()) {
+      g = groups.emplace(groups.end());
+      g->branch = branch;
+    }
+    g->items->push_back(uint32_t(i));
+  }
+  for (Group& g : groups) {
+    if (!batches_exactly(**g.branch, op_axes)) return false;
+    g.batched = batch_flat(**g.branch, op_axes, {});
+  }
+
+  struct Join {
+    std::mutex mu;
+    std::vector<std::vector<Value>> cols;
+    size_t left = 0;
+    std::vector<std::shared_ptr<SubRun>> runs;
+  };
+  auto join = std::make_shared<Join>();
+  join->cols = std::move(cols);
+  join->left = groups.size();
+  if (groups.empty()) {
+    std::vector<Value> out;
+    for (auto& c : join->cols) out.push_back(Value::list(std::move(c)));
+    op->succeed(std::move(out));
+    return true;
+  }
+  auto cancel_all = [join] {
+    std::vector<std::shared_ptr<SubRun>> runs;
+    {
+      std::lock_guard<std::mutex> lock(join->mu);
+      runs = join->runs;
+    }
+    for (const auto& r : runs) r->cancel();
+  };
+  op->on_cancel(cancel_all);
+  const bool item_errors = env.item_errors;
+  for (Group& g : groups) {
+    if (op->finished()) break;
+    const std::vector<uint32_t>& items = *g.items;
+    std::vector<Value> sub(m);
+    for (size_t j = 0; j < m; ++j) {
+      if (src[j + 1] < 0) {
+        sub[j] = s.in[j + 1].lit;
+      } else if (!op_axes[j]) {
+        sub[j] = in[size_t(src[j + 1])];
+      } else {
+        const std::vector<Value>& all = in[size_t(src[j + 1])].items();
+        std::vector<Value> picked;
+        picked.reserve(items.size());
+        for (uint32_t i : items) picked.push_back(all[i]);
+        sub[j] = Value::list(std::move(picked));
+      }
+    }
+    auto done = [op, join, items = g.items, out_batched = g.batched.out_batched, n_out, item_errors, cancel_all](
+                    std::vector<Value>* out, const Error* err) {
+      std::unique_lock<std::mutex> lock(join->mu);
+      if (err && !(fails_item(item_errors, *err) && !op->finished())) {
+        lock.unlock();
+        if (op->fail(*err)) cancel_all();
+        return;
+      }
+      for (size_t o = 0; o < n_out && !err; ++o)
+        if (out_batched[o] && ((*out)[o].kind() != Kind::List || (*out)[o].size() != items->size())) {
+          lock.unlock();
+          op->fail(Error(Code::Internal, "map: a batched branch returned " + std::to_string((*out)[o].size()) +
+                                             " items for " + std::to_string(items->size())));
+          return cancel_all();
+        }
+      for (size_t o = 0; o < n_out; ++o) {
+        for (size_t p = 0; p < items->size(); ++p) {
+          Value& cell = join->cols[o][(*items)[p]];
+          if (err) cell = error_value(*err);
+          else if (!out_batched[o]) cell = (*out)[o];  // the same for each item of the branch
+          else cell = (*out)[o].items()[p];
+        }
+      }
+      if (--join->left != 0) return;
+      join->runs.clear();
+      std::vector<Value> cols;
+      for (auto& c : join->cols) cols.push_back(Value::list(std::move(c)));
+      lock.unlock();
+      op->succeed(std::move(cols));
+    };
+    std::shared_ptr<SubRun> run = env.context->run_sub(g.batched.ir, sub, env, op, std::move(done));
+    if (!run) continue;
+    std::lock_guard<std::mutex> lock(join->mu);
+    if (join->left != 0) join->runs.push_back(std::move(run));
+  }
+  return true;
+}
+
 // The one implementation: every item is a sub-run of the body (rt/context.h
 // run_sub), started at once — inline, one after another, when the body makes
 // no async work; on the scheduler otherwise, all items in flight together
@@ -191,6 +366,7 @@ void map_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asy
   const std::vector<bool> axes = bools(e.params.value("axes"));
   const size_t n = batch_length("map", in, axes), n_out = e.out.size();
   if (applies_directly(*body)) return map_directly(e, in, axes, n, *op, env);
+  if (map_switch_by_branch(e, in, axes, n, op, env)) return;
   if (!env.context) fail(Code::Internal, "map: no context to run the body");
   struct Join {
     std::mutex mu;

@@ -118,7 +118,7 @@ const IRPtr& branch_for(const IRMap& br, const std::string& key) {
 // The one implementation: the branch the key names runs as a sub-run (inline
 // when it makes no async work; rt/context.h run_sub).
 void switch_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, RunEnv& env) {
-  const IRPtr& branch = branch_for(branches_of(e.params), in[0].as_str());
+  const IRPtr& branch = switch_branch(e.params, in[0].as_str());
   if (!env.context) fail(Code::Internal, "switch: no context to run the branch");
   std::shared_ptr<SubRun> run =
       env.context->run_sub(branch, in.subspan(1), env, op, [op](std::vector<Value>* out, const Error* err) {
@@ -504,6 +504,8 @@ void while_dce(DceCtx& ctx, const Eqn& e) {
 }
 
 }  // namespace
+
+const IRPtr& switch_branch(const Params& p, const std::string& key) { return branch_for(branches_of(p), key); }
 
 void add_control_flow_prims(std::vector<Prim>& out) {
   out.push_back(Prim{

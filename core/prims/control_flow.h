@@ -22,6 +22,10 @@ namespace af {
 Value op_switch(const Value& key, std::span<const std::string> names, std::span<const IRPtr> branches,
                 std::span<const Value> operands, RunEnv& env);
 
+// The branch of switch equation params `p` named `key`; NOT_FOUND listing
+// the branches if none (what the switch does at run time).
+const IRPtr& switch_branch(const Params& p, const std::string& key);
+
 // while_loop(cond, body, init, max_iters): while cond(state) is true and
 // fewer than max_iters iterations ran, state = body(state). cond and body
 // take one positional input (the state); body keeps its structure and kinds.
