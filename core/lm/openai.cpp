@@ -47,7 +47,6 @@ struct Config {
   uint32_t max_retries = 3;
   int64_t backoff_ms = 500;
   int64_t backoff_max_ms = 20000;
-  bool http2_prior_knowledge = false;  // h2c: HTTP/2 on http:// without an upgrade
   Value extra;  // dict or null
 };
 
@@ -234,10 +233,6 @@ class Engine : public std::enable_shared_from_this<Engine> {
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
-    // https:// negotiates HTTP/2 by ALPN (curl's default) and multiplexes;
-    // a plain-http server that speaks h2c needs to be told.
-    if (cfg_.http2_prior_knowledge)
-      curl_easy_setopt(e, CURLOPT_HTTP_VERSION, long(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
     if (curl_multi_add_handle(multi_, e) != CURLM_OK)
       return finish(t, Error(Code::Internal, "openai provider: curl_multi_add_handle failed"));
     t->active = true;
@@ -487,7 +482,6 @@ ProviderPtr make_openai(const Value& options) {
   cfg.max_retries = uint32_t(o.integer("max_retries", 3, 0, 100));
   cfg.backoff_ms = o.integer("backoff_ms", 500, 0, 3600 * 1000LL);
   cfg.backoff_max_ms = o.integer("backoff_max_ms", 20000, 0, 3600 * 1000LL);
-  cfg.http2_prior_knowledge = o.boolean("http2_prior_knowledge", false);
   if (const Value* extra = o.raw("extra")) {
     if (extra->kind() != Kind::Dict) invalid("openai provider: option \"extra\" must be an object");
     for (const auto& [k, _] : extra->entries())

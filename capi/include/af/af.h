@@ -868,10 +868,7 @@ AF_API af_error_t* af_provider_echo_new(const char* options_json, size_t len,
  * doubled each retry, with jitter, capped by "backoff_max_ms", default
  * 20000; a Retry-After header wins but is clamped to backoff_max_ms, and a
  * run's deadline or cancel ends the wait), "extra" (an object merged into
- * every request body, e.g. {"temperature": 0}), "http2_prior_knowledge"
- * (default false: HTTP/2 without an upgrade on a plain http:// server that
- * speaks h2c; https:// negotiates HTTP/2 by itself). Connections are kept
- * alive and reused; HTTP/2 requests share one connection. Schema calls send
+ * every request body, e.g. {"temperature": 0}). Schema calls send
  * response_format {"type":"json_schema", ...strict}. Failures: PROVIDER
  * (status and a 300-byte body excerpt, after retries; the key is replaced by
  * "[redacted]" and control characters are escaped; a reply body over 64 MiB
