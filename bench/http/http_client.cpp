@@ -2,7 +2,7 @@
 // OpenAI-compatible server, for bench/http/run.py (which starts the server
 // and compares the clients side by side).
 //
-//   af_http_bench <client> <base_url> <in_flight> <requests> <latency_file> [h2]
+//   af_http_bench <client> <base_url> <in_flight> <requests> <latency_file>
 //
 // client:
 //   libaf    libaf's openai provider (core/lm/openai.cpp), driven call by
@@ -16,7 +16,6 @@
 //   curl     a raw libcurl multi loop, the physical limit: `in_flight` easy
 //            handles made once, each re-added with a fixed body as soon as
 //            its transfer ends; the reply is kept, not parsed.
-// h2: HTTP/2 without upgrade (h2c with prior knowledge), multiplexed.
 //
 // Before timing, each client runs `in_flight` requests untimed (connections
 // open, handles warm). Prints one JSON line: {"client", "in_flight",
@@ -111,16 +110,14 @@ class ProviderLoop {
   std::string first_error_;
 };
 
-std::string provider_options(const std::string& url, bool h2) {
+std::string provider_options(const std::string& url) {
   // Unlimited in flight: the loop itself bounds it. No retries: an error is
   // counted, not hidden.
-  std::string o = "{\"base_url\":\"" + url + "\",\"max_in_flight\":0,\"max_retries\":0";
-  if (h2) o += ",\"http2_prior_knowledge\":true";
-  return o + "}";
+  return "{\"base_url\":\"" + url + "\",\"max_in_flight\":0,\"max_retries\":0}";
 }
 
-Result run_libaf(const std::string& url, uint32_t in_flight, uint64_t n, bool h2, double& seconds, double& cpu) {
-  af::lm::ProviderPtr p = af::lm::make_openai(af::from_json(provider_options(url, h2)));
+Result run_libaf(const std::string& url, uint32_t in_flight, uint64_t n, double& seconds, double& cpu) {
+  af::lm::ProviderPtr p = af::lm::make_openai(af::from_json(provider_options(url)));
   ProviderLoop(p, in_flight).run(in_flight);  // warm-up
   ProviderLoop loop(p, n);
   double c0 = cpu_seconds();
@@ -175,12 +172,12 @@ af_error_t* trace_chains(void* ud, af_context_t* c, const af_value_t* const*, si
   return e;
 }
 
-Result run_program(const std::string& url, uint32_t in_flight, uint64_t n, bool h2, double& seconds, double& cpu) {
+Result run_program(const std::string& url, uint32_t in_flight, uint64_t n, double& seconds, double& cpu) {
   Result r;
   af_context_t* ctx = nullptr;
   af_provider_t* p = nullptr;
   af_error_t* e = af_context_new(&ctx);
-  std::string opts = provider_options(url, h2);
+  std::string opts = provider_options(url);
   if (!e) e = af_provider_openai_new(opts.data(), opts.size(), &p);
   if (!e) e = af_context_route(ctx, "*", 1, p);
   auto call = [&](uint64_t length) -> af_error_t* {
@@ -226,7 +223,7 @@ struct Handle {
   bool timed = false;
 };
 
-Result run_curl(const std::string& url, uint32_t in_flight, uint64_t n, bool h2, double& seconds, double& cpu) {
+Result run_curl(const std::string& url, uint32_t in_flight, uint64_t n, double& seconds, double& cpu) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   const std::string endpoint = url + "/chat/completions";
   const std::string body =
@@ -244,7 +241,6 @@ Result run_curl(const std::string& url, uint32_t in_flight, uint64_t n, bool h2,
     curl_easy_setopt(h.easy, CURLOPT_WRITEDATA, &h.reply);
     curl_easy_setopt(h.easy, CURLOPT_PRIVATE, &h);
     curl_easy_setopt(h.easy, CURLOPT_NOSIGNAL, 1L);
-    if (h2) curl_easy_setopt(h.easy, CURLOPT_HTTP_VERSION, long(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
   }
   Result r;
   r.latency_ns.reserve(n);
@@ -295,14 +291,13 @@ Result run_curl(const std::string& url, uint32_t in_flight, uint64_t n, bool h2,
 
 int main(int argc, char** argv) {
   if (argc < 6) {
-    std::fprintf(stderr, "usage: %s libaf|program|curl <base_url> <in_flight> <requests> <latency_file> [h2]\n",
+    std::fprintf(stderr, "usage: %s libaf|program|curl <base_url> <in_flight> <requests> <latency_file>\n",
                  argv[0]);
     return 2;
   }
   const std::string client = argv[1], url = argv[2];
   const auto in_flight = uint32_t(std::strtoul(argv[3], nullptr, 10));
   const uint64_t n = std::strtoull(argv[4], nullptr, 10);
-  const bool h2 = argc > 6 && std::string(argv[6]) == "h2";
   if (in_flight == 0 || n < in_flight) {
     std::fprintf(stderr, "in_flight must be >= 1 and requests >= in_flight\n");
     return 2;
@@ -310,9 +305,9 @@ int main(int argc, char** argv) {
   double seconds = 0, cpu = 0;
   Result r;
   try {
-    if (client == "libaf") r = run_libaf(url, in_flight, n, h2, seconds, cpu);
-    else if (client == "program") r = run_program(url, in_flight, n, h2, seconds, cpu);
-    else if (client == "curl") r = run_curl(url, in_flight, n, h2, seconds, cpu);
+    if (client == "libaf") r = run_libaf(url, in_flight, n, seconds, cpu);
+    else if (client == "program") r = run_program(url, in_flight, n, seconds, cpu);
+    else if (client == "curl") r = run_curl(url, in_flight, n, seconds, cpu);
     else {
       std::fprintf(stderr, "unknown client %s\n", client.c_str());
       return 2;
@@ -324,9 +319,9 @@ int main(int argc, char** argv) {
   std::ofstream lat(argv[5]);
   for (int64_t ns : r.latency_ns) lat << ns << '\n';
   const uint64_t timed = client == "program" ? (n / in_flight) * in_flight : n;
-  std::printf("{\"client\":\"%s%s\",\"in_flight\":%u,\"requests\":%llu,\"errors\":%llu,\"seconds\":%.6f,"
+  std::printf("{\"client\":\"%s\",\"in_flight\":%u,\"requests\":%llu,\"errors\":%llu,\"seconds\":%.6f,"
               "\"cpu_seconds\":%.6f}\n",
-              client.c_str(), h2 ? "-h2" : "", in_flight, static_cast<unsigned long long>(timed),
+              client.c_str(), in_flight, static_cast<unsigned long long>(timed),
               static_cast<unsigned long long>(r.errors), seconds, cpu);
   if (r.errors) std::fprintf(stderr, "%s: %llu errors, first: %s\n", client.c_str(),
                              static_cast<unsigned long long>(r.errors), r.first_error.c_str());
