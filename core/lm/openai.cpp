@@ -123,8 +123,7 @@ struct Transfer {
   std::string body;
   std::string response;
   std::string retry_after;
-  CURL* easy = nullptr;
-  curl_slist* headers = nullptr;
+  CURL* easy = nullptr;  // from the engine's idle handles while attempting
   uint32_t attempt = 0;
   int64_t due_ns = 0;     // when waiting to retry
   bool active = false;    // in the multi handle
@@ -168,8 +167,18 @@ class Engine : public std::enable_shared_from_this<Engine> {
     std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
     multi_ = curl_multi_init();
     if (!multi_) fail(Code::OutOfMemory, "openai provider: curl_multi_init failed");
+    headers_ = curl_slist_append(nullptr, "Content-Type: application/json");
+    if (headers_ && !cfg_.auth_header.empty()) headers_ = curl_slist_append(headers_, cfg_.auth_header.c_str());
+    if (!headers_) {
+      curl_multi_cleanup(multi_);
+      fail(Code::OutOfMemory, "openai provider: out of memory");
+    }
   }
-  ~Engine() { curl_multi_cleanup(multi_); }
+  ~Engine() {
+    for (CURL* e : idle_) curl_easy_cleanup(e);
+    curl_multi_cleanup(multi_);
+    curl_slist_free_all(headers_);
+  }
 
   void begin() { thread_ = std::thread([self = shared_from_this()] { self->loop(); }); }
 
@@ -210,17 +219,21 @@ class Engine : public std::enable_shared_from_this<Engine> {
     t->response.clear();
     t->retry_after.clear();
     t->too_large = false;
-    if (!t->easy) {
+    if (t->easy) {
+      curl_easy_reset(t->easy);  // a retry
+    } else if (!idle_.empty()) {
+      // A handle kept from an earlier request: reset, not remade (making and
+      // freeing one per request was most of the provider's own cost).
+      t->easy = idle_.back();
+      idle_.pop_back();
+      curl_easy_reset(t->easy);
+    } else {
       t->easy = curl_easy_init();
       if (!t->easy) return finish(t, Error(Code::OutOfMemory, "openai provider: curl_easy_init failed"));
-      t->headers = curl_slist_append(t->headers, "Content-Type: application/json");
-      if (!cfg_.auth_header.empty()) t->headers = curl_slist_append(t->headers, cfg_.auth_header.c_str());
-    } else {
-      curl_easy_reset(t->easy);
     }
     CURL* e = t->easy;
     curl_easy_setopt(e, CURLOPT_URL, cfg_.url.c_str());
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers_);
     curl_easy_setopt(e, CURLOPT_POST, 1L);
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->body.data());
     curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(t->body.size()));
@@ -247,12 +260,13 @@ class Engine : public std::enable_shared_from_this<Engine> {
     }
   }
 
+  // The transfer is over: its handle goes back to the idle ones (a few are
+  // kept; connections live in the multi handle's cache either way).
   void release(const std::shared_ptr<Transfer>& t) {
     detach(t);
-    if (t->easy) curl_easy_cleanup(t->easy);
+    if (t->easy && idle_.size() < kMaxIdle) idle_.push_back(t->easy);
+    else if (t->easy) curl_easy_cleanup(t->easy);
     t->easy = nullptr;
-    curl_slist_free_all(t->headers);
-    t->headers = nullptr;
     t->done = true;
   }
 
@@ -395,8 +409,11 @@ class Engine : public std::enable_shared_from_this<Engine> {
       if (!t->done) finish(t, Error(Code::Cancelled, "provider " + cfg_.name + " was freed"));
   }
 
+  static constexpr size_t kMaxIdle = 64;
   Config cfg_;
   CURLM* multi_ = nullptr;
+  curl_slist* headers_ = nullptr;  // the same for every request
+  std::vector<CURL*> idle_;        // easy handles to reuse (curl thread only)
   std::thread thread_;
   std::mutex mu_;
   bool stop_ = false;
