@@ -180,7 +180,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
     curl_slist_free_all(headers_);
   }
 
-  void begin() { thread_ = std::thread([self = shared_from_this()] { self->loop(); }); }
+  void begin() {
+    thread_ = std::thread([self = shared_from_this()] { self->loop(); });
+    curl_thread_ = thread_.get_id();  // read by add() from any thread; thread_ itself changes in stop()
+  }
 
   void stop() {
     {
@@ -199,7 +202,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
       std::lock_guard<std::mutex> lock(mu_);
       incoming_.push_back(std::move(t));
     }
-    curl_multi_wakeup(multi_);
+    // A call finished on the curl thread often submits the next one from
+    // there: that thread looks at incoming_ before it polls again, so only
+    // other threads need to wake it.
+    if (std::this_thread::get_id() != curl_thread_) curl_multi_wakeup(multi_);
   }
 
   void cancel(std::shared_ptr<Transfer> t) {
@@ -392,6 +398,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
       int timeout = 1000;
       if (!delayed_.empty())
         timeout = int(std::clamp<int64_t>((delayed_.begin()->first - now_ns()) / 1000000 + 1, 0, 1000));
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!incoming_.empty() || !cancels_.empty() || stop_) timeout = 0;  // work queued meanwhile
+      }
       curl_multi_poll(multi_, nullptr, 0, timeout, nullptr);
     }
     // Stopping: whatever is left fails.
@@ -415,6 +425,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   curl_slist* headers_ = nullptr;  // the same for every request
   std::vector<CURL*> idle_;        // easy handles to reuse (curl thread only)
   std::thread thread_;
+  std::thread::id curl_thread_;
   std::mutex mu_;
   bool stop_ = false;
   std::vector<std::shared_ptr<Transfer>> incoming_, cancels_;
