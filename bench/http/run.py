@@ -48,8 +48,11 @@ def venv_python():
     py = venv / "bin" / "python"
     if not py.exists():
         print(f"making {venv} (requirements.txt)", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", "-r", str(HERE / "requirements.txt")], check=True)
+        made = (subprocess.run([sys.executable, "-m", "venv", str(venv)]).returncode == 0 and
+                subprocess.run([str(py), "-m", "pip", "install", "-q", "-r", str(HERE / "requirements.txt")]).returncode == 0)
+        if not made:
+            shutil.rmtree(venv, ignore_errors=True)
+            return None
     return str(py)
 
 
@@ -64,8 +67,6 @@ class Nginx:
 
     def __init__(self):
         exe = shutil.which("nginx") or "/usr/sbin/nginx"
-        if not os.path.exists(exe):
-            sys.exit("nginx not found: apt-get install nginx-light")
         self.dir = tempfile.mkdtemp(prefix="af-http-bench-")
         self.port, self.status = free_port(), free_port()
         d = self.dir
@@ -135,9 +136,12 @@ def run_client(server, cmd):
     load = os.getloadavg()[0]
     cpu0, acc0 = server.cpu_seconds(), server.accepted()
     p = subprocess.run(cmd + [str(lat_file)], capture_output=True, text=True)
-    if p.returncode != 0:
+    lines = p.stdout.strip().splitlines()
+    if not lines or not lines[-1].startswith("{"):
         sys.exit(f"{' '.join(cmd)} failed:\n{p.stderr}{p.stdout}")
-    r = json.loads(p.stdout.strip().splitlines()[-1])
+    r = json.loads(lines[-1])
+    if r["errors"]:  # reported in the table, not hidden
+        print(p.stderr.strip(), file=sys.stderr)
     r["server_cpu_seconds"] = server.cpu_seconds() - cpu0
     r["connections"] = server.accepted() - acc0 - 1  # less the status request itself
     r["load"] = load
@@ -166,7 +170,13 @@ def main():
     ap.add_argument("--json", help="also write every result here")
     args = ap.parse_args()
     clients = args.clients.split(",")
+    if not os.path.exists(shutil.which("nginx") or "/usr/sbin/nginx"):
+        print("skipped: no nginx to serve the clients (apt-get install nginx-light)", file=sys.stderr)
+        return
     py = venv_python() if "python" in clients else None
+    if "python" in clients and not py:
+        print("the python client is skipped: its venv could not be made (pip, PyPI)", file=sys.stderr)
+        clients.remove("python")
     server = Nginx()
     results = []
     try:
@@ -179,7 +189,7 @@ def main():
                     cmd = [args.bin, c, server.url(), str(k), str(args.requests)]
                 r = run_client(server, cmd)
                 results.append(r)
-                print(f"{r['client']:>10} {k:>5} in flight: {r['requests'] / r['seconds']:>9.0f} req/s "
+                print(f"{r['client']:>10} {k:>5} in flight: {(r['requests'] - r['errors']) / r['seconds']:>9.0f} req/s "
                       f"(load {r['load']:.1f})", file=sys.stderr)
     finally:
         server.stop()
@@ -189,12 +199,13 @@ def main():
 
 
 def report(results):
-    print("| client | in flight | req/s | client CPU µs/req | server CPU µs/req | connections | "
+    print("| client | in flight | req/s | errors | client CPU µs/req | server CPU µs/req | connections | "
           "p50 ms | p90 ms | p99 ms | max ms | load |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         n = r["requests"]
-        print(f"| {r['client']} | {r['in_flight']} | {n / r['seconds']:.0f} | {1e6 * r['cpu_seconds'] / n:.1f} | "
+        print(f"| {r['client']} | {r['in_flight']} | {(n - r['errors']) / r['seconds']:.0f} | {r['errors']} | "
+              f"{1e6 * r['cpu_seconds'] / n:.1f} | "
               f"{1e6 * r['server_cpu_seconds'] / n:.1f} | {r['connections']} | {r['p50_ms']:.3f} | "
               f"{r['p90_ms']:.3f} | {r['p99_ms']:.3f} | {r['max_ms']:.2f} | {r['load']:.1f} |")
     print()
@@ -206,7 +217,7 @@ def report(results):
         if r["p50_ms"] == r["p50_ms"]:  # not NaN: per-request latencies known
             print(f"| {r['client']} | {r['in_flight']} | " + " | ".join(str(n) for n in r["histogram"]) + " |")
     print()
-    rps = {(r["client"], r["in_flight"]): r["requests"] / r["seconds"] for r in results}
+    rps = {(r["client"], r["in_flight"]): (r["requests"] - r["errors"]) / r["seconds"] for r in results}
     print("Ratios (throughput, same run):\n")
     for k in sorted({r["in_flight"] for r in results}):
         parts = []
