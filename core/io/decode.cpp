@@ -603,6 +603,7 @@ class Reader {
     out.n_eqns += n;
     expanded_.push_back(expanded);
     height_.push_back(height);
+    ir.checked = true;  // every check of the loader passed
     irs_.push_back(std::make_shared<const IR>(std::move(ir)));
   }
 

@@ -3,7 +3,6 @@
 // version, not Prim address, so a reloaded graph matches), params, atoms (var
 // ids as numbers), trees, avals and tags. The plan cache relies on
 // `ir_hash(a) != ir_hash(b)` implying `!ir_equal(a, b)`.
-#include <algorithm>
 #include <string_view>
 #include <type_traits>
 
@@ -37,7 +36,10 @@ bool prim_equal(const Prim* a, const Prim* b) {
   return a && b && a->name == b->name && a->version == b->version;
 }
 
-uint64_t prim_hash(const Prim* p) { return p ? mix(hash_str(p->name), p->version) : 0; }
+uint64_t prim_hash(const Prim* p) {
+  if (!p) return 0;
+  return p->hash ? p->hash : prim_identity_hash(p->name, p->version);
+}
 
 bool ir_ptr_equal(const IRPtr& a, const IRPtr& b) {
   if (a == b) return true;
@@ -161,18 +163,30 @@ uint64_t ir_hash(const IR& ir) noexcept {
   return mix(h, ir.out_tree.hash());
 }
 
-uint64_t eqn_hash(const Eqn& e, std::span<const Atom> in) noexcept {
+uint64_t eqn_hash(const Eqn& e, std::span<const VarId> alias) noexcept {
   uint64_t h = mix(prim_hash(e.prim), e.params.hash());
   h = mix(h, e.in_tree.hash());
-  h = mix(h, in.size());
-  for (const Atom& a : in) h = mix(h, atom_hash(a));
+  h = mix(h, e.in.size());
+  for (const Atom& a : e.in)
+    h = mix(h, a.is_var() ? mix(1, alias.empty() ? a.var : alias[a.var]) : mix(2, a.lit.hash()));
   return mix(h, tags_hash(e.tags));
 }
 
-bool eqn_same(const Eqn& a, std::span<const Atom> a_in, const Eqn& b,
-              std::span<const Atom> b_in) noexcept {
-  return prim_equal(a.prim, b.prim) && std::equal(a_in.begin(), a_in.end(), b_in.begin(), b_in.end()) &&
-         a.in_tree == b.in_tree && a.params == b.params && tags_equal(a.tags, b.tags);
+bool eqn_same(const Eqn& a, const Eqn& b, std::span<const VarId> alias) noexcept {
+  if (!prim_equal(a.prim, b.prim) || a.in.size() != b.in.size() || !(a.in_tree == b.in_tree) ||
+      !(a.params == b.params) || !tags_equal(a.tags, b.tags))
+    return false;
+  for (size_t k = 0; k < a.in.size(); ++k) {
+    const Atom &x = a.in[k], &y = b.in[k];
+    if (x.is_var() != y.is_var()) return false;
+    if (x.is_var() ? (alias.empty() ? x.var != y.var : alias[x.var] != alias[y.var]) : !(x.lit == y.lit))
+      return false;
+  }
+  return true;
+}
+
+uint64_t prim_identity_hash(std::string_view name, uint32_t version) noexcept {
+  return hash_mix(hash_bytes(name), version);
 }
 
 }  // namespace af

@@ -96,19 +96,5 @@ const IRPtr& Params::ir(std::string_view name) const {
   return std::get<IRPtr>(*p);
 }
 
-bool Params::any_ir(const std::function<bool(const IR&)>& pred) const {
-  for (const auto& [name, p] : items()) {
-    if (auto* one = std::get_if<IRPtr>(&p)) {
-      if (*one && pred(**one)) return true;
-    } else if (auto* list = std::get_if<IRList>(&p)) {
-      for (const IRPtr& x : *list)
-        if (x && pred(*x)) return true;
-    } else if (auto* map = std::get_if<IRMap>(&p)) {
-      for (const auto& [k, x] : *map)
-        if (x && pred(*x)) return true;
-    }
-  }
-  return false;
-}
 
 }  // namespace af

@@ -239,6 +239,7 @@ void Graph::run(const std::vector<std::shared_ptr<Node>>& batch) {
   // Cut the batch out as an IR: concrete leaves (and results of earlier
   // evaluations) become inputs, in order of use; each node one equation.
   auto ir = std::make_shared<IR>();
+  ir->checked = true;  // each node was recorded through its primitive's abstract rule
   ir->eqns.reserve(batch.size());
   std::vector<Value> inputs;
   std::vector<const Node*> eqn_node;

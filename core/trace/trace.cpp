@@ -161,6 +161,7 @@ IRPtr trace(const TraceFn& fn, std::span<const Value> examples, const Value& sta
   auto [leaves, tree] = flatten(result);
   for (const Value& leaf : leaves) f.ir.out.push_back(atom_of(f, leaf, "the traced output"));
   f.ir.out_tree = std::move(tree);
+  f.ir.checked = true;  // every equation went through its abstract rule
   return std::make_shared<const IR>(std::move(f.ir));
 }
 

@@ -117,6 +117,7 @@ void batch_by_map(BatchCtx& ctx, const Eqn& e) {
   // Sized up front: this runs once per equation of a batched program, and
   // allocation is most of its cost.
   auto body = std::make_shared<IR>();
+  body->checked = true;  // one equation of a checked IR, as it was
   body->vars.reserve(e.in.size() + e.out.size());
   body->in.reserve(e.in.size());
   body->out.reserve(e.out.size());

@@ -96,6 +96,7 @@ IRPtr Builder::extract(size_t first, size_t last, std::vector<Atom> in, TreeDef 
 std::shared_ptr<IR> Builder::extract_ir(size_t first, size_t last, std::vector<Atom> in, TreeDef in_tree,
                                         std::vector<Atom> out, TreeDef out_tree) {
   auto res = std::make_shared<IR>();
+  res->checked = true;  // emitted through the primitives' rules
   std::vector<VarId> map(ir_.vars.size(), kNoVar);
   auto define = [&](VarId v) {
     if (map[v] != kNoVar) fail(Code::Internal, "transform: %" + std::to_string(v) + " is defined twice");
