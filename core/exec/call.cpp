@@ -62,19 +62,24 @@ void run_step(const Plan& plan, const Plan::Step& s, std::vector<Value>& slots,
     if (plan.last_use[i]) in[k] = std::move(slots[plan.args[i]]);
     else in[k] = slots[plan.args[i]];
   }
-  if (RunScopes* scopes = scopes_of(env); scopes && scopes->memo_open()) {
-    invoke(*s.eqn, in, out, env);  // memoize scopes keep the inputs as the key
-  } else {
-    // The impl may consume the inputs the run owns (restored after: nested
-    // runs share env).
-    std::span<Value> outer = std::exchange(env.owned_in, std::span<Value>(in));
-    try {
-      s.eqn->prim->impl(*s.eqn, in, out, env);
-    } catch (...) {
+  try {
+    if (RunScopes* scopes = scopes_of(env); scopes && scopes->memo_open()) {
+      invoke(*s.eqn, in, out, env);  // memoize scopes keep the inputs as the key
+    } else {
+      // The impl may consume the inputs the run owns (restored after: nested
+      // runs share env).
+      std::span<Value> outer = std::exchange(env.owned_in, std::span<Value>(in));
+      try {
+        s.eqn->prim->impl(*s.eqn, in, out, env);
+      } catch (...) {
+        env.owned_in = outer;
+        throw;
+      }
       env.owned_in = outer;
-      throw;
     }
-    env.owned_in = outer;
+  } catch (const Error& e) {
+    if (!s.eqn->name_path) throw;
+    throw named_error(s.eqn->name_path, e);
   }
   for (uint32_t k = 0; k < s.out_count; ++k) slots[plan.results[s.out_begin + k]] = std::move(out[k]);
 }

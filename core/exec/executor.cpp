@@ -138,7 +138,9 @@ void mark_outputs_failed(Run& r, const Program::Node& n, std::shared_ptr<const E
 
 // A failed equation: the run fails (default) or, with keep_going, its
 // outputs carry the error. Returns the continuation as complete() does.
-uint32_t fail_node(const std::shared_ptr<Run>& r, uint32_t node, const Error& err, bool can_continue) {
+// The error names the equation's name path, when it has one.
+uint32_t fail_node(const std::shared_ptr<Run>& r, uint32_t node, const Error& cause, bool can_continue) {
+  const Error err = named_error(r->prog->nodes[node].eqn->name_path, cause);
   if (r->profile) r->profile->finished(node, int32_t(err.code()));
   if (!r->opts.keep_going) {
     finish(r, nullptr, &err);

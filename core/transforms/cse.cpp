@@ -1,5 +1,5 @@
 // cse (trace-time memoize, docs/SEMANTICS.md §4): identical pure equations —
-// same primitive, params, input atoms, input structure and tags — are
+// same primitive, params, input atoms, input structure, tags and name path — are
 // merged into the first. Effectful and no-merge equations (checkpoint, and
 // control flow holding one) are never merged; nondeterministic ones (LM
 // calls, host functions) only when the caller asks. Sub-IRs are CSE'd too.
@@ -27,13 +27,15 @@ uint64_t eqn_key(const Eqn& e) {
   for (const Atom& a : e.in) h = mix(h, a.is_var() ? a.var : a.lit.hash() ^ 0x5bd1e995u);
   if (e.tags)
     for (const std::string& t : *e.tags) h = mix(h, std::hash<std::string>{}(t));
+  if (e.name_path)
+    for (const std::string& n : *e.name_path) h = mix(h, std::hash<std::string>{}(n));
   return h;
 }
 
 bool same_eqn(const Eqn& a, const Eqn& b) {
-  auto tags = [](const Tags& t) { return t ? *t : std::vector<std::string>(); };
+  auto strings = [](const Tags& t) { return t ? *t : std::vector<std::string>(); };
   return a.prim == b.prim && a.in == b.in && a.in_tree == b.in_tree && a.params == b.params &&
-         tags(a.tags) == tags(b.tags);
+         strings(a.tags) == strings(b.tags) && strings(a.name_path) == strings(b.name_path);
 }
 
 Params cse_params(const Params& params, bool merge_nondeterministic) {

@@ -333,6 +333,29 @@ AF_API int32_t af_is_tracing(void);
 AF_API af_error_t* af_tag_push(af_context_t* ctx, const char* tag, size_t len);
 AF_API af_error_t* af_tag_pop(af_context_t* ctx);
 
+/* Name paths: while pushed, every equation recorded by the innermost trace
+ * of this thread (or, outside a trace, operation recorded by a lazy
+ * context) carries the open names, outermost first: its name path, like a
+ * call stack of the program's modules and steps ("triage/classify"). It is
+ * kept by every transform, saved in .afg files, part of af_ir_hash /
+ * af_ir_equal (as tags are), and shown by af_ir_to_text (@name="a/b"),
+ * af_ir_to_dot, af_ir_eqn_json ("name_path") and profiles (event titles
+ * and args); an equation that fails words its error "in a/b: ...". An IR
+ * called (inlined) inside a named scope gets the scope's path before each
+ * equation's own; an equation inside a sub-IR (a branch, a loop body) is
+ * named relative to the equation holding it, and runs report the joined
+ * path (profiles) or each level in turn (errors: "in route: in billing:
+ * ...").
+ * Why not tags: tags are an unordered set that unions when scopes nest and
+ * when IRs are inlined, and they change how a program runs (the "urgent"
+ * hint, what providers see). A name path is one ordered path per equation
+ * that composes by prefixing and never changes execution.
+ * INVALID_ARGUMENT: outside a trace on an eager context, an empty name, a
+ * name holding '/' (push one name per level), af_name_pop without a push,
+ * a traced function returning with a name scope open. */
+AF_API af_error_t* af_name_push(af_context_t* ctx, const char* name, size_t len);
+AF_API af_error_t* af_name_pop(af_context_t* ctx);
+
 /* Fold: between push and pop, operations of the innermost trace run at
  * trace time and their results become literals. An operation whose input
  * is a placeholder is INVALID_ARGUMENT ("cannot fold <prim>: ..."). Outside
@@ -397,7 +420,7 @@ AF_API const char* af_ir_eqn_prim(const af_ir_t* ir, size_t i);
 /* Number of positional inputs of ir (0 if ir is NULL). */
 AF_API size_t af_ir_input_count(const af_ir_t* ir);
 /* Structural hash: equal IRs (same equations, params, literals, structure,
- * kinds, tags) hash equal whatever their origin. A defined function of the
+ * kinds, tags, name paths) hash equal whatever their origin. A defined function of the
  * IR: the same in every process, build and platform (it may key on-disk
  * caches); it changes only with a new libaf major version. */
 AF_API uint64_t af_ir_hash(const af_ir_t* ir);
@@ -415,8 +438,9 @@ AF_API void af_ir_free(af_ir_t* ir);
  * self-describing JSON document instead, which every host parses with its
  * own JSON library, and the set can grow fields without new symbols. Only
  * what a JSON document cannot carry gets a function: nested IRs
- * (af_ir_sub, a handle) and new IRs (af_ir_slice). Tags (af_tag) are the
- * user metadata of an equation; they appear in its "tags".
+ * (af_ir_sub, a handle) and new IRs (af_ir_slice). Tags (af_tag_push)
+ * and the name path (af_name_push) are the user metadata of an equation;
+ * they appear in its "tags" and "name_path".
  *
  * Equations are numbered as af_ir_eqn_prim numbers them; variables by the
  * ids of the text form (%3 is 3). Paths name subtrees of the input or output
@@ -433,7 +457,7 @@ AF_API af_error_t* af_ir_json(const af_ir_t* ir, af_bytes_t* out);
 /* Equation i: prim, in (each {"var","kind"} or {"lit","kind"}), out, the
  * input/output structures, deps (the equations it reads directly), params
  * (values as JSON; IR params as {"sub": path} / {"subs": [paths]}), subs,
- * tags, and sched when af_sched set one. */
+ * tags, name_path, and sched when af_sched set one. */
 AF_API af_error_t* af_ir_eqn_json(const af_ir_t* ir, size_t i, af_bytes_t* out);
 /* Variable var: {"var","kind","producer": eqn index or null for an input,
  * "consumers": [eqn indices], "output": bool}. */
@@ -546,7 +570,7 @@ AF_API af_error_t* af_pullback(af_context_t* ctx, const af_ir_t* ir, af_ir_t** o
 AF_API af_error_t* af_dce(af_context_t* ctx, const af_ir_t* ir, const af_value_t* out_used,
                           af_ir_t** out);
 /* Common subexpression elimination: identical pure equations (same
- * primitive, params, inputs, tags) are merged; checkpoints never are, host
+ * primitive, params, inputs, tags, name path) are merged; checkpoints never are, host
  * functions and LM calls only with af_cse_ex's merge_nondeterministic. */
 AF_API af_error_t* af_cse(af_context_t* ctx, const af_ir_t* ir, af_ir_t** out);
 typedef struct af_cse_options {
