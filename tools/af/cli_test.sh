@@ -97,7 +97,9 @@ check unknown-command 2 'unknown command' -- "$AF" frobnicate x
 
 # The run summary: echo's words as tokens (the drafter's reply has 11 words,
 # each schema reply 1).
-check run-summary 0 'af: 3 LM calls, 38 prompt + 13 completion tokens' -- "$AF" run triage.afg --input '[["x y"]]' --provider echo
+check run-summary 0 'af: 3 LM calls, 38 prompt + 13 completion tokens, 0 retries' -- "$AF" run triage.afg --input '[["x y"]]' --provider echo
+check run-failed-summary 1 'af: 0 LM calls' -- "$AF" run lm.afg --input '["hi"]'
+check run-summary-models 0 'af:   triage-reviewer: 1 LM calls, 21 prompt + 1 completion tokens' -- "$AF" run triage.afg --input '[["x y"]]' --provider echo
 # Inspection: the JSON form, a slice of one output that runs, the dry-run cost.
 check show-json 0 '"topological_order":[' -- "$AF" show --json hello.afg
 check show-json-after 0 '"prim":"concat"' -- "$AF" show hello.afg --json

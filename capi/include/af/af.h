@@ -749,6 +749,7 @@ AF_API void af_cancel_free(af_cancel_t* c);
 #define AF_RUN_KEEP_GOING 1u /* a failure does not cancel the rest; see below */
 #define AF_RUN_PROFILE 2u    /* record a profile (af_future_profile) */
 #define AF_RUN_ITEM_ERRORS 4u /* per-item errors in batched programs; see below */
+#define AF_RUN_SUMMARY 8u     /* record a run summary (af_future_summary_json) */
 
 /* Progress: done and total equations. Called from libaf threads, never
  * concurrently for one run, after each equation; must be quick. */
@@ -771,6 +772,14 @@ typedef struct af_run_options {
    * cancels its in-flight work, from any thread (the way to stop a blocking
    * af_program_call_with). The run holds its own reference. */
   af_cancel_t* cancel;
+  /* af_program_call_with only: where the run summary (see "Run summaries"
+   * below) is written when the call returns — also when the run failed, as
+   * its calls cost all the same; left {NULL, 0} when nothing ran (invalid
+   * inputs, a call inlined into a trace). Owned by the caller
+   * (af_bytes_free). NULL = none. An asynchronous call sets AF_RUN_SUMMARY
+   * instead and reads af_future_summary_json (a non-NULL summary there is
+   * INVALID_ARGUMENT, as is AF_RUN_SUMMARY without it here). */
+  af_bytes_t* summary;
 } af_run_options_t;
 
 /* Runs p and waits. inputs are checked as in af_ir_call; inside a trace the
@@ -826,6 +835,27 @@ AF_API af_error_t* af_future_on_done(af_future_t* f, void (*fn)(void* user_data)
 /* The run's profile as Chrome trace JSON (owned bytes); INVALID_ARGUMENT if
  * the run was started without AF_RUN_PROFILE or a profile_path. */
 AF_API af_error_t* af_future_profile(const af_future_t* f, af_bytes_t* out);
+
+/* Run summaries: what a run's LM requests cost, from the provider
+ * requests its equations made (those inside branches, loop bodies and map
+ * items included; answers from a memoize scope make none):
+ *   {"wall_ms": 312.5,
+ *    "total": {"calls", "failed", "prompt_tokens", "completion_tokens",
+ *              "retries", "queued_ms", "in_flight_ms"},
+ *    "models": {"<model>": {the same fields}, ...}}
+ * calls: requests that finished (failed: with an error); tokens: the
+ * provider's usage of each successful request, as af_provider_stats counts
+ * it (OpenAI's usage block, echo's words; 0 when a provider reports none);
+ * retries: attempts beyond the first (429, 5xx, timeouts); queued_ms: time
+ * requests waited for a provider slot (max_in_flight); in_flight_ms: time
+ * from taking a slot to the answer, summed over requests (concurrent
+ * requests add up, so it may exceed wall_ms); wall_ms: the run's start to
+ * its end (to now while it runs). Times in milliseconds. Fields may be
+ * added. */
+/* The summary of a run started with AF_RUN_SUMMARY (owned bytes): complete
+ * once the run finished, so far before. INVALID_ARGUMENT for a run started
+ * without it. */
+AF_API af_error_t* af_future_summary_json(const af_future_t* f, af_bytes_t* out);
 AF_API void af_future_free(af_future_t* f);
 
 /* LM calls. messages: a list of {"role": str, "content": str} (roles must be
