@@ -68,12 +68,14 @@ RunOptions run_options(const af_run_options_t* o, const char* fn, af_bytes_t** s
     invalid(std::string(fn) + ": unknown bits in options.flags");
   if (c.summary) {
     if (!summary_out)
-      invalid(std::string(fn) + ": options.summary is for af_program_call_with; an asynchronous run's summary "
-                                "comes from af_future_summary_json (set AF_RUN_SUMMARY in options.flags)");
+      invalid(std::string(fn) +
+              ": options.summary is for af_program_call_with; an asynchronous run's summary "
+              "comes from af_future_summary_json (set AF_RUN_SUMMARY in options.flags)");
     *c.summary = af_bytes_t{nullptr, 0};
     *summary_out = c.summary;
   } else if (summary_out && (c.flags & AF_RUN_SUMMARY)) {
-    invalid(std::string(fn) + ": AF_RUN_SUMMARY needs options.summary, where the summary is written");
+    invalid(std::string(fn) +
+            ": AF_RUN_SUMMARY needs options.summary, where the summary is written");
   }
   if (c.summary || (c.flags & AF_RUN_SUMMARY)) r.summary = std::make_shared<RunSummary>();
   if (c.timeout_ms > uint64_t(INT64_MAX / 1000000))
@@ -233,7 +235,9 @@ af_error_t* af_future_summary_json(const af_future_t* f, af_bytes_t* out) {
     require(f, "af_future_summary_json", "f");
     require(out, "af_future_summary_json", "out");
     if (!f->summary)
-      invalid("af_future_summary_json: the run has no summary; start it with AF_RUN_SUMMARY in options.flags");
+      invalid(
+          "af_future_summary_json: the run has no summary; start it with AF_RUN_SUMMARY in "
+          "options.flags");
     to_bytes(f->summary->to_json(), out);
   });
 }

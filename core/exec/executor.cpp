@@ -140,8 +140,14 @@ void mark_outputs_failed(Run& r, const Program::Node& n, std::shared_ptr<const E
 // A failed equation: the run fails (default) or, with keep_going, its
 // outputs carry the error. Returns the continuation as complete() does.
 // The error names the equation's name path, when it has one.
-uint32_t fail_node(const std::shared_ptr<Run>& r, uint32_t node, const Error& cause, bool can_continue) {
-  const Error err = named_error(r->prog->nodes[node].eqn->name_path, cause);
+uint32_t fail_node(const std::shared_ptr<Run>& r, uint32_t node, const Error& cause,
+                   bool can_continue) {
+  // (Unnamed: the error itself, not a copy, whose message buffer another
+  // thread may still share.)
+  std::optional<Error> named;
+  if (const NamePath& path = r->prog->nodes[node].eqn->name_path)
+    named.emplace(named_error(path, cause));
+  const Error& err = named ? *named : cause;
   if (r->profile) r->profile->finished(node, int32_t(err.code()));
   if (!r->opts.keep_going) {
     finish(r, nullptr, &err);

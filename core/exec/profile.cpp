@@ -76,7 +76,9 @@ std::string Profile::to_json(const Program& prog) const {
     first = false;
     s += body;
   };
-  auto name_of = [&](uint32_t node) { return title(prog.nodes[node], prog.nodes[node].eqn->name_path); };
+  auto name_of = [&](uint32_t node) {
+    return title(prog.nodes[node], prog.nodes[node].eqn->name_path);
+  };
   ev("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"args\":{\"name\":\"engine\"}}");
   std::map<int, bool> threads;
   std::lock_guard<std::mutex> lock(mu_);
@@ -89,9 +91,11 @@ std::string Profile::to_json(const Program& prog) const {
         times_[i].code.load()};
     if (!t.started) continue;
     const Program::Node& n = prog.nodes[i];
-    std::string args = "{\"eqn\":" + std::to_string(n.eqn_index) + ",\"code\":" + std::to_string(t.code) +
+    std::string args = "{\"eqn\":" + std::to_string(n.eqn_index) +
+                       ",\"code\":" + std::to_string(t.code) +
                        ",\"priority\":" + af::to_json(Value::floating(n.priority)) +
-                       ",\"tags\":" + json_list(n.eqn->tags) + ",\"name_path\":" + json_list(n.eqn->name_path) + "}";
+                       ",\"tags\":" + json_list(n.eqn->tags) +
+                       ",\"name_path\":" + json_list(n.eqn->name_path) + "}";
     std::string id = std::to_string(i);
     int64_t q = t.queued ? t.queued : t.started;
     int64_t f = t.finished ? t.finished : t.started;
@@ -136,14 +140,15 @@ std::string Profile::to_json(const Program& prog) const {
     std::string model;
     append_json_string(model, c.model);
     int64_t st = c.started_ns ? c.started_ns : c.finished_ns;
-    ev("{\"ph\":\"X\",\"name\":" + title(prog.nodes[node], c.name_path) + ",\"cat\":\"lm\",\"pid\":" +
-       std::to_string(pid) + ",\"tid\":" + std::to_string(slot) + ",\"ts\":" + us(st) +
-       ",\"dur\":" + dur(st, c.finished_ns) + ",\"args\":{\"eqn\":" + std::to_string(prog.nodes[node].eqn_index) +
-       ",\"model\":" + model + ",\"queued_us\":" + us(c.queued_ns) + ",\"wait_us\":" + dur(c.queued_ns, st) +
+    ev("{\"ph\":\"X\",\"name\":" + title(prog.nodes[node], c.name_path) +
+       ",\"cat\":\"lm\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(slot) +
+       ",\"ts\":" + us(st) + ",\"dur\":" + dur(st, c.finished_ns) +
+       ",\"args\":{\"eqn\":" + std::to_string(prog.nodes[node].eqn_index) + ",\"model\":" + model +
+       ",\"queued_us\":" + us(c.queued_ns) + ",\"wait_us\":" + dur(c.queued_ns, st) +
        ",\"attempts\":" + std::to_string(c.attempts) + ",\"code\":" + std::to_string(c.code) +
        ",\"prompt_tokens\":" + std::to_string(c.prompt_tokens) +
-       ",\"completion_tokens\":" + std::to_string(c.completion_tokens) + ",\"tags\":" + json_list(c.tags) +
-       ",\"name_path\":" + json_list(c.name_path) + "}}");
+       ",\"completion_tokens\":" + std::to_string(c.completion_tokens) +
+       ",\"tags\":" + json_list(c.tags) + ",\"name_path\":" + json_list(c.name_path) + "}}");
   }
   s += "]}\n";
   return s;

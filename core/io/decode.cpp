@@ -525,8 +525,8 @@ class Reader {
     const uint32_t n_in = size_of(r->eqn_in()), n_out = size_of(r->eqn_out());
     const auto *c_prim = r->eqn_prim(), *c_in_end = r->eqn_in_end(), *c_in = r->eqn_in(),
                *c_in_tree = r->eqn_in_tree(), *c_out_end = r->eqn_out_end(), *c_out = r->eqn_out(),
-               *c_out_tree = r->eqn_out_tree(), *c_params = r->eqn_params(), *c_tags = r->eqn_tags(),
-               *c_names = r->eqn_name_path();
+               *c_out_tree = r->eqn_out_tree(), *c_params = r->eqn_params(),
+               *c_tags = r->eqn_tags(), *c_names = r->eqn_name_path();
     uint32_t in_pos = 0, out_pos = 0;
     uint64_t expanded = n;
     uint32_t height = 0;  // how deep sub-IRs nest below this IR

@@ -356,12 +356,13 @@ class Writer {
     Offset<flatbuffers::Vector<Offset<fb::NamePath>>> names_vec;
     if (!name_paths.empty()) {
       std::vector<Offset<fb::NamePath>> offsets;
-      for (const auto& path : name_paths) offsets.push_back(fb::CreateNamePath(fbb, fbb.CreateVector(path)));
+      for (const auto& path : name_paths)
+        offsets.push_back(fb::CreateNamePath(fbb, fbb.CreateVector(path)));
       names_vec = fbb.CreateVector(offsets);
     }
-    auto graph = fb::CreateGraph(fbb, g_.format_version, producer, strings, prims_vec,
-                                 literals_pool, trees_pool, tag_vec, set_vec, irs_vec, hosts_vec,
-                                 plan, names_vec);
+    auto graph =
+        fb::CreateGraph(fbb, g_.format_version, producer, strings, prims_vec, literals_pool,
+                        trees_pool, tag_vec, set_vec, irs_vec, hosts_vec, plan, names_vec);
     fb::FinishGraphBuffer(fbb, graph);
     return std::string(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
   }

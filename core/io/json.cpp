@@ -528,7 +528,8 @@ class JsonReader {
     uint32_t names = 0;
     if (const Value* ns = e.find("name_path")) {
       std::vector<std::string> path;
-      for (const Value& n : list_of(*ns, where + ".name_path")) path.push_back(str_of(n, where + ".name_path"));
+      for (const Value& n : list_of(*ns, where + ".name_path"))
+        path.push_back(str_of(n, where + ".name_path"));
       if (!path.empty()) {
         g_.name_paths.push_back(std::move(path));
         names = uint32_t(g_.name_paths.size());

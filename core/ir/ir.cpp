@@ -32,7 +32,8 @@ std::string name_path_text(const NamePath& p) {
 NamePath pushed_name(const NamePath& path, std::string name) {
   if (name.empty()) invalid("a name is empty; give each module or step a non-empty name");
   if (name.find('/') != std::string::npos)
-    invalid("the name \"" + name + "\" holds '/', which separates the levels of a name path: push one name per level");
+    invalid("the name \"" + name +
+            "\" holds '/', which separates the levels of a name path: push one name per level");
   return join_names(path, std::make_shared<const std::vector<std::string>>(1, std::move(name)));
 }
 

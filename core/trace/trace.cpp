@@ -157,8 +157,8 @@ IRPtr trace(const TraceFn& fn, std::span<const Value> examples, const Value& sta
       invalid("the traced function returned with " + std::to_string(f.tag_stack.size()) +
               " tag scope(s) still open (pair every tag push with a pop)");
     if (f.names)
-      invalid("the traced function returned with name scope(s) still open (\"" + name_path_text(f.names) +
-              "\"; pair every name push with a pop)");
+      invalid("the traced function returned with name scope(s) still open (\"" +
+              name_path_text(f.names) + "\"; pair every name push with a pop)");
     if (f.fold_depth != 0)
       invalid("the traced function returned with a fold scope still open");
   }

@@ -76,7 +76,9 @@ class Builder {
 class EmitAs {
  public:
   EmitAs(Builder& b, const Eqn& e)
-      : b_(b), tags_(std::exchange(b.tags, e.tags)), names_(std::exchange(b.name_path, e.name_path)) {}
+      : b_(b),
+        tags_(std::exchange(b.tags, e.tags)),
+        names_(std::exchange(b.name_path, e.name_path)) {}
   ~EmitAs() {
     b_.tags = std::move(tags_);
     b_.name_path = std::move(names_);

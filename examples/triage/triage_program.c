@@ -83,7 +83,9 @@ af_error_t* triage_fn(void* user_data, af_context_t* ctx, const af_value_t* cons
   (void)n_inputs;
   /* Each step under its own name: texts, profiles and errors say which. */
   err = af_name_push(ctx, "classify", 8);
-  if (!err) err = call_lm(ctx, "triage-classifier", "Classify this support ticket: {}", &ticket, 1, kClassify, &cls);
+  if (!err)
+    err = call_lm(ctx, "triage-classifier", "Classify this support ticket: {}", &ticket, 1,
+                  kClassify, &cls);
   if (!err) err = af_name_pop(ctx);
   if (!err) err = af_value_key(cls, "team", 4, &team);
   if (!err) err = af_value_key(cls, "urgency", 7, &urgency);

@@ -477,7 +477,8 @@ static void cost_counts_loops_by_max_iters_and_dynamic_models(void) {
 /* ---- name paths ------------------------------------------------------- */
 
 /* helper(x) = concat(x, "?") under the name "polish". */
-static af_error_t* polish_fn(void* u, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+static af_error_t* polish_fn(void* u, af_context_t* c, const af_value_t* const* in, size_t n,
+                             af_value_t** out) {
   af_value_t* args[2] = {NULL, NULL};
   af_error_t* err = af_name_push(c, "polish", 6);
   (void)u;
@@ -498,7 +499,8 @@ struct named {
 
 /* triage: { format; classify: { lm_call(model "named-m") }; polish(...) };
  * then an unnamed concat. Without use_names the same program unnamed. */
-static af_error_t* named_fn(void* u, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+static af_error_t* named_fn(void* u, af_context_t* c, const af_value_t* const* in, size_t n,
+                            af_value_t** out) {
   const struct named* st = u;
   af_value_t *q = NULL, *model = NULL, *answer = NULL, *polished = NULL, *bang = NULL;
   af_value_t* args[2];
@@ -548,7 +550,8 @@ static char* name_path_json(const af_ir_t* ir, size_t i) {
 
 static void name_paths_are_recorded_and_shown(void) {
   af_ir_t* ir = named_program(1);
-  static const char* want[] = {"[\"triage\"]", "[\"triage\",\"classify\"]", "[\"triage\",\"polish\"]", "[]"};
+  static const char* want[] = {"[\"triage\"]", "[\"triage\",\"classify\"]",
+                               "[\"triage\",\"polish\"]", "[]"};
   size_t i;
   char *text, *dot;
   CHECK_INT_EQ(af_ir_eqn_count(ir), 4);
@@ -638,7 +641,8 @@ static void failing_equations_name_their_path(void) {
   af_ir_free(ir);
 }
 
-static af_error_t* unclosed_name(void* u, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+static af_error_t* unclosed_name(void* u, af_context_t* c, const af_value_t* const* in, size_t n,
+                                 af_value_t** out) {
   af_error_t* err = af_name_push(c, "open", 4);
   (void)u;
   (void)n;
@@ -646,7 +650,8 @@ static af_error_t* unclosed_name(void* u, af_context_t* c, const af_value_t* con
   return err;
 }
 
-static af_error_t* bad_names(void* u, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+static af_error_t* bad_names(void* u, af_context_t* c, const af_value_t* const* in, size_t n,
+                             af_value_t** out) {
   (void)u;
   (void)n;
   CHECK_ERR(af_name_push(c, "", 0), AF_ERR_INVALID_ARGUMENT, "empty");
@@ -698,14 +703,21 @@ static void lazy_operations_carry_name_paths(void) {
 }
 
 int main(int argc, char** argv) {
-  static const struct test_case cases[] = {
-      CASE(triage_queries_match_reference),   CASE(generated_dags_match_reference),
-      CASE(dag_slices_compute_the_same_output), CASE(triage_slice_runs_and_matches),
-      CASE(slice_reports_missing_inputs),     CASE(eqn_json_describes_inputs_params_and_subs),
-      CASE(ir_json_lists_inputs_outputs_and_vars), CASE(deep_queries_enter_sub_irs),
-      CASE(cost_counts_calls_per_model), CASE(cost_counts_loops_by_max_iters_and_dynamic_models),
-      CASE(name_paths_are_recorded_and_shown), CASE(name_paths_join_hash_and_equality),
-      CASE(name_paths_survive_transforms_and_saving), CASE(failing_equations_name_their_path),
-      CASE(name_scopes_reject_bad_input), CASE(lazy_operations_carry_name_paths)};
+  static const struct test_case cases[] = {CASE(triage_queries_match_reference),
+                                           CASE(generated_dags_match_reference),
+                                           CASE(dag_slices_compute_the_same_output),
+                                           CASE(triage_slice_runs_and_matches),
+                                           CASE(slice_reports_missing_inputs),
+                                           CASE(eqn_json_describes_inputs_params_and_subs),
+                                           CASE(ir_json_lists_inputs_outputs_and_vars),
+                                           CASE(deep_queries_enter_sub_irs),
+                                           CASE(cost_counts_calls_per_model),
+                                           CASE(cost_counts_loops_by_max_iters_and_dynamic_models),
+                                           CASE(name_paths_are_recorded_and_shown),
+                                           CASE(name_paths_join_hash_and_equality),
+                                           CASE(name_paths_survive_transforms_and_saving),
+                                           CASE(failing_equations_name_their_path),
+                                           CASE(name_scopes_reject_bad_input),
+                                           CASE(lazy_operations_carry_name_paths)};
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

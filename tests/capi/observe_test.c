@@ -39,7 +39,8 @@ static double field(const char* json, const char* path) {
   return out;
 }
 
-static af_error_t* ask(af_context_t* c, const af_value_t* content, const char* model, af_value_t** out) {
+static af_error_t* ask(af_context_t* c, const af_value_t* content, const char* model,
+                       af_value_t** out) {
   const char* keys[2] = {"role", "content"};
   const size_t lens[2] = {4, 7};
   const af_value_t* vals[2];
@@ -61,7 +62,8 @@ static af_error_t* ask(af_context_t* c, const af_value_t* content, const char* m
 /* A counter of af_provider_stats. */
 static double provider_stat(const af_provider_t* p, const char* key) {
   af_bytes_t b = {NULL, 0};
-  char* stats = bytes_to_cstr_at(af_provider_stats(p, &b), &b, "af_provider_stats", __FILE__, __LINE__);
+  char* stats =
+      bytes_to_cstr_at(af_provider_stats(p, &b), &b, "af_provider_stats", __FILE__, __LINE__);
   double v = field(stats, key);
   free(stats);
   return v;
@@ -69,7 +71,8 @@ static double provider_stat(const af_provider_t* p, const char* key) {
 
 static char* summary_of(af_future_t* f) {
   af_bytes_t b = {NULL, 0};
-  return bytes_to_cstr_at(af_future_summary_json(f, &b), &b, "af_future_summary_json", __FILE__, __LINE__);
+  return bytes_to_cstr_at(af_future_summary_json(f, &b), &b, "af_future_summary_json", __FILE__,
+                          __LINE__);
 }
 
 static af_program_t* compile_traced(af_trace_fn fn, void* ud, const char* examples) {
@@ -83,7 +86,8 @@ static af_program_t* compile_traced(af_trace_fn fn, void* ud, const char* exampl
 /* ---- echo: a named, tagged program with a call inside a switch branch -- */
 
 /* billing(x) = lm_call(x, "m2") under the name "billing". */
-static af_error_t* billing_fn(void* u, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+static af_error_t* billing_fn(void* u, af_context_t* c, const af_value_t* const* in, size_t n,
+                              af_value_t** out) {
   af_error_t* err = af_name_push(c, "billing", 7);
   (void)u;
   (void)n;
@@ -93,7 +97,8 @@ static af_error_t* billing_fn(void* u, af_context_t* c, const af_value_t* const*
 }
 
 /* #t1 triage: { ask: a = lm_call(q, "m1"); route: switch "billing" { billing(a) } } */
-static af_error_t* observed_fn(void* u, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+static af_error_t* observed_fn(void* u, af_context_t* c, const af_value_t* const* in, size_t n,
+                               af_value_t** out) {
   af_ir_t* billing = u;
   af_value_t *a = NULL, *key = NULL, *r = NULL;
   const char* names[1] = {"billing"};
@@ -108,7 +113,8 @@ static af_error_t* observed_fn(void* u, af_context_t* c, const af_value_t* const
   if (!err) err = af_name_push(c, "route", 5);
   if (!err) err = af_value_str(c, "billing", 7, &key);
   if (!err)
-    err = af_switch(c, key, names, name_lens, (const af_ir_t* const*)&billing, 1, (const af_value_t* const*)&a, 1, &r);
+    err = af_switch(c, key, names, name_lens, (const af_ir_t* const*)&billing, 1,
+                    (const af_value_t* const*)&a, 1, &r);
   if (!err) err = af_name_pop(c);
   if (!err) err = af_name_pop(c);
   if (!err) err = af_tag_pop(c);
@@ -144,8 +150,10 @@ static void async_summary_and_profile_from_echo(void) {
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
   o.flags = AF_RUN_SUMMARY | AF_RUN_PROFILE;
-  if (!p || !CHECK_OK(af_program_call_async_with(ctx, p, (const af_value_t* const*)&q, 1, &o, &f))) goto done;
-  if (CHECK_OK(af_future_wait(f, &out))) CHECK_JSON(out, "[\"m1|hello world\",\"m2|m1|hello world\"]");
+  if (!p || !CHECK_OK(af_program_call_async_with(ctx, p, (const af_value_t* const*)&q, 1, &o, &f)))
+    goto done;
+  if (CHECK_OK(af_future_wait(f, &out)))
+    CHECK_JSON(out, "[\"m1|hello world\",\"m2|m1|hello world\"]");
   summary = summary_of(f);
   if (summary) {
     CHECK_INT_EQ(field(summary, "total/calls"), 2);
@@ -164,13 +172,15 @@ static void async_summary_and_profile_from_echo(void) {
     CHECK_INT_EQ(provider_stat(echo, "completion_tokens"), 4);
   }
   free(summary);
-  profile = bytes_to_cstr_at(af_future_profile(f, &prof), &prof, "af_future_profile", __FILE__, __LINE__);
+  profile =
+      bytes_to_cstr_at(af_future_profile(f, &prof), &prof, "af_future_profile", __FILE__, __LINE__);
   if (profile) {
     /* The request events: model, tokens, the tags and the joined name path
      * of the equations they came through. */
     CHECK_CONTAINS(profile, "\"model\":\"m1\",");
-    CHECK_CONTAINS(profile, "\"prompt_tokens\":2,\"completion_tokens\":2,\"tags\":[\"t1\"],"
-                            "\"name_path\":[\"triage\",\"ask\"]}");
+    CHECK_CONTAINS(profile,
+                   "\"prompt_tokens\":2,\"completion_tokens\":2,\"tags\":[\"t1\"],"
+                   "\"name_path\":[\"triage\",\"ask\"]}");
     CHECK_CONTAINS(profile, "\"tags\":[\"t1\"],\"name_path\":[\"triage\",\"route\",\"billing\"]}");
     CHECK_CONTAINS(profile, " triage/route/billing\",\"cat\":\"lm\"");
     /* The equation events: their own tags and name path. */
@@ -188,7 +198,8 @@ done:
 
 /* A run whose equations make no request has an empty summary; misuse of
  * the summary options is INVALID_ARGUMENT. */
-static af_error_t* shout(void* u, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+static af_error_t* shout(void* u, af_context_t* c, const af_value_t* const* in, size_t n,
+                         af_value_t** out) {
   (void)u;
   return af_concat(c, in, n, out);
 }
@@ -213,15 +224,16 @@ static void summary_options_and_their_misuse(void) {
   af_value_free(out);
   out = NULL;
   /* Nothing ran (the inputs are wrong): no summary. */
-  CHECK_ERR(af_program_call_with(ctx, p, (const af_value_t* const*)in, 1, &o, &out), AF_ERR_INVALID_ARGUMENT, "");
+  CHECK_ERR(af_program_call_with(ctx, p, (const af_value_t* const*)in, 1, &o, &out),
+            AF_ERR_INVALID_ARGUMENT, "");
   CHECK(summary.data == NULL && summary.len == 0);
-  CHECK_ERR(af_program_call_async_with(ctx, p, (const af_value_t* const*)in, 2, &o, &f), AF_ERR_INVALID_ARGUMENT,
-            "options.summary", "af_future_summary_json", "AF_RUN_SUMMARY");
+  CHECK_ERR(af_program_call_async_with(ctx, p, (const af_value_t* const*)in, 2, &o, &f),
+            AF_ERR_INVALID_ARGUMENT, "options.summary", "af_future_summary_json", "AF_RUN_SUMMARY");
   CHECK(f == NULL);
   o.summary = NULL;
   o.flags = AF_RUN_SUMMARY;
-  CHECK_ERR(af_program_call_with(ctx, p, (const af_value_t* const*)in, 2, &o, &out), AF_ERR_INVALID_ARGUMENT,
-            "AF_RUN_SUMMARY needs options.summary");
+  CHECK_ERR(af_program_call_with(ctx, p, (const af_value_t* const*)in, 2, &o, &out),
+            AF_ERR_INVALID_ARGUMENT, "AF_RUN_SUMMARY needs options.summary");
   o.flags = 0;
   if (CHECK_OK(af_program_call_async_with(ctx, p, (const af_value_t* const*)in, 2, &o, &f))) {
     CHECK_OK(af_future_wait(f, &out));
@@ -239,7 +251,8 @@ done:
 
 /* With one request in flight, two concurrent 60 ms calls: one waits for
  * the other, so time queued shows in the summary (bounds are generous). */
-static af_error_t* two_asks(void* u, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+static af_error_t* two_asks(void* u, af_context_t* c, const af_value_t* const* in, size_t n,
+                            af_value_t** out) {
   af_value_t* r[2] = {NULL, NULL};
   af_error_t* err = ask(c, in[0], "slow-a", &r[0]);
   (void)u;
@@ -286,7 +299,8 @@ struct calls {
   const char* content[3];
 };
 
-static af_error_t* three_calls(void* u, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+static af_error_t* three_calls(void* u, af_context_t* c, const af_value_t* const* in, size_t n,
+                               af_value_t** out) {
   const struct calls* cs = u;
   af_value_t* r[3] = {NULL, NULL, NULL};
   af_error_t* err = NULL;
@@ -359,7 +373,8 @@ static void failed_run_still_summarizes(void) {
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
   o.summary = &summary;
-  CHECK_ERR(af_program_call_with(ctx, p, (const af_value_t* const*)&x, 1, &o, &out), AF_ERR_PROVIDER, "500");
+  CHECK_ERR(af_program_call_with(ctx, p, (const af_value_t* const*)&x, 1, &o, &out),
+            AF_ERR_PROVIDER, "500");
   CHECK(out == NULL);
   CHECK(summary.data != NULL);
   if (summary.data) {

@@ -232,9 +232,12 @@ static double count_of(const af_value_t* counts, const char* key) {
 }
 
 static void print_counts(const char* what, const af_value_t* c) {
-  fprintf(stderr, "af: %s%.0f LM calls, %.0f prompt + %.0f completion tokens, %.0f retries, %.2f s in flight, %.2f s queued",
-          what, count_of(c, "calls"), count_of(c, "prompt_tokens"), count_of(c, "completion_tokens"),
-          count_of(c, "retries"), count_of(c, "in_flight_ms") / 1000, count_of(c, "queued_ms") / 1000);
+  fprintf(stderr,
+          "af: %s%.0f LM calls, %.0f prompt + %.0f completion tokens, %.0f retries, %.2f s in "
+          "flight, %.2f s queued",
+          what, count_of(c, "calls"), count_of(c, "prompt_tokens"),
+          count_of(c, "completion_tokens"), count_of(c, "retries"),
+          count_of(c, "in_flight_ms") / 1000, count_of(c, "queued_ms") / 1000);
   if (count_of(c, "failed") > 0) fprintf(stderr, ", %.0f failed", count_of(c, "failed"));
 }
 

@@ -845,7 +845,9 @@ class Context {
   /* Name scopes (af_name_push): inside a trace of this thread (or outside
    * one on a lazy context), what is recorded carries the open names as its
    * name path ("triage/classify"). Pushes and pops pair up. */
-  void name_push(std::string_view name) { detail::check(af_name_push(ptr(), name.data(), name.size())); }
+  void name_push(std::string_view name) {
+    detail::check(af_name_push(ptr(), name.data(), name.size()));
+  }
   void name_pop() { detail::check(af_name_pop(ptr())); }
 
   /* Transforms: IR -> IR. */
@@ -1040,7 +1042,8 @@ class Program {
     if (options.summary_out) o.raw.summary = &summary;
     af_value_t* out = nullptr;
     af_error_t* err = af_program_call_with(ctx.ptr(), ptr(), p.data(), p.size(), &o.raw, &out);
-    if (options.summary_out) *options.summary_out = summary.data ? detail::take(summary) : std::string();
+    if (options.summary_out)
+      *options.summary_out = summary.data ? detail::take(summary) : std::string();
     detail::check(err);
     return Value::own(out);
   }
