@@ -629,6 +629,22 @@ static void name_paths_survive_transforms_and_saving(void) {
   af_ir_free(ir);
 }
 
+/* A saved graph's name paths are checked when it loads. */
+static void bad_saved_name_paths_are_format_errors(void) {
+  static const char* bad[] = {"[\"a/b\"]", "[\"\"]", "[\"ok\", 3]"};
+  size_t i;
+  for (i = 0; i < 3; ++i) {
+    char json[512];
+    af_bytes_t b = {NULL, 0};
+    snprintf(json, sizeof json,
+             "{\"afg\":1,\"irs\":[{\"vars\":[\"str\",\"str\"],\"in\":[\"%%0\"],\"eqns\":["
+             "{\"prim\":\"concat\",\"out\":\"%%1\",\"in\":[\"%%0\"],\"name_path\":%s}],\"out\":\"%%1\"}]}",
+             bad[i]);
+    CHECK_ERR(af_graph_from_json(ctx, json, strlen(json), &b), AF_ERR_FORMAT, "name");
+    CHECK(b.data == NULL);
+  }
+}
+
 /* A failing equation's error names its name path. */
 static void failing_equations_name_their_path(void) {
   af_ir_t* ir = named_program(1);
@@ -717,7 +733,7 @@ int main(int argc, char** argv) {
                                            CASE(name_paths_join_hash_and_equality),
                                            CASE(name_paths_survive_transforms_and_saving),
                                            CASE(failing_equations_name_their_path),
-                                           CASE(name_scopes_reject_bad_input),
+                                           CASE(name_scopes_reject_bad_input), CASE(bad_saved_name_paths_are_format_errors),
                                            CASE(lazy_operations_carry_name_paths)};
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }
