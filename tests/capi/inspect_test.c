@@ -638,7 +638,8 @@ static void bad_saved_name_paths_are_format_errors(void) {
     af_bytes_t b = {NULL, 0};
     snprintf(json, sizeof json,
              "{\"afg\":1,\"irs\":[{\"vars\":[\"str\",\"str\"],\"in\":[\"%%0\"],\"eqns\":["
-             "{\"prim\":\"concat\",\"out\":\"%%1\",\"in\":[\"%%0\"],\"name_path\":%s}],\"out\":\"%%1\"}]}",
+             "{\"prim\":\"concat\",\"out\":\"%%1\",\"in\":[\"%%0\"],\"name_path\":%s}],\"out\":\"%%"
+             "1\"}]}",
              bad[i]);
     CHECK_ERR(af_graph_from_json(ctx, json, strlen(json), &b), AF_ERR_FORMAT, "name");
     CHECK(b.data == NULL);
@@ -733,7 +734,8 @@ int main(int argc, char** argv) {
                                            CASE(name_paths_join_hash_and_equality),
                                            CASE(name_paths_survive_transforms_and_saving),
                                            CASE(failing_equations_name_their_path),
-                                           CASE(name_scopes_reject_bad_input), CASE(bad_saved_name_paths_are_format_errors),
+                                           CASE(name_scopes_reject_bad_input),
+                                           CASE(bad_saved_name_paths_are_format_errors),
                                            CASE(lazy_operations_carry_name_paths)};
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }
