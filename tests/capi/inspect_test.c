@@ -637,9 +637,9 @@ static void bad_saved_name_paths_are_format_errors(void) {
     char json[512];
     af_bytes_t b = {NULL, 0};
     snprintf(json, sizeof json,
-             "{\"afg\":1,\"irs\":[{\"vars\":[\"str\",\"str\"],\"in\":[\"%%0\"],\"eqns\":["
-             "{\"prim\":\"concat\",\"out\":\"%%1\",\"in\":[\"%%0\"],\"name_path\":%s}],\"out\":\"%%"
-             "1\"}]}",
+             "{\"afg\":1,\"irs\":[{\"vars\":[\"str\",\"str\"],\"in\":[\"%%0\"],"
+             "\"eqns\":[{\"prim\":\"concat\",\"out\":\"%%1\",\"in\":[\"%%0\"],"
+             "\"name_path\":%s}],\"out\":\"%%1\"}]}",
              bad[i]);
     CHECK_ERR(af_graph_from_json(ctx, json, strlen(json), &b), AF_ERR_FORMAT, "name");
     CHECK(b.data == NULL);
