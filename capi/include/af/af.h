@@ -258,8 +258,9 @@ AF_API void af_value_free(af_value_t* v);
  * Errors: a failing operation fails every promise that depends on it;
  * reading one returns an error with the failure's code whose message names
  * the primitive and where it was recorded ("lm_call (operation #3 recorded
- * on its context, tags [triage])", with af_tag_push on a lazy context outside
- * a trace), and whose cause is the original error. Other promises of the same
+ * on its context, name triage/draft, tags [triage])", with af_name_push and
+ * af_tag_push on a lazy context outside a trace), and whose cause is the
+ * original error. Other promises of the same
  * evaluation are unaffected.
  *
  * Threads: several threads may record and read on one lazy context at once;
