@@ -260,8 +260,7 @@ AF_API void af_value_free(af_value_t* v);
  * the primitive and where it was recorded ("lm_call (operation #3 recorded
  * on its context, name triage/draft, tags [triage])", with af_name_push and
  * af_tag_push on a lazy context outside a trace), and whose cause is the
- * original error. Other promises of the same
- * evaluation are unaffected.
+ * original error. Other promises of the same evaluation are unaffected.
  *
  * Threads: several threads may record and read on one lazy context at once;
  * a promise is evaluated once even if several threads read it (the others
@@ -421,9 +420,9 @@ AF_API const char* af_ir_eqn_prim(const af_ir_t* ir, size_t i);
 /* Number of positional inputs of ir (0 if ir is NULL). */
 AF_API size_t af_ir_input_count(const af_ir_t* ir);
 /* Structural hash: equal IRs (same equations, params, literals, structure,
- * kinds, tags, name paths) hash equal whatever their origin. A defined function of the
- * IR: the same in every process, build and platform (it may key on-disk
- * caches); it changes only with a new libaf major version. */
+ * kinds, tags, name paths) hash equal whatever their origin. A defined
+ * function of the IR: the same in every process, build and platform (it may
+ * key on-disk caches); it changes only with a new libaf major version. */
 AF_API uint64_t af_ir_hash(const af_ir_t* ir);
 /* 1 if a and b are structurally equal, else 0. */
 AF_API int32_t af_ir_equal(const af_ir_t* a, const af_ir_t* b);
@@ -571,8 +570,9 @@ AF_API af_error_t* af_pullback(af_context_t* ctx, const af_ir_t* ir, af_ir_t** o
 AF_API af_error_t* af_dce(af_context_t* ctx, const af_ir_t* ir, const af_value_t* out_used,
                           af_ir_t** out);
 /* Common subexpression elimination: identical pure equations (same
- * primitive, params, inputs, tags, name path) are merged; checkpoints never are, host
- * functions and LM calls only with af_cse_ex's merge_nondeterministic. */
+ * primitive, params, inputs, tags, name path) are merged; checkpoints never
+ * are, host functions and LM calls only with af_cse_ex's
+ * merge_nondeterministic. */
 AF_API af_error_t* af_cse(af_context_t* ctx, const af_ir_t* ir, af_ir_t** out);
 typedef struct af_cse_options {
   uint32_t struct_size;            /* sizeof(af_cse_options_t) */
