@@ -167,8 +167,8 @@ func (p *Program) Call(ctx *Context, inputs ...*Value) (*Value, error) {
 // CallWith runs the program with options and waits.
 func (p *Program) CallWith(ctx *Context, opts *RunOptions, inputs ...*Value) (*Value, error) {
 	if opts != nil && opts.Summary {
-		return nil, &Error{code: CodeInvalidArgument, Message: "RunOptions.Summary records an asynchronous run's " +
-			"summary (Future.Summary); a blocking call gets it from CallWithSummary"}
+		return nil, NewError(CodeInvalidArgument, "RunOptions.Summary records an asynchronous run's "+
+			"summary (Future.Summary); a blocking call gets it from CallWithSummary")
 	}
 	out, _, err := p.call(ctx, opts, false, inputs)
 	return out, err
