@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "value/error.h"
 #include "value/tree.h"
 #include "value/value.h"
 
@@ -83,6 +84,27 @@ using Tags = std::shared_ptr<const std::vector<std::string>>;
 // The union of two tag sets (shares one of them when the other is empty).
 Tags union_tags(const Tags& a, const Tags& b);
 
+// A name path: the module / step names open when an equation was recorded
+// (af_name_push), outermost first, like a call stack. Shared between
+// equations like tags, but ordered and composed by prefixing: an IR called
+// (inlined) inside a named scope gets that scope's path before its own, and
+// an equation inside a sub-IR (a branch, a loop body) is named relative to
+// the equation holding the sub-IR. Names are non-empty and hold no '/'.
+using NamePath = std::shared_ptr<const std::vector<std::string>>;
+// outer followed by inner (shares one of them when the other is empty).
+NamePath join_names(const NamePath& outer, const NamePath& inner);
+// The names joined by '/' ("triage/classify"; "" for none).
+std::string name_path_text(const NamePath& p);
+// Name scopes (the trace's and a lazy context's): path with `name` appended
+// (INVALID_ARGUMENT for an empty name or one holding '/'), and path without
+// its last name (INVALID_ARGUMENT for no path: a pop without a push).
+NamePath pushed_name(const NamePath& path, std::string name);
+NamePath popped_name(const NamePath& path);
+// The error of an equation named `path`, worded "in triage/classify: <what
+// err says>" (same code and cause); err itself when the path is empty.
+// Control flow around a named equation adds its own level in front.
+Error named_error(const NamePath& path, const Error& err);
+
 struct Prim;
 
 // What sched (core/transforms/sched.cpp) writes on an equation, for
@@ -101,6 +123,7 @@ struct Eqn {
   TreeDef out_tree;
   Params params;
   Tags tags;              // may be null (no tags)
+  NamePath name_path;     // may be null (no name)
   std::optional<EqnSched> sched;  // set by sched; absent otherwise
 };
 
@@ -147,8 +170,8 @@ uint64_t prim_identity_hash(std::string_view name, uint32_t version) noexcept;
 
 // Equation identity, shared by the cse transform and compile's CSE: two
 // equations are the same when they apply the same primitive with equal
-// params to the same input atoms with the same input structure and the same
-// tags. `alias` (compile's CSE): the var each input var stands for; empty
+// params to the same input atoms with the same input structure, the same
+// tags and the same name path. `alias` (compile's CSE): the var each input var stands for; empty
 // means every var stands for itself.
 uint64_t eqn_hash(const Eqn& e, std::span<const VarId> alias = {}) noexcept;
 bool eqn_same(const Eqn& a, const Eqn& b, std::span<const VarId> alias = {}) noexcept;
