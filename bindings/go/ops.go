@@ -187,6 +187,47 @@ func (eng *Engine) WithTag(tag string, fn func() error) (err error) {
 	return fn()
 }
 
+// PushName starts a name scope: what the innermost trace of this thread
+// records (or, outside a trace, a lazy context) carries the name in its
+// name path ("triage/classify") until the matching PopName.
+// CodeInvalidArgument outside a trace on an eager context, for an empty
+// name or one holding '/'. Prefer WithName.
+func (c *Context) PushName(name string) error {
+	cp, err := c.handle()
+	if err != nil {
+		return err
+	}
+	s, n := cstr(name)
+	e := C.af_name_push(cp, s, n)
+	runtime.KeepAlive(c)
+	return takeError(e)
+}
+
+// PopName ends the innermost name scope; CodeInvalidArgument without a
+// matching PushName.
+func (c *Context) PopName() error {
+	cp, err := c.handle()
+	if err != nil {
+		return err
+	}
+	e := C.af_name_pop(cp)
+	runtime.KeepAlive(c)
+	return takeError(e)
+}
+
+// WithName runs fn inside a name scope (popped however fn returns).
+func (c *Context) WithName(name string, fn func() error) (err error) {
+	if err := c.PushName(name); err != nil {
+		return err
+	}
+	defer func() {
+		if perr := c.PopName(); err == nil {
+			err = perr
+		}
+	}()
+	return fn()
+}
+
 // PushFold starts a fold scope: until PopFold, operations of the innermost
 // trace run at trace time and their results become literals. An operation
 // whose input is a placeholder then fails with CodeInvalidArgument.

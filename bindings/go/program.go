@@ -109,6 +109,9 @@ type RunOptions struct {
 	Progress func(done, total uint64)
 	// Cancel: triggering it ends the run with CodeCancelled.
 	Cancel *CancelToken
+	// Summary records the run summary of a CallAsync run for
+	// Future.Summary; a blocking call gets it from CallWithSummary.
+	Summary bool
 }
 
 // cOptions fills a C options struct (in C memory: it holds C pointers) for
@@ -127,6 +130,9 @@ func (o *RunOptions) cOptions() (opts *C.af_run_options_t, free func()) {
 	}
 	if o.ItemErrors {
 		opts.flags |= C.AF_RUN_ITEM_ERRORS
+	}
+	if o.Summary {
+		opts.flags |= C.AF_RUN_SUMMARY
 	}
 	if o.Timeout > 0 {
 		ms := o.Timeout.Milliseconds()
@@ -164,20 +170,51 @@ func (p *Program) Call(eng *Engine, inputs ...*Value) (*Value, error) {
 // Timeout stop it). Engine.CallWith is the form that takes a
 // context.Context.
 func (p *Program) CallWith(eng *Engine, opts *RunOptions, inputs ...*Value) (*Value, error) {
+	if opts != nil && opts.Summary {
+		return nil, NewError(CodeInvalidArgument, "RunOptions.Summary records an asynchronous run's "+
+			"summary (Future.Summary); a blocking call gets it from CallWithSummary")
+	}
+	out, _, err := p.call(eng, opts, false, inputs)
+	return out, err
+}
+
+// CallWithSummary runs the program with options and waits, and returns the
+// run summary beside the result: per model calls, tokens, retries, time
+// queued and in flight, and the wall time, as JSON (af.h "Run summaries").
+// A failed run has one too; it is "" when nothing ran (invalid inputs).
+// opts.Summary is not needed.
+func (p *Program) CallWithSummary(eng *Engine, opts *RunOptions, inputs ...*Value) (*Value, string, error) {
+	o := RunOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Summary = false
+	return p.call(eng, &o, true, inputs)
+}
+
+// call runs and waits; with summarize, the summary libaf wrote (opts is
+// then non-nil).
+func (p *Program) call(eng *Engine, opts *RunOptions, summarize bool, inputs []*Value) (*Value, string, error) {
 	cp, err := eng.handle()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	pp, err := p.handle()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	ps, err := cValues(inputs)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	co, free := opts.cOptions()
 	defer free()
+	var summary *C.af_bytes_t
+	if summarize { // in C memory: the options struct points at it
+		summary = (*C.af_bytes_t)(C.calloc(1, C.sizeof_af_bytes_t))
+		defer C.free(unsafe.Pointer(summary))
+		co.summary = summary
+	}
 	var out *C.af_value_t
 	var e *C.af_error_t
 	if opts == nil { // the plain call (on a lazy engine: recorded, not run)
@@ -188,7 +225,12 @@ func (p *Program) CallWith(eng *Engine, opts *RunOptions, inputs ...*Value) (*Va
 	runtime.KeepAlive(eng)
 	runtime.KeepAlive(p)
 	runtime.KeepAlive(inputs)
-	return takeValue(e, out)
+	s := ""
+	if summary != nil && summary.data != nil {
+		s = takeBytes(summary)
+	}
+	v, err := takeValue(e, out)
+	return v, s, err
 }
 
 // Run runs the program and waits, cancelling the run when goctx is done
@@ -332,6 +374,23 @@ func (f *Future) Profile() (string, error) {
 	}
 	var b C.af_bytes_t
 	e := C.af_future_profile(p, &b)
+	runtime.KeepAlive(f)
+	if err := takeError(e); err != nil {
+		return "", err
+	}
+	return takeBytes(&b), nil
+}
+
+// Summary returns the run summary as JSON (af.h "Run summaries"): complete
+// once the run finished, so far before. CodeInvalidArgument if the run was
+// started without RunOptions.Summary.
+func (f *Future) Summary() (string, error) {
+	p, err := f.handle()
+	if err != nil {
+		return "", err
+	}
+	var b C.af_bytes_t
+	e := C.af_future_summary_json(p, &b)
 	runtime.KeepAlive(f)
 	if err := takeError(e); err != nil {
 		return "", err

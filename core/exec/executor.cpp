@@ -7,6 +7,7 @@
 #include "rt/async.h"
 #include "exec/context.h"
 #include "exec/profile.h"
+#include "exec/summary.h"
 #include "rt/scopes.h"
 #include "ir/prim.h"
 #include "lm/timer.h"
@@ -130,7 +131,15 @@ void mark_outputs_failed(Run& r, const Program::Node& n, std::shared_ptr<const E
 
 // A failed equation: the run fails (default) or, with keep_going, its
 // outputs carry the error. Returns the continuation as complete() does.
-uint32_t fail_node(const std::shared_ptr<Run>& r, uint32_t node, const Error& err, bool can_continue) {
+// The error names the equation's name path, when it has one.
+uint32_t fail_node(const std::shared_ptr<Run>& r, uint32_t node, const Error& cause,
+                   bool can_continue) {
+  // (Unnamed: the error itself, not a copy, whose message buffer another
+  // thread may still share.)
+  std::optional<Error> named;
+  if (const NamePath& path = r->prog->nodes[node].eqn->name_path)
+    named.emplace(named_error(path, cause));
+  const Error& err = named ? *named : cause;
   if (r->profile) r->profile->finished(node, int32_t(err.code()));
   if (!r->opts.keep_going) {
     finish(r, nullptr, &err);
@@ -145,11 +154,20 @@ class ExecOp final : public AsyncOp {
   ExecOp(std::shared_ptr<Run> r, uint32_t node) : run_(std::move(r)), node_(node) {}
   // Inputs kept to store the result in the open memoize scope (else empty).
   std::optional<std::vector<Value>> memo_in;
-  bool profiling() const noexcept override { return run_->profile != nullptr || run_->opts.on_span; }
+  bool profiling() const noexcept override {
+    return run_->profile != nullptr || run_->opts.on_span || run_->opts.summary;
+  }
+  // The span gains this equation's tags and name path (in front of those of
+  // the sub-run equations it came through).
   void record_span(const CallSpan& s) noexcept override {
     try {
-      if (run_->profile) run_->profile->span(node_, s);
-      if (run_->opts.on_span) run_->opts.on_span(s);
+      const Eqn& e = *run_->prog->nodes[node_].eqn;
+      CallSpan span = s;
+      span.tags = union_tags(e.tags, s.tags);
+      span.name_path = join_names(e.name_path, s.name_path);
+      if (run_->profile) run_->profile->span(node_, span);
+      if (run_->opts.summary) run_->opts.summary->add(span);
+      if (run_->opts.on_span) run_->opts.on_span(span);
     } catch (...) {
     }
   }
@@ -315,6 +333,7 @@ void execute(const std::shared_ptr<Run>& r, uint32_t node) {
 void finish(const std::shared_ptr<Run>& r, Value* result, const Error* err) noexcept {
   bool expected = false;
   if (!r->finished.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) return;
+  if (r->opts.summary) r->opts.summary->stop();
   try {
     if (uint64_t id = r->timer_id.load(std::memory_order_acquire)) r->sched->cancel_timer(id);
     std::vector<std::shared_ptr<AsyncOp>> ops;

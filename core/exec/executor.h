@@ -42,6 +42,7 @@ class TimerQueue;
 }
 
 class Run;
+class RunSummary;
 
 // Cancels the runs started with it (RunOptions::cancel), from any thread:
 // the way to stop a run driven by run_sync, which has no Future. Once
@@ -83,6 +84,9 @@ struct RunOptions {
   // here too (a sub-run hands its LM calls to the profile of the run that
   // started it).
   std::function<void(const CallSpan&)> on_span;
+  // When set, every provider request the run's equations make (sub-runs'
+  // included) is added to it, and its clock stops when the run finishes.
+  std::shared_ptr<RunSummary> summary;
   // keep_going only: called with the index of each failed flat output leaf
   // and its error (cause chain intact) before the run reports completion.
   std::function<void(size_t leaf, const std::shared_ptr<const Error>&)> on_output_error;

@@ -39,32 +39,35 @@ Lowering decide(const IR& g, const CompileOptions& o, size_t& merged, size_t& re
   Lowering l;
   l.var_slot.resize(n_vars);
   for (VarId v = 0; v < n_vars; ++v) l.var_slot[v] = v;
-  auto resolve = [&](const Atom& a) { return a.is_var() ? Atom::of_var(l.var_slot[a.var]) : a; };
 
   std::vector<uint8_t> live(n_eqns, 1);
   if (o.cse) {
-    std::unordered_multimap<uint64_t, size_t> seen;
-    seen.reserve(n_eqns);
-    std::vector<Atom> in, prev_in;
+    // Equations seen so far, by identity hash: open addressing over a flat
+    // table (one allocation for the whole IR, none per equation).
+    size_t cap = 16;
+    while (cap < 2 * n_eqns) cap *= 2;
+    std::vector<uint64_t> hashes(cap);
+    std::vector<uint32_t> table(cap, UINT32_MAX);  // equation index, or empty
     for (size_t i = 0; i < n_eqns; ++i) {
       const Eqn& e = g.eqns[i];
       if (!mergeable(e, o.cse_nondeterministic)) continue;
-      in.clear();
-      for (const Atom& a : e.in) in.push_back(resolve(a));
-      const uint64_t h = eqn_hash(e, in);
+      const uint64_t h = eqn_hash(e, l.var_slot);
+      size_t slot = size_t(h) & (cap - 1);
       bool merged_here = false;
-      auto [lo, hi] = seen.equal_range(h);
-      for (auto it = lo; it != hi && !merged_here; ++it) {
-        const Eqn& f = g.eqns[it->second];
-        prev_in.clear();
-        for (const Atom& a : f.in) prev_in.push_back(resolve(a));
-        if (!eqn_same(f, prev_in, e, in)) continue;
+      for (; table[slot] != UINT32_MAX; slot = (slot + 1) & (cap - 1)) {
+        if (hashes[slot] != h) continue;
+        const Eqn& f = g.eqns[table[slot]];
+        if (!eqn_same(f, e, l.var_slot)) continue;
         for (size_t k = 0; k < e.out.size(); ++k) l.var_slot[e.out[k]] = f.out[k];
         live[i] = 0;
         merged_here = true;
         ++merged;
+        break;
       }
-      if (!merged_here) seen.emplace(h, i);
+      if (!merged_here) {
+        table[slot] = uint32_t(i);
+        hashes[slot] = h;
+      }
     }
   }
   if (o.dce) {
@@ -152,7 +155,14 @@ std::shared_ptr<Program> lower_with(IRPtr ir, const Lowering& l, const CompileOp
   // consumer lists as one flat array (counted, then filled).
   std::vector<uint32_t> producer(n_vars, UINT32_MAX);  // slot -> node
   std::vector<uint32_t> n_cons(l.live.size(), 0);
+  size_t n_args = 0, n_results = 0;
+  for (uint32_t i : l.live) {
+    n_args += g.eqns[i].in.size();
+    n_results += g.eqns[i].out.size();
+  }
   p.nodes.reserve(l.live.size());
+  p.args.reserve(n_args);
+  p.results.reserve(n_results);
   for (uint32_t i : l.live) {
     const Eqn& e = g.eqns[i];
     Program::Node n{};
@@ -237,7 +247,11 @@ const std::shared_ptr<const Program>* Program::sub(const IR* ir) const noexcept 
 }
 
 std::shared_ptr<const Program> compile(IRPtr ir, const CompileOptions& o) {
-  validate(*ir);
+#ifdef NDEBUG
+  if (!ir->checked) validate(*ir);
+#else
+  validate(*ir);  // debug builds check the transforms' and loader's output too
+#endif
   SubMemo memo;
   return compile_with(std::move(ir), o, memo);
 }

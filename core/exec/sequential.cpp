@@ -56,19 +56,24 @@ void step(const Program& p, const Program::Node& n, std::vector<Value>& slots, s
     else in[k] = slots[p.args[i]];
   }
   RunScopes* scopes = scopes_of(env);
-  if (scopes && scopes->memo_open()) {
-    invoke(*n.eqn, in, out, env);  // memoize scopes keep the inputs as the key
-  } else {
-    // The impl may consume the inputs the run owns (restored after: nested
-    // runs share env).
-    std::span<Value> outer = std::exchange(env.owned_in, std::span<Value>(in));
-    try {
-      run_eqn(*n.eqn, in, out, env);
-    } catch (...) {
+  try {
+    if (scopes && scopes->memo_open()) {
+      invoke(*n.eqn, in, out, env);  // memoize scopes keep the inputs as the key
+    } else {
+      // The impl may consume the inputs the run owns (restored after: nested
+      // runs share env).
+      std::span<Value> outer = std::exchange(env.owned_in, std::span<Value>(in));
+      try {
+        run_eqn(*n.eqn, in, out, env);
+      } catch (...) {
+        env.owned_in = outer;
+        throw;
+      }
       env.owned_in = outer;
-      throw;
     }
-    env.owned_in = outer;
+  } catch (const Error& e) {
+    if (!n.eqn->name_path) throw;
+    throw named_error(n.eqn->name_path, e);  // the failing equation's place in the program
   }
   for (uint32_t k = 0; k < n.out_count; ++k) slots[p.results[n.out_begin + k]] = std::move(out[k]);
 }

@@ -65,6 +65,7 @@ class Reader {
       trees_.push_back(v.kind() == Kind::Bool ? TreeDef() : TreeDef::of(v));
     }
     tag_sets();
+    name_paths();
     param_sets();
     irs(out);
     host_functions(out);
@@ -84,6 +85,7 @@ class Reader {
   std::vector<Aval> literal_avals_;
   std::vector<TreeDef> trees_;
   std::vector<Tags> tag_sets_;
+  std::vector<NamePath> name_paths_;
   struct ParamSet {
     const fb::ParamSet* fb = nullptr;
     int64_t max_ir = -1;  // highest IR index referenced
@@ -270,6 +272,22 @@ class Reader {
         set->emplace_back(s);
       }
       tag_sets_.push_back(set->empty() ? nullptr : Tags(std::move(set)));
+    }
+  }
+
+  void name_paths() {
+    const auto* v = g_->name_paths();
+    for (uint32_t i = 0; i < size_of(v); ++i) {
+      const auto* names = v->Get(i)->names();
+      if (size_of(names) == 0) bad("name path " + std::to_string(i) + " is empty");
+      auto path = std::make_shared<std::vector<std::string>>();
+      for (uint32_t k = 0; k < size_of(names); ++k) {
+        std::string_view s = str(names->Get(k), "a name");
+        if (s.empty() || s.find('/') != std::string_view::npos)
+          bad("name path " + std::to_string(i) + " holds an empty name or one with '/'");
+        path->emplace_back(s);
+      }
+      name_paths_.push_back(std::move(path));
     }
   }
 
@@ -489,6 +507,7 @@ class Reader {
     column(r->eqn_out_tree(), "eqn_out_tree", false);
     column(r->eqn_params(), "eqn_params", true);
     column(r->eqn_tags(), "eqn_tags", true);
+    column(r->eqn_name_path(), "eqn_name_path", true);
     column(r->eqn_sched_level(), "eqn_sched_level", true);
     if (size_of(r->eqn_sched_priority()) != size_of(r->eqn_sched_level()))
       bad(ir_name + ": column eqn_sched_priority has " + std::to_string(size_of(r->eqn_sched_priority())) +
@@ -499,7 +518,8 @@ class Reader {
     const uint32_t n_in = size_of(r->eqn_in()), n_out = size_of(r->eqn_out());
     const auto *c_prim = r->eqn_prim(), *c_in_end = r->eqn_in_end(), *c_in = r->eqn_in(),
                *c_in_tree = r->eqn_in_tree(), *c_out_end = r->eqn_out_end(), *c_out = r->eqn_out(),
-               *c_out_tree = r->eqn_out_tree(), *c_params = r->eqn_params(), *c_tags = r->eqn_tags();
+               *c_out_tree = r->eqn_out_tree(), *c_params = r->eqn_params(),
+               *c_tags = r->eqn_tags(), *c_names = r->eqn_name_path();
     uint32_t in_pos = 0, out_pos = 0;
     uint64_t expanded = n;
     uint32_t height = 0;  // how deep sub-IRs nest below this IR
@@ -564,6 +584,12 @@ class Reader {
           bad(where() + " names tag set " + std::to_string(k - 1) + " but the graph has " + std::to_string(tag_sets_.size()));
         e.tags = tag_sets_[k - 1];
       }
+      if (const uint32_t k = c_names ? c_names->Get(j) : 0) {
+        if (k > name_paths_.size())
+          bad(where() + " names name path " + std::to_string(k - 1) + " but the graph has " +
+              std::to_string(name_paths_.size()));
+        e.name_path = name_paths_[k - 1];
+      }
       if (const uint32_t level = c_sched ? c_sched->Get(j) : 0)
         e.sched = EqnSched{level - 1, c_priority->Get(j)};
       // Params, host functions and the abstract rule are checked once per
@@ -603,6 +629,7 @@ class Reader {
     out.n_eqns += n;
     expanded_.push_back(expanded);
     height_.push_back(height);
+    ir.checked = true;  // every check of the loader passed
     irs_.push_back(std::make_shared<const IR>(std::move(ir)));
   }
 

@@ -101,6 +101,10 @@ struct Prim {
   void (*pullback_fwd)(PullCtx& ctx, const Eqn& e) = nullptr;
   void (*pullback_bwd)(PullCtx& ctx, const Eqn& e) = nullptr;
   void (*dce)(DceCtx& ctx, const Eqn& e) = nullptr;
+
+  // The hash of (name, version), set by the registry (ir/registry.h): IRs
+  // hash their primitives often. 0 for a primitive never registered.
+  uint64_t hash = 0;
 };
 
 // e's rule `slot` (a member of Prim, e.g. &Prim::batch), or INVALID_ARGUMENT

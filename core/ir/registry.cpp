@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "value/error.h"
+#include "value/hash.h"
 
 namespace af {
 
@@ -21,6 +22,7 @@ struct Registry {
       if (q->version == p.version)
         invalid("primitive \"" + p.name + "\" version " + std::to_string(p.version) +
                 " is already registered");
+    p.hash = prim_identity_hash(p.name, p.version);
     prims.push_back(std::move(p));
     by_name[prims.back().name].push_back(&prims.back());
     return &prims.back();

@@ -538,6 +538,7 @@ void map_dce(DceCtx& ctx, const Eqn& e) {
   k.params.set("axes", Value::list(std::move(new_axes)));
   k.params.set("body", drop_inputs(*d.ir, d.used_in));
   k.tags = e.tags;
+  k.name_path = e.name_path;
   k.sched = e.sched;
   ctx.replace(std::move(k));
 }

@@ -249,8 +249,10 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
     auto done = [batch, i, prim, item, item_errors](lm::Call& call, const std::string* content, const Error* err) {
       AsyncOp& op = *batch->op;
       if (op.profiling())
-        op.record_span(CallSpan{call.provider_name, call.slot, call.queued_ns, call.started_ns, call.finished_ns,
-                                call.request().model, err ? int32_t(err->code()) : 0, call.attempts.load()});
+        op.record_span(CallSpan{
+            call.provider_name, call.slot, call.queued_ns, call.started_ns, call.finished_ns,
+            call.request().model, err ? int32_t(err->code()) : 0, call.attempts.load(),
+            err ? 0 : call.prompt_tokens, err ? 0 : call.completion_tokens, nullptr, nullptr});
       if (op.finished()) return;
       std::string what = std::string(prim) + " to model " + quoted(call.request().model) + item;
       // A failed request fails the equation and cancels its siblings, or,

@@ -54,12 +54,12 @@ IRPtr cse(const IR& ir, bool merge_nondeterministic) {
     for (Atom& a : e.in) a = remap(a);
     if (has_sub_irs(e.params)) e.params = cse_params(e.params, merge_nondeterministic);
     if (mergeable(e, merge_nondeterministic)) {
-      uint64_t h = eqn_hash(e, e.in);
+      uint64_t h = eqn_hash(e);
       bool merged = false;
       auto [lo, hi] = seen.equal_range(h);
       for (auto it = lo; it != hi && !merged; ++it) {
         const Eqn& prev = kept[it->second];
-        if (!eqn_same(prev, prev.in, e, e.in)) continue;
+        if (!eqn_same(prev, e)) continue;
         for (size_t k = 0; k < e.out.size(); ++k) map[e.out[k]] = Atom::of_var(prev.out[k]);
         merged = true;
       }

@@ -33,10 +33,10 @@ struct PullState {
     for (size_t i = 0; i < ir.eqns.size(); ++i) {
       const Eqn& e = ir.eqns[i];
       PullCtx ctx = make_ctx(e);
-      Tags saved = b.tags;
-      b.tags = e.tags;
-      rule_of(e, &Prim::pullback_fwd, "pullback")(ctx, e);
-      b.tags = saved;
+      {
+        EmitAs as(b, e);
+        rule_of(e, &Prim::pullback_fwd, "pullback")(ctx, e);
+      }
       for (size_t k = 0; k < e.out.size(); ++k) {
         if (!ctx.outs_set[k])
           fail(Code::Internal, "pullback rule of " + e.prim->name + " did not set output " + std::to_string(k));
@@ -97,20 +97,20 @@ struct PullState {
       }
       ctx.cts = std::move(cts);
       ctx.residuals = stash[i];
-      Tags saved = b.tags;
-      b.tags = e.tags;
-      if (tolerant) {
-        // Only residuals are wanted: a rule that cannot run (a host function)
-        // contributes nothing; the build that needs its result reports it.
-        try {
+      {
+        EmitAs as(b, e);
+        if (tolerant) {
+          // Only residuals are wanted: a rule that cannot run (a host function)
+          // contributes nothing; the build that needs its result reports it.
+          try {
+            e.prim->pullback_bwd(ctx, e);
+          } catch (const Error&) {
+            ctx.added.clear();
+          }
+        } else {
           e.prim->pullback_bwd(ctx, e);
-        } catch (const Error&) {
-          ctx.added.clear();
         }
-      } else {
-        e.prim->pullback_bwd(ctx, e);
       }
-      b.tags = saved;
       for (auto& [k, ct] : ctx.added) {
         const Atom& a = e.in[k];
         if (!a.is_var()) continue;

@@ -315,6 +315,20 @@ static void park(void* ud, af_lm_request_t* req) {
   if (p->n < 16) p->reqs[p->n++] = req;
   pthread_mutex_unlock(&p->mu);
 }
+/* How many requests have been parked; waits (up to 5 s) for `want` of them.
+ * A provider's in_flight count rises before its callback parks the request,
+ * so tests wait on this, read under the lock. */
+static int parked_wait(struct parked* p, int want) {
+  double t0 = now_ms();
+  int n;
+  for (;;) {
+    pthread_mutex_lock(&p->mu);
+    n = p->n;
+    pthread_mutex_unlock(&p->mu);
+    if (n >= want || now_ms() - t0 >= 5000) return n;
+    sleep_ms(1);
+  }
+}
 
 static void cancel_stops_in_flight_requests(void) {
   int n = 3;
@@ -331,10 +345,7 @@ static void cancel_stops_in_flight_requests(void) {
   CHECK_OK(af_provider_host_new(park, &parked, NULL, &host));
   route("*", host);
   if (!CHECK_OK(start_program(p, "[\"a\",\"m\"]", NULL, &f))) return;
-  {
-    double t0 = now_ms();
-    while (stat_field(host, "in_flight") < 3 && now_ms() - t0 < 5000) sleep_ms(1);
-  }
+  CHECK_INT_EQ(parked_wait(&parked, 3), 3);
   CHECK_INT_EQ(stat_field(host, "in_flight"), 3);
   for (i = 0; i < parked.n; i++) CHECK_INT_EQ(af_lm_request_cancelled(parked.reqs[i]), 0);
   af_future_cancel(f);
@@ -875,10 +886,7 @@ static void batched_switch_cancels_its_items(void) {
   CHECK_OK(af_provider_host_new(park, &parked, NULL, &host));
   route("*", host);
   if (!CHECK_OK(start_program(p, "[[\"a\",\"b\",\"a\"],[\"x\",\"y\",\"z\"]]", NULL, &f))) return;
-  {
-    double t0 = now_ms();
-    while (stat_field(host, "in_flight") < 3 && now_ms() - t0 < 5000) sleep_ms(1);
-  }
+  CHECK_INT_EQ(parked_wait(&parked, 3), 3);
   CHECK_INT_EQ(stat_field(host, "in_flight"), 3);
   af_future_cancel(f);
   CHECK_ERR(af_future_wait(f, &out), AF_ERR_CANCELLED, "cancelled");
@@ -894,13 +902,15 @@ static void batched_switch_cancels_its_items(void) {
   }
   af_future_free(f);
   /* One item fails: the others' calls are cancelled, the run fails. */
+  pthread_mutex_lock(&parked.mu);
   parked.n = 0;
+  pthread_mutex_unlock(&parked.mu);
   f = NULL;
   if (CHECK_OK(start_program(p, "[[\"a\",\"b\",\"a\"],[\"x\",\"y\",\"z\"]]", NULL, &f))) {
-    double t0 = now_ms();
-    while (stat_field(host, "in_flight") < 3 && now_ms() - t0 < 5000) sleep_ms(1);
-    CHECK_INT_EQ(parked.n, 3);
-    if (parked.n == 3) CHECK_OK(af_lm_request_fail(parked.reqs[1], af_error_new(AF_ERR_PROVIDER, "overloaded", 10)));
+    double t0;
+    int got = parked_wait(&parked, 3);
+    CHECK_INT_EQ(got, 3);
+    if (got == 3) CHECK_OK(af_lm_request_fail(parked.reqs[1], af_error_new(AF_ERR_PROVIDER, "overloaded", 10)));
     out = (af_value_t*)&out;
     CHECK_ERR(af_future_wait(f, &out), AF_ERR_PROVIDER, "");
     CHECK_NULLED(out, af_value_free);

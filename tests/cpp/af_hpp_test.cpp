@@ -196,6 +196,45 @@ int main() {
   ctx.route("*", echo);
   expect(ask.call_async(ctx, {ctx.str("hi")}).wait().str() == "m|Q:hi", "an async run completes");
 
+  // Name paths, and run summaries (echo counts words: "hi there" in, "m|hi
+  // there" out, 2 tokens each).
+  af::Ir named = ctx.trace(
+      [](af::Context& c, const std::vector<af::Value>& in) {
+        c.name_push("triage");
+        c.name_push("ask");
+        af::Value a =
+            c.lm_call(c.list({c.dict({{"role", c.str("user")}, {"content", in[0]}})}), c.str("m"));
+        c.name_pop();
+        c.name_pop();
+        return a;
+      },
+      {ctx.str("q")});
+  expect(named.text().find("@name=\"triage/ask\"") != std::string::npos,
+         "the text shows the name path");
+  expect(named.eqn_json(0).find(R"("name_path":["triage","ask"])") != std::string::npos,
+         named.eqn_json(0));
+  expect_error(
+      af::Code::InvalidArgument, [&] { ctx.name_push("x"); }, "a name scope outside a trace");
+  af::Program named_prog = af::Program::compile(ctx, named);
+  std::string summary;
+  af::RunOptions with_summary;
+  with_summary.summary_out = &summary;
+  named_prog.call(ctx, {ctx.str("hi there")}, with_summary);
+  expect(
+      summary.find(
+          R"("total":{"calls":1,"failed":0,"prompt_tokens":2,"completion_tokens":2,"retries":0)") !=
+          std::string::npos,
+      "the summary of a call: " + summary);
+  af::RunOptions async_summary;
+  async_summary.summary = true;
+  af::Future summarized = named_prog.call_async(ctx, {ctx.str("hi there")}, async_summary);
+  summarized.wait();
+  expect(summarized.summary().find(R"("models":{"m":{"calls":1,)") != std::string::npos,
+         "the summary of an async run: " + summarized.summary());
+  expect_error(
+      af::Code::InvalidArgument, [&] { (void)ask.call_async(ctx, {ctx.str("hi")}).summary(); },
+      "no summary without RunOptions::summary");
+
   // Per-item errors: a host provider fails every third item ("q<i>", i % 3
   // == 0) at once and answers the others 30 ms later from threads of their
   // own; item_errors keeps the other items going (never cancelled).

@@ -142,6 +142,30 @@ impl Context {
         check(unsafe { sys::af_tag_pop(self.as_ptr()) })
     }
 
+    /// Pushes a name scope: what the innermost trace of this thread records
+    /// (or, outside a trace, a lazy context) carries `name` in its name path
+    /// ("triage/classify") until the matching [`name_pop`](Self::name_pop).
+    /// `InvalidArgument` outside a trace on an eager context, for an empty
+    /// name or one holding '/'.
+    pub fn name_push(&self, name: &str) -> Result<()> {
+        check(unsafe { sys::af_name_push(self.as_ptr(), name.as_ptr().cast(), name.len()) })
+    }
+
+    /// Pops the innermost name scope (`InvalidArgument` without a push).
+    pub fn name_pop(&self) -> Result<()> {
+        check(unsafe { sys::af_name_pop(self.as_ptr()) })
+    }
+
+    /// Runs `f` inside a name scope (popped even if `f` fails or panics).
+    pub fn with_name<R>(&self, name: &str, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        self.name_push(name)?;
+        let guard = ScopeGuard {
+            ctx: self,
+            pop: Context::name_pop,
+        };
+        guard.finish(f())
+    }
+
     /// Starts folding: operations run at trace time and become literals.
     pub fn fold_push(&self) -> Result<()> {
         check(unsafe { sys::af_fold_push(self.as_ptr()) })

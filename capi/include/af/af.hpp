@@ -908,6 +908,14 @@ class Context {
   void memoize_push() { detail::check(af_memoize_push(ptr())); }
   void memoize_pop() { detail::check(af_memoize_pop(ptr())); }
 
+  /* Name scopes (af_name_push): inside a trace of this thread (or outside
+   * one on a lazy context), what is recorded carries the open names as its
+   * name path ("triage/classify"). Pushes and pops pair up. */
+  void name_push(std::string_view name) {
+    detail::check(af_name_push(ptr(), name.data(), name.size()));
+  }
+  void name_pop() { detail::check(af_name_pop(ptr())); }
+
   /* Transforms: IR -> IR. */
   Ir batch(const Ir& ir, const Value& in_axes = Value()) {
     return transform([&](af_ir_t** o) { return af_batch(ptr(), ir.ptr(), in_axes.get(), o); });
@@ -1050,6 +1058,11 @@ struct RunOptions {
   /* done and total equations, from libaf threads; must be quick and not throw
    * (what it throws is dropped). */
   std::function<void(uint64_t, uint64_t)> progress;
+  /* The run summary JSON (calls, tokens, retries, time per model; af.h "Run
+   * summaries"): call() writes it here, also when the run fails. */
+  std::string* summary_out = nullptr;
+  /* call_async(): record the run summary for Future::summary(). */
+  bool summary = false;
 };
 
 /* A run in flight. Destroying it cancels the run (nobody can read the
@@ -1081,6 +1094,13 @@ class Future {
   std::string profile() const {
     af_bytes_t b{nullptr, 0};
     detail::check(af_future_profile(ptr(), &b));
+    return detail::take(b);
+  }
+  /* The run summary of a run started with RunOptions::summary (so far,
+   * until it finished). */
+  std::string summary() const {
+    af_bytes_t b{nullptr, 0};
+    detail::check(af_future_summary_json(ptr(), &b));
     return detail::take(b);
   }
   /* fn runs once when the run finishes: on a libaf thread, or here at once
@@ -1137,8 +1157,13 @@ class Program {
   Value call(Context& ctx, const std::vector<Value>& inputs, const RunOptions& options) const {
     auto p = detail::ptrs(inputs);
     Native o(options);
+    af_bytes_t summary{nullptr, 0};
+    if (options.summary_out) o.raw.summary = &summary;
     af_value_t* out = nullptr;
-    detail::check(af_program_call_with(ctx.ptr(), ptr(), p.data(), p.size(), &o.raw, &out));
+    af_error_t* err = af_program_call_with(ctx.ptr(), ptr(), p.data(), p.size(), &o.raw, &out);
+    if (options.summary_out)
+      *options.summary_out = summary.data ? detail::take(summary) : std::string();
+    detail::check(err);
     return Value::own(out);
   }
   /* Starts the run and returns at once (input errors are thrown here). */
@@ -1152,6 +1177,7 @@ class Program {
                     const RunOptions& options) const {
     auto p = detail::ptrs(inputs);
     Native o(options);
+    if (options.summary) o.raw.flags |= AF_RUN_SUMMARY;
     af_future_t* f = nullptr;
     detail::check(af_program_call_async_with(ctx.ptr(), ptr(), p.data(), p.size(), &o.raw, &f));
     return Future(f);
