@@ -15,7 +15,8 @@ import json
 import sys
 import time
 
-from openai import AsyncOpenAI
+import httpx2
+from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 
 
 async def closed_loop(client, in_flight, total, latencies):
@@ -47,8 +48,14 @@ async def closed_loop(client, in_flight, total, latencies):
 async def main():
     base_url, in_flight, total, latency_file = (
         sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
-    # No retries: an error is counted, not hidden.
-    client = AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0)
+    # No retries: an error is counted, not hidden. The client's default pool
+    # keeps 100 connections alive and waits 5 s for a new one: at 1000 in
+    # flight it reconnected for most requests and timed out, so it keeps one
+    # connection per request in flight and waits 30 s, as libaf's provider.
+    http = DefaultAsyncHttpxClient(
+        limits=httpx2.Limits(max_connections=in_flight, max_keepalive_connections=in_flight),
+        timeout=httpx2.Timeout(600.0, connect=30.0))
+    client = AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0, http_client=http)
     await closed_loop(client, in_flight, in_flight, None)  # warm-up
     latencies = []
     c0, t0 = time.process_time(), time.perf_counter()
