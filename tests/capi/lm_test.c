@@ -761,6 +761,7 @@ static void openai_faults_end_in_the_right_code(void) {
       {"slow", AF_ERR_TIMEOUT, 3, "400 ms"},
       {"malformed", AF_ERR_PROVIDER, 1, "not valid JSON"},
       {"nocontent", AF_ERR_PROVIDER, 1, "choices"},
+      {"refusal", AF_ERR_PROVIDER, 1, "the model refused: not this one"},
   };
   struct server s = server_start();
   af_provider_t* p = openai_for(&s, NULL);

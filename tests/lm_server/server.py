@@ -14,6 +14,7 @@ so tests do not disturb each other):
   hang            answers after 30 s (for cancellation)
   malformed       200 with a body that is not JSON
   nocontent       200 with JSON lacking choices[0].message.content
+  refusal         200, content null and message.refusal "not this one"
   schema-bad      200, content {"answer": "x", "score": 99}
   schema-ok       200, content {"answer": "fine", "score": 7}
   show-request    200, content = the request body it received
@@ -162,6 +163,10 @@ class Handler(BaseHTTPRequestHandler):
             return
         elif model == "nocontent":
             self.send(200, json.dumps({"choices": []}))
+            return
+        elif model == "refusal":
+            self.send(200, json.dumps({"choices": [{"message": {"role": "assistant", "content": None,
+                                                                "refusal": "not this one"}}]}))
             return
         elif model == "schema-bad":
             self.reply(model, json.dumps({"answer": "x", "score": 99}))
