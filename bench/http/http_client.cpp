@@ -43,7 +43,8 @@ namespace {
 double cpu_seconds() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
-  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
 int64_t now_ns() { return af::lm::now_ns(); }
@@ -60,7 +61,8 @@ std::string user_text(uint64_t i) { return "Say hello to request " + std::to_str
 
 class ProviderLoop {
  public:
-  ProviderLoop(af::lm::ProviderPtr p, uint64_t total) : p_(std::move(p)), total_(total), lat_(total) {}
+  ProviderLoop(af::lm::ProviderPtr p, uint64_t total)
+      : p_(std::move(p)), total_(total), lat_(total) {}
 
   // Keeps `in_flight` calls outstanding until `total` have finished.
   void run(uint32_t in_flight) {
@@ -116,7 +118,8 @@ std::string provider_options(const std::string& url) {
   return "{\"base_url\":\"" + url + "\",\"max_in_flight\":0,\"max_retries\":0}";
 }
 
-Result run_libaf(const std::string& url, uint32_t in_flight, uint64_t n, double& seconds, double& cpu) {
+Result run_libaf(const std::string& url, uint32_t in_flight, uint64_t n, double& seconds,
+                 double& cpu) {
   af::lm::ProviderPtr p = af::lm::make_openai(af::from_json(provider_options(url)));
   ProviderLoop(p, in_flight).run(in_flight);  // warm-up
   ProviderLoop loop(p, n);
@@ -142,7 +145,8 @@ af_value_t* str(af_context_t* c, const std::string& s) {
 }
 
 // chains × length lm_calls; call j of a chain sends the previous reply.
-af_error_t* trace_chains(void* ud, af_context_t* c, const af_value_t* const*, size_t, af_value_t** out) {
+af_error_t* trace_chains(void* ud, af_context_t* c, const af_value_t* const*, size_t,
+                         af_value_t** out) {
   const Chains& ch = *static_cast<const Chains*>(ud);
   af_value_t* model = str(c, "bench");
   af_value_t* role = str(c, "user");
@@ -172,7 +176,8 @@ af_error_t* trace_chains(void* ud, af_context_t* c, const af_value_t* const*, si
   return e;
 }
 
-Result run_program(const std::string& url, uint32_t in_flight, uint64_t n, double& seconds, double& cpu) {
+Result run_program(const std::string& url, uint32_t in_flight, uint64_t n, double& seconds,
+                   double& cpu) {
   Result r;
   af_context_t* ctx = nullptr;
   af_provider_t* p = nullptr;
@@ -223,11 +228,12 @@ struct Handle {
   bool timed = false;
 };
 
-Result run_curl(const std::string& url, uint32_t in_flight, uint64_t n, double& seconds, double& cpu) {
+Result run_curl(const std::string& url, uint32_t in_flight, uint64_t n, double& seconds,
+                double& cpu) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   const std::string endpoint = url + "/chat/completions";
-  const std::string body =
-      "{\"model\":\"bench\",\"messages\":[{\"role\":\"user\",\"content\":\"" + user_text(0) + "\"}]}";
+  const std::string body = "{\"model\":\"bench\",\"messages\":[{\"role\":\"user\",\"content\":\"" +
+                           user_text(0) + "\"}]}";
   curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
   CURLM* multi = curl_multi_init();
   std::vector<Handle> hs(in_flight);
@@ -267,7 +273,8 @@ Result run_curl(const std::string& url, uint32_t in_flight, uint64_t n, double& 
       long status = 0;
       curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &status);
       if (m->data.result != CURLE_OK || status != 200 || h->reply.empty()) {
-        if (!r.errors++) r.first_error = curl_easy_strerror(m->data.result) + (" HTTP " + std::to_string(status));
+        if (!r.errors++)
+          r.first_error = curl_easy_strerror(m->data.result) + (" HTTP " + std::to_string(status));
       }
       if (h->timed) r.latency_ns.push_back(now_ns() - h->started);
       curl_multi_remove_handle(multi, h->easy);
@@ -291,7 +298,8 @@ Result run_curl(const std::string& url, uint32_t in_flight, uint64_t n, double& 
 
 int main(int argc, char** argv) {
   if (argc < 6) {
-    std::fprintf(stderr, "usage: %s libaf|program|curl <base_url> <in_flight> <requests> <latency_file>\n",
+    std::fprintf(stderr,
+                 "usage: %s libaf|program|curl <base_url> <in_flight> <requests> <latency_file>\n",
                  argv[0]);
     return 2;
   }
@@ -305,9 +313,12 @@ int main(int argc, char** argv) {
   double seconds = 0, cpu = 0;
   Result r;
   try {
-    if (client == "libaf") r = run_libaf(url, in_flight, n, seconds, cpu);
-    else if (client == "program") r = run_program(url, in_flight, n, seconds, cpu);
-    else if (client == "curl") r = run_curl(url, in_flight, n, seconds, cpu);
+    if (client == "libaf")
+      r = run_libaf(url, in_flight, n, seconds, cpu);
+    else if (client == "program")
+      r = run_program(url, in_flight, n, seconds, cpu);
+    else if (client == "curl")
+      r = run_curl(url, in_flight, n, seconds, cpu);
     else {
       std::fprintf(stderr, "unknown client %s\n", client.c_str());
       return 2;
@@ -319,11 +330,13 @@ int main(int argc, char** argv) {
   std::ofstream lat(argv[5]);
   for (int64_t ns : r.latency_ns) lat << ns << '\n';
   const uint64_t timed = client == "program" ? (n / in_flight) * in_flight : n;
-  std::printf("{\"client\":\"%s\",\"in_flight\":%u,\"requests\":%llu,\"errors\":%llu,\"seconds\":%.6f,"
-              "\"cpu_seconds\":%.6f}\n",
-              client.c_str(), in_flight, static_cast<unsigned long long>(timed),
-              static_cast<unsigned long long>(r.errors), seconds, cpu);
-  if (r.errors) std::fprintf(stderr, "%s: %llu errors, first: %s\n", client.c_str(),
-                             static_cast<unsigned long long>(r.errors), r.first_error.c_str());
+  std::printf(
+      "{\"client\":\"%s\",\"in_flight\":%u,\"requests\":%llu,\"errors\":%llu,\"seconds\":%.6f,"
+      "\"cpu_seconds\":%.6f}\n",
+      client.c_str(), in_flight, static_cast<unsigned long long>(timed),
+      static_cast<unsigned long long>(r.errors), seconds, cpu);
+  if (r.errors)
+    std::fprintf(stderr, "%s: %llu errors, first: %s\n", client.c_str(),
+                 static_cast<unsigned long long>(r.errors), r.first_error.c_str());
   return r.errors ? 1 : 0;
 }

@@ -169,7 +169,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
     multi_ = curl_multi_init();
     if (!multi_) fail(Code::OutOfMemory, "openai provider: curl_multi_init failed");
     headers_ = curl_slist_append(nullptr, "Content-Type: application/json");
-    if (headers_ && !cfg_.auth_header.empty()) headers_ = curl_slist_append(headers_, cfg_.auth_header.c_str());
+    if (headers_ && !cfg_.auth_header.empty())
+      headers_ = curl_slist_append(headers_, cfg_.auth_header.c_str());
     if (!headers_) {
       curl_multi_cleanup(multi_);
       fail(Code::OutOfMemory, "openai provider: out of memory");
@@ -183,7 +184,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
 
   void begin() {
     thread_ = std::thread([self = shared_from_this()] { self->loop(); });
-    curl_thread_ = thread_.get_id();  // read by add() from any thread; thread_ itself changes in stop()
+    // Read by add() from any thread; thread_ itself changes in stop().
+    curl_thread_ = thread_.get_id();
   }
 
   void stop() {
@@ -236,7 +238,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
       curl_easy_reset(t->easy);
     } else {
       t->easy = curl_easy_init();
-      if (!t->easy) return finish(t, Error(Code::OutOfMemory, "openai provider: curl_easy_init failed"));
+      if (!t->easy)
+        return finish(t, Error(Code::OutOfMemory, "openai provider: curl_easy_init failed"));
     }
     CURL* e = t->easy;
     curl_easy_setopt(e, CURLOPT_URL, cfg_.url.c_str());
@@ -271,8 +274,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // kept; connections live in the multi handle's cache either way).
   void release(const std::shared_ptr<Transfer>& t) {
     detach(t);
-    if (t->easy && idle_.size() < kMaxIdle) idle_.push_back(t->easy);
-    else if (t->easy) curl_easy_cleanup(t->easy);
+    if (t->easy && idle_.size() < kMaxIdle)
+      idle_.push_back(t->easy);
+    else if (t->easy)
+      curl_easy_cleanup(t->easy);
     t->easy = nullptr;
     t->done = true;
   }
@@ -339,8 +344,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
       } catch (const Error& e) {
         why = e.what();
       }
-      return finish(t, Error(Code::Provider, what(t) + ": the response is not valid JSON (" + why + "): " +
-                                                 excerpt(t->response)));
+      return finish(t, Error(Code::Provider, what(t) + ": the response is not valid JSON (" + why +
+                                                 "): " + excerpt(t->response)));
     }
     simdjson::dom::object msg;
     const bool has_msg = root["choices"].at(0)["message"].get(msg) == simdjson::SUCCESS;
@@ -348,7 +353,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
     if (!has_msg || msg["content"].get(content) != simdjson::SUCCESS) {
       std::string_view refusal;
       if (has_msg && msg["refusal"].get(refusal) == simdjson::SUCCESS)
-        return finish(t, Error(Code::Provider, what(t) + ": the model refused: " + excerpt(refusal)));
+        return finish(t,
+                      Error(Code::Provider, what(t) + ": the model refused: " + excerpt(refusal)));
       return finish(t, Error(Code::Provider, what(t) + ": the response has no choices[0].message.content: " +
                                                  excerpt(t->response)));
     }

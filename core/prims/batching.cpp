@@ -201,7 +201,8 @@ bool batches_exactly(const IR& branch, const std::vector<bool>& axes) {
   for (size_t k = 0; k < branch.in.size(); ++k)
     if (axes[k] && branch.in[k].is_var()) batched[branch.in[k].var] = true;
   for (const Eqn& e : branch.eqns) {
-    bool b = std::any_of(e.in.begin(), e.in.end(), [&](const Atom& a) { return a.is_var() && batched[a.var]; });
+    bool b = std::any_of(e.in.begin(), e.in.end(),
+                         [&](const Atom& a) { return a.is_var() && batched[a.var]; });
     if (b) {
       for (VarId v : e.out) batched[v] = true;
     } else if (runs_per_item(e)) {
@@ -220,8 +221,8 @@ bool batches_exactly(const IR& branch, const std::vector<bool>& axes) {
 // error as the per-item path would. Returns false, having started nothing,
 // when the body is not such a switch or a branch taken must run item by
 // item (batches_exactly).
-bool map_switch_by_branch(const Eqn& e, std::span<const Value> in, const std::vector<bool>& axes, size_t n,
-                          const std::shared_ptr<AsyncOp>& op, RunEnv& env) {
+bool map_switch_by_branch(const Eqn& e, std::span<const Value> in, const std::vector<bool>& axes,
+                          size_t n, const std::shared_ptr<AsyncOp>& op, RunEnv& env) {
   static const Prim& sw = prim("switch");
   const IR& body = *e.params.ir("body");
   if (n == 0 || body.eqns.size() != 1 || body.eqns[0].prim != &sw || !env.context) return false;
@@ -262,7 +263,8 @@ bool map_switch_by_branch(const Eqn& e, std::span<const Value> in, const std::ve
       for (auto& c : cols) c[i] = error_value(err);
       continue;
     }
-    auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.branch == branch; });
+    auto g = std::find_if(groups.begin(), groups.end(),
+                          [&](const Group& x) { return x.branch == branch; });
     if (g == groups.end()) {
       g = groups.emplace(groups.end());
       g->branch = branch;
@@ -316,8 +318,8 @@ bool map_switch_by_branch(const Eqn& e, std::span<const Value> in, const std::ve
         sub[j] = Value::list(std::move(picked));
       }
     }
-    auto done = [op, join, items = g.items, out_batched = g.batched.out_batched, n_out, item_errors, cancel_all](
-                    std::vector<Value>* out, const Error* err) {
+    auto done = [op, join, items = g.items, out_batched = g.batched.out_batched, n_out, item_errors,
+                 cancel_all](std::vector<Value>* out, const Error* err) {
       std::unique_lock<std::mutex> lock(join->mu);
       if (err && !(fails_item(item_errors, *err) && !op->finished())) {
         lock.unlock();
@@ -325,18 +327,23 @@ bool map_switch_by_branch(const Eqn& e, std::span<const Value> in, const std::ve
         return;
       }
       for (size_t o = 0; o < n_out && !err; ++o)
-        if (out_batched[o] && ((*out)[o].kind() != Kind::List || (*out)[o].size() != items->size())) {
+        if (out_batched[o] &&
+            ((*out)[o].kind() != Kind::List || (*out)[o].size() != items->size())) {
           lock.unlock();
-          op->fail(Error(Code::Internal, "map: a batched branch returned " + std::to_string((*out)[o].size()) +
-                                             " items for " + std::to_string(items->size())));
+          op->fail(Error(Code::Internal, "map: a batched branch returned " +
+                                             std::to_string((*out)[o].size()) + " items for " +
+                                             std::to_string(items->size())));
           return cancel_all();
         }
       for (size_t o = 0; o < n_out; ++o) {
         for (size_t p = 0; p < items->size(); ++p) {
           Value& cell = join->cols[o][(*items)[p]];
-          if (err) cell = error_value(*err);
-          else if (!out_batched[o]) cell = (*out)[o];  // the same for each item of the branch
-          else cell = (*out)[o].items()[p];
+          if (err)
+            cell = error_value(*err);
+          else if (!out_batched[o])
+            cell = (*out)[o];  // the same for each item of the branch
+          else
+            cell = (*out)[o].items()[p];
         }
       }
       if (--join->left != 0) return;

@@ -507,7 +507,9 @@ void while_dce(DceCtx& ctx, const Eqn& e) {
 
 }  // namespace
 
-const IRPtr& switch_branch(const Params& p, const std::string& key) { return branch_for(branches_of(p), key); }
+const IRPtr& switch_branch(const Params& p, const std::string& key) {
+  return branch_for(branches_of(p), key);
+}
 
 void add_control_flow_prims(std::vector<Prim>& out) {
   out.push_back(Prim{

@@ -94,31 +94,41 @@ Value strs(std::initializer_list<const char*> xs) {
 // switch(key, text) with branches "a" (a_branch) and "b" (text + "?"),
 // batched over key and text as in_axes says.
 IRPtr batched_switch(Env& e, IRPtr a_branch, const Value& in_axes) {
-  IRPtr b_branch = trace_str([&](std::span<const Value> in) { return op_concat(std::vector<Value>{in[0], Value::str("?")}, e.env); }, 1);
+  IRPtr b_branch = trace_str(
+      [&](std::span<const Value> in) {
+        return op_concat(std::vector<Value>{in[0], Value::str("?")}, e.env);
+      },
+      1);
   const std::vector<std::string> names{"a", "b"};
   const std::vector<IRPtr> branches{a_branch, b_branch};
   IRPtr ir = trace_str(
-      [&](std::span<const Value> in) { return op_switch(in[0], names, branches, std::vector<Value>{in[1]}, e.env); },
+      [&](std::span<const Value> in) {
+        return op_switch(in[0], names, branches, std::vector<Value>{in[1]}, e.env);
+      },
       2);
   return batch(ir, in_axes);
 }
 
 IRPtr bang_branch(Env& e) {
-  return trace_str([&](std::span<const Value> in) { return bind_flat(bang_prim(), Params(), {in[0]}, e.env); }, 1);
+  return trace_str(
+      [&](std::span<const Value> in) { return bind_flat(bang_prim(), Params(), {in[0]}, e.env); },
+      1);
 }
 
 TEST(BatchedSwitch, EachBranchRunsOnceOnItsItems) {
   Env e;
   auto prog = compile(batched_switch(e, bang_branch(e), Value()));
   g_bang_calls = 0;
-  Value out = run_sync(e.env, prog, {strs({"a", "b", "a", "a", "b"}), strs({"p", "q", "r", "s", "t"})});
+  Value out =
+      run_sync(e.env, prog, {strs({"a", "b", "a", "a", "b"}), strs({"p", "q", "r", "s", "t"})});
   EXPECT_EQ(to_json(out), R"(["p!","q?","r!","s!","t?"])");
   EXPECT_EQ(g_bang_calls.load(), 1);  // one call for the three items that take "a", not three
 }
 
 TEST(BatchedSwitch, SharedOperandRunsEachBranchOnce) {
   Env e;
-  auto prog = compile(batched_switch(e, bang_branch(e), Value::list({Value::boolean(true), Value::boolean(false)})));
+  auto prog = compile(batched_switch(e, bang_branch(e),
+                                     Value::list({Value::boolean(true), Value::boolean(false)})));
   g_bang_calls = 0;
   Value out = run_sync(e.env, prog, {strs({"b", "a", "a"}), Value::str("z")});
   EXPECT_EQ(to_json(out), R"(["z?","z!","z!"])");
@@ -132,7 +142,8 @@ TEST(BatchedSwitch, SampledWorkWithNoBatchedInputRunsPerItem) {
   IRPtr a = trace_str(
       [&](std::span<const Value> in) {
         Value s = bind_flat(sample_prim(), Params(), {Value::str("k")}, e.env);
-        return op_concat(std::vector<Value>{bind_flat(bang_prim(), Params(), {in[0]}, e.env), s}, e.env);
+        return op_concat(std::vector<Value>{bind_flat(bang_prim(), Params(), {in[0]}, e.env), s},
+                         e.env);
       },
       1);
   auto prog = compile(batched_switch(e, a, Value()));
@@ -147,8 +158,8 @@ TEST(BatchedSwitch, SampledWorkWithNoBatchedInputRunsPerItem) {
 TEST(BatchedSwitch, UnknownKeyFailsOrBecomesTheItemsError) {
   Env e;
   auto prog = compile(batched_switch(e, bang_branch(e), Value()));
-  EXPECT_AF_ERROR(run_sync(e.env, prog, {strs({"a", "zz", "b"}), strs({"p", "q", "r"})}), Code::NotFound,
-                  "no branch is named \"zz\"");
+  EXPECT_AF_ERROR(run_sync(e.env, prog, {strs({"a", "zz", "b"}), strs({"p", "q", "r"})}),
+                  Code::NotFound, "no branch is named \"zz\"");
   RunOptions o;
   o.item_errors = true;
   Value out = run_sync(e.env, prog, {strs({"a", "zz", "b"}), strs({"p", "q", "r"})}, o);
