@@ -319,6 +319,38 @@ AF_API af_error_t* af_trace(af_context_t* ctx, af_trace_fn fn, void* user_data,
                             const af_value_t* const* examples, size_t n_examples,
                             const af_value_t* static_mask, af_ir_t** out);
 
+/* Options of af_trace_with: zero the struct, set struct_size =
+ * sizeof(af_trace_options_t), then the fields you need.
+ *
+ * list_mask traces inputs as lists of any length (docs/SEMANTICS.md §2): a
+ * bool tree that is a prefix of the list of inputs, like static_mask; a true
+ * leaf marks the example at its place, which must be a list of leaves of one
+ * kind (str, int, float or bool; nested lists of them for a list of lists).
+ * The traced function receives one placeholder for the whole list (kind
+ * AF_KIND_PLACEHOLDER; its length cannot be read while tracing), the IR's
+ * input is list<T> (list<list<T>> ...), and calls pass a list of any length:
+ * only the example's item kind and depth matter. Such a placeholder is what
+ * a batched IR (af_batch) takes, so calling one on it records the batched
+ * equations once, whatever the length. Why a mask rather than marker values:
+ * examples stay ordinary values (the same ones af_trace takes), and the mask
+ * follows static_mask and af_batch's in_axes. Calls check the list's items
+ * (a wrong kind is INVALID_ARGUMENT naming the item's path, e.g. input[0][2]);
+ * a batched IR inside checks that its batched lists have equal, non-zero
+ * lengths. */
+typedef struct af_trace_options {
+  uint32_t struct_size;          /* sizeof(af_trace_options_t) */
+  const af_value_t* static_mask; /* as af_trace's; NULL = every leaf dynamic */
+  const af_value_t* list_mask;   /* NULL = no list of any length */
+} af_trace_options_t;
+/* af_trace with options (NULL = af_trace with static_mask NULL). Errors as
+ * af_trace, and INVALID_ARGUMENT naming the input path for a list mask that
+ * is not a bool prefix of the inputs or that marks a value that is not a
+ * non-empty list of one leaf kind, or a list of any length also marked
+ * static. */
+AF_API af_error_t* af_trace_with(af_context_t* ctx, af_trace_fn fn, void* user_data,
+                                 const af_value_t* const* examples, size_t n_examples,
+                                 const af_trace_options_t* options, af_ir_t** out);
+
 /* 1 if the calling thread is inside an af_trace callback, else 0. */
 AF_API int32_t af_is_tracing(void);
 
