@@ -121,7 +121,7 @@ void switch_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<
   const IRPtr& branch = branch_for(branches_of(e.params), in[0].as_str());
   if (!env.context) fail(Code::Internal, "switch: no context to run the branch");
   std::shared_ptr<SubRun> run =
-      env.context->run_sub(branch, in.subspan(1), env, op, [op](std::vector<Value>* out, const Error* err) {
+      env.context->run_sub(branch, in.subspan(1), env, op, 0, [op](std::vector<Value>* out, const Error* err) {
         if (err) op->fail(*err);
         else op->succeed(std::move(*out));
       });

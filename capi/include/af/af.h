@@ -700,14 +700,22 @@ AF_API af_error_t* af_host_call(af_context_t* ctx, const char* name, size_t name
  * included), never to runs started by other threads. Pushes and pops pair
  * up per thread (a pop without a push on this thread is INVALID_ARGUMENT).
  *  - collect: every checkpoint of `collection` that runs appends its value
- *    under its key; af_collect_pop returns {key: [values in execution
- *    order]} of the innermost collect scope (owned).
+ *    under its key; af_collect_pop returns {key: [values in program order]}
+ *    of the innermost collect scope (owned; keys by first hit).
  *  - inject: values is {key: [values...]}: a checkpoint of `collection`
  *    whose key has a queued value yields it instead of its input, one per
- *    hit; an empty queue lets the checkpoint run normally. Inside a trace the
+ *    hit, in program order; an empty queue lets the checkpoint run normally.
+ *    To keep that order, the parts of a run that hit a queued key run one
+ *    after another (other work still overlaps). Inside a trace the
  *    injected value becomes a literal. INVALID_ARGUMENT if values is not a
  *    dict of lists, or (when used) an injected value's structure or kinds
  *    differ from the checkpoint's.
+ * Program order (docs/SEMANTICS.md §4): runs in the order they started;
+ * within a run, the order of the equations of the program that runs (a
+ * pushforward has each primal checkpoint right before its tangent, a
+ * pullback the primal checkpoints before the cotangent ones, in backward
+ * order), then batch items in item order and loop passes in iteration order,
+ * however the executor schedules them.
  *  - memoize: identical calls (same primitive, params and input values) run
  *    once; checkpoints bypass it. */
 AF_API af_error_t* af_collect_push(af_context_t* ctx, const char* collection, size_t len);
