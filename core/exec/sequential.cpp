@@ -88,8 +88,10 @@ std::vector<Value> run_sequential(const Program& p, std::span<const Value> leave
   Frame& f = *lease.f;
   init_slots(p, leaves, f.slots);
   const Program* outer = std::exchange(env.program, &p);
-  // A run of its own has a path in program order; a sub-run has its own.
-  const bool own_rank = !env.rank;
+  // A run of its own gets a path in program order (a sub-run has its
+  // parent's) while a checkpoint scope is open: only those read it.
+  const RunScopes* scopes = scopes_of(env);
+  const bool own_rank = !env.rank && scopes && scopes->any_checkpoint_scope();
   if (own_rank) env.rank = run_rank();
   try {
     for (const Program::Node& n : p.nodes) {

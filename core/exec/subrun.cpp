@@ -45,12 +45,13 @@ std::shared_ptr<SubRun> ExecContext::run_sub(const IRPtr& ir, std::span<const Va
     return nullptr;
   }
   // The sub-run's environment: the caller's context, scopes, stop flag and
-  // per-item errors, its place in program order; not the caller's owned
-  // inputs (they are its equation's).
+  // per-item errors, its place in program order (only checkpoint scopes
+  // read it: built while one is open); not the caller's owned inputs (they
+  // are its equation's).
   RunEnv sub;
   sub.context = env.context;
   sub.scopes = env.scopes;
-  sub.rank = sub_rank(env, index);
+  if (const RunScopes* s = scopes_of(env); s && s->any_checkpoint_scope()) sub.rank = sub_rank(env, index);
   sub.stop = env.stop;
   sub.item_errors = env.item_errors;
   if (prog->n_async == 0) {

@@ -24,11 +24,6 @@ std::string describe(const Value& v) {
   return kind_name(v.kind());
 }
 
-// What a batched input slot takes, for messages.
-std::string batched_hint(Aval want) {
-  return want.list_depth ? " (a list of any length, or a batched input: one item per batch element)" : "";
-}
-
 // A tangent or cotangent given as null is Zero (docs/SEMANTICS.md §4):
 // null leaves of v, at the depth of aval a's leaves, become zeros.
 Value nulls_as_zero(const Value& v, Aval a) {
@@ -123,7 +118,10 @@ struct BatchedInputs {
             if (!(aval_of(v) == want))
               invalid(path + ": expected " + aval_name(want) + ", found a traced " + aval_name(aval_of(v)));
           } else if (!conforms(v, want)) {
-            if (want.list_depth == 0 || v.kind() != Kind::List) mismatch(aval_name(want) + batched_hint(want));
+            if (want.list_depth == 0 || v.kind() != Kind::List)
+              mismatch(want.list_depth ? aval_name(want) + " (a list of any length, or a batched input: one item "
+                                                           "per batch element)"
+                                       : aval_name(want));
             // Name the item that does not fit.
             std::string at = path;
             const Value* item = &v;
@@ -135,8 +133,8 @@ struct BatchedInputs {
               at += "[" + std::to_string(i) + "]";
               item = &item->items()[i];
             }
-            invalid(at + ": expected " + aval_name(a) + ", found " + describe(*item) + " (" + path +
-                    " is a " + aval_name(want) + batched_hint(want) + ")");
+            invalid(at + ": expected " + aval_name(a) + ", found " + describe(*item) + " (in " + path + ", a " +
+                    aval_name(want) + ")");
           }
         }
         leaves.push_back(v);

@@ -34,6 +34,27 @@ static af_error_t* process_one(void* ud, af_context_t* c, const af_value_t* cons
   return e;
 }
 
+/* lm_call("echo", [user: in[0]]): on a traced list, a batched call. */
+static af_error_t* ask_echo(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+  af_value_t *role = cstr(c, "user"), *model = cstr(c, "echo"), *m = NULL, *msgs = NULL;
+  const char* keys[] = {"role", "content"};
+  size_t lens[] = {4, 7};
+  const af_value_t* vals[2];
+  af_error_t* e;
+  (void)ud;
+  (void)n;
+  vals[0] = role;
+  vals[1] = in[0];
+  e = af_value_dict(c, keys, lens, vals, 2, &m);
+  if (!e) e = af_value_list(c, (const af_value_t* const*)&m, 1, &msgs);
+  if (!e) e = af_lm_call(c, msgs, model, out);
+  af_value_free(role);
+  af_value_free(model);
+  af_value_free(m);
+  af_value_free(msgs);
+  return e;
+}
+
 /* Calls the IR in ud on the traced inputs. */
 static af_error_t* call_ud(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
                            af_value_t** out) {
@@ -157,6 +178,17 @@ static void wrong_kinds_and_lengths_name_the_path(void) {
 done:
   af_ir_free(each);
   af_ir_free(pair);
+}
+
+static void an_lm_call_on_a_traced_list_is_one_batched_call(void) {
+  af_ir_t* all = traced_lists(ask_echo, NULL, "[[\"x\"]]", "[true]");
+  route_echo();
+  if (all) {
+    CHECK_INT_EQ(af_ir_eqn_count(all), 1);
+    CHECK_CALL(all, "[[\"a\",\"b\"]]", "[\"echo|a\",\"echo|b\"]");
+    CHECK_CALL(all, "[[]]", "[]");
+  }
+  af_ir_free(all);
 }
 
 static void nested_lists_of_any_length(void) {
@@ -286,6 +318,7 @@ int main(int argc, char** argv) {
   static const struct test_case cases[] = {
       CASE(a_traced_list_calls_a_batched_ir_once),
       CASE(wrong_kinds_and_lengths_name_the_path),
+      CASE(an_lm_call_on_a_traced_list_is_one_batched_call),
       CASE(nested_lists_of_any_length),
       CASE(list_masks_are_checked_when_tracing),
       CASE(saved_programs_keep_list_inputs),
