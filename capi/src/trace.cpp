@@ -20,8 +20,8 @@ af_error_t* op(const char* fn, af_context_t* ctx, af_value_t** out, F&& compute)
 }
 
 af_error_t* trace_with(const char* name, af_context_t* ctx, af_trace_fn fn, void* user_data,
-                       const af_value_t* const* examples, size_t n_examples, const af_value_t* static_mask,
-                       const af_value_t* list_mask, af_ir_t** out) {
+                       const af_value_t* const* examples, size_t n_examples,
+                       const af_value_t* static_mask, const af_value_t* list_mask, af_ir_t** out) {
   if (out) *out = nullptr;
   return guard([&] {
     require(ctx, name, "ctx");
@@ -60,7 +60,8 @@ extern "C" {
 af_error_t* af_trace(af_context_t* ctx, af_trace_fn fn, void* user_data,
                      const af_value_t* const* examples, size_t n_examples,
                      const af_value_t* static_mask, af_ir_t** out) {
-  return trace_with("af_trace", ctx, fn, user_data, examples, n_examples, static_mask, nullptr, out);
+  return trace_with("af_trace", ctx, fn, user_data, examples, n_examples, static_mask, nullptr,
+                    out);
 }
 
 af_error_t* af_trace_with(af_context_t* ctx, af_trace_fn fn, void* user_data,
@@ -74,7 +75,8 @@ af_error_t* af_trace_with(af_context_t* ctx, af_trace_fn fn, void* user_data,
     });
   }
   return trace_with("af_trace_with", ctx, fn, user_data, examples, n_examples,
-                    options ? options->static_mask : nullptr, options ? options->list_mask : nullptr, out);
+                    options ? options->static_mask : nullptr,
+                    options ? options->list_mask : nullptr, out);
 }
 
 int32_t af_is_tracing(void) { return is_tracing() ? 1 : 0; }

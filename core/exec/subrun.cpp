@@ -31,7 +31,8 @@ std::shared_ptr<const Program> program_for(const IRPtr& ir, const RunEnv& env) {
 
 }  // namespace
 
-std::shared_ptr<SubRun> ExecContext::run_sub(const IRPtr& ir, std::span<const Value> in, const RunEnv& env,
+std::shared_ptr<SubRun> ExecContext::run_sub(const IRPtr& ir, std::span<const Value> in,
+                                             const RunEnv& env,
                                              const std::shared_ptr<AsyncOp>& parent, uint64_t index,
                                              SubRunDone done) {
   std::shared_ptr<const Program> prog;
@@ -51,7 +52,8 @@ std::shared_ptr<SubRun> ExecContext::run_sub(const IRPtr& ir, std::span<const Va
   RunEnv sub;
   sub.context = env.context;
   sub.scopes = env.scopes;
-  if (const RunScopes* s = scopes_of(env); s && s->any_checkpoint_scope()) sub.rank = sub_rank(env, index);
+  if (const RunScopes* s = scopes_of(env); s && s->any_checkpoint_scope())
+    sub.rank = sub_rank(env, index);
   sub.stop = env.stop;
   sub.item_errors = env.item_errors;
   if (prog->n_async == 0) {

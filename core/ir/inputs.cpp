@@ -116,11 +116,13 @@ struct BatchedInputs {
                       "trace. Pass a concrete value");
             // A traced list of any length may be given where list<T> is taken.
             if (!(aval_of(v) == want))
-              invalid(path + ": expected " + aval_name(want) + ", found a traced " + aval_name(aval_of(v)));
+              invalid(path + ": expected " + aval_name(want) + ", found a traced " +
+                      aval_name(aval_of(v)));
           } else if (!conforms(v, want)) {
             if (want.list_depth == 0 || v.kind() != Kind::List)
-              mismatch(want.list_depth ? aval_name(want) + " (a list of any length, or a batched input: one item "
-                                                           "per batch element)"
+              mismatch(want.list_depth ? aval_name(want) +
+                                             " (a list of any length, or a batched input: one item "
+                                             "per batch element)"
                                        : aval_name(want));
             // Name the item that does not fit.
             std::string at = path;
@@ -133,8 +135,8 @@ struct BatchedInputs {
               at += "[" + std::to_string(i) + "]";
               item = &item->items()[i];
             }
-            invalid(at + ": expected " + aval_name(a) + ", found " + describe(*item) + " (in " + path + ", a " +
-                    aval_name(want) + ")");
+            invalid(at + ": expected " + aval_name(a) + ", found " + describe(*item) + " (in " +
+                    path + ", a " + aval_name(want) + ")");
           }
         }
         leaves.push_back(v);

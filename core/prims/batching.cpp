@@ -150,6 +150,11 @@ void map_directly(const Eqn& e, std::span<const Value> in, const std::vector<boo
   const RunScopes* scopes = scopes_of(env);
   const bool ranked = scopes && scopes->any_checkpoint_scope();
   RunEnv item_env;
+  if (ranked) {
+    item_env = env;
+    item_env.owned_in = {};
+    item_env.eqn = 0;
+  }
   for (size_t i = 0; i < n; ++i) {
     env.check_stop();
     const Value* failed = env.item_errors ? failed_input(in, axes, i) : nullptr;
@@ -162,12 +167,7 @@ void map_directly(const Eqn& e, std::span<const Value> in, const std::vector<boo
       if (k >= 0) args[j] = axes[size_t(k)] ? in[size_t(k)].items()[i] : in[size_t(k)];
     }
     try {
-      if (ranked) {
-        item_env = env;
-        item_env.owned_in = {};
-        item_env.rank = sub_rank(env, i);
-        item_env.eqn = 0;
-      }
+      if (ranked) item_env.rank = sub_rank(env, i);
       invoke(be, args, res, ranked ? item_env : env);
     } catch (const Error& err) {
       if (!fails_item(env.item_errors, err)) throw;
@@ -198,8 +198,13 @@ class MapInOrder final : public PassLoop {
  public:
   MapInOrder(const Eqn& e, std::span<const Value> in, std::vector<bool> axes, size_t n,
              std::shared_ptr<AsyncOp> op, const RunEnv& env)
-      : PassLoop(std::move(op), env), body_(e.params.ir("body")), in_(in.begin(), in.end()),
-        axes_(std::move(axes)), n_(n), n_out_(e.out.size()), item_errors_(env.item_errors) {}
+      : PassLoop(std::move(op), env),
+        body_(e.params.ir("body")),
+        in_(in.begin(), in.end()),
+        axes_(std::move(axes)),
+        n_(n),
+        n_out_(e.out.size()),
+        item_errors_(env.item_errors) {}
 
  private:
   bool next(IRPtr& ir, std::vector<Value>& item) override {

@@ -57,7 +57,8 @@ void checkpoint_impl(const Eqn& e, std::span<const Value> in, std::span<Value> o
                                 aval_name(aval_of(got)));
                     });
   };
-  Value result = scopes->checkpoint(e.params.value("collection").as_str(), key, value, hit_rank(env), check);
+  Value result =
+      scopes->checkpoint(e.params.value("collection").as_str(), key, value, hit_rank(env), check);
   std::vector<Value> leaves;
   flatten_into(result, leaves);
   for (size_t i = 0; i < out.size(); ++i) out[i] = leaves[i];

@@ -48,8 +48,8 @@ void PassLoop::step() {
     return;
   }
   auto self = shared_from_this();
-  std::shared_ptr<SubRun> run =
-      env_.context->run_sub(ir, in, env_, op_, passes_++, [self](std::vector<Value>* out, const Error* err) {
+  std::shared_ptr<SubRun> run = env_.context->run_sub(
+      ir, in, env_, op_, passes_++, [self](std::vector<Value>* out, const Error* err) {
         try {
           if (err && !self->pass_failed(*err)) {
             self->op_->fail(*err);

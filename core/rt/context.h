@@ -60,8 +60,7 @@ class Context {
   // those of its equation (the item of a map, the pass of a loop; rt/scopes.h
   // sub_rank): collect and inject order checkpoint hits by it.
   virtual std::shared_ptr<SubRun> run_sub(const IRPtr& ir, std::span<const Value> in,
-                                          const RunEnv& env,
-                                          const std::shared_ptr<AsyncOp>& parent,
+                                          const RunEnv& env, const std::shared_ptr<AsyncOp>& parent,
                                           uint64_t index, SubRunDone done) = 0;
   // Whether sub-IR `ir` waits on async work (LM calls, host functions) when
   // it runs: what sends a run_sub to the scheduler rather than inline.

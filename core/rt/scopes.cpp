@@ -1,6 +1,7 @@
 #include "rt/scopes.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <thread>
 #include <unordered_map>
 #include <variant>
@@ -19,18 +20,25 @@ RankPtr run_rank() {
   return std::make_shared<const Rank>(1, next_run.fetch_add(1, std::memory_order_relaxed));
 }
 
-RankPtr sub_rank(const RunEnv& env, uint64_t index) {
-  auto r = std::make_shared<Rank>(env.rank ? *env.rank : *run_rank());
-  r->push_back(env.eqn);
-  r->push_back(index);
+namespace {
+
+// env's level path (a new run's when env has none) followed by `steps`.
+Rank extended(const RunEnv& env, std::initializer_list<uint64_t> steps) {
+  const RankPtr level = env.rank ? env.rank : run_rank();
+  Rank r;
+  r.reserve(level->size() + steps.size());
+  r.insert(r.end(), level->begin(), level->end());
+  r.insert(r.end(), steps);
   return r;
 }
 
-Rank hit_rank(const RunEnv& env) {
-  Rank r = env.rank ? *env.rank : *run_rank();
-  r.push_back(env.eqn);
-  return r;
+}  // namespace
+
+RankPtr sub_rank(const RunEnv& env, uint64_t index) {
+  return std::make_shared<const Rank>(extended(env, {env.eqn, index}));
 }
+
+Rank hit_rank(const RunEnv& env) { return extended(env, {env.eqn}); }
 
 namespace {
 
@@ -44,14 +52,16 @@ struct InjectScan {
     if (e.prim == &checkpoint) {
       const std::string& c = e.params.value("collection").as_str();
       const std::string& k = e.params.value("key").as_str();
-      return std::any_of(keys.begin(), keys.end(), [&](const auto& p) { return p.first == c && p.second == k; });
+      return std::any_of(keys.begin(), keys.end(),
+                         [&](const auto& p) { return p.first == c && p.second == k; });
     }
     return e.params.any_ir([&](const IR& sub) { return ir(sub); });
   }
   bool ir(const IR& sub) {
     auto [it, fresh] = seen.try_emplace(&sub, false);
     if (!fresh) return it->second;
-    const bool hit = std::any_of(sub.eqns.begin(), sub.eqns.end(), [&](const Eqn& e) { return eqn(e); });
+    const bool hit =
+        std::any_of(sub.eqns.begin(), sub.eqns.end(), [&](const Eqn& e) { return eqn(e); });
     seen[&sub] = hit;
     return hit;
   }
@@ -59,8 +69,12 @@ struct InjectScan {
 
 }  // namespace
 
-bool InjectedKeys::hit_by(const Eqn& e) const { return !keys_.empty() && InjectScan{keys_, {}}.eqn(e); }
-bool InjectedKeys::hit_by(const IR& ir) const { return !keys_.empty() && InjectScan{keys_, {}}.ir(ir); }
+bool InjectedKeys::hit_by(const Eqn& e) const {
+  return !keys_.empty() && InjectScan{keys_, {}}.eqn(e);
+}
+bool InjectedKeys::hit_by(const IR& ir) const {
+  return !keys_.empty() && InjectScan{keys_, {}}.ir(ir);
+}
 
 // ---- collect
 
@@ -79,7 +93,10 @@ Value RunScopes::pop_collect() {
     collects_.pop_back();
     checkpoint_scopes_.fetch_sub(1, std::memory_order_acq_rel);
   }
-  std::stable_sort(c.hits.begin(), c.hits.end(), [](const Hit& a, const Hit& b) { return a.rank < b.rank; });
+  // Hits mostly come in order already (sequential parts, map items).
+  auto by_rank = [](const Hit& a, const Hit& b) { return a.rank < b.rank; };
+  if (!std::is_sorted(c.hits.begin(), c.hits.end(), by_rank))
+    std::stable_sort(c.hits.begin(), c.hits.end(), by_rank);
   std::vector<std::string> order;  // keys by first hit
   std::unordered_map<std::string, std::vector<Value>> values;
   for (Hit& h : c.hits) {
@@ -89,7 +106,8 @@ Value RunScopes::pop_collect() {
   }
   std::vector<Entry> entries;
   entries.reserve(order.size());
-  for (const std::string& key : order) entries.emplace_back(key, Value::list(std::move(values[key])));
+  for (const std::string& key : order)
+    entries.emplace_back(key, Value::list(std::move(values[key])));
   return Value::dict(std::move(entries));
 }
 
@@ -144,7 +162,8 @@ InjectedKeys RunScopes::injected() const {
   return keys;
 }
 
-Value RunScopes::checkpoint(const std::string& collection, const std::string& key, const Value& value, Rank rank,
+Value RunScopes::checkpoint(const std::string& collection, const std::string& key,
+                            const Value& value, Rank rank,
                             const std::function<void(const Value&)>& check) {
   if (!any_checkpoint_scope()) return value;
   std::lock_guard<std::mutex> lock(mu_);

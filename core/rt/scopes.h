@@ -94,8 +94,8 @@ class RunScopes {
   // injected value (structure and kinds) before it is used. Queued values go
   // to hits in the order they come here; InjectedKeys makes that the
   // program order.
-  Value checkpoint(const std::string& collection, const std::string& key, const Value& value, Rank rank,
-                   const std::function<void(const Value&)>& check = nullptr);
+  Value checkpoint(const std::string& collection, const std::string& key, const Value& value,
+                   Rank rank, const std::function<void(const Value&)>& check = nullptr);
   // While tracing: the injected value for (collection, key) if one is queued
   // (it is consumed), else nothing.
   std::optional<Value> take_injected(const std::string& collection, const std::string& key);

@@ -22,7 +22,9 @@ struct Frame {
     ir.vars.push_back(a);
     return VarId(ir.vars.size() - 1);
   }
-  Value placeholder(VarId v) { return Value::placeholder({id, v, ir.vars[v].kind, ir.vars[v].list_depth}); }
+  Value placeholder(VarId v) {
+    return Value::placeholder({id, v, ir.vars[v].kind, ir.vars[v].list_depth});
+  }
 };
 
 thread_local std::vector<Frame*> t_stack;
@@ -129,7 +131,8 @@ struct InputShaper {
 
   Value input(const Value& leaf, const std::string& path) {
     if (is_static[next++].as_bool()) {
-      if (leaf.kind() == Kind::Placeholder) invalid(path + ": a static input must be a concrete value");
+      if (leaf.kind() == Kind::Placeholder)
+        invalid(path + ": a static input must be a concrete value");
       f.ir.in.push_back(Atom::literal(leaf));
       return leaf;
     }
@@ -146,15 +149,20 @@ struct InputShaper {
   // of one kind; the example's length and values do not matter.
   Value any_length_list(const Value& v, const std::string& path) {
     if (v.kind() != Kind::List)
-      invalid(path + ": the list mask marks " + (v.is_null() ? std::string("null") : std::string("a ") + kind_name(v.kind())) +
+      invalid(path + ": the list mask marks " +
+              (v.is_null() ? std::string("null") : std::string("a ") + kind_name(v.kind())) +
               "; only a list can be traced as a list of any length");
     if (v.depth() > kMaxListDepth)
-      invalid(path + ": a list of any length nests at most " + std::to_string(kMaxListDepth) + " levels");
+      invalid(path + ": a list of any length nests at most " + std::to_string(kMaxListDepth) +
+              " levels");
     const Aval a = aval_of(v);
     if (a.list_depth == 0 || a.kind == Kind::Null || a.kind >= Kind::List)
-      invalid(path + (v.size() == 0 ? ": an empty list does not show the kind of its items; give one example item"
-                                    : ": a list of any length holds items of one kind (str, int, float or bool), or "
-                                      "lists of such items, all at one depth (batch a list of dicts as a dict of lists)"));
+      invalid(path +
+              (v.size() == 0
+                   ? ": an empty list does not show the kind of its items; give one example item"
+                   : ": a list of any length holds items of one kind (str, int, float or bool), or "
+                     "lists of such items, all at one depth (batch a list of dicts as a dict of "
+                     "lists)"));
     for (size_t k = 0, n = TreeDef::of(v).num_leaves(); k < n; ++k)
       if (is_static[next++].as_bool()) invalid(path + ": a list of any length cannot be static");
     return variable(a);
@@ -169,9 +177,10 @@ struct InputShaper {
       invalid(std::string("the list mask must hold bools (true = a list of any length), found ") +
               kind_name(mask.kind()) + " at " + path);
     auto mask_mismatch = [&] {
-      invalid("the list mask is not a prefix of the inputs' structure at " + path + ": where the mask has a " +
-              kind_name(mask.kind()) + ", the input must be a " + kind_name(mask.kind()) +
-              " with the same " + (mask.kind() == Kind::List ? "length" : "keys") + ", found " +
+      invalid("the list mask is not a prefix of the inputs' structure at " + path +
+              ": where the mask has a " + kind_name(mask.kind()) + ", the input must be a " +
+              kind_name(mask.kind()) + " with the same " +
+              (mask.kind() == Kind::List ? "length" : "keys") + ", found " +
               (v.is_null() ? std::string("null") : std::string("a ") + kind_name(v.kind())));
     };
     switch (v.kind()) {
@@ -183,7 +192,8 @@ struct InputShaper {
         std::vector<Value> items;
         items.reserve(v.size());
         for (size_t i = 0; i < v.size(); ++i)
-          items.push_back(shape(v.items()[i], descend_mask ? mask.items()[i] : Value(), path + "[" + std::to_string(i) + "]"));
+          items.push_back(shape(v.items()[i], descend_mask ? mask.items()[i] : Value(),
+                                path + "[" + std::to_string(i) + "]"));
         return Value::list(std::move(items));
       }
       case Kind::Dict: {
@@ -222,8 +232,9 @@ IRPtr trace(const TraceFn& fn, std::span<const Value> examples, const Value& sta
     if (b.kind() != Kind::Bool)
       invalid(std::string("the static mask must hold bools, found ") + kind_name(b.kind()));
   if (list_mask.kind() == Kind::List && list_mask.size() != examples.size())
-    invalid("the list mask is not a prefix of the inputs' structure: it lists " + std::to_string(list_mask.size()) +
-            " input(s), the function takes " + std::to_string(examples.size()));
+    invalid("the list mask is not a prefix of the inputs' structure: it lists " +
+            std::to_string(list_mask.size()) + " input(s), the function takes " +
+            std::to_string(examples.size()));
   if (!list_mask.is_null() && list_mask.kind() != Kind::List && list_mask.kind() != Kind::Bool)
     invalid(std::string("the list mask must be a bool or a list with one entry per input, found ") +
             kind_name(list_mask.kind()));

@@ -12,8 +12,10 @@ static af_value_t* cstr(af_context_t* c, const char* s) {
 }
 
 /* checkpoint(lm_call(model, [user: q]), key "k", collection "c"). */
-static af_error_t* ask_and_checkpoint(af_context_t* c, const af_value_t* q, const char* model, af_value_t** out) {
-  af_value_t *role = cstr(c, "user"), *m = cstr(c, model), *msg = NULL, *msgs = NULL, *answer = NULL;
+static af_error_t* ask_and_checkpoint(af_context_t* c, const af_value_t* q, const char* model,
+                                      af_value_t** out) {
+  af_value_t *role = cstr(c, "user"), *m = cstr(c, model), *msg = NULL, *msgs = NULL,
+             *answer = NULL;
   const char* keys[] = {"role", "content"};
   size_t lens[] = {4, 7};
   const af_value_t* vals[2];
@@ -61,7 +63,8 @@ static af_error_t* branch_fast(void* ud, af_context_t* c, const af_value_t* cons
   (void)n;
   return ask_and_checkpoint(c, in[0], "fast", out);
 }
-static af_error_t* by_model(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+static af_error_t* by_model(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                            af_value_t** out) {
   af_ir_t* const* branches = (af_ir_t* const*)ud;
   const char* names[] = {"slow", "fast"};
   size_t lens[] = {4, 4};
@@ -82,10 +85,12 @@ static void route_slow_and_fast(void) {
 
 /* Calls ir on inputs_json inside a collect scope on "c" (and an inject scope
  * when queue_json is given); checks the output and what was collected. */
-#define CHECK_ORDER(ir, inputs_json, queue_json, out_json, collected_json) \
-  check_order_at((ir), (inputs_json), (queue_json), (out_json), (collected_json), __FILE__, __LINE__)
+#define CHECK_ORDER(ir, inputs_json, queue_json, out_json, collected_json)                  \
+  check_order_at((ir), (inputs_json), (queue_json), (out_json), (collected_json), __FILE__, \
+                 __LINE__)
 static void check_order_at(const af_ir_t* ir, const char* inputs_json, const char* queue_json,
-                           const char* out_json, const char* collected_json, const char* file, int line) {
+                           const char* out_json, const char* collected_json, const char* file,
+                           int line) {
   af_value_t* queue = queue_json ? mk_json(queue_json) : NULL;
   af_value_t* got = NULL;
   if (!ir) return;
@@ -93,7 +98,8 @@ static void check_order_at(const af_ir_t* ir, const char* inputs_json, const cha
   if (queue) CHECK_OK(af_inject_push(ctx, "c", 1, queue));
   check_call_at(ir, inputs_json, out_json, file, line);
   if (queue) CHECK_OK(af_inject_pop(ctx));
-  if (CHECK_OK(af_collect_pop(ctx, &got))) check_json_impl(got, collected_json, "collected", file, line);
+  if (CHECK_OK(af_collect_pop(ctx, &got)))
+    check_json_impl(got, collected_json, "collected", file, line);
   af_value_free(got);
   af_value_free(queue);
 }
@@ -119,7 +125,8 @@ static void runs_come_in_the_order_they_started(void) {
   CHECK_OK(af_collect_push(ctx, "c", 1));
   CHECK_CALL(ir, "[\"1\"]", "[\"slow|1\",\"fast|1\"]");
   CHECK_CALL(ir, "[\"2\"]", "[\"slow|2\",\"fast|2\"]");
-  if (CHECK_OK(af_collect_pop(ctx, &got))) CHECK_JSON(got, "{\"k\":[\"slow|1\",\"fast|1\",\"slow|2\",\"fast|2\"]}");
+  if (CHECK_OK(af_collect_pop(ctx, &got)))
+    CHECK_JSON(got, "{\"k\":[\"slow|1\",\"fast|1\",\"slow|2\",\"fast|2\"]}");
   af_value_free(got);
   af_ir_free(ir);
 }
@@ -133,8 +140,8 @@ static void pushforward_hits_in_program_order(void) {
    * transformed program holds them), whichever call finishes first. */
   CHECK_ORDER(pf, "[[\"q\"],[\"t\"]]", NULL, "[[\"slow|q\",\"fast|q\"],[\"slow|t\",\"fast|t\"]]",
               "{\"k\":[\"slow|q\",\"slow|t\",\"fast|q\",\"fast|t\"]}");
-  CHECK_ORDER(pf, "[[\"q\"],[\"t\"]]", "{\"k\":[\"A\",\"B\",\"C\",\"D\"]}", "[[\"A\",\"C\"],[\"B\",\"D\"]]",
-              "{\"k\":[\"A\",\"B\",\"C\",\"D\"]}");
+  CHECK_ORDER(pf, "[[\"q\"],[\"t\"]]", "{\"k\":[\"A\",\"B\",\"C\",\"D\"]}",
+              "[[\"A\",\"C\"],[\"B\",\"D\"]]", "{\"k\":[\"A\",\"B\",\"C\",\"D\"]}");
   af_ir_free(pf);
   af_ir_free(ir);
 }
@@ -159,7 +166,8 @@ static void pullback_hits_primals_then_the_backward_pass(void) {
     }
     af_value_free(out);
     out = NULL;
-    if (CHECK_OK(af_collect_pop(ctx, &got))) CHECK_JSON(got, "{\"k\":[\"slow|q\",\"fast|q\",\"gb\",\"ga\"]}");
+    if (CHECK_OK(af_collect_pop(ctx, &got)))
+      CHECK_JSON(got, "{\"k\":[\"slow|q\",\"fast|q\",\"gb\",\"ga\"]}");
     af_value_free(got);
     got = NULL;
     /* Injected: A, B to the primal hits, C to gb's and D to ga's. */
@@ -181,7 +189,8 @@ static void pullback_hits_primals_then_the_backward_pass(void) {
 }
 
 static void batch_items_come_in_item_order(void) {
-  af_ir_t* branches[2] = {TRACE(branch_slow, NULL, "[\"q\"]", NULL), TRACE(branch_fast, NULL, "[\"q\"]", NULL)};
+  af_ir_t* branches[2] = {TRACE(branch_slow, NULL, "[\"q\"]", NULL),
+                          TRACE(branch_fast, NULL, "[\"q\"]", NULL)};
   af_ir_t* ir = NULL;
   af_ir_t* b = NULL;
   route_slow_and_fast();
@@ -189,8 +198,8 @@ static void batch_items_come_in_item_order(void) {
   if (ir) CHECK_OK(af_batch(ctx, ir, NULL, &b));
   /* Item 0 takes the slow branch, item 1 the fast one: item 1's checkpoint
    * runs first. */
-  CHECK_ORDER(b, "[[\"a\",\"b\",\"c\"],[\"slow\",\"fast\",\"fast\"]]", NULL, "[\"slow|a\",\"fast|b\",\"fast|c\"]",
-              "{\"k\":[\"slow|a\",\"fast|b\",\"fast|c\"]}");
+  CHECK_ORDER(b, "[[\"a\",\"b\",\"c\"],[\"slow\",\"fast\",\"fast\"]]", NULL,
+              "[\"slow|a\",\"fast|b\",\"fast|c\"]", "{\"k\":[\"slow|a\",\"fast|b\",\"fast|c\"]}");
   CHECK_ORDER(b, "[[\"a\",\"b\",\"c\"],[\"slow\",\"fast\",\"fast\"]]", "{\"k\":[\"X\",\"Y\"]}",
               "[\"X\",\"Y\",\"fast|c\"]", "{\"k\":[\"X\",\"Y\",\"fast|c\"]}");
   af_ir_free(b);

@@ -13,7 +13,8 @@ static af_value_t* cstr(af_context_t* c, const char* s) {
 /* process_one(ticket) = lm_call("echo", [user: "Triage: " + ticket]). */
 static af_error_t* process_one(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
                                af_value_t** out) {
-  af_value_t *prompt = NULL, *role = cstr(c, "user"), *model = cstr(c, "echo"), *m = NULL, *msgs = NULL;
+  af_value_t *prompt = NULL, *role = cstr(c, "user"), *model = cstr(c, "echo"), *m = NULL,
+             *msgs = NULL;
   const char* keys[] = {"role", "content"};
   size_t lens[] = {4, 7};
   const af_value_t* vals[2];
@@ -35,7 +36,8 @@ static af_error_t* process_one(void* ud, af_context_t* c, const af_value_t* cons
 }
 
 /* lm_call("echo", [user: in[0]]): on a traced list, a batched call. */
-static af_error_t* ask_echo(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+static af_error_t* ask_echo(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                            af_value_t** out) {
   af_value_t *role = cstr(c, "user"), *model = cstr(c, "echo"), *m = NULL, *msgs = NULL;
   const char* keys[] = {"role", "content"};
   size_t lens[] = {4, 7};
@@ -63,7 +65,8 @@ static af_error_t* call_ud(void* ud, af_context_t* c, const af_value_t* const* i
 
 /* af_trace_with on a JSON list of examples and JSON masks (NULL = none). */
 static af_error_t* trace_lists(af_trace_fn fn, void* ud, const char* examples_json,
-                               const char* list_mask_json, const char* static_mask_json, af_ir_t** out) {
+                               const char* list_mask_json, const char* static_mask_json,
+                               af_ir_t** out) {
   af_value_t* ex[MAX_INPUTS];
   af_value_t* lists = list_mask_json ? mk_json(list_mask_json) : NULL;
   af_value_t* statics = static_mask_json ? mk_json(static_mask_json) : NULL;
@@ -81,7 +84,8 @@ static af_error_t* trace_lists(af_trace_fn fn, void* ud, const char* examples_js
   return e;
 }
 
-static af_ir_t* traced_lists(af_trace_fn fn, void* ud, const char* examples_json, const char* list_mask_json) {
+static af_ir_t* traced_lists(af_trace_fn fn, void* ud, const char* examples_json,
+                             const char* list_mask_json) {
   af_ir_t* ir = NULL;
   if (!CHECK_OK(trace_lists(fn, ud, examples_json, list_mask_json, NULL, &ir))) return NULL;
   return ir;
@@ -125,7 +129,8 @@ static void a_traced_list_calls_a_batched_ir_once(void) {
     if (text) CHECK_CONTAINS(text, "ir (%0:list<str>)");
     free(text);
     CHECK_CALL(all, "[[\"a\"]]", "[\"echo|Triage: a\"]");
-    CHECK_CALL(all, "[[\"a\",\"b\",\"c\"]]", "[\"echo|Triage: a\",\"echo|Triage: b\",\"echo|Triage: c\"]");
+    CHECK_CALL(all, "[[\"a\",\"b\",\"c\"]]",
+               "[\"echo|Triage: a\",\"echo|Triage: b\",\"echo|Triage: c\"]");
   }
   af_ir_free(all);
 done:
@@ -134,7 +139,8 @@ done:
 }
 
 /* [batch(pair)(a, b), a]: two list inputs and the list itself as an output. */
-static af_error_t* pair_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+static af_error_t* pair_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                           af_value_t** out) {
   af_value_t* parts[2] = {NULL, NULL};
   af_error_t* e;
   (void)ud;
@@ -144,7 +150,8 @@ static af_error_t* pair_fn(void* ud, af_context_t* c, const af_value_t* const* i
   af_value_free(parts[0]);
   return e;
 }
-static af_error_t* pair_all(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+static af_error_t* pair_all(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                            af_value_t** out) {
   af_value_t* joined = NULL;
   af_value_t* items[2];
   af_error_t* e = af_ir_call(c, (const af_ir_t*)ud, in, n, &joined);
@@ -166,12 +173,12 @@ static void wrong_kinds_and_lengths_name_the_path(void) {
   all = traced_lists(pair_all, each, "[[\"x\"],[\"y\"]]", "[true,true]");
   if (all) {
     CHECK_CALL(all, "[[\"a\",\"b\"],[\"1\",\"2\"]]", "[[[\"a1\",\"b2\"]],[\"a\",\"b\"]]");
-    CHECK_ERR(call_json(all, "[[\"a\",3],[\"1\",\"2\"]]", &out), AF_ERR_INVALID_ARGUMENT, "input[0][1]",
-              "expected str, found int", "list<str>");
+    CHECK_ERR(call_json(all, "[[\"a\",3],[\"1\",\"2\"]]", &out), AF_ERR_INVALID_ARGUMENT,
+              "input[0][1]", "expected str, found int", "list<str>");
     CHECK_ERR(call_json(all, "[\"a\",[\"1\"]]", &out), AF_ERR_INVALID_ARGUMENT, "input[0]",
               "expected list<str>", "found str");
-    CHECK_ERR(call_json(all, "[[\"a\",\"b\"],[\"1\"]]", &out), AF_ERR_INVALID_ARGUMENT, "different lengths",
-              "input[0] has 2", "input[1] has 1");
+    CHECK_ERR(call_json(all, "[[\"a\",\"b\"],[\"1\"]]", &out), AF_ERR_INVALID_ARGUMENT,
+              "different lengths", "input[0] has 2", "input[1] has 1");
     CHECK_ERR(call_json(all, "[[],[]]", &out), AF_ERR_INVALID_ARGUMENT, "empty");
   }
   af_ir_free(all);
@@ -204,7 +211,8 @@ static void nested_lists_of_any_length(void) {
     char* text = ir_text(all);
     if (text) CHECK_CONTAINS(text, "ir (%0:list<list<str>>)");
     free(text);
-    CHECK_CALL(all, "[[[\"a\",\"b\"],[\"c\"]]]", "[[\"echo|Triage: a\",\"echo|Triage: b\"],[\"echo|Triage: c\"]]");
+    CHECK_CALL(all, "[[[\"a\",\"b\"],[\"c\"]]]",
+               "[[\"echo|Triage: a\",\"echo|Triage: b\"],[\"echo|Triage: c\"]]");
     CHECK_CALL(all, "[[[\"d\"]]]", "[[\"echo|Triage: d\"]]");
     CHECK_ERR(call_json(all, "[[[\"a\"],\"b\"]]", &out), AF_ERR_INVALID_ARGUMENT, "input[0][1]",
               "expected list<str>", "found str");
@@ -219,7 +227,8 @@ done:
 }
 
 /* Reads the length of its list input (refused while tracing). */
-static af_error_t* read_len(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+static af_error_t* read_len(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                            af_value_t** out) {
   size_t len = 0;
   af_error_t* e = af_value_len(in[0], &len);
   (void)ud;
@@ -235,7 +244,8 @@ static af_error_t* concat_list(void* ud, af_context_t* c, const af_value_t* cons
   return af_concat(c, in, n, out);
 }
 /* Passes its list input to an IR that takes a str. */
-static af_error_t* identity(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+static af_error_t* identity(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                            af_value_t** out) {
   (void)ud;
   (void)c;
   (void)n;
@@ -248,33 +258,34 @@ static void list_masks_are_checked_when_tracing(void) {
   af_ir_t* one = TRACE(identity, NULL, "[\"t\"]", NULL);
   af_trace_options_t small;
   af_value_t* ex = mk_json("[\"a\"]");
-  CHECK_ERR(trace_lists(identity, NULL, "[\"a\"]", "[true]", NULL, &ir), AF_ERR_INVALID_ARGUMENT, "input[0]",
-            "marks a str", "only a list");
+  CHECK_ERR(trace_lists(identity, NULL, "[\"a\"]", "[true]", NULL, &ir), AF_ERR_INVALID_ARGUMENT,
+            "input[0]", "marks a str", "only a list");
   CHECK_NULLED(ir, af_ir_free);
-  CHECK_ERR(trace_lists(identity, NULL, "[[]]", "[true]", NULL, &ir), AF_ERR_INVALID_ARGUMENT, "input[0]",
-            "empty list", "example item");
-  CHECK_ERR(trace_lists(identity, NULL, "[[\"a\",1]]", "[true]", NULL, &ir), AF_ERR_INVALID_ARGUMENT,
-            "input[0]", "one kind");
-  CHECK_ERR(trace_lists(identity, NULL, "[[{\"k\":\"a\"}]]", "[true]", NULL, &ir), AF_ERR_INVALID_ARGUMENT,
-            "dict of lists");
-  CHECK_ERR(trace_lists(identity, NULL, "[[\"a\"]]", "[true,true]", NULL, &ir), AF_ERR_INVALID_ARGUMENT,
-            "list mask", "prefix");
+  CHECK_ERR(trace_lists(identity, NULL, "[[]]", "[true]", NULL, &ir), AF_ERR_INVALID_ARGUMENT,
+            "input[0]", "empty list", "example item");
+  CHECK_ERR(trace_lists(identity, NULL, "[[\"a\",1]]", "[true]", NULL, &ir),
+            AF_ERR_INVALID_ARGUMENT, "input[0]", "one kind");
+  CHECK_ERR(trace_lists(identity, NULL, "[[{\"k\":\"a\"}]]", "[true]", NULL, &ir),
+            AF_ERR_INVALID_ARGUMENT, "dict of lists");
+  CHECK_ERR(trace_lists(identity, NULL, "[[\"a\"]]", "[true,true]", NULL, &ir),
+            AF_ERR_INVALID_ARGUMENT, "list mask", "prefix");
   CHECK_ERR(trace_lists(identity, NULL, "[{\"k\":[\"a\"]}]", "[{\"j\":true}]", NULL, &ir),
             AF_ERR_INVALID_ARGUMENT, "list mask", "prefix", "input[0]");
   CHECK_ERR(trace_lists(identity, NULL, "[[\"a\"]]", "[1]", NULL, &ir), AF_ERR_INVALID_ARGUMENT,
             "list mask must hold bools");
-  CHECK_ERR(trace_lists(identity, NULL, "[[\"a\"]]", "[true]", "[true]", &ir), AF_ERR_INVALID_ARGUMENT,
-            "input[0]", "cannot be static");
-  CHECK_ERR(trace_lists(read_len, NULL, "[[\"a\"]]", "[true]", NULL, &ir), AF_ERR_INVALID_ARGUMENT, "placeholder|traced");
-  CHECK_ERR(trace_lists(concat_list, NULL, "[[\"a\"]]", "[true]", NULL, &ir), AF_ERR_INVALID_ARGUMENT,
-            "list<str>");
+  CHECK_ERR(trace_lists(identity, NULL, "[[\"a\"]]", "[true]", "[true]", &ir),
+            AF_ERR_INVALID_ARGUMENT, "input[0]", "cannot be static");
+  CHECK_ERR(trace_lists(read_len, NULL, "[[\"a\"]]", "[true]", NULL, &ir), AF_ERR_INVALID_ARGUMENT,
+            "placeholder|traced");
+  CHECK_ERR(trace_lists(concat_list, NULL, "[[\"a\"]]", "[true]", NULL, &ir),
+            AF_ERR_INVALID_ARGUMENT, "list<str>");
   if (one)
-    CHECK_ERR(trace_lists(call_ud, one, "[[\"a\"]]", "[true]", NULL, &ir), AF_ERR_INVALID_ARGUMENT, "input[0]",
-              "expected str", "list<str>");
+    CHECK_ERR(trace_lists(call_ud, one, "[[\"a\"]]", "[true]", NULL, &ir), AF_ERR_INVALID_ARGUMENT,
+              "input[0]", "expected str", "list<str>");
   memset(&small, 0, sizeof small);
   small.struct_size = 4;
-  CHECK_ERR(af_trace_with(ctx, identity, NULL, AS_ARGS(&ex), 1, &small, &ir), AF_ERR_INVALID_ARGUMENT,
-            "struct_size");
+  CHECK_ERR(af_trace_with(ctx, identity, NULL, AS_ARGS(&ex), 1, &small, &ir),
+            AF_ERR_INVALID_ARGUMENT, "struct_size");
   CHECK_NULLED(ir, af_ir_free);
   /* A list inside a dict, marked through the dict; NULL options = af_trace. */
   ir = traced_lists(identity, NULL, "[{\"k\":[1,2],\"s\":\"x\"}]", "[{\"k\":true,\"s\":false}]");
@@ -283,7 +294,8 @@ static void list_masks_are_checked_when_tracing(void) {
     af_ir_free(ir);
   }
   ir = NULL;
-  if (CHECK_OK(af_trace_with(ctx, identity, NULL, AS_ARGS(&ex), 1, NULL, &ir))) CHECK_CALL(ir, "[[\"b\"]]", "[\"b\"]");
+  if (CHECK_OK(af_trace_with(ctx, identity, NULL, AS_ARGS(&ex), 1, NULL, &ir)))
+    CHECK_CALL(ir, "[[\"b\"]]", "[\"b\"]");
   af_ir_free(ir);
   af_ir_free(one);
   af_value_free(ex);
@@ -299,10 +311,12 @@ static void saved_programs_keep_list_inputs(void) {
   char path[128];
   snprintf(path, sizeof path, "/tmp/af_list_inputs_test_%ld.afg", (long)getpid());
   route_echo();
-  if (all && CHECK_OK(af_compile(ctx, all, &p)) && CHECK_OK(af_program_save(p, path, strlen(path))) &&
+  if (all && CHECK_OK(af_compile(ctx, all, &p)) &&
+      CHECK_OK(af_program_save(p, path, strlen(path))) &&
       CHECK_OK(af_program_load(ctx, path, strlen(path), &back))) {
     if (CHECK_OK(af_program_call(ctx, back, AS_ARGS(&in), 1, &out)))
-      CHECK_JSON(out, "[\"echo|Triage: a\",\"echo|Triage: b\",\"echo|Triage: c\",\"echo|Triage: d\"]");
+      CHECK_JSON(out,
+                 "[\"echo|Triage: a\",\"echo|Triage: b\",\"echo|Triage: c\",\"echo|Triage: d\"]");
   }
   remove(path);
   af_value_free(out);

@@ -138,7 +138,8 @@ TEST(Scopes, CollectOrdersHitsByRankNotArrival) {
   s.checkpoint("c", "b", S("eq2 item1"), {1, 2, 1, 0});
   s.checkpoint("c", "a", S("eq2 item0"), {1, 2, 0, 0});
   s.checkpoint("c", "b", S("eq1"), {1, 1});
-  EXPECT_EQ(to_json(s.pop_collect()), R"({"b":["eq1","eq2 item1","run2"],"a":["eq2 item0","eq3"]})");
+  EXPECT_EQ(to_json(s.pop_collect()),
+            R"({"b":["eq1","eq2 item1","run2"],"a":["eq2 item0","eq3"]})");
 }
 
 TEST(Scopes, MemoizeInsideBatchedAndControlFlowPrograms) {
