@@ -710,14 +710,14 @@ AF_API af_error_t* af_host_call(af_context_t* ctx, const char* name, size_t name
  *    injected value becomes a literal. INVALID_ARGUMENT if values is not a
  *    dict of lists, or (when used) an injected value's structure or kinds
  *    differ from the checkpoint's.
- * Program order (docs/SEMANTICS.md §4): runs in the order they started;
- * within a run, the order of the equations of the program that runs (a
- * pushforward has each primal checkpoint right before its tangent, a
- * pullback the primal checkpoints before the cotangent ones, in backward
- * order), then batch items in item order and loop passes in iteration order,
- * however the executor schedules them.
  *  - memoize: identical calls (same primitive, params and input values) run
- *    once; checkpoints bypass it. */
+ *    once; checkpoints bypass it.
+ * Program order (docs/SEMANTICS.md §4), however the executor schedules the
+ * work: runs in the order they started; within a run, the order of the
+ * equations of the program that runs (a pushforward has each primal
+ * checkpoint right before its tangent, a pullback the primal checkpoints
+ * before the cotangent ones, in backward order), and inside control flow
+ * batch items in item order and loop passes in iteration order. */
 AF_API af_error_t* af_collect_push(af_context_t* ctx, const char* collection, size_t len);
 AF_API af_error_t* af_collect_pop(af_context_t* ctx, af_value_t** collected);
 AF_API af_error_t* af_inject_push(af_context_t* ctx, const char* collection, size_t len,
