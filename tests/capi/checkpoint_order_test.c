@@ -72,6 +72,27 @@ static af_error_t* by_model(void* ud, af_context_t* c, const af_value_t* const* 
   return af_switch(c, in[1], names, lens, (const af_ir_t* const*)branches, 2, in, 1, out);
 }
 
+/* A loop of 3 passes whose body asks the fast model and checkpoints the
+ * answer; cond is always true. */
+static af_error_t* loop_body(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                             af_value_t** out) {
+  (void)ud;
+  (void)n;
+  return ask_and_checkpoint(c, in[0], "fast", out);
+}
+static af_error_t* always(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                          af_value_t** out) {
+  (void)ud;
+  (void)n;
+  return af_match(c, in[0], in[0], out);
+}
+static af_error_t* three_passes(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                                af_value_t** out) {
+  af_ir_t* const* irs = (af_ir_t* const*)ud;
+  (void)n;
+  return af_while_loop(c, irs[0], irs[1], in[0], 3, out);
+}
+
 static void route_slow_and_fast(void) {
   af_provider_t *slow = NULL, *fast = NULL;
   const char* s = "{\"latency_ms\":150,\"name\":\"slow\"}";
@@ -208,6 +229,28 @@ static void batch_items_come_in_item_order(void) {
   af_ir_free(branches[1]);
 }
 
+static void loop_passes_come_in_iteration_order(void) {
+  af_ir_t* irs[2] = {TRACE(always, NULL, "[\"q\"]", NULL), TRACE(loop_body, NULL, "[\"q\"]", NULL)};
+  af_ir_t *ir = NULL, *pf = NULL;
+  route_slow_and_fast();
+  if (irs[0] && irs[1]) ir = TRACE(three_passes, irs, "[\"q\"]", NULL);
+  CHECK_ORDER(ir, "[\"q\"]", NULL, "\"fast|fast|fast|q\"",
+              "{\"k\":[\"fast|q\",\"fast|fast|q\",\"fast|fast|fast|q\"]}");
+  if (ir) CHECK_OK(af_pushforward(ctx, ir, &pf));
+  /* One loop carries primal and tangent: each pass hits the primal, then
+   * the tangent checkpoint. Injecting follows that order (a phase-first
+   * order could not: pass 0's tangent would wait for later passes). */
+  CHECK_ORDER(pf, "[[\"q\"],[\"t\"]]", NULL, "[\"fast|fast|fast|q\",\"fast|fast|fast|t\"]",
+              "{\"k\":[\"fast|q\",\"fast|t\",\"fast|fast|q\",\"fast|fast|t\",\"fast|fast|fast|q\","
+              "\"fast|fast|fast|t\"]}");
+  CHECK_ORDER(pf, "[[\"q\"],[\"t\"]]", "{\"k\":[\"A\",\"B\",\"C\",\"D\",\"E\",\"F\"]}",
+              "[\"E\",\"F\"]", "{\"k\":[\"A\",\"B\",\"C\",\"D\",\"E\",\"F\"]}");
+  af_ir_free(pf);
+  af_ir_free(ir);
+  af_ir_free(irs[0]);
+  af_ir_free(irs[1]);
+}
+
 int main(int argc, char** argv) {
   static const struct test_case cases[] = {
       CASE(independent_checkpoints_come_in_program_order),
@@ -215,6 +258,7 @@ int main(int argc, char** argv) {
       CASE(pushforward_hits_in_program_order),
       CASE(pullback_hits_primals_then_the_backward_pass),
       CASE(batch_items_come_in_item_order),
+      CASE(loop_passes_come_in_iteration_order),
   };
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }
