@@ -65,7 +65,8 @@ struct RunEnv {
   // checkpoint hits collect returns and inject serves (docs/SEMANTICS.md §4):
   // `rank` is the path of the run and of the control flow around this level
   // (rt/scopes.h: run_rank, sub_rank), `eqn` the equation's index in the IR
-  // this level runs. Set by the drivers; rank is null outside a run.
+  // this level runs. Set by the drivers; only checkpoint scopes read rank,
+  // so it may stay null where none is open (and is outside any run).
   std::shared_ptr<const std::vector<uint64_t>> rank = nullptr;
   uint32_t eqn = 0;
 
