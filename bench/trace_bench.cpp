@@ -10,6 +10,8 @@
 #include <af/af.h>
 #include <benchmark/benchmark.h>
 
+#include <malloc.h>
+
 #include "chains.h"
 
 namespace {
@@ -79,3 +81,38 @@ BENCHMARK(BM_Trace_ConcatChain_C)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
+
+// Heap bytes in use: small chunks plus the large ones glibc maps directly.
+size_t heap_in_use() {
+  const struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;
+}
+
+// Memory held by a traced IR: heap bytes in use (glibc's mallinfo2) with the
+// IR alive, minus before the trace, per equation. The chain's literal is one
+// shared value, so this is the IR's own structure: Eqn, its input and output
+// vectors, the var table. One iteration = trace, measure, free.
+void BM_Trace_BytesPerEqn(benchmark::State& state) {
+  ChainSpec spec{.n = size_t(state.range(0))};
+  af_context_t* ctx = nullptr;
+  af_value_t* example = nullptr;
+  af_error_t* err = af_context_new(&ctx);
+  if (!err) err = af_value_str(ctx, "x", 1, &example);
+  double per_eqn = 0;
+  for (auto _ : state) {
+    if (err) break;
+    const size_t before = heap_in_use();
+    af_ir_t* ir = nullptr;
+    err = af_trace(ctx, chain_fn, &spec, &example, 1, nullptr, &ir);
+    const size_t after = heap_in_use();
+    if (!err && af_ir_eqn_count(ir) != spec.n) err = af_error_new(AF_ERR_INTERNAL, "wrong size", 10);
+    per_eqn = double(after - before) / double(spec.n);
+    af_ir_free(ir);
+  }
+  if (err) state.SkipWithError(af_error_message(err));
+  state.counters["bytes_per_eqn"] = per_eqn;
+  af_error_free(err);
+  af_value_free(example);
+  af_context_free(ctx);
+}
+BENCHMARK(BM_Trace_BytesPerEqn)->Arg(1000000)->Unit(benchmark::kMillisecond)->Iterations(2);

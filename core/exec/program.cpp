@@ -42,21 +42,27 @@ Lowering decide(const IR& g, const CompileOptions& o, size_t& merged, size_t& re
 
   std::vector<uint8_t> live(n_eqns, 1);
   if (o.cse) {
-    // Equations seen so far, by identity hash: open addressing over a flat
-    // table (one allocation for the whole IR, none per equation).
+    // Equations seen so far, by identity hash: open addressing over one flat
+    // table (one allocation for the whole IR, none per equation). A slot holds
+    // the hash's high half beside the equation index, so a probe touches one
+    // cache line: on a first call of a large IR these probes are cache misses.
+    struct Slot {
+      uint32_t tag = 0;
+      uint32_t eqn = UINT32_MAX;  // equation index, or empty
+    };
     size_t cap = 16;
     while (cap < 2 * n_eqns) cap *= 2;
-    std::vector<uint64_t> hashes(cap);
-    std::vector<uint32_t> table(cap, UINT32_MAX);  // equation index, or empty
+    std::vector<Slot> table(cap);
     for (size_t i = 0; i < n_eqns; ++i) {
       const Eqn& e = g.eqns[i];
       if (!mergeable(e, o.cse_nondeterministic)) continue;
       const uint64_t h = eqn_hash(e, l.var_slot);
+      const uint32_t tag = uint32_t(h >> 32);
       size_t slot = size_t(h) & (cap - 1);
       bool merged_here = false;
-      for (; table[slot] != UINT32_MAX; slot = (slot + 1) & (cap - 1)) {
-        if (hashes[slot] != h) continue;
-        const Eqn& f = g.eqns[table[slot]];
+      for (; table[slot].eqn != UINT32_MAX; slot = (slot + 1) & (cap - 1)) {
+        if (table[slot].tag != tag) continue;
+        const Eqn& f = g.eqns[table[slot].eqn];
         if (!eqn_same(f, e, l.var_slot)) continue;
         for (size_t k = 0; k < e.out.size(); ++k) l.var_slot[e.out[k]] = f.out[k];
         live[i] = 0;
@@ -64,10 +70,7 @@ Lowering decide(const IR& g, const CompileOptions& o, size_t& merged, size_t& re
         ++merged;
         break;
       }
-      if (!merged_here) {
-        table[slot] = uint32_t(i);
-        hashes[slot] = h;
-      }
+      if (!merged_here) table[slot] = Slot{tag, uint32_t(i)};
     }
   }
   if (o.dce) {
