@@ -365,7 +365,11 @@ bool map_switch_by_branch(const Eqn& e, std::span<const Value> in, const std::ve
       lock.unlock();
       op->succeed(std::move(cols));
     };
-    std::shared_ptr<SubRun> run = env.context->run_sub(g.batched.ir, sub, env, op, std::move(done));
+    // Index: the group's place (no checkpoint scope is open here, so no hit
+    // is ranked by it).
+    const uint64_t index = uint64_t(&g - groups.data());
+    std::shared_ptr<SubRun> run =
+        env.context->run_sub(g.batched.ir, sub, env, op, index, std::move(done));
     if (!run) continue;
     std::lock_guard<std::mutex> lock(join->mu);
     if (join->left != 0) join->runs.push_back(std::move(run));
