@@ -7,6 +7,10 @@ mode byte 2 (the JSON form, see graph_harness.h) + graph JSON.
   regressions/deep_sub_irs_json      switches nested 200 deep (limit 64)
   regressions/template_fields_json   a format template of 10001 fields
   corpus/graph/deep_sub_irs_64_json  nested exactly 64 deep: loads
+  corpus/graph/fan_sub_irs_json      a 19-level fan of shared sub-IRs: 2.3e9
+                                     equations once expanded, within every
+                                     limit; every pass must work on the DAG
+  corpus/graph/template_fields_json  a format template of exactly 10000 fields
 
 Usage: fuzz/crafted.py   (rewrites the files; they are committed)
 """
@@ -28,6 +32,29 @@ def nested_switches(depth):
     return {"afg": 1, "irs": irs}
 
 
+def fan(levels):
+    # IR 0: the cond (state) -> true. IR 1: (state [x]) -> [concat(x, "!")].
+    # IR k+1: (state [x]) -> y = switch("a") {"a": IR k, "b": IR k}([x]);
+    #         [z] = while_loop[cond=IR 0, body=IR k, max_iters=1]([y]).
+    # Each level uses the one below three times: 2 * 3^levels - 1 equations
+    # once expanded, in a graph of a few hundred bytes.
+    state = {"tree": [["*"]], "atoms": ["%0"]}
+    irs = [{"vars": ["str"], "in": state, "eqns": [], "out": {"lit": True}},
+           {"vars": ["str", "str"], "in": state,
+            "eqns": [{"prim": "concat", "out": "%1", "in": ["%0", {"lit": "!"}]}],
+            "out": {"tree": ["*"], "atoms": ["%1"]}}]
+    for k in range(1, levels + 1):
+        irs.append({"vars": ["str", "str", "str"], "in": state, "eqns": [
+            {"prim": "switch", "out": {"tree": ["*"], "atoms": ["%1"]},
+             "in": {"tree": ["*", ["*"]], "atoms": [{"lit": "a"}, "%0"]},
+             "params": {"branches": {"ir_map": {"a": k, "b": k}}}},
+            {"prim": "while_loop", "out": {"tree": ["*"], "atoms": ["%2"]},
+             "in": {"tree": [["*"]], "atoms": ["%1"]},
+             "params": {"body": {"ir": k}, "cond": {"ir": 0}, "max_iters": {"value": 1}}}],
+            "out": {"tree": ["*"], "atoms": ["%2"]}})
+    return {"afg": 1, "irs": irs}
+
+
 def many_fields(n):
     return {"afg": 1, "irs": [{"vars": ["str", "str"], "in": ["%0"],
                                "eqns": [{"prim": "format", "out": "%1", "in": ["%0"],
@@ -44,3 +71,5 @@ def write(rel, graph):
 write("regressions/deep_sub_irs_json", nested_switches(200))
 write("regressions/template_fields_json", many_fields(10001))
 write("corpus/graph/deep_sub_irs_64_json", nested_switches(64))
+write("corpus/graph/fan_sub_irs_json", fan(19))
+write("corpus/graph/template_fields_json", many_fields(10000))

@@ -43,7 +43,8 @@ bool eqn_runs_async(const Eqn& e) {
   bool holds_irs = false;
   bool async = e.params.any_ir([&](const IR& ir) {
     holds_irs = true;
-    return ir_has_async_work(ir);
+    // Kept with the sub-IR (IRFacts): asked once however many paths reach it.
+    return ir.facts.flag(IRFacts::kAsyncWork, [&] { return ir_has_async_work(ir); });
   });
   return async || !holds_irs;
 }

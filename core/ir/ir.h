@@ -3,6 +3,7 @@
 // it compares, hashes, prints and serializes by structure.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -102,6 +103,61 @@ struct Eqn {
   std::optional<EqnSched> sched;  // set by sched; absent otherwise
 };
 
+// Facts about an IR's content that whole-graph passes ask of every sub-IR
+// they meet: its hash, whether it has effects, its cost-weighted path,
+// whether it runs asynchronous work. Each is kept with the IR the first time
+// it is computed, so a sub-IR shared by many equations, or reached along
+// many paths of a DAG of shared sub-IRs (a 2 KB graph can reach 2^32
+// equations that way), is measured once, not once per path. Only sub-IRs
+// held in params are asked (an IR is immutable once shared); a copy of an IR
+// starts with nothing known, since the copy may then change. Thread-safe:
+// two threads may compute the same fact, and store the same value.
+class IRFacts {
+ public:
+  enum Flag : uint8_t { kEffects = 0, kAsyncWork = 1 };
+
+  IRFacts() noexcept = default;
+  IRFacts(const IRFacts&) noexcept {}
+  IRFacts& operator=(const IRFacts&) noexcept {
+    known_.store(0, std::memory_order_relaxed);
+    return *this;
+  }
+
+  template <class F>
+  uint64_t hash(F&& compute) const {
+    if (known_.load(std::memory_order_acquire) & kHashKnown)
+      return hash_.load(std::memory_order_relaxed);
+    const uint64_t h = compute();
+    hash_.store(h, std::memory_order_relaxed);
+    known_.fetch_or(kHashKnown, std::memory_order_release);
+    return h;
+  }
+  template <class F>
+  double path_cost(F&& compute) const {
+    if (known_.load(std::memory_order_acquire) & kCostKnown)
+      return cost_.load(std::memory_order_relaxed);
+    const double c = compute();
+    cost_.store(c, std::memory_order_relaxed);
+    known_.fetch_or(kCostKnown, std::memory_order_release);
+    return c;
+  }
+  template <class F>
+  bool flag(Flag f, F&& compute) const {
+    const uint8_t known = uint8_t(4u << (2 * f)), set = uint8_t(8u << (2 * f));
+    const uint8_t k = known_.load(std::memory_order_acquire);
+    if (k & known) return k & set;
+    const bool v = compute();
+    known_.fetch_or(uint8_t(known | (v ? set : 0)), std::memory_order_release);
+    return v;
+  }
+
+ private:
+  static constexpr uint8_t kHashKnown = 1, kCostKnown = 2;
+  mutable std::atomic<uint8_t> known_{0};
+  mutable std::atomic<uint64_t> hash_{0};
+  mutable std::atomic<double> cost_{0.0};
+};
+
 // What an input leaf of an IR takes. pushforward adds tangent inputs and
 // pullback cotangent inputs; there null means Zero, and a cotangent is
 // feedback, which is text (docs/SEMANTICS.md §4).
@@ -117,6 +173,7 @@ struct IR {
   // One per input leaf, or empty when every input is a primal (the
   // canonical form: set it with set_input_roles).
   std::vector<InputRole> in_roles;
+  IRFacts facts;  // not part of the IR's value: never compared, hashed or saved
 
   size_t num_inputs() const { return in_tree.root().n_children; }
   InputRole input_role(size_t leaf) const { return in_roles.empty() ? InputRole::Primal : in_roles[leaf]; }
