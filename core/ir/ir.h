@@ -142,6 +142,15 @@ class IRFacts {
     return c;
   }
   template <class F>
+  uint32_t height(F&& compute) const {
+    if (known_.load(std::memory_order_acquire) & kHeightKnown)
+      return height_.load(std::memory_order_relaxed);
+    const uint32_t h = compute();
+    height_.store(h, std::memory_order_relaxed);
+    known_.fetch_or(kHeightKnown, std::memory_order_release);
+    return h;
+  }
+  template <class F>
   bool flag(Flag f, F&& compute) const {
     const uint8_t known = uint8_t(4u << (2 * f)), set = uint8_t(8u << (2 * f));
     const uint8_t k = known_.load(std::memory_order_acquire);
@@ -152,10 +161,11 @@ class IRFacts {
   }
 
  private:
-  static constexpr uint8_t kHashKnown = 1, kCostKnown = 2;
+  static constexpr uint8_t kHashKnown = 1, kCostKnown = 2, kHeightKnown = 64;
   mutable std::atomic<uint8_t> known_{0};
   mutable std::atomic<uint64_t> hash_{0};
   mutable std::atomic<double> cost_{0.0};
+  mutable std::atomic<uint32_t> height_{0};
 };
 
 // What an input leaf of an IR takes. pushforward adds tangent inputs and
@@ -186,6 +196,21 @@ std::vector<InputRole> input_roles(const IR& ir);
 
 // The zero of a leaf kind: "" for str, 0, 0.0, false. INTERNAL for others.
 Value zero_value(Kind k);
+
+// How deep sub-IRs may nest: an equation's params hold IRs whose equations'
+// params hold IRs ... at most kMaxIrDepth levels down. Tracing and the
+// transforms refuse an equation that would nest deeper (INVALID_ARGUMENT),
+// saving refuses such an IR, loading refuses such a graph (FORMAT): every
+// pass that recurses over sub-IRs (printing, freeing, transforms, running)
+// has a bounded depth.
+inline constexpr uint32_t kMaxIrDepth = 64;
+// How many levels of sub-IRs an equation's params hold: 0 for none, 1 for
+// sub-IRs without sub-IRs, and so on (each sub-IR's own height is kept with
+// it, IRFacts).
+uint32_t nesting_depth(const Params& params);
+// INVALID_ARGUMENT naming `what` (the primitive) if params nest deeper than
+// kMaxIrDepth.
+void check_nesting(const Params& params, const std::string& what);
 
 // Structural equality and hash (var ids compared as numbers: tracing and
 // transforms number variables canonically, in order of definition).

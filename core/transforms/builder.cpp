@@ -40,6 +40,8 @@ Atom Builder::emit1(const Prim& p, Params params, std::vector<Atom> in) {
 std::vector<Atom> Builder::emit_known(const Prim& p, Params params, std::vector<Atom> in,
                                       TreeDef in_tree, std::span<const Aval> out, TreeDef out_tree) {
   TransformScope::charge(1);
+  // A rule may wrap an equation in a sub-IR (batch's map): one level more.
+  check_nesting(params, p.name);
   Eqn e;
   e.prim = &p;
   e.in = std::move(in);

@@ -227,6 +227,46 @@ static void switch_branch_structures_must_match(void) {
   af_value_free(n);
 }
 
+/* level(x) = switch("a") {"a": below}(x): each level traced around the last. */
+struct nest {
+  const char* name;
+  size_t len;
+  af_ir_t* below;
+};
+
+static af_error_t* nest_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                           af_value_t** out) {
+  struct nest* s = (struct nest*)ud;
+  af_value_t* key = NULL;
+  af_error_t* e = lit(c, "a", &key);
+  (void)n;
+  if (!e) e = af_switch(c, key, &s->name, &s->len, (const af_ir_t* const*)&s->below, 1, in, 1, out);
+  af_value_free(key);
+  return e;
+}
+
+static void switches_nest_at_most_64_deep(void) {
+  struct nest s;
+  af_ir_t* deeper = NULL;
+  int level;
+  s.name = "a";
+  s.len = 1;
+  s.below = TRACE(greet_fn, NULL, "[\"x\"]", NULL);
+  for (level = 1; level <= 64 && s.below; level++) {
+    af_ir_t* next = TRACE(nest_fn, &s, "[\"x\"]", NULL);
+    af_ir_free(s.below);
+    s.below = next;
+  }
+  if (!s.below) return;
+  /* The limit itself traces and runs; one level more is refused while
+   * tracing, naming the limit (a deeper graph could not be saved or loaded). */
+  CHECK_CALL(s.below, "[\"x\"]", "\"Hello, x!\"");
+  CHECK_ERR(trace_json(nest_fn, &s, "[\"x\"]", NULL, &deeper), AF_ERR_INVALID_ARGUMENT,
+            "switch: its sub-IRs would nest 65 levels deep", "limit of 64");
+  CHECK_NULLED(deeper, af_ir_free);
+  af_ir_free(s.below);
+}
+
 /* ---- while_loop -------------------------------------------------------- */
 
 static void while_loop_runs_and_stops(void) {
@@ -675,6 +715,7 @@ int main(int argc, char** argv) {
       CASE(switch_outside_and_inside_a_trace),
       CASE(switch_unknown_key_lists_the_keys),
       CASE(switch_branch_structures_must_match),
+      CASE(switches_nest_at_most_64_deep),
       CASE(while_loop_runs_and_stops),
       CASE(while_loop_body_must_keep_the_state),
       CASE(host_function_in_and_out_of_traces),
