@@ -936,9 +936,12 @@ AF_API af_error_t* af_provider_set_max_in_flight(af_provider_t* p, uint32_t max_
 AF_API af_error_t* af_provider_stats(const af_provider_t* p, af_bytes_t* out);
 /* Adds a reference: returns p (NULL if p is NULL). */
 AF_API af_provider_t* af_provider_clone(const af_provider_t* p);
-/* Drops a reference. A provider still routed stays alive in its contexts;
- * requests still in flight when the last reference goes fail with
- * CANCELLED. */
+/* Drops a reference. A provider still routed stays alive in its contexts
+ * (routes hold references: re-routing its pattern or freeing the context
+ * drops one). Requests still queued or in flight when the last reference
+ * goes fail at once with CANCELLED ("provider NAME was freed") and the
+ * provider stops their work (transfers aborted; a host provider's requests
+ * report af_lm_request_cancelled and answering them is ignored). */
 AF_API void af_provider_free(af_provider_t* p);
 
 /* ======================================================================= */
