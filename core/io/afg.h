@@ -75,6 +75,9 @@ struct Loaded {
 // bytes; VERSION: a newer container, format, feature or an unknown
 // primitive (named). Never reads outside `bytes`, never crashes.
 Loaded load(std::span<const uint8_t> bytes);
+// The same for a whole file's bytes, which it frees once decompressed (a
+// load's peak memory is about 8x the decompressed content: docs/SECURITY.md).
+Loaded load(std::vector<uint8_t>&& file);
 inline IRPtr load_ir(std::span<const uint8_t> bytes) { return load(bytes).ir; }
 
 // ---- The readable JSON form (af convert). Round trip exact: bytes -> JSON
