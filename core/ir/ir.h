@@ -104,14 +104,14 @@ struct Eqn {
 };
 
 // Facts about an IR's content that whole-graph passes ask of every sub-IR
-// they meet: its hash, whether it has effects, its cost-weighted path,
-// whether it runs asynchronous work. Each is kept with the IR the first time
-// it is computed, so a sub-IR shared by many equations, or reached along
-// many paths of a DAG of shared sub-IRs (a 2 KB graph can reach 2^32
-// equations that way), is measured once, not once per path. Only sub-IRs
-// held in params are asked (an IR is immutable once shared); a copy of an IR
-// starts with nothing known, since the copy may then change. Thread-safe:
-// two threads may compute the same fact, and store the same value.
+// they meet: its hash, cost-weighted path, nesting height, whether it has
+// effects, whether it runs asynchronous work. Each is kept with the IR the
+// first time it is computed, so a sub-IR shared by many equations, or
+// reached along many paths of a DAG of shared sub-IRs (a 2 KB graph can
+// reach 2^32 equations that way), is measured once, not once per path. Only
+// sub-IRs held in params are asked (an IR is immutable once shared); a copy
+// of an IR starts with nothing known, since the copy may then change.
+// Thread-safe: two threads may compute the same fact, and store the same value.
 class IRFacts {
  public:
   enum Flag : uint8_t { kEffects = 0, kAsyncWork = 1 };
@@ -124,35 +124,14 @@ class IRFacts {
   }
 
   template <class F>
-  uint64_t hash(F&& compute) const {
-    if (known_.load(std::memory_order_acquire) & kHashKnown)
-      return hash_.load(std::memory_order_relaxed);
-    const uint64_t h = compute();
-    hash_.store(h, std::memory_order_relaxed);
-    known_.fetch_or(kHashKnown, std::memory_order_release);
-    return h;
-  }
+  uint64_t hash(F&& compute) const { return cached(hash_, kHashKnown, compute); }
   template <class F>
-  double path_cost(F&& compute) const {
-    if (known_.load(std::memory_order_acquire) & kCostKnown)
-      return cost_.load(std::memory_order_relaxed);
-    const double c = compute();
-    cost_.store(c, std::memory_order_relaxed);
-    known_.fetch_or(kCostKnown, std::memory_order_release);
-    return c;
-  }
+  double path_cost(F&& compute) const { return cached(cost_, kCostKnown, compute); }
   template <class F>
-  uint32_t height(F&& compute) const {
-    if (known_.load(std::memory_order_acquire) & kHeightKnown)
-      return height_.load(std::memory_order_relaxed);
-    const uint32_t h = compute();
-    height_.store(h, std::memory_order_relaxed);
-    known_.fetch_or(kHeightKnown, std::memory_order_release);
-    return h;
-  }
+  uint32_t height(F&& compute) const { return cached(height_, kHeightKnown, compute); }
   template <class F>
   bool flag(Flag f, F&& compute) const {
-    const uint8_t known = uint8_t(4u << (2 * f)), set = uint8_t(8u << (2 * f));
+    const uint8_t known = uint8_t(8u << (2 * f)), set = uint8_t(16u << (2 * f));
     const uint8_t k = known_.load(std::memory_order_acquire);
     if (k & known) return k & set;
     const bool v = compute();
@@ -161,7 +140,15 @@ class IRFacts {
   }
 
  private:
-  static constexpr uint8_t kHashKnown = 1, kCostKnown = 2, kHeightKnown = 64;
+  static constexpr uint8_t kHashKnown = 1, kCostKnown = 2, kHeightKnown = 4;  // flags: 8..64
+  template <class T, class F>
+  T cached(std::atomic<T>& slot, uint8_t bit, F& compute) const {
+    if (known_.load(std::memory_order_acquire) & bit) return slot.load(std::memory_order_relaxed);
+    const T v = compute();
+    slot.store(v, std::memory_order_relaxed);
+    known_.fetch_or(bit, std::memory_order_release);
+    return v;
+  }
   mutable std::atomic<uint8_t> known_{0};
   mutable std::atomic<uint64_t> hash_{0};
   mutable std::atomic<double> cost_{0.0};

@@ -1,6 +1,7 @@
 #include "transforms/memo.h"
 
 #include <unordered_set>
+#include <utility>
 
 #include "value/error.h"
 #include "value/hash.h"
@@ -33,7 +34,12 @@ size_t memo_detail::KeyHash::operator()(const Key& k) const noexcept {
   uint64_t h = hash_mix(reinterpret_cast<uintptr_t>(k.ir), uint64_t(k.op));
   for (const auto* mask : {&k.a, &k.b}) {
     h = hash_mix(h, mask->size());
-    for (bool x : *mask) h = hash_mix(h, x);
+    uint64_t word = 0;  // 64 mask bits per mix
+    for (size_t i = 0; i < mask->size(); ++i) {
+      word = word << 1 | uint64_t((*mask)[i]);
+      if (i % 64 == 63) h = hash_mix(h, std::exchange(word, 0));
+    }
+    h = hash_mix(h, word);
   }
   return size_t(h);
 }
