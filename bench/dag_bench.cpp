@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/env.h"
+#include "rt/env.h"
 #include "exec/program.h"
 #include "io/afg.h"
 #include "ir/query.h"

@@ -65,7 +65,3 @@ ProviderPtr Router::resolve(std::string_view model) const {
 }
 
 }  // namespace af::lm
-
-namespace af {
-std::shared_ptr<lm::Router> make_router() { return std::make_shared<lm::Router>(); }
-}  // namespace af

@@ -10,14 +10,16 @@
 #include <atomic>
 #include <mutex>
 
-#include "exec/async.h"
-#include "exec/context.h"
-#include "exec/executor.h"
+#include "rt/async.h"
+#include "rt/context.h"
+#include "rt/error_value.h"
 #include "lm/router.h"
 #include "lm/schema.h"
-#include "prims/registry.h"
+#include "ir/registry.h"
+#include "prims/builtins.h"
 #include "trace/trace.h"
 #include "transforms/batch.h"
+#include "transforms/dce.h"
 #include "transforms/pullback.h"
 #include "transforms/pushforward.h"
 #include "value/error.h"
@@ -247,8 +249,10 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
     auto done = [batch, i, prim, item, item_errors](lm::Call& call, const std::string* content, const Error* err) {
       AsyncOp& op = *batch->op;
       if (op.profiling())
-        op.record_span(CallSpan{call.provider_name, call.slot, call.queued_ns, call.started_ns, call.finished_ns,
-                                call.request().model, err ? int32_t(err->code()) : 0, call.attempts.load()});
+        op.record_span(CallSpan{
+            call.provider_name, call.slot, call.queued_ns, call.started_ns, call.finished_ns,
+            call.request().model, err ? int32_t(err->code()) : 0, call.attempts.load(),
+            err ? 0 : call.prompt_tokens, err ? 0 : call.completion_tokens, nullptr, nullptr});
       if (op.finished()) return;
       std::string what = std::string(prim) + " to model " + quoted(call.request().model) + item;
       // A failed request fails the equation and cancels its siblings, or,
@@ -293,27 +297,25 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   }
 }
 
-void lm_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
-  run_async_blocking(e, in, out, env);
-}
-
 void lm_batch(BatchCtx& ctx, const Eqn& e);
 void lm_push(PushCtx& ctx, const Eqn& e);
 void lm_pull_bwd(PullCtx& ctx, const Eqn& e);
 
-Prim lm_prim(const char* name, AbstractOut (*abstract)(const Params&, std::span<const Aval>, const TreeDef&)) {
-  Prim p;
-  p.name = name;
-  p.flags = kNondeterministic;
-  p.cost = kLmCallCost;
-  p.impl = lm_impl;
-  p.impl_async = lm_impl_async;
-  p.abstract_eval = abstract;
-  p.batch = lm_batch;
-  p.pushforward = lm_push;
-  p.pullback_bwd = lm_pull_bwd;
-  p.params = std::vector<ParamSpec>{{"roles", 0, Kind::List, false}};
-  return p;
+Prim lm_prim(const char* name, std::vector<ParamSpec> params,
+             AbstractOut (*abstract)(const Params&, std::span<const Aval>, const TreeDef&)) {
+  return Prim{
+      .name = name,
+      .flags = kNondeterministic,
+      .cost = kLmCallCost,
+      .params = std::move(params),
+      .impl_async = lm_impl_async,
+      .abstract_eval = abstract,
+      .batch = lm_batch,
+      .pushforward = lm_push,
+      .pullback_fwd = pull_fwd_copy,
+      .pullback_bwd = lm_pull_bwd,
+      .dce = dce_whole,
+  };
 }
 
 // Checks messages and splits them into roles (static) and contents.
@@ -488,10 +490,10 @@ void lm_pull_bwd(PullCtx& ctx, const Eqn& e) {
 }  // namespace
 
 void add_lm_prims(std::vector<Prim>& out) {
-  out.push_back(lm_prim("lm_call", lm_call_abstract));
-  Prim schema_call = lm_prim("lm_schema_call", lm_schema_call_abstract);
-  schema_call.params->push_back(ParamSpec{"schema", 0, Kind::Null, false});
-  out.push_back(std::move(schema_call));
+  out.push_back(lm_prim("lm_call", {{.name = "roles", .value_kind = Kind::List}}, lm_call_abstract));
+  out.push_back(lm_prim("lm_schema_call",
+                        {{.name = "roles", .value_kind = Kind::List}, {.name = "schema"}},
+                        lm_schema_call_abstract));
 }
 
 Value op_lm_call(const Value& messages, const Value& model, RunEnv& env) {

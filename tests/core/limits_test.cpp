@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "exec/env.h"
-#include "exec/exec.h"
+#include "exec/context.h"
+#include "exec/sequential.h"
 #include "io/afg.h"
 #include "ir/ir.h"
 #include "prims/control_flow.h"
@@ -94,7 +94,8 @@ TEST(Limits, LoadedSubIrsNestAtMost64Deep) {
 }
 
 TEST(Limits, TracedSubIrsNestAtMost64Deep) {
-  RunEnv env;
+  ExecContext ctx;
+  RunEnv env{&ctx};
   const Value ex[2] = {Value::str("a"), Value::str("x")};
   const std::vector<std::string> names{"a"};
   IRPtr ir = trace(
