@@ -63,15 +63,16 @@ else
 fi
 
 note "concurrency suites under ThreadSanitizer"
-# The executor, the LM layer, the plan cache and the C API's run, LM, lazy and run-summary
-# suites: the code where threads meet. Only these targets are built.
-TSAN_TARGETS=(af_core_tests capi_program_test capi_lm_test capi_lazy_test capi_observe_test)
+# The executor, the LM layer, the plan cache and the C API's run, LM, lazy, run-summary and
+# checkpoint-order suites: the code where threads meet. Only these targets are built.
+TSAN_TARGETS=(af_core_tests capi_program_test capi_lm_test capi_lazy_test capi_observe_test
+  capi_checkpoint_order_test)
 if cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DAF_SANITIZE=thread \
      -DAF_BUILD_BENCH=OFF >"$LOG/tsan-configure.log" 2>&1 &&
    cmake --build build-tsan --target "${TSAN_TARGETS[@]}" >"$LOG/tsan-build.log" 2>&1; then
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
   check tsan-core build-tsan/bin/af_core_tests --gtest_filter='Exec*:Lm*:PlanCache*'
-  for t in capi_program_test capi_lm_test capi_lazy_test capi_observe_test; do check "tsan-$t" "build-tsan/bin/$t"; done
+  for t in "${TSAN_TARGETS[@]:1}"; do check "tsan-$t" "build-tsan/bin/$t"; done
   unset TSAN_OPTIONS
 else
   tail -40 "$LOG/tsan-build.log"

@@ -200,7 +200,8 @@ func (eng *Engine) PushCollect(collection string) error {
 }
 
 // PopCollect closes the innermost collect scope and returns
-// {key: [values in execution order]}.
+// {key: [values in program order]} (docs/SEMANTICS.md §4), however the run
+// was scheduled.
 func (eng *Engine) PopCollect() (*Value, error) {
 	cp, err := eng.handle()
 	if err != nil {
@@ -219,7 +220,8 @@ func (eng *Engine) PopCollect() (*Value, error) {
 }
 
 // PushInject opens an inject scope: values is {key: [values...]}; a
-// checkpoint of collection with a queued value yields it instead.
+// checkpoint of collection with a queued value yields it instead, the queued
+// values going to the hits in program order.
 func (eng *Engine) PushInject(collection string, values *Value) error {
 	cp, err := eng.handle()
 	if err != nil {

@@ -7,6 +7,9 @@ package af
 // Defined in trampoline.c.
 af_error_t* afgo_trace(af_context_t* ctx, uintptr_t handle, const af_value_t* const* examples,
                        size_t n_examples, const af_value_t* static_mask, af_ir_t** out);
+af_error_t* afgo_trace_with(af_context_t* ctx, uintptr_t handle, const af_value_t* const* examples,
+                            size_t n_examples, const af_value_t* static_mask,
+                            const af_value_t* list_mask, af_ir_t** out);
 */
 import "C"
 
@@ -80,6 +83,33 @@ func Trace(eng *Engine, fn TraceFunc, examples ...*Value) (*IR, error) {
 // the list of inputs (true = static: the leaf becomes a literal and calls
 // must pass an equal value). A nil mask means all dynamic.
 func TraceStatic(eng *Engine, fn TraceFunc, staticMask *Value, examples ...*Value) (*IR, error) {
+	return trace(eng, fn, staticMask, nil, false, examples)
+}
+
+// TraceOptions are the options of TraceWith.
+type TraceOptions struct {
+	// StaticMask: a bool tree that is a prefix of the list of inputs (true
+	// = static). nil = all dynamic.
+	StaticMask *Value
+	// ListMask: a bool tree that is a prefix of the list of inputs whose
+	// true leaves mark example lists (of leaves of one kind, or nested lists
+	// of them) traced as lists of any length: one placeholder each, an input
+	// of kind list<T> — what a batched IR (Batch) takes. Calls pass lists of
+	// any length; an item of another kind is CodeInvalidArgument naming its
+	// path. nil = none.
+	ListMask *Value
+}
+
+// TraceWith is Trace with options: a static mask and a list mask (lists of
+// any length). Errors as TraceStatic, and CodeInvalidArgument naming the
+// input path for a list mask that is not a prefix of the inputs or that
+// marks something other than a non-empty list of one leaf kind.
+func TraceWith(eng *Engine, fn TraceFunc, opts TraceOptions, examples ...*Value) (*IR, error) {
+	return trace(eng, fn, opts.StaticMask, opts.ListMask, true, examples)
+}
+
+// trace calls af_trace, or af_trace_with when with is set.
+func trace(eng *Engine, fn TraceFunc, staticMask, listMask *Value, with bool, examples []*Value) (*IR, error) {
 	if fn == nil {
 		return nil, &Error{Message: "trace: fn is nil", code: CodeInvalidArgument}
 	}
@@ -91,9 +121,14 @@ func TraceStatic(eng *Engine, fn TraceFunc, staticMask *Value, examples ...*Valu
 	if err != nil {
 		return nil, err
 	}
-	var mp *C.af_value_t
+	var mp, lp *C.af_value_t
 	if staticMask != nil {
 		if mp, err = staticMask.handle(); err != nil {
+			return nil, err
+		}
+	}
+	if listMask != nil {
+		if lp, err = listMask.handle(); err != nil {
 			return nil, err
 		}
 	}
@@ -106,11 +141,17 @@ func TraceStatic(eng *Engine, fn TraceFunc, staticMask *Value, examples ...*Valu
 	// thread: keep this goroutine on one thread for the whole trace.
 	runtime.LockOSThread()
 	var out *C.af_ir_t
-	e := C.afgo_trace(cp, C.uintptr_t(h), cArray(ps), C.size_t(len(ps)), mp, &out)
+	var e *C.af_error_t
+	if with {
+		e = C.afgo_trace_with(cp, C.uintptr_t(h), cArray(ps), C.size_t(len(ps)), mp, lp, &out)
+	} else {
+		e = C.afgo_trace(cp, C.uintptr_t(h), cArray(ps), C.size_t(len(ps)), mp, &out)
+	}
 	runtime.UnlockOSThread()
 	runtime.KeepAlive(eng)
 	runtime.KeepAlive(examples)
 	runtime.KeepAlive(staticMask)
+	runtime.KeepAlive(listMask)
 
 	err = takeError(e)
 	if st.panicked {

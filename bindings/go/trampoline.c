@@ -19,6 +19,16 @@ af_error_t* afgo_trace(af_context_t* ctx, uintptr_t handle, const af_value_t* co
                   out);
 }
 
+af_error_t* afgo_trace_with(af_context_t* ctx, uintptr_t handle, const af_value_t* const* examples,
+                            size_t n_examples, const af_value_t* static_mask,
+                            const af_value_t* list_mask, af_ir_t** out) {
+  af_trace_options_t o;
+  o.struct_size = sizeof o;
+  o.static_mask = static_mask;
+  o.list_mask = list_mask;
+  return af_trace_with(ctx, afgo_trace_trampoline, (void*)handle, examples, n_examples, &o, out);
+}
+
 /* ---- host functions, providers, progress and completion callbacks ----- */
 /* Each passes its cgo.Handle (user_data) to an exported Go function; the
  * destroy callback deletes the handle, so the Go closure lives exactly as

@@ -19,20 +19,17 @@ af_error_t* op(const char* fn, af_context_t* ctx, af_value_t** out, F&& compute)
   });
 }
 
-}  // namespace
-
-extern "C" {
-
-af_error_t* af_trace(af_context_t* ctx, af_trace_fn fn, void* user_data,
-                     const af_value_t* const* examples, size_t n_examples,
-                     const af_value_t* static_mask, af_ir_t** out) {
+af_error_t* trace_with(const char* name, af_context_t* ctx, af_trace_fn fn, void* user_data,
+                       const af_value_t* const* examples, size_t n_examples,
+                       const af_value_t* static_mask, const af_value_t* list_mask, af_ir_t** out) {
   if (out) *out = nullptr;
   return guard([&] {
-    require(ctx, "af_trace", "ctx");
-    if (!fn) invalid("af_trace: `fn` is NULL");
-    require(out, "af_trace", "out");
-    std::vector<Value> ex = unwrap_all(examples, n_examples, "af_trace", "examples");
+    require(ctx, name, "ctx");
+    if (!fn) invalid(std::string(name) + ": `fn` is NULL");
+    require(out, name, "out");
+    std::vector<Value> ex = unwrap_all(examples, n_examples, name, "examples");
     Value mask = static_mask ? unwrap(static_mask) : Value();
+    Value lists = list_mask ? unwrap(list_mask) : Value();
     auto run = [&](std::span<const Value> inputs) -> Value {
       // Input handles are borrowed by the callback; freed here.
       std::vector<af_value_t*> handles;
@@ -52,8 +49,34 @@ af_error_t* af_trace(af_context_t* ctx, af_trace_fn fn, void* user_data,
       af_value_free(result);
       return v;
     };
-    *out = wrap(trace(run, ex, mask));
+    *out = wrap(trace(run, ex, mask, lists));
   });
+}
+
+}  // namespace
+
+extern "C" {
+
+af_error_t* af_trace(af_context_t* ctx, af_trace_fn fn, void* user_data,
+                     const af_value_t* const* examples, size_t n_examples,
+                     const af_value_t* static_mask, af_ir_t** out) {
+  return trace_with("af_trace", ctx, fn, user_data, examples, n_examples, static_mask, nullptr,
+                    out);
+}
+
+af_error_t* af_trace_with(af_context_t* ctx, af_trace_fn fn, void* user_data,
+                          const af_value_t* const* examples, size_t n_examples,
+                          const af_trace_options_t* options, af_ir_t** out) {
+  if (options && options->struct_size < sizeof(af_trace_options_t)) {
+    if (out) *out = nullptr;
+    return guard([&] {
+      invalid("af_trace_with: options->struct_size is " + std::to_string(options->struct_size) +
+              "; set it to sizeof(af_trace_options_t)");
+    });
+  }
+  return trace_with("af_trace_with", ctx, fn, user_data, examples, n_examples,
+                    options ? options->static_mask : nullptr,
+                    options ? options->list_mask : nullptr, out);
 }
 
 int32_t af_is_tracing(void) { return is_tracing() ? 1 : 0; }

@@ -32,7 +32,8 @@ class ExecContext final : public Context {
   PlanCache plans;
 
   std::shared_ptr<SubRun> run_sub(const IRPtr& ir, std::span<const Value> in, const RunEnv& env,
-                                  const std::shared_ptr<AsyncOp>& parent, SubRunDone done) override;
+                                  const std::shared_ptr<AsyncOp>& parent, uint64_t index,
+                                  SubRunDone done) override;
   bool runs_async(const IRPtr& ir, const RunEnv& env) override;
 
  private:

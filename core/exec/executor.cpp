@@ -31,6 +31,9 @@ class Run : public std::enable_shared_from_this<Run> {
   std::atomic<uint64_t> done_count{0};
   std::atomic<bool> finished{false};
   std::unique_ptr<std::shared_ptr<const Error>[]> slot_err;  // keep_going only
+  // Inject order: per node, the next node that hits a key an inject scope
+  // queues values for (kNone: none); empty when nothing is injected.
+  std::vector<uint32_t> after;
   std::unique_ptr<Profile> profile;
   // Written after the timer is scheduled, read by finish() on any thread
   // (possibly the timer's own, before the write is visible): atomic.
@@ -228,7 +231,9 @@ void start_async(const std::shared_ptr<Run>& r, uint32_t node) {
     op->memo_in.emplace(in.begin(), in.end());
   }
   try {
-    n.eqn->prim->impl_async(*n.eqn, in, op, r->env);
+    RunEnv env = r->env;
+    env.eqn = n.eqn_index;
+    n.eqn->prim->impl_async(*n.eqn, in, op, env);
   } catch (const Error& e) {
     op->fail(e);
   } catch (const std::exception& e) {
@@ -243,9 +248,8 @@ uint32_t complete(const std::shared_ptr<Run>& r, uint32_t node, bool can_continu
   const Program& p = *r->prog;
   const Program::Node& n = p.nodes[node];
   uint32_t best = kNone;
-  for (uint32_t k = 0; k < n.cons_count; ++k) {
-    uint32_t c = p.consumers[n.cons_begin + k];
-    if (r->pending[c].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+  auto release = [&](uint32_t c) {
+    if (r->pending[c].fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     if (r->profile) r->profile->queued(c);
     if (!can_continue) {
       schedule(r, c);
@@ -259,7 +263,9 @@ uint32_t complete(const std::shared_ptr<Run>& r, uint32_t node, bool can_continu
     } else {
       schedule(r, c);
     }
-  }
+  };
+  for (uint32_t k = 0; k < n.cons_count; ++k) release(p.consumers[n.cons_begin + k]);
+  if (!r->after.empty() && r->after[node] != kNone) release(r->after[node]);
   if (r->opts.progress) {
     std::lock_guard<std::mutex> lock(r->progress_mu);
     r->done_count.fetch_add(1, std::memory_order_relaxed);
@@ -310,11 +316,12 @@ void execute(const std::shared_ptr<Run>& r, uint32_t node) {
     out.assign(n.out_count, Value());
     if (r->profile) r->profile->started(node, engine_thread_index());
     try {
-      if (r->env.scopes->memo_open()) {
-        invoke(*n.eqn, in, out, r->env);  // through memoize scopes (exec/scopes.h)
+      RunEnv env = r->env;
+      env.eqn = n.eqn_index;
+      if (env.scopes->memo_open()) {
+        invoke(*n.eqn, in, out, env);  // through memoize scopes (rt/scopes.h)
       } else {
-        RunEnv env = r->env;  // the impl may consume the inputs the run owns
-        env.owned_in = in;
+        env.owned_in = in;  // the impl may consume the inputs the run owns
         run_eqn(*n.eqn, in, out, env);
       }
     } catch (const Error& e) {
@@ -382,6 +389,27 @@ void finish(const std::shared_ptr<Run>& r, Value* result, const Error* err) noex
   r->sched->remove_run(r.get());
 }
 
+// While an inject scope queues values for a key, the equations that hit it
+// run one after another in program order, each once the previous one has
+// finished, so that the queued values reach the hits in program order
+// (docs/SEMANTICS.md §4 inject). Chain edges follow program order, as
+// dataflow edges do, so they never close a cycle.
+void chain_injected(Run& r) {
+  const InjectedKeys keys = r.env.scopes->injected();
+  if (keys.empty()) return;
+  const Program& p = *r.prog;
+  uint32_t prev = kNone;
+  for (uint32_t i = 0; i < p.nodes.size(); ++i) {
+    if (!keys.hit_by(*p.nodes[i].eqn)) continue;
+    if (prev != kNone) {
+      if (r.after.empty()) r.after.assign(p.nodes.size(), kNone);
+      r.after[prev] = i;
+      r.pending[i].fetch_add(1, std::memory_order_relaxed);
+    }
+    prev = i;
+  }
+}
+
 std::shared_ptr<Run> make_run(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Value> leaves,
                               RunOptions opts, bool caller_driven) {
   if (!env.context) fail(Code::Internal, "run: no context");
@@ -400,6 +428,7 @@ std::shared_ptr<Run> make_run(RunEnv env, std::shared_ptr<const Program> prog, s
   r->env.program = prog.get();  // control flow runs its compiled sub-IRs
   // The starting thread's scopes, fixed for the run (sub-runs pass theirs).
   if (!r->env.scopes) r->env.scopes = env.context->scopes.current();
+  if (!r->env.rank) r->env.rank = run_rank();  // a sub-run has its parent's path
   r->env.item_errors = env.item_errors || opts.item_errors;
   r->opts = std::move(opts);
   r->caller_driven = caller_driven;
@@ -411,6 +440,7 @@ std::shared_ptr<Run> make_run(RunEnv env, std::shared_ptr<const Program> prog, s
   r->pending.reset(new std::atomic<uint32_t>[p.nodes.size()]);
   for (size_t i = 0; i < p.nodes.size(); ++i) r->pending[i].store(p.nodes[i].n_deps, std::memory_order_relaxed);
   r->remaining.store(uint32_t(p.nodes.size()));
+  chain_injected(*r);
   if (r->opts.keep_going) r->slot_err.reset(new std::shared_ptr<const Error>[p.n_slots]);
   if (r->opts.profile || !r->opts.profile_path.empty()) r->profile = std::make_unique<Profile>(p.nodes.size());
   return r;
@@ -441,7 +471,16 @@ void begin(const std::shared_ptr<Run>& r) {
     r->opts.cancel->attach(r);
     if (r->finished.load(std::memory_order_acquire)) return;
   }
-  for (uint32_t root : p.roots) {
+  // The roots an inject chain holds back are released by their predecessor:
+  // pick the others before any root runs (and could release one).
+  const std::vector<uint32_t>* roots = &p.roots;
+  std::vector<uint32_t> free_roots;
+  if (!r->after.empty()) {
+    for (uint32_t root : p.roots)
+      if (r->pending[root].load(std::memory_order_relaxed) == 0) free_roots.push_back(root);
+    roots = &free_roots;
+  }
+  for (uint32_t root : *roots) {
     if (r->profile) r->profile->queued(root);
     schedule(r, root);
   }

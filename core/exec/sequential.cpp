@@ -55,6 +55,7 @@ void step(const Program& p, const Program::Node& n, std::vector<Value>& slots, s
     if (p.last_use[i]) in[k] = std::move(slots[p.args[i]]);
     else in[k] = slots[p.args[i]];
   }
+  env.eqn = n.eqn_index;
   RunScopes* scopes = scopes_of(env);
   try {
     if (scopes && scopes->memo_open()) {
@@ -92,6 +93,11 @@ std::vector<Value> run_sequential(const Program& p, std::span<const Value> leave
   Frame& f = *lease.f;
   init_slots(p, leaves, f.slots);
   const Program* outer = std::exchange(env.program, &p);
+  // A run of its own gets a path in program order (a sub-run has its
+  // parent's) while a checkpoint scope is open: only those read it.
+  const RunScopes* scopes = scopes_of(env);
+  const bool own_rank = !env.rank && scopes && scopes->any_checkpoint_scope();
+  if (own_rank) env.rank = run_rank();
   try {
     for (const Program::Node& n : p.nodes) {
       env.check_stop();
@@ -99,9 +105,11 @@ std::vector<Value> run_sequential(const Program& p, std::span<const Value> leave
     }
   } catch (...) {
     env.program = outer;
+    if (own_rank) env.rank = nullptr;
     throw;
   }
   env.program = outer;
+  if (own_rank) env.rank = nullptr;
   return gather_outputs(p, f.slots);
 }
 
@@ -121,6 +129,7 @@ Value call_ir(IRPtr ir, std::span<const Value> inputs, RunEnv& env) {
 Walker::Walker(IRPtr ir, std::vector<Value> leaves, RunEnv& env)
     : prog_(compile(std::move(ir), CompileOptions{.dce = false, .cse = false})), env_(&env) {
   init_slots(*prog_, leaves, slots_);
+  if (!env.rank) env.rank = run_rank();  // a walk is one run
 }
 
 Value Walker::inputs() const {

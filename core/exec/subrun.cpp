@@ -31,8 +31,10 @@ std::shared_ptr<const Program> program_for(const IRPtr& ir, const RunEnv& env) {
 
 }  // namespace
 
-std::shared_ptr<SubRun> ExecContext::run_sub(const IRPtr& ir, std::span<const Value> in, const RunEnv& env,
-                                             const std::shared_ptr<AsyncOp>& parent, SubRunDone done) {
+std::shared_ptr<SubRun> ExecContext::run_sub(const IRPtr& ir, std::span<const Value> in,
+                                             const RunEnv& env,
+                                             const std::shared_ptr<AsyncOp>& parent, uint64_t index,
+                                             SubRunDone done) {
   std::shared_ptr<const Program> prog;
   std::vector<Value> leaves(in.begin(), in.end());
   try {
@@ -44,10 +46,14 @@ std::shared_ptr<SubRun> ExecContext::run_sub(const IRPtr& ir, std::span<const Va
     return nullptr;
   }
   // The sub-run's environment: the caller's context, scopes, stop flag and
-  // per-item errors; not the caller's owned inputs (they are its equation's).
+  // per-item errors, its place in program order (only checkpoint scopes
+  // read it: built while one is open); not the caller's owned inputs (they
+  // are its equation's).
   RunEnv sub;
   sub.context = env.context;
   sub.scopes = env.scopes;
+  if (const RunScopes* s = scopes_of(env); s && s->any_checkpoint_scope())
+    sub.rank = sub_rank(env, index);
   sub.stop = env.stop;
   sub.item_errors = env.item_errors;
   if (prog->n_async == 0) {

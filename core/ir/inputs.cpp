@@ -114,12 +114,29 @@ struct BatchedInputs {
             if (!allow_placeholders)
               invalid(path + ": a traced value (placeholder) cannot be run; it only exists inside its "
                       "trace. Pass a concrete value");
-            if (want.list_depth != 0 || v.placeholder_ref().kind != want.kind)
+            // A traced list of any length may be given where list<T> is taken.
+            if (!(aval_of(v) == want))
               invalid(path + ": expected " + aval_name(want) + ", found a traced " +
-                      kind_name(v.placeholder_ref().kind));
+                      aval_name(aval_of(v)));
           } else if (!conforms(v, want)) {
-            mismatch(want.list_depth ? aval_name(want) + " (a batched input: one item per batch element)"
-                                     : aval_name(want));
+            if (want.list_depth == 0 || v.kind() != Kind::List)
+              mismatch(want.list_depth ? aval_name(want) +
+                                             " (a list of any length, or a batched input: one item "
+                                             "per batch element)"
+                                       : aval_name(want));
+            // Name the item that does not fit.
+            std::string at = path;
+            const Value* item = &v;
+            Aval a = want;
+            while (a.list_depth != 0 && item->kind() == Kind::List) {
+              a.list_depth--;
+              size_t i = 0;
+              while (conforms(item->items()[i], a)) ++i;
+              at += "[" + std::to_string(i) + "]";
+              item = &item->items()[i];
+            }
+            invalid(at + ": expected " + aval_name(a) + ", found " + describe(*item) + " (in " +
+                    path + ", a " + aval_name(want) + ")");
           }
         }
         leaves.push_back(v);

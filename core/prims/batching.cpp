@@ -17,6 +17,7 @@
 
 #include "ir/registry.h"
 #include "prims/builtins.h"
+#include "prims/pass_loop.h"
 #include "rt/context.h"
 #include "rt/error_value.h"
 #include "rt/scopes.h"
@@ -144,6 +145,16 @@ void map_directly(const Eqn& e, std::span<const Value> in, const std::vector<boo
   std::vector<std::vector<Value>> cols(body.out.size());
   for (auto& c : cols) c.reserve(n);
   std::vector<Value> res(be.out.size());
+  // A checkpoint in the body is hit once per item, at the item's place in
+  // program order (rt/scopes.h sub_rank).
+  const RunScopes* scopes = scopes_of(env);
+  const bool ranked = scopes && scopes->any_checkpoint_scope();
+  RunEnv item_env;
+  if (ranked) {
+    item_env = env;
+    item_env.owned_in = {};
+    item_env.eqn = 0;
+  }
   for (size_t i = 0; i < n; ++i) {
     env.check_stop();
     const Value* failed = env.item_errors ? failed_input(in, axes, i) : nullptr;
@@ -156,7 +167,8 @@ void map_directly(const Eqn& e, std::span<const Value> in, const std::vector<boo
       if (k >= 0) args[j] = axes[size_t(k)] ? in[size_t(k)].items()[i] : in[size_t(k)];
     }
     try {
-      invoke(be, args, res, env);
+      if (ranked) item_env.rank = sub_rank(env, i);
+      invoke(be, args, res, ranked ? item_env : env);
     } catch (const Error& err) {
       if (!fails_item(env.item_errors, err)) throw;
       for (auto& c : cols) c.push_back(error_value(err));
@@ -179,6 +191,52 @@ void map_directly(const Eqn& e, std::span<const Value> in, const std::vector<boo
   op.succeed(std::move(out));
 }
 
+// Items one at a time, in order (prims/pass_loop.h): the map of a body that
+// hits a key an inject scope queues values for, so that the queued values
+// reach the items in item order (docs/SEMANTICS.md §4 inject).
+class MapInOrder final : public PassLoop {
+ public:
+  MapInOrder(const Eqn& e, std::span<const Value> in, std::vector<bool> axes, size_t n,
+             std::shared_ptr<AsyncOp> op, const RunEnv& env)
+      : PassLoop(std::move(op), env),
+        body_(e.params.ir("body")),
+        in_(in.begin(), in.end()),
+        axes_(std::move(axes)),
+        n_(n),
+        n_out_(e.out.size()),
+        item_errors_(env.item_errors) {}
+
+ private:
+  bool next(IRPtr& ir, std::vector<Value>& item) override {
+    while (rows_.size() < n_) {
+      const size_t i = rows_.size();
+      if (const Value* failed = item_errors_ ? failed_input(in_, axes_, i) : nullptr) {
+        rows_.emplace_back(n_out_, *failed);
+        continue;
+      }
+      item.resize(in_.size());
+      for (size_t k = 0; k < in_.size(); ++k) item[k] = axes_[k] ? in_[k].items()[i] : in_[k];
+      ir = body_;
+      return true;
+    }
+    succeed_with_columns(*op_, rows_, n_out_);
+    return false;
+  }
+  void pass_done(std::vector<Value> out) override { rows_.push_back(std::move(out)); }
+  bool pass_failed(const Error& err) override {
+    if (!fails_item(item_errors_, err)) return false;
+    rows_.emplace_back(n_out_, error_value(err));
+    return true;
+  }
+
+  IRPtr body_;
+  std::vector<Value> in_;
+  std::vector<bool> axes_;
+  size_t n_, n_out_;
+  bool item_errors_;
+  std::vector<std::vector<Value>> rows_;  // per item run so far, its flat outputs
+};
+
 // The one implementation: every item is a sub-run of the body (rt/context.h
 // run_sub), started at once — inline, one after another, when the body makes
 // no async work; on the scheduler otherwise, all items in flight together
@@ -192,6 +250,8 @@ void map_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asy
   const size_t n = batch_length("map", in, axes), n_out = e.out.size();
   if (applies_directly(*body)) return map_directly(e, in, axes, n, *op, env);
   if (!env.context) fail(Code::Internal, "map: no context to run the body");
+  if (const RunScopes* scopes = scopes_of(env); scopes && scopes->injected().hit_by(*body))
+    return std::make_shared<MapInOrder>(e, in, axes, n, std::move(op), env)->start();
   struct Join {
     std::mutex mu;
     std::vector<std::vector<Value>> rows;  // per item, its flat outputs
@@ -240,7 +300,7 @@ void map_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asy
       }
       finish(i, std::move(*out));
     };
-    std::shared_ptr<SubRun> run = env.context->run_sub(body, item, env, op, std::move(done));
+    std::shared_ptr<SubRun> run = env.context->run_sub(body, item, env, op, i, std::move(done));
     if (!run) continue;
     std::lock_guard<std::mutex> lock(join->mu);
     if (join->left != 0) join->runs.push_back(std::move(run));

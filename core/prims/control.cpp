@@ -28,7 +28,8 @@ void first_input_impl(const Eqn& e, std::span<const Value> in, std::span<Value> 
 }
 
 
-// ---- checkpoint: the hook of collect / inject (exec/scopes.h)
+// ---- checkpoint: the hook of collect / inject (rt/scopes.h), which order
+// its hits by their place in the program (hit_rank), not by when they run
 
 void checkpoint_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
   RunScopes* scopes = scopes_of(env);
@@ -47,7 +48,8 @@ void checkpoint_impl(const Eqn& e, std::span<const Value> in, std::span<Value> o
                                 aval_name(aval_of(got)));
                     });
   };
-  Value result = scopes->checkpoint(e.params.value("collection").as_str(), key, value, check);
+  Value result =
+      scopes->checkpoint(e.params.value("collection").as_str(), key, value, hit_rank(env), check);
   std::vector<Value> leaves;
   flatten_into(result, leaves);
   for (size_t i = 0; i < out.size(); ++i) out[i] = leaves[i];

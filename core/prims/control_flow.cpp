@@ -120,8 +120,8 @@ const IRPtr& branch_for(const IRMap& br, const std::string& key) {
 void switch_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, RunEnv& env) {
   const IRPtr& branch = branch_for(branches_of(e.params), in[0].as_str());
   if (!env.context) fail(Code::Internal, "switch: no context to run the branch");
-  std::shared_ptr<SubRun> run =
-      env.context->run_sub(branch, in.subspan(1), env, op, [op](std::vector<Value>* out, const Error* err) {
+  std::shared_ptr<SubRun> run = env.context->run_sub(
+      branch, in.subspan(1), env, op, 0, [op](std::vector<Value>* out, const Error* err) {
         if (err) op->fail(*err);
         else op->succeed(std::move(*out));
       });

@@ -12,6 +12,8 @@ PassLoop::PassLoop(std::shared_ptr<AsyncOp> op, const RunEnv& env) : op_(std::mo
   env_.scopes = env.scopes;
   env_.stop = env.stop;
   env_.item_errors = env.item_errors;
+  env_.rank = env.rank;
+  env_.eqn = env.eqn;
 }
 
 void PassLoop::start() {
@@ -46,14 +48,14 @@ void PassLoop::step() {
     return;
   }
   auto self = shared_from_this();
-  std::shared_ptr<SubRun> run =
-      env_.context->run_sub(ir, in, env_, op_, [self](std::vector<Value>* out, const Error* err) {
-        if (err) {
-          self->op_->fail(*err);
-          return;
-        }
+  std::shared_ptr<SubRun> run = env_.context->run_sub(
+      ir, in, env_, op_, passes_++, [self](std::vector<Value>* out, const Error* err) {
         try {
-          self->pass_done(std::move(*out));
+          if (err && !self->pass_failed(*err)) {
+            self->op_->fail(*err);
+            return;
+          }
+          if (!err) self->pass_done(std::move(*out));
         } catch (const Error& e) {
           self->op_->fail(e);
           return;

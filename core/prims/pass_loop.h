@@ -35,6 +35,9 @@ class PassLoop : public std::enable_shared_from_this<PassLoop> {
   virtual bool next(IRPtr& ir, std::vector<Value>& in) = 0;
   // The outputs of the pass that just ran.
   virtual void pass_done(std::vector<Value> out) = 0;
+  // The pass that just ran failed: true when the subclass took the error
+  // (the loop goes on), false to fail the loop with it.
+  virtual bool pass_failed(const Error&) { return false; }
 
   const std::shared_ptr<AsyncOp> op_;
 
@@ -44,6 +47,7 @@ class PassLoop : public std::enable_shared_from_this<PassLoop> {
   void cancel();
 
   RunEnv env_;
+  uint64_t passes_ = 0;  // passes started: each one's place in program order
   std::atomic<int> pending_{0};
   std::mutex mu_;
   std::shared_ptr<SubRun> current_;  // the pass in flight, to cancel it

@@ -39,7 +39,7 @@ struct RunEnv {
   const Program* program = nullptr;
   // The collect / inject / memoize scopes of the thread that started the
   // run, captured at its start and inherited by its sub-runs
-  // (exec/scopes.h). Null outside a run: the calling thread's then apply.
+  // (rt/scopes.h). Null outside a run: the calling thread's then apply.
   std::shared_ptr<RunScopes> scopes = nullptr;
   // Set on a lazy context's own environment only (never inside a run): the
   // operations it makes outside a trace are recorded there.
@@ -60,6 +60,15 @@ struct RunEnv {
     if (stop && stop->load(std::memory_order_relaxed))
       fail(Code::Cancelled, "the run ended (deadline, cancel or a failure) while a loop was running");
   }
+
+  // Where the equation being run stands in program order, the order of the
+  // checkpoint hits collect returns and inject serves (docs/SEMANTICS.md §4):
+  // `rank` is the path of the run and of the control flow around this level
+  // (rt/scopes.h: run_rank, sub_rank), `eqn` the equation's index in the IR
+  // this level runs. Set by the drivers; only checkpoint scopes read rank,
+  // so it may stay null where none is open (and is outside any run).
+  std::shared_ptr<const std::vector<uint64_t>> rank = nullptr;
+  uint32_t eqn = 0;
 
   // Per-item errors (RunOptions::item_errors): a batch item that fails
   // becomes an error value in map's outputs instead of failing the equation.

@@ -1,31 +1,113 @@
 #include "rt/scopes.h"
 
+#include <algorithm>
+#include <initializer_list>
 #include <thread>
+#include <unordered_map>
 #include <variant>
 
 #include "rt/context.h"
 #include "ir/prim.h"
+#include "ir/registry.h"
 #include "value/error.h"
 
 namespace af {
+
+// ---- program order
+
+RankPtr run_rank() {
+  static std::atomic<uint64_t> next_run{0};
+  return std::make_shared<const Rank>(1, next_run.fetch_add(1, std::memory_order_relaxed));
+}
+
+namespace {
+
+// env's level path (a new run's when env has none) followed by `steps`.
+Rank extended(const RunEnv& env, std::initializer_list<uint64_t> steps) {
+  const RankPtr level = env.rank ? env.rank : run_rank();
+  Rank r;
+  r.reserve(level->size() + steps.size());
+  r.insert(r.end(), level->begin(), level->end());
+  r.insert(r.end(), steps);
+  return r;
+}
+
+}  // namespace
+
+RankPtr sub_rank(const RunEnv& env, uint64_t index) {
+  return std::make_shared<const Rank>(extended(env, {env.eqn, index}));
+}
+
+Rank hit_rank(const RunEnv& env) { return extended(env, {env.eqn}); }
+
+namespace {
+
+// Scans sub-IRs once each (a sub-IR may be shared by several equations).
+struct InjectScan {
+  const std::vector<std::pair<std::string, std::string>>& keys;
+  std::unordered_map<const IR*, bool> seen;
+
+  bool eqn(const Eqn& e) {
+    static const Prim& checkpoint = prim("checkpoint");
+    if (e.prim == &checkpoint) {
+      const std::string& c = e.params.value("collection").as_str();
+      const std::string& k = e.params.value("key").as_str();
+      return std::any_of(keys.begin(), keys.end(),
+                         [&](const auto& p) { return p.first == c && p.second == k; });
+    }
+    return e.params.any_ir([&](const IR& sub) { return ir(sub); });
+  }
+  bool ir(const IR& sub) {
+    auto [it, fresh] = seen.try_emplace(&sub, false);
+    if (!fresh) return it->second;
+    const bool hit =
+        std::any_of(sub.eqns.begin(), sub.eqns.end(), [&](const Eqn& e) { return eqn(e); });
+    seen[&sub] = hit;
+    return hit;
+  }
+};
+
+}  // namespace
+
+bool InjectedKeys::hit_by(const Eqn& e) const {
+  return !keys_.empty() && InjectScan{keys_, {}}.eqn(e);
+}
+bool InjectedKeys::hit_by(const IR& ir) const {
+  return !keys_.empty() && InjectScan{keys_, {}}.ir(ir);
+}
 
 // ---- collect
 
 void RunScopes::push_collect(std::string collection) {
   std::lock_guard<std::mutex> lock(mu_);
-  collects_.push_back(Collect{std::move(collection), {}, {}});
+  collects_.push_back(Collect{std::move(collection), {}});
   checkpoint_scopes_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 Value RunScopes::pop_collect() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (collects_.empty()) invalid("collect pop without a matching push");
-  Collect c = std::move(collects_.back());
-  collects_.pop_back();
-  checkpoint_scopes_.fetch_sub(1, std::memory_order_acq_rel);
+  Collect c;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (collects_.empty()) invalid("collect pop without a matching push");
+    c = std::move(collects_.back());
+    collects_.pop_back();
+    checkpoint_scopes_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+  // Hits mostly come in order already (sequential parts, map items).
+  auto by_rank = [](const Hit& a, const Hit& b) { return a.rank < b.rank; };
+  if (!std::is_sorted(c.hits.begin(), c.hits.end(), by_rank))
+    std::stable_sort(c.hits.begin(), c.hits.end(), by_rank);
+  std::vector<std::string> order;  // keys by first hit
+  std::unordered_map<std::string, std::vector<Value>> values;
+  for (Hit& h : c.hits) {
+    auto [it, fresh] = values.try_emplace(h.key);
+    if (fresh) order.push_back(h.key);
+    it->second.push_back(std::move(h.value));
+  }
   std::vector<Entry> entries;
-  entries.reserve(c.order.size());
-  for (const std::string& key : c.order) entries.emplace_back(key, Value::list(std::move(c.values[key])));
+  entries.reserve(order.size());
+  for (const std::string& key : order)
+    entries.emplace_back(key, Value::list(std::move(values[key])));
   return Value::dict(std::move(entries));
 }
 
@@ -71,7 +153,17 @@ std::optional<Value> RunScopes::take_injected(const std::string& collection, con
   return take_locked(collection, key);
 }
 
-Value RunScopes::checkpoint(const std::string& collection, const std::string& key, const Value& value,
+InjectedKeys RunScopes::injected() const {
+  InjectedKeys keys;
+  if (!any_checkpoint_scope()) return keys;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Inject& inj : injects_)
+    for (const auto& [key, queue] : inj.queues) keys.keys_.emplace_back(inj.collection, key);
+  return keys;
+}
+
+Value RunScopes::checkpoint(const std::string& collection, const std::string& key,
+                            const Value& value, Rank rank,
                             const std::function<void(const Value&)>& check) {
   if (!any_checkpoint_scope()) return value;
   std::lock_guard<std::mutex> lock(mu_);
@@ -80,12 +172,8 @@ Value RunScopes::checkpoint(const std::string& collection, const std::string& ke
     if (check) check(*injected);
     result = std::move(*injected);
   }
-  for (Collect& c : collects_) {
-    if (c.collection != collection) continue;
-    auto [it, fresh] = c.values.try_emplace(key);
-    if (fresh) c.order.push_back(key);
-    it->second.push_back(result);
-  }
+  for (Collect& c : collects_)
+    if (c.collection == collection) c.hits.push_back(Hit{rank, key, result});
   return result;
 }
 

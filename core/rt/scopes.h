@@ -5,7 +5,8 @@
 // RunEnv::scopes and keeps it for its whole life, sub-runs of control flow
 // included, so concurrent runs on one context never see each other's
 // scopes. The checkpoint impl rule and invoke() below are the only readers.
-// docs/SEMANTICS.md §4 (collect / inject / memoize).
+// Checkpoint hits are ordered by their place in the program (Rank, below),
+// never by when they run. docs/SEMANTICS.md §4 (collect / inject / memoize).
 //
 // Thread safety: every member function may be called from any thread (a
 // run's workers read and fill the set its starting thread pushed).
@@ -29,12 +30,46 @@
 
 namespace af {
 
+// Program order (docs/SEMANTICS.md §4 collect / inject): a path, compared
+// lexicographically. A run's path starts with its serial number (a run
+// started later comes after); a sub-run of control flow extends the path of
+// the level that runs it with the control-flow equation's index and its own
+// index (the item of a map, the pass of a loop); a checkpoint hit is its
+// level's path plus its equation's index.
+using Rank = std::vector<uint64_t>;
+using RankPtr = std::shared_ptr<const Rank>;
+// The path of a run that starts now.
+RankPtr run_rank();
+// The path of sub-run `index` of the equation env runs (env.eqn at
+// env.rank; under a new run's path when env has none, outside any run).
+RankPtr sub_rank(const RunEnv& env, uint64_t index);
+// The rank of a checkpoint hit by the equation env runs.
+Rank hit_rank(const RunEnv& env);
+
+// The (collection, key) pairs the open inject scopes queue values for. The
+// equations they hit run one after another in program order, so that the
+// queued values reach the hits in that order (the executor chains them,
+// map runs such items one at a time).
+class InjectedKeys {
+ public:
+  bool empty() const noexcept { return keys_.empty(); }
+  // Whether e is a checkpoint of one of the keys or holds a sub-IR (branch,
+  // loop or map body) that has one, at any depth.
+  bool hit_by(const Eqn& e) const;
+  bool hit_by(const IR& ir) const;
+
+ private:
+  friend class RunScopes;
+  std::vector<std::pair<std::string, std::string>> keys_;
+};
+
 class RunScopes {
  public:
   // collect(collection): from push to pop, every checkpoint of `collection`
-  // that runs appends its value under its key, in execution order. pop
-  // returns {key: [values...]} (keys in order of first hit) of the innermost
-  // collect scope; INVALID_ARGUMENT if none is open.
+  // that runs appends its value under its key. pop returns {key: [values...]}
+  // of the innermost collect scope, each list in program order (Rank) and
+  // the keys in the order of their first hit; INVALID_ARGUMENT if none is
+  // open.
   void push_collect(std::string collection);
   Value pop_collect();
 
@@ -54,14 +89,19 @@ class RunScopes {
   void pop_memo();
 
   // The checkpoint hook: the value a checkpoint (collection, key) yields for
-  // `value` (an injected one if queued, else `value`), recorded by every open
-  // collect scope of the collection. `check` validates an injected value
-  // (structure and kinds) before it is used.
+  // `value` (an injected one if queued, else `value`), recorded at `rank` by
+  // every open collect scope of the collection. `check` validates an
+  // injected value (structure and kinds) before it is used. Queued values go
+  // to hits in the order they come here; InjectedKeys makes that the
+  // program order.
   Value checkpoint(const std::string& collection, const std::string& key, const Value& value,
-                   const std::function<void(const Value&)>& check = nullptr);
+                   Rank rank, const std::function<void(const Value&)>& check = nullptr);
   // While tracing: the injected value for (collection, key) if one is queued
   // (it is consumed), else nothing.
   std::optional<Value> take_injected(const std::string& collection, const std::string& key);
+
+  // The keys the open inject scopes queue values for.
+  InjectedKeys injected() const;
 
   // True when no scope is open (the set may be dropped).
   bool empty() const;
@@ -76,10 +116,14 @@ class RunScopes {
   uint64_t memo_hits() const;
 
  private:
+  struct Hit {
+    Rank rank;
+    std::string key;
+    Value value;
+  };
   struct Collect {
     std::string collection;
-    std::vector<std::string> order;  // keys by first hit
-    std::unordered_map<std::string, std::vector<Value>> values;
+    std::vector<Hit> hits;  // as they came; sorted by rank at pop
   };
   struct Inject {
     std::string collection;

@@ -23,10 +23,15 @@ struct Frame {
     ir.vars.push_back(a);
     return VarId(ir.vars.size() - 1);
   }
-  Value placeholder(VarId v) { return Value::placeholder({id, v, ir.vars[v].kind}); }
+  Value placeholder(VarId v) {
+    return Value::placeholder({id, v, ir.vars[v].kind, ir.vars[v].list_depth});
+  }
 };
 
 thread_local std::vector<Frame*> t_stack;
+// A list of any length is an input of aval list<...<T>> (Aval::list_depth is
+// a uint8_t).
+constexpr uint32_t kMaxListDepth = 255;
 std::atomic<uint64_t> g_next_frame{1};
 
 Frame* top() { return t_stack.empty() ? nullptr : t_stack.back(); }
@@ -115,7 +120,109 @@ struct FrameGuard {
 bool is_tracing() noexcept { return top() != nullptr; }
 bool recording() noexcept { return top() && top()->fold_depth == 0; }
 
-IRPtr trace(const TraceFn& fn, std::span<const Value> examples, const Value& static_mask) {
+namespace {
+
+// The traced inputs: each example becomes a tree of placeholders (static
+// leaves stay literals), and each list the list mask marks becomes one
+// placeholder of aval list<T> whose length is only known when the program
+// runs (docs/SEMANTICS.md §2).
+struct InputShaper {
+  Frame& f;
+  const std::vector<Value>& is_static;  // per leaf of the examples, in flattening order
+  size_t next = 0;                      // the next leaf of the examples
+
+  Value input(const Value& leaf, const std::string& path) {
+    if (is_static[next++].as_bool()) {
+      if (leaf.kind() == Kind::Placeholder)
+        invalid(path + ": a static input must be a concrete value");
+      f.ir.in.push_back(Atom::literal(leaf));
+      return leaf;
+    }
+    return variable(aval_of(leaf));
+  }
+
+  Value variable(Aval a) {
+    VarId v = f.new_var(a);
+    f.ir.in.push_back(Atom::of_var(v));
+    return f.placeholder(v);
+  }
+
+  // A list the mask marks: its items (or nested lists of items) are leaves
+  // of one kind; the example's length and values do not matter.
+  Value any_length_list(const Value& v, const std::string& path) {
+    if (v.kind() != Kind::List)
+      invalid(path + ": the list mask marks " +
+              (v.is_null() ? std::string("null") : std::string("a ") + kind_name(v.kind())) +
+              "; only a list can be traced as a list of any length");
+    if (v.depth() > kMaxListDepth)
+      invalid(path + ": a list of any length nests at most " + std::to_string(kMaxListDepth) +
+              " levels");
+    const Aval a = aval_of(v);
+    if (a.list_depth == 0 || a.kind == Kind::Null || a.kind >= Kind::List)
+      invalid(path +
+              (v.size() == 0
+                   ? ": an empty list does not show the kind of its items; give one example item"
+                   : ": a list of any length holds items of one kind (str, int, float or bool), or "
+                     "lists of such items, all at one depth (batch a list of dicts as a dict of "
+                     "lists)"));
+    for (size_t k = 0, n = TreeDef::of(v).num_leaves(); k < n; ++k)
+      if (is_static[next++].as_bool()) invalid(path + ": a list of any length cannot be static");
+    return variable(a);
+  }
+
+  // v with its leaves made inputs; `mask` is the list mask's subtree at v
+  // (null: no list below is marked).
+  Value shape(const Value& v, const Value& mask, const std::string& path) {
+    if (mask.kind() == Kind::Bool && mask.as_bool()) return any_length_list(v, path);
+    const bool descend_mask = mask.is_container();
+    if (!mask.is_null() && !descend_mask && mask.kind() != Kind::Bool)
+      invalid(std::string("the list mask must hold bools (true = a list of any length), found ") +
+              kind_name(mask.kind()) + " at " + path);
+    auto mask_mismatch = [&] {
+      invalid("the list mask is not a prefix of the inputs' structure at " + path +
+              ": where the mask has a " + kind_name(mask.kind()) + ", the input must be a " +
+              kind_name(mask.kind()) + " with the same " +
+              (mask.kind() == Kind::List ? "length" : "keys") + ", found " +
+              (v.is_null() ? std::string("null") : std::string("a ") + kind_name(v.kind())));
+    };
+    switch (v.kind()) {
+      case Kind::Null:
+        if (descend_mask) mask_mismatch();
+        return v;
+      case Kind::List: {
+        if (descend_mask && (mask.kind() != Kind::List || mask.size() != v.size())) mask_mismatch();
+        std::vector<Value> items;
+        items.reserve(v.size());
+        for (size_t i = 0; i < v.size(); ++i)
+          items.push_back(shape(v.items()[i], descend_mask ? mask.items()[i] : Value(),
+                                path + "[" + std::to_string(i) + "]"));
+        return Value::list(std::move(items));
+      }
+      case Kind::Dict: {
+        if (descend_mask && (mask.kind() != Kind::Dict || mask.size() != v.size())) mask_mismatch();
+        // Leaves come in sorted key order; the dict keeps its own order.
+        std::vector<Entry> entries(v.entries());
+        for (uint32_t i : v.sorted()) {
+          const std::string& key = v.entries()[i].first;
+          const Value* m = descend_mask ? mask.find(key) : nullptr;
+          if (descend_mask && !m) mask_mismatch();
+          std::string at;
+          append_json_string(at, key);
+          entries[i].second = shape(v.entries()[i].second, m ? *m : Value(), path + "[" + at + "]");
+        }
+        return Value::dict(std::move(entries));
+      }
+      default:
+        if (descend_mask) mask_mismatch();
+        return input(v, path);
+    }
+  }
+};
+
+}  // namespace
+
+IRPtr trace(const TraceFn& fn, std::span<const Value> examples, const Value& static_mask,
+            const Value& list_mask) {
   Frame f;
   f.id = g_next_frame.fetch_add(1);
   // Which leaves are static: the mask is a prefix of the list of inputs.
@@ -126,27 +233,21 @@ IRPtr trace(const TraceFn& fn, std::span<const Value> examples, const Value& sta
   for (const Value& b : is_static)
     if (b.kind() != Kind::Bool)
       invalid(std::string("the static mask must hold bools, found ") + kind_name(b.kind()));
+  if (list_mask.kind() == Kind::List && list_mask.size() != examples.size())
+    invalid("the list mask is not a prefix of the inputs' structure: it lists " +
+            std::to_string(list_mask.size()) + " input(s), the function takes " +
+            std::to_string(examples.size()));
+  if (!list_mask.is_null() && list_mask.kind() != Kind::List && list_mask.kind() != Kind::Bool)
+    invalid(std::string("the list mask must be a bool or a list with one entry per input, found ") +
+            kind_name(list_mask.kind()));
 
+  InputShaper shaper{f, is_static};
   std::vector<Value> inputs;
   std::vector<TreeDef> trees;
-  size_t k = 0;
   for (size_t i = 0; i < examples.size(); ++i) {
-    auto [leaves, tree] = flatten(examples[i]);
-    for (Value& leaf : leaves) {
-      bool st = is_static[k++].as_bool();
-      if (leaf.kind() == Kind::Placeholder && st)
-        invalid("input[" + std::to_string(i) + "]: a static input must be a concrete value");
-      if (st) {
-        f.ir.in.push_back(Atom::literal(leaf));
-        continue;
-      }
-      Aval a{leaf.kind() == Kind::Placeholder ? leaf.placeholder_ref().kind : leaf.kind(), 0};
-      VarId v = f.new_var(a);
-      f.ir.in.push_back(Atom::of_var(v));
-      leaf = f.placeholder(v);
-    }
-    inputs.push_back(tree.unflatten(leaves));
-    trees.push_back(std::move(tree));
+    const Value m = list_mask.kind() == Kind::List ? list_mask.items()[i] : list_mask;
+    inputs.push_back(shaper.shape(examples[i], m, "input[" + std::to_string(i) + "]"));
+    trees.push_back(TreeDef::of(inputs.back()));
   }
   f.ir.in_tree = TreeDef::list_of(trees);
 

@@ -18,8 +18,13 @@ namespace af {
 using TraceFn = std::function<Value(std::span<const Value> inputs)>;
 
 // Traces fn on placeholders shaped like `examples`. static_mask: a bool tree
-// prefix of the list of inputs (null Value = all dynamic).
-IRPtr trace(const TraceFn& fn, std::span<const Value> examples, const Value& static_mask);
+// prefix of the list of inputs (null Value = all dynamic). list_mask: a bool
+// tree prefix of the list of inputs whose true leaves mark lists of any
+// length: each such example list (of leaves of one kind, or nested lists of
+// them) becomes one input of aval list<T>, a single placeholder whose length
+// is only known when the program runs (null Value = none).
+IRPtr trace(const TraceFn& fn, std::span<const Value> examples, const Value& static_mask,
+            const Value& list_mask = Value());
 
 // Applies prim to the input tree `in` (a list of positional trees, may hold
 // placeholders): records an equation inside a trace, evaluates it outside

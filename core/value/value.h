@@ -41,7 +41,8 @@ struct PlaceholderRef {
   uint64_t frame = 0;
   uint32_t var = 0;
   Kind kind = Kind::Null;
-  uint8_t list_depth = 0;  // > 0: a batched value (list<kind>), promises only
+  // > 0: a batched value (list<kind>): a promise, or a traced list of any length.
+  uint8_t list_depth = 0;
 };
 
 namespace detail {

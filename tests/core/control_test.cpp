@@ -115,17 +115,31 @@ TEST(HelperPrims, ScanWalksForwardOrBackwardAndKeepsItemOrder) {
 TEST(Scopes, CollectInjectMemoDirectly) {
   RunScopes s;
   s.push_collect("c");
-  EXPECT_EQ(to_json(s.checkpoint("c", "k", S("v1"))), R"("v1")");
-  EXPECT_EQ(to_json(s.checkpoint("other", "k", S("v2"))), R"("v2")");
+  EXPECT_EQ(to_json(s.checkpoint("c", "k", S("v1"), {0, 1})), R"("v1")");
+  EXPECT_EQ(to_json(s.checkpoint("other", "k", S("v2"), {0, 2})), R"("v2")");
   s.push_inject("c", J(R"({"k":["i1","i2"]})"));
-  EXPECT_EQ(to_json(s.checkpoint("c", "k", S("v3"))), R"("i1")");
-  EXPECT_EQ(to_json(s.checkpoint("c", "k", S("v4"))), R"("i2")");
-  EXPECT_EQ(to_json(s.checkpoint("c", "k", S("v5"))), R"("v5")");
+  EXPECT_EQ(to_json(s.checkpoint("c", "k", S("v3"), {0, 3})), R"("i1")");
+  EXPECT_EQ(to_json(s.checkpoint("c", "k", S("v4"), {0, 4})), R"("i2")");
+  EXPECT_EQ(to_json(s.checkpoint("c", "k", S("v5"), {0, 5})), R"("v5")");
   s.pop_inject();
   EXPECT_EQ(to_json(s.pop_collect()), R"({"k":["v1","i1","i2","v5"]})");
   EXPECT_FALSE(s.any_checkpoint_scope());
   EXPECT_AF_ERROR(s.pop_collect(), Code::InvalidArgument, "without a matching push");
   EXPECT_AF_ERROR(s.push_inject("c", J("[1]")), Code::InvalidArgument, "must be a dict");
+}
+
+TEST(Scopes, CollectOrdersHitsByRankNotArrival) {
+  RunScopes s;
+  s.push_collect("c");
+  // Run 1's hits arrive first, out of order; inside control flow (equation
+  // 2, items 1 and 0) a hit ranks after equation 1 and before equation 3.
+  s.checkpoint("c", "b", S("run2"), {2, 0});
+  s.checkpoint("c", "a", S("eq3"), {1, 3});
+  s.checkpoint("c", "b", S("eq2 item1"), {1, 2, 1, 0});
+  s.checkpoint("c", "a", S("eq2 item0"), {1, 2, 0, 0});
+  s.checkpoint("c", "b", S("eq1"), {1, 1});
+  EXPECT_EQ(to_json(s.pop_collect()),
+            R"({"b":["eq1","eq2 item1","run2"],"a":["eq2 item0","eq3"]})");
 }
 
 TEST(Scopes, MemoizeInsideBatchedAndControlFlowPrograms) {

@@ -140,6 +140,26 @@ int main() {
   expect(pb[1].size() == 1 && pb[1][0].kind() == af::Kind::Str,
          "pullback's text feedback reaches the input: " + pb.json());
 
+  // A traced list of any length calls a batched IR once and runs on any length.
+  af::Ir triage =
+      ctx.trace([](af::Context& c,
+                   const std::vector<af::Value>& in) { return c.format("Triage: {}", {in[0]}); },
+                {ctx.str("t")});
+  af::Ir each = ctx.batch(triage);
+  af::Ir all = ctx.trace_with(
+      [&](af::Context& c, const std::vector<af::Value>& in) { return c.call(each, in); },
+      {ctx.json(R"(["an example"])")}, ctx.json("[true]"));
+  expect(all == each, "the traced program is the batched IR");
+  expect(ctx.call(all, {ctx.json(R"(["a","b","c"])")}).json() ==
+             R"(["Triage: a","Triage: b","Triage: c"])",
+         "the traced list runs on three items");
+  expect(ctx.call(all, {ctx.json(R"(["a"])")}).json() == R"(["Triage: a"])", "and on one");
+  af::Error bad = expect_error(
+      af::Code::InvalidArgument, [&] { (void)ctx.call(all, {ctx.json(R"(["a",2])")}); },
+      "an item of another kind");
+  expect(std::string(bad.what()).find("input[0][1]") != std::string::npos,
+         "the error names the item's path");
+
   // Inspection: an equation as JSON, the slice of one output, the dry-run cost.
   af::Ir pair = ctx.trace(
       [](af::Context& c, const std::vector<af::Value>& in) {

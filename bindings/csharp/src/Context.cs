@@ -109,6 +109,25 @@ namespace Af
         /// </summary>
         public Ir Trace(Func<Context, Value[], Value> fn, Value[] examples, Value staticMask = null)
         {
+            return TraceRaw(fn, examples, staticMask, null, false);
+        }
+
+        /// <summary>Trace with a list mask: a bool tree that is a prefix of the
+        /// list of inputs whose true leaves mark example lists (of leaves of one
+        /// kind, or nested lists of them) traced as lists of any length: one
+        /// placeholder each, an input of kind list&lt;T&gt;, what a batched IR
+        /// (Ir.Batch) takes. Calls pass lists of any length. INVALID_ARGUMENT
+        /// naming the input path for a list mask that is not a prefix of the
+        /// inputs or marks something other than a non-empty list of one kind.
+        /// </summary>
+        public Ir TraceWith(Func<Context, Value[], Value> fn, Value[] examples, Value listMask, Value staticMask = null)
+        {
+            return TraceRaw(fn, examples, staticMask, listMask, true);
+        }
+
+        // af_trace, or af_trace_with when `with` is set.
+        private Ir TraceRaw(Func<Context, Value[], Value> fn, Value[] examples, Value staticMask, Value listMask, bool with)
+        {
             if (fn == null) throw new ArgumentNullException(nameof(fn));
             if (examples == null) throw new ArgumentNullException(nameof(examples));
             var st = new TraceState { Context = this, Fn = fn };
@@ -122,8 +141,22 @@ namespace Af
                     IntPtr c = b.Add(Handle);
                     IntPtr[] ex = b.AddAll(examples, nameof(examples));
                     IntPtr mask = b.Add(staticMask);
-                    err = Native.af_trace(c, s_traceTrampoline, GCHandle.ToIntPtr(gch), ex,
-                                          (UIntPtr)(ulong)ex.Length, mask, out ir);
+                    if (with)
+                    {
+                        var o = new Native.AfTraceOptions
+                        {
+                            StructSize = (uint)Marshal.SizeOf(typeof(Native.AfTraceOptions)),
+                            StaticMask = mask,
+                            ListMask = b.Add(listMask),
+                        };
+                        err = Native.af_trace_with(c, s_traceTrampoline, GCHandle.ToIntPtr(gch), ex,
+                                                   (UIntPtr)(ulong)ex.Length, ref o, out ir);
+                    }
+                    else
+                    {
+                        err = Native.af_trace(c, s_traceTrampoline, GCHandle.ToIntPtr(gch), ex,
+                                              (UIntPtr)(ulong)ex.Length, mask, out ir);
+                    }
                 }
             }
             finally

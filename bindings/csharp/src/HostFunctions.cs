@@ -310,7 +310,8 @@ namespace Af
         }
 
         /// <summary>Closes the innermost collect scope: {key: [values in
-        /// execution order]}.</summary>
+        /// program order]} (docs/SEMANTICS.md §4), however the run was
+        /// scheduled.</summary>
         public Value PopCollect()
         {
             using (var b = new Borrow())
@@ -321,7 +322,8 @@ namespace Af
         }
 
         /// <summary>Opens an inject scope: values is {key: [values...]}; a
-        /// checkpoint of collection with a queued value yields it instead.</summary>
+        /// checkpoint of collection with a queued value yields it instead, the
+        /// queued values going to the hits in program order.</summary>
         public void PushInject(string collection, Value values)
         {
             if (values == null) throw new ArgumentNullException(nameof(values));

@@ -181,6 +181,19 @@ namespace Af
         public static extern IntPtr af_trace(IntPtr ctx, TraceFn fn, IntPtr userData, IntPtr[] examples,
                                              UIntPtr nExamples, IntPtr staticMask, out IntPtr ir);
 
+        /// <summary>af_trace_options_t.</summary>
+        [StructLayout(LayoutKind.Sequential)]
+        public struct AfTraceOptions
+        {
+            public uint StructSize;
+            public IntPtr StaticMask;
+            public IntPtr ListMask;
+        }
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_trace_with(IntPtr ctx, TraceFn fn, IntPtr userData, IntPtr[] examples,
+                                                  UIntPtr nExamples, ref AfTraceOptions options, out IntPtr ir);
+
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern int af_is_tracing();
 

@@ -38,6 +38,38 @@ namespace Af.Tests
             }
         }
 
+        [Test]
+        public void TracedListOfAnyLengthCallsABatchedIr()
+        {
+            using (var t = ctx.Str("t"))
+            using (var one = ctx.Trace((c, a) => c.Format("Triage: {}", a[0]), new[] { t }))
+            using (var each = one.Batch(ctx))
+            using (var example = Value.FromJson(ctx, "[\"an example\"]"))
+            using (var lists = Value.FromJson(ctx, "[true]"))
+            using (var all = ctx.TraceWith((c, a) => each.Call(c, a), new[] { example }, lists))
+            {
+                // The batched equations are recorded once: the program is the batched IR.
+                Assert.True(all.Equals(each), "the traced program is the batched IR");
+                using (var three = Value.FromJson(ctx, "[\"a\",\"b\",\"c\"]"))
+                using (var r = all.Call(ctx, three))
+                    Assert.Equal("[\"Triage: a\",\"Triage: b\",\"Triage: c\"]", r.ToJson());
+                using (var oneItem = Value.FromJson(ctx, "[\"a\"]"))
+                using (var r = all.Call(ctx, oneItem))
+                    Assert.Equal("[\"Triage: a\"]", r.ToJson());
+                using (var bad = Value.FromJson(ctx, "[\"a\",2]"))
+                {
+                    var ex = Assert.ThrowsAf(ErrorCode.InvalidArgument, () => all.Call(ctx, bad).Dispose());
+                    Assert.Contains("input[0][1]", ex.Message);
+                }
+                using (var notList = ctx.Str("not a list"))
+                {
+                    var ex = Assert.ThrowsAf(ErrorCode.InvalidArgument,
+                        () => ctx.TraceWith((c, a) => a[0], new[] { notList }, lists).Dispose());
+                    Assert.Contains("only a list", ex.Message);
+                }
+            }
+        }
+
         // 1. -------------------------------------------------------------
         [Test]
         public void HelloFromLambda()

@@ -104,3 +104,29 @@ def test_bad_traces_raise(ctx: libaf.Context) -> None:
         libaf.concat(captured[0], "y", ctx=ctx)  # a placeholder that escaped its trace
     assert not libaf.is_tracing()
     assert libaf.trace(lambda x: libaf.is_tracing(), "x", ctx=ctx)  # a literal output
+
+
+def test_a_traced_list_of_any_length_calls_a_batched_ir(ctx: libaf.Context) -> None:
+    one = libaf.trace(lambda t: libaf.format("Triage: {}", t, ctx=ctx), "t", ctx=ctx)
+    each = one.batch(ctx=ctx)
+    process_all = libaf.trace(lambda tickets: each(tickets, ctx=ctx), ["an example"], lists={0}, ctx=ctx)
+    # The batched equations are recorded once: the program is the batched IR.
+    assert process_all == each
+    assert process_all(["a"], ctx=ctx).to_py() == ["Triage: a"]
+    assert process_all(["a", "b", "c"], ctx=ctx).to_py() == ["Triage: a", "Triage: b", "Triage: c"]
+    with pytest.raises(libaf.InvalidArgument, match=r"input\[0\]\[1\]"):
+        process_all(["a", 2], ctx=ctx)
+    with pytest.raises(libaf.InvalidArgument, match="only a list"):
+        libaf.trace(lambda t: t, "not a list", lists=[True], ctx=ctx)
+
+    # The decorator caches per item kind, not per length.
+    calls = []
+
+    @libaf.trace(lists=[True], ctx=ctx)
+    def triage_all(tickets: libaf.Value) -> libaf.Value:
+        calls.append(1)
+        return each(tickets, ctx=ctx)
+
+    assert triage_all(["x"]).to_py() == ["Triage: x"]
+    assert triage_all(["y", "z"]).to_py() == ["Triage: y", "Triage: z"]
+    assert len(calls) == 1

@@ -95,28 +95,76 @@ impl Context {
     where
         F: FnMut(&Context, &[Value]) -> Result<Value>,
     {
+        self.trace_raw(f, "af_trace", |fn_, user_data, out| unsafe {
+            sys::af_trace(
+                self.as_ptr(),
+                fn_,
+                user_data,
+                value_ptrs(examples),
+                examples.len(),
+                static_mask.map_or(ptr::null(), Value::as_ptr),
+                out,
+            )
+        })
+    }
+
+    /// [`trace`](Self::trace) with [`TraceOptions`]: a static mask and a
+    /// list mask whose `true` leaves mark example lists traced as lists of
+    /// any length (one placeholder each, an input of kind `list<T>`: what a
+    /// batched IR takes; calls pass lists of any length). Errors as `trace`,
+    /// and `InvalidArgument` naming the input path for a list mask that is
+    /// not a prefix of the inputs or marks something other than a non-empty
+    /// list of one leaf kind.
+    pub fn trace_with<F>(&self, f: F, examples: &[Value], options: &TraceOptions<'_>) -> Result<Ir>
+    where
+        F: FnMut(&Context, &[Value]) -> Result<Value>,
+    {
+        let raw = sys::af_trace_options_t {
+            struct_size: std::mem::size_of::<sys::af_trace_options_t>() as u32,
+            static_mask: options.static_mask.map_or(ptr::null(), Value::as_ptr),
+            list_mask: options.list_mask.map_or(ptr::null(), Value::as_ptr),
+        };
+        self.trace_raw(f, "af_trace_with", |fn_, user_data, out| unsafe {
+            sys::af_trace_with(
+                self.as_ptr(),
+                fn_,
+                user_data,
+                value_ptrs(examples),
+                examples.len(),
+                &raw,
+                out,
+            )
+        })
+    }
+
+    /// Runs `call` (af_trace or af_trace_with) with `f` behind the
+    /// trampoline; resumes a panic of `f` and hands back an error `f` got
+    /// from libaf unchanged.
+    fn trace_raw<F>(
+        &self,
+        f: F,
+        name: &str,
+        call: impl FnOnce(sys::af_trace_fn, *mut c_void, *mut *mut sys::af_ir_t) -> *mut sys::af_error_t,
+    ) -> Result<Ir>
+    where
+        F: FnMut(&Context, &[Value]) -> Result<Value>,
+    {
         let mut state = TraceState {
             f,
             panic: None,
             library_error: None,
         };
         let mut out: *mut sys::af_ir_t = ptr::null_mut();
-        let err = unsafe {
-            sys::af_trace(
-                self.as_ptr(),
-                Some(trace_trampoline::<F>),
-                (&mut state as *mut TraceState<F>).cast::<c_void>(),
-                value_ptrs(examples),
-                examples.len(),
-                static_mask.map_or(ptr::null(), Value::as_ptr),
-                &mut out,
-            )
-        };
+        let err = call(
+            Some(trace_trampoline::<F>),
+            (&mut state as *mut TraceState<F>).cast::<c_void>(),
+            &mut out,
+        );
         let result = check(err).and_then(|()| {
             unsafe { Ir::from_raw(out) }.ok_or_else(|| {
                 Error::new(
                     ErrorCode::Internal,
-                    "af_trace returned success without an IR",
+                    format!("{name} returned success without an IR"),
                 )
             })
         });
@@ -301,6 +349,18 @@ impl Drop for ScopeGuard<'_> {
     fn drop(&mut self) {
         let _ = (self.pop)(self.ctx);
     }
+}
+
+/// Options of [`Context::trace_with`] (`af_trace_options_t`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TraceOptions<'a> {
+    /// A bool tree prefix of the list of inputs: true = static (a literal
+    /// of the IR). `None` = every leaf dynamic.
+    pub static_mask: Option<&'a Value>,
+    /// A bool tree prefix of the list of inputs: true marks the example list
+    /// at its place (of leaves of one kind, or nested lists of them) as a
+    /// list of any length. `None` = none.
+    pub list_mask: Option<&'a Value>,
 }
 
 struct TraceState<F> {

@@ -175,13 +175,15 @@ impl Context {
         })
     }
 
-    /// Closes the innermost collect scope: `{key: [values in execution order]}`.
+    /// Closes the innermost collect scope: `{key: [values in program order]}`
+    /// (docs/SEMANTICS.md §4), however the run was scheduled.
     pub fn collect_pop(&self) -> Result<Value> {
         make_value(|out| unsafe { sys::af_collect_pop(self.as_ptr(), out) })
     }
 
     /// Opens an inject scope: `values` is `{key: [values...]}`; a checkpoint
-    /// of `collection` with a queued value yields it instead of its input.
+    /// of `collection` with a queued value yields it instead of its input,
+    /// the queued values going to the hits in program order.
     pub fn inject_push(&self, collection: &str, values: &Value) -> Result<()> {
         check(unsafe {
             sys::af_inject_push(

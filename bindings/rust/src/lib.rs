@@ -57,7 +57,7 @@ mod value;
 mod value_serde;
 mod walk;
 
-pub use context::{is_tracing, Context};
+pub use context::{is_tracing, Context, TraceOptions};
 pub use error::{Error, ErrorCode, Result};
 pub use graph::{graph_from_json, graph_to_json, graph_verify};
 pub use host::HostRequest;

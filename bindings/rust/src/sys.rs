@@ -124,6 +124,16 @@ pub struct af_cse_options {
 }
 pub type af_cse_options_t = af_cse_options;
 
+/// Options of `af_trace_with`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct af_trace_options {
+    pub struct_size: u32,
+    pub static_mask: *const af_value_t,
+    pub list_mask: *const af_value_t,
+}
+pub type af_trace_options_t = af_trace_options;
+
 /// A host function (see `af_register_function`).
 pub type af_host_fn = Option<
     unsafe extern "C" fn(
@@ -295,6 +305,15 @@ extern "C" {
         examples: *const *const af_value_t,
         n_examples: usize,
         static_mask: *const af_value_t,
+        out: *mut *mut af_ir_t,
+    ) -> *mut af_error_t;
+    pub fn af_trace_with(
+        ctx: *mut af_context_t,
+        fn_: af_trace_fn,
+        user_data: *mut c_void,
+        examples: *const *const af_value_t,
+        n_examples: usize,
+        options: *const af_trace_options_t,
         out: *mut *mut af_ir_t,
     ) -> *mut af_error_t;
     pub fn af_is_tracing() -> i32;

@@ -53,6 +53,7 @@ fn structs_and_constants_match_the_header() {
     let mut rust: Vec<(&str, i64)> = vec![
         ("sizeof(af_run_options_t)", size_of::<sys::af_run_options_t>() as i64),
         ("sizeof(af_cse_options_t)", size_of::<sys::af_cse_options_t>() as i64),
+        ("sizeof(af_trace_options_t)", size_of::<sys::af_trace_options_t>() as i64),
         ("sizeof(af_bytes_t)", size_of::<sys::af_bytes_t>() as i64),
     ];
     macro_rules! off {
@@ -64,6 +65,7 @@ fn structs_and_constants_match_the_header() {
     off!(af_run_options_t, struct_size, flags, timeout_ms, progress, progress_user_data,
          progress_destroy, profile_path, profile_path_len, cancel, summary);
     off!(af_cse_options_t, struct_size, merge_nondeterministic);
+    off!(af_trace_options_t, struct_size, static_mask, list_mask);
     off!(af_bytes_t, data, len);
     macro_rules! consts {
         ($($c:ident),*) => {$( rust.push((stringify!($c), sys::$c as i64)); )*};

@@ -347,3 +347,56 @@ fn version_matches_the_binding() {
     assert_eq!(af::abi_version(), af::ABI_VERSION);
     assert_eq!(af::version(), af::sys::AF_VERSION_STRING);
 }
+
+#[test]
+fn a_traced_list_of_any_length_calls_a_batched_ir() {
+    let ctx = Context::new().unwrap();
+    let one = ctx
+        .trace(
+            |ctx, t| ctx.format("Triage: {}", t, None),
+            &[Value::from("t")],
+            None,
+        )
+        .unwrap();
+    let each = one.batch(&ctx, None).unwrap();
+    let lists = Value::from_json("[true]").unwrap();
+    let all = ctx
+        .trace_with(
+            |ctx, tickets| each.call(ctx, tickets),
+            &[Value::from_json(r#"["an example"]"#).unwrap()],
+            &af::TraceOptions {
+                list_mask: Some(&lists),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    // The batched equations are recorded once: the program is the batched IR.
+    assert_eq!(all, each);
+    for (input, expected) in [
+        (r#"["a"]"#, r#"["Triage: a"]"#),
+        (
+            r#"["a","b","c"]"#,
+            r#"["Triage: a","Triage: b","Triage: c"]"#,
+        ),
+    ] {
+        let out = all.call(&ctx, &[Value::from_json(input).unwrap()]).unwrap();
+        assert_eq!(out.to_json().unwrap(), expected);
+    }
+    let err = all
+        .call(&ctx, &[Value::from_json(r#"["a",2]"#).unwrap()])
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    assert!(err.message.contains("input[0][1]"), "{}", err.message);
+    let err = ctx
+        .trace_with(
+            |_, inputs| Ok(inputs[0].clone()),
+            &[Value::from("not a list")],
+            &af::TraceOptions {
+                list_mask: Some(&lists),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    assert!(err.message.contains("only a list"), "{}", err.message);
+}

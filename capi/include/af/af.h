@@ -319,6 +319,38 @@ AF_API af_error_t* af_trace(af_context_t* ctx, af_trace_fn fn, void* user_data,
                             const af_value_t* const* examples, size_t n_examples,
                             const af_value_t* static_mask, af_ir_t** out);
 
+/* Options of af_trace_with: zero the struct, set struct_size =
+ * sizeof(af_trace_options_t), then the fields you need.
+ *
+ * list_mask traces inputs as lists of any length (docs/SEMANTICS.md §2): a
+ * bool tree that is a prefix of the list of inputs, like static_mask; a true
+ * leaf marks the example at its place, which must be a list of leaves of one
+ * kind (str, int, float or bool; nested lists of them for a list of lists).
+ * The traced function receives one placeholder for the whole list (kind
+ * AF_KIND_PLACEHOLDER; its length cannot be read while tracing), the IR's
+ * input is list<T> (list<list<T>> ...), and calls pass a list of any length:
+ * only the example's item kind and depth matter. Such a placeholder is what
+ * a batched IR (af_batch) takes, so calling one on it records the batched
+ * equations once, whatever the length. Why a mask rather than marker values:
+ * examples stay ordinary values (the same ones af_trace takes), and the mask
+ * follows static_mask and af_batch's in_axes. Calls check the list's items
+ * (a wrong kind is INVALID_ARGUMENT naming the item's path, e.g. input[0][2]);
+ * a batched IR inside checks that its batched lists have equal, non-zero
+ * lengths. */
+typedef struct af_trace_options {
+  uint32_t struct_size;          /* sizeof(af_trace_options_t) */
+  const af_value_t* static_mask; /* as af_trace's; NULL = every leaf dynamic */
+  const af_value_t* list_mask;   /* NULL = no list of any length */
+} af_trace_options_t;
+/* af_trace with options (NULL = af_trace with static_mask NULL). Errors as
+ * af_trace, and INVALID_ARGUMENT naming the input path for a list mask that
+ * is not a bool prefix of the inputs or that marks a value that is not a
+ * non-empty list of one leaf kind, or a list of any length also marked
+ * static. */
+AF_API af_error_t* af_trace_with(af_context_t* ctx, af_trace_fn fn, void* user_data,
+                                 const af_value_t* const* examples, size_t n_examples,
+                                 const af_trace_options_t* options, af_ir_t** out);
+
 /* 1 if the calling thread is inside an af_trace callback, else 0. */
 AF_API int32_t af_is_tracing(void);
 
@@ -702,16 +734,24 @@ AF_API af_error_t* af_host_call(af_context_t* ctx, const char* name, size_t name
  * included), never to runs started by other threads. Pushes and pops pair
  * up per thread (a pop without a push on this thread is INVALID_ARGUMENT).
  *  - collect: every checkpoint of `collection` that runs appends its value
- *    under its key; af_collect_pop returns {key: [values in execution
- *    order]} of the innermost collect scope (owned).
+ *    under its key; af_collect_pop returns {key: [values in program order]}
+ *    of the innermost collect scope (owned; keys by first hit).
  *  - inject: values is {key: [values...]}: a checkpoint of `collection`
  *    whose key has a queued value yields it instead of its input, one per
- *    hit; an empty queue lets the checkpoint run normally. Inside a trace the
+ *    hit, in program order; an empty queue lets the checkpoint run normally.
+ *    To keep that order, the parts of a run that hit a queued key run one
+ *    after another (other work still overlaps). Inside a trace the
  *    injected value becomes a literal. INVALID_ARGUMENT if values is not a
  *    dict of lists, or (when used) an injected value's structure or kinds
  *    differ from the checkpoint's.
  *  - memoize: identical calls (same primitive, params and input values) run
- *    once; checkpoints bypass it. */
+ *    once; checkpoints bypass it.
+ * Program order (docs/SEMANTICS.md §4), however the executor schedules the
+ * work: runs in the order they started; within a run, the order of the
+ * equations of the program that runs (a pushforward has each primal
+ * checkpoint right before its tangent, a pullback the primal checkpoints
+ * before the cotangent ones, in backward order), and inside control flow
+ * batch items in item order and loop passes in iteration order. */
 AF_API af_error_t* af_collect_push(af_context_t* ctx, const char* collection, size_t len);
 AF_API af_error_t* af_collect_pop(af_context_t* ctx, af_value_t** collected);
 AF_API af_error_t* af_inject_push(af_context_t* ctx, const char* collection, size_t len,

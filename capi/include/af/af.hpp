@@ -756,17 +756,24 @@ class Context {
   /* Traces fn once on placeholders shaped like examples. What fn throws is
    * rethrown here as itself (an af::Error an operation raised included). */
   Ir trace(TraceFn fn, const std::vector<Value>& examples, const Value& static_mask = Value()) {
-    TraceState st{this, std::move(fn), nullptr};
-    auto ex = detail::ptrs(examples);
-    af_ir_t* out = nullptr;
-    af_error_t* e = af_trace(ptr(), &trace_trampoline, &st, ex.data(), ex.size(), static_mask.get(), &out);
-    if (st.thrown) {
-      af_error_free(e);
-      af_ir_free(out);
-      std::rethrow_exception(st.thrown);
-    }
-    detail::check(e);
-    return Ir::own(out);
+    return trace_raw(std::move(fn), [&](TraceState* st, af_ir_t** out) {
+      auto ex = detail::ptrs(examples);
+      return af_trace(ptr(), &trace_trampoline, st, ex.data(), ex.size(), static_mask.get(), out);
+    });
+  }
+  /* trace with a list mask (af_trace_with): its true leaves mark example
+   * lists traced as lists of any length, inputs of kind list<T> that a
+   * batched IR takes; calls pass lists of any length. */
+  Ir trace_with(TraceFn fn, const std::vector<Value>& examples, const Value& list_mask,
+                const Value& static_mask = Value()) {
+    return trace_raw(std::move(fn), [&](TraceState* st, af_ir_t** out) {
+      auto ex = detail::ptrs(examples);
+      af_trace_options_t o{};
+      o.struct_size = sizeof o;
+      o.static_mask = static_mask.get();
+      o.list_mask = list_mask.get();
+      return af_trace_with(ptr(), &trace_trampoline, st, ex.data(), ex.size(), &o, out);
+    });
   }
 
   /* Tags: while pushed, every equation the innermost trace of this thread
@@ -1003,6 +1010,21 @@ class Context {
       static const char msg[] = "the C++ trace function threw";
       return af_error_new(AF_ERR_CALLBACK, msg, sizeof msg - 1);
     }
+  }
+  // Runs call (af_trace or af_trace_with) with fn behind the trampoline;
+  // what fn threw is rethrown as itself.
+  template <class Call>
+  Ir trace_raw(TraceFn fn, Call&& call) {
+    TraceState st{this, std::move(fn), nullptr};
+    af_ir_t* out = nullptr;
+    af_error_t* e = call(&st, &out);
+    if (st.thrown) {
+      af_error_free(e);
+      af_ir_free(out);
+      std::rethrow_exception(st.thrown);
+    }
+    detail::check(e);
+    return Ir::own(out);
   }
   static af_error_t* host_trampoline(void* ud, const af_value_t* const* args, size_t n, af_value_t** out) noexcept {
     try {

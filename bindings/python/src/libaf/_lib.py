@@ -106,6 +106,12 @@ class CseOptionsC(Structure):
     _fields_ = [("struct_size", c_uint32), ("merge_nondeterministic", c_uint32)]
 
 
+class TraceOptionsC(Structure):
+    """af_trace_options_t."""
+
+    _fields_ = [("struct_size", c_uint32), ("static_mask", c_void_p), ("list_mask", c_void_p)]
+
+
 P = c_void_p
 PP = POINTER(c_void_p)
 ERR = c_void_p  # af_error_t*: NULL (None) on success
@@ -146,6 +152,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "af_value_clone": (P, [P]),
     "af_value_free": (None, [P]),
     "af_trace": (ERR, [P, TRACE_FN, P, PP, c_size_t, P, PP]),
+    "af_trace_with": (ERR, [P, TRACE_FN, P, PP, c_size_t, POINTER(TraceOptionsC), PP]),
     "af_is_tracing": (c_int32, []),
     "af_tag_push": (ERR, [P, c_char_p, c_size_t]),
     "af_tag_pop": (ERR, [P]),

@@ -173,7 +173,8 @@ class Context:
     def collect(self, collection: str) -> Iterator[dict]:
         """Every checkpoint of collection that runs inside the block appends
         its value under its key; the yielded dict is filled when the block
-        ends: {key: [values in execution order]}."""
+        ends: {key: [values in program order]} (docs/SEMANTICS.md §4), however
+        the run was scheduled."""
         c = _lib.utf8(collection, "collection")
         check(lib.af_collect_push(self._handle, c, len(c)))
         result: dict = {}
@@ -187,7 +188,8 @@ class Context:
     @contextlib.contextmanager
     def inject(self, collection: str, values: dict[str, list]) -> Iterator[None]:
         """Checkpoints of collection whose key has queued values yield them
-        (one per hit) instead of their input, inside the block."""
+        (one per hit, in program order) instead of their input, inside the
+        block."""
         c = _lib.utf8(collection, "collection")
         v = to_value(values)  # held in a local: the handle must outlive the call
         check(lib.af_inject_push(self._handle, c, len(c), v._ptr))

@@ -1,9 +1,10 @@
 """Tracing Python functions into IRs.
 
-``libaf.trace(fn, *examples, static=...)`` traces fn once on placeholders
-shaped like the examples and returns the Ir. ``@libaf.trace`` (or
-``@libaf.trace(static=...)``) wraps fn in a :class:`Traced` function that
-traces on first use for each input shape, compiles, and runs on later calls.
+``libaf.trace(fn, *examples, static=..., lists=...)`` traces fn once on
+placeholders shaped like the examples and returns the Ir. ``@libaf.trace``
+(or ``@libaf.trace(static=..., lists=...)``) wraps fn in a :class:`Traced`
+function that traces on first use for each input shape, compiles, and runs
+on later calls. ``lists`` marks inputs traced as lists of any length.
 """
 
 from __future__ import annotations
@@ -44,13 +45,17 @@ def _mask(static: Static, n: int) -> Tree:
     return static
 
 
-def trace_ir(fn: Callable[..., Tree], examples: Sequence[Tree], static: Static, ctx: Context) -> Ir:
-    """Traces fn on placeholders shaped like examples."""
+def trace_ir(fn: Callable[..., Tree], examples: Sequence[Tree], static: Static, ctx: Context,
+             lists: Static = None) -> Ir:
+    """Traces fn on placeholders shaped like examples (af_trace, or
+    af_trace_with when lists marks lists of any length)."""
     if not callable(fn):
         raise TypeError(f"trace() needs a callable, got {type(fn).__name__}")
     ex = [to_value(e) for e in examples]
     mask = _mask(static, len(ex))
     mv = None if mask is None else to_value(mask)
+    list_mask = _mask(lists, len(ex))
+    lv = None if list_mask is None else to_value(list_mask)
 
     def body(*inputs: Value) -> Tree:
         with tracing_with(ctx):
@@ -58,34 +63,45 @@ def trace_ir(fn: Callable[..., Tree], examples: Sequence[Tree], static: Static, 
 
     h = _callbacks.new_handle(body)
     out = ctypes.c_void_p()
+    static_ptr = mv._ptr if mv is not None else None
     try:
-        check(
-            lib.af_trace(
-                ctx._handle,
-                _callbacks.trace_trampoline,
-                h,
-                _lib.handles(ex),
-                len(ex),
-                mv._ptr if mv is not None else None,
-                ctypes.byref(out),
-            )
-        )
+        if lv is None:
+            err = lib.af_trace(ctx._handle, _callbacks.trace_trampoline, h, _lib.handles(ex), len(ex),
+                               static_ptr, ctypes.byref(out))
+        else:
+            opts = _lib.TraceOptionsC(ctypes.sizeof(_lib.TraceOptionsC), static_ptr, lv._ptr)
+            err = lib.af_trace_with(ctx._handle, _callbacks.trace_trampoline, h, _lib.handles(ex), len(ex),
+                                    ctypes.byref(opts), ctypes.byref(out))
+        check(err)
     finally:
         _callbacks.drop_handle(h)
     return Ir._own(out.value)
 
 
-def _shape_key(obj: Any, mask: Any) -> Any:
+def _items_key(obj: Any) -> Any:
+    """A list of any length's key: the kinds of its items at every depth, not
+    its length."""
+    if isinstance(obj, list):
+        return ("*", tuple(sorted({repr(_items_key(x)) for x in obj})))
+    return type(obj).__name__
+
+
+def _shape_key(obj: Any, mask: Any, lists: Any = None) -> Any:
     """What a traced program depends on: structure and leaf kinds of dynamic
-    inputs, exact values of static ones."""
+    inputs, exact values of static ones, item kinds of lists of any length."""
     if mask is True:
         return ("=", json.dumps(obj, sort_keys=True))
+    if lists is True and isinstance(obj, list):
+        return _items_key(obj)
     if isinstance(obj, list):
         items = mask if isinstance(mask, list) else []
-        return ("L", tuple(_shape_key(x, items[i] if i < len(items) else None) for i, x in enumerate(obj)))
+        marks = lists if isinstance(lists, list) else []
+        return ("L", tuple(_shape_key(x, items[i] if i < len(items) else None, marks[i] if i < len(marks) else None)
+                           for i, x in enumerate(obj)))
     if isinstance(obj, dict):
         fields = mask if isinstance(mask, dict) else {}
-        return ("D", tuple((k, _shape_key(obj[k], fields.get(k))) for k in sorted(obj)))
+        marked = lists if isinstance(lists, dict) else {}
+        return ("D", tuple((k, _shape_key(obj[k], fields.get(k), marked.get(k))) for k in sorted(obj)))
     return type(obj).__name__
 
 
@@ -94,11 +110,13 @@ class Traced:
     (structure and leaf kinds, plus the values of static inputs), compiled,
     then run. Called inside another trace, its equations are inlined."""
 
-    def __init__(self, fn: Callable[..., Tree], static: Static = None, ctx: Context | None = None) -> None:
+    def __init__(self, fn: Callable[..., Tree], static: Static = None, ctx: Context | None = None,
+                 lists: Static = None) -> None:
         if not callable(fn):
             raise TypeError(f"trace() needs a callable, got {type(fn).__name__}")
         self.fn = fn
         self.static = static
+        self.lists = lists
         self._ctx = ctx
         self._cache: dict[Any, tuple[Ir, Any]] = {}
         self._lock = threading.Lock()
@@ -116,12 +134,13 @@ class Traced:
         ctx = current(self._ctx)
         if any(isinstance(a, Value) and a.is_placeholder for a in args) or lib.af_is_tracing():
             # Shapes of placeholders are not visible from Python: no cache.
-            return trace_ir(self.fn, args, self.static, ctx), None
-        key = _shape_key(to_py(list(args)), to_py(_mask(self.static, len(args))))
+            return trace_ir(self.fn, args, self.static, ctx, self.lists), None
+        key = _shape_key(to_py(list(args)), to_py(_mask(self.static, len(args))),
+                         to_py(_mask(self.lists, len(args))))
         with self._lock:
             hit = self._cache.get(key)
         if hit is None:
-            ir = trace_ir(self.fn, args, self.static, ctx)
+            ir = trace_ir(self.fn, args, self.static, ctx, self.lists)
             hit = (ir, ir.compile(ctx))
             with self._lock:
                 self._cache[key] = hit
@@ -138,20 +157,26 @@ class Traced:
 
 
 def trace(fn: Callable[..., Tree] | None = None, *examples: Tree, static: Static = None,
-          ctx: Context | None = None) -> Any:
+          lists: Static = None, ctx: Context | None = None) -> Any:
     """Traces a Python function.
 
-    - ``trace(fn, *examples, static=None)`` -> :class:`Ir`, traced once on
-      placeholders shaped like the examples (only structure and leaf kinds
-      matter, except for static inputs, which become literals).
-    - ``@trace`` / ``@trace(static=...)`` -> :class:`Traced`, which traces on
-      first call per input shape.
+    - ``trace(fn, *examples, static=None, lists=None)`` -> :class:`Ir`, traced
+      once on placeholders shaped like the examples (only structure and leaf
+      kinds matter, except for static inputs, which become literals).
+    - ``@trace`` / ``@trace(static=..., lists=...)`` -> :class:`Traced`, which
+      traces on first call per input shape.
 
     static: a bool tree that is a prefix of the list of inputs (True =
     static), or a tuple/set of static positions.
+
+    lists: the same kind of mask; True marks an example list (of leaves of
+    one kind, or nested lists of them) traced as a list of any length: one
+    placeholder of kind list<T>, what a batched Ir takes, so
+    ``process_all(tickets)`` may call ``batch(process_one)`` on it and run on
+    lists of any length.
     """
     if fn is None:
-        return lambda f: Traced(f, static, ctx)
+        return lambda f: Traced(f, static, ctx, lists)
     if examples:
-        return trace_ir(fn, examples, static, current(ctx))
-    return Traced(fn, static, ctx)
+        return trace_ir(fn, examples, static, current(ctx), lists)
+    return Traced(fn, static, ctx, lists)
