@@ -6,9 +6,15 @@
 //   BM_IO_LoadVerify  .afg bytes -> IR with every check of the loader
 //   BM_IO_Decompress  the container + zstd step alone (the floor of a load)
 //   BM_IO_JsonForm    IR -> the readable JSON form (the size comparison)
+//   BM_IO_LoadPeakMemory  the peak memory a load adds (resident set of a
+//                     child process that loads, less one that only reads
+//                     the bytes), per byte of decompressed content
 // Counters: content_MB (decompressed flatbuffer), file_MB, json_MB,
 // file_vs_json (file size / JSON size) and MB/s of decompressed graph.
 #include <benchmark/benchmark.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -132,5 +138,35 @@ void BM_IO_JsonForm(benchmark::State& state) {
   sizes(state);
 }
 BENCHMARK(BM_IO_JsonForm)->Unit(benchmark::kMillisecond)->Iterations(2);
+
+// The peak resident set (KiB) of a child that reads the saved bytes and,
+// when `load`, loads them.
+long child_peak_kib(bool load) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    volatile uint8_t sum = 0;
+    for (char c : saved()) sum = uint8_t(sum + uint8_t(c));
+    if (load) benchmark::DoNotOptimize(io::load_ir(bytes()).get());
+    _exit(0);
+  }
+  int status = 0;
+  struct rusage ru {};
+  if (pid < 0 || wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status)) return -1;
+  return ru.ru_maxrss;
+}
+
+void BM_IO_LoadPeakMemory(benchmark::State& state) {
+  (void)content_bytes();  // made before the children fork
+  long base = 0, peak = 0;
+  for (auto _ : state) {
+    base = child_peak_kib(false);
+    peak = child_peak_kib(true);
+  }
+  if (base < 0 || peak < 0) state.SkipWithError("a child process failed");
+  state.counters["load_peak_MB"] = double(peak - base) * 1024 / 1e6;
+  state.counters["peak_per_content"] = double(peak - base) * 1024 / double(content_bytes());
+  sizes(state);
+}
+BENCHMARK(BM_IO_LoadPeakMemory)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace

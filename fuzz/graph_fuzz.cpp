@@ -1,7 +1,7 @@
 // libFuzzer target: the saved-graph loader (af_ir_from_bytes and the core
 // loader behind it). Modes and invariants: graph_harness.h. Build and run:
 // `bash fuzz/run.sh BUILD_DIR SECONDS` (clang + ASan/UBSan; replays fuzz/regressions
-// and the seed corpus, then fuzzes for SECONDS; CI: `bash fuzz/run.sh build-fuzz 60`).
+// and the seed corpus, then fuzzes for half of SECONDS; CI: `bash fuzz/run.sh build-fuzz 120`).
 #include <af/af.h>
 
 #include "graph_harness.h"

@@ -2,7 +2,7 @@
 # Builds libaf and runs every test suite: C++ (GoogleTest) and C API (C99)
 # tests, the same under ASan+UBSan, the concurrency suites under TSan, the
 # exported-symbol and install checks,
-# a bounded run of the graph-loader fuzzer, and the Rust, Go and C#
+# a bounded run of the fuzzers, and the Rust, Go and C#
 # bindings, and the Python package (pip-installed into a cached venv).
 # Ends with one line "N passed, N failed".
 set -uo pipefail
@@ -79,9 +79,10 @@ else
   count 0 1 "tsan build"
 fi
 
-note "graph-loader fuzzer (clang, ASan+UBSan, bounded run)"
-# Replays fuzz/regressions and the seed corpus, then fuzzes for AF_FUZZ_SECONDS.
-check fuzz-graph-loader bash fuzz/run.sh build-fuzz "${AF_FUZZ_SECONDS:-60}"
+note "fuzzers: graph loader, JSON values, schemas and replies (clang, ASan+UBSan, bounded run)"
+# Replays every saved regression and seed corpus, then fuzzes for
+# AF_FUZZ_SECONDS in all (half for the graph loader, a quarter each for the others).
+check fuzzers bash fuzz/run.sh build-fuzz "${AF_FUZZ_SECONDS:-120}"
 
 LIBDIR=$ROOT/build/lib
 

@@ -26,8 +26,10 @@ std::shared_ptr<const Program> check_plan(const io::Loaded& g) {
   return program_from_plan(g.ir, *g.plan);
 }
 
-io::Loaded load_checked(std::span<const uint8_t> bytes) {
-  io::Loaded g = io::load(bytes);
+// bytes: a span, or a file's bytes (a vector rvalue: freed once decompressed).
+template <class Bytes>
+io::Loaded load_checked(Bytes&& bytes) {
+  io::Loaded g = io::load(std::forward<Bytes>(bytes));
   check_plan(g);
   return g;
 }
@@ -61,7 +63,7 @@ af_error_t* af_ir_load(af_context_t* ctx, const char* path, size_t path_len, af_
     require(out, "af_ir_load", "out");
     std::string p = path_arg(path, path_len, "af_ir_load");
     std::vector<uint8_t> bytes = io::read_file(p);
-    *out = wrap(naming_file(p, [&] { return load_checked(bytes).ir; }));
+    *out = wrap(naming_file(p, [&] { return load_checked(std::move(bytes)).ir; }));
   });
 }
 

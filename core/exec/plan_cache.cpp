@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <unordered_set>
 
 #include "io/afg.h"
 #include "value/error.h"
@@ -15,13 +16,14 @@ namespace af {
 namespace {
 
 // Rough size of an IR: its equations with their atoms and output vars, the
-// vars, and the sub-IRs their params hold.
-size_t ir_bytes(const IR& ir) {
+// vars, and the sub-IRs their params hold, each distinct sub-IR once (they
+// are shared, not copied).
+size_t ir_bytes(const IR& ir, std::unordered_set<const IR*>& seen) {
   size_t n = sizeof(IR) + ir.vars.size() * sizeof(Aval) + (ir.in.size() + ir.out.size()) * sizeof(Atom);
   for (const Eqn& e : ir.eqns) {
     n += sizeof(Eqn) + e.in.size() * sizeof(Atom) + e.out.size() * sizeof(VarId) + 64;
     e.params.any_ir([&](const IR& sub) {
-      n += ir_bytes(sub);
+      if (seen.insert(&sub).second) n += ir_bytes(sub, seen);
       return false;
     });
   }
@@ -48,9 +50,11 @@ void make_dirs(const std::string& dir) {
 }  // namespace
 
 size_t program_bytes(const Program& p) {
+  std::unordered_set<const IR*> seen;
   return sizeof(Program) + p.nodes.size() * sizeof(Program::Node) +
-         (p.args.size() + p.results.size() + p.consumers.size() + p.roots.size()) * sizeof(uint32_t) +
-         p.last_use.size() + p.constants.size() * sizeof(Value) + ir_bytes(*p.ir);
+         (p.args.size() + p.results.size() + p.consumers.size() + p.roots.size()) *
+             sizeof(uint32_t) +
+         p.last_use.size() + p.constants.size() * sizeof(Value) + ir_bytes(*p.ir, seen);
 }
 
 PlanCache::PlanCache(PlanCacheOptions options) : options_(std::move(options)) {}

@@ -38,7 +38,7 @@ inline constexpr uint64_t kMaxContentBytes = 1ull << 30;  // decompressed flatbu
 inline constexpr uint32_t kMaxVerifierDepth = 16;         // tables + vectors nesting
 inline constexpr uint32_t kMaxVerifierTables = 1u << 24;
 inline constexpr uint32_t kMaxTreeDepth = 256;    // nesting of literal values and trees
-inline constexpr uint32_t kMaxIrDepth = 64;       // IRs nested in params
+using af::kMaxIrDepth;                            // IRs nested in params (ir/ir.h)
 inline constexpr uint32_t kMaxIndex = 0x7fffffffu;  // vars, literals (atoms use bit 31)
 // Equations counted through every param reference (a shared sub-IR counts
 // each time it is referenced), so a few bytes cannot expand into more work
@@ -75,6 +75,9 @@ struct Loaded {
 // bytes; VERSION: a newer container, format, feature or an unknown
 // primitive (named). Never reads outside `bytes`, never crashes.
 Loaded load(std::span<const uint8_t> bytes);
+// The same for a whole file's bytes, which it frees once decompressed (a
+// load's peak memory is about 8x the decompressed content: docs/SECURITY.md).
+Loaded load(std::vector<uint8_t>&& file);
 inline IRPtr load_ir(std::span<const uint8_t> bytes) { return load(bytes).ir; }
 
 // ---- The readable JSON form (af convert). Round trip exact: bytes -> JSON

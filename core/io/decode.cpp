@@ -702,12 +702,25 @@ class Reader {
 
 Loaded read_flatbuffer(const uint8_t* data, size_t size) { return Reader(data, size).read(); }
 
-Loaded load(std::span<const uint8_t> bytes) {
-  Unsealed u = unseal(bytes);
+namespace {
+
+Loaded decoded(const Unsealed& u, size_t file_bytes) {
   Loaded out = read_flatbuffer(u.data(), u.size);
   out.container_version = u.container_version;
-  out.file_bytes = bytes.size();
+  out.file_bytes = file_bytes;
   return out;
+}
+
+}  // namespace
+
+Loaded load(std::span<const uint8_t> bytes) { return decoded(unseal(bytes), bytes.size()); }
+
+Loaded load(std::vector<uint8_t>&& file) {
+  Unsealed u = unseal(file);
+  const size_t file_bytes = file.size();
+  // Building the IR is the peak of a load: the compressed bytes go first.
+  std::vector<uint8_t>().swap(file);
+  return decoded(u, file_bytes);
 }
 
 }  // namespace af::io

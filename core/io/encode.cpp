@@ -3,6 +3,7 @@
 // pools are filled in first-seen order of one fixed traversal, and literals
 // are deduplicated by *exact* equality (float bits, dict insertion order), so
 // a loaded graph prints and saves exactly as the one that was saved.
+#include <algorithm>
 #include <cstring>
 #include <set>
 #include <unordered_map>
@@ -70,12 +71,17 @@ class Encoder {
   RawGraph g;
 
   uint32_t ir(const IR& ir, uint32_t depth) {
-    if (auto it = ir_index_.find(&ir); it != ir_index_.end()) return it->second;
-    if (depth > kMaxIrDepth)
-      too_big("IRs are nested in params more than " + std::to_string(kMaxIrDepth) + " deep");
+    auto too_deep = [] { too_big("IRs are nested in params more than " + std::to_string(kMaxIrDepth) + " deep"); };
+    if (auto it = ir_index_.find(&ir); it != ir_index_.end()) {
+      // A shared sub-IR met again, maybe deeper than the first time.
+      if (depth + height_[it->second] > kMaxIrDepth) too_deep();
+      return it->second;
+    }
+    if (depth > kMaxIrDepth) too_deep();
     if (ir.vars.size() > kMaxIndex) too_big("an IR has more than 2^31 - 1 variables");
     RawIr r;
     uint64_t expanded = ir.eqns.size();
+    uint32_t height = 0;  // levels of sub-IRs below this one
     r.vars.reserve(ir.vars.size());
     for (const Aval& a : ir.vars) {
       if (a.kind == Kind::Placeholder) too_big("a variable has the placeholder kind");
@@ -97,7 +103,7 @@ class Encoder {
       for (VarId v : e.out) r.eqn_out.push_back(v);
       r.eqn_out_end.push_back(uint32_t(r.eqn_out.size()));
       r.eqn_out_tree.push_back(tree(e.out_tree));
-      r.eqn_params.push_back(params(e.params, depth, expanded));
+      r.eqn_params.push_back(params(e.params, depth, expanded, height));
       r.eqn_tags.push_back(tags(e.tags));
       r.eqn_name_path.push_back(name_path(e.name_path));
       host_functions(e);
@@ -112,6 +118,7 @@ class Encoder {
     uint32_t index = uint32_t(g.irs.size());
     g.irs.push_back(std::move(r));
     expanded_.push_back(expanded);
+    height_.push_back(height);
     ir_index_.emplace(&ir, index);
     return index;
   }
@@ -119,6 +126,7 @@ class Encoder {
  private:
   std::unordered_map<const IR*, uint32_t> ir_index_;
   std::vector<uint64_t> expanded_;
+  std::vector<uint32_t> height_;
   std::unordered_map<Value, uint32_t, ExactHash, ExactEq> literal_index_;
   std::unordered_map<const void*, uint32_t> tree_by_nodes_;
   std::unordered_map<Value, uint32_t, ExactHash, ExactEq> tree_index_;
@@ -197,16 +205,17 @@ class Encoder {
     return it->second;
   }
 
-  uint32_t sub_ir(const IRPtr& p, uint32_t depth, uint64_t& expanded) {
+  uint32_t sub_ir(const IRPtr& p, uint32_t depth, uint64_t& expanded, uint32_t& height) {
     if (!p) too_big("a param holds a null IR");
     uint32_t i = ir(*p, depth + 1);
     expanded += expanded_[i];
+    height = std::max(height, height_[i] + 1);
     if (expanded > kMaxExpandedEqns)
       too_big("the IR expands to more than 2^32 equations through shared sub-IRs");
     return i;
   }
 
-  uint32_t params(const Params& ps, uint32_t depth, uint64_t& expanded) {
+  uint32_t params(const Params& ps, uint32_t depth, uint64_t& expanded, uint32_t& height) {
     if (ps.empty()) return 0;
     std::vector<RawParam> set;
     std::string key;
@@ -218,13 +227,13 @@ class Encoder {
       if (auto* v = std::get_if<Value>(&p)) {
         r.value = literal(*v);
       } else if (auto* one = std::get_if<IRPtr>(&p)) {
-        r.value = sub_ir(*one, depth, expanded);
+        r.value = sub_ir(*one, depth, expanded, height);
       } else if (auto* list = std::get_if<IRList>(&p)) {
-        for (const IRPtr& x : *list) r.irs.push_back(sub_ir(x, depth, expanded));
+        for (const IRPtr& x : *list) r.irs.push_back(sub_ir(x, depth, expanded, height));
       } else if (auto* map = std::get_if<IRMap>(&p)) {
         for (const auto& [k, x] : *map) {
           r.keys.push_back(k);
-          r.irs.push_back(sub_ir(x, depth, expanded));
+          r.irs.push_back(sub_ir(x, depth, expanded, height));
         }
       }
       key += name;

@@ -1,7 +1,9 @@
 // The dry-run LM cost of an IR (core/query.h cost_json): counted from the
 // equations alone, nothing runs.
 #include <algorithm>
+#include <cstdint>
 #include <map>
+#include <unordered_map>
 
 #include "ir/prim.h"
 #include "ir/query.h"
@@ -27,13 +29,23 @@ void add_into(PerModel& into, const PerModel& from, double times) {
 
 bool is_lm(const Eqn& e) { return e.prim->name == "lm_call" || e.prim->name == "lm_schema_call"; }
 
-Cost ir_cost(const IR& ir);
+// Each distinct sub-IR is costed once per query, however many paths of a
+// DAG of shared sub-IRs reach it.
+using Costed = std::unordered_map<const IR*, Cost>;
+
+Cost ir_cost(const IR& ir, Costed& costed);
+
+const Cost& sub_cost(const IR& sub, Costed& costed) {
+  if (auto it = costed.find(&sub); it != costed.end()) return it->second;
+  Cost c = ir_cost(sub, costed);
+  return costed.emplace(&sub, std::move(c)).first->second;
+}
 
 // One equation: an LM call is one call per example (a call over batched
 // inputs makes one per item, i.e. per example). A param IR always runs; a
 // list or map of IRs is a choice (switch branches), costed by its costliest
 // member. max_iters (loops) multiplies its sub-IRs.
-Cost eqn_lm_cost(const Eqn& e) {
+Cost eqn_lm_cost(const Eqn& e, Costed& costed) {
   Cost c;
   if (is_lm(e)) {
     const Atom& model = e.in.back();
@@ -48,17 +60,18 @@ Cost eqn_lm_cost(const Eqn& e) {
                                                    std::get<Value>(*p).kind() == Kind::Int)
     times = static_cast<double>(std::max<int64_t>(0, std::get<Value>(*p).as_int()));
   auto add_seq = [&](const Cost& s) {  // runs after the others (cond then body)
+    if (times == 0) return;            // a loop that never runs (and inf * 0 is NaN)
     add_into(c.total, s.total, times);
     c.path += s.path * times;
     add_into(c.path_models, s.path_models, times);
   };
   for (const auto& [name, p] : e.params.items()) {
-    if (const auto* one = std::get_if<IRPtr>(&p)) add_seq(ir_cost(**one));
+    if (const auto* one = std::get_if<IRPtr>(&p)) add_seq(sub_cost(**one, costed));
     auto choice = [&](const std::vector<const IR*>& irs) {
       Cost best;
       bool first = true;
       for (const IR* sub : irs) {
-        Cost s = ir_cost(*sub);
+        const Cost& s = sub_cost(*sub, costed);
         double calls = 0, best_calls = 0;
         for (auto& kv : s.total) calls += kv.second;
         for (auto& kv : best.total) best_calls += kv.second;
@@ -85,14 +98,14 @@ Cost eqn_lm_cost(const Eqn& e) {
   return c;
 }
 
-Cost ir_cost(const IR& ir) {
+Cost ir_cost(const IR& ir, Costed& costed) {
   Cost c;
   // The chain reaching each var: its call count and models.
   std::vector<double> done(ir.vars.size(), 0.0);
   std::vector<PerModel> done_models(ir.vars.size());
   for (size_t i : topological_order(ir)) {
     const Eqn& e = ir.eqns[i];
-    Cost ec = eqn_lm_cost(e);
+    Cost ec = eqn_lm_cost(e, costed);
     add_into(c.total, ec.total, 1);
     VarId from = kNoVar;
     for (const Atom& a : e.in)
@@ -112,6 +125,10 @@ Cost ir_cost(const IR& ir) {
   return c;
 }
 
+// Counts saturate at INT64_MAX: nested loops of max_iters 2^63 multiply
+// far past it (and converting such a double to int64 is undefined).
+int64_t count_of(double n) { return n < 9.2e18 ? static_cast<int64_t>(n) : INT64_MAX; }
+
 void append_models(std::string& out, const PerModel& m, double times) {
   out += '{';
   bool first = true;
@@ -120,7 +137,7 @@ void append_models(std::string& out, const PerModel& m, double times) {
     if (!first) out += ',';
     first = false;
     append_json_string(out, name);
-    out += ':' + std::to_string(static_cast<int64_t>(n * times));
+    out += ':' + std::to_string(count_of(n * times));
   }
   out += '}';
 }
@@ -135,12 +152,14 @@ double sum(const PerModel& m) {
 
 std::string cost_json(const IR& ir, int64_t batch) {
   if (batch < 1) invalid("cost: batch must be at least 1, got " + std::to_string(batch));
-  Cost c = ir_cost(ir);
+  Costed costed;
+  Cost c = ir_cost(ir, costed);
   const double b = static_cast<double>(batch);
   std::string out = "{\"batch\":" + std::to_string(batch) +
-                    ",\"total\":{\"calls\":" + std::to_string(static_cast<int64_t>(sum(c.total) * b)) + ",\"models\":";
+                    ",\"total\":{\"calls\":" + std::to_string(count_of(sum(c.total) * b)) +
+                    ",\"models\":";
   append_models(out, c.total, b);
-  out += "},\"critical_path\":{\"calls\":" + std::to_string(static_cast<int64_t>(c.path)) + ",\"models\":";
+  out += "},\"critical_path\":{\"calls\":" + std::to_string(count_of(c.path)) + ",\"models\":";
   append_models(out, c.path_models, 1);
   return out + "}}";
 }

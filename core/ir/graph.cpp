@@ -157,7 +157,7 @@ std::vector<size_t> topological_order(const IR& ir) {
 double eqn_cost(const Eqn& e) {
   double inner = 0;
   e.params.any_ir([&](const IR& ir) {
-    inner = std::max(inner, ir_path_cost(ir));
+    inner = std::max(inner, ir.facts.path_cost([&] { return ir_path_cost(ir); }));
     return false;
   });
   return std::max(0.0, e.prim->cost) + inner;

@@ -2,9 +2,13 @@
 // they would print, serialize and run the same: same primitives (name +
 // version, not Prim address, so a reloaded graph matches), params, atoms (var
 // ids as numbers), trees, avals, tags and name paths. The plan cache relies on
-// `ir_hash(a) != ir_hash(b)` implying `!ir_equal(a, b)`.
+// `ir_hash(a) != ir_hash(b)` implying `!ir_equal(a, b)`. Both work on the
+// DAG of shared sub-IRs without expanding it: a sub-IR's hash is kept with
+// it (IRFacts), and a comparison remembers the pairs it found equal.
+#include <set>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include "ir/ir.h"
 #include "ir/prim.h"
@@ -51,14 +55,28 @@ uint64_t prim_hash(const Prim* p) {
   return p->hash ? p->hash : prim_identity_hash(p->name, p->version);
 }
 
-bool ir_ptr_equal(const IRPtr& a, const IRPtr& b) {
-  if (a == b) return true;
-  return a && b && ir_equal(*a, *b);
+// A sub-IR's hash is kept with it (IRFacts): a sub-IR shared along many
+// paths is hashed once.
+uint64_t ir_ptr_hash(const IRPtr& p) {
+  return p ? p->facts.hash([&] { return ir_hash(*p); }) : 0;
 }
 
-uint64_t ir_ptr_hash(const IRPtr& p) { return p ? ir_hash(*p) : 0; }
+// Pairs of sub-IRs found equal so far in one comparison, so a DAG of shared
+// sub-IRs is compared once per distinct pair, not once per path through it.
+using EqualPairs = std::set<std::pair<const IR*, const IR*>>;
 
-bool param_equal(const Param& a, const Param& b) {
+bool ir_equal_in(const IR& a, const IR& b, EqualPairs& seen);
+
+bool ir_ptr_equal(const IRPtr& a, const IRPtr& b, EqualPairs& seen) {
+  if (a == b) return true;
+  if (!a || !b || ir_ptr_hash(a) != ir_ptr_hash(b)) return false;
+  if (seen.count({a.get(), b.get()})) return true;
+  if (!ir_equal_in(*a, *b, seen)) return false;
+  seen.insert({a.get(), b.get()});
+  return true;
+}
+
+bool param_equal(const Param& a, const Param& b, EqualPairs& seen) {
   if (a.index() != b.index()) return false;
   return std::visit(
       [&](const auto& x) -> bool {
@@ -67,20 +85,30 @@ bool param_equal(const Param& a, const Param& b) {
         if constexpr (std::is_same_v<T, Value>) {
           return x == y;
         } else if constexpr (std::is_same_v<T, IRPtr>) {
-          return ir_ptr_equal(x, y);
+          return ir_ptr_equal(x, y, seen);
         } else if constexpr (std::is_same_v<T, IRList>) {
           if (x.size() != y.size()) return false;
           for (size_t i = 0; i < x.size(); ++i)
-            if (!ir_ptr_equal(x[i], y[i])) return false;
+            if (!ir_ptr_equal(x[i], y[i], seen)) return false;
           return true;
         } else {
           if (x.size() != y.size()) return false;
           for (size_t i = 0; i < x.size(); ++i)
-            if (x[i].first != y[i].first || !ir_ptr_equal(x[i].second, y[i].second)) return false;
+            if (x[i].first != y[i].first || !ir_ptr_equal(x[i].second, y[i].second, seen))
+              return false;
           return true;
         }
       },
       a);
+}
+
+bool params_equal(const Params& a, const Params& b, EqualPairs& seen) {
+  const Params::Items &x = a.items(), &y = b.items();
+  if (&x == &y) return true;  // one shared block
+  if (x.size() != y.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (x[i].first != y[i].first || !param_equal(x[i].second, y[i].second, seen)) return false;
+  return true;
 }
 
 uint64_t param_hash(const Param& p) {
@@ -113,10 +141,21 @@ uint64_t atoms_hash(uint64_t h, const std::vector<Atom>& atoms) {
   return h;
 }
 
-bool eqn_equal(const Eqn& a, const Eqn& b) {
+bool eqn_equal(const Eqn& a, const Eqn& b, EqualPairs& seen) {
   return prim_equal(a.prim, b.prim) && a.in == b.in && a.in_tree == b.in_tree && a.out == b.out &&
-         a.out_tree == b.out_tree && a.params == b.params && tags_equal(a.tags, b.tags) &&
-         string_list(a.name_path) == string_list(b.name_path) && a.sched == b.sched;
+         a.out_tree == b.out_tree && params_equal(a.params, b.params, seen) &&
+         tags_equal(a.tags, b.tags) && string_list(a.name_path) == string_list(b.name_path) &&
+         a.sched == b.sched;
+}
+
+bool ir_equal_in(const IR& a, const IR& b, EqualPairs& seen) {
+  if (&a == &b) return true;
+  if (a.vars != b.vars || a.in != b.in || !(a.in_tree == b.in_tree) || a.out != b.out ||
+      !(a.out_tree == b.out_tree) || a.in_roles != b.in_roles || a.eqns.size() != b.eqns.size())
+    return false;
+  for (size_t i = 0; i < a.eqns.size(); ++i)
+    if (!eqn_equal(a.eqns[i], b.eqns[i], seen)) return false;
+  return true;
 }
 
 uint64_t eqn_full_hash(const Eqn& e) {
@@ -136,13 +175,8 @@ uint64_t eqn_full_hash(const Eqn& e) {
 }  // namespace
 
 bool operator==(const Params& a, const Params& b) noexcept {
-  if (a.items_ == b.items_) return true;  // one shared block
-  const Params::Items &x = a.items(), &y = b.items();
-  if (x.size() != y.size()) return false;
-  for (size_t i = 0; i < x.size(); ++i)
-    if (x[i].first != y[i].first || !param_equal(x[i].second, y[i].second))
-      return false;
-  return true;
+  EqualPairs seen;
+  return params_equal(a, b, seen);
 }
 
 uint64_t Params::hash() const noexcept {
@@ -153,13 +187,8 @@ uint64_t Params::hash() const noexcept {
 }
 
 bool ir_equal(const IR& a, const IR& b) noexcept {
-  if (&a == &b) return true;
-  if (a.vars != b.vars || a.in != b.in || !(a.in_tree == b.in_tree) || a.out != b.out ||
-      !(a.out_tree == b.out_tree) || a.in_roles != b.in_roles || a.eqns.size() != b.eqns.size())
-    return false;
-  for (size_t i = 0; i < a.eqns.size(); ++i)
-    if (!eqn_equal(a.eqns[i], b.eqns[i])) return false;
-  return true;
+  EqualPairs seen;
+  return ir_equal_in(a, b, seen);
 }
 
 uint64_t ir_hash(const IR& ir) noexcept {

@@ -68,6 +68,27 @@ Aval aval_of(const Value& v) {
   return Aval{first.kind, uint8_t(first.list_depth + 1)};
 }
 
+uint32_t nesting_depth(const Params& params) {
+  uint32_t depth = 0;
+  params.any_ir([&](const IR& sub) {
+    const uint32_t below = sub.facts.height([&] {
+      uint32_t h = 0;
+      for (const Eqn& e : sub.eqns) h = std::max(h, nesting_depth(e.params));
+      return h;
+    });
+    depth = std::max(depth, below + 1);
+    return false;
+  });
+  return depth;
+}
+
+void check_nesting(const Params& params, const std::string& what) {
+  const uint32_t depth = nesting_depth(params);
+  if (depth > kMaxIrDepth)
+    invalid(what + ": its sub-IRs would nest " + std::to_string(depth) + " levels deep, more than the limit of " +
+            std::to_string(kMaxIrDepth) + " (a graph nested deeper cannot be saved or loaded); flatten a level");
+}
+
 void set_input_roles(IR& ir, std::vector<InputRole> roles) {
   if (std::all_of(roles.begin(), roles.end(), [](InputRole r) { return r == InputRole::Primal; })) roles.clear();
   ir.in_roles = std::move(roles);

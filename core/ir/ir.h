@@ -3,6 +3,7 @@
 // it compares, hashes, prints and serializes by structure.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -127,6 +128,58 @@ struct Eqn {
   std::optional<EqnSched> sched;  // set by sched; absent otherwise
 };
 
+// Facts about an IR's content that whole-graph passes ask of every sub-IR
+// they meet: its hash, cost-weighted path, nesting height, whether it has
+// effects, whether it runs asynchronous work. Each is kept with the IR the
+// first time it is computed, so a sub-IR shared by many equations, or
+// reached along many paths of a DAG of shared sub-IRs (a 2 KB graph can
+// reach 2^32 equations that way), is measured once, not once per path. Only
+// sub-IRs held in params are asked (an IR is immutable once shared); a copy
+// of an IR starts with nothing known, since the copy may then change.
+// Thread-safe: two threads may compute the same fact, and store the same value.
+class IRFacts {
+ public:
+  enum Flag : uint8_t { kEffects = 0, kAsyncWork = 1 };
+
+  IRFacts() noexcept = default;
+  IRFacts(const IRFacts&) noexcept {}
+  IRFacts& operator=(const IRFacts&) noexcept {
+    known_.store(0, std::memory_order_relaxed);
+    return *this;
+  }
+
+  template <class F>
+  uint64_t hash(F&& compute) const { return cached(hash_, kHashKnown, compute); }
+  template <class F>
+  double path_cost(F&& compute) const { return cached(cost_, kCostKnown, compute); }
+  template <class F>
+  uint32_t height(F&& compute) const { return cached(height_, kHeightKnown, compute); }
+  template <class F>
+  bool flag(Flag f, F&& compute) const {
+    const uint8_t known = uint8_t(8u << (2 * f)), set = uint8_t(16u << (2 * f));
+    const uint8_t k = known_.load(std::memory_order_acquire);
+    if (k & known) return k & set;
+    const bool v = compute();
+    known_.fetch_or(uint8_t(known | (v ? set : 0)), std::memory_order_release);
+    return v;
+  }
+
+ private:
+  static constexpr uint8_t kHashKnown = 1, kCostKnown = 2, kHeightKnown = 4;  // flags: 8..64
+  template <class T, class F>
+  T cached(std::atomic<T>& slot, uint8_t bit, F& compute) const {
+    if (known_.load(std::memory_order_acquire) & bit) return slot.load(std::memory_order_relaxed);
+    const T v = compute();
+    slot.store(v, std::memory_order_relaxed);
+    known_.fetch_or(bit, std::memory_order_release);
+    return v;
+  }
+  mutable std::atomic<uint8_t> known_{0};
+  mutable std::atomic<uint64_t> hash_{0};
+  mutable std::atomic<double> cost_{0.0};
+  mutable std::atomic<uint32_t> height_{0};
+};
+
 // What an input leaf of an IR takes. pushforward adds tangent inputs and
 // pullback cotangent inputs; there null means Zero, and a cotangent is
 // feedback, which is text (docs/SEMANTICS.md §4).
@@ -142,6 +195,7 @@ struct IR {
   // One per input leaf, or empty when every input is a primal (the
   // canonical form: set it with set_input_roles).
   std::vector<InputRole> in_roles;
+  IRFacts facts;  // not part of the IR's value: never compared, hashed or saved
   // Built through libaf's own rules — traced (every equation recorded
   // through its primitive's abstract rule), made by a transform (Builder)
   // or loaded (every loader check) — so compile need not validate it again.
@@ -159,6 +213,21 @@ std::vector<InputRole> input_roles(const IR& ir);
 
 // The zero of a leaf kind: "" for str, 0, 0.0, false. INTERNAL for others.
 Value zero_value(Kind k);
+
+// How deep sub-IRs may nest: an equation's params hold IRs whose equations'
+// params hold IRs ... at most kMaxIrDepth levels down. Tracing and the
+// transforms refuse an equation that would nest deeper (INVALID_ARGUMENT),
+// saving refuses such an IR, loading refuses such a graph (FORMAT): every
+// pass that recurses over sub-IRs (printing, freeing, transforms, running)
+// has a bounded depth.
+inline constexpr uint32_t kMaxIrDepth = 64;
+// How many levels of sub-IRs an equation's params hold: 0 for none, 1 for
+// sub-IRs without sub-IRs, and so on (each sub-IR's own height is kept with
+// it, IRFacts).
+uint32_t nesting_depth(const Params& params);
+// INVALID_ARGUMENT naming `what` (the primitive) if params nest deeper than
+// kMaxIrDepth.
+void check_nesting(const Params& params, const std::string& what);
 
 // Structural equality and hash (var ids compared as numbers: tracing and
 // transforms number variables canonically, in order of definition).

@@ -44,9 +44,10 @@ void collect_paths(const TreeDef& t, const std::string& prefix, std::vector<std:
     out.push_back(prefix);
     return;
   }
-  for (size_t c = 0; c < n.n_children; ++c) {
+  std::vector<TreeDef> children = t.children();
+  for (size_t c = 0; c < children.size(); ++c) {
     std::string seg = n.type == NodeType::Dict ? n.keys[c] : std::to_string(c);
-    collect_paths(t.child(c), prefix.empty() ? seg : prefix + "/" + seg, out);
+    collect_paths(children[c], prefix.empty() ? seg : prefix + "/" + seg, out);
   }
 }
 

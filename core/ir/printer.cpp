@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 
 #include "ir/ir.h"
 #include "ir/prim.h"
@@ -117,7 +118,25 @@ void append_structure(std::string& out, const TreeDef& def, size_t n_leaves, boo
   }
 }
 
-void append_ir(std::string& out, const IR& ir, const std::string& indent);
+// Sub-IRs held by more than one param slot (docs/IR_TEXT.md, "Shared
+// sub-IRs"): printed in full once, then by label, so the text grows with the
+// distinct sub-IRs, not with the paths through a DAG of them.
+struct Shared {
+  std::unordered_map<const IR*, uint32_t> slots;  // param slots holding each sub-IR
+  std::unordered_map<const IR*, uint32_t> label;  // the ones printed so far
+
+  explicit Shared(const IR& root) { count(root); }
+
+  void count(const IR& ir) {
+    for (const Eqn& e : ir.eqns)
+      e.params.any_ir([&](const IR& sub) {
+        if (++slots[&sub] == 1) count(sub);
+        return false;
+      });
+  }
+};
+
+void append_ir(std::string& out, const IR& ir, const std::string& indent, Shared& shared);
 
 }  // namespace
 
@@ -133,18 +152,28 @@ std::string sched_number(double d) {
 
 namespace {
 
-// A nested IR as `{`, its block two spaces deeper than `indent`, then `}`.
-void append_nested(std::string& out, const IRPtr& ir, const std::string& indent) {
+// A nested IR as `{`, its block two spaces deeper than `indent`, then `}`;
+// a shared one as `&N {...}` the first time and `*N` after.
+void append_nested(std::string& out, const IRPtr& ir, const std::string& indent, Shared& shared) {
   if (!ir) {
     out += "null";
     return;
   }
+  if (shared.slots[ir.get()] > 1) {
+    auto [it, first] = shared.label.try_emplace(ir.get(), uint32_t(shared.label.size() + 1));
+    if (!first) {
+      out += '*' + std::to_string(it->second);
+      return;
+    }
+    out += '&' + std::to_string(it->second) + ' ';
+  }
   out += "{\n";
-  append_ir(out, *ir, indent + "  ");
+  append_ir(out, *ir, indent + "  ", shared);
   out += indent + '}';
 }
 
-void append_params(std::string& out, const Params& params, const std::string& indent) {
+void append_params(std::string& out, const Params& params, const std::string& indent,
+                   Shared& shared) {
   if (params.empty()) return;
   out += '[';
   bool first = true;
@@ -158,12 +187,12 @@ void append_params(std::string& out, const Params& params, const std::string& in
           if constexpr (std::is_same_v<T, Value>) {
             append_literal(out, p);
           } else if constexpr (std::is_same_v<T, IRPtr>) {
-            append_nested(out, p, indent);
+            append_nested(out, p, indent, shared);
           } else if constexpr (std::is_same_v<T, IRList>) {
             out += '[';
             for (size_t i = 0; i < p.size(); ++i) {
               if (i) out += ", ";
-              append_nested(out, p[i], indent);
+              append_nested(out, p[i], indent, shared);
             }
             out += ']';
           } else {
@@ -172,7 +201,7 @@ void append_params(std::string& out, const Params& params, const std::string& in
               if (i) out += ", ";
               append_json_string(out, p[i].first);
               out += ": ";
-              append_nested(out, p[i].second, indent);
+              append_nested(out, p[i].second, indent, shared);
             }
             out += '}';
           }
@@ -182,7 +211,8 @@ void append_params(std::string& out, const Params& params, const std::string& in
   out += ']';
 }
 
-void append_eqn(std::string& out, const IR& ir, size_t i, const std::string& indent) {
+void append_eqn(std::string& out, const IR& ir, size_t i, const std::string& indent,
+                Shared& shared) {
   const Eqn& e = ir.eqns[i];
   const std::string what = "equation " + std::to_string(i);
   out += indent;
@@ -196,7 +226,7 @@ void append_eqn(std::string& out, const IR& ir, size_t i, const std::string& ind
     // Version 1 is the norm; any other version is part of the identity.
     if (e.prim->version != 1) out += '@' + std::to_string(e.prim->version);
   }
-  append_params(out, e.params, indent);
+  append_params(out, e.params, indent, shared);
   out += '(';
   // Positional subtrees; for the usual flat list of leaves that is `a, b, c`.
   append_structure(out, e.in_tree, e.in.size(), true, what + " input",
@@ -217,12 +247,12 @@ void append_eqn(std::string& out, const IR& ir, size_t i, const std::string& ind
   out += '\n';
 }
 
-void append_ir(std::string& out, const IR& ir, const std::string& indent) {
+void append_ir(std::string& out, const IR& ir, const std::string& indent, Shared& shared) {
   out += indent + "ir (";
   append_structure(out, ir.in_tree, ir.in.size(), true, "IR input",
                    [&](std::string& o, size_t k) { append_atom(o, ir, ir.in[k], true); });
   out += ") {\n";
-  for (size_t i = 0; i < ir.eqns.size(); ++i) append_eqn(out, ir, i, indent + "  ");
+  for (size_t i = 0; i < ir.eqns.size(); ++i) append_eqn(out, ir, i, indent + "  ", shared);
   out += indent + "  return ";
   append_structure(out, ir.out_tree, ir.out.size(), false, "IR output",
                    [&](std::string& o, size_t k) { append_atom(o, ir, ir.out[k], false); });
@@ -233,7 +263,8 @@ void append_ir(std::string& out, const IR& ir, const std::string& indent) {
 
 std::string to_text(const IR& ir) {
   std::string out;
-  append_ir(out, ir, "");
+  Shared shared(ir);
+  append_ir(out, ir, "", shared);
   return out;
 }
 

@@ -1,5 +1,8 @@
 // Reachability across sub-IR boundaries and slicing: the part of an IR that
 // computes chosen outputs from chosen inputs (core/ir/query.h).
+#include <algorithm>
+#include <unordered_map>
+
 #include "ir/prim.h"
 #include "ir/query.h"
 #include "value/error.h"
@@ -7,6 +10,26 @@
 namespace af {
 
 namespace {
+
+// A deep query names every equation inside the sub-IRs once per path to it,
+// so its answer grows with the program expanded through shared sub-IRs: it
+// is refused past this many paths (docs/INSPECT.md).
+constexpr uint64_t kMaxNestedPaths = uint64_t(1) << 20;
+
+// How many paths nested_paths would list for ir, counted on the DAG (each
+// distinct sub-IR once) and saturating just past the limit.
+uint64_t nested_count(const IR& ir, std::unordered_map<const IR*, uint64_t>& counted) {
+  uint64_t n = 0;
+  for (const Eqn& e : ir.eqns) {
+    n = std::min(n + 1, kMaxNestedPaths + 1);
+    for (const auto& [name, sub] : sub_irs(e)) {
+      auto it = counted.find(sub.get());
+      if (it == counted.end()) it = counted.emplace(sub.get(), nested_count(*sub, counted)).first;
+      n = std::min(n + it->second, kMaxNestedPaths + 1);
+    }
+  }
+  return n;
+}
 
 // The path of every equation inside ir, recursively, each prefixed.
 void nested_paths(const IR& ir, const std::string& prefix, std::vector<std::string>& out) {
@@ -25,6 +48,16 @@ std::string related_json(const IR& ir, size_t i, bool up, bool deep) {
   for (size_t k = 0; k < eqns.size(); ++k) out += (k ? "," : "") + std::to_string(eqns[k]);
   out += ']';
   if (deep) {
+    std::unordered_map<const IR*, uint64_t> counted;
+    uint64_t n = 0;
+    for (size_t j : eqns)
+      for (const auto& [name, sub] : sub_irs(ir.eqns[j]))
+        n = std::min(n + nested_count(*sub, counted), kMaxNestedPaths + 1);
+    if (n > kMaxNestedPaths)
+      invalid("related: a deep query would list more than " + std::to_string(kMaxNestedPaths) +
+              " nested equations (sub-IRs shared along many paths repeat on each); open the "
+              "sub-IRs one at a "
+              "time instead");
     std::vector<std::string> paths;
     for (size_t j : eqns)
       for (const auto& [name, sub] : sub_irs(ir.eqns[j])) nested_paths(*sub, std::to_string(j) + "/" + name + "/", paths);

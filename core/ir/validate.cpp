@@ -1,3 +1,5 @@
+#include <unordered_set>
+
 #include "ir/prim.h"
 #include "value/error.h"
 
@@ -5,7 +7,12 @@ namespace af {
 
 namespace {
 
-void validate_at(const IR& ir, const std::string& where) {
+// Sub-IRs already validated in this call: a DAG of shared sub-IRs is
+// checked once per distinct sub-IR, not once per path to it. (Not kept with
+// the IR: an abstract rule may depend on what the host registered.)
+using Validated = std::unordered_set<const IR*>;
+
+void validate_at(const IR& ir, const std::string& where, Validated& done) {
   auto bad = [&](const std::string& why) { invalid("invalid IR" + where + ": " + why); };
   const size_t n = ir.vars.size();
   std::vector<bool> defined(n, false);
@@ -46,7 +53,7 @@ void validate_at(const IR& ir, const std::string& where) {
       std::string sub = where + " > " + by + " param " + name;
       auto check = [&](const IRPtr& x, const std::string& at) {
         if (!x) bad(by + ": param " + name + " holds a null IR");
-        validate_at(*x, at);
+        if (done.insert(x.get()).second) validate_at(*x, at, done);
       };
       if (auto* one = std::get_if<IRPtr>(&p)) {
         check(*one, sub);
@@ -76,6 +83,9 @@ void validate_at(const IR& ir, const std::string& where) {
 
 }  // namespace
 
-void validate(const IR& ir) { validate_at(ir, ""); }
+void validate(const IR& ir) {
+  Validated done;
+  validate_at(ir, "", done);
+}
 
 }  // namespace af

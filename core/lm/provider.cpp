@@ -49,6 +49,7 @@ void Limiter::release(int slot, uint64_t prompt_tokens, uint64_t completion_toke
     stats_.prompt_tokens += prompt_tokens;
     stats_.completion_tokens += completion_tokens;
     free_slots_.push(slot);
+    started_[size_t(slot)].reset();
   }
   pump();
 }
@@ -72,7 +73,9 @@ void Limiter::pump() {
       free_slots_.pop();
     } else {
       slot = next_slot_++;
+      started_.resize(size_t(next_slot_));
     }
+    started_[size_t(slot)] = call;
     ++in_flight_;
     ++starting_;
     ++stats_.started;
@@ -95,6 +98,7 @@ void Limiter::pump() {
       --in_flight_;
       ++stats_.finished;
       free_slots_.push(slot);
+      started_[size_t(slot)].reset();
     } else {
       p->start(std::move(call));
       lock.lock();
@@ -106,16 +110,23 @@ void Limiter::pump() {
 
 void Limiter::detach(const Error& why) {
   std::priority_queue<Waiting> left;
+  std::vector<std::shared_ptr<Call>> running;
   {
     std::unique_lock<std::mutex> lock(mu_);
     provider_ = nullptr;
     left.swap(waiting_);
     idle_.wait(lock, [&] { return starting_ == 0; });
+    for (const auto& w : started_)
+      if (auto c = w.lock()) running.push_back(std::move(c));
   }
   while (!left.empty()) {
     left.top().call->fail(why);
     left.pop();
   }
+  // Cancelled (not dropped): the provider's cancel hooks stop its work while
+  // the provider still exists, and nobody waits on a request it will never
+  // finish.
+  for (const auto& c : running) c->cancel(why);
 }
 
 Provider::Provider(std::string name, uint32_t max_in_flight)

@@ -34,8 +34,9 @@ class Limiter : public std::enable_shared_from_this<Limiter> {
   void set_max_in_flight(uint32_t n);
   uint32_t max_in_flight() const;
   Stats stats() const;
-  // The provider is going away: fail waiting calls, wait for start() calls
-  // in progress, start nothing more.
+  // The provider is going away: wait for start() calls in progress, start
+  // nothing more, fail the waiting calls and cancel the started ones (their
+  // cancel hooks stop the provider's work) with `why`.
   void detach(const Error& why);
 
  private:
@@ -62,6 +63,7 @@ class Limiter : public std::enable_shared_from_this<Limiter> {
   // 100 000 calls in flight.
   std::priority_queue<int, std::vector<int>, std::greater<int>> free_slots_;
   int next_slot_ = 0;
+  std::vector<std::weak_ptr<Call>> started_;  // by slot: the calls in flight
   std::priority_queue<Waiting> waiting_;
   Stats stats_;
 };

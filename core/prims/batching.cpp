@@ -285,7 +285,7 @@ bool map_switch_by_branch(const Eqn& e, std::span<const Value> in, const std::ve
   }
   for (Group& g : groups) {
     if (!batches_exactly(**g.branch, op_axes)) return false;
-    g.batched = batch_flat(**g.branch, op_axes, {});
+    g.batched = batch_flat(*g.branch, op_axes, {});
   }
 
   struct Join {
@@ -503,7 +503,7 @@ void map_push(PushCtx& ctx, const Eqn& e) {
   const std::vector<bool> axes = bools(e.params.value("axes"));
   std::vector<bool> nz(ctx.n_in());
   for (size_t k = 0; k < ctx.n_in(); ++k) nz[k] = ctx.tangent(k).has_value();
-  PushedIR p = pushforward_flat(*e.params.ir("body"), nz, {});
+  PushedIR p = pushforward_flat(e.params.ir("body"), nz, {});
   std::vector<Atom> in = ctx.primals;
   std::vector<Value> new_axes;
   for (bool a : axes) new_axes.push_back(Value::boolean(a));
@@ -526,7 +526,7 @@ void map_push(PushCtx& ctx, const Eqn& e) {
 
 void map_pull_fwd(PullCtx& ctx, const Eqn& e) {
   static const Prim& map = prim("map");
-  SplitIR s = pullback_forward(*e.params.ir("body"));
+  SplitIR s = pullback_forward(e.params.ir("body"));
   Params params;
   params.set("axes", e.params.value("axes"));
   params.set("body", s.fwd);
@@ -556,7 +556,7 @@ void map_pull_bwd(PullCtx& ctx, const Eqn& e) {
   const std::vector<bool> axes = bools(e.params.value("axes"));
   std::vector<bool> nz(e.out.size());
   for (size_t k = 0; k < e.out.size(); ++k) nz[k] = ctx.cotangent(k).has_value();
-  SplitIR s = pullback_split(*e.params.ir("body"), nz, {});
+  SplitIR s = pullback_split(e.params.ir("body"), nz, {});
   if (std::none_of(s.nz_in.begin(), s.nz_in.end(), [](bool x) { return x; })) return;
   std::vector<Atom> in = ctx.primals;
   std::vector<Value> new_axes;
@@ -592,7 +592,7 @@ void map_pull_bwd(PullCtx& ctx, const Eqn& e) {
 
 void map_dce(DceCtx& ctx, const Eqn& e) {
   const std::vector<bool> axes = bools(e.params.value("axes"));
-  DcedIR d = dce_flat(*e.params.ir("body"), ctx.out_used);
+  DcedIR d = dce_flat(e.params.ir("body"), ctx.out_used);
   Eqn k;
   k.prim = e.prim;
   std::vector<Value> new_axes;
@@ -611,7 +611,7 @@ void map_dce(DceCtx& ctx, const Eqn& e) {
     if (ctx.out_used[o]) k.out.push_back(e.out[o]);
   k.out_tree = TreeDef::flat_list(k.out.size());
   k.params.set("axes", Value::list(std::move(new_axes)));
-  k.params.set("body", drop_inputs(*d.ir, d.used_in));
+  k.params.set("body", drop_inputs(d.ir, d.used_in));
   k.tags = e.tags;
   k.name_path = e.name_path;
   k.sched = e.sched;

@@ -136,10 +136,10 @@ void switch_batch(BatchCtx& ctx, const Eqn& e) {
   std::vector<bool> axes(ctx.n_in() - 1);
   for (size_t k = 0; k + 1 < ctx.n_in(); ++k) axes[k] = ctx.batched(k + 1);
   std::vector<std::vector<bool>> outs_b;
-  for (const auto& [name, ir] : br) outs_b.push_back(batch_flat(*ir, axes, {}).out_batched);
+  for (const auto& [name, ir] : br) outs_b.push_back(batch_flat(ir, axes, {}).out_batched);
   std::vector<bool> joined = or_masks(outs_b, e.out.size());
   IRMap m;
-  for (const auto& [name, ir] : br) m.emplace_back(name, batch_flat(*ir, axes, joined).ir);
+  for (const auto& [name, ir] : br) m.emplace_back(name, batch_flat(ir, axes, joined).ir);
   std::vector<Atom> o = ctx.b.emit(sw, switch_params(std::move(m)), ctx.ins);
   for (size_t k = 0; k < o.size(); ++k) ctx.out(k, o[k], joined[k]);
 }
@@ -151,10 +151,10 @@ void switch_push(PushCtx& ctx, const Eqn& e) {
   std::vector<bool> nz(m);
   for (size_t k = 0; k < m; ++k) nz[k] = ctx.tangent(k + 1).has_value();
   std::vector<std::vector<bool>> nz_out;
-  for (const auto& [name, ir] : br) nz_out.push_back(pushforward_flat(*ir, nz, {}).nz_out);
+  for (const auto& [name, ir] : br) nz_out.push_back(pushforward_flat(ir, nz, {}).nz_out);
   std::vector<bool> joined = or_masks(nz_out, p);
   IRMap pushed;
-  for (const auto& [name, ir] : br) pushed.emplace_back(name, pushforward_flat(*ir, nz, joined).ir);
+  for (const auto& [name, ir] : br) pushed.emplace_back(name, pushforward_flat(ir, nz, joined).ir);
   std::vector<Atom> in = ctx.primals;
   for (size_t k = 0; k < m; ++k)
     if (nz[k]) in.push_back(*ctx.tangent(k + 1));
@@ -177,7 +177,7 @@ struct SwitchResiduals {
 SwitchResiduals switch_residuals(const IRMap& br, size_t n_in, size_t n_out) {
   SwitchResiduals r;
   for (const auto& [name, ir] : br) {
-    r.splits.push_back(pullback_forward(*ir));
+    r.splits.push_back(pullback_forward(ir));
     r.offset.push_back(r.avals.size());
     std::vector<Aval> outs = out_avals(*r.splits.back().fwd);
     r.avals.insert(r.avals.end(), outs.begin() + long(n_out), outs.end());
@@ -221,7 +221,7 @@ void switch_pull_bwd(PullCtx& ctx, const Eqn& e) {
   std::vector<std::vector<bool>> nz_in;
   std::vector<size_t> n_res;
   for (const auto& [name, ir] : br) {
-    SplitIR s = pullback_split(*ir, nz, {});
+    SplitIR s = pullback_split(ir, nz, {});
     nz_in.push_back(s.nz_in);
     n_res.push_back(s.n_res);
   }
@@ -235,7 +235,7 @@ void switch_pull_bwd(PullCtx& ctx, const Eqn& e) {
   IRMap bwd;
   size_t offset = 0;
   for (size_t b = 0; b < br.size(); ++b) {
-    SplitIR s = pullback_split(*br[b].second, nz, joined);
+    SplitIR s = pullback_split(br[b].second, nz, joined);
     std::vector<size_t> from;
     for (size_t k = 0; k < m; ++k) from.push_back(k);
     for (size_t j = 0; j < s.n_res; ++j) from.push_back(m + offset + j);
@@ -265,12 +265,12 @@ void switch_dce(DceCtx& ctx, const Eqn& e) {
   std::vector<DcedIR> d;
   std::vector<std::vector<bool>> used;
   for (const auto& [name, ir] : br) {
-    d.push_back(dce_flat(*ir, ctx.out_used));
+    d.push_back(dce_flat(ir, ctx.out_used));
     used.push_back(d.back().used_in);
   }
   std::vector<bool> keep = or_masks(used, m);
   IRMap m2;
-  for (size_t b = 0; b < br.size(); ++b) m2.emplace_back(br[b].first, drop_inputs(*d[b].ir, keep));
+  for (size_t b = 0; b < br.size(); ++b) m2.emplace_back(br[b].first, drop_inputs(d[b].ir, keep));
   Eqn k;
   k.prim = e.prim;
   k.in.push_back(e.in[0]);
@@ -384,19 +384,19 @@ IRPtr cond_with_extra(const IR& cond, std::span<const Aval> extra) {
   for (size_t k = 0; k < avals.size(); ++k) from.push_back(k);
   avals.insert(avals.end(), extra.begin(), extra.end());
   std::vector<size_t> sel{0};
-  return leaf_output(*rewire(cond, avals, from, sel));
+  return leaf_output(rewire(cond, avals, from, sel));
 }
 
 void while_push(PushCtx& ctx, const Eqn& e) {
   static const Prim& wl = prim("while_loop");
   const size_t k = ctx.n_in();
-  IRPtr body = flat_signature(*e.params.ir("body"));
+  IRPtr body = flat_signature(e.params.ir("body"));
   std::vector<bool> nz(k);
   for (size_t i = 0; i < k; ++i) nz[i] = ctx.tangent(i).has_value();
   // The tangents that can become non-zero inside the loop: a fixpoint.
   PushedIR p;
   for (;;) {
-    p = pushforward_flat(*body, nz, nz);
+    p = pushforward_flat(body, nz, nz);
     bool grew = false;
     for (size_t i = 0; i < k; ++i)
       if (p.nz_out[i] && !nz[i]) nz[i] = grew = true;
@@ -409,8 +409,8 @@ void while_push(PushCtx& ctx, const Eqn& e) {
       extra.push_back(ctx.in_aval(i));
       init.push_back(ctx.tangent_or_zero(i));
     }
-  IRPtr cond = state_signature(*cond_with_extra(*flat_inputs(*e.params.ir("cond")), extra));
-  Params params = loop_params(cond, state_signature(*p.ir), max_iters_of(e.params));
+  IRPtr cond = state_signature(cond_with_extra(*flat_inputs(e.params.ir("cond")), extra));
+  Params params = loop_params(cond, state_signature(p.ir), max_iters_of(e.params));
   std::vector<Atom> o = ctx.b.emit(wl, std::move(params), init, state_tree(init.size()));
   for (size_t i = 0, j = k; i < k; ++i) {
     ctx.primal_out(i, o[i]);
@@ -421,8 +421,8 @@ void while_push(PushCtx& ctx, const Eqn& e) {
 void while_pull_fwd(PullCtx& ctx, const Eqn& e) {
   static const Prim& ws = prim("while_scan");
   const size_t k = ctx.n_in();
-  IRPtr body = flat_signature(*e.params.ir("body"));
-  SplitIR s = pullback_forward(*body);
+  IRPtr body = flat_signature(e.params.ir("body"));
+  SplitIR s = pullback_forward(body);
   // The recording body: state -> [next state | state, residuals] (the
   // trajectory: every iteration's state and residuals).
   std::vector<Aval> avals = in_avals(*body);
@@ -435,7 +435,7 @@ void while_pull_fwd(PullCtx& ctx, const Eqn& e) {
   IRPtr rec = rewire(*s.fwd, avals, from, sel);
   Params params;
   params.set("body", rec);
-  params.set("cond", leaf_output(*flat_inputs(*e.params.ir("cond"))));
+  params.set("cond", leaf_output(flat_inputs(e.params.ir("cond"))));
   params.set("max_iters", e.params.value("max_iters"));
   std::vector<Atom> o = ctx.b.emit(ws, std::move(params), ctx.primals);
   for (size_t i = 0; i < k; ++i) ctx.forward_out(i, o[i]);
@@ -445,12 +445,12 @@ void while_pull_fwd(PullCtx& ctx, const Eqn& e) {
 void while_pull_bwd(PullCtx& ctx, const Eqn& e) {
   static const Prim& scan = prim("scan");
   const size_t k = ctx.n_in();
-  IRPtr body = flat_signature(*e.params.ir("body"));
+  IRPtr body = flat_signature(e.params.ir("body"));
   std::vector<bool> c(k);
   for (size_t i = 0; i < k; ++i) c[i] = ctx.cotangent(i).has_value();
   SplitIR s;
   for (;;) {
-    s = pullback_split(*body, c, c);
+    s = pullback_split(body, c, c);
     bool grew = false;
     for (size_t i = 0; i < k; ++i)
       if (s.nz_in[i] && !c[i]) c[i] = grew = true;
@@ -474,15 +474,15 @@ void while_pull_bwd(PullCtx& ctx, const Eqn& e) {
 
 void while_dce(DceCtx& ctx, const Eqn& e) {
   const size_t k = e.in.size();
-  IRPtr body = flat_signature(*e.params.ir("body"));
-  IRPtr cond = flat_inputs(*e.params.ir("cond"));
+  IRPtr body = flat_signature(e.params.ir("body"));
+  IRPtr cond = flat_inputs(e.params.ir("cond"));
   std::vector<bool> live = ctx.out_used;
   std::vector<bool> one{true};
-  DcedIR dc = dce_flat(*cond, one);
+  DcedIR dc = dce_flat(cond, one);
   for (size_t i = 0; i < k; ++i) live[i] = live[i] || dc.used_in[i];
   DcedIR db;
   for (;;) {
-    db = dce_flat(*body, live);
+    db = dce_flat(body, live);
     bool grew = false;
     for (size_t i = 0; i < k; ++i)
       if (db.used_in[i] && !live[i]) live[i] = grew = true;
@@ -497,8 +497,8 @@ void while_dce(DceCtx& ctx, const Eqn& e) {
     }
   n.in_tree = state_tree(n.in.size());
   n.out_tree = TreeDef::flat_list(n.out.size());
-  n.params = loop_params(state_signature(*leaf_output(*drop_inputs(*dc.ir, live))),
-                         state_signature(*drop_inputs(*db.ir, live)), max_iters_of(e.params));
+  n.params = loop_params(state_signature(leaf_output(drop_inputs(dc.ir, live))),
+                         state_signature(drop_inputs(db.ir, live)), max_iters_of(e.params));
   n.tags = e.tags;
   n.name_path = e.name_path;
   n.sched = e.sched;

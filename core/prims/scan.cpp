@@ -120,7 +120,7 @@ IRPtr cond_with_extra(const IR& cond, std::span<const Aval> extra) {
   std::vector<size_t> from = iota(0, avals.size());
   avals.insert(avals.end(), extra.begin(), extra.end());
   std::vector<size_t> sel{0};
-  return leaf_output(*rewire(cond, avals, from, sel));
+  return leaf_output(rewire(cond, avals, from, sel));
 }
 
 void while_scan_push(PushCtx& ctx, const Eqn& e) {
@@ -134,7 +134,7 @@ void while_scan_push(PushCtx& ctx, const Eqn& e) {
   for (;;) {
     mat = nz;
     mat.resize(k + m, false);
-    p = pushforward_flat(*body, nz, mat);
+    p = pushforward_flat(body, nz, mat);
     bool grew = false;
     for (size_t i = 0; i < k; ++i)
       if (p.nz_out[i] && !nz[i]) nz[i] = grew = true;
@@ -179,7 +179,7 @@ void while_scan_pull_fwd(PullCtx& ctx, const Eqn& e) {
   static const Prim& ws = prim("while_scan");
   const IRPtr& body = e.params.ir("body");
   const size_t k = ctx.n_in(), m = body->out.size() - k;
-  SplitIR s = pullback_forward(*body);
+  SplitIR s = pullback_forward(body);
   // s.fwd: c -> [c', y, R]; recording body: c -> [c' | y, c, R].
   const size_t r = s.n_res;
   std::vector<size_t> sel = iota(0, k + m);
@@ -208,7 +208,7 @@ void while_scan_pull_bwd(PullCtx& ctx, const Eqn& e) {
   for (;;) {
     std::vector<bool> nz_out = c;
     nz_out.insert(nz_out.end(), py.begin(), py.end());
-    s = pullback_split(*body, nz_out, c);
+    s = pullback_split(body, nz_out, c);
     bool grew = false;
     for (size_t i = 0; i < k; ++i)
       if (s.nz_in[i] && !c[i]) c[i] = grew = true;
@@ -410,7 +410,7 @@ void scan_push(PushCtx& ctx, const Eqn& e) {
     nz_in.insert(nz_in.end(), nzc.begin(), nzc.end());
     std::vector<bool> mat = nzc;
     mat.resize(k + m, false);
-    p = pushforward_flat(*body, nz_in, mat);
+    p = pushforward_flat(body, nz_in, mat);
     bool grew = false;
     for (size_t i = 0; i < k; ++i)
       if (p.nz_out[i] && !nzc[i]) nzc[i] = grew = true;
@@ -458,7 +458,7 @@ void scan_pull_fwd(PullCtx& ctx, const Eqn& e) {
   static const Prim& scan = prim("scan");
   const IRPtr& body = e.params.ir("body");
   const size_t a = n_xs_of(e.params), k = body->in.size() - a, m = body->out.size() - k;
-  SplitIR s = pullback_forward(*body);
+  SplitIR s = pullback_forward(body);
   const size_t r = s.n_res;
   // s.fwd: [x, c] -> [c', y, R]; recording body: [x, c] -> [c' | y, c, R].
   std::vector<size_t> sel = iota(0, k + m);
@@ -483,7 +483,7 @@ void scan_pull_bwd(PullCtx& ctx, const Eqn& e) {
     nz_out.insert(nz_out.end(), py.begin(), py.end());
     std::vector<bool> mat(a, false);
     mat.insert(mat.end(), c.begin(), c.end());
-    s = pullback_split(*body, nz_out, mat);
+    s = pullback_split(body, nz_out, mat);
     bool grew = false;
     for (size_t i = 0; i < k; ++i)
       if (s.nz_in[a + i] && !c[i]) c[i] = grew = true;
@@ -531,7 +531,7 @@ void while_scan_dce(DceCtx& ctx, const Eqn& e) {
   for (size_t j = 0; j < m; ++j)
     if (!ctx.used(k + j)) keep[k + j] = false, any_dropped = true;
   if (!any_dropped) return;
-  DcedIR d = dce_flat(*body, keep);
+  DcedIR d = dce_flat(body, keep);
   Eqn n = e;
   n.params.set("body", d.ir);
   n.out.clear();
@@ -546,7 +546,7 @@ void scan_dce(DceCtx& ctx, const Eqn& e) {
   const size_t a = n_xs_of(e.params), k = body->in.size() - a, m = body->out.size() - k;
   std::vector<bool> keep(k + m, true);
   for (size_t j = 0; j < m; ++j) keep[k + j] = ctx.used(k + j);
-  DcedIR d = dce_flat(*body, keep);
+  DcedIR d = dce_flat(body, keep);
   // Every carry input stays (the loop threads it), xs only if read.
   std::vector<bool> keep_in = d.used_in;
   for (size_t i = 0; i < k; ++i) keep_in[a + i] = true;
@@ -563,7 +563,7 @@ void scan_dce(DceCtx& ctx, const Eqn& e) {
   for (size_t i = 0; i < k + m; ++i)
     if (keep[i]) n.out.push_back(e.out[i]);
   n.out_tree = TreeDef::flat_list(n.out.size());
-  n.params = scan_params(drop_inputs(*d.ir, keep_in), new_a, reverse_of(e.params));
+  n.params = scan_params(drop_inputs(d.ir, keep_in), new_a, reverse_of(e.params));
   n.tags = e.tags;
   n.name_path = e.name_path;
   n.sched = e.sched;

@@ -283,6 +283,9 @@ void resolve_promises(std::vector<Value>& leaves) {
 
 Value bind_leaves(const Prim& p, Params params, std::vector<Value> leaves, TreeDef in_tree,
                   RunEnv& env) {
+  // Sub-IRs (branches, loop bodies) traced inside sub-IRs: refused past the
+  // nesting limit here, so no deeper program is ever recorded or run.
+  check_nesting(params, p.name);
   Frame* f = top();
   if (!f && env.recorder)
     return env.recorder->record(p, std::move(params), std::move(leaves), std::move(in_tree));

@@ -1,6 +1,7 @@
 #include "transforms/batch.h"
 
 #include "ir/registry.h"
+#include "transforms/memo.h"
 #include "value/error.h"
 
 namespace af {
@@ -180,7 +181,10 @@ Atom broadcast_like(Builder& b, const Atom& x, const Atom& like) {
   return b.emit1(broadcast, Params(), {x, like});
 }
 
-BatchedIR batch_flat(const IR& ir, const std::vector<bool>& axes, const std::vector<bool>& force_out) {
+namespace {
+
+BatchedIR batch_sub(const IR& ir, const std::vector<bool>& axes,
+                    const std::vector<bool>& force_out) {
   Builder b;
   std::vector<Atom> in;
   Atom like;
@@ -208,6 +212,14 @@ BatchedIR batch_flat(const IR& ir, const std::vector<bool>& axes, const std::vec
                    std::move(run.out_batched)};
 }
 
+}  // namespace
+
+BatchedIR batch_flat(const IRPtr& ir, const std::vector<bool>& axes,
+                     const std::vector<bool>& force_out) {
+  return memoized<BatchedIR>(MemoOp::Batch, ir, axes, force_out,
+                             [&] { return batch_sub(*ir, axes, force_out); });
+}
+
 IRPtr batch(const IRPtr& ir, const Value& in_axes) {
   Value axes_tree = in_axes.is_null() ? Value::boolean(true) : in_axes;
   std::vector<Value> leaf_axes = broadcast_prefix(axes_tree, ir->in_tree, "in_axes");
@@ -222,6 +234,7 @@ IRPtr batch(const IRPtr& ir, const Value& in_axes) {
   }
   if (!any) return ir;
 
+  TransformScope scope(*ir);
   static const Prim& batch_check = prim("batch_check");
   std::vector<std::string> paths = leaf_paths(ir->in_tree);
   std::vector<Value> checked_paths;

@@ -51,7 +51,9 @@ struct BatchedIR {
   IRPtr ir;                      // flat inputs and outputs
   std::vector<bool> out_batched;
 };
-BatchedIR batch_flat(const IR& ir, const std::vector<bool>& axes, const std::vector<bool>& force_out);
+// Memoized per transform call (transforms/memo.h).
+BatchedIR batch_flat(const IRPtr& ir, const std::vector<bool>& axes,
+                     const std::vector<bool>& force_out);
 
 // x repeated once per item of `like` (a batched atom).
 Atom broadcast_like(Builder& b, const Atom& x, const Atom& like);

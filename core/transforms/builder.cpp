@@ -3,11 +3,13 @@
 #include <variant>
 
 #include "ir/registry.h"
+#include "transforms/memo.h"
 #include "value/error.h"
 
 namespace af {
 
 VarId Builder::var(Aval a) {
+  TransformScope::charge(1);
   ir_.vars.push_back(a);
   return VarId(ir_.vars.size() - 1);
 }
@@ -37,6 +39,9 @@ Atom Builder::emit1(const Prim& p, Params params, std::vector<Atom> in) {
 
 std::vector<Atom> Builder::emit_known(const Prim& p, Params params, std::vector<Atom> in,
                                       TreeDef in_tree, std::span<const Aval> out, TreeDef out_tree) {
+  TransformScope::charge(1);
+  // A rule may wrap an equation in a sub-IR (batch's map): one level more.
+  check_nesting(params, p.name);
   Eqn e;
   e.prim = &p;
   e.in = std::move(in);
@@ -58,6 +63,7 @@ std::vector<Atom> Builder::emit_known(const Prim& p, Params params, std::vector<
 }
 
 std::vector<Atom> Builder::copy(const IR& src, const Eqn& from, std::vector<Atom> in) {
+  TransformScope::charge(1);
   Eqn e;
   e.prim = from.prim;
   e.in = std::move(in);
@@ -192,31 +198,43 @@ std::vector<Aval> out_avals(const IR& ir) {
   return out;
 }
 
-IRPtr flat_signature(const IR& ir) {
-  auto res = std::make_shared<IR>(ir);
-  res->in_tree = TreeDef::flat_list(ir.in.size());
-  res->out_tree = TreeDef::flat_list(ir.out.size());
-  return res;
+// The signature surgeries are memoized too (transforms/memo.h): a rule
+// calling one on a shared sub-IR gets the same IR each time, so what the
+// rule then transforms is still shared.
+IRPtr flat_signature(const IRPtr& ir) {
+  return memoized<IRPtr>(MemoOp::FlatSignature, ir, {}, {}, [&] {
+    auto res = std::make_shared<IR>(*ir);
+    res->in_tree = TreeDef::flat_list(ir->in.size());
+    res->out_tree = TreeDef::flat_list(ir->out.size());
+    return IRPtr(std::move(res));
+  });
 }
 
-IRPtr flat_inputs(const IR& ir) {
-  auto res = std::make_shared<IR>(ir);
-  res->in_tree = TreeDef::flat_list(ir.in.size());
-  return res;
+IRPtr flat_inputs(const IRPtr& ir) {
+  return memoized<IRPtr>(MemoOp::FlatInputs, ir, {}, {}, [&] {
+    auto res = std::make_shared<IR>(*ir);
+    res->in_tree = TreeDef::flat_list(ir->in.size());
+    return IRPtr(std::move(res));
+  });
 }
 
-IRPtr leaf_output(const IR& ir) {
-  if (ir.out.size() != 1) fail(Code::Internal, "leaf_output: the IR has " + std::to_string(ir.out.size()) + " outputs");
-  auto res = std::make_shared<IR>(ir);
-  res->out_tree = TreeDef::leaf();
-  return res;
+IRPtr leaf_output(const IRPtr& ir) {
+  if (ir->out.size() != 1)
+    fail(Code::Internal, "leaf_output: the IR has " + std::to_string(ir->out.size()) + " outputs");
+  return memoized<IRPtr>(MemoOp::LeafOutput, ir, {}, {}, [&] {
+    auto res = std::make_shared<IR>(*ir);
+    res->out_tree = TreeDef::leaf();
+    return IRPtr(std::move(res));
+  });
 }
 
-IRPtr state_signature(const IR& ir) {
-  auto res = std::make_shared<IR>(ir);
-  TreeDef flat = TreeDef::flat_list(ir.in.size());
-  res->in_tree = TreeDef::list_of(std::span<const TreeDef>(&flat, 1));
-  return res;
+IRPtr state_signature(const IRPtr& ir) {
+  return memoized<IRPtr>(MemoOp::StateSignature, ir, {}, {}, [&] {
+    auto res = std::make_shared<IR>(*ir);
+    TreeDef flat = TreeDef::flat_list(ir->in.size());
+    res->in_tree = TreeDef::list_of(std::span<const TreeDef>(&flat, 1));
+    return IRPtr(std::move(res));
+  });
 }
 
 IRPtr rewire(const IR& ir, std::span<const Aval> new_in, std::span<const size_t> in_from,
@@ -251,7 +269,9 @@ IRPtr rewire(const IR& ir, std::span<const Aval> new_in, std::span<const size_t>
 
 bool eqn_has_effects(const Eqn& e) {
   if (e.prim->flags & (kEffectful | kNoMerge)) return true;
-  return e.params.any_ir([](const IR& ir) { return has_effects(ir); });
+  return e.params.any_ir([](const IR& ir) {
+    return ir.facts.flag(IRFacts::kEffects, [&] { return has_effects(ir); });
+  });
 }
 
 bool has_effects(const IR& ir) {

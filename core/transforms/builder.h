@@ -115,14 +115,14 @@ Atom zero_cotangent(Builder& b, Aval primal, const Atom& like);
 // ---- IR surgery (all results renumbered canonically)
 
 // ir with a flat list of input leaves and a flat list of output leaves.
-IRPtr flat_signature(const IR& ir);
+IRPtr flat_signature(const IRPtr& ir);
 // ir with a flat list of input leaves, outputs unchanged.
-IRPtr flat_inputs(const IR& ir);
+IRPtr flat_inputs(const IRPtr& ir);
 // ir with its single output leaf as a leaf (not a one-item list).
-IRPtr leaf_output(const IR& ir);
+IRPtr leaf_output(const IRPtr& ir);
 // ir whose single positional input is the flat state list [leaves...]
 // (the shape while_loop's cond and body take), outputs unchanged.
-IRPtr state_signature(const IR& ir);
+IRPtr state_signature(const IRPtr& ir);
 // A flat IR whose inputs are `new_in` (avals), where old input i is new
 // input in_from[i], and whose outputs are old outputs out_select[j] (or, if
 // out_select[j] >= old output count, old input out_select[j] - old output

@@ -7,24 +7,31 @@
 #include <variant>
 
 #include "transforms/builder.h"
+#include "transforms/memo.h"
 #include "transforms/transforms.h"
 
 namespace af {
 
 namespace {
 
+// A sub-IR shared by several equations is CSE'd once (transforms/memo.h).
+IRPtr cse_sub(const IRPtr& ir, bool merge) {
+  if (!ir) return ir;
+  return memoized<IRPtr>(MemoOp::Cse, ir, {merge}, {}, [&] { return cse(*ir, merge); });
+}
+
 Params cse_params(const Params& params, bool merge_nondeterministic) {
   Params out;
   for (const auto& [name, p] : params.items()) {
     if (auto* one = std::get_if<IRPtr>(&p)) {
-      out.set(name, *one ? cse(**one, merge_nondeterministic) : *one);
+      out.set(name, cse_sub(*one, merge_nondeterministic));
     } else if (auto* list = std::get_if<IRList>(&p)) {
       IRList l;
-      for (const IRPtr& x : *list) l.push_back(x ? cse(*x, merge_nondeterministic) : x);
+      for (const IRPtr& x : *list) l.push_back(cse_sub(x, merge_nondeterministic));
       out.set(name, std::move(l));
     } else if (auto* map = std::get_if<IRMap>(&p)) {
       IRMap m;
-      for (const auto& [k, x] : *map) m.emplace_back(k, x ? cse(*x, merge_nondeterministic) : x);
+      for (const auto& [k, x] : *map) m.emplace_back(k, cse_sub(x, merge_nondeterministic));
       out.set(name, std::move(m));
     } else {
       out.set(name, p);
@@ -42,6 +49,7 @@ bool has_sub_irs(const Params& params) {
 }  // namespace
 
 IRPtr cse(const IR& ir, bool merge_nondeterministic) {
+  TransformScope scope(ir);
   std::vector<Atom> map(ir.vars.size());
   for (const Atom& a : ir.in)
     if (a.is_var()) map[a.var] = a;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "transforms/builder.h"
+#include "transforms/memo.h"
 #include "value/error.h"
 
 namespace af {
@@ -40,11 +41,7 @@ IRPtr rebuild(const IR& ir, std::vector<Eqn> eqns, std::vector<Atom> out, TreeDe
   return b.finish(ir.in, ir.in_tree, std::move(out), std::move(out_tree), ir.in_roles);
 }
 
-}  // namespace
-
-void dce_whole(DceCtx&, const Eqn&) {}
-
-DcedIR dce_flat(const IR& ir, const std::vector<bool>& used_out) {
+DcedIR dce_sub(const IR& ir, const std::vector<bool>& used_out) {
   std::vector<bool> live(ir.vars.size(), false);
   std::vector<Atom> out;
   for (size_t k = 0; k < ir.out.size(); ++k) {
@@ -60,7 +57,7 @@ DcedIR dce_flat(const IR& ir, const std::vector<bool>& used_out) {
   return res;
 }
 
-IRPtr drop_inputs(const IR& ir, const std::vector<bool>& keep) {
+IRPtr without_inputs(const IR& ir, const std::vector<bool>& keep) {
   Builder b;
   std::vector<Atom> ins, bound;
   for (size_t k = 0; k < ir.in.size(); ++k) {
@@ -78,7 +75,21 @@ IRPtr drop_inputs(const IR& ir, const std::vector<bool>& keep) {
   return b.finish(std::move(ins), in_tree, std::move(outs), ir.out_tree);
 }
 
+}  // namespace
+
+void dce_whole(DceCtx&, const Eqn&) {}
+
+DcedIR dce_flat(const IRPtr& ir, const std::vector<bool>& used_out) {
+  return memoized<DcedIR>(MemoOp::Dce, ir, used_out, {}, [&] { return dce_sub(*ir, used_out); });
+}
+
+IRPtr drop_inputs(const IRPtr& ir, const std::vector<bool>& keep) {
+  return memoized<IRPtr>(MemoOp::DropInputs, ir, keep, {},
+                         [&] { return without_inputs(*ir, keep); });
+}
+
 IRPtr dce(const IR& ir, const Value& out_used) {
+  TransformScope scope(ir);
   Value mask = out_used.is_null() ? Value::boolean(true) : out_used;
   std::vector<Value> leaf_mask = broadcast_prefix(mask, ir.out_tree, "out_used");
   std::vector<bool> keep;

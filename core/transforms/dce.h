@@ -34,10 +34,10 @@ struct DcedIR {
   IRPtr ir;
   std::vector<bool> used_in;
 };
-DcedIR dce_flat(const IR& ir, const std::vector<bool>& used_out);
+DcedIR dce_flat(const IRPtr& ir, const std::vector<bool>& used_out);
 // A flat-input IR without the inputs where keep is false (they must be
-// unused).
-IRPtr drop_inputs(const IR& ir, const std::vector<bool>& keep);
+// unused). Both are memoized per transform call (transforms/memo.h).
+IRPtr drop_inputs(const IRPtr& ir, const std::vector<bool>& keep);
 
 // The dce rule of a primitive without sub-IRs: the equation is kept whole
 // when any output is read (or it has effects), and then reads every input.

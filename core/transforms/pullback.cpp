@@ -4,6 +4,7 @@
 
 #include "ir/registry.h"
 #include "transforms/dce.h"
+#include "transforms/memo.h"
 #include "value/error.h"
 
 namespace af {
@@ -229,9 +230,8 @@ void build_split(Build& s, const IR& ir, const std::vector<bool>& nz_out, const 
     if (seen[v]) s.residuals.push_back(v);
 }
 
-}  // namespace
-
-SplitIR pullback_split(const IR& ir, const std::vector<bool>& nz_out, const std::vector<bool>& materialize_in) {
+SplitIR split(const IR& ir, const std::vector<bool>& nz_out,
+              const std::vector<bool>& materialize_in) {
   std::vector<bool> all_out(ir.out.size(), true), all_in(ir.in.size(), true);
   bool is_all = std::all_of(nz_out.begin(), nz_out.end(), [](bool x) { return x; }) &&
                 materialize_in.size() == ir.in.size() &&
@@ -268,7 +268,7 @@ SplitIR pullback_split(const IR& ir, const std::vector<bool>& nz_out, const std:
   return res;
 }
 
-SplitIR pullback_forward(const IR& ir) {
+SplitIR forward_part(const IR& ir) {
   std::vector<bool> all_out(ir.out.size(), true), all_in(ir.in.size(), true);
   Build full;
   build_split(full, ir, all_out, all_in, /*tolerant=*/true);
@@ -282,9 +282,22 @@ SplitIR pullback_forward(const IR& ir) {
   return res;
 }
 
+}  // namespace
+
+SplitIR pullback_split(const IRPtr& ir, const std::vector<bool>& nz_out,
+                       const std::vector<bool>& materialize_in) {
+  return memoized<SplitIR>(MemoOp::PullSplit, ir, nz_out, materialize_in,
+                           [&] { return split(*ir, nz_out, materialize_in); });
+}
+
+SplitIR pullback_forward(const IRPtr& ir) {
+  return memoized<SplitIR>(MemoOp::PullForward, ir, {}, {}, [&] { return forward_part(*ir); });
+}
+
 void pull_fwd_copy(PullCtx& ctx, const Eqn&) { ctx.emit_forward(); }
 
 IRPtr pullback(const IR& ir) {
+  TransformScope scope(ir);
   Builder b;
   std::vector<Atom> in;
   for (const Atom& a : ir.in) in.push_back(a.is_var() ? Atom::of_var(b.var(ir.vars[a.var])) : a);

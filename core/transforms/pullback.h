@@ -79,11 +79,13 @@ struct SplitIR {
   size_t n_res = 0;
   std::vector<bool> nz_in;
 };
-SplitIR pullback_split(const IR& ir, const std::vector<bool>& nz_out, const std::vector<bool>& materialize_in);
+// Both are memoized per transform call (transforms/memo.h).
+SplitIR pullback_split(const IRPtr& ir, const std::vector<bool>& nz_out,
+                       const std::vector<bool>& materialize_in);
 // The forward part alone (fwd and n_res; bwd is null): what a forward rule
 // emits before the cotangents are known. Backward rules that cannot run
 // (host functions) do not make it fail: only a backward that needs them does.
-SplitIR pullback_forward(const IR& ir);
+SplitIR pullback_forward(const IRPtr& ir);
 
 // The public transform: inputs (primals, output_cotangent) — the cotangent
 // shaped like the outputs (a cotangent for a literal output is ignored);

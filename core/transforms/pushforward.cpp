@@ -1,5 +1,6 @@
 #include "transforms/pushforward.h"
 
+#include "transforms/memo.h"
 #include "value/error.h"
 
 namespace af {
@@ -91,7 +92,10 @@ void PushCtx::primal_out(size_t k, Atom a) {
 
 void PushCtx::tangent_out(size_t k, std::optional<Atom> t) { out_tangents[k] = std::move(t); }
 
-PushedIR pushforward_flat(const IR& ir, const std::vector<bool>& nz_in, const std::vector<bool>& materialize_out) {
+namespace {
+
+PushedIR push_flat(const IR& ir, const std::vector<bool>& nz_in,
+                   const std::vector<bool>& materialize_out) {
   Builder b;
   std::vector<Atom> in, tin_atoms;
   std::vector<std::optional<Atom>> tin;
@@ -128,7 +132,16 @@ PushedIR pushforward_flat(const IR& ir, const std::vector<bool>& nz_in, const st
   return res;
 }
 
+}  // namespace
+
+PushedIR pushforward_flat(const IRPtr& ir, const std::vector<bool>& nz_in,
+                          const std::vector<bool>& materialize_out) {
+  return memoized<PushedIR>(MemoOp::Push, ir, nz_in, materialize_out,
+                            [&] { return push_flat(*ir, nz_in, materialize_out); });
+}
+
 IRPtr pushforward(const IR& ir) {
+  TransformScope scope(ir);
   Builder b;
   std::vector<Atom> in, tin_atoms;
   std::vector<std::optional<Atom>> tin;

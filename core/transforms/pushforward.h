@@ -47,7 +47,9 @@ struct PushedIR {
   IRPtr ir;
   std::vector<bool> nz_out;  // which output tangents are outputs
 };
-PushedIR pushforward_flat(const IR& ir, const std::vector<bool>& nz_in, const std::vector<bool>& materialize_out);
+// Memoized per transform call (transforms/memo.h).
+PushedIR pushforward_flat(const IRPtr& ir, const std::vector<bool>& nz_in,
+                          const std::vector<bool>& materialize_out);
 
 // The public transform: inputs (primals, tangents), the tangents shaped like
 // the primals (a tangent given for a static input is ignored: its tangent is

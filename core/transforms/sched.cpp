@@ -7,25 +7,32 @@
 #include <variant>
 
 #include "transforms/builder.h"
+#include "transforms/memo.h"
 #include "transforms/transforms.h"
 
 namespace af {
 
 namespace {
 
+// A sub-IR shared by several equations is scheduled once (transforms/memo.h).
+IRPtr sched_sub(const IRPtr& ir) {
+  if (!ir) return ir;
+  return memoized<IRPtr>(MemoOp::Sched, ir, {}, {}, [&] { return sched(*ir); });
+}
+
 // Schedules the sub-IRs in place.
 void sched_params(Params& params) {
   Params out;
   for (const auto& [name, p] : params.items()) {
     if (auto* one = std::get_if<IRPtr>(&p)) {
-      out.set(name, *one ? sched(**one) : *one);
+      out.set(name, sched_sub(*one));
     } else if (auto* list = std::get_if<IRList>(&p)) {
       IRList l;
-      for (const IRPtr& x : *list) l.push_back(x ? sched(*x) : x);
+      for (const IRPtr& x : *list) l.push_back(sched_sub(x));
       out.set(name, std::move(l));
     } else if (auto* map = std::get_if<IRMap>(&p)) {
       IRMap m;
-      for (const auto& [k, x] : *map) m.emplace_back(k, x ? sched(*x) : x);
+      for (const auto& [k, x] : *map) m.emplace_back(k, sched_sub(x));
       out.set(name, std::move(m));
     } else {
       out.set(name, p);
@@ -37,6 +44,7 @@ void sched_params(Params& params) {
 }  // namespace
 
 IRPtr sched(const IR& ir) {
+  TransformScope scope(ir);
   auto res = std::make_shared<IR>(ir);
   const size_t n = res->eqns.size();
   std::vector<size_t> def = defining_eqn(*res);

@@ -280,8 +280,15 @@ TreeDef TreeDef::child(size_t i) const {
 }
 
 std::vector<TreeDef> TreeDef::children() const {
+  // One pass over the children (child(i) for each i would be quadratic in
+  // a wide tree: a switch with thousands of operands).
   std::vector<TreeDef> out;
-  for (size_t i = 0; i < root().n_children; ++i) out.push_back(child(i));
+  out.reserve(root().n_children);
+  const std::vector<Node>& all = nodes();
+  for (size_t start : child_starts(all, 0)) {
+    auto first = all.begin() + long(start);
+    out.push_back(TreeDef(std::vector<Node>(first, first + all[start].n_nodes)));
+  }
   return out;
 }
 

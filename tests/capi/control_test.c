@@ -4,6 +4,8 @@
 #include "check.h"
 
 #include <pthread.h>
+#include <stdint.h>
+#include <time.h>
 
 static af_error_t* lit(af_context_t* c, const char* s, af_value_t** out) {
   return af_value_str(c, s, strlen(s), out);
@@ -227,6 +229,46 @@ static void switch_branch_structures_must_match(void) {
   af_value_free(n);
 }
 
+/* level(x) = switch("a") {"a": below}(x): each level traced around the last. */
+struct nest {
+  const char* name;
+  size_t len;
+  af_ir_t* below;
+};
+
+static af_error_t* nest_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                           af_value_t** out) {
+  struct nest* s = (struct nest*)ud;
+  af_value_t* key = NULL;
+  af_error_t* e = lit(c, "a", &key);
+  (void)n;
+  if (!e) e = af_switch(c, key, &s->name, &s->len, (const af_ir_t* const*)&s->below, 1, in, 1, out);
+  af_value_free(key);
+  return e;
+}
+
+static void switches_nest_at_most_64_deep(void) {
+  struct nest s;
+  af_ir_t* deeper = NULL;
+  int level;
+  s.name = "a";
+  s.len = 1;
+  s.below = TRACE(greet_fn, NULL, "[\"x\"]", NULL);
+  for (level = 1; level <= 64 && s.below; level++) {
+    af_ir_t* next = TRACE(nest_fn, &s, "[\"x\"]", NULL);
+    af_ir_free(s.below);
+    s.below = next;
+  }
+  if (!s.below) return;
+  /* The limit itself traces and runs; one level more is refused while
+   * tracing, naming the limit (a deeper graph could not be saved or loaded). */
+  CHECK_CALL(s.below, "[\"x\"]", "\"Hello, x!\"");
+  CHECK_ERR(trace_json(nest_fn, &s, "[\"x\"]", NULL, &deeper), AF_ERR_INVALID_ARGUMENT,
+            "switch: its sub-IRs would nest 65 levels deep", "limit of 64");
+  CHECK_NULLED(deeper, af_ir_free);
+  af_ir_free(s.below);
+}
+
 /* ---- while_loop -------------------------------------------------------- */
 
 static void while_loop_runs_and_stops(void) {
@@ -278,6 +320,148 @@ static void while_loop_body_must_keep_the_state(void) {
   af_ir_free(cond);
   af_ir_free(shrink);
   af_ir_free(greet);
+}
+
+/* ---- every loop can be stopped ---------------------------------------- */
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* The state unchanged: a loop around it never ends by itself. */
+static af_error_t* same_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                           af_value_t** out) {
+  (void)ud;
+  (void)c;
+  (void)n;
+  *out = af_value_clone(in[0]);
+  return NULL;
+}
+
+/* scan over the state with a literal count no memory could hold (af.h has
+ * no scan constructor: pullbacks make it; here a hand-written graph). */
+static const char kEndlessScan[] =
+    "{\"afg\":1,\"producer\":\"test\",\"host_functions\":[],\"irs\":["
+    "{\"vars\":[\"str\"],\"in\":[\"%0\"],\"eqns\":[],\"out\":[\"%0\"]},"
+    "{\"vars\":[\"str\",\"str\"],\"in\":[\"%0\"],\"eqns\":[{\"prim\":\"scan\",\"out\":[\"%1\"],"
+    "\"in\":[{\"lit\":9223372036854775807},\"%0\"],\"params\":{\"body\":{\"ir\":0},"
+    "\"n_xs\":{\"value\":0},\"reverse\":{\"value\":false}}}],\"out\":\"%1\"}]}";
+
+struct endless {
+  const char* name;
+  af_ir_t* ir;
+  const char* inputs; /* JSON list */
+};
+
+static void* trigger_after_50ms(void* token) {
+  struct timespec ts = {0, 50 * 1000000L};
+  nanosleep(&ts, NULL);
+  af_cancel_trigger((af_cancel_t*)token);
+  return NULL;
+}
+
+/* One program that never finishes: a blocking call ends with TIMEOUT at its
+ * deadline and with CANCELLED when its token is triggered; an asynchronous
+ * one that timed out, and one still looping, let their context be freed. */
+static void endless_run_stops(const struct endless* c) {
+  /* Generous: the loops stop within microseconds, a loaded machine delays
+   * the timer thread. */
+  const double slack_ms = 2000;
+  af_program_t* p = NULL;
+  af_context_t* own = NULL;
+  af_future_t* f = NULL;
+  af_cancel_t* token = NULL;
+  af_value_t* in[2] = {NULL, NULL};
+  af_value_t* list = mk_json(c->inputs);
+  af_value_t* out = NULL;
+  af_run_options_t o;
+  pthread_t th;
+  size_t n = 0, i;
+  double t0;
+  fprintf(stderr, "  %s\n", c->name);
+  if (!list || !CHECK_OK(af_value_len(list, &n)) || n > 2) goto done;
+  for (i = 0; i < n; i++) CHECK_OK(af_value_index(list, i, &in[i]));
+  if (!CHECK_OK(af_compile(ctx, c->ir, &p))) goto done;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.timeout_ms = 100;
+  t0 = now_ms();
+  CHECK_ERR(af_program_call_with(ctx, p, AS_ARGS(in), n, &o, &out), AF_ERR_TIMEOUT, "100 ms");
+  CHECK(now_ms() - t0 >= 95 && now_ms() - t0 < 100 + slack_ms);
+  CHECK_NULLED(out, af_value_free);
+
+  if (!CHECK_OK(af_cancel_new(&token))) goto done;
+  o.timeout_ms = 0;
+  o.cancel = token;
+  t0 = now_ms();
+  pthread_create(&th, NULL, trigger_after_50ms, token);
+  CHECK_ERR(af_program_call_with(ctx, p, AS_ARGS(in), n, &o, &out), AF_ERR_CANCELLED, "");
+  pthread_join(th, NULL);
+  CHECK(now_ms() - t0 < 50 + slack_ms);
+  CHECK_NULLED(out, af_value_free);
+  o.cancel = NULL;
+
+  /* Asynchronous, timed out: the worker that ran the loop is free, so the
+   * context's threads join at once. */
+  if (!CHECK_OK(af_context_new(&own))) goto done;
+  o.timeout_ms = 100;
+  if (CHECK_OK(af_program_call_async_with(own, p, AS_ARGS(in), n, &o, &f))) {
+    CHECK_ERR(af_future_wait(f, &out), AF_ERR_TIMEOUT, "100 ms");
+    af_future_free(f);
+    f = NULL;
+  }
+  t0 = now_ms();
+  af_context_free(own);
+  CHECK(now_ms() - t0 < slack_ms);
+
+  /* Still looping when the context goes: freeing it stops the run. */
+  if (!CHECK_OK(af_context_new(&own))) goto done;
+  o.timeout_ms = 0;
+  if (CHECK_OK(af_program_call_async_with(own, p, AS_ARGS(in), n, &o, &f))) {
+    struct timespec ts = {0, 20 * 1000000L};
+    nanosleep(&ts, NULL); /* let it spin */
+    t0 = now_ms();
+    af_context_free(own);
+    CHECK(now_ms() - t0 < slack_ms);
+    CHECK_INT_EQ(af_future_ready(f), 1);
+    CHECK_ERR(af_future_wait(f, &out), AF_ERR_CANCELLED, "");
+    af_future_free(f);
+  } else {
+    af_context_free(own);
+  }
+done:
+  af_cancel_free(token);
+  af_program_free(p);
+  free_items(in, 2);
+  af_value_free(list);
+}
+
+static void loops_without_lm_calls_stop(void) {
+  struct loop l;
+  struct endless cases[2];
+  af_bytes_t bytes = {NULL, 0};
+  af_ir_t* scan = NULL;
+  size_t i;
+  l.cond = TRACE(cond_fn, NULL, "[[\"s\",\"go\"]]", NULL);
+  l.body = TRACE(same_fn, NULL, "[[\"s\",\"go\"]]", NULL);
+  l.max = UINT64_MAX;
+  cases[0].name = "while_loop";
+  cases[0].ir = l.cond && l.body ? TRACE(loop_fn, &l, "[\"s\",\"go\"]", NULL) : NULL;
+  cases[0].inputs = "[\"x\",\"go\"]";
+  if (CHECK_OK(af_graph_from_json(ctx, kEndlessScan, strlen(kEndlessScan), &bytes)))
+    CHECK_OK(af_ir_from_bytes(ctx, bytes.data, bytes.len, &scan));
+  cases[1].name = "scan";
+  cases[1].ir = scan;
+  cases[1].inputs = "[\"x\"]";
+  for (i = 0; i < 2; i++)
+    if (cases[i].ir) endless_run_stops(&cases[i]);
+  af_bytes_free(&bytes);
+  af_ir_free(cases[0].ir);
+  af_ir_free(scan);
+  af_ir_free(l.cond);
+  af_ir_free(l.body);
 }
 
 /* ---- host functions ---------------------------------------------------- */
@@ -675,8 +859,10 @@ int main(int argc, char** argv) {
       CASE(switch_outside_and_inside_a_trace),
       CASE(switch_unknown_key_lists_the_keys),
       CASE(switch_branch_structures_must_match),
+      CASE(switches_nest_at_most_64_deep),
       CASE(while_loop_runs_and_stops),
       CASE(while_loop_body_must_keep_the_state),
+      CASE(loops_without_lm_calls_stop),
       CASE(host_function_in_and_out_of_traces),
       CASE(host_function_destroy_runs_on_context_free),
       CASE(host_function_errors),

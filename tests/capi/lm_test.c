@@ -325,6 +325,86 @@ static void host_provider_completes_from_another_thread(void) {
   af_value_free(model);
 }
 
+static af_error_t* ask_program(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out);
+
+/* Starts ir (batched over q) on ["a", "b"] with model "m". */
+static af_future_t* start_two_asks(af_program_t** prog) {
+  af_ir_t* ir = TRACE(ask_program, NULL, "[\"q\", \"m\"]", NULL);
+  af_ir_t* batched = NULL;
+  af_value_t* axes = mk_json("[true, false]");
+  af_future_t* f = NULL;
+  af_value_t* in[2];
+  in[0] = mk_json("[\"a\", \"b\"]");
+  in[1] = mk_str("m");
+  if (ir && CHECK_OK(af_batch(ctx, ir, axes, &batched)) && CHECK_OK(af_compile(ctx, batched, prog)))
+    CHECK_OK(af_program_call_async(ctx, *prog, (const af_value_t* const*)in, 2, &f));
+  af_value_free(in[0]);
+  af_value_free(in[1]);
+  af_value_free(axes);
+  af_ir_free(batched);
+  af_ir_free(ir);
+  return f;
+}
+
+/* When a provider's last reference goes (its handle freed, then its route
+ * replaced) with requests still queued or in flight, they fail with
+ * CANCELLED at once: not an answer from a provider that is gone, nor a
+ * wait for one. */
+static void freeing_a_provider_cancels_its_requests(void) {
+  af_provider_t* slow = echo_with("{\"latency_ms\":5000,\"max_in_flight\":1}");
+  af_provider_t* other = echo_with(NULL);
+  af_program_t* prog = NULL;
+  af_future_t* f;
+  af_value_t* out = NULL;
+  double t0;
+  route("*", slow);
+  f = start_two_asks(&prog);
+  t0 = now_ms();
+  while (f && stat_field(slow, "in_flight") + stat_field(slow, "queued") < 2 && now_ms() - t0 < 5000) sleep_ms(5);
+  CHECK_INT_EQ(stat_field(slow, "in_flight"), 1);
+  CHECK_INT_EQ(stat_field(slow, "queued"), 1);
+  af_provider_free(slow);
+  t0 = now_ms();
+  route("*", other);
+  if (f) CHECK_ERR(af_future_wait(f, &out), AF_ERR_CANCELLED, "provider echo was freed");
+  CHECK(now_ms() - t0 < 2000);
+  af_future_free(f);
+  af_program_free(prog);
+  af_provider_free(other);
+}
+
+/* The same for a host provider: its requests in flight report cancelled,
+ * and answering one then is ignored. */
+static void freeing_a_host_provider_cancels_its_requests(void) {
+  struct host_queue q;
+  af_provider_t* host = NULL;
+  af_provider_t* other = echo_with(NULL);
+  af_program_t* prog = NULL;
+  af_future_t* f = NULL;
+  af_value_t* out = NULL;
+  double t0;
+  size_t i;
+  host_queue_init(&q);
+  CHECK_OK(af_provider_host_new(host_submit, &q, host_destroy, &host));
+  route("*", host);
+  af_provider_free(host);
+  f = start_two_asks(&prog);
+  t0 = now_ms();
+  while (f && q.n < 2 && now_ms() - t0 < 5000) sleep_ms(5);
+  CHECK_INT_EQ(q.n, 2);
+  CHECK_INT_EQ(af_lm_request_cancelled(q.reqs[0]), 0);
+  route("*", other);
+  CHECK_INT_EQ(q.destroyed, 1);
+  if (f) CHECK_ERR(af_future_wait(f, &out), AF_ERR_CANCELLED, "provider host was freed");
+  for (i = 0; i < q.n; i++) {
+    CHECK_INT_EQ(af_lm_request_cancelled(q.reqs[i]), 1);
+    CHECK_OK(af_lm_request_complete(q.reqs[i], "late", 4));
+  }
+  af_future_free(f);
+  af_program_free(prog);
+  af_provider_free(other);
+}
+
 static void schema_replies_are_validated(void) {
   static const struct {
     const char* reply;
@@ -1238,6 +1318,8 @@ int main(int argc, char** argv) {
       CASE(echo_answers_smallest_valid_instance),
       CASE(bad_schemas_name_the_path),
       CASE(host_provider_completes_from_another_thread),
+      CASE(freeing_a_provider_cancels_its_requests),
+      CASE(freeing_a_host_provider_cancels_its_requests),
       CASE(schema_replies_are_validated),
       CASE(traced_lm_calls_record_and_run),
       CASE(traced_roles_must_be_static),

@@ -103,7 +103,7 @@ TEST(HelperPrims, ScanWalksForwardOrBackwardAndKeepsItemOrder) {
       R"(["x","c"])");
   auto run_scan = [&](bool reverse) {
     Params p;
-    p.set("body", flat_signature(*body));
+    p.set("body", flat_signature(body));
     p.set("n_xs", Value::integer(1));
     p.set("reverse", Value::boolean(reverse));
     return to_json(bind_flat(prim("scan"), p, J(R"([3,["a","b","c"],">"])").items(), env()));

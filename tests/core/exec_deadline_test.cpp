@@ -67,8 +67,8 @@ std::vector<Case> cases() {
          IRPtr always = trace_on(R"(["x"])", [&](auto in) { return op_match(in[0], in[0], env); });
          IRPtr same = trace_on(R"(["x"])", [](auto in) { return in[0]; });
          Params p;
-         p.set("cond", flat_signature(*always));
-         p.set("body", flat_signature(*same));
+         p.set("cond", flat_signature(always));
+         p.set("body", flat_signature(same));
          p.set("max_iters", Value::integer(kForever));
          return trace_on(R"(["x"])", [&](auto in) {
            return bind_flat(prim("while_scan"), p, {in[0]}, env).items()[0];
@@ -78,7 +78,7 @@ std::vector<Case> cases() {
       {"scan", [](RunEnv& env) {
          IRPtr body = trace_on(R"(["c"])", [](auto in) { return Value::list({in[0], in[0]}); });
          Params p;
-         p.set("body", flat_signature(*body));
+         p.set("body", flat_signature(body));
          p.set("n_xs", Value::integer(0));
          p.set("reverse", Value::boolean(false));
          return trace_on(R"(["x"])", [&](auto in) {

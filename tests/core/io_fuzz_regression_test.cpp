@@ -1,6 +1,6 @@
-// Replays every input the graph-loader fuzzer ever flagged (fuzz/regressions)
-// and its seed corpus through the fuzz harness, so ctest catches a
-// regression without clang or libFuzzer.
+// Replays every input the fuzzers ever flagged (fuzz/regressions: the graph
+// loader's) and their seed corpora (fuzz/corpus/<target>) through the fuzz
+// harnesses, so ctest catches a regression without clang or libFuzzer.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,6 +8,8 @@
 #include <iterator>
 
 #include "../../fuzz/graph_harness.h"
+#include "../../fuzz/schema_harness.h"
+#include "../../fuzz/value_json_harness.h"
 
 namespace af {
 namespace {
@@ -20,12 +22,16 @@ std::vector<std::filesystem::path> inputs(const char* dir) {
   return out;
 }
 
+std::string bytes_of(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
 void replay(const char* dir, size_t at_least) {
   auto files = inputs(dir);
   EXPECT_GE(files.size(), at_least) << dir;
   for (const auto& path : files) {
-    std::ifstream f(path, std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::string bytes = bytes_of(path);
     SCOPED_TRACE(path.string());
     // Aborts (fails the whole binary, loudly) on a broken invariant.
     fuzz::graph_one(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
@@ -40,6 +46,27 @@ void replay(const char* dir, size_t at_least) {
 
 TEST(FuzzRegressions, SavedFindingsStayFixed) { replay("fuzz/regressions", 1); }
 TEST(FuzzRegressions, SeedCorpusLoadsOrFailsCleanly) { replay("fuzz/corpus/graph", 8); }
+
+// Each harness aborts (fails the binary) on a broken invariant.
+TEST(FuzzRegressions, JsonValueSeedsParseOrFailCleanly) {
+  size_t parsed = 0;
+  for (const auto& path : inputs("fuzz/corpus/value_json")) {
+    std::string bytes = bytes_of(path);
+    SCOPED_TRACE(path.string());
+    parsed += fuzz::value_json_one(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  }
+  EXPECT_GE(parsed, 5u);
+}
+
+TEST(FuzzRegressions, SchemaAndReplySeedsValidateOrFailCleanly) {
+  auto files = inputs("fuzz/corpus/schema");
+  EXPECT_GE(files.size(), 5u);
+  for (const auto& path : files) {
+    std::string bytes = bytes_of(path);
+    SCOPED_TRACE(path.string());
+    fuzz::schema_one(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  }
+}
 
 }  // namespace
 }  // namespace af

@@ -197,6 +197,25 @@ TEST(SavedGraph, SaveRejectsWhatNoGraphCanHold) {
     nested = iotest::flat_ir(2, {iotest::sub_eqn({Atom::of_var(0)}, 1, ps)}, Atom::of_var(1));
   }
   expect_invalid(nested, "nested in params more than");
+  // A sub-IR 60 levels tall, held at depth 1 (fine) and again at depth 6
+  // (too deep): the second path counts, though the sub-IR is saved once.
+  IRPtr tall = iotest::hello();
+  for (uint32_t i = 1; i < 60; ++i) {
+    Params ps;
+    ps.set("one", tall);
+    tall = iotest::flat_ir(2, {iotest::sub_eqn({Atom::of_var(0)}, 1, ps)}, Atom::of_var(1));
+  }
+  IRPtr deeper = tall;
+  for (uint32_t i = 0; i < 5; ++i) {
+    Params ps;
+    ps.set("one", deeper);
+    deeper = iotest::flat_ir(2, {iotest::sub_eqn({Atom::of_var(0)}, 1, ps)}, Atom::of_var(1));
+  }
+  Params both;
+  both.set("one", tall);
+  both.set("two", deeper);
+  expect_invalid(iotest::flat_ir(2, {iotest::sub_eqn({Atom::of_var(0)}, 1, both)}, Atom::of_var(1)),
+                 "nested in params more than");
   // A null sub-IR.
   Params null_ir;
   null_ir.set("one", IRPtr());

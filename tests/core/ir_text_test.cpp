@@ -119,7 +119,8 @@ const TextCase kTextCases[] = {
      "  %3:str = irtest.concat(%2, \"?\") #tag1,tag2\n"
      "  return %3\n"
      "}\n"},
-    {"empty", [] {
+    {"empty",
+     [] {
        IR ir;
        ir.in_tree = TreeDef::flat_list(0);
        ir.out_tree = TreeDef::flat_list(0);
@@ -128,7 +129,8 @@ const TextCase kTextCases[] = {
      "ir () {\n"
      "  return []\n"
      "}\n"},
-    {"value_params_sorted_compact_json", [] {
+    {"value_params_sorted_compact_json",
+     [] {
        Params p = params({{"z", Value::floating(2.0)},
                           {"a", Value::list({Value::integer(1), S("x"), Value()})},
                           {"m", Value::dict({{"b", Value::boolean(true)}, {"a", Value::integer(-3)}})},
@@ -139,7 +141,8 @@ const TextCase kTextCases[] = {
      "  %1:str = irtest.p[a=[1,\"x\",null], m={\"b\":true,\"a\":-3}, nan=nan, z=2.0](%0)\n"
      "  return %1\n"
      "}\n"},
-    {"tree_inputs_and_outputs", [] {
+    {"tree_inputs_and_outputs",
+     [] {
        IR ir;
        ir.vars = {kStr, kInt, kStr, kStr, kInt, kStr};
        ir.in_tree = TreeDef::flat_list(2);
@@ -163,7 +166,8 @@ const TextCase kTextCases[] = {
      "  %5:str = irtest.join(%1, [%2, %3], {\"x\": null, \"y\": false})\n"
      "  return {\"n\": [%5, %4], \"s\": 0.5}\n"
      "}\n"},
-    {"batched_avals_and_literal_list", [] {
+    {"batched_avals_and_literal_list",
+     [] {
        Aval batched{Kind::Str, 2};
        return simple_ir({batched, batched}, {V(0)},
                         {eqn("irtest.map", {V(0), L(Value::list({S("a"), S("b")}))}, {1})}, V(1));
@@ -172,7 +176,8 @@ const TextCase kTextCases[] = {
      "  %1:list<list<str>> = irtest.map(%0, [\"a\",\"b\"])\n"
      "  return %1\n"
      "}\n"},
-    {"nested_ir_param", [] {
+    {"nested_ir_param",
+     [] {
        Params p = params({{"body", upper_ir()}, {"n", Value::integer(3)}});
        return simple_ir({kStr, kStr}, {V(0)}, {eqn("irtest.call", {V(0)}, {1}, p)}, V(1));
      },
@@ -185,7 +190,8 @@ const TextCase kTextCases[] = {
      "  }, n=3](%0)\n"
      "  return %1\n"
      "}\n"},
-    {"ir_list_and_map_params", [] {
+    {"ir_list_and_map_params",
+     [] {
        Params p = params({{"branches", IRList{identity_ir(), upper_ir()}},
                           {"cases", IRMap{{"a", identity_ir()}, {"b", nullptr}}},
                           {"none", IRList{}}});
@@ -209,7 +215,30 @@ const TextCase kTextCases[] = {
      "  }, \"b\": null}, none=[]](%0, %1)\n"
      "  return %2\n"
      "}\n"},
-    {"doubly_nested_ir", [] {
+    {"shared_sub_ir_printed_once",
+     [] {
+       // One IR object in three slots: in full once (&1), then by label.
+       IRPtr up = upper_ir();
+       Params p =
+           params({{"branches", IRList{up, identity_ir(), up}}, {"cases", IRMap{{"a", up}}}});
+       return simple_ir({kInt, kStr, kStr}, {V(0), V(1)},
+                        {eqn("irtest.switch", {V(0), V(1)}, {2}, p)}, V(2));
+     },
+     "ir (%0:int, %1:str) {\n"
+     "  %2:str = irtest.switch[branches=[&1 {\n"
+     "    ir (%0:str) {\n"
+     "      %1:str = irtest.upper(%0)\n"
+     "      return %1\n"
+     "    }\n"
+     "  }, {\n"
+     "    ir (%0:str) {\n"
+     "      return %0\n"
+     "    }\n"
+     "  }, *1], cases={\"a\": *1}](%0, %1)\n"
+     "  return %2\n"
+     "}\n"},
+    {"doubly_nested_ir",
+     [] {
        IRPtr inner = std::make_shared<const IR>(simple_ir(
            {kStr, kStr}, {V(0)}, {eqn("irtest.call", {V(0)}, {1}, params({{"body", upper_ir()}}))}, V(1)));
        return simple_ir({kStr, kStr}, {V(0)}, {eqn("irtest.call", {V(0)}, {1}, params({{"body", inner}}))},
@@ -229,7 +258,8 @@ const TextCase kTextCases[] = {
      "  }](%0)\n"
      "  return %1\n"
      "}\n"},
-    {"versioned_prim_no_inputs_escaped_literal", [] {
+    {"versioned_prim_no_inputs_escaped_literal",
+     [] {
        Eqn e = eqn("irtest.const", {}, {0});
        e.prim = test_prim("irtest.const", 2);
        return simple_ir({kStr}, {L(S("a\"b\n"))}, {e}, V(0));

@@ -7,9 +7,15 @@
 
 #include <string>
 
+#include "exec/context.h"
+#include "exec/sequential.h"
 #include "io/afg.h"
 #include "ir/ir.h"
+#include "prims/control_flow.h"
+#include "prims/ops.h"
 #include "prims/template.h"
+#include "trace/trace.h"
+#include "transforms/transforms.h"
 #include "value/error.h"
 #include "value/value.h"
 
@@ -85,6 +91,54 @@ TEST(Limits, LoadedSubIrsNestAtMost64Deep) {
   // (How fast is a measurement, not a test: the point here is that the
   // refusal happens before anything deeper is built, so nothing crashes.)
   error_of([&] { io::graph_from_json(nested_switches(100000)); }, Code::Format);
+}
+
+TEST(Limits, TracedSubIrsNestAtMost64Deep) {
+  ExecContext ctx;
+  RunEnv env{&ctx};
+  const Value ex[2] = {Value::str("a"), Value::str("x")};
+  const std::vector<std::string> names{"a"};
+  IRPtr ir = trace(
+      [&](std::span<const Value> in) { return op_concat(std::vector<Value>{in[1], Value::str("!")}, env); }, ex,
+      Value());
+  auto wrap = [&](const IRPtr& below) {
+    const std::vector<IRPtr> branch{below};
+    return trace(
+        [&](std::span<const Value> in) {
+          return op_switch(in[0], names, branch, std::vector<Value>{in[0], in[1]}, env);
+        },
+        ex, Value());
+  };
+  IRPtr below_limit;
+  for (uint32_t k = 1; k <= kMaxIrDepth; ++k) {
+    below_limit = ir;
+    ir = wrap(ir);
+  }
+  // Exactly the limit traces, runs and saves; one more level is refused
+  // where it is traced, naming the limit.
+  EXPECT_EQ(call(ir, ex, env).as_str(), "x!");
+  std::string bytes = io::save_ir(*ir);
+  EXPECT_TRUE(io::load_ir({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}));
+  std::string msg = error_of([&] { wrap(ir); }, Code::InvalidArgument);
+  EXPECT_NE(msg.find("switch: its sub-IRs would nest 65 levels deep, more than the limit of 64"), std::string::npos)
+      << msg;
+  // while_loop bodies count the same way.
+  const Value state[1] = {Value::list({Value::str("x")})};
+  IRPtr always = trace([](std::span<const Value>) { return Value::boolean(true); }, state, Value());
+  IRPtr body = trace([&](std::span<const Value> in) { return in[0]; }, state, Value());
+  for (uint32_t k = 1; k <= kMaxIrDepth; ++k)
+    body = trace([&](std::span<const Value> in) { return op_while_loop(always, body, in[0], 1, env); }, state,
+                 Value());
+  msg = error_of([&] { op_while_loop(always, body, state[0], 1, env); }, Code::InvalidArgument);
+  EXPECT_NE(msg.find("while_loop: its sub-IRs would nest 65 levels deep"), std::string::npos) << msg;
+  // Transforms that add a level are refused the same way: batch maps each
+  // batched equation over the items (map[body={the equation}]), here the
+  // whole switch (a batched key) or the innermost concat (a batched x).
+  msg = error_of([&] { batch(ir, from_json("[true, false]")); }, Code::InvalidArgument);
+  EXPECT_NE(msg.find("map: its sub-IRs would nest 65 levels deep"), std::string::npos) << msg;
+  msg = error_of([&] { batch(ir, from_json("[false, true]")); }, Code::InvalidArgument);
+  EXPECT_NE(msg.find("switch: its sub-IRs would nest 65 levels deep"), std::string::npos) << msg;
+  EXPECT_TRUE(batch(below_limit, from_json("[true, true]")));
 }
 
 TEST(Limits, LoadedTemplatesHaveAtMost10000Fields) {

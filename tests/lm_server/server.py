@@ -24,6 +24,11 @@ so tests do not disturb each other):
                   between terminal escapes and other control characters
   show-format     200, content {"answer": <the request's response_format as
                   JSON text>, "score": 1} (valid for the tests' schema)
+  chaos           a fault drawn at random for each attempt (seeded by the
+                  model, content and attempt, so a run repeats): ok 40%,
+                  429 (Retry-After: 1), 500, a connection reset, a body sent
+                  slowly, a garbage body, a body cut short (10% each), a
+                  hang of 5 s (10%)
 
 GET /stats?key=<model>|<content> returns {"attempts": N, "aborted": N}.
 Prints "PORT <n>" on stdout once listening on 127.0.0.1 (port 0 = any free
@@ -33,6 +38,9 @@ goes away, or on POST /shutdown.
 import argparse
 import json
 import os
+import random
+import socket
+import struct
 import sys
 import threading
 import time
@@ -109,6 +117,45 @@ class Handler(BaseHTTPRequestHandler):
         self.connection.settimeout(None)
         return True
 
+    def chaos(self, model, last, key, n):
+        """One attempt of the "chaos" model: a random fault, or an answer."""
+        rng = random.Random(key + "|" + str(n))
+        fault = rng.choices(["ok", "429", "500", "reset", "slow", "garbage", "cut", "hang"],
+                            [40, 10, 10, 10, 10, 10, 10, 10])[0]
+        if fault == "429":
+            self.send(429, json.dumps({"error": {"message": "rate limited"}}), {"Retry-After": "1"})
+        elif fault == "500":
+            self.send(500, json.dumps({"error": {"message": "internal failure"}}))
+        elif fault == "reset":
+            # RST instead of a reply: linger 0, then close.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+        elif fault == "garbage":
+            self.send(200, bytes(rng.randrange(256) for _ in range(rng.randrange(1, 200))))
+        elif fault in ("slow", "cut"):
+            body = json.dumps({"choices": [{"message": {"role": "assistant",
+                                                        "content": model + "|" + last}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            try:
+                if fault == "cut":  # half the body, then the connection closes
+                    self.wfile.write(body[: len(body) // 2])
+                    self.close_connection = True
+                    return
+                for i in range(0, len(body), 16):  # about 0.1 s in all
+                    self.wfile.write(body[i:i + 16])
+                    self.wfile.flush()
+                    time.sleep(0.1 * 16 / len(body))
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+        elif fault == "hang":
+            if self.sleep_or_abort(5, key):
+                self.reply(model, model + "|" + last)
+        else:
+            self.reply(model, model + "|" + last)
+
     def do_POST(self):
         if self.path == "/shutdown":
             self.send(200, "{}")
@@ -128,6 +175,9 @@ class Handler(BaseHTTPRequestHandler):
             return
         key = model + "|" + last
         n = count(key)
+        if model == "chaos":
+            self.chaos(model, last, key, n)
+            return
         if model.startswith("429x"):
             if n <= int(model[4:]):
                 self.send(429, json.dumps({"error": {"message": "rate limited"}}), {"Retry-After": "1"})

@@ -506,8 +506,9 @@ AF_API af_error_t* af_ir_sub(const af_ir_t* ir, size_t i, const char* path, size
 #define AF_IR_DEEP 2u
 /* The equations equation i transitively reads (ancestors) or that read it
  * (descendants): {"eqns": [sorted indices]}, and with AF_IR_DEEP also
- * "nested": ["3/body/0", ...], every equation inside their sub-IRs. Without
- * AF_IR_DEEP the query stops at sub-IR boundaries. */
+ * "nested": ["3/body/0", ...], every equation inside their sub-IRs (on
+ * every path to a shared sub-IR: more than 2^20 paths is INVALID_ARGUMENT).
+ * Without AF_IR_DEEP the query stops at sub-IR boundaries. */
 AF_API af_error_t* af_ir_related_json(const af_ir_t* ir, size_t i, uint32_t flags, af_bytes_t* out);
 /* The slice of ir that computes the outputs at paths `outputs` from the
  * inputs at paths `inputs`: a new IR whose output is the list of the chosen
@@ -567,8 +568,14 @@ AF_API void af_walk_free(af_walk_t* w);
  * with af_ir_call. The input IR is not modified. A symbolic Zero (no
  * tangent, no feedback) reaches the caller as JSON null.
  * Errors: INVALID_ARGUMENT (bad in_axes / out_used, a primitive that has no
- * rule for the transform, e.g. a host function on the differentiated path);
- * NULL ctx / ir / out is INVALID_ARGUMENT. */
+ * rule for the transform, e.g. a host function on the differentiated path,
+ * a result nesting sub-IRs more than 64 deep — batch wraps equations in a
+ * map — or a transform building more than 64 times the program's size, at
+ * least 2^20 variables and equations: a pullback of sub-IRs shared in a fan
+ * needs exponentially many residuals); NULL ctx / ir / out is
+ * INVALID_ARGUMENT. Every transform, like every pass over an IR (hash,
+ * equality, validation, printing, cost, compile, save), works on the graph
+ * of distinct sub-IRs: a sub-IR used in many places is handled once. */
 
 /* batch (vmap). in_axes: a bool tree that is a prefix of the list of
  * positional inputs (true = batched, false or null = shared); NULL = every
@@ -631,7 +638,8 @@ AF_API af_error_t* af_ir_validate(const af_ir_t* ir);
  * (output kinds must agree). Recorded inside a trace, evaluated outside.
  * INVALID_ARGUMENT: no branches, duplicate names, a branch that does not take
  * the operands, branches returning different structures or kinds, a key
- * that is not a str. NOT_FOUND (when it runs): a key no branch has — the
+ * that is not a str, branches nesting sub-IRs 64 deep already (sub-IRs nest
+ * at most 64 levels, the limit of saved graphs). NOT_FOUND (when it runs): a key no branch has — the
  * message lists the branch names. */
 AF_API af_error_t* af_switch(af_context_t* ctx, const af_value_t* key, const char* const* names,
                              const size_t* name_lens, const af_ir_t* const* branches,
@@ -642,7 +650,8 @@ AF_API af_error_t* af_switch(af_context_t* ctx, const af_value_t* key, const cha
  * returns init). cond and body take one positional input, the state; cond
  * returns a bool, body returns the state's structure and kinds.
  * INVALID_ARGUMENT: cond / body do not take init, cond does not return one
- * bool, body changes the state structure or a leaf's kind. */
+ * bool, body changes the state structure or a leaf's kind, cond or body
+ * nesting sub-IRs 64 deep already (as af_switch). */
 AF_API af_error_t* af_while_loop(af_context_t* ctx, const af_ir_t* cond, const af_ir_t* body,
                                  const af_value_t* init, uint64_t max_iters, af_value_t** out);
 
@@ -1022,9 +1031,12 @@ AF_API af_error_t* af_provider_set_max_in_flight(af_provider_t* p, uint32_t max_
 AF_API af_error_t* af_provider_stats(const af_provider_t* p, af_bytes_t* out);
 /* Adds a reference: returns p (NULL if p is NULL). */
 AF_API af_provider_t* af_provider_clone(const af_provider_t* p);
-/* Drops a reference. A provider still routed stays alive in its contexts;
- * requests still in flight when the last reference goes fail with
- * CANCELLED. */
+/* Drops a reference. A provider still routed stays alive in its contexts
+ * (routes hold references: re-routing its pattern or freeing the context
+ * drops one). Requests still queued or in flight when the last reference
+ * goes fail at once with CANCELLED ("provider NAME was freed") and the
+ * provider stops their work (transfers aborted; a host provider's requests
+ * report af_lm_request_cancelled and answering them is ignored). */
 AF_API void af_provider_free(af_provider_t* p);
 
 /* ======================================================================= */
