@@ -245,7 +245,7 @@ void map_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asy
       }
       finish(i, std::move(*out));
     };
-    Future run = start_sub_run(body, item, env, op, std::move(done));
+    Future run = start_sub_run(body, item, env, op, std::move(done), int64_t(i));
     std::lock_guard<std::mutex> lock(join->mu);
     if (join->left != 0) join->runs.push_back(std::move(run));
   }

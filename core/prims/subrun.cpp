@@ -35,7 +35,7 @@ std::shared_ptr<const Program> compiled(const IRPtr& ir) {
 }  // namespace
 
 Future start_sub_run(const IRPtr& ir, std::span<const Value> in, const RunEnv& env,
-                     const std::shared_ptr<AsyncOp>& parent, SubRunDone done) {
+                     const std::shared_ptr<AsyncOp>& parent, SubRunDone done, int64_t item) {
   std::vector<Value> leaves(in.begin(), in.end());
   for (size_t k = 0; k < ir->in.size() && k < leaves.size(); ++k)
     if (!ir->in[k].is_var()) leaves[k] = ir->in[k].lit;
@@ -49,6 +49,8 @@ Future start_sub_run(const IRPtr& ir, std::span<const Value> in, const RunEnv& e
       if (auto op = weak.lock()) op->record_span(span);
     };
   }
+  o.stream_parent = parent;
+  o.stream_item = item;
   Future f = run_async(sub, compiled(ir), std::move(leaves), std::move(o));
   f.on_done([f, done = std::move(done)] {
     std::vector<Value> out;

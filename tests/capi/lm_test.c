@@ -2,59 +2,11 @@
  * a local fault-injecting server), routes, lm_call and lm_schema_call
  * (eager and traced), schemas and their errors. */
 #include "check.h"
+#include "lm_helpers.h"
 
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
-
-/* ---- helpers --------------------------------------------------------- */
-
-static af_provider_t* echo_with(const char* options) {
-  af_provider_t* p = NULL;
-  if (!CHECK_OK(af_provider_echo_new(options, options ? strlen(options) : 0, &p))) return NULL;
-  return p;
-}
-
-static void route(const char* pattern, af_provider_t* p) {
-  CHECK_OK(af_context_route(ctx, pattern, strlen(pattern), p));
-}
-
-/* One-message conversation with a user turn. */
-static af_value_t* user_msg(const char* content) {
-  char buf[512];
-  snprintf(buf, sizeof buf, "[{\"role\":\"user\",\"content\":\"%s\"}]", content);
-  return mk_json(buf);
-}
-
-static char* stats_of(const af_provider_t* p) {
-  af_bytes_t b = {NULL, 0};
-  return bytes_to_cstr_at(af_provider_stats(p, &b), &b, "af_provider_stats", __FILE__, __LINE__);
-}
-
-static long stat_field(const af_provider_t* p, const char* field) {
-  char* s = stats_of(p);
-  char key[64];
-  const char* at;
-  long v = -1;
-  snprintf(key, sizeof key, "\"%s\":", field);
-  at = s ? strstr(s, key) : NULL;
-  if (at) v = strtol(at + strlen(key), NULL, 10);
-  free(s);
-  return v;
-}
-
-static void sleep_ms(long ms) {
-  struct timespec ts;
-  ts.tv_sec = ms / 1000;
-  ts.tv_nsec = (ms % 1000) * 1000000L;
-  nanosleep(&ts, NULL);
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* ---- echo, routes, eager calls ----------------------------------------- */
 
@@ -551,80 +503,6 @@ static void replay_records_then_answers(void) {
 
 /* ---- openai against the local fault-injecting server ------------------- */
 
-struct server {
-  pid_t pid;
-  int port;
-};
-
-/* Starts tests/lm_server/server.py (AF_TESTS_DIR is set by the build) on an
- * ephemeral 127.0.0.1 port. */
-static struct server server_start(void) {
-  struct server s = {-1, 0};
-  const char* path = AF_TESTS_DIR "/lm_server/server.py";
-  int fds[2];
-  FILE* f;
-  char line[64];
-  if (pipe(fds) != 0) return s;
-  s.pid = fork();
-  if (s.pid == 0) {
-    dup2(fds[1], 1);
-    close(fds[0]);
-    close(fds[1]);
-    execlp("python3", "python3", path, "--lifetime", "90", (char*)NULL);
-    _exit(127);
-  }
-  close(fds[1]);
-  f = fdopen(fds[0], "r");
-  if (f && fgets(line, sizeof line, f) && strncmp(line, "PORT ", 5) == 0) s.port = atoi(line + 5);
-  if (f) fclose(f);
-  if (!s.port) check_fail(__FILE__, __LINE__, "the test server did not start (python3 %s)", path);
-  return s;
-}
-
-static void server_stop(struct server* s) {
-  if (s->pid > 0) {
-    kill(s->pid, SIGTERM);
-    waitpid(s->pid, NULL, 0);
-  }
-  s->pid = -1;
-}
-
-static af_provider_t* openai_for(const struct server* s, const char* extra) {
-  char opts[512];
-  af_provider_t* p = NULL;
-  snprintf(opts, sizeof opts,
-           "{\"base_url\":\"http://127.0.0.1:%d/v1\",\"timeout_ms\":400,\"max_retries\":2,\"backoff_ms\":10%s%s}",
-           s->port, extra ? "," : "", extra ? extra : "");
-  if (!CHECK_OK(af_provider_openai_new(opts, strlen(opts), &p))) return NULL;
-  return p;
-}
-
-/* GET /stats: attempts the server saw for model|content. */
-static long server_attempts(const struct server* s, const char* model, const char* content) {
-  char cmd[512];
-  FILE* p;
-  long n = -1;
-  snprintf(cmd, sizeof cmd,
-           "python3 -c \"import urllib.request,json,urllib.parse;"
-           "print(json.load(urllib.request.urlopen('http://127.0.0.1:%d/stats?key='+urllib.parse.quote('%s|%s')))"
-           "['attempts'])\"",
-           s->port, model, content);
-  p = popen(cmd, "r");
-  if (p) {
-    if (fscanf(p, "%ld", &n) != 1) n = -1;
-    pclose(p);
-  }
-  return n;
-}
-
-static af_error_t* call_model(const char* model, const char* content, af_value_t** out) {
-  af_value_t* msgs = user_msg(content);
-  af_value_t* m = mk_str(model);
-  af_error_t* e = af_lm_call(ctx, msgs, m, out);
-  af_value_free(msgs);
-  af_value_free(m);
-  return e;
-}
 
 static void openai_answers_and_sends_the_key(void) {
   struct server s = server_start();
@@ -1324,7 +1202,5 @@ int main(int argc, char** argv) {
       CASE(openai_connection_refused_is_provider),
       CASE(openai_cancel_aborts_the_transfer),
   };
-  (void)now_ms;
-  (void)sleep_ms;
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }
