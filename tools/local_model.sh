@@ -74,8 +74,10 @@ start_server() {
   log=${AF_LOCAL_MODEL_LOG:-$(mktemp -t af-local-model.XXXXXX.log)}
   trap stop_server EXIT
   trap 'exit 130' INT TERM
+  # Requests queue rather than cut the stream in progress (the server's
+  # default interrupts it when another request arrives); two threads.
   "$VENV/bin/python" -m llama_cpp.server --model "$model" --host 127.0.0.1 --port "$port" \
-    --n_ctx 4096 >"$log" 2>&1 &
+    --n_ctx 4096 --n_threads 2 --interrupt_requests False >"$log" 2>&1 &
   SERVER_PID=$!
   local url=http://127.0.0.1:$port/v1 waited=0
   until curl -sf -o /dev/null --max-time 2 "$url/models"; do

@@ -40,6 +40,7 @@
 #include "lm/excerpt.h"
 #include "lm/options.h"
 #include "lm/providers.h"
+#include "lm/schema.h"
 
 namespace af::lm {
 
@@ -482,17 +483,37 @@ std::string request_body(const Config& cfg, const Request& r) {
   std::string s = "{\"model\":";
   append_json_string(s, r.model);
   s += ",\"messages\":[";
-  for (size_t i = 0; i < r.messages.size(); ++i) {
-    if (i) s += ',';
+  auto message = [&s](const std::string& role, const std::string& content) {
     s += "{\"role\":";
-    append_json_string(s, r.messages[i].role);
+    append_json_string(s, role);
     s += ",\"content\":";
-    append_json_string(s, r.messages[i].content);
+    append_json_string(s, content);
     s += '}';
+  };
+  // json_object mode: the server builds a grammar from the schema, which
+  // ignores numeric bounds (small int ranges also go as enums, which it
+  // enforces), and tells the model nothing of it (field meanings, bounds):
+  // a system instruction carries it, joined to the conversation's own
+  // system message when it starts with one.
+  size_t first = 0;
+  const std::string& grammar_schema = cfg.json_object && !r.schema.is_null() ? schema_of(r.schema)->grammar_json_schema()
+                                                                             : r.json_schema;
+  if (!r.json_schema.empty() && cfg.json_object) {
+    std::string instruction = "Reply with only a JSON value that matches this JSON Schema:\n" + grammar_schema;
+    if (!r.messages.empty() && r.messages[0].role == "system") {
+      message("system", r.messages[0].content + "\n\n" + instruction);
+      first = 1;
+    } else {
+      message("system", instruction);
+    }
+  }
+  for (size_t i = first; i < r.messages.size(); ++i) {
+    if (s.back() != '[') s += ',';
+    message(r.messages[i].role, r.messages[i].content);
   }
   s += ']';
   if (!r.json_schema.empty() && cfg.json_object)
-    s += ",\"response_format\":{\"type\":\"json_object\",\"schema\":" + r.json_schema + "}";
+    s += ",\"response_format\":{\"type\":\"json_object\",\"schema\":" + grammar_schema + "}";
   else if (!r.json_schema.empty())
     s += ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"output\",\"strict\":true,"
          "\"schema\":" + r.json_schema + "}}";

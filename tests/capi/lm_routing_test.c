@@ -352,6 +352,9 @@ done:
 
 /* ---- structured output: the json_object dialect and re-asks --------------- */
 
+/* json_object mode: the schema goes in response_format (small int ranges
+ * also as enums: these servers' grammars ignore bounds) and, since that
+ * mode tells the model nothing of it, in a system instruction too. */
 static void json_object_dialect_sends_the_schema_inline(void) {
   struct server s = server_start();
   af_provider_t* p = openai_for(&s, "\"structured_output\":\"json_object\"");
@@ -368,7 +371,20 @@ static void json_object_dialect_sends_the_schema_inline(void) {
     str_of(answer, buf);
     CHECK_CONTAINS(buf, "{\"type\": \"json_object\", \"schema\": {");
     CHECK_CONTAINS(buf, "\"maximum\": 10");
+    CHECK_CONTAINS(buf, "\"enum\": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"); /* a small int range, enumerated */
     CHECK_NOT_CONTAINS(buf, "json_schema");
+    af_value_free(answer);
+  }
+  af_value_free(out);
+  out = NULL;
+  /* The schema also reaches the model as a system instruction. */
+  if (CHECK_OK(call_json(ir, "[\"q\", \"show-messages\"]", &out))) {
+    af_value_t* answer = NULL;
+    char buf[2048];
+    CHECK_OK(af_value_key(out, "answer", 6, &answer));
+    str_of(answer, buf);
+    CHECK_CONTAINS(buf, "[{\"role\": \"system\", \"content\": \"Reply with only a JSON value that matches this JSON Schema:");
+    CHECK_CONTAINS(buf, "{\"role\": \"user\", \"content\": \"q\"}]");
     af_value_free(answer);
   }
   CHECK_ERR(af_provider_openai_new(opts, strlen(opts), &bad), AF_ERR_INVALID_ARGUMENT, "structured_output",

@@ -23,6 +23,8 @@ so tests do not disturb each other):
                   between terminal escapes and other control characters
   show-format     200, content {"answer": <the request's response_format as
                   JSON text>, "score": 1} (valid for the tests' schema)
+  show-messages   200, content {"answer": <the request's messages as JSON
+                  text>, "score": 1}
   html            200 with an HTML page (Content-Type text/html)
   schema-fix      schema-bad, then (once the request carries a correction
                   turn: an assistant message) the schema-ok reply
@@ -274,6 +276,9 @@ class Handler(BaseHTTPRequestHandler):
         elif model == "show-format":
             fmt = json.dumps(req.get("response_format"))
             self.reply(model, json.dumps({"answer": fmt, "score": 1}))
+            return
+        elif model == "show-messages":
+            self.reply(model, json.dumps({"answer": json.dumps(req["messages"]), "score": 1}))
             return
         elif model == "show-auth":
             self.reply(model, self.headers.get("Authorization", ""))

@@ -935,7 +935,10 @@ AF_API af_error_t* af_provider_echo_new(const char* options_json, size_t len,
  * win), "structured_output": how schema calls ask for JSON — "json_schema"
  * (default: response_format {"type":"json_schema", ...strict}; OpenAI,
  * vLLM, llama.cpp's server) or "json_object" (response_format
- * {"type":"json_object","schema":...}; llama-cpp-python's server). Streamed
+ * {"type":"json_object","schema":...}, for llama-cpp-python's server and
+ * servers like it, whose grammars ignore numeric bounds: an int range of at
+ * most 64 values also goes as its "enum"; and the schema as a system
+ * instruction, since that mode tells the model nothing of it). Streamed
  * runs (af_run_options_t.stream) send "stream": true and read server-sent
  * events. Failures: PROVIDER (status and a 300-byte body excerpt, after
  * retries; the key is replaced by "[redacted]" and control characters are
