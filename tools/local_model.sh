@@ -94,8 +94,9 @@ start_server() {
   done
   export AF_LOCAL_MODEL_URL=$url
   # llama_cpp.server takes structured output as json_object with a schema, and its grammar
-  # does not enforce every bound (integer ranges): a schema call may re-ask.
-  export AF_LOCAL_MODEL_OPTIONS="{\"base_url\":\"$url\",\"structured_output\":\"json_object\",\"schema_retries\":3,\"timeout_ms\":120000}"
+  # does not enforce every bound: a schema call may re-ask. Replies are capped at 128 tokens
+  # (the model rambles otherwise); a call's own max_tokens wins.
+  export AF_LOCAL_MODEL_OPTIONS="{\"base_url\":\"$url\",\"structured_output\":\"json_object\",\"schema_retries\":3,\"timeout_ms\":120000,\"extra\":{\"max_tokens\":128}}"
   echo "local_model: SmolLM2-135M-Instruct at $url (pid $SERVER_PID, log $log)" >&2
 }
 

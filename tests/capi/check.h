@@ -44,6 +44,11 @@
 #define CHECK_MAYBE_UNUSED
 #endif
 
+/* A case running longer is killed and fails (a suite may define more). */
+#ifndef CHECK_CASE_SECONDS
+#define CHECK_CASE_SECONDS 60
+#endif
+
 /* The context of the running case (fresh for every case). */
 static af_context_t* ctx;
 /* Failed checks of the running case. */
@@ -523,7 +528,7 @@ static CHECK_MAYBE_UNUSED int run_cases(int argc, char** argv, const struct test
         return 2;
       }
       if (pid == 0) {
-        alarm(60); /* a hang fails the case, not the suite */
+        alarm(CHECK_CASE_SECONDS); /* a hang fails the case, not the suite */
         exit(check_run_inline(c) == 0 ? 0 : 1);
       } else {
         int status = 0;
