@@ -57,7 +57,7 @@ pub use host::HostRequest;
 pub use inspect::Direction;
 pub use ir::Ir;
 pub use iter::{Entries, Items};
-pub use program::{CancelToken, Future, Program, ProgressFn, RunOptions};
+pub use program::{CancelToken, Future, Program, ProgressFn, RunOptions, StreamFn};
 pub use provider::{LmRequest, Provider};
 pub use value::{Kind, Value};
 pub use walk::{Step, Walk};
