@@ -21,7 +21,8 @@ struct collected {
   pthread_mutex_t mu;
   char text[MAX_EQNS][MAX_ITEMS][1024]; /* per equation and item, since its last reset */
   size_t len[MAX_EQNS][MAX_ITEMS];
-  int pieces, resets, destroyed, overflow;
+  int pieces, resets, overflow;
+  int runs, destroyed;           /* runs given this callback; their destroys (mu) */
   int in_call, concurrent;       /* calls overlapping for one run */
   int eqns_seen;                 /* bit per equation index */
   af_cancel_t* trigger_on_first; /* cancelled at the first piece */
@@ -30,6 +31,30 @@ struct collected {
 static void collected_init(struct collected* c) {
   memset(c, 0, sizeof *c);
   pthread_mutex_init(&c->mu, NULL);
+}
+
+/* The destroy of a run's callback data runs when the run is gone, which may
+ * be just after the call returned: wait for it before the data is reused. */
+static int collected_settled(struct collected* c) {
+  double t0 = now_ms();
+  int settled;
+  do {
+    pthread_mutex_lock(&c->mu);
+    settled = c->destroyed == c->runs;
+    pthread_mutex_unlock(&c->mu);
+    if (!settled) sleep_ms(1);
+  } while (!settled && now_ms() - t0 < 5000);
+  return settled;
+}
+
+/* Clears what the callback saw for another run. */
+static void collected_reuse(struct collected* c) {
+  CHECK(collected_settled(c));
+  pthread_mutex_lock(&c->mu);
+  memset(c->text, 0, sizeof c->text);
+  memset(c->len, 0, sizeof c->len);
+  c->pieces = c->resets = c->overflow = c->in_call = c->concurrent = c->eqns_seen = 0;
+  pthread_mutex_unlock(&c->mu);
 }
 
 static void collect(void* ud, uint32_t eqn, uint64_t item, const char* text, size_t len) {
@@ -59,7 +84,12 @@ static void collect(void* ud, uint32_t eqn, uint64_t item, const char* text, siz
   pthread_mutex_unlock(&c->mu);
 }
 
-static void collected_destroy(void* ud) { ((struct collected*)ud)->destroyed++; }
+static void collected_destroy(void* ud) {
+  struct collected* c = (struct collected*)ud;
+  pthread_mutex_lock(&c->mu);
+  c->destroyed++;
+  pthread_mutex_unlock(&c->mu);
+}
 
 static af_run_options_t stream_options(struct collected* c) {
   af_run_options_t o;
@@ -68,6 +98,7 @@ static af_run_options_t stream_options(struct collected* c) {
   o.stream = collect;
   o.stream_user_data = c;
   o.stream_destroy = collected_destroy;
+  c->runs++;
   return o;
 }
 
@@ -186,7 +217,8 @@ static void echo_streams_each_item_in_pieces(void) {
     CHECK_INT_EQ(c.concurrent, 0);
     CHECK_INT_EQ(c.overflow, 0);
   }
-  CHECK_INT_EQ(c.destroyed, 1); /* the run is gone */
+  CHECK(collected_settled(&c)); /* destroyed once the run is gone */
+  CHECK_INT_EQ(c.destroyed, 1);
 done:
   af_value_free(plain);
   af_value_free(streamed);
@@ -217,7 +249,7 @@ static void stream_tag_chooses_the_equations(void) {
   af_value_free(out);
   out = NULL;
   /* Without a tag every LM equation streams: two equations seen. */
-  collected_init(&c);
+  collected_reuse(&c);
   o = stream_options(&c);
   if (CHECK_OK(run_ir(ir, "[\"hi\", \"m\"]", &o, &out))) CHECK_INT_EQ(c.pieces, 2);
   CHECK(c.eqns_seen != 0 && (c.eqns_seen & (c.eqns_seen - 1)) != 0); /* two distinct indices */
@@ -256,7 +288,7 @@ static void calls_inside_a_map_report_the_item(void) {
   if (CHECK_OK(run_ir(ir, "[[\"a b\", \"c\"]]", &o, &out))) CHECK_INT_EQ(c.pieces, 0);
   af_value_free(out);
   out = NULL;
-  collected_init(&c);
+  collected_reuse(&c);
   o = stream_options(&c);
   if (!CHECK_OK(run_ir(ir, "[[\"a b\", \"c\"]]", &o, &out)) || !CHECK_OK(af_value_key(out, "reply", 5, &replies)))
     goto done;
@@ -325,7 +357,7 @@ static void host_provider_streams_its_pieces(void) {
   host = NULL;
   /* The completed text is the result: a stream that said otherwise is
    * reset to it. */
-  collected_init(&c);
+  collected_reuse(&c);
   o = stream_options(&c);
   if (!CHECK_OK(af_provider_host_new(host_streams, (void*)"Goodbye", NULL, &host))) goto done;
   route("*", host);
@@ -337,7 +369,7 @@ static void host_provider_streams_its_pieces(void) {
   /* Without streaming the host sees no "stream" and nothing is sent. */
   af_value_free(out);
   out = NULL;
-  collected_init(&c);
+  collected_reuse(&c);
   if (CHECK_OK(run_ir(ir, "[\"q\", \"m\"]", NULL, &out))) CHECK_JSON(out, "\"Goodbye\"");
   CHECK_INT_EQ(c.pieces, 0);
 done:
@@ -432,7 +464,7 @@ static void cut_streams_are_retried_then_fail(void) {
   CHECK_INT_EQ(server_attempts(&s, "stream-cutx1", "x"), 2);
   af_value_free(out);
   out = NULL;
-  collected_init(&c);
+  collected_reuse(&c);
   o = stream_options(&c);
   CHECK_ERR(run_ir(ir, "[\"x\", \"stream-cutx9\"]", &o, &out), AF_ERR_PROVIDER, "stream ended before the reply",
             "attempt 3 of 3", "127.0.0.1");
@@ -466,18 +498,19 @@ static void bad_streams_fail_clearly(void) {
   af_provider_t* p;
   af_ir_t* ir = TRACE(ask, NULL, "[\"q\", \"m\"]", NULL);
   size_t i;
+  struct collected c;
   setenv("AF_TEST_STREAM_KEY", "sk-stream-secret", 1);
   p = openai_for(&s, "\"api_key_env\":\"AF_TEST_STREAM_KEY\"");
   if (!p || !ir) goto done;
   route("*", p);
+  collected_init(&c);
   for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    struct collected c;
     af_run_options_t o;
     af_value_t* out = NULL;
     char in[128];
     af_error_t* e;
     double t0 = now_ms();
-    collected_init(&c);
+    collected_reuse(&c);
     o = stream_options(&c);
     snprintf(in, sizeof in, "[\"x\", \"%s\"]", cases[i].model);
     e = run_ir(ir, in, &o, &out);
