@@ -40,6 +40,12 @@ static af_error_t* set_options(af_provider_t* p, const char* json) {
   return af_provider_set_options(p, json, strlen(json));
 }
 
+static size_t count_of(const char* hay, const char* needle) {
+  size_t n = 0;
+  for (const char* at = strstr(hay, needle); at; at = strstr(at + 1, needle)) n++;
+  return n;
+}
+
 static const char* kRateSchema = "{\"answer\":{\"type\":\"str\"},\"score\":{\"type\":\"int\",\"min\":1,\"max\":10}}";
 
 /* ---- sampling params ---------------------------------------------------- */
@@ -142,6 +148,33 @@ done:
   af_ir_free(ir);
   af_provider_free(p);
   server_stop(&s);
+}
+
+/* A host provider sees the params in the request JSON. */
+static void record_json(void* ud, af_lm_request_t* req) {
+  af_bytes_t b = {NULL, 0};
+  if (!af_lm_request_json(req, &b)) {
+    snprintf((char*)ud, 1024, "%.*s", (int)b.len, (const char*)b.data);
+    af_bytes_free(&b);
+  }
+  af_error_free(af_lm_request_complete(req, "ok", 2));
+}
+
+static void host_providers_see_the_params(void) {
+  char seen[1024] = "";
+  af_provider_t* host = NULL;
+  af_ir_t* ir;
+  af_value_t* out = NULL;
+  g_params = "{\"seed\": 7, \"stop\": [\"END\"]}";
+  ir = TRACE(ask, NULL, "[\"q\", \"m\"]", NULL);
+  g_params = NULL;
+  if (!ir || !CHECK_OK(af_provider_host_new(record_json, seen, NULL, &host))) goto done;
+  route("*", host);
+  if (CHECK_OK(call_json(ir, "[\"x\", \"m\"]", &out))) CHECK_CONTAINS(seen, "\"params\":{\"seed\":7,\"stop\":[\"END\"]}");
+done:
+  af_value_free(out);
+  af_ir_free(ir);
+  af_provider_free(host);
 }
 
 /* ---- rate limits ---------------------------------------------------------- */
@@ -397,6 +430,33 @@ done:
   server_stop(&s);
 }
 
+/* A conversation that starts with a system message gets the schema
+ * instruction joined to it (one system message, first). */
+static void json_object_joins_the_system_message(void) {
+  struct server s = server_start();
+  af_provider_t* p = openai_for(&s, "\"structured_output\":\"json_object\"");
+  af_value_t* msgs = mk_json("[{\"role\":\"system\",\"content\":\"Be terse.\"},{\"role\":\"user\",\"content\":\"q\"}]");
+  af_value_t* model = mk_str("show-messages");
+  af_value_t* schema = mk_json(kRateSchema);
+  af_value_t *out = NULL, *answer = NULL;
+  if (!p) goto done;
+  route("*", p);
+  if (CHECK_OK(af_lm_schema_call(ctx, msgs, model, schema, &out)) && CHECK_OK(af_value_key(out, "answer", 6, &answer))) {
+    char buf[2048];
+    str_of(answer, buf);
+    CHECK_CONTAINS(buf, "[{\"role\": \"system\", \"content\": \"Be terse.\\n\\nReply with only a JSON value");
+    CHECK_INT_EQ(count_of(buf, "\"system\""), 1);
+  }
+done:
+  af_value_free(answer);
+  af_value_free(out);
+  af_value_free(msgs);
+  af_value_free(model);
+  af_value_free(schema);
+  af_provider_free(p);
+  server_stop(&s);
+}
+
 /* An invalid reply goes back to the model with the error as a correction
  * turn; the corrected reply is the result. Every attempt is in the profile.
  * Without re-asks (the default) the first error stands; with re-asks that
@@ -479,12 +539,14 @@ int main(int argc, char** argv) {
       CASE(bad_sampling_params_are_refused),
       CASE(loaded_sampling_params_are_checked),
       CASE(sampling_params_reach_the_request),
+      CASE(host_providers_see_the_params),
       CASE(requests_per_minute_spreads_the_calls),
       CASE(tokens_per_minute_uses_the_replys_usage),
       CASE(a_429_pauses_the_whole_provider),
       CASE(provider_options_can_be_changed),
       CASE(fallback_routes_try_the_next_provider),
       CASE(json_object_dialect_sends_the_schema_inline),
+      CASE(json_object_joins_the_system_message),
       CASE(schema_reasks_correct_an_invalid_reply),
       CASE(down_and_html_servers_fail_clearly),
   };
