@@ -84,15 +84,16 @@ bool ChatStream::event() {
     completion_tokens_ = count("completion_tokens");
   }
   const Value* choices = v.find("choices");
-  if (!choices || choices->kind() != Kind::List || choices->items().empty()) return true;  // e.g. the usage chunk
+  if (!choices || choices->kind() != Kind::List || choices->items().empty())
+    return true;  // e.g. the usage chunk
   const Value& first = choices->items()[0];
   if (first.kind() != Kind::Dict) {
     error_ = "choices[0] of an event is not an object: " + data;
     return false;
   }
   if (const Value* delta = first.find("delta"); delta && delta->kind() == Kind::Dict)
-    if (const Value* content = delta->find("content"); content && content->kind() == Kind::Str &&
-                                                       !content->as_str().empty()) {
+    if (const Value* content = delta->find("content");
+        content && content->kind() == Kind::Str && !content->as_str().empty()) {
       if (text_.size() + content->as_str().size() > max_bytes_) {
         error_ = "the streamed reply is larger than " + std::to_string(max_bytes_ >> 20) + " MiB";
         return false;
@@ -100,7 +101,8 @@ bool ChatStream::event() {
       text_ += content->as_str();
       on_text_(content->as_str());
     }
-  if (const Value* reason = first.find("finish_reason"); reason && !reason->is_null()) finished_ = true;
+  if (const Value* reason = first.find("finish_reason"); reason && !reason->is_null())
+    finished_ = true;
   return true;
 }
 

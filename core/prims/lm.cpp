@@ -9,7 +9,6 @@
 #include "prims/lm.h"
 
 #include <atomic>
-#include <cmath>
 #include <mutex>
 #include <optional>
 

@@ -98,7 +98,8 @@ static CHECK_MAYBE_UNUSED af_provider_t* openai_for(const struct server* s, cons
   char opts[512];
   af_provider_t* p = NULL;
   snprintf(opts, sizeof opts,
-           "{\"base_url\":\"http://127.0.0.1:%d/v1\",\"timeout_ms\":400,\"max_retries\":2,\"backoff_ms\":10%s%s}",
+           "{\"base_url\":\"http://127.0.0.1:%d/"
+           "v1\",\"timeout_ms\":400,\"max_retries\":2,\"backoff_ms\":10%s%s}",
            s->port, extra ? "," : "", extra ? extra : "");
   if (!CHECK_OK(af_provider_openai_new(opts, strlen(opts), &p))) return NULL;
   return p;
@@ -106,14 +107,15 @@ static CHECK_MAYBE_UNUSED af_provider_t* openai_for(const struct server* s, cons
 
 /* GET /stats: a counter ("attempts", "aborted") the server kept for
  * model|content. */
-static CHECK_MAYBE_UNUSED long server_stat(const struct server* s, const char* model, const char* content,
-                                           const char* field) {
+static CHECK_MAYBE_UNUSED long server_stat(const struct server* s, const char* model,
+                                           const char* content, const char* field) {
   char cmd[512];
   FILE* p;
   long n = -1;
   snprintf(cmd, sizeof cmd,
            "python3 -c \"import urllib.request,json,urllib.parse;"
-           "print(json.load(urllib.request.urlopen('http://127.0.0.1:%d/stats?key='+urllib.parse.quote('%s|%s')))"
+           "print(json.load(urllib.request.urlopen('http://127.0.0.1:%d/"
+           "stats?key='+urllib.parse.quote('%s|%s')))"
            "['%s'])\"",
            s->port, model, content, field);
   p = popen(cmd, "r");
@@ -125,12 +127,14 @@ static CHECK_MAYBE_UNUSED long server_stat(const struct server* s, const char* m
 }
 
 /* The attempts the server saw for model|content. */
-static CHECK_MAYBE_UNUSED long server_attempts(const struct server* s, const char* model, const char* content) {
+static CHECK_MAYBE_UNUSED long server_attempts(const struct server* s, const char* model,
+                                               const char* content) {
   return server_stat(s, model, content, "attempts");
 }
 
 /* One user message to model through the context's routes. */
-static CHECK_MAYBE_UNUSED af_error_t* call_model(const char* model, const char* content, af_value_t** out) {
+static CHECK_MAYBE_UNUSED af_error_t* call_model(const char* model, const char* content,
+                                                 af_value_t** out) {
   af_value_t* msgs = user_msg(content);
   af_value_t* m = mk_str(model);
   af_error_t* e = af_lm_call(ctx, msgs, m, out);

@@ -12,7 +12,8 @@
  * (JSON), lm_schema_call with it; params from the global below. */
 static const char* g_params; /* JSON or NULL */
 
-static af_error_t* ask(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+static af_error_t* ask(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                       af_value_t** out) {
   af_value_t *role = NULL, *m = NULL, *msgs = NULL, *params = NULL, *schema = NULL;
   const char* keys[] = {"role", "content"};
   size_t lens[] = {4, 7};
@@ -26,7 +27,9 @@ static af_error_t* ask(void* ud, af_context_t* c, const af_value_t* const* in, s
   af_value_list(c, (const af_value_t* const*)&m, 1, &msgs);
   if (g_params) e = af_value_from_json(c, g_params, strlen(g_params), &params);
   if (!e && ud) e = af_value_from_json(c, (const char*)ud, strlen((const char*)ud), &schema);
-  if (!e) e = schema ? af_lm_schema_call_ex(c, msgs, in[1], schema, params, out) : af_lm_call_ex(c, msgs, in[1], params, out);
+  if (!e)
+    e = schema ? af_lm_schema_call_ex(c, msgs, in[1], schema, params, out)
+               : af_lm_call_ex(c, msgs, in[1], params, out);
   af_value_free(role);
   af_value_free(m);
   af_value_free(msgs);
@@ -46,7 +49,8 @@ static size_t count_of(const char* hay, const char* needle) {
   return n;
 }
 
-static const char* kRateSchema = "{\"answer\":{\"type\":\"str\"},\"score\":{\"type\":\"int\",\"min\":1,\"max\":10}}";
+static const char* kRateSchema =
+    "{\"answer\":{\"type\":\"str\"},\"score\":{\"type\":\"int\",\"min\":1,\"max\":10}}";
 
 /* ---- sampling params ---------------------------------------------------- */
 
@@ -56,7 +60,9 @@ static void sampling_params_are_part_of_the_ir(void) {
   char *text = NULL, *text2 = NULL;
   g_params = NULL;
   plain = TRACE(ask, NULL, "[\"q\", \"m\"]", NULL);
-  g_params = "{\"temperature\": 0, \"max_tokens\": 64, \"stop\": [\"\\n\\n\"], \"seed\": 7, \"top_p\": 0.5}";
+  g_params =
+      "{\"temperature\": 0, \"max_tokens\": 64, \"stop\": [\"\\n\\n\"], \"seed\": 7, \"top_p\": "
+      "0.5}";
   sampled = TRACE(ask, NULL, "[\"q\", \"m\"]", NULL);
   g_params = NULL;
   if (!plain || !sampled) goto done;
@@ -68,7 +74,8 @@ static void sampling_params_are_part_of_the_ir(void) {
   CHECK_CONTAINS(text, "top_p=0.5");
   CHECK(af_ir_hash(plain) != af_ir_hash(sampled));
   /* Saved and loaded, the params are the same (same text, same hash). */
-  if (CHECK_OK(af_ir_to_bytes(sampled, &bytes)) && CHECK_OK(af_ir_from_bytes(ctx, bytes.data, bytes.len, &loaded))) {
+  if (CHECK_OK(af_ir_to_bytes(sampled, &bytes)) &&
+      CHECK_OK(af_ir_from_bytes(ctx, bytes.data, bytes.len, &loaded))) {
     text2 = ir_text(loaded);
     CHECK_STR_EQ(text2, text);
     CHECK(af_ir_hash(loaded) == af_ir_hash(sampled));
@@ -104,8 +111,8 @@ static void bad_sampling_params_are_refused(void) {
   for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     af_ir_t* ir = NULL;
     g_params = cases[i].params;
-    CHECK_ERR(trace_json(ask, NULL, "[\"q\", \"m\"]", NULL, &ir), AF_ERR_INVALID_ARGUMENT, cases[i].frag1,
-              cases[i].frag2);
+    CHECK_ERR(trace_json(ask, NULL, "[\"q\", \"m\"]", NULL, &ir), AF_ERR_INVALID_ARGUMENT,
+              cases[i].frag1, cases[i].frag2);
     CHECK(ir == NULL);
   }
   g_params = NULL;
@@ -114,11 +121,14 @@ static void bad_sampling_params_are_refused(void) {
 /* A graph file whose params are out of range is refused when loaded. */
 static void loaded_sampling_params_are_checked(void) {
   const char* json =
-      "{\"afg\": 1, \"producer\": \"t\", \"host_functions\": [], \"irs\": [{\"vars\": [\"str\",\"str\"], \"in\": "
-      "[\"%0\"], \"eqns\": [{\"prim\":\"lm_call\",\"out\":\"%1\",\"in\":[\"%0\",{\"lit\":\"m\"}],\"params\":{"
+      "{\"afg\": 1, \"producer\": \"t\", \"host_functions\": [], \"irs\": [{\"vars\": "
+      "[\"str\",\"str\"], \"in\": "
+      "[\"%0\"], \"eqns\": "
+      "[{\"prim\":\"lm_call\",\"out\":\"%1\",\"in\":[\"%0\",{\"lit\":\"m\"}],\"params\":{"
       "\"roles\":{\"value\":[\"user\"]},\"temperature\":{\"value\":9.0}}}], \"out\": \"%1\"}]}";
   af_bytes_t b = {NULL, 0};
-  CHECK_ERR(af_graph_from_json(ctx, json, strlen(json), &b), AF_ERR_FORMAT, "temperature", "between 0 and 2");
+  CHECK_ERR(af_graph_from_json(ctx, json, strlen(json), &b), AF_ERR_FORMAT, "temperature",
+            "between 0 and 2");
   af_bytes_free(&b);
 }
 
@@ -170,7 +180,8 @@ static void host_providers_see_the_params(void) {
   g_params = NULL;
   if (!ir || !CHECK_OK(af_provider_host_new(record_json, seen, NULL, &host))) goto done;
   route("*", host);
-  if (CHECK_OK(call_json(ir, "[\"x\", \"m\"]", &out))) CHECK_CONTAINS(seen, "\"params\":{\"seed\":7,\"stop\":[\"END\"]}");
+  if (CHECK_OK(call_json(ir, "[\"x\", \"m\"]", &out)))
+    CHECK_CONTAINS(seen, "\"params\":{\"seed\":7,\"stop\":[\"END\"]}");
 done:
   af_value_free(out);
   af_ir_free(ir);
@@ -295,7 +306,8 @@ static void provider_options_can_be_changed(void) {
   CHECK_INT_EQ(stat_field(echo, "max_in_flight"), 3);
   CHECK_ERR(set_options(echo, "{\"rpm\":1}"), AF_ERR_INVALID_ARGUMENT, "unknown option \"rpm\"",
             "requests_per_minute");
-  CHECK_ERR(set_options(echo, "{\"schema_retries\":11}"), AF_ERR_INVALID_ARGUMENT, "schema_retries");
+  CHECK_ERR(set_options(echo, "{\"schema_retries\":11}"), AF_ERR_INVALID_ARGUMENT,
+            "schema_retries");
   CHECK_ERR(set_options(echo, "{"), AF_ERR_INVALID_ARGUMENT, "not valid JSON");
   CHECK_ERR(set_options(NULL, "{}"), AF_ERR_INVALID_ARGUMENT, "`p`");
   /* The same options at creation. */
@@ -366,9 +378,11 @@ static void fallback_routes_try_the_next_provider(void) {
   }
   CHECK(out == NULL);
   /* Misuse. */
-  CHECK_ERR(af_context_route_fallback(ctx, "*", 1, list, 0), AF_ERR_INVALID_ARGUMENT, "at least one provider");
+  CHECK_ERR(af_context_route_fallback(ctx, "*", 1, list, 0), AF_ERR_INVALID_ARGUMENT,
+            "at least one provider");
   list[1] = NULL;
-  CHECK_ERR(af_context_route_fallback(ctx, "*", 1, list, 2), AF_ERR_INVALID_ARGUMENT, "providers[1] is NULL");
+  CHECK_ERR(af_context_route_fallback(ctx, "*", 1, list, 2), AF_ERR_INVALID_ARGUMENT,
+            "providers[1] is NULL");
   CHECK_ERR(af_context_route_fallback(ctx, "", 0, list, 1), AF_ERR_INVALID_ARGUMENT, "empty");
   CHECK_ERR(af_context_route_fallback(NULL, "*", 1, list, 1), AF_ERR_INVALID_ARGUMENT, "`ctx`");
 done:
@@ -404,7 +418,8 @@ static void json_object_dialect_sends_the_schema_inline(void) {
     str_of(answer, buf);
     CHECK_CONTAINS(buf, "{\"type\": \"json_object\", \"schema\": {");
     CHECK_CONTAINS(buf, "\"maximum\": 10");
-    CHECK_CONTAINS(buf, "\"enum\": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"); /* a small int range, enumerated */
+    CHECK_CONTAINS(buf,
+                   "\"enum\": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"); /* a small int range, enumerated */
     CHECK_NOT_CONTAINS(buf, "json_schema");
     af_value_free(answer);
   }
@@ -416,12 +431,14 @@ static void json_object_dialect_sends_the_schema_inline(void) {
     char buf[2048];
     CHECK_OK(af_value_key(out, "answer", 6, &answer));
     str_of(answer, buf);
-    CHECK_CONTAINS(buf, "[{\"role\": \"system\", \"content\": \"Reply with only a JSON value that matches this JSON Schema:");
+    CHECK_CONTAINS(buf,
+                   "[{\"role\": \"system\", \"content\": \"Reply with only a JSON value that "
+                   "matches this JSON Schema:");
     CHECK_CONTAINS(buf, "{\"role\": \"user\", \"content\": \"q\"}]");
     af_value_free(answer);
   }
-  CHECK_ERR(af_provider_openai_new(opts, strlen(opts), &bad), AF_ERR_INVALID_ARGUMENT, "structured_output",
-            "json_object");
+  CHECK_ERR(af_provider_openai_new(opts, strlen(opts), &bad), AF_ERR_INVALID_ARGUMENT,
+            "structured_output", "json_object");
   CHECK(bad == NULL);
 done:
   af_value_free(out);
@@ -435,16 +452,19 @@ done:
 static void json_object_joins_the_system_message(void) {
   struct server s = server_start();
   af_provider_t* p = openai_for(&s, "\"structured_output\":\"json_object\"");
-  af_value_t* msgs = mk_json("[{\"role\":\"system\",\"content\":\"Be terse.\"},{\"role\":\"user\",\"content\":\"q\"}]");
+  af_value_t* msgs = mk_json(
+      "[{\"role\":\"system\",\"content\":\"Be terse.\"},{\"role\":\"user\",\"content\":\"q\"}]");
   af_value_t* model = mk_str("show-messages");
   af_value_t* schema = mk_json(kRateSchema);
   af_value_t *out = NULL, *answer = NULL;
   if (!p) goto done;
   route("*", p);
-  if (CHECK_OK(af_lm_schema_call(ctx, msgs, model, schema, &out)) && CHECK_OK(af_value_key(out, "answer", 6, &answer))) {
+  if (CHECK_OK(af_lm_schema_call(ctx, msgs, model, schema, &out)) &&
+      CHECK_OK(af_value_key(out, "answer", 6, &answer))) {
     char buf[2048];
     str_of(answer, buf);
-    CHECK_CONTAINS(buf, "[{\"role\": \"system\", \"content\": \"Be terse.\\n\\nReply with only a JSON value");
+    CHECK_CONTAINS(
+        buf, "[{\"role\": \"system\", \"content\": \"Be terse.\\n\\nReply with only a JSON value");
     CHECK_INT_EQ(count_of(buf, "\"system\""), 1);
   }
 done:
@@ -491,7 +511,8 @@ static void schema_reasks_correct_an_invalid_reply(void) {
   af_value_free(out);
   out = NULL;
   /* Always invalid: 1 + 2 attempts, the last error. */
-  CHECK_ERR(call_json(ir, "[\"rate\", \"schema-bad\"]", &out), AF_ERR_SCHEMA, "$.score", "99", "after 2 re-asks");
+  CHECK_ERR(call_json(ir, "[\"rate\", \"schema-bad\"]", &out), AF_ERR_SCHEMA, "$.score", "99",
+            "after 2 re-asks");
   CHECK_INT_EQ(stat_field(p, "finished"), 5);
   /* Off: one attempt. */
   CHECK_OK(set_options(p, "{\"schema_retries\":0}"));

@@ -103,7 +103,8 @@ static af_run_options_t stream_options(struct collected* c) {
 }
 
 /* Compiles ir and runs it on inputs_json with options o. */
-static af_error_t* run_ir(const af_ir_t* ir, const char* inputs_json, const af_run_options_t* o, af_value_t** out) {
+static af_error_t* run_ir(const af_ir_t* ir, const char* inputs_json, const af_run_options_t* o,
+                          af_value_t** out) {
   af_program_t* prog = NULL;
   af_value_t* list = mk_json(inputs_json);
   af_value_t* in[4] = {NULL, NULL, NULL, NULL};
@@ -134,7 +135,8 @@ static size_t eqn_index_of(const af_ir_t* ir, const char* prim) {
 }
 
 /* (q, model) -> lm_call([user q], model), the call tagged by ud (or not). */
-static af_error_t* ask(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+static af_error_t* ask(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                       af_value_t** out) {
   af_value_t *role = NULL, *m = NULL, *msgs = NULL;
   const char* keys[] = {"role", "content"};
   size_t lens[] = {4, 7};
@@ -156,7 +158,8 @@ static af_error_t* ask(void* ud, af_context_t* c, const af_value_t* const* in, s
 }
 
 /* (q, model) -> [ask(q) tagged "live", ask(q + "!") untagged]. */
-static af_error_t* two_asks(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+static af_error_t* two_asks(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                            af_value_t** out) {
   af_value_t *bang = NULL, *q2 = NULL, *a = NULL, *b = NULL;
   const af_value_t* args[2];
   const af_value_t* in2[2];
@@ -260,7 +263,8 @@ static void stream_tag_chooses_the_equations(void) {
   o.stream_tag_len = 4;
   af_value_free(out);
   out = NULL;
-  CHECK_ERR(run_ir(ir, "[\"hi\", \"m\"]", &o, &out), AF_ERR_INVALID_ARGUMENT, "stream_tag", "stream is NULL");
+  CHECK_ERR(run_ir(ir, "[\"hi\", \"m\"]", &o, &out), AF_ERR_INVALID_ARGUMENT, "stream_tag",
+            "stream is NULL");
   CHECK(out == NULL);
 done:
   af_value_free(out);
@@ -290,7 +294,8 @@ static void calls_inside_a_map_report_the_item(void) {
   out = NULL;
   collected_reuse(&c);
   o = stream_options(&c);
-  if (!CHECK_OK(run_ir(ir, "[[\"a b\", \"c\"]]", &o, &out)) || !CHECK_OK(af_value_key(out, "reply", 5, &replies)))
+  if (!CHECK_OK(run_ir(ir, "[[\"a b\", \"c\"]]", &o, &out)) ||
+      !CHECK_OK(af_value_key(out, "reply", 5, &replies)))
     goto done;
   CHECK_INT_EQ(c.overflow, 0);
   for (e = 0; e < MAX_EQNS; e++) {
@@ -304,7 +309,8 @@ static void calls_inside_a_map_report_the_item(void) {
     CHECK_STR_EQ(c.text[e][1], str_of(r1, b1));
     {
       af_bytes_t eqn = {NULL, 0};
-      if (CHECK_OK(af_ir_eqn_json(ir, e, &eqn))) CHECK_CONTAINS((const char*)eqn.data, "\"prim\":\"map\"");
+      if (CHECK_OK(af_ir_eqn_json(ir, e, &eqn)))
+        CHECK_CONTAINS((const char*)eqn.data, "\"prim\":\"map\"");
       af_bytes_free(&eqn);
     }
     af_value_free(r0);
@@ -466,8 +472,8 @@ static void cut_streams_are_retried_then_fail(void) {
   out = NULL;
   collected_reuse(&c);
   o = stream_options(&c);
-  CHECK_ERR(run_ir(ir, "[\"x\", \"stream-cutx9\"]", &o, &out), AF_ERR_PROVIDER, "stream ended before the reply",
-            "attempt 3 of 3", "127.0.0.1");
+  CHECK_ERR(run_ir(ir, "[\"x\", \"stream-cutx9\"]", &o, &out), AF_ERR_PROVIDER,
+            "stream ended before the reply", "attempt 3 of 3", "127.0.0.1");
   CHECK(out == NULL);
   CHECK_INT_EQ(server_attempts(&s, "stream-cutx9", "x"), 3);
   CHECK_INT_EQ(c.resets, 2); /* before each retry */
@@ -544,8 +550,11 @@ static void the_callback_may_cancel_the_run(void) {
   long aborted = 0;
   collected_init(&c);
   o = stream_options(&c);
-  snprintf(opts, sizeof opts, "{\"base_url\":\"http://127.0.0.1:%d/v1\",\"timeout_ms\":60000}", s.port);
-  if (!ir || !CHECK_OK(af_provider_openai_new(opts, strlen(opts), &p)) || !CHECK_OK(af_cancel_new(&cancel))) goto done;
+  snprintf(opts, sizeof opts, "{\"base_url\":\"http://127.0.0.1:%d/v1\",\"timeout_ms\":60000}",
+           s.port);
+  if (!ir || !CHECK_OK(af_provider_openai_new(opts, strlen(opts), &p)) ||
+      !CHECK_OK(af_cancel_new(&cancel)))
+    goto done;
   route("*", p);
   c.trigger_on_first = cancel;
   o.cancel = cancel;
@@ -568,16 +577,11 @@ done:
 
 int main(int argc, char** argv) {
   static const struct test_case cases[] = {
-      CASE(echo_streams_each_item_in_pieces),
-      CASE(stream_tag_chooses_the_equations),
-      CASE(calls_inside_a_map_report_the_item),
-      CASE(host_provider_streams_its_pieces),
-      CASE(host_stream_misuse_is_refused),
-      CASE(host_stream_refuses_invalid_utf8),
-      CASE(openai_streams_server_sent_events),
-      CASE(cut_streams_are_retried_then_fail),
-      CASE(bad_streams_fail_clearly),
-      CASE(the_callback_may_cancel_the_run),
+      CASE(echo_streams_each_item_in_pieces),   CASE(stream_tag_chooses_the_equations),
+      CASE(calls_inside_a_map_report_the_item), CASE(host_provider_streams_its_pieces),
+      CASE(host_stream_misuse_is_refused),      CASE(host_stream_refuses_invalid_utf8),
+      CASE(openai_streams_server_sent_events),  CASE(cut_streams_are_retried_then_fail),
+      CASE(bad_streams_fail_clearly),           CASE(the_callback_may_cancel_the_run),
   };
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

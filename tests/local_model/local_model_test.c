@@ -18,11 +18,13 @@ static af_provider_t* local_model(const char* extra) {
   char opts[1024];
   af_provider_t* p = NULL;
   if (!url || !*url) {
-    check_fail(__FILE__, __LINE__, "AF_LOCAL_MODEL_URL is not set: run through tools/local_model.sh run");
+    check_fail(__FILE__, __LINE__,
+               "AF_LOCAL_MODEL_URL is not set: run through tools/local_model.sh run");
     return NULL;
   }
   snprintf(opts, sizeof opts,
-           "{\"base_url\":\"%s\",\"structured_output\":\"json_object\",\"timeout_ms\":240000,\"max_retries\":1%s%s}",
+           "{\"base_url\":\"%s\",\"structured_output\":\"json_object\",\"timeout_ms\":240000,\"max_"
+           "retries\":1%s%s}",
            url, extra ? "," : "", extra ? extra : "");
   if (!CHECK_OK(af_provider_openai_new(opts, strlen(opts), &p))) return NULL;
   route("*", p);
@@ -30,7 +32,8 @@ static af_provider_t* local_model(const char* extra) {
 }
 
 static void report(const char* what, double ms, long calls) {
-  printf("  %s: %ld call(s) in %.0f ms (%.0f ms per call)\n", what, calls, ms, calls ? ms / (double)calls : 0.0);
+  printf("  %s: %ld call(s) in %.0f ms (%.0f ms per call)\n", what, calls, ms,
+         calls ? ms / (double)calls : 0.0);
 }
 
 /* ---- programs ------------------------------------------------------------ */
@@ -39,7 +42,8 @@ static const char* g_params; /* sampling params of ask (JSON) or NULL */
 
 /* (q, model) -> lm_call([user q], model, g_params), or lm_schema_call when
  * ud is a schema (JSON). */
-static af_error_t* ask(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+static af_error_t* ask(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                       af_value_t** out) {
   af_value_t *role = NULL, *m = NULL, *msgs = NULL, *params = NULL, *schema = NULL;
   const char* keys[] = {"role", "content"};
   size_t lens[] = {4, 7};
@@ -53,7 +57,9 @@ static af_error_t* ask(void* ud, af_context_t* c, const af_value_t* const* in, s
   af_value_list(c, (const af_value_t* const*)&m, 1, &msgs);
   if (g_params) e = af_value_from_json(c, g_params, strlen(g_params), &params);
   if (!e && ud) e = af_value_from_json(c, (const char*)ud, strlen((const char*)ud), &schema);
-  if (!e) e = schema ? af_lm_schema_call_ex(c, msgs, in[1], schema, params, out) : af_lm_call_ex(c, msgs, in[1], params, out);
+  if (!e)
+    e = schema ? af_lm_schema_call_ex(c, msgs, in[1], schema, params, out)
+               : af_lm_call_ex(c, msgs, in[1], params, out);
   af_value_free(role);
   af_value_free(m);
   af_value_free(msgs);
@@ -137,8 +143,10 @@ static void schema_call_returns_every_kind(void) {
   double t0;
   if (!p || !ir) goto done;
   t0 = now_ms();
-  if (CHECK_OK(call_json(ir, "[\"Classify this support ticket: I was charged twice for my March invoice.\", \"m\"]",
-                         &out))) {
+  if (CHECK_OK(call_json(
+          ir,
+          "[\"Classify this support ticket: I was charged twice for my March invoice.\", \"m\"]",
+          &out))) {
     af_value_t* team = NULL;
     const char* s = NULL;
     size_t len = 0;
@@ -167,7 +175,8 @@ static void a_batch_of_eight_is_in_flight_together(void) {
   if (!p || !ir || !CHECK_OK(af_batch(ctx, ir, axes, &batched))) goto done;
   t0 = now_ms();
   if (CHECK_OK(call_json(batched,
-                         "[[\"Name a color.\", \"Name a fruit.\", \"Name a city.\", \"Name a tree.\", \"Name a bird.\","
+                         "[[\"Name a color.\", \"Name a fruit.\", \"Name a city.\", \"Name a "
+                         "tree.\", \"Name a bird.\","
                          " \"Name a tool.\", \"Name a sport.\", \"Name a planet.\"], \"m\"]",
                          &out))) {
     size_t n = 0, i;
@@ -249,7 +258,8 @@ static void pullback_feedback_reaches_the_model(void) {
   double t0;
   if (!p || !ir || !CHECK_OK(af_pullback(ctx, ir, &pulled))) goto done;
   t0 = now_ms();
-  if (CHECK_OK(call_json(pulled, "[[\"Describe the sea.\", \"m\"], \"Too long; use one sentence.\"]", &out))) {
+  if (CHECK_OK(call_json(
+          pulled, "[[\"Describe the sea.\", \"m\"], \"Too long; use one sentence.\"]", &out))) {
     af_value_t *fwd = NULL, *cts = NULL, *cq = NULL;
     CHECK_OK(af_value_index(out, 0, &fwd));
     CHECK_INT_EQ(af_value_kind(fwd), AF_KIND_STR);
@@ -295,7 +305,8 @@ static void on_piece(void* ud, uint32_t eqn, uint64_t item, const char* text, si
   if (p->cancel_at_first) af_cancel_trigger(p->cancel_at_first);
 }
 
-static af_error_t* run_with(const af_ir_t* ir, const char* inputs_json, const af_run_options_t* o, af_value_t** out) {
+static af_error_t* run_with(const af_ir_t* ir, const char* inputs_json, const af_run_options_t* o,
+                            af_value_t** out) {
   af_program_t* prog = NULL;
   af_value_t* in[2] = {NULL, NULL};
   af_value_t* list = mk_json(inputs_json);
@@ -361,8 +372,9 @@ static void cancel_stops_a_generation(void) {
   o.stream_user_data = &got;
   o.cancel = cancel;
   t0 = now_ms();
-  CHECK_ERR(run_with(ir, "[\"Write a very long story about a lighthouse keeper.\", \"m\"]", &o, &out),
-            AF_ERR_CANCELLED, "");
+  CHECK_ERR(
+      run_with(ir, "[\"Write a very long story about a lighthouse keeper.\", \"m\"]", &o, &out),
+      AF_ERR_CANCELLED, "");
   CHECK(out == NULL);
   CHECK(got.n >= 1);
   report("cancelled at the first piece", now_ms() - t0, 1);
@@ -416,7 +428,8 @@ static void the_json_schema_dialect_fails_clearly_here(void) {
   snprintf(opts, sizeof opts, "{\"base_url\":\"%s\",\"max_retries\":0}", url);
   if (!CHECK_OK(af_provider_openai_new(opts, strlen(opts), &p))) goto done;
   route("*", p);
-  CHECK_ERR(call_json(ir, "[\"Pick a number.\", \"m\"]", &out), AF_ERR_PROVIDER, "HTTP 500", url, "json_object");
+  CHECK_ERR(call_json(ir, "[\"Pick a number.\", \"m\"]", &out), AF_ERR_PROVIDER, "HTTP 500", url,
+            "json_object");
 done:
   af_value_free(out);
   af_ir_free(ir);
