@@ -58,8 +58,10 @@ void Limiter::set_rates(uint64_t requests_per_minute, uint64_t tokens_per_minute
     std::lock_guard<std::mutex> lock(mu_);
     // A newly limited rate starts with a full bucket; a changed one keeps
     // its level within the new capacity.
-    requests_level_ = rpm_ ? std::min(requests_level_, capacity(requests_per_minute)) : capacity(requests_per_minute);
-    tokens_level_ = tpm_ ? std::min(tokens_level_, capacity(tokens_per_minute)) : capacity(tokens_per_minute);
+    requests_level_ = rpm_ ? std::min(requests_level_, capacity(requests_per_minute))
+                           : capacity(requests_per_minute);
+    tokens_level_ =
+        tpm_ ? std::min(tokens_level_, capacity(tokens_per_minute)) : capacity(tokens_per_minute);
     rpm_ = requests_per_minute;
     tpm_ = tokens_per_minute;
     refilled_ns_ = now_ns();
@@ -102,7 +104,8 @@ void Limiter::release(Call& call, bool completed) {
     // The reply's usage replaces the estimate the start was charged.
     uint64_t used = call.prompt_tokens + call.completion_tokens;
     if (tpm_ && call.rate_tokens_ && completed && used) {
-      tokens_level_ = std::min(capacity(tpm_), tokens_level_ + double(call.rate_tokens_) - double(used));
+      tokens_level_ =
+          std::min(capacity(tpm_), tokens_level_ + double(call.rate_tokens_) - double(used));
     }
     free_slots_.push_back(call.slot);
   }
@@ -124,7 +127,10 @@ int64_t Limiter::rate_wait_until(const Call& call, int64_t now) {
   };
   if (rpm_) at = std::max(at, when(requests_level_, 1.0, rpm_));
   // A request larger than the bucket starts when the bucket is full.
-  if (tpm_) at = std::max(at, when(tokens_level_, std::min(double(call.request().estimated_tokens()), capacity(tpm_)), tpm_));
+  if (tpm_)
+    at = std::max(
+        at, when(tokens_level_, std::min(double(call.request().estimated_tokens()), capacity(tpm_)),
+                 tpm_));
   return at;
 }
 
@@ -240,8 +246,8 @@ void Provider::shutdown() {
 
 void Provider::configure(const Value& options) {
   Options o(options, "provider " + name_);
-  CommonOptions current{limiter_->max_in_flight(), limiter_->requests_per_minute(), limiter_->tokens_per_minute(),
-                        schema_retries()};
+  CommonOptions current{limiter_->max_in_flight(), limiter_->requests_per_minute(),
+                        limiter_->tokens_per_minute(), schema_retries()};
   CommonOptions c = read_common_options(o, current);
   o.finish();
   c.apply(*this);
@@ -256,8 +262,10 @@ void CommonOptions::apply(Provider& p) const {
 CommonOptions read_common_options(Options& o, const CommonOptions& d) {
   CommonOptions c;
   c.max_in_flight = uint32_t(o.integer("max_in_flight", d.max_in_flight, 0, 1 << 30));
-  c.requests_per_minute = uint64_t(o.integer("requests_per_minute", int64_t(d.requests_per_minute), 0, 1000000000));
-  c.tokens_per_minute = uint64_t(o.integer("tokens_per_minute", int64_t(d.tokens_per_minute), 0, 1000000000000LL));
+  c.requests_per_minute =
+      uint64_t(o.integer("requests_per_minute", int64_t(d.requests_per_minute), 0, 1000000000));
+  c.tokens_per_minute =
+      uint64_t(o.integer("tokens_per_minute", int64_t(d.tokens_per_minute), 0, 1000000000000LL));
   c.schema_retries = uint32_t(o.integer("schema_retries", d.schema_retries, 0, 10));
   return c;
 }

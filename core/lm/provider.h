@@ -105,8 +105,12 @@ class Provider {
   // How many times a schema call re-asks this provider after a reply that
   // fails validation (the invalid reply and the error go back to the model
   // as a correction turn). 0 = off.
-  uint32_t schema_retries() const noexcept { return schema_retries_.load(std::memory_order_relaxed); }
-  void set_schema_retries(uint32_t n) noexcept { schema_retries_.store(n, std::memory_order_relaxed); }
+  uint32_t schema_retries() const noexcept {
+    return schema_retries_.load(std::memory_order_relaxed);
+  }
+  void set_schema_retries(uint32_t n) noexcept {
+    schema_retries_.store(n, std::memory_order_relaxed);
+  }
   // The options every provider takes: "max_in_flight", "requests_per_minute",
   // "tokens_per_minute", "schema_retries". Keys absent keep their value;
   // unknown keys are INVALID_ARGUMENT (af_provider_set_options).
