@@ -5,13 +5,20 @@
 
 namespace af::lm {
 
+namespace {
+std::string size_text(size_t n) {
+  return n % (size_t(1) << 20) == 0 ? std::to_string(n >> 20) + " MiB"
+                                    : std::to_string(n) + " bytes";
+}
+}  // namespace
+
 bool ChatStream::feed(std::string_view bytes) {
   if (!error_.empty()) return false;
   while (!bytes.empty() && !done_) {
     size_t nl = bytes.find('\n');
     if (nl == std::string_view::npos) {
       if (pending_.size() + bytes.size() > max_bytes_) {
-        error_ = "an event line is longer than " + std::to_string(max_bytes_ >> 20) + " MiB";
+        error_ = "an event line is longer than " + size_text(max_bytes_);
         return false;
       }
       pending_.append(bytes);
@@ -44,7 +51,7 @@ bool ChatStream::line(std::string_view l) {
   if (!l.empty() && l.front() == ' ') l.remove_prefix(1);
   if (has_data_) data_ += '\n';
   if (data_.size() + l.size() > max_bytes_) {
-    error_ = "an event is longer than " + std::to_string(max_bytes_ >> 20) + " MiB";
+    error_ = "an event is longer than " + size_text(max_bytes_);
     return false;
   }
   data_.append(l);
@@ -95,7 +102,7 @@ bool ChatStream::event() {
     if (const Value* content = delta->find("content");
         content && content->kind() == Kind::Str && !content->as_str().empty()) {
       if (text_.size() + content->as_str().size() > max_bytes_) {
-        error_ = "the streamed reply is larger than " + std::to_string(max_bytes_ >> 20) + " MiB";
+        error_ = "the streamed reply is larger than " + size_text(max_bytes_);
         return false;
       }
       text_ += content->as_str();
