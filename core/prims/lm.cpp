@@ -217,7 +217,9 @@ std::string correction(const Error& invalid) {
 // route's providers in order (the next after a PROVIDER or TIMEOUT error)
 // and, for schema calls, re-asks after a reply that fails validation.
 struct Item {
-  lm::Router::Providers providers;
+  // Held weakly: a provider freed while its calls fly fails them (CANCELLED)
+  // rather than living on in them.
+  std::vector<std::weak_ptr<lm::Provider>> providers;
   size_t provider = 0;  // the one asked now
   uint32_t reasks = 0;  // at that provider
   std::shared_ptr<const Error> earlier;  // the previous providers' errors
@@ -277,7 +279,10 @@ struct Batch : std::enable_shared_from_this<Batch> {
       if (cancelled) return;  // the dropped call fails into a finished op
       calls[i] = call;
     }
-    (*items[i]->providers)[items[i]->provider]->submit(std::move(call));
+    if (auto provider = items[i]->providers[items[i]->provider].lock())
+      provider->submit(std::move(call));
+    else
+      call->fail(Error(Code::Cancelled, "the provider was freed before the request could start"));
   }
 
   // A failed request fails the equation and cancels its siblings, or, with
@@ -314,7 +319,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
         std::lock_guard<std::mutex> lock(mu);
         if (cancelled) return;
       }
-      if ((err->code() == Code::Provider || err->code() == Code::Timeout) && it.provider + 1 < it.providers->size()) {
+      if ((err->code() == Code::Provider || err->code() == Code::Timeout) && it.provider + 1 < it.providers.size()) {
         it.earlier = std::make_shared<const Error>(err->code(), err->what(), it.earlier);
         ++it.provider;
         it.reasks = 0;
@@ -326,7 +331,8 @@ struct Batch : std::enable_shared_from_this<Batch> {
       return fail_item(i, Error(err->code(), what + ": " + err->what() + after, it.earlier ? it.earlier : err->cause_ptr()));
     }
     if (invalid) {
-      if (it.reasks < (*it.providers)[it.provider]->schema_retries()) {
+      auto provider = it.providers[it.provider].lock();
+      if (provider && it.reasks < provider->schema_retries()) {
         ++it.reasks;
         lm::Request next = call.request();
         next.messages.push_back(lm::Message{"assistant", *content});
@@ -425,7 +431,7 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
       continue;
     }
     auto it = std::make_unique<Item>();
-    it->providers = std::move(providers);
+    it->providers.assign(providers->begin(), providers->end());
     if (n > 1 || !ex.shape.leaf) it->label = " (batch item " + std::to_string(i) + ")";
     batch->items[i] = std::move(it);
   }
