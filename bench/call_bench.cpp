@@ -14,9 +14,10 @@
 //    y_i has i+1 bytes, so one call copies ~N^2/2 bytes (50 MB for N=10000):
 //    its time per equation is dominated by memcpy/malloc, not by the engine.
 //
-// Each family is run through the C++ API (af::lower once, af::run per
-// iteration; plus af::call, which checks and lowers on every call) and
-// through the C API (af_ir_call, which lowers once per IR handle and wraps
+// Each family is run through the C++ API (af::compile once, the sequential
+// driver per iteration; plus af::call, which checks and compiles on every
+// call) and through the C API (af_ir_call, which compiles once per IR
+// structure through the context's plan cache and wraps
 // input/output handles per call). BM_Floor_* does the same string builds
 // with no engine at all, so engine overhead = Call - Floor, in one run.
 //
@@ -30,25 +31,15 @@
 #include <string>
 #include <vector>
 
-#include "exec/env.h"
-#include "exec/exec.h"
-#include "ir/ir.h"
-#include "prims/ops.h"
-#include "trace/trace.h"
+#include "chains.h"
+#include "exec/sequential.h"
 #include "value/value.h"
 
 namespace {
 
 constexpr int64_t kN = 10000;
 
-void set_eqn_counters(benchmark::State& state, int64_t eqns_per_iter) {
-  state.SetItemsProcessed(state.iterations() * eqns_per_iter);
-  state.counters["eqn_per_s"] =
-      benchmark::Counter(double(eqns_per_iter), benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["sec_per_eqn"] =
-      benchmark::Counter(double(eqns_per_iter), benchmark::Counter::kIsIterationInvariantRate |
-                                                    benchmark::Counter::kInvert);
-}
+using af_bench::set_eqn_counters;
 
 // Bytes the chain's equations write per call: sum of the output lengths.
 int64_t chain_bytes(bool growing, int64_t n, int64_t payload) {
@@ -66,20 +57,9 @@ struct CppChain {
 // growing: concat(prev, "x") from "x"; else concat(prev, "") from `payload`
 // bytes of 'p'.
 CppChain make_cpp_chain(bool growing, size_t n, size_t payload) {
-  af::RunEnv env;
   CppChain c;
   c.input = af::Value::str(growing ? std::string("x") : std::string(payload, 'p'));
-  const af::Value lit = af::Value::str(growing ? "x" : "");
-  c.ir = af::trace(
-      [&](std::span<const af::Value> in) {
-        af::Value prev = in[0];
-        for (size_t i = 0; i < n; ++i) {
-          const af::Value args[2] = {prev, lit};
-          prev = af::op_concat(args, env);
-        }
-        return prev;
-      },
-      std::span<const af::Value>(&c.input, 1), af::Value());
+  c.ir = af_bench::trace_chain_cpp(n, c.input, af::Value::str(growing ? "x" : ""));
   c.expected = growing ? std::string(n + 1, 'x') : std::string(payload, 'p');
   return c;
 }
@@ -88,27 +68,27 @@ bool output_ok(const af::Value& out, const CppChain& c) {
   return out.kind() == af::Kind::Str && out.as_str() == c.expected;
 }
 
-// af::lower once, af::run per iteration (inputs checked once, untimed).
+// af::compile once, the sequential driver per iteration (inputs checked once, untimed).
 void call_run_cpp(benchmark::State& state, bool growing) {
   const size_t n = size_t(state.range(0));
   const size_t payload = growing ? 1 : size_t(state.range(1));
   CppChain c = make_cpp_chain(growing, n, payload);
   af::RunEnv env;
-  auto plan = af::lower(c.ir);
+  auto plan = af::compile(c.ir);
   const std::vector<af::Value> leaves = af::check_inputs(*c.ir, std::span(&c.input, 1));
-  if (c.ir->eqns.size() != n || !output_ok(af::run(*plan, leaves, env), c)) {
+  if (c.ir->eqns.size() != n || !output_ok(plan->ir->out_tree.unflatten(af::run_sequential(*plan, leaves, env)), c)) {
     state.SkipWithError("the chain does not compute what it claims");
     return;
   }
   for (auto _ : state) {
-    af::Value out = af::run(*plan, leaves, env);
+    af::Value out = plan->ir->out_tree.unflatten(af::run_sequential(*plan, leaves, env));
     benchmark::DoNotOptimize(out);
   }
   set_eqn_counters(state, int64_t(n));
   state.SetBytesProcessed(state.iterations() * chain_bytes(growing, int64_t(n), int64_t(payload)));
 }
 
-// af::call per iteration: check_inputs + lower + run every time.
+// af::call per iteration: check_inputs + compile + run every time.
 void call_call_cpp(benchmark::State& state, bool growing) {
   const size_t n = size_t(state.range(0));
   const size_t payload = growing ? 1 : size_t(state.range(1));
@@ -163,44 +143,12 @@ void BM_Floor_Bounded_StrBuild(benchmark::State& state) {
 
 // ---------------------------------------------------------------- C API
 
-struct CSpec {
-  size_t n;
-  const char* lit;
-  size_t lit_len;
-};
-
-af_error_t* c_chain_fn(void* user_data, af_context_t* ctx, const af_value_t* const* inputs,
-                       size_t n_inputs, af_value_t** out) {
-  const CSpec* spec = static_cast<const CSpec*>(user_data);
-  (void)n_inputs;
-  af_value_t* lit = nullptr;
-  af_error_t* err = af_value_str(ctx, spec->lit, spec->lit_len, &lit);
-  if (err) return err;
-  af_value_t* prev = af_value_clone(inputs[0]);
-  for (size_t i = 0; i < spec->n && !err; ++i) {
-    const af_value_t* args[2] = {prev, lit};
-    af_value_t* next = nullptr;
-    err = af_concat(ctx, args, 2, &next);
-    if (!err) {
-      af_value_free(prev);
-      prev = next;
-    }
-  }
-  af_value_free(lit);
-  if (err) {
-    af_value_free(prev);
-    return err;
-  }
-  *out = prev;
-  return nullptr;
-}
-
 void call_c(benchmark::State& state, bool growing) {
   const size_t n = size_t(state.range(0));
   const size_t payload = growing ? 1 : size_t(state.range(1));
   const std::string input_str = growing ? std::string("x") : std::string(payload, 'p');
   const std::string expected = growing ? std::string(n + 1, 'x') : input_str;
-  CSpec spec{n, growing ? "x" : "", growing ? size_t(1) : size_t(0)};
+  af_bench::ChainSpec spec{.n = n, .lit = growing ? "x" : "", .lit_len = growing ? size_t(1) : size_t(0)};
 
   af_context_t* ctx = nullptr;
   af_value_t* input = nullptr;
@@ -208,8 +156,8 @@ void call_c(benchmark::State& state, bool growing) {
   af_value_t* out = nullptr;
   af_error_t* err = af_context_new(&ctx);
   if (!err) err = af_value_str(ctx, input_str.data(), input_str.size(), &input);
-  if (!err) err = af_trace(ctx, c_chain_fn, &spec, &input, 1, nullptr, &ir);
-  if (!err) err = af_ir_call(ctx, ir, &input, 1, &out);  // also lowers (once per handle)
+  if (!err) err = af_trace(ctx, af_bench::chain_fn, &spec, &input, 1, nullptr, &ir);
+  if (!err) err = af_ir_call(ctx, ir, &input, 1, &out);  // also compiles (once, plan cache)
   const char* s = nullptr;
   size_t len = 0;
   if (!err) err = af_value_get_str(out, &s, &len);
@@ -236,6 +184,40 @@ void call_c(benchmark::State& state, bool growing) {
   af_value_free(input);
   af_context_free(ctx);
 }
+
+// The first call of a freshly traced IR through the C API: af_ir_call on a
+// new handle in a new context (nothing cached), i.e. hash + compile + run —
+// what a program called once pays. Tracing, the context and freeing are
+// outside the timed part. Compare with BM_Call_Bounded_C (later calls).
+void BM_FirstCall_C(benchmark::State& state) {
+  const size_t n = size_t(state.range(0));
+  af_bench::ChainSpec spec{.n = n, .lit = "", .lit_len = 0};
+  for (auto _ : state) {
+    state.PauseTiming();
+    af_context_t* ctx = nullptr;
+    af_value_t* input = nullptr;
+    af_ir_t* ir = nullptr;
+    af_value_t* out = nullptr;
+    af_error_t* err = af_context_new(&ctx);
+    if (!err) err = af_value_str(ctx, "p", 1, &input);
+    if (!err) err = af_trace(ctx, af_bench::chain_fn, &spec, &input, 1, nullptr, &ir);
+    state.ResumeTiming();
+    if (!err) err = af_ir_call(ctx, ir, &input, 1, &out);
+    state.PauseTiming();
+    if (err) {
+      state.SkipWithError(af_error_message(err));
+      af_error_free(err);
+    }
+    af_value_free(out);
+    af_ir_free(ir);
+    af_value_free(input);
+    af_context_free(ctx);
+    state.ResumeTiming();
+    if (err) break;
+  }
+  set_eqn_counters(state, int64_t(n));
+}
+BENCHMARK(BM_FirstCall_C)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
 
 void BM_Call_Bounded_C(benchmark::State& s) { call_c(s, false); }
 void BM_Call_Growing_C(benchmark::State& s) { call_c(s, true); }

@@ -14,7 +14,7 @@
 
 #include "io/afg.h"
 #include "ir/ir.h"
-#include "prims/registry.h"
+#include "ir/registry.h"
 
 namespace {
 

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/env.h"
+#include "chains.h"
 #include "exec/plan_cache.h"
 #include "exec/program.h"
 #include "prims/ops.h"
@@ -116,19 +116,7 @@ void BM_Lazy_Eval100(benchmark::State& state) {
 BENCHMARK(BM_Lazy_Eval100)->Arg(0)->Arg(1)->ArgName("miss");
 
 af::IRPtr concat_chain(size_t n) {
-  af::RunEnv env;
-  const af::Value lit = af::Value::str("x");
-  af::Value example = af::Value::str("e");
-  return af::trace(
-      [&](std::span<const af::Value> in) {
-        af::Value prev = in[0];
-        for (size_t i = 0; i < n; ++i) {
-          const af::Value args[2] = {prev, lit};
-          prev = af::op_concat(args, env);
-        }
-        return prev;
-      },
-      std::span<const af::Value>(&example, 1), af::Value());
+  return af_bench::trace_chain_cpp(n, af::Value::str("e"), af::Value::str("x"));
 }
 
 void BM_PlanCache_Lookup10k(benchmark::State& state) {

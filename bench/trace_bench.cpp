@@ -10,53 +10,28 @@
 #include <af/af.h>
 #include <benchmark/benchmark.h>
 
-#include <span>
-#include <string>
-
-#include "exec/env.h"
-#include "prims/ops.h"
-#include "trace/trace.h"
-#include "value/value.h"
+#include "chains.h"
 
 namespace {
 
-void set_eqn_counters(benchmark::State& state, int64_t eqns_per_iter) {
-  state.SetItemsProcessed(state.iterations() * eqns_per_iter);
-  state.counters["eqns"] = benchmark::Counter(double(eqns_per_iter));
-  state.counters["eqn_per_s"] =
-      benchmark::Counter(double(eqns_per_iter), benchmark::Counter::kIsIterationInvariantRate);
-}
-
-// ---------------------------------------------------------------- C++ API
-
-af::IRPtr trace_chain_cpp(size_t n, const af::Value& example, const af::Value& lit,
-                          af::RunEnv& env) {
-  return af::trace(
-      [&](std::span<const af::Value> in) {
-        af::Value prev = in[0];
-        for (size_t i = 0; i < n; ++i) {
-          const af::Value args[2] = {prev, lit};
-          prev = af::op_concat(args, env);
-        }
-        return prev;
-      },
-      std::span<const af::Value>(&example, 1), af::Value());
-}
+using af_bench::ChainSpec;
+using af_bench::chain_fn;
+using af_bench::set_eqn_counters;
+using af_bench::trace_chain_cpp;
 
 void BM_Trace_ConcatChain_Cpp(benchmark::State& state) {
   const size_t n = size_t(state.range(0));
-  af::RunEnv env;
   const af::Value example = af::Value::str("x");
   const af::Value lit = af::Value::str("x");
   {  // Check once, untimed, that the benchmark traces what it claims.
-    af::IRPtr ir = trace_chain_cpp(n, example, lit, env);
+    af::IRPtr ir = trace_chain_cpp(n, example, lit);
     if (ir->eqns.size() != n || ir->eqns.back().prim->name != "concat") {
       state.SkipWithError("the traced IR is not an n-equation concat chain");
       return;
     }
   }
   for (auto _ : state) {
-    af::IRPtr ir = trace_chain_cpp(n, example, lit, env);
+    af::IRPtr ir = trace_chain_cpp(n, example, lit);
     benchmark::DoNotOptimize(ir.get());
   }
   set_eqn_counters(state, int64_t(n));
@@ -65,45 +40,8 @@ BENCHMARK(BM_Trace_ConcatChain_Cpp)->Arg(10000)->Unit(benchmark::kMillisecond);
 
 // ---------------------------------------------------------------- C API
 
-struct ChainSpec {
-  size_t n;
-  // 0: the literal "x" is made once per trace and reused (a careful caller);
-  // 1: af_value_str("x") is made and freed for every equation (a naive one).
-  int literal_per_eqn;
-};
-
-// The traced function, written as a C user writes it: every handle that
-// libaf returns is freed once no longer needed; errors are propagated.
-af_error_t* chain_fn(void* user_data, af_context_t* ctx, const af_value_t* const* inputs,
-                     size_t n_inputs, af_value_t** out) {
-  const ChainSpec* spec = static_cast<const ChainSpec*>(user_data);
-  (void)n_inputs;
-  af_error_t* err = nullptr;
-  af_value_t* lit = nullptr;
-  if (!spec->literal_per_eqn && (err = af_value_str(ctx, "x", 1, &lit))) return err;
-  af_value_t* prev = af_value_clone(inputs[0]);
-  for (size_t i = 0; i < spec->n; ++i) {
-    af_value_t* l = lit;
-    if (spec->literal_per_eqn && (err = af_value_str(ctx, "x", 1, &l))) break;
-    const af_value_t* args[2] = {prev, l};
-    af_value_t* next = nullptr;
-    err = af_concat(ctx, args, 2, &next);
-    if (spec->literal_per_eqn) af_value_free(l);
-    if (err) break;
-    af_value_free(prev);
-    prev = next;
-  }
-  af_value_free(lit);
-  if (err) {
-    af_value_free(prev);
-    return err;
-  }
-  *out = prev;
-  return nullptr;
-}
-
 void BM_Trace_ConcatChain_C(benchmark::State& state) {
-  ChainSpec spec{size_t(state.range(0)), int(state.range(1))};
+  ChainSpec spec{.n = size_t(state.range(0)), .literal_per_eqn = int(state.range(1))};
   af_context_t* ctx = nullptr;
   af_value_t* example = nullptr;
   if (af_error_t* e = af_context_new(&ctx)) {

@@ -21,8 +21,8 @@
 #include <utility>
 #include <vector>
 
-#include "exec/env.h"
-#include "exec/exec.h"
+#include "rt/env.h"
+#include "exec/sequential.h"
 #include "ir/ir.h"
 #include "prims/ops.h"
 #include "trace/trace.h"
@@ -81,9 +81,9 @@ void BM_Batch_Run_Cpp(benchmark::State& state) {
   af::IRPtr b = af::batch(ir, Value());
   std::vector<Value> in = batch_inputs(n);
   std::vector<Value> leaves = af::check_inputs(*b, in);
-  auto plan = af::lower(b);
+  auto plan = af::compile(b);
   {  // untimed check: item 7 equals the unbatched program on item 7
-    Value out = af::run(*plan, leaves, env());
+    Value out = plan->ir->out_tree.unflatten(af::run_sequential(*plan, leaves, env()));
     const Value one[2] = {in[0].items()[7], in[1].items()[7]};
     if (ir->eqns.size() != 10 || out.size() != n || !(out.items()[7] == af::call(ir, one, env()))) {
       state.SkipWithError("the batched program does not compute the program per item");
@@ -91,7 +91,7 @@ void BM_Batch_Run_Cpp(benchmark::State& state) {
     }
   }
   for (auto _ : state) {
-    Value out = af::run(*plan, leaves, env());
+    Value out = plan->ir->out_tree.unflatten(af::run_sequential(*plan, leaves, env()));
     benchmark::DoNotOptimize(out);
   }
   per_item_counters(state, double(n) * 10);
@@ -187,11 +187,11 @@ void BM_Batch_Baseline_PerItemCalls(benchmark::State& state) {
   const size_t n = size_t(state.range(0));
   af::IRPtr ir = ten_equation_program();
   std::vector<Value> in = batch_inputs(n);
-  auto plan = af::lower(ir);
+  auto plan = af::compile(ir);
   for (auto _ : state) {
     for (size_t i = 0; i < n; ++i) {
       const Value leaves[2] = {in[0].items()[i], in[1].items()[i]};
-      Value out = af::run(*plan, leaves, env());
+      Value out = plan->ir->out_tree.unflatten(af::run_sequential(*plan, leaves, env()));
       benchmark::DoNotOptimize(out);
     }
   }

@@ -77,13 +77,13 @@ import (
 )
 
 func main() {
-	ctx, err := af.NewContext()
+	eng, err := af.NewEngine()
 	if err != nil {
 		fmt.Println(err)
 		os.Exit(1)
 	}
-	defer ctx.Close()
-	v, err := ctx.ValueOf([]string{"a", "b"})
+	defer eng.Close()
+	v, err := eng.ValueOf([]string{"a", "b"})
 	if err != nil {
 		fmt.Println(err)
 		os.Exit(1)

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(cmake ninja-build g++ pkg-config libgtest-dev zstd libzstd-dev flatbuffers-compiler
-          libflatbuffers-dev libsimdjson-dev libxxhash-dev libbenchmark-dev libcurl4-openssl-dev
+          libflatbuffers-dev libsimdjson-dev libxxhash-dev libbenchmark-dev libcurl4-openssl-dev zlib1g-dev
           clang libclang-rt-14-dev mono-mcs mono-xbuild nuget python3 python3-venv libre2-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do

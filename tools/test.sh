@@ -82,18 +82,17 @@ else
 fi
 
 note "concurrency suites under ThreadSanitizer"
-# The executor, the LM layer, the plan cache and the C API's run, LM
-# (streaming, limits, fallback) and lazy suites: the code where threads
-# meet. Only these targets are built.
-TSAN_TARGETS=(af_core_tests capi_program_test capi_lm_test capi_lm_stream_test capi_lm_routing_test capi_lazy_test)
+# The executor, the LM layer, the plan cache and the C API's run, LM (streaming, limits,
+# fallback), lazy and run-summary suites: the code where threads meet. Only these targets are
+# built.
+TSAN_TARGETS=(af_core_tests capi_program_test capi_lm_test capi_lm_stream_test capi_lm_routing_test
+  capi_lazy_test capi_observe_test)
 if cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DAF_SANITIZE=thread \
      -DAF_BUILD_BENCH=OFF >"$LOG/tsan-configure.log" 2>&1 &&
    cmake --build build-tsan --target "${TSAN_TARGETS[@]}" >"$LOG/tsan-build.log" 2>&1; then
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
   check tsan-core build-tsan/bin/af_core_tests --gtest_filter='Exec*:Lm*:PlanCache*'
-  for t in capi_program_test capi_lm_test capi_lm_stream_test capi_lm_routing_test capi_lazy_test; do
-    check "tsan-$t" "build-tsan/bin/$t"
-  done
+  for t in "${TSAN_TARGETS[@]:1}"; do check "tsan-$t" "build-tsan/bin/$t"; done
   unset TSAN_OPTIONS
 else
   tail -40 "$LOG/tsan-build.log"
@@ -107,7 +106,12 @@ check fuzz-graph-loader bash fuzz/run.sh build-fuzz "${AF_FUZZ_SECONDS:-60}"
 LIBDIR=$ROOT/build/lib
 
 note "Rust binding"
-(cd bindings/rust && AF_LIB_DIR=$LIBDIR cargo test --offline) >"$LOG/rust.log" 2>&1
+# The serde feature's crates (serde, and serde_json for its tests) come from
+# crates.io: `cargo fetch` puts the versions Cargo.lock pins into Cargo's
+# cache (a no-op once cached), so the offline run resolves them on a fresh
+# machine. --features serde builds and runs tests/serde.rs too.
+(cd bindings/rust && cargo fetch --locked &&
+  AF_LIB_DIR=$LIBDIR cargo test --offline --features serde) >"$LOG/rust.log" 2>&1
 # Sum "test result: ok. N passed; M failed; ..." over every test binary.
 rust_pass=$(awk '/^test result:/ {for (i = 1; i <= NF; i++) if ($(i+1) ~ /^passed/) s += $i} END {print s + 0}' "$LOG/rust.log")
 rust_fail=$(awk '/^test result:/ {for (i = 1; i <= NF; i++) if ($(i+1) ~ /^failed/) s += $i} END {print s + 0}' "$LOG/rust.log")

@@ -2,26 +2,33 @@
 // (string formatting, concatenation, matching, control flow, host functions,
 // LM calls) into an IR that can be printed, transformed (Batch, Pullback,
 // DCE, ...), compiled into a Program run synchronously, asynchronously
-// (Future, context.Context cancellation) or saved as a graph file, and called
-// from any language.
+// (Future) or saved as a graph file, and called from any language.
+//
+//	eng, err := af.NewEngine() // libaf's context: host functions, routes, scheduler
+//	...
+//	out, err := eng.Call(ctx, prog, input) // ctx is a context.Context: cancellation, deadline
 //
 // The binding wraps the stable C API (capi/include/af/af.h) through cgo:
 //
+//   - libaf's context (af_context_t) is an *Engine, so that ctx is the
+//     context.Context of Go convention. Engine.Call(ctx, fn, inputs...)
+//     runs a *Program or an *IR and ends the run when ctx does. The former
+//     names (Context, NewContext, Program.Run) remain as deprecated aliases.
 //   - Every fallible call returns an error; a libaf failure is an *Error with
 //     a Code (one of the Code* constants) and a cause chain (errors.As,
 //     errors.Is and errors.Unwrap work through it). errors.Is matches the
 //     Err* sentinels by code, and context.DeadlineExceeded / context.Canceled
 //     for timeouts and cancellations. The error a host function or host
 //     provider returned is in the chain itself, so errors.As finds it.
-//   - Handles (*Context, *Value, *IR, *Walk, *Program, *Future, *Provider,
+//   - Handles (*Engine, *Value, *IR, *Walk, *Program, *Future, *Provider,
 //     *CancelToken) own a libaf reference. Call Close when done; a finalizer
 //     releases a forgotten handle as a backstop. Close is idempotent and may
 //     be called from several goroutines at once (the pointer is swapped out
 //     atomically, so it is freed once). Using a handle while another
 //     goroutine closes it is still an error. A run started with CallAsync
-//     keeps its Context, Program and inputs alive until it finishes.
+//     keeps its Engine, Program and inputs alive until it finishes.
 //   - Values and IRs are immutable and may be used from several goroutines at
-//     once; a Context serializes its own mutations.
+//     once; an Engine serializes its own mutations.
 //   - Tracing is per OS thread in libaf. Trace locks the calling goroutine to
 //     its thread while the trace function runs; operations made by that
 //     function (on its goroutine) are recorded into the trace. Operations

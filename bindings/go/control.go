@@ -25,8 +25,8 @@ type Branch struct {
 // takes the operands' structure and kinds; all return one structure.
 // Recorded inside a trace, evaluated outside. CodeNotFound (when it runs)
 // for a key no branch has.
-func (c *Context) Switch(key *Value, branches []Branch, operands ...*Value) (*Value, error) {
-	cp, err := c.handle()
+func (eng *Engine) Switch(key *Value, branches []Branch, operands ...*Value) (*Value, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func (c *Context) Switch(key *Value, branches []Branch, operands ...*Value) (*Va
 	}
 	var out *C.af_value_t
 	e := C.af_switch(cp, kp, np, lp, ip, C.size_t(n), cArray(ops), C.size_t(len(ops)), &out)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(key)
 	runtime.KeepAlive(branches)
 	runtime.KeepAlive(operands)
@@ -76,8 +76,8 @@ func (c *Context) Switch(key *Value, branches []Branch, operands ...*Value) (*Va
 
 // WhileLoop: state = init; while cond(state) is true and fewer than
 // maxIters iterations ran, state = body(state); returns the state.
-func (c *Context) WhileLoop(cond, body *IR, init *Value, maxIters uint64) (*Value, error) {
-	cp, err := c.handle()
+func (eng *Engine) WhileLoop(cond, body *IR, init *Value, maxIters uint64) (*Value, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func (c *Context) WhileLoop(cond, body *IR, init *Value, maxIters uint64) (*Valu
 	}
 	var out *C.af_value_t
 	e := C.af_while_loop(cp, condp, bodyp, ip, C.uint64_t(maxIters), &out)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(cond)
 	runtime.KeepAlive(body)
 	runtime.KeepAlive(init)
@@ -120,16 +120,16 @@ func cSlice[T any](n int) ([]T, unsafe.Pointer) {
 // (an *Error keeps its code); a panic is recovered and reported the same way.
 type HostFunc func(args []*Value) (*Value, error)
 
-// RegisterFunction registers fn as host function name on c (replacing an
+// RegisterFunction registers fn as host function name on eng (replacing an
 // earlier function of that name). resultKinds: the result's structure with
 // kind names as leaves ("str", {"n": "int"}, ...). libaf releases fn exactly
-// once: when it is replaced, when c is closed, or at once if registration
+// once: when it is replaced, when eng is closed, or at once if registration
 // fails.
-func (c *Context) RegisterFunction(name string, resultKinds *Value, fn HostFunc) error {
+func (eng *Engine) RegisterFunction(name string, resultKinds *Value, fn HostFunc) error {
 	if fn == nil {
 		return &Error{Message: "RegisterFunction: fn is nil", code: CodeInvalidArgument}
 	}
-	return c.registerHost(name, resultKinds, fn, func(cp *C.af_context_t, p *C.char, n C.size_t, h C.uintptr_t, kp *C.af_value_t) *C.af_error_t {
+	return eng.registerHost(name, resultKinds, fn, func(cp *C.af_context_t, p *C.char, n C.size_t, h C.uintptr_t, kp *C.af_value_t) *C.af_error_t {
 		return C.afgo_register_function(cp, p, n, h, kp)
 	})
 }
@@ -137,8 +137,8 @@ func (c *Context) RegisterFunction(name string, resultKinds *Value, fn HostFunc)
 // HostCall calls host function name on args: recorded inside a trace,
 // called at once outside. CodeNotFound if name is not registered,
 // CodeCallback if the function failed.
-func (c *Context) HostCall(name string, args ...*Value) (*Value, error) {
-	cp, err := c.handle()
+func (eng *Engine) HostCall(name string, args ...*Value) (*Value, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func (c *Context) HostCall(name string, args ...*Value) (*Value, error) {
 	p, n := cstr(name)
 	var out *C.af_value_t
 	e := C.af_host_call(cp, p, n, cArray(ps), C.size_t(len(ps)), &out)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(args)
 	runtime.KeepAlive(name)
 	return takeValue(e, out)
@@ -185,15 +185,15 @@ func unscoped(pop func() error) error {
 
 // PushCollect opens a collect scope: every checkpoint of collection that
 // runs appends its value under its key.
-func (c *Context) PushCollect(collection string) error {
-	cp, err := c.handle()
+func (eng *Engine) PushCollect(collection string) error {
+	cp, err := eng.handle()
 	if err != nil {
 		return err
 	}
 	return scoped(func() error {
 		p, n := cstr(collection)
 		e := C.af_collect_push(cp, p, n)
-		runtime.KeepAlive(c)
+		runtime.KeepAlive(eng)
 		runtime.KeepAlive(collection)
 		return takeError(e)
 	})
@@ -201,8 +201,8 @@ func (c *Context) PushCollect(collection string) error {
 
 // PopCollect closes the innermost collect scope and returns
 // {key: [values in execution order]}.
-func (c *Context) PopCollect() (*Value, error) {
-	cp, err := c.handle()
+func (eng *Engine) PopCollect() (*Value, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +210,7 @@ func (c *Context) PopCollect() (*Value, error) {
 	err = unscoped(func() error {
 		var out *C.af_value_t
 		e := C.af_collect_pop(cp, &out)
-		runtime.KeepAlive(c)
+		runtime.KeepAlive(eng)
 		var perr error
 		v, perr = takeValue(e, out)
 		return perr
@@ -220,8 +220,8 @@ func (c *Context) PopCollect() (*Value, error) {
 
 // PushInject opens an inject scope: values is {key: [values...]}; a
 // checkpoint of collection with a queued value yields it instead.
-func (c *Context) PushInject(collection string, values *Value) error {
-	cp, err := c.handle()
+func (eng *Engine) PushInject(collection string, values *Value) error {
+	cp, err := eng.handle()
 	if err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ func (c *Context) PushInject(collection string, values *Value) error {
 	return scoped(func() error {
 		p, n := cstr(collection)
 		e := C.af_inject_push(cp, p, n, vp)
-		runtime.KeepAlive(c)
+		runtime.KeepAlive(eng)
 		runtime.KeepAlive(values)
 		runtime.KeepAlive(collection)
 		return takeError(e)
@@ -240,40 +240,40 @@ func (c *Context) PushInject(collection string, values *Value) error {
 }
 
 // PopInject closes the innermost inject scope.
-func (c *Context) PopInject() error {
-	cp, err := c.handle()
+func (eng *Engine) PopInject() error {
+	cp, err := eng.handle()
 	if err != nil {
 		return err
 	}
 	return unscoped(func() error {
 		e := C.af_inject_pop(cp)
-		runtime.KeepAlive(c)
+		runtime.KeepAlive(eng)
 		return takeError(e)
 	})
 }
 
 // PushMemoize opens a memoize scope: identical calls run once.
-func (c *Context) PushMemoize() error {
-	cp, err := c.handle()
+func (eng *Engine) PushMemoize() error {
+	cp, err := eng.handle()
 	if err != nil {
 		return err
 	}
 	return scoped(func() error {
 		e := C.af_memoize_push(cp)
-		runtime.KeepAlive(c)
+		runtime.KeepAlive(eng)
 		return takeError(e)
 	})
 }
 
 // PopMemoize closes the innermost memoize scope.
-func (c *Context) PopMemoize() error {
-	cp, err := c.handle()
+func (eng *Engine) PopMemoize() error {
+	cp, err := eng.handle()
 	if err != nil {
 		return err
 	}
 	return unscoped(func() error {
 		e := C.af_memoize_pop(cp)
-		runtime.KeepAlive(c)
+		runtime.KeepAlive(eng)
 		return takeError(e)
 	})
 }

@@ -194,10 +194,10 @@ func convertError(e *C.af_error_t) *Error {
 // bindingNames rewrites the C function names libaf's hints mention into
 // this package's methods, so a message says what a Go caller should call.
 var bindingNames = strings.NewReplacer(
-	"af_register_function_blocking", "(*Context).RegisterFunctionBlocking",
-	"af_register_function_async", "(*Context).RegisterFunctionAsync",
-	"af_register_function", "(*Context).RegisterFunction",
-	"af_context_route", "(*Context).Route",
+	"af_register_function_blocking", "(*Engine).RegisterFunctionBlocking",
+	"af_register_function_async", "(*Engine).RegisterFunctionAsync",
+	"af_register_function", "(*Engine).RegisterFunction",
+	"af_context_route", "(*Engine).Route",
 )
 
 // newCError makes an owned af_error_t* for a Go error returned by a

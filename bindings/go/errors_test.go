@@ -23,7 +23,7 @@ func TestCodeStringAndSentinels(t *testing.T) {
 		t.Fatalf("errors.Is by code: %v", err)
 	}
 	// The hint names this package's method, not the C function.
-	if msg := err.Error(); !strings.Contains(msg, "(*Context).RegisterFunction") || strings.Contains(msg, "af_register_function") {
+	if msg := err.Error(); !strings.Contains(msg, "(*Engine).RegisterFunction") || strings.Contains(msg, "af_register_function") {
 		t.Fatalf("hint: %v", err)
 	}
 }

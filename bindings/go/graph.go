@@ -25,15 +25,15 @@ func (ir *IR) Save(path string) error {
 
 // LoadIR reads and checks the saved graph at path (CodeFormat, CodeVersion,
 // CodeIO).
-func LoadIR(ctx *Context, path string) (*IR, error) {
-	cp, err := ctx.handle()
+func LoadIR(eng *Engine, path string) (*IR, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
 	p, n := cstr(path)
 	var out *C.af_ir_t
 	e := C.af_ir_load(cp, p, n, &out)
-	runtime.KeepAlive(ctx)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(path)
 	if err := takeError(e); err != nil {
 		return nil, err
@@ -66,15 +66,15 @@ func bytesArg(data []byte) (*C.uint8_t, C.size_t) {
 }
 
 // IRFromBytes builds an IR from .afg bytes after every check.
-func IRFromBytes(ctx *Context, data []byte) (*IR, error) {
-	cp, err := ctx.handle()
+func IRFromBytes(eng *Engine, data []byte) (*IR, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
 	p, n := bytesArg(data)
 	var out *C.af_ir_t
 	e := C.af_ir_from_bytes(cp, p, n, &out)
-	runtime.KeepAlive(ctx)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(data)
 	if err := takeError(e); err != nil {
 		return nil, err
@@ -83,14 +83,14 @@ func IRFromBytes(ctx *Context, data []byte) (*IR, error) {
 }
 
 // graphBytes runs one af_graph_* call with data and returns its owned bytes.
-func graphBytes(ctx *Context, f func(c *C.af_context_t, out *C.af_bytes_t) *C.af_error_t) (string, error) {
-	cp, err := ctx.handle()
+func graphBytes(eng *Engine, f func(c *C.af_context_t, out *C.af_bytes_t) *C.af_error_t) (string, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return "", err
 	}
 	var b C.af_bytes_t
 	e := f(cp, &b)
-	runtime.KeepAlive(ctx)
+	runtime.KeepAlive(eng)
 	if err := takeError(e); err != nil {
 		return "", err
 	}
@@ -99,27 +99,27 @@ func graphBytes(ctx *Context, f func(c *C.af_context_t, out *C.af_bytes_t) *C.af
 
 // VerifyGraph runs every load check on .afg bytes and returns a one-line
 // JSON summary.
-func VerifyGraph(ctx *Context, data []byte) (string, error) {
+func VerifyGraph(eng *Engine, data []byte) (string, error) {
 	defer runtime.KeepAlive(data)
-	return graphBytes(ctx, func(c *C.af_context_t, out *C.af_bytes_t) *C.af_error_t {
+	return graphBytes(eng, func(c *C.af_context_t, out *C.af_bytes_t) *C.af_error_t {
 		p, n := bytesArg(data)
 		return C.af_graph_verify(c, p, n, out)
 	})
 }
 
 // GraphToJSON is the readable JSON form of .afg bytes (round trip exact).
-func GraphToJSON(ctx *Context, data []byte) (string, error) {
+func GraphToJSON(eng *Engine, data []byte) (string, error) {
 	defer runtime.KeepAlive(data)
-	return graphBytes(ctx, func(c *C.af_context_t, out *C.af_bytes_t) *C.af_error_t {
+	return graphBytes(eng, func(c *C.af_context_t, out *C.af_bytes_t) *C.af_error_t {
 		p, n := bytesArg(data)
 		return C.af_graph_to_json(c, p, n, out)
 	})
 }
 
 // GraphFromJSON makes .afg bytes from the JSON form (checked as bytes are).
-func GraphFromJSON(ctx *Context, json string) ([]byte, error) {
+func GraphFromJSON(eng *Engine, json string) ([]byte, error) {
 	defer runtime.KeepAlive(json)
-	s, err := graphBytes(ctx, func(c *C.af_context_t, out *C.af_bytes_t) *C.af_error_t {
+	s, err := graphBytes(eng, func(c *C.af_context_t, out *C.af_bytes_t) *C.af_error_t {
 		p, n := cstr(json)
 		return C.af_graph_from_json(c, p, n, out)
 	})
@@ -146,15 +146,15 @@ func (p *Program) Save(path string) error {
 
 // LoadProgram reads a program saved by Program.Save (its plan is checked
 // against the IR; a graph saved from an IR is compiled here).
-func LoadProgram(ctx *Context, path string) (*Program, error) {
-	cp, err := ctx.handle()
+func LoadProgram(eng *Engine, path string) (*Program, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
 	p, n := cstr(path)
 	var out *C.af_program_t
 	e := C.af_program_load(cp, p, n, &out)
-	runtime.KeepAlive(ctx)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(path)
 	if err := takeError(e); err != nil {
 		return nil, err

@@ -32,35 +32,35 @@ type AsyncHostFunc func(ctx context.Context, args []*Value) (*Value, error)
 const cancelPoll = 10 * time.Millisecond
 
 // RegisterFunctionBlocking is RegisterFunction for functions that block
-// (network, disk, subprocesses): each call runs on the context's host pool,
-// at most "host_threads" at once (a context option, default 8), never on a
+// (network, disk, subprocesses): each call runs on the engine's host pool,
+// at most "host_threads" at once (an engine option, default 8), never on a
 // scheduler thread.
-func (c *Context) RegisterFunctionBlocking(name string, resultKinds *Value, fn HostFunc) error {
+func (eng *Engine) RegisterFunctionBlocking(name string, resultKinds *Value, fn HostFunc) error {
 	if fn == nil {
 		return &Error{Message: "RegisterFunctionBlocking: fn is nil", code: CodeInvalidArgument}
 	}
-	return c.registerHost(name, resultKinds, fn, func(cp *C.af_context_t, p *C.char, n C.size_t, h C.uintptr_t, kp *C.af_value_t) *C.af_error_t {
+	return eng.registerHost(name, resultKinds, fn, func(cp *C.af_context_t, p *C.char, n C.size_t, h C.uintptr_t, kp *C.af_value_t) *C.af_error_t {
 		return C.afgo_register_function_blocking(cp, p, n, h, kp)
 	})
 }
 
-// RegisterFunctionAsync registers fn as async host function name on c (see
+// RegisterFunctionAsync registers fn as async host function name on eng (see
 // RegisterFunction for resultKinds and the function's lifetime). Outside a
 // trace, HostCall waits for it.
-func (c *Context) RegisterFunctionAsync(name string, resultKinds *Value, fn AsyncHostFunc) error {
+func (eng *Engine) RegisterFunctionAsync(name string, resultKinds *Value, fn AsyncHostFunc) error {
 	if fn == nil {
 		return &Error{Message: "RegisterFunctionAsync: fn is nil", code: CodeInvalidArgument}
 	}
-	return c.registerHost(name, resultKinds, fn, func(cp *C.af_context_t, p *C.char, n C.size_t, h C.uintptr_t, kp *C.af_value_t) *C.af_error_t {
+	return eng.registerHost(name, resultKinds, fn, func(cp *C.af_context_t, p *C.char, n C.size_t, h C.uintptr_t, kp *C.af_value_t) *C.af_error_t {
 		return C.afgo_register_function_async(cp, p, n, h, kp)
 	})
 }
 
 // registerHost is the part the registrations share: handles, a cgo.Handle
 // for fn (deleted by libaf's destroy callback, also on error).
-func (c *Context) registerHost(name string, resultKinds *Value, fn any,
+func (eng *Engine) registerHost(name string, resultKinds *Value, fn any,
 	register func(*C.af_context_t, *C.char, C.size_t, C.uintptr_t, *C.af_value_t) *C.af_error_t) error {
-	cp, err := c.handle()
+	cp, err := eng.handle()
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func (c *Context) registerHost(name string, resultKinds *Value, fn any,
 	h := cgo.NewHandle(fn)
 	p, n := cstr(name)
 	e := register(cp, p, n, C.uintptr_t(h), kp)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(resultKinds)
 	runtime.KeepAlive(name)
 	return takeError(e)

@@ -8,32 +8,34 @@ import (
 	"libaf.dev/af"
 )
 
+// ask is lm_call([{"role": "user", "content": content}], model).
+func ask(ctx *af.Context, content *af.Value, model string) (*af.Value, error) {
+	role, err := ctx.Str("user")
+	if err != nil {
+		return nil, err
+	}
+	defer role.Close()
+	msg, err := ctx.Dict([]string{"role", "content"}, []*af.Value{role, content})
+	if err != nil {
+		return nil, err
+	}
+	defer msg.Close()
+	msgs, err := ctx.List(msg)
+	if err != nil {
+		return nil, err
+	}
+	defer msgs.Close()
+	m, err := ctx.Str(model)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	return ctx.LMCall(msgs, m)
+}
+
 // chain(q) = {a: lm(q, m1), b: lm(a, m2), c: q + q}
 func traceChain(t *testing.T, ctx *af.Context) *af.IR {
 	t.Helper()
-	ask := func(ctx *af.Context, content *af.Value, model string) (*af.Value, error) {
-		role, err := ctx.Str("user")
-		if err != nil {
-			return nil, err
-		}
-		defer role.Close()
-		msg, err := ctx.Dict([]string{"role", "content"}, []*af.Value{role, content})
-		if err != nil {
-			return nil, err
-		}
-		defer msg.Close()
-		msgs, err := ctx.List(msg)
-		if err != nil {
-			return nil, err
-		}
-		defer msgs.Close()
-		m, err := ctx.Str(model)
-		if err != nil {
-			return nil, err
-		}
-		defer m.Close()
-		return ctx.LMCall(msgs, m)
-	}
 	fn := func(ctx *af.Context, in []*af.Value) (*af.Value, error) {
 		a, err := ask(ctx, in[0], "m1")
 		if err != nil {
@@ -196,5 +198,110 @@ func TestInspectSliceRunsAndCostCounts(t *testing.T) {
 	cost := must(ir.CostJSON(3))(t)
 	if cost != `{"batch":3,"total":{"calls":6,"models":{"m1":3,"m2":3}},"critical_path":{"calls":2,"models":{"m1":1,"m2":1}}}` {
 		t.Fatalf("cost %s", cost)
+	}
+}
+
+// named(q) = lm(q, m1) inside the name scopes triage, ask.
+func traceNamed(t *testing.T, ctx *af.Context) *af.IR {
+	t.Helper()
+	fn := func(ctx *af.Context, in []*af.Value) (out *af.Value, err error) {
+		err = ctx.WithName("triage", func() error {
+			return ctx.WithName("ask", func() (err error) {
+				out, err = ask(ctx, in[0], "m1")
+				return err
+			})
+		})
+		return out, err
+	}
+	x := must(ctx.Str("q"))(t)
+	defer x.Close()
+	ir := must(af.Trace(ctx, fn, x))(t)
+	t.Cleanup(ir.Close)
+	return ir
+}
+
+func TestNamePathsAreRecordedShownAndNameErrors(t *testing.T) {
+	ctx := newCtx(t)
+	ir := traceNamed(t, ctx)
+	if text := must(ir.Text())(t); !strings.Contains(text, `@name="triage/ask"`) {
+		t.Fatalf("text without the name path:\n%s", text)
+	}
+	eqn := decode[struct {
+		NamePath []string `json:"name_path"`
+	}](t, must(ir.EqnJSON(0))(t))
+	if strings.Join(eqn.NamePath, "/") != "triage/ask" {
+		t.Fatalf("name_path %v", eqn.NamePath)
+	}
+	// No route for m1: the failing call names its path.
+	_, err := ir.Call(ctx, js(t, ctx, `"hi"`))
+	if ae := wantCode(t, err, af.CodeNotFound); !strings.Contains(ae.Error(), "in triage/ask: ") {
+		t.Fatalf("message: %v", ae)
+	}
+	wantCode(t, ctx.PushName("x"), af.CodeInvalidArgument) // outside a trace
+	bad := func(ctx *af.Context, in []*af.Value) (*af.Value, error) {
+		return nil, ctx.WithName("a/b", func() error { return nil })
+	}
+	_, err = af.Trace(ctx, bad, js(t, ctx, `"q"`))
+	wantCode(t, err, af.CodeInvalidArgument)
+}
+
+// Echo counts words: "hi there" in (2), "m1|hi there" out (2).
+func checkSummary(t *testing.T, summary string) {
+	t.Helper()
+	type counts struct {
+		Calls, Failed, Retries int
+		Prompt                 int `json:"prompt_tokens"`
+		Completion             int `json:"completion_tokens"`
+	}
+	s := decode[struct {
+		WallMs float64 `json:"wall_ms"`
+		Total  counts
+		Models map[string]counts
+	}](t, summary)
+	want := counts{Calls: 1, Prompt: 2, Completion: 2}
+	if s.Total != want || s.Models["m1"] != want || len(s.Models) != 1 || s.WallMs < 0 {
+		t.Fatalf("summary %s", summary)
+	}
+}
+
+func TestRunSummariesAddUpEchoUsage(t *testing.T) {
+	ctx := newCtx(t)
+	echo := must(af.NewEchoProvider(""))(t)
+	defer echo.Close()
+	must(0, ctx.Route("*", echo))(t)
+	p := must(af.Compile(ctx, traceNamed(t, ctx)))(t)
+	defer p.Close()
+	hi := js(t, ctx, `"hi there"`)
+	out, summary, err := p.CallWithSummary(ctx, nil, hi)
+	wantJSON(t, must(out, err)(t), `"m1|hi there"`)
+	checkSummary(t, summary)
+	f := must(p.CallAsync(ctx, &af.RunOptions{Summary: true}, hi))(t)
+	defer f.Close()
+	must(f.Wait())(t)
+	checkSummary(t, must(f.Summary())(t))
+	usage := decode[struct {
+		Prompt int `json:"prompt_tokens"`
+	}](t, must(echo.Stats())(t))
+	if usage.Prompt != 4 {
+		t.Fatalf("the provider counted %d prompt tokens, want 4", usage.Prompt)
+	}
+	// Misuse: the async option on a blocking call; no summary recorded.
+	_, err = p.CallWith(ctx, &af.RunOptions{Summary: true}, hi)
+	wantCode(t, err, af.CodeInvalidArgument)
+	plain := must(p.CallAsync(ctx, nil, hi))(t)
+	defer plain.Close()
+	_, err = plain.Summary()
+	wantCode(t, err, af.CodeInvalidArgument)
+	// A failed run has a summary too; nothing ran, none.
+	bare := newCtx(t)
+	_, summary, err = p.CallWithSummary(bare, nil, hi)
+	wantCode(t, err, af.CodeNotFound)
+	if !strings.Contains(summary, `"calls":0`) {
+		t.Fatalf("failed run's summary %q", summary)
+	}
+	_, summary, err = p.CallWithSummary(ctx, nil)
+	wantCode(t, err, af.CodeInvalidArgument)
+	if summary != "" {
+		t.Fatalf("summary %q of a call that did not run", summary)
 	}
 }

@@ -63,12 +63,12 @@ func (ir *IR) handle() (*C.af_ir_t, error) {
 // Called from a trace function, the IR's equations are inlined into the
 // trace instead. CodeInvalidArgument names the input path, the expected
 // and the found kind.
-func (ir *IR) Call(ctx *Context, inputs ...*Value) (*Value, error) {
+func (ir *IR) Call(eng *Engine, inputs ...*Value) (*Value, error) {
 	p, err := ir.handle()
 	if err != nil {
 		return nil, err
 	}
-	cp, err := ctx.handle()
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (ir *IR) Call(ctx *Context, inputs ...*Value) (*Value, error) {
 	var out *C.af_value_t
 	e := C.af_ir_call(cp, p, cArray(ps), C.size_t(len(ps)), &out)
 	runtime.KeepAlive(ir)
-	runtime.KeepAlive(ctx)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(inputs)
 	return takeValue(e, out)
 }

@@ -7,36 +7,46 @@ import "C"
 
 import "runtime"
 
-// NewContextWith makes a context with options, a JSON object as for
+// NewEngineWith makes an engine with options, a JSON object as for
 // af_context_new_with:
 //
-//	{"lazy": true, "plan_cache": {"max_entries": 1024, "max_bytes": 268435456, "dir": "..."}}
+//	{"lazy": true, "plan_cache": {"max_entries": 1024, "max_bytes": 268435456, "dir": "..."}, "host_threads": 8}
 //
-// On a lazy context every operation made outside a trace records a promise:
+// On a lazy engine every operation made outside a trace records a promise:
 // a Value whose kind and structure are known at once and whose content is
 // computed when it is read (Str, JSON, ...) or when Eval evaluates several
 // promises as one run, so their independent LM calls are in flight together.
 // A promise closed before it ran never runs.
-func NewContextWith(optionsJSON string) (*Context, error) {
+func NewEngineWith(optionsJSON string) (*Engine, error) {
 	p, n := cstr(optionsJSON)
-	var ctx *C.af_context_t
-	e := C.af_context_new_with(p, n, &ctx)
+	var cp *C.af_context_t
+	e := C.af_context_new_with(p, n, &cp)
 	runtime.KeepAlive(optionsJSON)
 	if err := takeError(e); err != nil {
 		return nil, err
 	}
-	return wrapContext(ctx), nil
+	return wrapEngine(cp), nil
 }
 
-// NewLazyContext makes a lazy context with the default plan cache.
-func NewLazyContext() (*Context, error) { return NewContextWith(`{"lazy": true}`) }
+// NewLazyEngine makes a lazy engine with the default plan cache.
+func NewLazyEngine() (*Engine, error) { return NewEngineWith(`{"lazy": true}`) }
 
-// Eval evaluates the promises among values (deep) and the context's pending
+// NewContextWith is NewEngineWith.
+//
+// Deprecated: use NewEngineWith.
+func NewContextWith(optionsJSON string) (*Engine, error) { return NewEngineWith(optionsJSON) }
+
+// NewLazyContext is NewLazyEngine.
+//
+// Deprecated: use NewLazyEngine.
+func NewLazyContext() (*Engine, error) { return NewLazyEngine() }
+
+// Eval evaluates the promises among values (deep) and the engine's pending
 // observable operations (checkpoints, depends, host calls) as one run. A
 // failed operation does not fail Eval: reading its promises returns its
 // error. With no values it runs just the pending observable operations.
-func (c *Context) Eval(values ...*Value) error {
-	cp, err := c.handle()
+func (eng *Engine) Eval(values ...*Value) error {
+	cp, err := eng.handle()
 	if err != nil {
 		return err
 	}
@@ -45,22 +55,22 @@ func (c *Context) Eval(values ...*Value) error {
 		return err
 	}
 	e := C.af_eval(cp, cArray(ps), C.size_t(len(ps)))
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(values)
 	return takeError(e)
 }
 
-// Stats returns the context's counters as JSON: {"plan_cache": {"hits",
+// Stats returns the engine's counters as JSON: {"plan_cache": {"hits",
 // "misses", "disk_hits", "evictions", "entries", "bytes"}, "lazy":
 // {"recorded", "evaluated", "dropped", "pending"}}.
-func (c *Context) Stats() (string, error) {
-	cp, err := c.handle()
+func (eng *Engine) Stats() (string, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return "", err
 	}
 	var b C.af_bytes_t
 	e := C.af_context_stats(cp, &b)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	if err := takeError(e); err != nil {
 		return "", err
 	}

@@ -15,14 +15,14 @@ import "runtime"
 // JSON ("2.5", "true", "[1,2]"). CodeInvalidArgument for unbalanced
 // braces, automatic and manual numbering mixed, a missing argument, or a
 // container argument that holds a placeholder.
-func (c *Context) Format(template string, args ...*Value) (*Value, error) {
-	return c.FormatNamed(template, nil, args...)
+func (eng *Engine) Format(template string, args ...*Value) (*Value, error) {
+	return eng.FormatNamed(template, nil, args...)
 }
 
 // FormatNamed is Format with named arguments ("{name}"): named is a dict,
 // or nil for none.
-func (c *Context) FormatNamed(template string, named *Value, args ...*Value) (*Value, error) {
-	cp, err := c.handle()
+func (eng *Engine) FormatNamed(template string, named *Value, args ...*Value) (*Value, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -39,15 +39,15 @@ func (c *Context) FormatNamed(template string, named *Value, args ...*Value) (*V
 	var out *C.af_value_t
 	t, tn := cstr(template)
 	e := C.af_format(cp, t, tn, cArray(ps), C.size_t(len(ps)), np, &out)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(args)
 	runtime.KeepAlive(named)
 	return takeValue(e, out)
 }
 
 // Concat concatenates strings (every argument must be a str).
-func (c *Context) Concat(args ...*Value) (*Value, error) {
-	cp, err := c.handle()
+func (eng *Engine) Concat(args ...*Value) (*Value, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -57,14 +57,14 @@ func (c *Context) Concat(args ...*Value) (*Value, error) {
 	}
 	var out *C.af_value_t
 	e := C.af_concat(cp, cArray(ps), C.size_t(len(ps)), &out)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(args)
 	return takeValue(e, out)
 }
 
 // Match is string equality: a bool value.
-func (c *Context) Match(a, b *Value) (*Value, error) {
-	cp, err := c.handle()
+func (eng *Engine) Match(a, b *Value) (*Value, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func (c *Context) Match(a, b *Value) (*Value, error) {
 	}
 	var out *C.af_value_t
 	e := C.af_match(cp, ap, bp, &out)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(a)
 	runtime.KeepAlive(b)
 	return takeValue(e, out)
@@ -86,8 +86,8 @@ func (c *Context) Match(a, b *Value) (*Value, error) {
 
 // StopGradient is the identity on a tree; tangents and cotangents through
 // it are zero.
-func (c *Context) StopGradient(v *Value) (*Value, error) {
-	cp, err := c.handle()
+func (eng *Engine) StopGradient(v *Value) (*Value, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -97,15 +97,15 @@ func (c *Context) StopGradient(v *Value) (*Value, error) {
 	}
 	var out *C.af_value_t
 	e := C.af_stop_gradient(cp, vp, &out)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(v)
 	return takeValue(e, out)
 }
 
 // Depends is value, produced only after every dep exists (keeps the deps
 // alive through dead-code elimination).
-func (c *Context) Depends(value *Value, deps ...*Value) (*Value, error) {
-	cp, err := c.handle()
+func (eng *Engine) Depends(value *Value, deps ...*Value) (*Value, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func (c *Context) Depends(value *Value, deps ...*Value) (*Value, error) {
 	}
 	var out *C.af_value_t
 	e := C.af_depends(cp, vp, cArray(ps), C.size_t(len(ps)), &out)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(value)
 	runtime.KeepAlive(deps)
 	return takeValue(e, out)
@@ -127,8 +127,8 @@ func (c *Context) Depends(value *Value, deps ...*Value) (*Value, error) {
 
 // Checkpoint is the identity that marks v as checkpoint key of collection
 // (the hook of collect/inject). Never removed by DCE nor merged by CSE.
-func (c *Context) Checkpoint(v *Value, key, collection string) (*Value, error) {
-	cp, err := c.handle()
+func (eng *Engine) Checkpoint(v *Value, key, collection string) (*Value, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +140,7 @@ func (c *Context) Checkpoint(v *Value, key, collection string) (*Value, error) {
 	k, kn := cstr(key)
 	col, coln := cstr(collection)
 	e := C.af_checkpoint(cp, vp, k, kn, col, coln, &out)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(v)
 	return takeValue(e, out)
 }
@@ -150,37 +150,78 @@ func (c *Context) Checkpoint(v *Value, key, collection string) (*Value, error) {
 // PushTag starts a tag scope: every equation recorded by the innermost
 // trace of this thread carries the tag until the matching PopTag (nested
 // scopes union). CodeInvalidArgument outside a trace. Prefer WithTag.
-func (c *Context) PushTag(tag string) error {
-	cp, err := c.handle()
+func (eng *Engine) PushTag(tag string) error {
+	cp, err := eng.handle()
 	if err != nil {
 		return err
 	}
 	t, n := cstr(tag)
 	e := C.af_tag_push(cp, t, n)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	return takeError(e)
 }
 
 // PopTag ends the innermost tag scope; CodeInvalidArgument without a
 // matching PushTag.
-func (c *Context) PopTag() error {
-	cp, err := c.handle()
+func (eng *Engine) PopTag() error {
+	cp, err := eng.handle()
 	if err != nil {
 		return err
 	}
 	e := C.af_tag_pop(cp)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	return takeError(e)
 }
 
 // WithTag runs fn inside a tag scope (PushTag, fn, PopTag even if fn fails
 // or panics). fn's error comes first; a PopTag error is returned otherwise.
-func (c *Context) WithTag(tag string, fn func() error) (err error) {
-	if err := c.PushTag(tag); err != nil {
+func (eng *Engine) WithTag(tag string, fn func() error) (err error) {
+	if err := eng.PushTag(tag); err != nil {
 		return err
 	}
 	defer func() {
-		if perr := c.PopTag(); err == nil {
+		if perr := eng.PopTag(); err == nil {
+			err = perr
+		}
+	}()
+	return fn()
+}
+
+// PushName starts a name scope: what the innermost trace of this thread
+// records (or, outside a trace, a lazy context) carries the name in its
+// name path ("triage/classify") until the matching PopName.
+// CodeInvalidArgument outside a trace on an eager context, for an empty
+// name or one holding '/'. Prefer WithName.
+func (c *Context) PushName(name string) error {
+	cp, err := c.handle()
+	if err != nil {
+		return err
+	}
+	s, n := cstr(name)
+	e := C.af_name_push(cp, s, n)
+	runtime.KeepAlive(c)
+	return takeError(e)
+}
+
+// PopName ends the innermost name scope; CodeInvalidArgument without a
+// matching PushName.
+func (c *Context) PopName() error {
+	cp, err := c.handle()
+	if err != nil {
+		return err
+	}
+	e := C.af_name_pop(cp)
+	runtime.KeepAlive(c)
+	return takeError(e)
+}
+
+// WithName runs fn inside a name scope (popped however fn returns).
+func (c *Context) WithName(name string, fn func() error) (err error) {
+	if err := c.PushName(name); err != nil {
+		return err
+	}
+	defer func() {
+		if perr := c.PopName(); err == nil {
 			err = perr
 		}
 	}()
@@ -191,35 +232,35 @@ func (c *Context) WithTag(tag string, fn func() error) (err error) {
 // trace run at trace time and their results become literals. An operation
 // whose input is a placeholder then fails with CodeInvalidArgument.
 // Prefer Folded.
-func (c *Context) PushFold() error {
-	cp, err := c.handle()
+func (eng *Engine) PushFold() error {
+	cp, err := eng.handle()
 	if err != nil {
 		return err
 	}
 	e := C.af_fold_push(cp)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	return takeError(e)
 }
 
 // PopFold ends the innermost fold scope.
-func (c *Context) PopFold() error {
-	cp, err := c.handle()
+func (eng *Engine) PopFold() error {
+	cp, err := eng.handle()
 	if err != nil {
 		return err
 	}
 	e := C.af_fold_pop(cp)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	return takeError(e)
 }
 
 // Folded runs fn inside a fold scope (PushFold, fn, PopFold even if fn
 // fails or panics).
-func (c *Context) Folded(fn func() error) (err error) {
-	if err := c.PushFold(); err != nil {
+func (eng *Engine) Folded(fn func() error) (err error) {
+	if err := eng.PushFold(); err != nil {
 		return err
 	}
 	defer func() {
-		if perr := c.PopFold(); err == nil {
+		if perr := eng.PopFold(); err == nil {
 			err = perr
 		}
 	}()

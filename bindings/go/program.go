@@ -29,8 +29,8 @@ type Program struct {
 
 // Compile compiles ir (validate, DCE, CSE, plan). CodeInvalidArgument if the
 // IR does not validate.
-func Compile(ctx *Context, ir *IR) (*Program, error) {
-	cp, err := ctx.handle()
+func Compile(eng *Engine, ir *IR) (*Program, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +40,7 @@ func Compile(ctx *Context, ir *IR) (*Program, error) {
 	}
 	var out *C.af_program_t
 	e := C.af_compile(cp, ip, &out)
-	runtime.KeepAlive(ctx)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(ir)
 	if err := takeError(e); err != nil {
 		return nil, err
@@ -110,6 +110,9 @@ type RunOptions struct {
 	Progress func(done, total uint64)
 	// Cancel: triggering it ends the run with CodeCancelled.
 	Cancel *CancelToken
+	// Summary records the run summary of a CallAsync run for
+	// Future.Summary; a blocking call gets it from CallWithSummary.
+	Summary bool
 	// Stream receives LM replies as they arrive, from libaf threads (never
 	// concurrently for one run): the equation's index, the batch item and
 	// the next piece of text, or restart (text "") when what that equation
@@ -136,6 +139,9 @@ func (o *RunOptions) cOptions() (opts *C.af_run_options_t, free func()) {
 	}
 	if o.ItemErrors {
 		opts.flags |= C.AF_RUN_ITEM_ERRORS
+	}
+	if o.Summary {
+		opts.flags |= C.AF_RUN_SUMMARY
 	}
 	if o.Timeout > 0 {
 		ms := o.Timeout.Milliseconds()
@@ -171,66 +177,102 @@ func (o *RunOptions) cOptions() (opts *C.af_run_options_t, free func()) {
 	}
 }
 
-// Call runs the program on inputs and waits.
-func (p *Program) Call(ctx *Context, inputs ...*Value) (*Value, error) {
-	return p.CallWith(ctx, nil, inputs...)
+// Call runs the program on inputs and waits, with nothing to stop it but
+// its program; on a lazy engine it is recorded. Engine.Call is the form
+// that takes a context.Context.
+func (p *Program) Call(eng *Engine, inputs ...*Value) (*Value, error) {
+	return p.CallWith(eng, nil, inputs...)
 }
 
-// CallWith runs the program with options and waits.
-func (p *Program) CallWith(ctx *Context, opts *RunOptions, inputs ...*Value) (*Value, error) {
-	cp, err := ctx.handle()
-	if err != nil {
-		return nil, err
+// CallWith runs the program with options and waits (RunOptions.Cancel or
+// Timeout stop it). Engine.CallWith is the form that takes a
+// context.Context.
+func (p *Program) CallWith(eng *Engine, opts *RunOptions, inputs ...*Value) (*Value, error) {
+	if opts != nil && opts.Summary {
+		return nil, NewError(CodeInvalidArgument, "RunOptions.Summary records an asynchronous run's "+
+			"summary (Future.Summary); a blocking call gets it from CallWithSummary")
 	}
-	pp, err := p.handle()
-	if err != nil {
-		return nil, err
-	}
-	ps, err := cValues(inputs)
-	if err != nil {
-		return nil, err
-	}
-	co, free := opts.cOptions()
-	defer free()
-	var out *C.af_value_t
-	var e *C.af_error_t
-	if opts == nil { // the plain call (on a lazy context: recorded, not run)
-		e = C.af_program_call(cp, pp, cArray(ps), C.size_t(len(ps)), &out)
-	} else {
-		e = C.af_program_call_with(cp, pp, cArray(ps), C.size_t(len(ps)), co, &out)
-	}
-	runtime.KeepAlive(ctx)
-	runtime.KeepAlive(p)
-	runtime.KeepAlive(inputs)
-	return takeValue(e, out)
+	out, _, err := p.call(eng, opts, false, inputs)
+	return out, err
 }
 
-// Run runs the program and waits, cancelling the run when goctx is done
-// (the error is then CodeCancelled). opts.Cancel, if set, is replaced by a
-// token tied to goctx.
-func (p *Program) Run(goctx context.Context, ctx *Context, opts *RunOptions, inputs ...*Value) (*Value, error) {
-	token, err := NewCancelToken()
-	if err != nil {
-		return nil, err
-	}
-	defer token.Close()
+// CallWithSummary runs the program with options and waits, and returns the
+// run summary beside the result: per model calls, tokens, retries, time
+// queued and in flight, and the wall time, as JSON (af.h "Run summaries").
+// A failed run has one too; it is "" when nothing ran (invalid inputs).
+// opts.Summary is not needed.
+func (p *Program) CallWithSummary(eng *Engine, opts *RunOptions, inputs ...*Value) (*Value, string, error) {
 	o := RunOptions{}
 	if opts != nil {
 		o = *opts
 	}
-	o.Cancel = token
-	stop := context.AfterFunc(goctx, token.Trigger)
-	defer stop()
-	return p.CallWith(ctx, &o, inputs...)
+	o.Summary = false
+	return p.call(eng, &o, true, inputs)
 }
 
-// CallAsync starts the program on ctx's scheduler and returns at once.
+// call runs and waits; with summarize, the summary libaf wrote (opts is
+// then non-nil).
+func (p *Program) call(eng *Engine, opts *RunOptions, summarize bool, inputs []*Value) (*Value, string, error) {
+	cp, err := eng.handle()
+	if err != nil {
+		return nil, "", err
+	}
+	pp, err := p.handle()
+	if err != nil {
+		return nil, "", err
+	}
+	ps, err := cValues(inputs)
+	if err != nil {
+		return nil, "", err
+	}
+	co, free := opts.cOptions()
+	defer free()
+	var summary *C.af_bytes_t
+	if summarize { // in C memory: the options struct points at it
+		summary = (*C.af_bytes_t)(C.calloc(1, C.sizeof_af_bytes_t))
+		defer C.free(unsafe.Pointer(summary))
+		co.summary = summary
+	}
+	var out *C.af_value_t
+	var e *C.af_error_t
+	if opts == nil { // the plain call (on a lazy engine: recorded, not run)
+		e = C.af_program_call(cp, pp, cArray(ps), C.size_t(len(ps)), &out)
+	} else {
+		e = C.af_program_call_with(cp, pp, cArray(ps), C.size_t(len(ps)), co, &out)
+	}
+	runtime.KeepAlive(eng)
+	runtime.KeepAlive(p)
+	runtime.KeepAlive(inputs)
+	s := ""
+	if summary != nil && summary.data != nil {
+		s = takeBytes(summary)
+	}
+	v, err := takeValue(e, out)
+	return v, s, err
+}
+
+// Run runs the program and waits, cancelling the run when goctx is done
+// (a deadline too: the error is then CodeCancelled). opts.Cancel, if set,
+// is replaced by a token tied to goctx.
+//
+// Deprecated: use eng.CallWith(goctx, p, opts, inputs...), which reports a
+// deadline as CodeTimeout (context.DeadlineExceeded).
+func (p *Program) Run(goctx context.Context, eng *Engine, opts *RunOptions, inputs ...*Value) (*Value, error) {
+	o := RunOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Cancel = nil
+	return eng.callContext(goctx, p, &o, false, inputs)
+}
+
+// CallAsync starts the program on eng's scheduler and returns at once.
 // Input errors are returned here, run errors by Future.Wait. The run keeps
-// ctx, p and inputs reachable until it finishes, even if the caller drops
-// every reference (the Future too); an explicit ctx.Close during the run is
+// eng, p and inputs reachable until it finishes, even if the caller drops
+// every reference (the Future too); an explicit eng.Close during the run is
 // still the caller's error.
-func (p *Program) CallAsync(ctx *Context, opts *RunOptions, inputs ...*Value) (*Future, error) {
-	cp, err := ctx.handle()
+func (p *Program) CallAsync(eng *Engine, opts *RunOptions, inputs ...*Value) (*Future, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +293,7 @@ func (p *Program) CallAsync(ctx *Context, opts *RunOptions, inputs ...*Value) (*
 	} else {
 		e = C.af_program_call_async_with(cp, pp, cArray(ps), C.size_t(len(ps)), co, &out)
 	}
-	runtime.KeepAlive(ctx)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(p)
 	runtime.KeepAlive(inputs)
 	if err := takeError(e); err != nil {
@@ -259,7 +301,7 @@ func (p *Program) CallAsync(ctx *Context, opts *RunOptions, inputs ...*Value) (*
 	}
 	// The handle closes done when the run finishes, and libaf deletes it
 	// after that: until then it pins what the run uses.
-	pins := &runPins{done: make(chan struct{}), ctx: ctx, prog: p, inputs: inputs, opts: opts}
+	pins := &runPins{done: make(chan struct{}), eng: eng, prog: p, inputs: inputs, opts: opts}
 	if err := takeError(C.afgo_future_on_done(out, C.uintptr_t(cgo.NewHandle(pins)))); err != nil {
 		C.af_future_cancel(out)
 		C.af_future_free(out)
@@ -273,13 +315,13 @@ func (p *Program) CallAsync(ctx *Context, opts *RunOptions, inputs ...*Value) (*
 
 // runPins is what a run in flight needs from Go until it finishes. Without
 // it, a caller that keeps only the Future (or nothing) would let the
-// garbage collector finalize the Context, and libaf would fail the run with
+// garbage collector finalize the Engine, and libaf would fail the run with
 // "the context was freed while the run was in flight". The cgo.Handle that
 // carries it to the completion callback is a GC root until libaf deletes
 // it, after the run is done.
 type runPins struct {
 	done   chan struct{}
-	ctx    *Context
+	eng    *Engine
 	prog   *Program
 	inputs []*Value
 	opts   *RunOptions
@@ -350,6 +392,23 @@ func (f *Future) Profile() (string, error) {
 	}
 	var b C.af_bytes_t
 	e := C.af_future_profile(p, &b)
+	runtime.KeepAlive(f)
+	if err := takeError(e); err != nil {
+		return "", err
+	}
+	return takeBytes(&b), nil
+}
+
+// Summary returns the run summary as JSON (af.h "Run summaries"): complete
+// once the run finished, so far before. CodeInvalidArgument if the run was
+// started without RunOptions.Summary.
+func (f *Future) Summary() (string, error) {
+	p, err := f.handle()
+	if err != nil {
+		return "", err
+	}
+	var b C.af_bytes_t
+	e := C.af_future_summary_json(p, &b)
 	runtime.KeepAlive(f)
 	if err := takeError(e); err != nil {
 		return "", err

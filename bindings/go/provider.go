@@ -14,10 +14,10 @@ import (
 	"sync"
 )
 
-// Provider is where LM requests go. It may be routed in several contexts;
+// Provider is where LM requests go. It may be routed in several engines;
 // its limit (max in flight) is shared by all of them. Close it when done
 // (a finalizer frees a forgotten one); a routed provider stays alive in its
-// contexts.
+// engines.
 type Provider struct {
 	ptr cPtr[*C.af_provider_t] // nil once closed; swapped so Close frees once
 }
@@ -228,9 +228,9 @@ func (r *LMRequest) Fail(err error) error {
 }
 
 // Route routes models matching pattern ('*' any run, '?' one character) to
-// provider; the context keeps a reference.
-func (c *Context) Route(pattern string, provider *Provider) error {
-	cp, err := c.handle()
+// provider; the engine keeps a reference.
+func (eng *Engine) Route(pattern string, provider *Provider) error {
+	cp, err := eng.handle()
 	if err != nil {
 		return err
 	}
@@ -240,7 +240,7 @@ func (c *Context) Route(pattern string, provider *Provider) error {
 	}
 	p, n := cstr(pattern)
 	e := C.af_context_route(cp, p, n, pp)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(provider)
 	runtime.KeepAlive(pattern)
 	return takeError(e)
@@ -248,15 +248,15 @@ func (c *Context) Route(pattern string, provider *Provider) error {
 
 // LMCall asks model (a str) for a reply to messages (a list of {"role",
 // "content"}). Recorded inside a trace, one blocking request outside.
-func (c *Context) LMCall(messages, model *Value) (*Value, error) {
-	return c.LMSchemaCall(messages, model, nil)
+func (eng *Engine) LMCall(messages, model *Value) (*Value, error) {
+	return eng.LMSchemaCall(messages, model, nil)
 }
 
 // LMSchemaCall is a structured LM call: the reply is validated against
 // schema (a tree of node descriptions) and has its structure. A nil schema
 // is a plain LMCall.
-func (c *Context) LMSchemaCall(messages, model, schema *Value) (*Value, error) {
-	cp, err := c.handle()
+func (eng *Engine) LMSchemaCall(messages, model, schema *Value) (*Value, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +279,7 @@ func (c *Context) LMSchemaCall(messages, model, schema *Value) (*Value, error) {
 		}
 		e = C.af_lm_schema_call(cp, mp, modp, sp, &out)
 	}
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(messages)
 	runtime.KeepAlive(model)
 	runtime.KeepAlive(schema)

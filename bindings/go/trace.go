@@ -17,10 +17,10 @@ import (
 	"unsafe"
 )
 
-// TraceFunc is a function to trace. It receives the Context that called
+// TraceFunc is a function to trace. It receives the Engine that called
 // Trace and one input per example: placeholders shaped like the examples
 // (static leaves are the example values themselves). It builds its output
-// with the Context's operations (Format, Concat, ...) and returns it.
+// with the Engine's operations (Format, Concat, ...) and returns it.
 //
 // Ownership:
 //   - inputs are BORROWED from libaf: do not Close them (Close is a no-op
@@ -46,14 +46,14 @@ import (
 //   - runtime.Goexit in fn (t.FailNow, t.Fatal) ends the calling goroutine
 //     as Goexit always does: Trace never returns. libaf's trace state lives
 //     on the goroutine's locked OS thread, which Go ends with it, so the
-//     context stays usable (tested); prefer returning an error.
+//     engine stays usable (tested); prefer returning an error.
 //
 // fn runs on the goroutine (and OS thread) that called Trace. Operations
 // made from other goroutines are not recorded into this trace.
-type TraceFunc func(ctx *Context, inputs []*Value) (*Value, error)
+type TraceFunc func(eng *Engine, inputs []*Value) (*Value, error)
 
 type traceState struct {
-	ctx *Context
+	eng *Engine
 	fn  TraceFunc
 
 	// The error fn returned, and the code and message sent to libaf for it.
@@ -72,18 +72,18 @@ type traceState struct {
 // Errors: CodeInvalidArgument (unsupported leaf kind, output not built from
 // the inputs), CodeCallback (fn failed; its error is the cause) and the
 // error of an operation fn called and returned (see TraceFunc).
-func Trace(ctx *Context, fn TraceFunc, examples ...*Value) (*IR, error) {
-	return TraceStatic(ctx, fn, nil, examples...)
+func Trace(eng *Engine, fn TraceFunc, examples ...*Value) (*IR, error) {
+	return TraceStatic(eng, fn, nil, examples...)
 }
 
 // TraceStatic is Trace with a static mask: a bool tree that is a prefix of
 // the list of inputs (true = static: the leaf becomes a literal and calls
 // must pass an equal value). A nil mask means all dynamic.
-func TraceStatic(ctx *Context, fn TraceFunc, staticMask *Value, examples ...*Value) (*IR, error) {
+func TraceStatic(eng *Engine, fn TraceFunc, staticMask *Value, examples ...*Value) (*IR, error) {
 	if fn == nil {
 		return nil, &Error{Message: "trace: fn is nil", code: CodeInvalidArgument}
 	}
-	cp, err := ctx.handle()
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func TraceStatic(ctx *Context, fn TraceFunc, staticMask *Value, examples ...*Val
 		}
 	}
 
-	st := &traceState{ctx: ctx, fn: fn}
+	st := &traceState{eng: eng, fn: fn}
 	h := cgo.NewHandle(st)
 	defer h.Delete()
 
@@ -108,7 +108,7 @@ func TraceStatic(ctx *Context, fn TraceFunc, staticMask *Value, examples ...*Val
 	var out *C.af_ir_t
 	e := C.afgo_trace(cp, C.uintptr_t(h), cArray(ps), C.size_t(len(ps)), mp, &out)
 	runtime.UnlockOSThread()
-	runtime.KeepAlive(ctx)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(examples)
 	runtime.KeepAlive(staticMask)
 
@@ -158,7 +158,7 @@ func afgoTraceCallback(h C.uintptr_t, inputs **C.af_value_t, n C.size_t, out **C
 		}
 	}()
 
-	res, err := st.fn(st.ctx, ins)
+	res, err := st.fn(st.eng, ins)
 	var resPtr *C.af_value_t
 	if err == nil {
 		if res == nil {

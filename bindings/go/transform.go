@@ -7,10 +7,10 @@ import "C"
 
 import "runtime"
 
-// transform runs one IR -> IR transform with the handles of ctx, ir and an
+// transform runs one IR -> IR transform with the handles of eng, ir and an
 // optional value argument.
-func transform(ctx *Context, ir *IR, arg *Value, f func(c *C.af_context_t, i *C.af_ir_t, a *C.af_value_t, out **C.af_ir_t) *C.af_error_t) (*IR, error) {
-	cp, err := ctx.handle()
+func transform(eng *Engine, ir *IR, arg *Value, f func(c *C.af_context_t, i *C.af_ir_t, a *C.af_value_t, out **C.af_ir_t) *C.af_error_t) (*IR, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -26,7 +26,7 @@ func transform(ctx *Context, ir *IR, arg *Value, f func(c *C.af_context_t, i *C.
 	}
 	var out *C.af_ir_t
 	e := f(cp, ip, ap, &out)
-	runtime.KeepAlive(ctx)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(ir)
 	runtime.KeepAlive(arg)
 	if err := takeError(e); err != nil {
@@ -38,59 +38,59 @@ func transform(ctx *Context, ir *IR, arg *Value, f func(c *C.af_context_t, i *C.
 // Batch (vmap). inAxes: a bool tree that is a prefix of the list of inputs
 // (true = batched); nil = every input. Each batched leaf arrives as a list
 // of its per-item values and every output leaf comes back as such a list.
-func (ir *IR) Batch(ctx *Context, inAxes *Value) (*IR, error) {
-	return transform(ctx, ir, inAxes, func(c *C.af_context_t, i *C.af_ir_t, a *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
+func (ir *IR) Batch(eng *Engine, inAxes *Value) (*IR, error) {
+	return transform(eng, ir, inAxes, func(c *C.af_context_t, i *C.af_ir_t, a *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
 		return C.af_batch(c, i, a, out)
 	})
 }
 
 // Pushforward (jvp): the result takes (primals, tangents) and returns
 // [outputs, output_tangents], null where a tangent is zero.
-func (ir *IR) Pushforward(ctx *Context) (*IR, error) {
-	return transform(ctx, ir, nil, func(c *C.af_context_t, i *C.af_ir_t, _ *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
+func (ir *IR) Pushforward(eng *Engine) (*IR, error) {
+	return transform(eng, ir, nil, func(c *C.af_context_t, i *C.af_ir_t, _ *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
 		return C.af_pushforward(c, i, out)
 	})
 }
 
 // Pullback (vjp): the result takes (primals, output_cotangent) and returns
 // [outputs, input_cotangents], null where nothing flows.
-func (ir *IR) Pullback(ctx *Context) (*IR, error) {
-	return transform(ctx, ir, nil, func(c *C.af_context_t, i *C.af_ir_t, _ *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
+func (ir *IR) Pullback(eng *Engine) (*IR, error) {
+	return transform(eng, ir, nil, func(c *C.af_context_t, i *C.af_ir_t, _ *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
 		return C.af_pullback(c, i, out)
 	})
 }
 
 // DCE removes dead code. outUsed: a bool tree prefix of the output (nil =
 // every output); outputs marked false become null.
-func (ir *IR) DCE(ctx *Context, outUsed *Value) (*IR, error) {
-	return transform(ctx, ir, outUsed, func(c *C.af_context_t, i *C.af_ir_t, a *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
+func (ir *IR) DCE(eng *Engine, outUsed *Value) (*IR, error) {
+	return transform(eng, ir, outUsed, func(c *C.af_context_t, i *C.af_ir_t, a *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
 		return C.af_dce(c, i, a, out)
 	})
 }
 
 // CSE merges identical pure equations.
-func (ir *IR) CSE(ctx *Context) (*IR, error) {
-	return transform(ctx, ir, nil, func(c *C.af_context_t, i *C.af_ir_t, _ *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
+func (ir *IR) CSE(eng *Engine) (*IR, error) {
+	return transform(eng, ir, nil, func(c *C.af_context_t, i *C.af_ir_t, _ *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
 		return C.af_cse(c, i, out)
 	})
 }
 
 // CSEWith is CSE that also merges LM calls and host functions when
 // mergeNondeterministic is true.
-func (ir *IR) CSEWith(ctx *Context, mergeNondeterministic bool) (*IR, error) {
+func (ir *IR) CSEWith(eng *Engine, mergeNondeterministic bool) (*IR, error) {
 	var opts C.af_cse_options_t
 	opts.struct_size = C.uint32_t(C.sizeof_af_cse_options_t)
 	if mergeNondeterministic {
 		opts.merge_nondeterministic = 1
 	}
-	return transform(ctx, ir, nil, func(c *C.af_context_t, i *C.af_ir_t, _ *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
+	return transform(eng, ir, nil, func(c *C.af_context_t, i *C.af_ir_t, _ *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
 		return C.af_cse_ex(c, i, &opts, out)
 	})
 }
 
 // Sched annotates every equation with its dependency level and priority.
-func (ir *IR) Sched(ctx *Context) (*IR, error) {
-	return transform(ctx, ir, nil, func(c *C.af_context_t, i *C.af_ir_t, _ *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
+func (ir *IR) Sched(eng *Engine) (*IR, error) {
+	return transform(eng, ir, nil, func(c *C.af_context_t, i *C.af_ir_t, _ *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
 		return C.af_sched(c, i, out)
 	})
 }

@@ -154,33 +154,33 @@ func cArray(ps []*C.af_value_t) **C.af_value_t {
 // FromJSON parses exact JSON: integers stay int, numbers with '.' or an
 // exponent stay float. CodeInvalidArgument for malformed JSON, duplicate
 // keys or integers outside int64.
-func (c *Context) FromJSON(json string) (*Value, error) {
-	cp, err := c.handle()
+func (eng *Engine) FromJSON(json string) (*Value, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
 	var out *C.af_value_t
 	s, n := cstr(json)
 	e := C.af_value_from_json(cp, s, n, &out)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	return takeValue(e, out)
 }
 
 // Null makes a null value.
-func (c *Context) Null() (*Value, error) {
-	cp, err := c.handle()
+func (eng *Engine) Null() (*Value, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
 	var out *C.af_value_t
 	e := C.af_value_null(cp, &out)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	return takeValue(e, out)
 }
 
 // Bool makes a bool value.
-func (c *Context) Bool(b bool) (*Value, error) {
-	cp, err := c.handle()
+func (eng *Engine) Bool(b bool) (*Value, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -190,51 +190,51 @@ func (c *Context) Bool(b bool) (*Value, error) {
 	}
 	var out *C.af_value_t
 	e := C.af_value_bool(cp, i, &out)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	return takeValue(e, out)
 }
 
 // Int makes an int value.
-func (c *Context) Int(i int64) (*Value, error) {
-	cp, err := c.handle()
+func (eng *Engine) Int(i int64) (*Value, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
 	var out *C.af_value_t
 	e := C.af_value_int(cp, C.int64_t(i), &out)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	return takeValue(e, out)
 }
 
 // Float makes a float value (its JSON keeps a '.', "2.0").
-func (c *Context) Float(f float64) (*Value, error) {
-	cp, err := c.handle()
+func (eng *Engine) Float(f float64) (*Value, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
 	var out *C.af_value_t
 	e := C.af_value_float(cp, C.double(f), &out)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	return takeValue(e, out)
 }
 
 // Str makes a str value; CodeInvalidArgument if s is not valid UTF-8.
-func (c *Context) Str(s string) (*Value, error) {
-	cp, err := c.handle()
+func (eng *Engine) Str(s string) (*Value, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
 	var out *C.af_value_t
 	p, n := cstr(s)
 	e := C.af_value_str(cp, p, n, &out)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	return takeValue(e, out)
 }
 
 // List makes a list of items (the list takes its own references; the
 // caller still owns and should Close the items).
-func (c *Context) List(items ...*Value) (*Value, error) {
-	cp, err := c.handle()
+func (eng *Engine) List(items ...*Value) (*Value, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -244,15 +244,15 @@ func (c *Context) List(items ...*Value) (*Value, error) {
 	}
 	var out *C.af_value_t
 	e := C.af_value_list(cp, cArray(ps), C.size_t(len(ps)), &out)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(items)
 	return takeValue(e, out)
 }
 
 // Dict makes a dict with keys[i] -> values[i], in that order.
 // CodeInvalidArgument on a duplicate key or when the lengths differ.
-func (c *Context) Dict(keys []string, values []*Value) (*Value, error) {
-	cp, err := c.handle()
+func (eng *Engine) Dict(keys []string, values []*Value) (*Value, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +267,7 @@ func (c *Context) Dict(keys []string, values []*Value) (*Value, error) {
 	var out *C.af_value_t
 	if n == 0 {
 		e := C.af_value_dict(cp, nil, nil, nil, 0, &out)
-		runtime.KeepAlive(c)
+		runtime.KeepAlive(eng)
 		return takeValue(e, out)
 	}
 	// The key pointers must live in C memory (a Go array of pointers into Go
@@ -295,7 +295,7 @@ func (c *Context) Dict(keys []string, values []*Value) (*Value, error) {
 		off += len(k)
 	}
 	e := C.af_value_dict(cp, &kptrs[0], &klens[0], cArray(ps), C.size_t(n), &out)
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(values)
 	return takeValue(e, out)
 }

@@ -18,53 +18,53 @@ import (
 //   - anything else (structs, pointers, types with MarshalJSON) through
 //     encoding/json, so struct tags apply; a value json.Marshal rejects is
 //     CodeInvalidArgument.
-func (c *Context) ValueOf(x any) (*Value, error) {
+func (eng *Engine) ValueOf(x any) (*Value, error) {
 	switch v := x.(type) {
 	case nil:
-		return c.Null()
+		return eng.Null()
 	case *Value:
 		return v.Clone()
 	case bool:
-		return c.Bool(v)
+		return eng.Bool(v)
 	case string:
-		return c.Str(v)
+		return eng.Str(v)
 	case float64:
-		return c.Float(v)
+		return eng.Float(v)
 	case float32:
-		return c.Float(float64(v))
+		return eng.Float(float64(v))
 	case json.Marshaler:
-		return c.valueOfJSON(x)
+		return eng.valueOfJSON(x)
 	}
 	rv := reflect.ValueOf(x)
 	switch rv.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return c.Int(rv.Int())
+		return eng.Int(rv.Int())
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		u := rv.Uint()
 		if u > 1<<63-1 {
 			return nil, &Error{Message: fmt.Sprintf("ValueOf: %d does not fit an int64", u), code: CodeInvalidArgument}
 		}
-		return c.Int(int64(u))
+		return eng.Int(int64(u))
 	case reflect.Float32, reflect.Float64:
-		return c.Float(rv.Float())
+		return eng.Float(rv.Float())
 	case reflect.Bool:
-		return c.Bool(rv.Bool())
+		return eng.Bool(rv.Bool())
 	case reflect.String:
-		return c.Str(rv.String())
+		return eng.Str(rv.String())
 	case reflect.Slice, reflect.Array:
 		if rv.Kind() == reflect.Slice && rv.IsNil() {
-			return c.List()
+			return eng.List()
 		}
 		items := make([]*Value, 0, rv.Len())
 		defer func() { closeAll(items) }()
 		for i := 0; i < rv.Len(); i++ {
-			item, err := c.ValueOf(rv.Index(i).Interface())
+			item, err := eng.ValueOf(rv.Index(i).Interface())
 			if err != nil {
 				return nil, err
 			}
 			items = append(items, item)
 		}
-		return c.List(items...)
+		return eng.List(items...)
 	case reflect.Map:
 		if rv.Type().Key().Kind() != reflect.String {
 			return nil, &Error{Message: "ValueOf: a map needs string keys, found " + rv.Type().Key().String(), code: CodeInvalidArgument}
@@ -77,23 +77,23 @@ func (c *Context) ValueOf(x any) (*Value, error) {
 		values := make([]*Value, 0, len(keys))
 		defer func() { closeAll(values) }()
 		for _, k := range keys {
-			item, err := c.ValueOf(rv.MapIndex(reflect.ValueOf(k).Convert(rv.Type().Key())).Interface())
+			item, err := eng.ValueOf(rv.MapIndex(reflect.ValueOf(k).Convert(rv.Type().Key())).Interface())
 			if err != nil {
 				return nil, err
 			}
 			values = append(values, item)
 		}
-		return c.Dict(keys, values)
+		return eng.Dict(keys, values)
 	}
-	return c.valueOfJSON(x)
+	return eng.valueOfJSON(x)
 }
 
-func (c *Context) valueOfJSON(x any) (*Value, error) {
+func (eng *Engine) valueOfJSON(x any) (*Value, error) {
 	b, err := json.Marshal(x)
 	if err != nil {
 		return nil, &Error{Message: fmt.Sprintf("ValueOf(%T): %v", x, err), code: CodeInvalidArgument, cause: err}
 	}
-	return c.FromJSON(string(b))
+	return eng.FromJSON(string(b))
 }
 
 // closeAll closes the intermediate values a conversion made.

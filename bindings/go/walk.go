@@ -23,17 +23,17 @@ type Walk struct {
 	ptr cPtr[*C.af_walk_t] // nil once closed; swapped so Close frees once
 	// Keep the Go handles the walk was made from reachable for its
 	// lifetime, so their finalizers cannot run while it may use them.
-	ctx *Context
+	eng *Engine
 	ir  *IR
 }
 
 // Walk starts a walk of ir on inputs (checked as in Call).
-func (ir *IR) Walk(ctx *Context, inputs ...*Value) (*Walk, error) {
+func (ir *IR) Walk(eng *Engine, inputs ...*Value) (*Walk, error) {
 	p, err := ir.handle()
 	if err != nil {
 		return nil, err
 	}
-	cp, err := ctx.handle()
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -44,12 +44,12 @@ func (ir *IR) Walk(ctx *Context, inputs ...*Value) (*Walk, error) {
 	var out *C.af_walk_t
 	e := C.af_walk_new(cp, p, cArray(ps), C.size_t(len(ps)), &out)
 	runtime.KeepAlive(ir)
-	runtime.KeepAlive(ctx)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(inputs)
 	if err := takeError(e); err != nil {
 		return nil, err
 	}
-	w := &Walk{ctx: ctx, ir: ir}
+	w := &Walk{eng: eng, ir: ir}
 	w.ptr.Store(out)
 	runtime.SetFinalizer(w, (*Walk).Close)
 	return w, nil

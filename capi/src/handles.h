@@ -12,8 +12,8 @@
 #include <string_view>
 
 #include "exec/context.h"
-#include "exec/env.h"
-#include "exec/exec.h"
+#include "rt/env.h"
+#include "exec/sequential.h"
 #include "exec/program.h"
 #include "ir/ir.h"
 #include "lazy/graph.h"
@@ -29,7 +29,7 @@ struct af_error {
 };
 
 struct af_context {
-  af::Context core;
+  af::ExecContext core;
   af::RunEnv env{&core};
   // Set on a lazy context (capi/src/context.cpp); destroyed first.
   std::shared_ptr<af::lazy::Graph> lazy;

@@ -99,7 +99,7 @@ af_error_t* af_walk_new(af_context_t* ctx, const af_ir_t* ir, const af_value_t* 
     auto w = std::make_unique<af_walk>();
     w->env = ctx->env;
     w->env.scopes = ctx->core.scopes.current();  // a walk is one run: its starting thread's scopes
-    w->walker = std::make_unique<Walker>(lower(ir->ir), std::move(leaves), w->env);
+    w->walker = std::make_unique<Walker>(ir->ir, std::move(leaves), w->env);
     *out = w.release();
   });
 }

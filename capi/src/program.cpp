@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "exec/executor.h"
+#include "exec/summary.h"
 #include "handles.h"
 #include "trace/trace.h"
 
@@ -15,6 +16,7 @@ struct af_program {
 
 struct af_future {
   Future f;
+  std::shared_ptr<RunSummary> summary;  // AF_RUN_SUMMARY only
 };
 
 struct af_cancel {
@@ -46,7 +48,10 @@ struct UserData {
   }
 };
 
-RunOptions run_options(const af_run_options_t* o, const char* fn) {
+// summary_out: where af_program_call_with writes the run summary (set from
+// options.summary, which only a synchronous call may give: async ones pass
+// NULL here and read it with af_future_summary_json).
+RunOptions run_options(const af_run_options_t* o, const char* fn, af_bytes_t** summary_out) {
   RunOptions r;
   if (!o) return r;
   if (o->struct_size < sizeof(uint32_t) * 2)
@@ -60,8 +65,20 @@ RunOptions run_options(const af_run_options_t* o, const char* fn) {
   std::shared_ptr<UserData> ud, stream_ud;
   if (c.progress || c.progress_destroy) ud = std::make_shared<UserData>(c.progress_user_data, c.progress_destroy);
   if (c.stream || c.stream_destroy) stream_ud = std::make_shared<UserData>(c.stream_user_data, c.stream_destroy);
-  if (c.flags & ~uint32_t(AF_RUN_KEEP_GOING | AF_RUN_PROFILE | AF_RUN_ITEM_ERRORS))
+  if (c.flags & ~uint32_t(AF_RUN_KEEP_GOING | AF_RUN_PROFILE | AF_RUN_ITEM_ERRORS | AF_RUN_SUMMARY))
     invalid(std::string(fn) + ": unknown bits in options.flags");
+  if (c.summary) {
+    if (!summary_out)
+      invalid(std::string(fn) +
+              ": options.summary is for af_program_call_with; an asynchronous run's summary "
+              "comes from af_future_summary_json (set AF_RUN_SUMMARY in options.flags)");
+    *c.summary = af_bytes_t{nullptr, 0};
+    *summary_out = c.summary;
+  } else if (summary_out && (c.flags & AF_RUN_SUMMARY)) {
+    invalid(std::string(fn) +
+            ": AF_RUN_SUMMARY needs options.summary, where the summary is written");
+  }
+  if (c.summary || (c.flags & AF_RUN_SUMMARY)) r.summary = std::make_shared<RunSummary>();
   if (c.timeout_ms > uint64_t(INT64_MAX / 1000000))
     invalid(std::string(fn) + ": options.timeout_ms is too large");
   r.timeout_ms = int64_t(c.timeout_ms);
@@ -85,6 +102,10 @@ RunOptions run_options(const af_run_options_t* o, const char* fn) {
   }
   if (c.profile_path_len) r.profile_path = std::string(text(c.profile_path, c.profile_path_len, fn, "options.profile_path"));
   return r;
+}
+
+void write_summary(const RunSummary* summary, af_bytes_t* out) {
+  if (summary && out) to_bytes(summary->to_json(), out);
 }
 
 std::vector<Value> checked_inputs(const af_program_t* p, const af_value_t* const* inputs, size_t n,
@@ -121,7 +142,8 @@ af_error_t* af_program_call_with(af_context_t* ctx, const af_program_t* p, const
   if (out) *out = nullptr;
   return guard([&] {
     const char* fn = "af_program_call";
-    RunOptions opts = run_options(options, fn);
+    af_bytes_t* summary_out = nullptr;
+    RunOptions opts = run_options(options, fn, &summary_out);
     require(ctx, fn, "ctx");
     require(p, fn, "p");
     require(out, fn, "out");
@@ -138,7 +160,17 @@ af_error_t* af_program_call_with(af_context_t* ctx, const af_program_t* p, const
     }
     for (Value& v : in) v = resolve(v);
     std::vector<Value> leaves = check_inputs(*p->prog->ir, in);
-    *out = wrap(run_sync(ctx->env, p->prog, std::move(leaves), std::move(opts)));
+    // A failed run's summary is written too: its calls cost all the same.
+    std::shared_ptr<RunSummary> summary = opts.summary;
+    Value result;
+    try {
+      result = run_sync(ctx->env, p->prog, std::move(leaves), std::move(opts));
+    } catch (...) {
+      write_summary(summary.get(), summary_out);
+      throw;
+    }
+    write_summary(summary.get(), summary_out);
+    *out = wrap(std::move(result));
   });
 }
 
@@ -152,12 +184,13 @@ af_error_t* af_program_call_async_with(af_context_t* ctx, const af_program_t* p,
   if (out) *out = nullptr;
   return guard([&] {
     const char* fn = "af_program_call_async";
-    RunOptions opts = run_options(options, fn);
+    RunOptions opts = run_options(options, fn, nullptr);
     require(ctx, fn, "ctx");
     require(p, fn, "p");
     require(out, fn, "out");
     std::vector<Value> leaves = checked_inputs(p, inputs, n, fn);
     auto h = std::make_unique<af_future>();
+    h->summary = opts.summary;
     h->f = run_async(ctx->env, p->prog, std::move(leaves), std::move(opts));
     *out = h.release();
   });
@@ -204,6 +237,19 @@ af_error_t* af_future_profile(const af_future_t* f, af_bytes_t* out) {
     if (json.empty())
       invalid("af_future_profile: the run has no profile; start it with AF_RUN_PROFILE or a profile_path");
     to_bytes(json, out);
+  });
+}
+
+af_error_t* af_future_summary_json(const af_future_t* f, af_bytes_t* out) {
+  if (out) *out = af_bytes_t{nullptr, 0};
+  return guard([&] {
+    require(f, "af_future_summary_json", "f");
+    require(out, "af_future_summary_json", "out");
+    if (!f->summary)
+      invalid(
+          "af_future_summary_json: the run has no summary; start it with AF_RUN_SUMMARY in "
+          "options.flags");
+    to_bytes(f->summary->to_json(), out);
   });
 }
 

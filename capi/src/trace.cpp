@@ -75,6 +75,25 @@ af_error_t* af_tag_pop(af_context_t* ctx) {
     else pop_tag();
   });
 }
+af_error_t* af_name_push(af_context_t* ctx, const char* name, size_t len) {
+  return guard([&] {
+    require(ctx, "af_name_push", "ctx");
+    std::string n(text(name, len, "af_name_push", "name"));
+    if (ctx->lazy && !is_tracing())
+      ctx->lazy->push_name(std::move(n));
+    else
+      push_name(std::move(n));
+  });
+}
+af_error_t* af_name_pop(af_context_t* ctx) {
+  return guard([&] {
+    require(ctx, "af_name_pop", "ctx");
+    if (ctx->lazy && !is_tracing())
+      ctx->lazy->pop_name();
+    else
+      pop_name();
+  });
+}
 af_error_t* af_fold_push(af_context_t* ctx) {
   return guard([&] {
     require(ctx, "af_fold_push", "ctx");

@@ -1,8 +1,8 @@
-// Context: what running programs share inside one af_context_t. Each part
-// is owned by the layer that defines it; the context only holds them:
-//   - host functions registered by name (prims/host)
-//   - LM providers and model routes, the shared scheduler (lm/, exec/)
-//   - the cache of compiled programs (exec/plan_cache.h)
+// ExecContext: the context of one af_context_t as core/exec runs it. Adds
+// to rt's Context (routes, host functions, scopes) the dataflow scheduler
+// every run of the context shares and the cache of compiled programs, and
+// implements sub-runs (exec/subrun.cpp).
+//
 // Thread safety: members synchronize themselves; the context is shared by
 // every run started from it.
 #pragma once
@@ -10,45 +10,38 @@
 #include <memory>
 
 #include "exec/plan_cache.h"
-#include "exec/scopes.h"
-#include "prims/host.h"
+#include "rt/context.h"
 
 namespace af {
 
-namespace lm {
-class Router;
-}
 class Scheduler;
-std::shared_ptr<lm::Router> make_router();            // lm/router.cpp
-std::shared_ptr<Scheduler> make_scheduler();          // exec/executor.cpp
+std::shared_ptr<Scheduler> make_scheduler();  // exec/executor.cpp
 
-class Context {
+class ExecContext final : public Context {
  public:
-  Context() = default;
+  ExecContext() = default;
   // Cancels the runs still in flight and joins the scheduler's threads
   // (exec/executor.cpp). Never call it from a libaf callback.
-  ~Context();
-  Context(const Context&) = delete;
-  Context& operator=(const Context&) = delete;
+  ~ExecContext() override;
 
-  // LM providers by model pattern (lm/router.h).
-  lm::Router& router() const noexcept { return *router_; }
   // The dataflow scheduler shared by every run of this context
   // (exec/executor.h); its threads start with the first run that needs them.
   const std::shared_ptr<Scheduler>& scheduler() const noexcept { return scheduler_; }
-
-  // Host functions registered by name (prims/host.h).
-  HostRegistry hosts;
-  // collect / inject / memoize scopes open on this context, per thread
-  // (exec/scopes.h).
-  ThreadScopes scopes;
   // Compiled programs of this context: af_compile, af_ir_call and the lazy
   // evaluator share it (exec/plan_cache.h).
   PlanCache plans;
 
+  std::shared_ptr<SubRun> run_sub(const IRPtr& ir, std::span<const Value> in, const RunEnv& env,
+                                  const std::shared_ptr<AsyncOp>& parent, SubRunDone done,
+                                  int64_t item) override;
+  bool runs_async(const IRPtr& ir, const RunEnv& env) override;
+
  private:
-  std::shared_ptr<lm::Router> router_ = make_router();
-  std::shared_ptr<Scheduler> scheduler_ = make_scheduler();  // destroyed before router_
+  std::shared_ptr<Scheduler> scheduler_ = make_scheduler();
 };
+
+// The ExecContext a run's environment belongs to: every context a run is
+// given is one (core/exec makes them all).
+inline ExecContext& exec_context(const RunEnv& env) { return static_cast<ExecContext&>(*env.context); }
 
 }  // namespace af

@@ -4,10 +4,11 @@
 #include <cstdio>
 #include <optional>
 
-#include "exec/async.h"
+#include "rt/async.h"
 #include "exec/context.h"
 #include "exec/profile.h"
-#include "exec/scopes.h"
+#include "exec/summary.h"
+#include "rt/scopes.h"
 #include "ir/prim.h"
 #include "lm/timer.h"
 #include "value/error.h"
@@ -87,14 +88,6 @@ void finish(const std::shared_ptr<Run>& r, Value* result, const Error* err) noex
 uint32_t complete(const std::shared_ptr<Run>& r, uint32_t node, bool can_continue);
 void execute(const std::shared_ptr<Run>& r, uint32_t node);
 
-// What the memo cache may hold (as exec/scopes.cpp decides for invoke()).
-bool memoizable(const Eqn& e) {
-  if (e.prim->flags & (kEffectful | kNoMerge)) return false;
-  for (const auto& [name, p] : e.params.items())
-    if (!std::holds_alternative<Value>(p)) return false;
-  return true;
-}
-
 Error internal_error(const std::exception& e) {
   return Error(Code::Internal, std::string("internal error: ") + e.what());
 }
@@ -142,7 +135,15 @@ void mark_outputs_failed(Run& r, const Program::Node& n, std::shared_ptr<const E
 
 // A failed equation: the run fails (default) or, with keep_going, its
 // outputs carry the error. Returns the continuation as complete() does.
-uint32_t fail_node(const std::shared_ptr<Run>& r, uint32_t node, const Error& err, bool can_continue) {
+// The error names the equation's name path, when it has one.
+uint32_t fail_node(const std::shared_ptr<Run>& r, uint32_t node, const Error& cause,
+                   bool can_continue) {
+  // (Unnamed: the error itself, not a copy, whose message buffer another
+  // thread may still share.)
+  std::optional<Error> named;
+  if (const NamePath& path = r->prog->nodes[node].eqn->name_path)
+    named.emplace(named_error(path, cause));
+  const Error& err = named ? *named : cause;
   if (r->profile) r->profile->finished(node, int32_t(err.code()));
   if (!r->opts.keep_going) {
     finish(r, nullptr, &err);
@@ -157,11 +158,20 @@ class ExecOp final : public AsyncOp {
   ExecOp(std::shared_ptr<Run> r, uint32_t node) : run_(std::move(r)), node_(node) {}
   // Inputs kept to store the result in the open memoize scope (else empty).
   std::optional<std::vector<Value>> memo_in;
-  bool profiling() const noexcept override { return run_->profile != nullptr || run_->opts.on_span; }
+  bool profiling() const noexcept override {
+    return run_->profile != nullptr || run_->opts.on_span || run_->opts.summary;
+  }
+  // The span gains this equation's tags and name path (in front of those of
+  // the sub-run equations it came through).
   void record_span(const CallSpan& s) noexcept override {
     try {
-      if (run_->profile) run_->profile->span(node_, s);
-      if (run_->opts.on_span) run_->opts.on_span(s);
+      const Eqn& e = *run_->prog->nodes[node_].eqn;
+      CallSpan span = s;
+      span.tags = union_tags(e.tags, s.tags);
+      span.name_path = join_names(e.name_path, s.name_path);
+      if (run_->profile) run_->profile->span(node_, span);
+      if (run_->opts.summary) run_->opts.summary->add(span);
+      if (run_->opts.on_span) run_->opts.on_span(span);
     } catch (...) {
     }
   }
@@ -330,7 +340,7 @@ void execute(const std::shared_ptr<Run>& r, uint32_t node) {
       } else {
         RunEnv env = r->env;  // the impl may consume the inputs the run owns
         env.owned_in = in;
-        n.eqn->prim->impl(*n.eqn, in, out, env);
+        run_eqn(*n.eqn, in, out, env);
       }
     } catch (const Error& e) {
       node = fail_node(r, node, e, true);
@@ -349,6 +359,7 @@ void finish(const std::shared_ptr<Run>& r, Value* result, const Error* err) noex
   bool expected = false;
   if (!r->finished.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) return;
   { std::lock_guard<std::recursive_mutex> wait_for_stream(r->stream_mu); }
+  if (r->opts.summary) r->opts.summary->stop();
   try {
     if (uint64_t id = r->timer_id.load(std::memory_order_acquire)) r->sched->cancel_timer(id);
     std::vector<std::shared_ptr<AsyncOp>> ops;
@@ -408,10 +419,11 @@ std::shared_ptr<Run> make_run(RunEnv env, std::shared_ptr<const Program> prog, s
   if (!opts.profile_path.empty()) check_writable(opts.profile_path, "profile");
   auto r = std::make_shared<Run>();
   r->prog = prog;
-  r->sched = env.context->scheduler();
+  r->sched = exec_context(env).scheduler();
   r->env = env;
   r->env.owned_in = {};  // the caller's inputs are not this run's
   r->env.stop = &r->finished;  // loops inside impls stop when the run ends
+  r->env.program = prog.get();  // control flow runs its compiled sub-IRs
   // The starting thread's scopes, fixed for the run (sub-runs pass theirs).
   if (!r->env.scopes) r->env.scopes = env.context->scopes.current();
   r->env.item_errors = env.item_errors || opts.item_errors;
@@ -571,7 +583,7 @@ void Scheduler::shutdown() noexcept {
 
 std::shared_ptr<Scheduler> make_scheduler() { return std::make_shared<Scheduler>(); }
 
-Context::~Context() {
+ExecContext::~ExecContext() {
   if (scheduler_) scheduler_->shutdown();
 }
 
@@ -680,43 +692,6 @@ void Future::on_done(std::function<void()> fn) const {
 std::string Future::profile_json() const {
   if (!run_ || !run_->profile) return "";
   return run_->profile->to_json(*run_->prog);
-}
-
-// ---- errors as values
-
-const char* code_name(Code c) noexcept {
-  switch (c) {
-    case Code::InvalidArgument: return "INVALID_ARGUMENT";
-    case Code::NotFound: return "NOT_FOUND";
-    case Code::Schema: return "SCHEMA";
-    case Code::Format: return "FORMAT";
-    case Code::Version: return "VERSION";
-    case Code::Provider: return "PROVIDER";
-    case Code::Timeout: return "TIMEOUT";
-    case Code::Cancelled: return "CANCELLED";
-    case Code::Callback: return "CALLBACK";
-    case Code::IO: return "IO";
-    case Code::OutOfMemory: return "OUT_OF_MEMORY";
-    case Code::Internal: return "INTERNAL";
-  }
-  return "UNKNOWN";
-}
-
-Value error_value(const Error& e) {
-  return Value::dict({{"error", Value::dict({{"code", Value::integer(int64_t(e.code()))},
-                                             {"name", Value::str(code_name(e.code()))},
-                                             {"message", Value::str(e.what())}})}});
-}
-
-bool is_error_value(const Value& v) noexcept {
-  if (v.kind() != Kind::Dict || v.size() != 1) return false;
-  const Value* e = v.find("error");
-  if (!e || e->kind() != Kind::Dict || e->size() != 3) return false;
-  const Value* code = e->find("code");
-  const Value* name = e->find("name");
-  const Value* message = e->find("message");
-  return code && code->kind() == Kind::Int && name && name->kind() == Kind::Str && message &&
-         message->kind() == Kind::Str;
 }
 
 }  // namespace af

@@ -29,9 +29,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "exec/async.h"
-#include "exec/env.h"
+#include "rt/async.h"
+#include "rt/env.h"
 #include "exec/program.h"
+#include "rt/error_value.h"
 #include "value/error.h"
 
 namespace af {
@@ -41,6 +42,7 @@ class TimerQueue;
 }
 
 class Run;
+class RunSummary;
 
 // Cancels the runs started with it (RunOptions::cancel), from any thread:
 // the way to stop a run driven by run_sync, which has no Future. Once
@@ -82,6 +84,9 @@ struct RunOptions {
   // here too (a sub-run hands its LM calls to the profile of the run that
   // started it).
   std::function<void(const CallSpan&)> on_span;
+  // When set, every provider request the run's equations make (sub-runs'
+  // included) is added to it, and its clock stops when the run finishes.
+  std::shared_ptr<RunSummary> summary;
   // keep_going only: called with the index of each failed flat output leaf
   // and its error (cause chain intact) before the run reports completion.
   std::function<void(size_t leaf, const std::shared_ptr<const Error>&)> on_output_error;
@@ -172,16 +177,5 @@ Future run_async(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Va
                  RunOptions options = {});
 Value run_sync(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Value> leaves,
                RunOptions options = {});
-
-// The error value keep_going puts in place of a failed output leaf.
-Value error_value(const Error& e);
-// Per-item errors: whether e fails only its batch item (a cancellation
-// never does: it ends the whole run).
-inline bool is_item_failure(const Error& e) noexcept { return e.code() != Code::Cancelled; }
-// True for a value shaped like error_value's: {"error": {"code", "name",
-// "message"}} and nothing else.
-bool is_error_value(const Value& v) noexcept;
-// "INVALID_ARGUMENT", "PROVIDER", ...
-const char* code_name(Code c) noexcept;
 
 }  // namespace af

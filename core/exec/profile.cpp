@@ -17,6 +17,26 @@ int64_t now_ns() noexcept {
 
 namespace {
 thread_local int t_engine_thread = 0;
+
+// Tags or a name path as a JSON list ([] for none).
+std::string json_list(const std::shared_ptr<const std::vector<std::string>>& names) {
+  std::string s = "[";
+  if (names)
+    for (size_t i = 0; i < names->size(); ++i) {
+      if (i) s += ',';
+      append_json_string(s, (*names)[i]);
+    }
+  return s + ']';
+}
+
+// An event's title: the primitive and equation number, then the name path.
+std::string title(const Program::Node& n, const NamePath& path) {
+  std::string t = n.eqn->prim->name + " #" + std::to_string(n.eqn_index);
+  if (path && !path->empty()) t += " " + name_path_text(path);
+  std::string q;
+  append_json_string(q, t);
+  return q;
+}
 }
 int engine_thread_index() noexcept { return t_engine_thread; }
 void set_engine_thread_index(int i) noexcept { t_engine_thread = i; }
@@ -57,10 +77,7 @@ std::string Profile::to_json(const Program& prog) const {
     s += body;
   };
   auto name_of = [&](uint32_t node) {
-    const Program::Node& n = prog.nodes[node];
-    std::string q;
-    append_json_string(q, n.eqn->prim->name + " #" + std::to_string(n.eqn_index));
-    return q;
+    return title(prog.nodes[node], prog.nodes[node].eqn->name_path);
   };
   ev("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"args\":{\"name\":\"engine\"}}");
   std::map<int, bool> threads;
@@ -74,8 +91,11 @@ std::string Profile::to_json(const Program& prog) const {
         times_[i].code.load()};
     if (!t.started) continue;
     const Program::Node& n = prog.nodes[i];
-    std::string args = "{\"eqn\":" + std::to_string(n.eqn_index) + ",\"code\":" + std::to_string(t.code) +
-                       ",\"priority\":" + af::to_json(Value::floating(n.priority)) + "}";
+    std::string args = "{\"eqn\":" + std::to_string(n.eqn_index) +
+                       ",\"code\":" + std::to_string(t.code) +
+                       ",\"priority\":" + af::to_json(Value::floating(n.priority)) +
+                       ",\"tags\":" + json_list(n.eqn->tags) +
+                       ",\"name_path\":" + json_list(n.eqn->name_path) + "}";
     std::string id = std::to_string(i);
     int64_t q = t.queued ? t.queued : t.started;
     int64_t f = t.finished ? t.finished : t.started;
@@ -120,11 +140,15 @@ std::string Profile::to_json(const Program& prog) const {
     std::string model;
     append_json_string(model, c.model);
     int64_t st = c.started_ns ? c.started_ns : c.finished_ns;
-    ev("{\"ph\":\"X\",\"name\":" + name_of(node) + ",\"cat\":\"lm\",\"pid\":" + std::to_string(pid) +
-       ",\"tid\":" + std::to_string(slot) + ",\"ts\":" + us(st) + ",\"dur\":" + dur(st, c.finished_ns) +
+    ev("{\"ph\":\"X\",\"name\":" + title(prog.nodes[node], c.name_path) +
+       ",\"cat\":\"lm\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(slot) +
+       ",\"ts\":" + us(st) + ",\"dur\":" + dur(st, c.finished_ns) +
        ",\"args\":{\"eqn\":" + std::to_string(prog.nodes[node].eqn_index) + ",\"model\":" + model +
        ",\"queued_us\":" + us(c.queued_ns) + ",\"wait_us\":" + dur(c.queued_ns, st) +
-       ",\"attempts\":" + std::to_string(c.attempts) + ",\"code\":" + std::to_string(c.code) + "}}");
+       ",\"attempts\":" + std::to_string(c.attempts) + ",\"code\":" + std::to_string(c.code) +
+       ",\"prompt_tokens\":" + std::to_string(c.prompt_tokens) +
+       ",\"completion_tokens\":" + std::to_string(c.completion_tokens) +
+       ",\"tags\":" + json_list(c.tags) + ",\"name_path\":" + json_list(c.name_path) + "}}");
   }
   s += "]}\n";
   return s;

@@ -3,6 +3,9 @@
 // equations; every provider has one track per slot (one in-flight request
 // each). Every equation appears as an async slice from queued to finished
 // with a nested "queued" slice (waiting for a thread or a provider slot).
+// Titles are "prim #eqn" and the name path; an equation's args carry its
+// tags and name path, a request's its model, tokens, tags and joined name
+// path (docs/INSPECT.md "Profiles").
 #pragma once
 
 #include <atomic>
@@ -12,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/async.h"
+#include "rt/async.h"
 #include "exec/program.h"
 
 namespace af {

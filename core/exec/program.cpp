@@ -1,11 +1,14 @@
 // compile(): IR -> Program. DCE and CSE act on the plan (which equations
 // run, which slot a var reads), so the IR itself is kept as given and the
-// program's equation indices still name equations of that IR.
+// program's equation indices still name equations of that IR. lower() turns
+// those decisions into the flat plan; a saved program's decisions go
+// through the same lower() (exec/saved_plan.cpp).
 #include "exec/program.h"
 
 #include <algorithm>
 #include <unordered_map>
 
+#include "rt/scopes.h"
 #include "transforms/builder.h"
 #include "value/error.h"
 
@@ -20,180 +23,242 @@ bool is_urgent(const Eqn& e) {
   return e.tags && std::binary_search(e.tags->begin(), e.tags->end(), std::string("urgent"));
 }
 
-bool mergeable(const Eqn& e, const CompileOptions& o) {
-  uint32_t f = e.prim->flags;
-  if (eqn_has_effects(e)) return false;  // also a switch / loop / map holding a checkpoint
-  if ((f & kNondeterministic) && !o.cse_nondeterministic) return false;
-  return true;
-}
+// Sub-IRs compiled during one compile, by IR object: a sub-IR shared by
+// several equations (or levels) is compiled once.
+using SubMemo = std::unordered_map<const IR*, std::shared_ptr<const Program>>;
 
-uint64_t eqn_key(const Eqn& e, const std::vector<Atom>& in) {
-  uint64_t h = std::hash<const void*>()(e.prim) * 0x9e3779b97f4a7c15ULL;
-  auto mix = [&](uint64_t x) { h = (h ^ x) * 0x100000001b3ULL; };
-  for (const Atom& a : in) mix(a.is_var() ? a.var : a.lit.hash() ^ 0x5555);
-  mix(e.in_tree.hash());
-  mix(e.params.hash());
-  return h;
-}
+std::shared_ptr<const Program> compile_with(IRPtr ir, const CompileOptions& o, SubMemo& memo);
+std::shared_ptr<Program> lower_with(IRPtr ir, const Lowering& l, const CompileOptions& o,
+                                    SubMemo& memo);
 
-}  // namespace
-
-bool eqn_runs_async(const Eqn& e) {
-  if (!e.prim->impl_async) return false;
-  bool holds_irs = false;
-  bool async = e.params.any_ir([&](const IR& ir) {
-    holds_irs = true;
-    return ir_has_async_work(ir);
-  });
-  return async || !holds_irs;
-}
-
-bool ir_has_async_work(const IR& ir) {
-  for (const Eqn& e : ir.eqns)
-    if (eqn_runs_async(e)) return true;
-  return false;
-}
-
-void mark_last_uses(Program& p) {
-  // Only single reads move: consumers of one slot may run concurrently, so
-  // which read comes last is not known before the run.
-  std::vector<uint32_t> reads(p.n_slots, 0);
-  for (uint32_t s : p.args) ++reads[s];
-  for (uint32_t s : p.out_slots) reads[s] += 2;
-  p.last_use.resize(p.args.size());
-  for (size_t i = 0; i < p.args.size(); ++i) p.last_use[i] = reads[p.args[i]] == 1;
-}
-
-std::shared_ptr<const Program> compile(IRPtr ir, const CompileOptions& o) {
-  validate(*ir);
-  auto prog = std::make_shared<Program>();
-  const IR& g = *ir;
+// The decisions of compile: CSE aliases (one equation identity with the cse
+// transform: ir/ir.h eqn_hash / eqn_same), then DCE over what is left.
+Lowering decide(const IR& g, const CompileOptions& o, size_t& merged, size_t& removed) {
   const size_t n_eqns = g.eqns.size();
   const uint32_t n_vars = uint32_t(g.vars.size());
+  Lowering l;
+  l.var_slot.resize(n_vars);
+  for (VarId v = 0; v < n_vars; ++v) l.var_slot[v] = v;
 
-  // Var -> the var whose slot it reads (CSE aliases).
-  std::vector<VarId> alias(n_vars);
-  for (VarId v = 0; v < n_vars; ++v) alias[v] = v;
-  auto resolve = [&](const Atom& a) {
-    return a.is_var() ? Atom::of_var(alias[a.var]) : a;
-  };
-
-  std::vector<bool> live(n_eqns, true);
+  std::vector<uint8_t> live(n_eqns, 1);
   if (o.cse) {
-    std::unordered_map<uint64_t, std::vector<size_t>> seen;
+    // Equations seen so far, by identity hash: open addressing over a flat
+    // table (one allocation for the whole IR, none per equation).
+    size_t cap = 16;
+    while (cap < 2 * n_eqns) cap *= 2;
+    std::vector<uint64_t> hashes(cap);
+    std::vector<uint32_t> table(cap, UINT32_MAX);  // equation index, or empty
     for (size_t i = 0; i < n_eqns; ++i) {
       const Eqn& e = g.eqns[i];
-      if (!mergeable(e, o)) continue;
-      std::vector<Atom> in;
-      in.reserve(e.in.size());
-      for (const Atom& a : e.in) in.push_back(resolve(a));
-      auto& bucket = seen[eqn_key(e, in)];
-      bool merged = false;
-      for (size_t j : bucket) {
-        const Eqn& f = g.eqns[j];
-        if (f.prim != e.prim || !(f.in_tree == e.in_tree) || !(f.params == e.params) ||
-            f.out.size() != e.out.size() || f.in.size() != in.size())
-          continue;
-        bool same = true;
-        for (size_t k = 0; k < in.size() && same; ++k) same = resolve(f.in[k]) == in[k];
-        if (!same) continue;
-        for (size_t k = 0; k < e.out.size(); ++k) alias[e.out[k]] = f.out[k];
-        live[i] = false;
-        merged = true;
-        ++prog->merged_cse;
+      if (!mergeable(e, o.cse_nondeterministic)) continue;
+      const uint64_t h = eqn_hash(e, l.var_slot);
+      size_t slot = size_t(h) & (cap - 1);
+      bool merged_here = false;
+      for (; table[slot] != UINT32_MAX; slot = (slot + 1) & (cap - 1)) {
+        if (hashes[slot] != h) continue;
+        const Eqn& f = g.eqns[table[slot]];
+        if (!eqn_same(f, e, l.var_slot)) continue;
+        for (size_t k = 0; k < e.out.size(); ++k) l.var_slot[e.out[k]] = f.out[k];
+        live[i] = 0;
+        merged_here = true;
+        ++merged;
         break;
       }
-      if (!merged) bucket.push_back(i);
+      if (!merged_here) {
+        table[slot] = uint32_t(i);
+        hashes[slot] = h;
+      }
     }
   }
-
   if (o.dce) {
-    std::vector<bool> used(n_vars, false);
+    std::vector<uint8_t> used(n_vars, 0);
     for (const Atom& a : g.out)
-      if (a.is_var()) used[alias[a.var]] = true;
+      if (a.is_var()) used[l.var_slot[a.var]] = 1;
     for (size_t i = n_eqns; i-- > 0;) {
       if (!live[i]) continue;
       const Eqn& e = g.eqns[i];
       bool needed = eqn_has_effects(e);  // transforms/builder.h: sub-IRs included
       for (VarId v : e.out) needed = needed || used[v];
       if (!needed) {
-        live[i] = false;
-        ++prog->removed_dce;
+        live[i] = 0;
+        ++removed;
         continue;
       }
       for (const Atom& a : e.in)
-        if (a.is_var()) used[alias[a.var]] = true;
+        if (a.is_var()) used[l.var_slot[a.var]] = 1;
     }
   }
+  for (size_t i = 0; i < n_eqns; ++i)
+    if (live[i]) l.live.push_back(uint32_t(i));
+  return l;
+}
+
+std::shared_ptr<const Program> compile_with(IRPtr ir, const CompileOptions& o, SubMemo& memo) {
+  size_t merged = 0, removed = 0;
+  Lowering l = decide(*ir, o, merged, removed);
+  std::shared_ptr<Program> prog = lower_with(std::move(ir), l, o, memo);
+  prog->merged_cse = merged;
+  prog->removed_dce = removed;
+  return prog;
+}
+
+// Compiles the sub-IRs of p's live equations (once each, through memo) and
+// decides which nodes run async: a node runs through its primitive's
+// impl_async when it has one and — for control flow — one of its compiled
+// sub-IRs waits on async work. Control flow over cheap work runs inline;
+// around LM calls it holds no thread while they fly.
+void compile_subs(Program& p, const CompileOptions& o, SubMemo& memo) {
+  for (Program::Node& n : p.nodes) {
+    const Eqn& e = *n.eqn;
+    bool holds_irs = false, waits = false;
+    e.params.any_ir([&](const IR& sub) {
+      holds_irs = true;
+      auto [it, fresh] = memo.try_emplace(&sub);
+      if (fresh) {
+        // Sub-IRs are validated with their parent; params own them (shared_ptr aliasing keeps
+        // the IR alive through its program).
+        it->second = compile_with(IRPtr(p.ir, &sub), o, memo);
+      }
+      p.subs.emplace_back(&sub, it->second);
+      waits = waits || it->second->n_async > 0;
+      return false;
+    });
+    n.async = e.prim->impl_async && (!holds_irs || waits);
+    if (!e.prim->impl && !e.prim->impl_async)
+      invalid("compile: primitive " + e.prim->name + " has no implementation");
+    p.n_async += n.async;
+  }
+  std::sort(p.subs.begin(), p.subs.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  p.subs.erase(std::unique(p.subs.begin(), p.subs.end(),
+                           [](const auto& a, const auto& b) { return a.first == b.first; }),
+               p.subs.end());
+}
+
+std::shared_ptr<Program> lower_with(IRPtr ir, const Lowering& l, const CompileOptions& o,
+                                    SubMemo& memo) {
+  auto prog = std::make_shared<Program>();
+  Program& p = *prog;
+  const IR& g = *ir;
+  const uint32_t n_vars = uint32_t(g.vars.size());
+  p.ir = ir;
 
   // Slots: one per var, then one per literal.
   auto slot_of = [&](const Atom& a) -> uint32_t {
-    if (a.is_var()) return alias[a.var];
-    prog->constants.push_back(a.lit);
-    return n_vars + uint32_t(prog->constants.size() - 1);
+    if (a.is_var()) return l.var_slot[a.var];
+    p.constants.push_back(a.lit);
+    return n_vars + uint32_t(p.constants.size() - 1);
   };
-  for (const Atom& a : g.in) prog->in_slots.push_back(slot_of(a));
+  for (const Atom& a : g.in) p.in_slots.push_back(slot_of(a));
 
-  std::vector<uint32_t> producer(n_vars, UINT32_MAX);  // var -> node
-  std::vector<std::vector<uint32_t>> cons;
-  for (size_t i = 0; i < n_eqns; ++i) {
-    if (!live[i]) continue;
+  // Nodes with their input / output slots and dependency counts; then the
+  // consumer lists as one flat array (counted, then filled).
+  std::vector<uint32_t> producer(n_vars, UINT32_MAX);  // slot -> node
+  std::vector<uint32_t> n_cons(l.live.size(), 0);
+  size_t n_args = 0, n_results = 0;
+  for (uint32_t i : l.live) {
+    n_args += g.eqns[i].in.size();
+    n_results += g.eqns[i].out.size();
+  }
+  p.nodes.reserve(l.live.size());
+  p.args.reserve(n_args);
+  p.results.reserve(n_results);
+  for (uint32_t i : l.live) {
     const Eqn& e = g.eqns[i];
     Program::Node n{};
     n.eqn = &e;
-    n.eqn_index = uint32_t(i);
-    n.in_begin = uint32_t(prog->args.size());
+    n.eqn_index = i;
+    n.in_begin = uint32_t(p.args.size());
     n.in_count = uint32_t(e.in.size());
-    n.out_begin = uint32_t(prog->results.size());
+    n.out_begin = uint32_t(p.results.size());
     n.out_count = uint32_t(e.out.size());
-    n.async = eqn_runs_async(e);
-    if (!e.prim->impl && !n.async)
-      invalid("compile: primitive " + e.prim->name + " has no implementation");
-    const uint32_t id = uint32_t(prog->nodes.size());
-    cons.emplace_back();
     for (const Atom& a : e.in) {
-      uint32_t s = slot_of(a);
-      prog->args.push_back(s);
-      if (a.is_var() && producer[alias[a.var]] != UINT32_MAX) {
+      const uint32_t s = slot_of(a);
+      p.args.push_back(s);
+      if (a.is_var() && producer[s] != UINT32_MAX) {
         ++n.n_deps;
-        cons[producer[alias[a.var]]].push_back(id);
+        ++n_cons[producer[s]];
       }
     }
     for (VarId v : e.out) {
-      prog->results.push_back(v);
-      producer[v] = id;
+      p.results.push_back(v);
+      producer[v] = uint32_t(p.nodes.size());
     }
-    prog->max_arity = std::max({prog->max_arity, e.in.size(), e.out.size()});
-    prog->n_async += n.async;
-    prog->nodes.push_back(n);
+    p.nodes.push_back(n);
   }
-  for (const Atom& a : g.out) prog->out_slots.push_back(slot_of(a));
-  prog->n_slots = n_vars + uint32_t(prog->constants.size());
-  mark_last_uses(*prog);
+  for (const Atom& a : g.out) p.out_slots.push_back(slot_of(a));
+  p.n_slots = n_vars + uint32_t(p.constants.size());
 
-  // Consumer lists, then priorities in reverse order (nodes are topological).
-  for (size_t id = 0; id < prog->nodes.size(); ++id) {
-    Program::Node& n = prog->nodes[id];
-    n.cons_begin = uint32_t(prog->consumers.size());
-    n.cons_count = uint32_t(cons[id].size());
-    prog->consumers.insert(prog->consumers.end(), cons[id].begin(), cons[id].end());
+  uint32_t at = 0;
+  for (size_t id = 0; id < p.nodes.size(); ++id) {
+    p.nodes[id].cons_begin = at;
+    at += n_cons[id];
   }
-  for (size_t id = prog->nodes.size(); id-- > 0;) {
-    Program::Node& n = prog->nodes[id];
-    double below = 0;
-    for (uint32_t k = 0; k < n.cons_count; ++k)
-      below = std::max(below, prog->nodes[prog->consumers[n.cons_begin + k]].priority);
-    // The priority hint: an equation tagged "urgent" (a call a person waits
-    // for) outranks any untagged path, and so does everything it needs.
-    n.priority = eqn_cost(*n.eqn) + std::max(below, is_urgent(*n.eqn) ? kUrgentPriority : 0.0);
-    prog->critical_path = std::max(prog->critical_path, n.priority);
-    if (n.n_deps == 0) prog->roots.push_back(uint32_t(id));
+  p.consumers.resize(at);
+  std::fill(producer.begin(), producer.end(), UINT32_MAX);
+  for (size_t id = 0; id < p.nodes.size(); ++id) {
+    Program::Node& n = p.nodes[id];
+    for (uint32_t k = 0; k < n.in_count; ++k) {
+      const uint32_t s = p.args[n.in_begin + k];
+      const uint32_t from = s < n_vars ? producer[s] : UINT32_MAX;
+      if (from != UINT32_MAX) p.consumers[p.nodes[from].cons_begin + p.nodes[from].cons_count++] = uint32_t(id);
+    }
+    for (uint32_t k = 0; k < n.out_count; ++k) producer[p.results[n.out_begin + k]] = uint32_t(id);
   }
-  std::stable_sort(prog->roots.begin(), prog->roots.end(), [&](uint32_t a, uint32_t b) {
-    return prog->nodes[a].priority > prog->nodes[b].priority;
-  });
-  prog->ir = std::move(ir);
+
+  // Last uses: only single reads move (consumers of one slot may run
+  // concurrently, so which read comes last is not known before the run).
+  std::vector<uint32_t> reads(p.n_slots, 0);
+  for (uint32_t s : p.args) ++reads[s];
+  for (uint32_t s : p.out_slots) reads[s] += 2;
+  p.last_use.resize(p.args.size());
+  for (size_t i = 0; i < p.args.size(); ++i) p.last_use[i] = reads[p.args[i]] == 1;
+
+  compile_subs(p, o, memo);
+
+  // Priorities in reverse order (nodes are topological): the given ones, or
+  // the cost-weighted longest path to an output.
+  for (size_t id = p.nodes.size(); id-- > 0;) {
+    Program::Node& n = p.nodes[id];
+    if (!l.priority.empty()) {
+      n.priority = l.priority[id];
+    } else {
+      double below = 0;
+      for (uint32_t k = 0; k < n.cons_count; ++k)
+        below = std::max(below, p.nodes[p.consumers[n.cons_begin + k]].priority);
+      // The priority hint: an equation tagged "urgent" (a call a person
+      // waits for) outranks any untagged path, and so does all it needs.
+      n.priority = eqn_cost(*n.eqn) + std::max(below, is_urgent(*n.eqn) ? kUrgentPriority : 0.0);
+    }
+    p.critical_path = std::max(p.critical_path, n.priority);
+    if (n.n_deps == 0) p.roots.push_back(uint32_t(id));
+  }
+  std::stable_sort(p.roots.begin(), p.roots.end(),
+                   [&](uint32_t a, uint32_t b) { return p.nodes[a].priority > p.nodes[b].priority; });
   return prog;
+}
+
+}  // namespace
+
+const std::shared_ptr<const Program>* Program::sub(const IR* ir) const noexcept {
+  auto it = std::lower_bound(subs.begin(), subs.end(), ir,
+                             [](const auto& entry, const IR* key) { return entry.first < key; });
+  return it != subs.end() && it->first == ir ? &it->second : nullptr;
+}
+
+std::shared_ptr<const Program> compile(IRPtr ir, const CompileOptions& o) {
+#ifdef NDEBUG
+  if (!ir->checked) validate(*ir);
+#else
+  validate(*ir);  // debug builds check the transforms' and loader's output too
+#endif
+  SubMemo memo;
+  return compile_with(std::move(ir), o, memo);
+}
+
+std::shared_ptr<Program> lower(IRPtr ir, const Lowering& l) {
+  SubMemo memo;
+  return lower_with(std::move(ir), l, CompileOptions{}, memo);
 }
 
 }  // namespace af

@@ -1,9 +1,12 @@
-// Program: an IR compiled for the dataflow executor. compile() validates,
-// drops dead equations (DCE), merges identical pure equations (CSE), then
-// lowers to a flat plan: a slot per value, per equation its input/output
-// slots, dependency count and consumer list, and a priority = the longest
-// cost-weighted path from the equation to an output (Prim::cost; LM calls
-// dominate). Immutable once built; shared by every run of it.
+// Program: an IR compiled to run — the one lowered form of an IR, run by the
+// dataflow executor (exec/executor.h) and by the sequential driver
+// (exec/sequential.h). compile() validates, drops dead equations (DCE),
+// merges identical pure equations (CSE), then lowers to a flat plan: a slot
+// per value, per equation its input/output slots, dependency count and
+// consumer list, and a priority = the longest cost-weighted path from the
+// equation to an output (Prim::cost; LM calls dominate). The sub-IRs its
+// equations hold (branches, loop bodies, map bodies) are compiled with it.
+// Immutable once built; shared by every run of it.
 #pragma once
 
 #include <cstdint>
@@ -50,24 +53,33 @@ struct Program {
   std::vector<uint8_t> last_use;
   std::vector<uint32_t> roots;       // nodes with no dependency, best first
   double critical_path = 0;          // max priority (cost units)
-  size_t max_arity = 0;
-  size_t n_async = 0;
+  size_t n_async = 0;                // nodes that run async (0: the program never waits)
   size_t removed_dce = 0, merged_cse = 0;
+
+  // The compiled program of each sub-IR the live equations hold, by IR
+  // object, sorted by address: what control flow runs (ExecContext::run_sub).
+  // A sub-IR held by several equations or levels is compiled once.
+  std::vector<std::pair<const IR*, std::shared_ptr<const Program>>> subs;
+  // The compiled sub-IR `ir` of this program, or nullptr.
+  const std::shared_ptr<const Program>* sub(const IR* ir) const noexcept;
 };
-
-// Whether the dataflow executor runs e through its primitive's impl_async:
-// the primitive has one and, when e holds sub-IRs (control flow), running
-// one of them may issue async work. Control flow over cheap work stays
-// inline; control flow around LM calls holds no thread while they fly.
-bool eqn_runs_async(const Eqn& e);
-// Whether running ir may issue async work (any equation that runs async).
-bool ir_has_async_work(const IR& ir);
-
-// Fills p.last_use from p.args and p.out_slots (called by compile).
-void mark_last_uses(Program& p);
 
 // INVALID_ARGUMENT if the IR does not validate.
 std::shared_ptr<const Program> compile(IRPtr ir, const CompileOptions& options = {});
+
+// What compile() decides, as the lowering takes it: the equations that run
+// (increasing indices), per variable the variable whose slot it reads (CSE
+// aliases; kNoVar for one never computed), and optionally each live
+// equation's priority (computed from costs when empty).
+struct Lowering {
+  std::vector<uint32_t> live;
+  std::vector<VarId> var_slot;
+  std::vector<double> priority;
+};
+// The one lowering of an IR into a Program (compile and program_from_plan).
+// FORMAT when a live equation has no implementation (a saved plan naming a
+// primitive that cannot run).
+std::shared_ptr<Program> lower(IRPtr ir, const Lowering& l);
 
 // ---- Saved programs (core/exec/saved_plan.cpp). What compile() decided, as
 // the plain data a .afg program holds (core/io/plan_data.h).

@@ -139,63 +139,10 @@ std::shared_ptr<const Program> program_from_plan(IRPtr ir, const SavedPlan& s) {
   for (const Atom& a : g.out)
     if (a.is_var()) reads_ready(a.var, "an output");
 
-  // Lowering, as compile() does it with the plan's decisions.
-  auto prog = std::make_shared<Program>();
-  auto slot_of = [&](const Atom& a) -> uint32_t {
-    if (a.is_var()) return s.var_slot[a.var];
-    prog->constants.push_back(a.lit);
-    return n_vars + uint32_t(prog->constants.size() - 1);
-  };
-  for (const Atom& a : g.in) prog->in_slots.push_back(slot_of(a));
-  std::vector<uint32_t> producer(n_vars, UINT32_MAX);
-  std::vector<std::vector<uint32_t>> cons(s.live.size());
-  for (size_t id = 0; id < s.live.size(); ++id) {
-    const Eqn& e = g.eqns[s.live[id]];
-    Program::Node n{};
-    n.eqn = &e;
-    n.eqn_index = s.live[id];
-    n.in_begin = uint32_t(prog->args.size());
-    n.in_count = uint32_t(e.in.size());
-    n.out_begin = uint32_t(prog->results.size());
-    n.out_count = uint32_t(e.out.size());
-    n.async = eqn_runs_async(e);
-    n.priority = s.priority[id];
-    if (!e.prim->impl && !n.async)
-      bad_plan("runs primitive " + e.prim->name + ", which has no implementation");
-    for (const Atom& a : e.in) {
-      const uint32_t slot = slot_of(a);
-      prog->args.push_back(slot);
-      if (a.is_var() && producer[slot] != UINT32_MAX) {
-        ++n.n_deps;
-        cons[producer[slot]].push_back(uint32_t(id));
-      }
-    }
-    for (VarId v : e.out) {
-      prog->results.push_back(v);
-      producer[v] = uint32_t(id);
-    }
-    prog->max_arity = std::max({prog->max_arity, e.in.size(), e.out.size()});
-    prog->n_async += n.async;
-    prog->nodes.push_back(n);
-  }
-  for (const Atom& a : g.out) prog->out_slots.push_back(slot_of(a));
-  prog->n_slots = n_vars + uint32_t(prog->constants.size());
-  mark_last_uses(*prog);
-  for (size_t id = 0; id < prog->nodes.size(); ++id) {
-    Program::Node& n = prog->nodes[id];
-    n.cons_begin = uint32_t(prog->consumers.size());
-    n.cons_count = uint32_t(cons[id].size());
-    prog->consumers.insert(prog->consumers.end(), cons[id].begin(), cons[id].end());
-    prog->critical_path = std::max(prog->critical_path, n.priority);
-  }
-  for (size_t id = prog->nodes.size(); id-- > 0;)  // compile()'s order among equal priorities
-    if (prog->nodes[id].n_deps == 0) prog->roots.push_back(uint32_t(id));
-  std::stable_sort(prog->roots.begin(), prog->roots.end(), [&](uint32_t a, uint32_t b) {
-    return prog->nodes[a].priority > prog->nodes[b].priority;
-  });
+  // Lowering, as compile() does it, with the plan's decisions.
+  std::shared_ptr<Program> prog = lower(std::move(ir), Lowering{s.live, s.var_slot, s.priority});
   prog->removed_dce = size_t(s.removed_dce);
   prog->merged_cse = size_t(s.merged_cse);
-  prog->ir = std::move(ir);
   return prog;
 }
 

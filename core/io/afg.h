@@ -109,7 +109,7 @@ struct Unsealed {
   const uint8_t* data() const { return reinterpret_cast<const uint8_t*>(storage.get()); }
 };
 Unsealed unseal(std::span<const uint8_t> bytes);
-// CRC-32 (IEEE 802.3, the polynomial of zlib's crc32), continuing from crc.
+// CRC-32 (IEEE 802.3: zlib's crc32), continuing from crc.
 uint32_t crc32(uint32_t crc, const uint8_t* data, size_t n);
 
 }  // namespace af::io

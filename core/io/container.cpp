@@ -11,9 +11,9 @@
 //         declared content size)
 //  40  4  crc32 of bytes [0, 40) + [44, header_len) + the payload
 //  44  4  reserved, 0
+#include <zlib.h>
 #include <zstd.h>
 
-#include <array>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -37,24 +37,6 @@ void put_le(std::string& out, size_t at, uint64_t v, int n) {
   for (int i = 0; i < n; ++i) out[at + size_t(i)] = char(uint8_t(v >> (8 * i)));
 }
 
-// Slicing-by-8 tables: table[0] is the classic byte table; table[k][i] is
-// the CRC of byte i followed by k zero bytes.
-using CrcTables = std::array<std::array<uint32_t, 256>, 8>;
-const CrcTables& crc_tables() {
-  static const CrcTables tables = [] {
-    CrcTables t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-      t[0][i] = c;
-    }
-    for (uint32_t i = 0; i < 256; ++i)
-      for (int k = 1; k < 8; ++k) t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xff];
-    return t;
-  }();
-  return tables;
-}
-
 std::string size_text(uint64_t n) { return std::to_string(n) + " bytes"; }
 
 // Names the usual ways a binary file gets damaged in transit.
@@ -72,18 +54,7 @@ std::string magic_problem(std::span<const uint8_t> b) {
 }  // namespace
 
 uint32_t crc32(uint32_t crc, const uint8_t* data, size_t n) {
-  const auto& t = crc_tables();
-  crc = ~crc;
-  for (; n >= 8; n -= 8, data += 8) {
-    uint32_t lo = crc ^ (uint32_t(data[0]) | uint32_t(data[1]) << 8 | uint32_t(data[2]) << 16 |
-                         uint32_t(data[3]) << 24);
-    uint32_t hi = uint32_t(data[4]) | uint32_t(data[5]) << 8 | uint32_t(data[6]) << 16 |
-                  uint32_t(data[7]) << 24;
-    crc = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^
-          t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^ t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
-  }
-  for (; n > 0; --n, ++data) crc = t[0][(crc ^ *data) & 0xff] ^ (crc >> 8);
-  return ~crc;
+  return uint32_t(::crc32_z(crc, data, n));
 }
 
 std::string seal(std::string_view flatbuffer, uint16_t flags, uint64_t required) {

@@ -13,7 +13,7 @@
 #include "io/afg.h"
 #include "io/raw.h"
 #include "ir/prim.h"
-#include "prims/registry.h"
+#include "ir/registry.h"
 #include "value/error.h"
 
 namespace af::io {
@@ -34,11 +34,6 @@ template <class T>
 void require_aligned(const flatbuffers::Vector<T>* v, const char* what) {
   if (v && v->size() != 0 && reinterpret_cast<uintptr_t>(v->data()) % alignof(T) != 0)
     fail(Code::Format, std::string("invalid graph: the ") + what + " vector is misaligned");
-}
-
-const char* param_kind_name(uint8_t k) {
-  static const char* names[] = {"a value", "an IR", "a list of IRs", "a map of IRs"};
-  return k < 4 ? names[k] : "an unknown kind";
 }
 
 class Reader {
@@ -70,6 +65,7 @@ class Reader {
       trees_.push_back(v.kind() == Kind::Bool ? TreeDef() : TreeDef::of(v));
     }
     tag_sets();
+    name_paths();
     param_sets();
     irs(out);
     host_functions(out);
@@ -89,6 +85,7 @@ class Reader {
   std::vector<Aval> literal_avals_;
   std::vector<TreeDef> trees_;
   std::vector<Tags> tag_sets_;
+  std::vector<NamePath> name_paths_;
   struct ParamSet {
     const fb::ParamSet* fb = nullptr;
     int64_t max_ir = -1;  // highest IR index referenced
@@ -278,6 +275,22 @@ class Reader {
     }
   }
 
+  void name_paths() {
+    const auto* v = g_->name_paths();
+    for (uint32_t i = 0; i < size_of(v); ++i) {
+      const auto* names = v->Get(i)->names();
+      if (size_of(names) == 0) bad("name path " + std::to_string(i) + " is empty");
+      auto path = std::make_shared<std::vector<std::string>>();
+      for (uint32_t k = 0; k < size_of(names); ++k) {
+        std::string_view s = str(names->Get(k), "a name");
+        if (s.empty() || s.find('/') != std::string_view::npos)
+          bad("name path " + std::to_string(i) + " holds an empty name or one with '/'");
+        path->emplace_back(s);
+      }
+      name_paths_.push_back(std::move(path));
+    }
+  }
+
   void check_ir_index(uint32_t ir, int64_t& max_ir) {
     const uint32_t n = size_of(g_->irs());
     if (ir >= n) bad("a param names IR " + std::to_string(ir) + " but the graph has " + std::to_string(n));
@@ -383,17 +396,16 @@ class Reader {
   // The primitive's declared params, if it declares them.
   template <class Where>
   static void check_declared(const Prim& p, const Params& ps, const Where& where) {
-    if (!p.params) return;
-    const auto& specs = *p.params;
+    const auto& specs = p.params;
     for (const auto& [name, param] : ps.items()) {
       const ParamSpec* spec = nullptr;
       for (const ParamSpec& s : specs)
         if (s.name == name) spec = &s;
       if (!spec) bad(where() + ": unknown param \"" + name + "\" for primitive " + p.name);
-      if (param.index() != spec->kind)
-        bad(where() + ": param \"" + name + "\" is " + param_kind_name(uint8_t(param.index())) +
+      if (param.index() != size_t(spec->kind))
+        bad(where() + ": param \"" + name + "\" is " + param_kind_name(ParamKind(param.index())) +
             ", expected " + param_kind_name(spec->kind));
-      if (spec->kind == 0 && spec->value_kind != Kind::Null &&
+      if (spec->kind == ParamKind::Value && spec->value_kind != Kind::Null &&
           std::get<Value>(param).kind() != spec->value_kind)
         bad(where() + ": param \"" + name + "\" is a " + kind_name(std::get<Value>(param).kind()) +
             ", expected a " + kind_name(spec->value_kind));
@@ -405,8 +417,7 @@ class Reader {
   // Host functions the equations name (ParamSpec::names_host_function).
   std::set<std::string, std::less<>> hosts_used_;
   void note_host_functions(const Prim& p, const Params& ps) {
-    if (!p.params) return;
-    for (const ParamSpec& s : *p.params) {
+    for (const ParamSpec& s : p.params) {
       if (!s.names_host_function) continue;
       const Param* v = ps.find(s.name);
       if (v && std::holds_alternative<Value>(*v) && std::get<Value>(*v).kind() == Kind::Str)
@@ -496,6 +507,7 @@ class Reader {
     column(r->eqn_out_tree(), "eqn_out_tree", false);
     column(r->eqn_params(), "eqn_params", true);
     column(r->eqn_tags(), "eqn_tags", true);
+    column(r->eqn_name_path(), "eqn_name_path", true);
     column(r->eqn_sched_level(), "eqn_sched_level", true);
     if (size_of(r->eqn_sched_priority()) != size_of(r->eqn_sched_level()))
       bad(ir_name + ": column eqn_sched_priority has " + std::to_string(size_of(r->eqn_sched_priority())) +
@@ -506,7 +518,8 @@ class Reader {
     const uint32_t n_in = size_of(r->eqn_in()), n_out = size_of(r->eqn_out());
     const auto *c_prim = r->eqn_prim(), *c_in_end = r->eqn_in_end(), *c_in = r->eqn_in(),
                *c_in_tree = r->eqn_in_tree(), *c_out_end = r->eqn_out_end(), *c_out = r->eqn_out(),
-               *c_out_tree = r->eqn_out_tree(), *c_params = r->eqn_params(), *c_tags = r->eqn_tags();
+               *c_out_tree = r->eqn_out_tree(), *c_params = r->eqn_params(),
+               *c_tags = r->eqn_tags(), *c_names = r->eqn_name_path();
     uint32_t in_pos = 0, out_pos = 0;
     uint64_t expanded = n;
     uint32_t height = 0;  // how deep sub-IRs nest below this IR
@@ -571,6 +584,12 @@ class Reader {
           bad(where() + " names tag set " + std::to_string(k - 1) + " but the graph has " + std::to_string(tag_sets_.size()));
         e.tags = tag_sets_[k - 1];
       }
+      if (const uint32_t k = c_names ? c_names->Get(j) : 0) {
+        if (k > name_paths_.size())
+          bad(where() + " names name path " + std::to_string(k - 1) + " but the graph has " +
+              std::to_string(name_paths_.size()));
+        e.name_path = name_paths_[k - 1];
+      }
       if (const uint32_t level = c_sched ? c_sched->Get(j) : 0)
         e.sched = EqnSched{level - 1, c_priority->Get(j)};
       // Params, host functions and the abstract rule are checked once per
@@ -610,6 +629,7 @@ class Reader {
     out.n_eqns += n;
     expanded_.push_back(expanded);
     height_.push_back(height);
+    ir.checked = true;  // every check of the loader passed
     irs_.push_back(std::make_shared<const IR>(std::move(ir)));
   }
 

@@ -86,7 +86,7 @@ class Encoder {
     for (InputRole role : ir.in_roles) r.in_roles.push_back(uint8_t(role));
     const size_t n = ir.eqns.size();
     for (auto* col : {&r.eqn_prim, &r.eqn_in_end, &r.eqn_in_tree, &r.eqn_out_end, &r.eqn_out_tree,
-                      &r.eqn_params, &r.eqn_tags})
+                      &r.eqn_params, &r.eqn_tags, &r.eqn_name_path})
       col->reserve(n);
     for (const Eqn& e : ir.eqns) {
       if (!e.prim) too_big("an equation has no primitive");
@@ -99,6 +99,7 @@ class Encoder {
       r.eqn_out_tree.push_back(tree(e.out_tree));
       r.eqn_params.push_back(params(e.params, depth, expanded));
       r.eqn_tags.push_back(tags(e.tags));
+      r.eqn_name_path.push_back(name_path(e.name_path));
       host_functions(e);
       if (e.sched && e.sched->level == UINT32_MAX) too_big("a sched level is out of range");
       r.eqn_sched_level.push_back(e.sched ? e.sched->level + 1 : 0);
@@ -124,12 +125,13 @@ class Encoder {
   std::unordered_map<const Prim*, uint32_t> prim_index_;
   std::unordered_map<const void*, uint32_t> tags_by_ptr_;
   std::unordered_map<std::string, uint32_t> tags_index_;
+  std::unordered_map<const void*, uint32_t> names_by_ptr_;
+  std::unordered_map<std::string, uint32_t> names_index_;
   std::unordered_map<std::string, uint32_t> params_index_;
 
   // Host functions named by params declared as such (ParamSpec).
   void host_functions(const Eqn& e) {
-    if (!e.prim->params) return;
-    for (const ParamSpec& spec : *e.prim->params) {
+    for (const ParamSpec& spec : e.prim->params) {
       if (!spec.names_host_function) continue;
       const Param* p = e.params.find(spec.name);
       if (p && std::holds_alternative<Value>(*p) && std::get<Value>(*p).kind() == Kind::Str)
@@ -181,6 +183,17 @@ class Encoder {
     auto [it, fresh] = tags_index_.try_emplace(key, uint32_t(g.tag_sets.size() + 1));
     if (fresh) g.tag_sets.push_back(*t);
     tags_by_ptr_.emplace(t.get(), it->second);
+    return it->second;
+  }
+
+  uint32_t name_path(const NamePath& p) {
+    if (!p || p->empty()) return 0;
+    if (auto it = names_by_ptr_.find(p.get()); it != names_by_ptr_.end()) return it->second;
+    std::string key;
+    for (const std::string& s : *p) key += s + '\0';
+    auto [it, fresh] = names_index_.try_emplace(key, uint32_t(g.name_paths.size() + 1));
+    if (fresh) g.name_paths.push_back(*p);
+    names_by_ptr_.emplace(p.get(), it->second);
     return it->second;
   }
 
@@ -270,6 +283,11 @@ class Writer {
     }
     std::vector<uint32_t> hosts;
     for (const std::string& h : g_.host_functions) hosts.push_back(intern(h));
+    std::vector<std::vector<uint32_t>> name_paths;
+    for (const auto& path : g_.name_paths) {
+      name_paths.emplace_back();
+      for (const std::string& n : path) name_paths.back().push_back(intern(n));
+    }
 
     size_t estimate = 1024 + literals.data.size() * 9 + trees.data.size() * 9;
     for (const std::string_view s : strings_) estimate += s.size() + 8;
@@ -332,9 +350,18 @@ class Writer {
       plan = fb::CreatePlan(fbb, fbb.CreateVector(p->live), fbb.CreateVector(p->var_slot),
                             fbb.CreateVector(p->priority), p->removed_dce, p->merged_cse);
 
-    auto graph = fb::CreateGraph(fbb, g_.format_version, producer, strings, prims_vec,
-                                 literals_pool, trees_pool, tag_vec, set_vec, irs_vec, hosts_vec,
-                                 plan);
+    // Absent when nothing is named: a graph without names saves as it did
+    // before name paths existed.
+    Offset<flatbuffers::Vector<Offset<fb::NamePath>>> names_vec;
+    if (!name_paths.empty()) {
+      std::vector<Offset<fb::NamePath>> offsets;
+      for (const auto& path : name_paths)
+        offsets.push_back(fb::CreateNamePath(fbb, fbb.CreateVector(path)));
+      names_vec = fbb.CreateVector(offsets);
+    }
+    auto graph =
+        fb::CreateGraph(fbb, g_.format_version, producer, strings, prims_vec, literals_pool,
+                        trees_pool, tag_vec, set_vec, irs_vec, hosts_vec, plan, names_vec);
     fb::FinishGraphBuffer(fbb, graph);
     return std::string(reinterpret_cast<const char*>(fbb.GetBufferPointer()), fbb.GetSize());
   }
@@ -426,6 +453,8 @@ class Writer {
     }
     Offset<flatbuffers::Vector<uint8_t>> in_roles;
     if (!r.in_roles.empty()) in_roles = fbb.CreateVector(r.in_roles);
+    Offset<flatbuffers::Vector<uint32_t>> name_path;
+    if (!all_zero(r.eqn_name_path)) name_path = fbb.CreateVector(r.eqn_name_path);
     fb::IrBuilder b(fbb);
     b.add_vars(vars);
     b.add_in_atoms(in_atoms);
@@ -446,6 +475,7 @@ class Writer {
       b.add_eqn_sched_priority(sched_priority);
     }
     if (!in_roles.IsNull()) b.add_in_roles(in_roles);
+    if (!name_path.IsNull()) b.add_eqn_name_path(name_path);
     return b.Finish();
   }
 };

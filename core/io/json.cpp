@@ -223,6 +223,15 @@ class JsonWriter {
         }
         out_ += ']';
       }
+      if (r.eqn_name_path[j]) {
+        out_ += ",\"name_path\":[";
+        const auto& names = g_.name_paths[r.eqn_name_path[j] - 1];
+        for (size_t t = 0; t < names.size(); ++t) {
+          if (t) out_ += ',';
+          append_json_string(out_, names[t]);
+        }
+        out_ += ']';
+      }
       out_ += '}';
     }
     out_ += r.n_eqns() ? "\n      ],\n      \"out\": " : "],\n      \"out\": ";
@@ -482,7 +491,7 @@ class JsonReader {
   }
 
   void eqn(RawIr& r, const Value& e, const std::string& where) {
-    only_keys(e, {"prim", "version", "out", "in", "params", "tags", "sched"}, where);
+    only_keys(e, {"prim", "version", "out", "in", "params", "tags", "name_path", "sched"}, where);
     std::string name = str_of(field(e, "prim", where), where + ".prim");
     uint32_t version = 1;
     if (const Value* ver = e.find("version")) version = index_of(*ver, where + ".version");
@@ -516,6 +525,17 @@ class JsonReader {
       }
     }
     r.eqn_tags.push_back(tags);
+    uint32_t names = 0;
+    if (const Value* ns = e.find("name_path")) {
+      std::vector<std::string> path;
+      for (const Value& n : list_of(*ns, where + ".name_path"))
+        path.push_back(str_of(n, where + ".name_path"));
+      if (!path.empty()) {
+        g_.name_paths.push_back(std::move(path));
+        names = uint32_t(g_.name_paths.size());
+      }
+    }
+    r.eqn_name_path.push_back(names);
     uint32_t level = 0;
     double priority = 0.0;
     if (const Value* sc = e.find("sched")) {

@@ -37,6 +37,7 @@ struct RawIr {
   std::vector<uint32_t> eqn_sched_level;     // 0 = none, else level + 1
   std::vector<double> eqn_sched_priority;
   std::vector<uint8_t> in_roles;             // empty = every input primal
+  std::vector<uint32_t> eqn_name_path;       // 0 = none, k = RawGraph::name_paths[k - 1]
   size_t n_eqns() const { return eqn_prim.size(); }
 };
 
@@ -51,6 +52,7 @@ struct RawGraph {
   std::vector<RawIr> irs;  // the last one is the program
   std::vector<std::string> host_functions;
   std::optional<PlanData> plan;  // of the last IR
+  std::vector<std::vector<std::string>> name_paths;
 };
 
 // IR -> RawGraph (pools deduplicated exactly; sub-IRs by pointer identity,

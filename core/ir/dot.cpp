@@ -55,6 +55,7 @@ std::string to_dot(const IR& ir) {
       label += "\n#";
       for (size_t t = 0; t < e.tags->size(); ++t) label += (t ? "," : "") + (*e.tags)[t];
     }
+    if (e.name_path && !e.name_path->empty()) label += "\nname: " + name_path_text(e.name_path);
     if (e.sched)
       label += "\nlevel " + std::to_string(e.sched->level) + ", priority " +
                sched_number(e.sched->priority);

@@ -1,7 +1,7 @@
 // Structural equality and hashing of Params and IRs. Two IRs are equal when
 // they would print, serialize and run the same: same primitives (name +
 // version, not Prim address, so a reloaded graph matches), params, atoms (var
-// ids as numbers), trees, avals and tags. The plan cache relies on
+// ids as numbers), trees, avals, tags and name paths. The plan cache relies on
 // `ir_hash(a) != ir_hash(b)` implying `!ir_equal(a, b)`.
 #include <string_view>
 #include <type_traits>
@@ -17,17 +17,27 @@ namespace {
 uint64_t mix(uint64_t h, uint64_t v) { return hash_mix(h, v); }
 uint64_t hash_str(std::string_view s) { return hash_bytes(s); }
 
-const std::vector<std::string> kNoTags;
-const std::vector<std::string>& tag_list(const Tags& t) { return t ? *t : kNoTags; }
+const std::vector<std::string> kNoStrings;
+// Tags and name paths (null = none).
+const std::vector<std::string>& string_list(const Tags& t) { return t ? *t : kNoStrings; }
 
 // Tags are sorted and duplicate-free (ir.h), so set equality is sequence
 // equality and hashing in order is consistent with it.
-bool tags_equal(const Tags& a, const Tags& b) { return tag_list(a) == tag_list(b); }
+bool tags_equal(const Tags& a, const Tags& b) { return string_list(a) == string_list(b); }
 
 uint64_t tags_hash(const Tags& t) {
-  const auto& tags = tag_list(t);
+  const auto& tags = string_list(t);
   uint64_t h = mix(0, tags.size());
   for (const std::string& s : tags) h = mix(h, hash_str(s));
+  return h;
+}
+
+// A name path joins the hash only when there is one, so the hash of an IR
+// without names is what it was before name paths existed.
+uint64_t names_hash(uint64_t h, const NamePath& p) {
+  if (!p || p->empty()) return h;
+  h = mix(mix(h, 0x6e616d65), p->size());
+  for (const std::string& s : *p) h = mix(h, hash_str(s));
   return h;
 }
 
@@ -36,7 +46,10 @@ bool prim_equal(const Prim* a, const Prim* b) {
   return a && b && a->name == b->name && a->version == b->version;
 }
 
-uint64_t prim_hash(const Prim* p) { return p ? mix(hash_str(p->name), p->version) : 0; }
+uint64_t prim_hash(const Prim* p) {
+  if (!p) return 0;
+  return p->hash ? p->hash : prim_identity_hash(p->name, p->version);
+}
 
 bool ir_ptr_equal(const IRPtr& a, const IRPtr& b) {
   if (a == b) return true;
@@ -103,10 +116,10 @@ uint64_t atoms_hash(uint64_t h, const std::vector<Atom>& atoms) {
 bool eqn_equal(const Eqn& a, const Eqn& b) {
   return prim_equal(a.prim, b.prim) && a.in == b.in && a.in_tree == b.in_tree && a.out == b.out &&
          a.out_tree == b.out_tree && a.params == b.params && tags_equal(a.tags, b.tags) &&
-         a.sched == b.sched;
+         string_list(a.name_path) == string_list(b.name_path) && a.sched == b.sched;
 }
 
-uint64_t eqn_hash(const Eqn& e) {
+uint64_t eqn_full_hash(const Eqn& e) {
   uint64_t h = mix(0, prim_hash(e.prim));
   h = atoms_hash(h, e.in);
   h = mix(h, e.in_tree.hash());
@@ -115,6 +128,7 @@ uint64_t eqn_hash(const Eqn& e) {
   h = mix(h, e.out_tree.hash());
   h = mix(h, e.params.hash());
   h = mix(h, tags_hash(e.tags));
+  h = names_hash(h, e.name_path);
   if (e.sched) h = mix(mix(h, e.sched->level), hash_double(e.sched->priority));
   return h;
 }
@@ -155,9 +169,36 @@ uint64_t ir_hash(const IR& ir) noexcept {
   h = mix(h, ir.in_tree.hash());
   for (InputRole r : ir.in_roles) h = mix(h, uint64_t(r));
   h = mix(h, ir.eqns.size());
-  for (const Eqn& e : ir.eqns) h = mix(h, eqn_hash(e));
+  for (const Eqn& e : ir.eqns) h = mix(h, eqn_full_hash(e));
   h = atoms_hash(h, ir.out);
   return mix(h, ir.out_tree.hash());
+}
+
+uint64_t eqn_hash(const Eqn& e, std::span<const VarId> alias) noexcept {
+  uint64_t h = mix(prim_hash(e.prim), e.params.hash());
+  h = mix(h, e.in_tree.hash());
+  h = mix(h, e.in.size());
+  for (const Atom& a : e.in)
+    h = mix(h, a.is_var() ? mix(1, alias.empty() ? a.var : alias[a.var]) : mix(2, a.lit.hash()));
+  return names_hash(mix(h, tags_hash(e.tags)), e.name_path);
+}
+
+bool eqn_same(const Eqn& a, const Eqn& b, std::span<const VarId> alias) noexcept {
+  if (!prim_equal(a.prim, b.prim) || a.in.size() != b.in.size() || !(a.in_tree == b.in_tree) ||
+      !(a.params == b.params) || !tags_equal(a.tags, b.tags) ||
+      string_list(a.name_path) != string_list(b.name_path))
+    return false;
+  for (size_t k = 0; k < a.in.size(); ++k) {
+    const Atom &x = a.in[k], &y = b.in[k];
+    if (x.is_var() != y.is_var()) return false;
+    if (x.is_var() ? (alias.empty() ? x.var != y.var : alias[x.var] != alias[y.var]) : !(x.lit == y.lit))
+      return false;
+  }
+  return true;
+}
+
+uint64_t prim_identity_hash(std::string_view name, uint32_t version) noexcept {
+  return hash_mix(hash_bytes(name), version);
 }
 
 }  // namespace af

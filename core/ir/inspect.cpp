@@ -158,6 +158,12 @@ void append_eqn(std::string& out, const IR& ir, size_t i, const std::vector<size
       if (k) out += ',';
       append_json_string(out, (*e.tags)[k]);
     }
+  out += "],\"name_path\":[";
+  if (e.name_path)
+    for (size_t k = 0; k < e.name_path->size(); ++k) {
+      if (k) out += ',';
+      append_json_string(out, (*e.name_path)[k]);
+    }
   out += ']';
   if (e.sched) {
     out += ",\"sched\":{\"level\":" + std::to_string(e.sched->level) + ",\"priority\":";

@@ -14,6 +14,40 @@ Tags union_tags(const Tags& a, const Tags& b) {
   return merged;
 }
 
+NamePath join_names(const NamePath& outer, const NamePath& inner) {
+  if (!outer || outer->empty()) return inner;
+  if (!inner || inner->empty()) return outer;
+  auto joined = std::make_shared<std::vector<std::string>>(*outer);
+  joined->insert(joined->end(), inner->begin(), inner->end());
+  return joined;
+}
+
+std::string name_path_text(const NamePath& p) {
+  std::string s;
+  if (p)
+    for (const std::string& name : *p) s += (s.empty() ? "" : "/") + name;
+  return s;
+}
+
+NamePath pushed_name(const NamePath& path, std::string name) {
+  if (name.empty()) invalid("a name is empty; give each module or step a non-empty name");
+  if (name.find('/') != std::string::npos)
+    invalid("the name \"" + name +
+            "\" holds '/', which separates the levels of a name path: push one name per level");
+  return join_names(path, std::make_shared<const std::vector<std::string>>(1, std::move(name)));
+}
+
+NamePath popped_name(const NamePath& path) {
+  if (!path || path->empty()) invalid("name pop without a matching push");
+  if (path->size() == 1) return nullptr;
+  return std::make_shared<const std::vector<std::string>>(path->begin(), path->end() - 1);
+}
+
+Error named_error(const NamePath& path, const Error& err) {
+  if (!path || path->empty()) return err;
+  return Error(err.code(), "in " + name_path_text(path) + ": " + err.what(), err.cause_ptr());
+}
+
 std::string aval_name(const Aval& a) {
   std::string s = kind_name(a.kind);
   for (int i = 0; i < a.list_depth; ++i) s = "list<" + s + ">";
@@ -96,19 +130,5 @@ const IRPtr& Params::ir(std::string_view name) const {
   return std::get<IRPtr>(*p);
 }
 
-bool Params::any_ir(const std::function<bool(const IR&)>& pred) const {
-  for (const auto& [name, p] : items()) {
-    if (auto* one = std::get_if<IRPtr>(&p)) {
-      if (*one && pred(**one)) return true;
-    } else if (auto* list = std::get_if<IRList>(&p)) {
-      for (const IRPtr& x : *list)
-        if (x && pred(*x)) return true;
-    } else if (auto* map = std::get_if<IRMap>(&p)) {
-      for (const auto& [k, x] : *map)
-        if (x && pred(*x)) return true;
-    }
-  }
-  return false;
-}
 
 }  // namespace af

@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "value/error.h"
 #include "value/tree.h"
 #include "value/value.h"
 
@@ -63,8 +64,10 @@ class Params {
   // Throws INTERNAL if absent or of another type (params are built by rules).
   const Value& value(std::string_view name) const;
   const IRPtr& ir(std::string_view name) const;
-  // True if pred holds for one of the IRs the params hold (IR, list, map).
-  bool any_ir(const std::function<bool(const IR&)>& pred) const;
+  // True if pred (bool(const IR&)) holds for one of the IRs the params hold
+  // (IR, list, map), tried in order.
+  template <class Pred>
+  bool any_ir(Pred&& pred) const;
   using Items = std::vector<std::pair<std::string, Param>>;
   const Items& items() const noexcept { return items_ ? *items_ : empty_items(); }
   bool empty() const noexcept { return !items_ || items_->empty(); }
@@ -80,6 +83,27 @@ class Params {
 using Tags = std::shared_ptr<const std::vector<std::string>>;
 // The union of two tag sets (shares one of them when the other is empty).
 Tags union_tags(const Tags& a, const Tags& b);
+
+// A name path: the module / step names open when an equation was recorded
+// (af_name_push), outermost first, like a call stack. Shared between
+// equations like tags, but ordered and composed by prefixing: an IR called
+// (inlined) inside a named scope gets that scope's path before its own, and
+// an equation inside a sub-IR (a branch, a loop body) is named relative to
+// the equation holding the sub-IR. Names are non-empty and hold no '/'.
+using NamePath = std::shared_ptr<const std::vector<std::string>>;
+// outer followed by inner (shares one of them when the other is empty).
+NamePath join_names(const NamePath& outer, const NamePath& inner);
+// The names joined by '/' ("triage/classify"; "" for none).
+std::string name_path_text(const NamePath& p);
+// Name scopes (the trace's and a lazy context's): path with `name` appended
+// (INVALID_ARGUMENT for an empty name or one holding '/'), and path without
+// its last name (INVALID_ARGUMENT for no path: a pop without a push).
+NamePath pushed_name(const NamePath& path, std::string name);
+NamePath popped_name(const NamePath& path);
+// The error of an equation named `path`, worded "in triage/classify: <what
+// err says>" (same code and cause); err itself when the path is empty.
+// Control flow around a named equation adds its own level in front.
+Error named_error(const NamePath& path, const Error& err);
 
 struct Prim;
 
@@ -99,6 +123,7 @@ struct Eqn {
   TreeDef out_tree;
   Params params;
   Tags tags;              // may be null (no tags)
+  NamePath name_path;     // may be null (no name)
   std::optional<EqnSched> sched;  // set by sched; absent otherwise
 };
 
@@ -117,6 +142,11 @@ struct IR {
   // One per input leaf, or empty when every input is a primal (the
   // canonical form: set it with set_input_roles).
   std::vector<InputRole> in_roles;
+  // Built through libaf's own rules — traced (every equation recorded
+  // through its primitive's abstract rule), made by a transform (Builder)
+  // or loaded (every loader check) — so compile need not validate it again.
+  // Not part of the IR's value: equality and hashing ignore it.
+  bool checked = false;
 
   size_t num_inputs() const { return in_tree.root().n_children; }
   InputRole input_role(size_t leaf) const { return in_roles.empty() ? InputRole::Primal : in_roles[leaf]; }
@@ -134,6 +164,17 @@ Value zero_value(Kind k);
 // transforms number variables canonically, in order of definition).
 bool ir_equal(const IR& a, const IR& b) noexcept;
 uint64_t ir_hash(const IR& ir) noexcept;
+// What a primitive contributes to a hash: its name and version (not its
+// address, so a reloaded graph hashes the same).
+uint64_t prim_identity_hash(std::string_view name, uint32_t version) noexcept;
+
+// Equation identity, shared by the cse transform and compile's CSE: two
+// equations are the same when they apply the same primitive with equal
+// params to the same input atoms with the same input structure, the same
+// tags and the same name path. `alias` (compile's CSE): the var each input var stands for; empty
+// means every var stands for itself.
+uint64_t eqn_hash(const Eqn& e, std::span<const VarId> alias = {}) noexcept;
+bool eqn_same(const Eqn& a, const Eqn& b, std::span<const VarId> alias = {}) noexcept;
 
 // Checks SSA (each var defined once, before use, inputs defined by `in`),
 // arity and avals against each primitive's abstract rule, and recursively
@@ -170,5 +211,22 @@ std::string to_text(const IR& ir);
 std::string to_dot(const IR& ir);
 // How text and DOT print a sched priority ("3", "2.5").
 std::string sched_number(double d);
+
+template <class Pred>
+bool Params::any_ir(Pred&& pred) const {
+  if (!items_) return false;
+  for (const auto& [name, p] : *items_) {
+    if (auto* one = std::get_if<IRPtr>(&p)) {
+      if (*one && pred(**one)) return true;
+    } else if (auto* list = std::get_if<IRList>(&p)) {
+      for (const IRPtr& x : *list)
+        if (x && pred(*x)) return true;
+    } else if (auto* map = std::get_if<IRMap>(&p)) {
+      for (const auto& [k, x] : *map)
+        if (x && pred(*x)) return true;
+    }
+  }
+  return false;
+}
 
 }  // namespace af

@@ -4,17 +4,18 @@
 #pragma once
 
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "ir/ir.h"
+#include "value/error.h"
 
 namespace af {
 
-// Run-time environment handed to impl rules (host functions, providers,
-// cancellation live here as the executor grows). Defined in exec/.
+// Run-time environment handed to impl rules (rt/env.h).
 struct RunEnv;
 
 // Transform contexts, defined by the transforms that use them.
@@ -22,7 +23,7 @@ struct BatchCtx;
 struct PushCtx;
 struct PullCtx;
 struct DceCtx;
-// One asynchronous evaluation in flight (exec/async.h).
+// One asynchronous evaluation in flight (rt/async.h).
 class AsyncOp;
 
 enum PrimFlags : uint32_t {
@@ -36,14 +37,21 @@ enum PrimFlags : uint32_t {
   kObservable = 1u << 3,
 };
 
-// A param a primitive takes (see Prim::params). `kind` is the index of the
-// alternative in af::Param (0 Value, 1 IR, 2 IR list, 3 IR map); for a
-// Value, `value_kind` is the kind it must have (Null = any).
-// `names_host_function`: the param (a str) is the registered name of a host
-// function the equation calls; saved graphs list these names.
+// The kinds of param a primitive takes: the alternatives of af::Param, in
+// its order.
+enum class ParamKind : uint8_t { Value = 0, IR = 1, IRList = 2, IRMap = 3 };
+static_assert(std::is_same_v<std::variant_alternative_t<size_t(ParamKind::IR), Param>, IRPtr> &&
+              std::is_same_v<std::variant_alternative_t<size_t(ParamKind::IRList), Param>, IRList> &&
+              std::is_same_v<std::variant_alternative_t<size_t(ParamKind::IRMap), Param>, IRMap>);
+const char* param_kind_name(ParamKind k) noexcept;  // "a value", "an IR", ...
+
+// A param a primitive takes (see Prim::params). For a Value, `value_kind` is
+// the kind it must have (Null = any). `names_host_function`: the param (a
+// str) is the registered name of a host function the equation calls; saved
+// graphs list these names.
 struct ParamSpec {
   std::string name;
-  uint8_t kind = 0;
+  ParamKind kind = ParamKind::Value;
   Kind value_kind = Kind::Null;
   bool optional = false;
   bool names_host_function = false;
@@ -54,20 +62,30 @@ struct AbstractOut {
   TreeDef out_tree;
 };
 
+// Registered as one aggregate with designated initialisers (core/prims):
+// every built-in names every rule slot there. No transform falls back to a
+// default: a rule a primitive lacks is INVALID_ARGUMENT naming the primitive
+// and the rule when a transform needs it (rule_of).
 struct Prim {
   std::string name;
   uint32_t version = 1;
   uint32_t flags = kPure;
   double cost = 1.0;  // cost hint for critical-path priorities
+  // The params it takes (empty: none). The saved-graph loader (core/io)
+  // rejects a missing, unknown or wrongly-kinded param before any rule
+  // sees it.
+  std::vector<ParamSpec> params;
 
   // Evaluates the equation: `in` are its flat input leaves, `out` receives
   // its flat output leaves (sized by the caller). Throws Error.
   void (*impl)(const Eqn& e, std::span<const Value> in, std::span<Value> out,
                RunEnv& env) = nullptr;
-  // Asynchronous form (LM calls, async host functions): starts the work and
-  // returns; the work finishes `op` later, exactly once, from any thread
-  // (AsyncOp::succeed / fail). The dataflow executor prefers it to `impl`,
-  // so nothing blocks a thread while the work is in flight.
+  // Asynchronous form (LM calls, host functions, control flow): starts the
+  // work and returns; the work finishes `op` later, exactly once, from any
+  // thread (AsyncOp::succeed / fail). The dataflow executor prefers it to
+  // `impl`, so nothing blocks a thread while the work is in flight; a
+  // primitive with only this form runs elsewhere through run_async_blocking
+  // (rt/scopes.h run_eqn). A primitive has impl, impl_async or both.
   void (*impl_async)(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op,
                      RunEnv& env) = nullptr;
   // Output avals and structure from params and input avals/structure.
@@ -75,19 +93,27 @@ struct Prim {
   AbstractOut (*abstract_eval)(const Params& params, std::span<const Aval> in,
                                const TreeDef& in_tree) = nullptr;
 
-  // Transform rule slots (core/transforms). Null: batch = batch_by_map,
-  // pullback_fwd = pull_fwd_copy, dce = dce_whole; pushforward and
-  // pullback_bwd unsupported (INVALID_ARGUMENT naming the primitive).
+  // Transform rules (core/transforms). Shared ones are named explicitly:
+  // batch_by_map, batch_identity, pull_fwd_copy, dce_whole; a primitive that
+  // cannot be differentiated names a rule that says so (host_call).
   void (*batch)(BatchCtx& ctx, const Eqn& e) = nullptr;
   void (*pushforward)(PushCtx& ctx, const Eqn& e) = nullptr;
   void (*pullback_fwd)(PullCtx& ctx, const Eqn& e) = nullptr;
   void (*pullback_bwd)(PullCtx& ctx, const Eqn& e) = nullptr;
   void (*dce)(DceCtx& ctx, const Eqn& e) = nullptr;
 
-  // The params the primitive takes, if it declares them. The saved-graph
-  // loader (core/io) then rejects a missing, unknown or wrongly-kinded param
-  // before any rule sees it; undeclared, only abstract_eval checks params.
-  std::optional<std::vector<ParamSpec>> params;
+  // The hash of (name, version), set by the registry (ir/registry.h): IRs
+  // hash their primitives often. 0 for a primitive never registered.
+  uint64_t hash = 0;
 };
+
+// e's rule `slot` (a member of Prim, e.g. &Prim::batch), or INVALID_ARGUMENT
+// "<transform>: primitive "<name>" has no <transform> rule".
+template <class Rule>
+Rule rule_of(const Eqn& e, Rule Prim::*slot, const char* transform) {
+  Rule r = e.prim->*slot;
+  if (!r) invalid(std::string(transform) + ": primitive \"" + e.prim->name + "\" has no " + transform + " rule");
+  return r;
+}
 
 }  // namespace af

@@ -209,6 +209,10 @@ void append_eqn(std::string& out, const IR& ir, size_t i, const std::string& ind
       out += (*e.tags)[t];
     }
   }
+  if (e.name_path && !e.name_path->empty()) {
+    out += " @name=";
+    append_json_string(out, name_path_text(e.name_path));
+  }
   if (e.sched) out += " @level=" + std::to_string(e.sched->level) + " @priority=" + sched_number(e.sched->priority);
   out += '\n';
 }

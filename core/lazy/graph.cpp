@@ -24,6 +24,7 @@ Node::~Node() {
 
 std::string Node::where() const {
   std::string s = prim->name + " (operation #" + std::to_string(seq) + " recorded on its context";
+  if (name_path) s += ", name " + name_path_text(name_path);
   if (tags && !tags->empty()) {
     s += ", tags [";
     for (size_t i = 0; i < tags->size(); ++i) s += (i ? ", " : "") + (*tags)[i];
@@ -60,7 +61,7 @@ const Cell* cell_of(const Value& leaf) noexcept {
 
 // ---- Recording
 
-Graph::Graph(Context& ctx) : ctx_(ctx), run_env_{&ctx} {}
+Graph::Graph(ExecContext& ctx) : ctx_(ctx), run_env_{&ctx} {}
 
 void Graph::check_input(const Value& leaf, const Prim& p) const {
   if (leaf.kind() != Kind::Placeholder) return;
@@ -83,6 +84,12 @@ Tags Graph::current_tags() {
   return set;
 }
 
+NamePath Graph::current_names() {
+  std::lock_guard lock(mu_);
+  auto it = names_.find(std::this_thread::get_id());
+  return it == names_.end() ? nullptr : it->second;
+}
+
 std::shared_ptr<Node> Graph::new_node(const Prim& p, Params params, std::vector<Value> leaves,
                                       TreeDef in_tree, std::vector<Aval> out_avals,
                                       TreeDef out_tree) {
@@ -94,6 +101,7 @@ std::shared_ptr<Node> Graph::new_node(const Prim& p, Params params, std::vector<
   n->in = std::move(leaves);
   n->out_avals = std::move(out_avals);
   n->tags = current_tags();
+  n->name_path = current_names();
   n->graph = weak_from_this();
   n->seq = recorded_.fetch_add(1, std::memory_order_relaxed) + 1;
   if (p.flags & kObservable) {
@@ -147,6 +155,7 @@ Value Graph::record_ir(const IR& ir, std::span<const Value> inputs) {
     auto n = new_node(*e.prim, e.params, std::move(in), e.in_tree, std::move(out_avals), e.out_tree);
     n->literal = std::move(literal);
     n->tags = union_tags(e.tags, n->tags);
+    n->name_path = join_names(n->name_path, e.name_path);
     auto [leaf_outs, tree] = flatten(outputs_of(n));
     for (size_t k = 0; k < e.out.size(); ++k) vars[e.out[k]] = leaf_outs[k];
   }
@@ -166,6 +175,22 @@ void Graph::pop_tag() {
   if (it == tags_.end() || it->second.empty()) invalid("tag pop without a matching push");
   it->second.pop_back();
   if (it->second.empty()) tags_.erase(it);
+}
+
+void Graph::push_name(std::string name) {
+  // Only this thread changes its own entry: reading it, then writing it, is
+  // not a race.
+  NamePath path = pushed_name(current_names(), std::move(name));
+  std::lock_guard lock(mu_);
+  names_[std::this_thread::get_id()] = std::move(path);
+}
+
+void Graph::pop_name() {
+  std::lock_guard lock(mu_);
+  auto it = names_.find(std::this_thread::get_id());
+  if (it == names_.end()) invalid("name pop without a matching push");
+  it->second = popped_name(it->second);
+  if (!it->second) names_.erase(it);
 }
 
 // ---- Evaluation
@@ -239,6 +264,7 @@ void Graph::run(const std::vector<std::shared_ptr<Node>>& batch) {
   // Cut the batch out as an IR: concrete leaves (and results of earlier
   // evaluations) become inputs, in order of use; each node one equation.
   auto ir = std::make_shared<IR>();
+  ir->checked = true;  // each node was recorded through its primitive's abstract rule
   ir->eqns.reserve(batch.size());
   std::vector<Value> inputs;
   std::vector<const Node*> eqn_node;
@@ -272,7 +298,7 @@ void Graph::run(const std::vector<std::shared_ptr<Node>>& batch) {
     e.params = n->params;
     e.in_tree = n->in_tree;
     e.out_tree = n->out_tree;
-    e.tags = n->tags;
+    e.tags = n->tags;  // (not the name path: it only words errors, through where())
     e.in.reserve(n->in.size());
     for (size_t k = 0; k < n->in.size(); ++k) {
       const Value& leaf = n->in[k];

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "exec/context.h"
-#include "exec/env.h"
+#include "rt/env.h"
 #include "ir/prim.h"
 #include "value/error.h"
 
@@ -45,6 +45,7 @@ struct Node {
   std::vector<uint8_t> literal;   // per input: 1 = a constant of a called IR (stays a literal)
   std::vector<Aval> out_avals;
   Tags tags;                      // tag scopes open when it was recorded
+  NamePath name_path;             // name scopes open when it was recorded
   uint64_t seq = 0;               // 1, 2, ... in recording order on its graph
   std::weak_ptr<Graph> graph;
 
@@ -61,7 +62,8 @@ struct Node {
   VarId first_var = kNoVar;
 
   ~Node();  // a node that never ran counts as dropped
-  // "lm_call (operation #3 on its context, tags [a, b])"
+  // "lm_call (operation #3 recorded on its context, name triage/draft,
+  // tags [a, b])"
   std::string where() const;
 };
 
@@ -85,7 +87,7 @@ struct GraphStats {
 
 class Graph final : public Recorder, public std::enable_shared_from_this<Graph> {
  public:
-  explicit Graph(Context& ctx);
+  explicit Graph(ExecContext& ctx);
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
@@ -101,9 +103,11 @@ class Graph final : public Recorder, public std::enable_shared_from_this<Graph> 
   // their promises does.
   void eval(std::span<const Value> leaves, bool strict);
 
-  // Tag scopes of lazy operations, per recording thread.
+  // Tag and name scopes of lazy operations, per recording thread.
   void push_tag(std::string tag);
   void pop_tag();
+  void push_name(std::string name);
+  void pop_name();
 
   GraphStats stats() const;
 
@@ -114,18 +118,20 @@ class Graph final : public Recorder, public std::enable_shared_from_this<Graph> 
   Value outputs_of(const std::shared_ptr<Node>& n) const;
   void check_input(const Value& leaf, const Prim& p) const;
   Tags current_tags();
+  NamePath current_names();
   // Claims the pending nodes the roots need (waiting for ones another
   // evaluation is running), in recording order.
   std::vector<std::shared_ptr<Node>> claim(std::vector<std::shared_ptr<Node>> roots);
   void run(const std::vector<std::shared_ptr<Node>>& batch);
   void finish(const std::vector<std::shared_ptr<Node>>& batch);
 
-  Context& ctx_;
+  ExecContext& ctx_;
   RunEnv run_env_;  // runs record nothing
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::shared_ptr<Node>> observable_;  // recorded, not yet run
   std::unordered_map<std::thread::id, std::vector<std::string>> tags_;
+  std::unordered_map<std::thread::id, NamePath> names_;
   std::atomic<uint64_t> recorded_{0}, evaluated_{0}, dropped_{0};
   uint64_t claims_ = 0;  // guarded by mu_
 };

@@ -76,7 +76,3 @@ Router::Providers Router::resolve(std::string_view model) const {
 }
 
 }  // namespace af::lm
-
-namespace af {
-std::shared_ptr<lm::Router> make_router() { return std::make_shared<lm::Router>(); }
-}  // namespace af

@@ -15,11 +15,11 @@
 #include <algorithm>
 #include <mutex>
 
-#include "exec/executor.h"
-#include "exec/scopes.h"
-#include "prims/registry.h"
-#include "prims/subir.h"
-#include "prims/subrun.h"
+#include "ir/registry.h"
+#include "prims/builtins.h"
+#include "rt/context.h"
+#include "rt/error_value.h"
+#include "rt/scopes.h"
 #include "transforms/batch.h"
 #include "transforms/dce.h"
 #include "transforms/pullback.h"
@@ -94,119 +94,120 @@ const Value* failed_input(std::span<const Value> in, const std::vector<bool>& ax
 }
 bool fails_item(bool item_errors, const Error& err) { return item_errors && is_item_failure(err); }
 
-void map_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
-  const IRPtr& body = e.params.ir("body");
-  const std::vector<bool> axes = bools(e.params.value("axes"));
-  const size_t n = batch_length("map", in, axes);
-  std::vector<std::vector<Value>> cols(out.size());
-  for (auto& c : cols) c.reserve(n);
-
-  if (body->eqns.size() == 1) {
-    // One equation (what batch_by_map makes): call it directly per item.
-    const Eqn& be = body->eqns[0];
-    // Where each input of the equation comes from: body input k (>= 0) or
-    // its own literal (-1).
-    std::vector<int64_t> src_of_var(body->vars.size(), -1);
-    for (size_t k = 0; k < body->in.size(); ++k)
-      if (body->in[k].is_var()) src_of_var[body->in[k].var] = int64_t(k);
-    std::vector<int64_t> arg_src(be.in.size());
-    std::vector<Value> args(be.in.size());
-    for (size_t j = 0; j < be.in.size(); ++j) {
-      arg_src[j] = be.in[j].is_var() ? src_of_var[be.in[j].var] : -1;
-      if (arg_src[j] < 0) args[j] = be.in[j].lit;
-    }
-    // Where each body output comes from: output j of the equation (>= 0),
-    // body input (-2 - k), or a literal (-1).
-    std::vector<int64_t> out_src(body->out.size());
-    for (size_t o = 0; o < body->out.size(); ++o) {
-      const Atom& a = body->out[o];
-      out_src[o] = -1;
-      if (!a.is_var()) continue;
-      for (size_t j = 0; j < be.out.size(); ++j)
-        if (be.out[j] == a.var) out_src[o] = int64_t(j);
-      if (out_src[o] < 0 && src_of_var[a.var] >= 0) out_src[o] = -2 - src_of_var[a.var];
-    }
-    std::vector<Value> res(be.out.size());
-    for (size_t i = 0; i < n; ++i) {
-      env.check_stop();
-      const Value* failed = env.item_errors ? failed_input(in, axes, i) : nullptr;
-      if (failed) {
-        for (auto& c : cols) c.push_back(*failed);
-        continue;
-      }
-      for (size_t j = 0; j < args.size(); ++j) {
-        int64_t k = arg_src[j];
-        if (k >= 0) args[j] = axes[size_t(k)] ? in[size_t(k)].items()[i] : in[size_t(k)];
-      }
-      try {
-        invoke(be, args, res, env);
-      } catch (const Error& err) {
-        if (!fails_item(env.item_errors, err)) throw;
-        for (auto& c : cols) c.push_back(error_value(err));
-        continue;
-      }
-      for (size_t o = 0; o < out.size(); ++o) {
-        int64_t s = out_src[o];
-        if (s >= 0) {
-          cols[o].push_back(res[size_t(s)]);  // copied: an output may be listed twice
-        } else if (s == -1) {
-          cols[o].push_back(body->out[o].lit);
-        } else {
-          size_t k = size_t(-2 - s);
-          cols[o].push_back(axes[k] ? in[k].items()[i] : in[k]);
-        }
-      }
-    }
-  } else {
-    auto program = sub_program(body);
-    SubProgram::Frame frame = program->frame();
-    std::vector<Value> item_in(in.size()), item_out(out.size());
-    for (size_t i = 0; i < n; ++i) {
-      env.check_stop();
-      const Value* failed = env.item_errors ? failed_input(in, axes, i) : nullptr;
-      if (failed) {
-        for (auto& c : cols) c.push_back(*failed);
-        continue;
-      }
-      for (size_t k = 0; k < in.size(); ++k) item_in[k] = axes[k] ? in[k].items()[i] : in[k];
-      try {
-        program->run(frame, item_in, item_out, env);
-      } catch (const Error& err) {
-        if (!fails_item(env.item_errors, err)) throw;
-        for (auto& c : cols) c.push_back(error_value(err));
-        continue;
-      }
-      for (size_t o = 0; o < out.size(); ++o) cols[o].push_back(std::move(item_out[o]));
-    }
-  }
-  for (size_t o = 0; o < out.size(); ++o) out[o] = Value::list(std::move(cols[o]));
+// A body of one synchronous equation with no sub-IR (what batch_by_map
+// makes of format, concat, ...): applied directly per item, on this thread,
+// with no sub-run. The hot path of batched string programs.
+bool applies_directly(const IR& body) {
+  if (body.eqns.size() != 1) return false;
+  const Eqn& e = body.eqns[0];
+  return e.prim->impl && !e.prim->impl_async && !e.params.any_ir([](const IR&) { return true; });
 }
 
-// The dataflow executor's form when the body makes LM calls: every item runs
-// as a run of its own, all at once (their calls queue under the providers'
-// limits), and the equation holds no thread meanwhile. The first failing
-// item fails the equation and cancels the others, unless per-item errors are
-// on: then it becomes its error value and the others go on.
+// Every item's flat outputs -> the output lists, then op succeeds.
+void succeed_with_columns(AsyncOp& op, std::vector<std::vector<Value>>& rows, size_t n_out) {
+  std::vector<Value> cols(n_out);
+  for (size_t o = 0; o < n_out; ++o) {
+    std::vector<Value> col;
+    col.reserve(rows.size());
+    for (auto& r : rows) col.push_back(std::move(r[o]));
+    cols[o] = Value::list(std::move(col));
+  }
+  op.succeed(std::move(cols));
+}
+
+void map_directly(const Eqn& e, std::span<const Value> in, const std::vector<bool>& axes, size_t n,
+                  AsyncOp& op, RunEnv& env) {
+  const IR& body = *e.params.ir("body");
+  const Eqn& be = body.eqns[0];
+  // Where each input of the equation comes from: body input k (>= 0) or
+  // its own literal (-1).
+  std::vector<int64_t> src_of_var(body.vars.size(), -1);
+  for (size_t k = 0; k < body.in.size(); ++k)
+    if (body.in[k].is_var()) src_of_var[body.in[k].var] = int64_t(k);
+  std::vector<int64_t> arg_src(be.in.size());
+  std::vector<Value> args(be.in.size());
+  for (size_t j = 0; j < be.in.size(); ++j) {
+    arg_src[j] = be.in[j].is_var() ? src_of_var[be.in[j].var] : -1;
+    if (arg_src[j] < 0) args[j] = be.in[j].lit;
+  }
+  // Where each body output comes from: output j of the equation (>= 0),
+  // body input (-2 - k), or a literal (-1).
+  std::vector<int64_t> out_src(body.out.size());
+  for (size_t o = 0; o < body.out.size(); ++o) {
+    const Atom& a = body.out[o];
+    out_src[o] = -1;
+    if (!a.is_var()) continue;
+    for (size_t j = 0; j < be.out.size(); ++j)
+      if (be.out[j] == a.var) out_src[o] = int64_t(j);
+    if (out_src[o] < 0 && src_of_var[a.var] >= 0) out_src[o] = -2 - src_of_var[a.var];
+  }
+  std::vector<std::vector<Value>> cols(body.out.size());
+  for (auto& c : cols) c.reserve(n);
+  std::vector<Value> res(be.out.size());
+  for (size_t i = 0; i < n; ++i) {
+    env.check_stop();
+    const Value* failed = env.item_errors ? failed_input(in, axes, i) : nullptr;
+    if (failed) {
+      for (auto& c : cols) c.push_back(*failed);
+      continue;
+    }
+    for (size_t j = 0; j < args.size(); ++j) {
+      int64_t k = arg_src[j];
+      if (k >= 0) args[j] = axes[size_t(k)] ? in[size_t(k)].items()[i] : in[size_t(k)];
+    }
+    try {
+      invoke(be, args, res, env);
+    } catch (const Error& err) {
+      if (!fails_item(env.item_errors, err)) throw;
+      for (auto& c : cols) c.push_back(error_value(err));
+      continue;
+    }
+    for (size_t o = 0; o < cols.size(); ++o) {
+      int64_t s = out_src[o];
+      if (s >= 0) {
+        cols[o].push_back(res[size_t(s)]);  // copied: an output may be listed twice
+      } else if (s == -1) {
+        cols[o].push_back(body.out[o].lit);
+      } else {
+        size_t k = size_t(-2 - s);
+        cols[o].push_back(axes[k] ? in[k].items()[i] : in[k]);
+      }
+    }
+  }
+  std::vector<Value> out(cols.size());
+  for (size_t o = 0; o < cols.size(); ++o) out[o] = Value::list(std::move(cols[o]));
+  op.succeed(std::move(out));
+}
+
+// The one implementation: every item is a sub-run of the body (rt/context.h
+// run_sub), started at once — inline, one after another, when the body makes
+// no async work; on the scheduler otherwise, all items in flight together
+// (their calls queue under the providers' limits) while the equation holds
+// no thread. The first failing item fails the equation and cancels the
+// others, unless per-item errors are on: then it becomes its error value and
+// the others go on.
 void map_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, RunEnv& env) {
   const IRPtr& body = e.params.ir("body");
   const std::vector<bool> axes = bools(e.params.value("axes"));
   const size_t n = batch_length("map", in, axes), n_out = e.out.size();
+  if (applies_directly(*body)) return map_directly(e, in, axes, n, *op, env);
+  if (!env.context) fail(Code::Internal, "map: no context to run the body");
   struct Join {
     std::mutex mu;
     std::vector<std::vector<Value>> rows;  // per item, its flat outputs
     size_t left = 0;
-    std::vector<Future> runs;
+    std::vector<std::shared_ptr<SubRun>> runs;
   };
   auto join = std::make_shared<Join>();
   join->rows.resize(n);
   join->left = n;
   auto cancel_all = [join] {
-    std::vector<Future> runs;
+    std::vector<std::shared_ptr<SubRun>> runs;
     {
       std::lock_guard<std::mutex> lock(join->mu);
       runs = join->runs;
     }
-    for (const Future& f : runs) f.cancel();
+    for (const auto& r : runs) r->cancel();
   };
   if (n == 0) {
     op->succeed(std::vector<Value>(n_out, Value::list(std::vector<Value>{})));
@@ -218,18 +219,12 @@ void map_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asy
     std::lock_guard<std::mutex> lock(join->mu);
     join->rows[i] = std::move(row);
     if (--join->left != 0) return;
-    std::vector<Value> cols(n_out);
-    for (size_t o = 0; o < n_out; ++o) {
-      std::vector<Value> col;
-      col.reserve(join->rows.size());
-      for (auto& r : join->rows) col.push_back(std::move(r[o]));
-      cols[o] = Value::list(std::move(col));
-    }
     join->runs.clear();  // the runs are done; drop the references
-    op->succeed(std::move(cols));
+    succeed_with_columns(*op, join->rows, n_out);
   };
   std::vector<Value> item(in.size());
   for (size_t i = 0; i < n && !op->finished(); ++i) {
+    env.check_stop();
     if (const Value* failed = env.item_errors ? failed_input(in, axes, i) : nullptr) {
       finish(i, std::vector<Value>(n_out, *failed));
       continue;
@@ -245,7 +240,9 @@ void map_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asy
       }
       finish(i, std::move(*out));
     };
-    Future run = start_sub_run(body, item, env, op, std::move(done), int64_t(i));
+    std::shared_ptr<SubRun> run =
+        env.context->run_sub(body, item, env, op, std::move(done), int64_t(i));
+    if (!run) continue;
     std::lock_guard<std::mutex> lock(join->mu);
     if (join->left != 0) join->runs.push_back(std::move(run));
   }
@@ -366,6 +363,7 @@ void map_dce(DceCtx& ctx, const Eqn& e) {
   k.params.set("axes", Value::list(std::move(new_axes)));
   k.params.set("body", drop_inputs(*d.ir, d.used_in));
   k.tags = e.tags;
+  k.name_path = e.name_path;
   k.sched = e.sched;
   ctx.replace(std::move(k));
 }
@@ -440,44 +438,41 @@ void broadcast_pull_bwd(PullCtx& ctx, const Eqn&) {
 }  // namespace
 
 void add_batching_prims(std::vector<Prim>& out) {
-  Prim map;
-  map.name = "map";
-  map.impl = map_impl;
-  map.impl_async = map_impl_async;
-  map.abstract_eval = map_abstract;
-  map.batch = batch_by_map;
-  map.pushforward = map_push;
-  map.pullback_fwd = map_pull_fwd;
-  map.pullback_bwd = map_pull_bwd;
-  map.dce = map_dce;
-  map.params = std::vector<ParamSpec>{{"axes", 0, Kind::List, false}, {"body", 1, Kind::Null, false}};
-  out.push_back(map);
-
-  Prim check;
-  check.name = "batch_check";
-  check.cost = 0.0;
-  check.impl = batch_check_impl;
-  check.abstract_eval = batch_check_abstract;
-  check.batch = batch_by_map;
-  check.pushforward = batch_check_push;
-  check.pullback_fwd = pull_fwd_copy;
-  check.pullback_bwd = pass_pull_bwd;
-  check.dce = dce_whole;
-  check.params = std::vector<ParamSpec>{{"paths", 0, Kind::List, true}};
-  out.push_back(check);
-
-  Prim broadcast;
-  broadcast.name = "broadcast";
-  broadcast.cost = 0.0;
-  broadcast.impl = broadcast_impl;
-  broadcast.abstract_eval = broadcast_abstract;
-  broadcast.batch = batch_by_map;
-  broadcast.pushforward = broadcast_push;
-  broadcast.pullback_fwd = pull_fwd_copy;
-  broadcast.pullback_bwd = broadcast_pull_bwd;
-  broadcast.dce = dce_whole;
-  broadcast.params = std::vector<ParamSpec>{};
-  out.push_back(broadcast);
+  out.push_back(Prim{
+      .name = "map",
+      .params = {{.name = "axes", .value_kind = Kind::List}, {.name = "body", .kind = ParamKind::IR}},
+      .impl_async = map_impl_async,
+      .abstract_eval = map_abstract,
+      .batch = batch_by_map,
+      .pushforward = map_push,
+      .pullback_fwd = map_pull_fwd,
+      .pullback_bwd = map_pull_bwd,
+      .dce = map_dce,
+  });
+  out.push_back(Prim{
+      .name = "batch_check",
+      .cost = 0.0,
+      .params = {{.name = "paths", .value_kind = Kind::List, .optional = true}},
+      .impl = batch_check_impl,
+      .abstract_eval = batch_check_abstract,
+      .batch = batch_by_map,
+      .pushforward = batch_check_push,
+      .pullback_fwd = pull_fwd_copy,
+      .pullback_bwd = pass_pull_bwd,
+      .dce = dce_whole,
+  });
+  out.push_back(Prim{
+      .name = "broadcast",
+      .cost = 0.0,
+      .params = {},
+      .impl = broadcast_impl,
+      .abstract_eval = broadcast_abstract,
+      .batch = batch_by_map,
+      .pushforward = broadcast_push,
+      .pullback_fwd = pull_fwd_copy,
+      .pullback_bwd = broadcast_pull_bwd,
+      .dce = dce_whole,
+  });
 }
 
 }  // namespace af

@@ -1,9 +1,10 @@
 // Structural primitives: stop_gradient, depends, checkpoint. Each is an
 // identity on (part of) its inputs; what distinguishes them is how
 // transforms treat them (see docs/SEMANTICS.md §3).
-#include "exec/context.h"
+#include "rt/context.h"
 #include "prims/ops.h"
-#include "prims/registry.h"
+#include "ir/registry.h"
+#include "prims/builtins.h"
 #include "trace/trace.h"
 #include "transforms/batch.h"
 #include "transforms/dce.h"
@@ -26,15 +27,6 @@ void first_input_impl(const Eqn& e, std::span<const Value> in, std::span<Value> 
   for (size_t i = 0; i < out.size(); ++i) out[i] = in[i];
 }
 
-Prim identity_like(const char* name, uint32_t flags) {
-  Prim p;
-  p.name = name;
-  p.flags = flags;
-  p.cost = 0.0;
-  p.impl = first_input_impl;
-  p.abstract_eval = first_input_abstract;
-  return p;
-}
 
 // ---- checkpoint: the hook of collect / inject (exec/scopes.h)
 
@@ -108,33 +100,46 @@ void checkpoint_pull_bwd(PullCtx& ctx, const Eqn& e) {
 
 void add_control_prims(std::vector<Prim>& out) {
   // stop_gradient(tree) -> tree
-  Prim stop = identity_like("stop_gradient", kPure);
-  stop.batch = batch_identity;
-  stop.pushforward = zero_push;
-  stop.pullback_fwd = pull_fwd_copy;
-  stop.pullback_bwd = zero_pull_bwd;
-  stop.dce = dce_whole;
-  stop.params = std::vector<ParamSpec>{};
-  out.push_back(stop);
+  out.push_back(Prim{
+      .name = "stop_gradient",
+      .cost = 0.0,
+      .params = {},
+      .impl = first_input_impl,
+      .abstract_eval = first_input_abstract,
+      .batch = batch_identity,
+      .pushforward = zero_push,
+      .pullback_fwd = pull_fwd_copy,
+      .pullback_bwd = zero_pull_bwd,
+      .dce = dce_whole,
+  });
   // depends(value, deps...) -> value, once every dep exists
-  Prim depends = identity_like("depends", kObservable);
-  depends.batch = batch_identity;
-  depends.pushforward = pass_push;
-  depends.pullback_fwd = pull_fwd_copy;
-  depends.pullback_bwd = pass_pull_bwd;
-  depends.dce = dce_whole;  // keeps the deps alive while the result is read
-  depends.params = std::vector<ParamSpec>{};
-  out.push_back(depends);
+  out.push_back(Prim{
+      .name = "depends",
+      .flags = kObservable,
+      .cost = 0.0,
+      .params = {},
+      .impl = first_input_impl,
+      .abstract_eval = first_input_abstract,
+      .batch = batch_identity,
+      .pushforward = pass_push,
+      .pullback_fwd = pull_fwd_copy,
+      .pullback_bwd = pass_pull_bwd,
+      .dce = dce_whole,  // keeps the deps alive while the result is read
+  });
   // checkpoint(value; key P, collection P) -> value: never removed or merged
-  Prim checkpoint = identity_like("checkpoint", kEffectful | kNoMerge | kObservable);
-  checkpoint.impl = checkpoint_impl;
-  checkpoint.batch = batch_by_map;
-  checkpoint.pushforward = checkpoint_push;
-  checkpoint.pullback_fwd = pull_fwd_copy;
-  checkpoint.pullback_bwd = checkpoint_pull_bwd;
-  checkpoint.dce = dce_whole;  // and never removed: it is effectful
-  checkpoint.params = std::vector<ParamSpec>{{"collection", 0, Kind::Str, false}, {"key", 0, Kind::Str, false}};
-  out.push_back(checkpoint);
+  out.push_back(Prim{
+      .name = "checkpoint",
+      .flags = kEffectful | kNoMerge | kObservable,
+      .cost = 0.0,
+      .params = {{.name = "collection", .value_kind = Kind::Str}, {.name = "key", .value_kind = Kind::Str}},
+      .impl = checkpoint_impl,
+      .abstract_eval = first_input_abstract,
+      .batch = batch_by_map,
+      .pushforward = checkpoint_push,
+      .pullback_fwd = pull_fwd_copy,
+      .pullback_bwd = checkpoint_pull_bwd,
+      .dce = dce_whole,  // and never removed: it is effectful
+  });
 }
 
 Value op_stop_gradient(const Value& v, RunEnv& env) {

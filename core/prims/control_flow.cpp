@@ -29,9 +29,9 @@
 #include <mutex>
 #include <variant>
 
-#include "prims/registry.h"
-#include "prims/subir.h"
-#include "prims/subrun.h"
+#include "ir/registry.h"
+#include "prims/builtins.h"
+#include "prims/pass_loop.h"
 #include "trace/trace.h"
 #include "transforms/batch.h"
 #include "transforms/dce.h"
@@ -80,7 +80,7 @@ AbstractOut switch_abstract(const Params& params, std::span<const Aval> in, cons
   const IRMap& br = branches_of(params);
   if (br.empty()) invalid("switch: there are no branches");
   if (in.empty() || !(in[0] == Aval{Kind::Str, 0}))
-    invalid("switch: the key must be str, found " + (in.empty() ? std::string("nothing") : aval_name(in[0])));
+    invalid("switch: the key must be a str, found " + (in.empty() ? std::string("nothing") : aval_name(in[0])));
   std::vector<TreeDef> children = in_tree.children();
   TreeDef ops_tree = TreeDef::list_of(std::span<const TreeDef>(children).subspan(1));
   const IR& first = *br[0].second;
@@ -115,22 +115,17 @@ const IRPtr& branch_for(const IRMap& br, const std::string& key) {
   return it->second;
 }
 
-void switch_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
-  auto program = sub_program(branch_for(branches_of(e.params), in[0].as_str()));
-  SubProgram::Frame frame = program->frame();
-  program->run(frame, in.subspan(1), out, env);
-}
-
-// The dataflow executor's form when a branch makes LM calls: the branch runs
-// as a run of its own, holding no thread while its calls are in flight.
+// The one implementation: the branch the key names runs as a sub-run (inline
+// when it makes no async work; rt/context.h run_sub).
 void switch_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, RunEnv& env) {
   const IRPtr& branch = branch_for(branches_of(e.params), in[0].as_str());
-  auto done = [op](std::vector<Value>* out, const Error* err) {
-    if (err) op->fail(*err);
-    else op->succeed(std::move(*out));
-  };
-  Future run = start_sub_run(branch, in.subspan(1), env, op, std::move(done));
-  op->on_cancel([run] { run.cancel(); });
+  if (!env.context) fail(Code::Internal, "switch: no context to run the branch");
+  std::shared_ptr<SubRun> run =
+      env.context->run_sub(branch, in.subspan(1), env, op, [op](std::vector<Value>* out, const Error* err) {
+        if (err) op->fail(*err);
+        else op->succeed(std::move(*out));
+      }, -1);
+  if (run) op->on_cancel([run] { run->cancel(); });
 }
 
 void switch_batch(BatchCtx& ctx, const Eqn& e) {
@@ -287,6 +282,7 @@ void switch_dce(DceCtx& ctx, const Eqn& e) {
   k.out_tree = TreeDef::flat_list(k.out.size());
   k.params = switch_params(std::move(m2));
   k.tags = e.tags;
+  k.name_path = e.name_path;
   k.sched = e.sched;
   ctx.replace(std::move(k));
 }
@@ -340,106 +336,45 @@ AbstractOut while_abstract(const Params& params, std::span<const Aval> in, const
   return AbstractOut{std::vector<Aval>(in.begin(), in.end()), state};
 }
 
-void while_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
-  auto cond = sub_program(e.params.ir("cond"));
-  auto body = sub_program(e.params.ir("body"));
-  SubProgram::Frame cf = cond->frame(), bf = body->frame();
-  std::vector<Value> state(in.begin(), in.end()), next(state.size());
-  Value go;
-  const int64_t max = max_iters_of(e.params);
-  for (int64_t it = 0; it < max; ++it) {
-    env.check_stop();
-    cond->run(cf, state, std::span<Value>(&go, 1), env);
-    if (!go.as_bool()) break;
-    body->run(bf, state, next, env);
-    state.swap(next);
-  }
-  for (size_t k = 0; k < out.size(); ++k) out[k] = std::move(state[k]);
-}
-
-// The dataflow executor's form when cond or body makes LM calls: each cond
-// and body evaluation is a run of its own, started when the previous one
-// finishes, so the loop holds no thread while a call is in flight. A stage
-// whose run finishes before its callback is registered (a cond with no
-// equations; a fast run racing start_sub_run) calls back on the starting
-// frame; kick() then continues the loop on that frame instead of nesting a
-// call per iteration, so a long loop cannot grow the stack.
-class AsyncLoop : public std::enable_shared_from_this<AsyncLoop> {
+// The one implementation: cond and body passes one after another
+// (prims/pass_loop.h), until cond says stop or max_iters bodies ran.
+class WhileLoop final : public PassLoop {
  public:
-  AsyncLoop(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, const RunEnv& env)
-      : cond_(e.params.ir("cond")), body_(e.params.ir("body")), max_(max_iters_of(e.params)),
-        state_(in.begin(), in.end()), op_(std::move(op)), env_{env.context, env.scopes} {}
-
-  void start() {
-    std::weak_ptr<AsyncLoop> weak = shared_from_this();
-    op_->on_cancel([weak] {
-      if (auto self = weak.lock()) self->cancel();
-    });
-    kick();
-  }
+  WhileLoop(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, const RunEnv& env)
+      : PassLoop(std::move(op), env), cond_(e.params.ir("cond")), body_(e.params.ir("body")),
+        max_(max_iters_of(e.params)), state_(in.begin(), in.end()) {}
 
  private:
-  // One step per kick: start the next stage, or finish. A kick arriving while
-  // a frame is already stepping is left to that frame's loop.
-  void kick() {
-    if (pending_.fetch_add(1, std::memory_order_acq_rel) != 0) return;
-    do step();
-    while (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1);
-  }
-
-  void step() {
-    if (op_->finished()) return;
+  bool next(IRPtr& ir, std::vector<Value>& in) override {
     if (!in_body_ && it_ >= max_) {
       op_->succeed(std::move(state_));
-      return;
+      return false;
     }
-    auto self = shared_from_this();
-    Future run = start_sub_run(in_body_ ? body_ : cond_, state_, env_, op_,
-                               [self](std::vector<Value>* out, const Error* err) { self->stage_done(out, err); });
-    std::lock_guard<std::mutex> lock(mu_);
-    current_ = std::move(run);
+    ir = in_body_ ? body_ : cond_;
+    in = state_;
+    return true;
   }
 
-  void stage_done(std::vector<Value>* out, const Error* err) {
-    if (err) {
-      op_->fail(*err);
-      return;
-    }
+  void pass_done(std::vector<Value> out) override {
     if (in_body_) {
-      state_ = std::move(*out);
+      state_ = std::move(out);
       ++it_;
       in_body_ = false;
-    } else if (!(*out)[0].as_bool()) {
+    } else if (!out[0].as_bool()) {
       op_->succeed(std::move(state_));
-      return;
     } else {
       in_body_ = true;
     }
-    kick();
-  }
-
-  void cancel() {
-    Future run;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      run = current_;
-    }
-    if (run.valid()) run.cancel();
   }
 
   IRPtr cond_, body_;
   int64_t max_, it_ = 0;
-  bool in_body_ = false;  // the next stage runs the body (cond said go)
+  bool in_body_ = false;  // the next pass runs the body (cond said go)
   std::vector<Value> state_;
-  std::shared_ptr<AsyncOp> op_;
-  RunEnv env_;
-  std::atomic<int> pending_{0};
-  std::mutex mu_;
-  Future current_;  // the stage in flight, to cancel it
 };
 
 void while_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, RunEnv& env) {
-  std::make_shared<AsyncLoop>(e, in, std::move(op), env)->start();
+  std::make_shared<WhileLoop>(e, in, std::move(op), env)->start();
 }
 
 // cond over a flat state with `extra` unused leaves appended.
@@ -565,6 +500,7 @@ void while_dce(DceCtx& ctx, const Eqn& e) {
   n.params = loop_params(state_signature(*leaf_output(*drop_inputs(*dc.ir, live))),
                          state_signature(*drop_inputs(*db.ir, live)), max_iters_of(e.params));
   n.tags = e.tags;
+  n.name_path = e.name_path;
   n.sched = e.sched;
   ctx.replace(std::move(n));
 }
@@ -572,34 +508,32 @@ void while_dce(DceCtx& ctx, const Eqn& e) {
 }  // namespace
 
 void add_control_flow_prims(std::vector<Prim>& out) {
-  Prim sw;
-  sw.name = "switch";
-  sw.cost = 0.0;
-  sw.impl = switch_impl;
-  sw.impl_async = switch_impl_async;
-  sw.abstract_eval = switch_abstract;
-  sw.batch = switch_batch;
-  sw.pushforward = switch_push;
-  sw.pullback_fwd = switch_pull_fwd;
-  sw.pullback_bwd = switch_pull_bwd;
-  sw.dce = switch_dce;
-  sw.params = std::vector<ParamSpec>{{"branches", 3, Kind::Null, false}};
-  out.push_back(sw);
-
-  Prim wl;
-  wl.name = "while_loop";
-  wl.cost = 0.0;
-  wl.impl = while_impl;
-  wl.impl_async = while_impl_async;
-  wl.abstract_eval = while_abstract;
-  wl.batch = batch_by_map;
-  wl.pushforward = while_push;
-  wl.pullback_fwd = while_pull_fwd;
-  wl.pullback_bwd = while_pull_bwd;
-  wl.dce = while_dce;
-  wl.params = std::vector<ParamSpec>{
-      {"body", 1, Kind::Null, false}, {"cond", 1, Kind::Null, false}, {"max_iters", 0, Kind::Int, false}};
-  out.push_back(wl);
+  out.push_back(Prim{
+      .name = "switch",
+      .cost = 0.0,
+      .params = {{.name = "branches", .kind = ParamKind::IRMap}},
+      .impl_async = switch_impl_async,
+      .abstract_eval = switch_abstract,
+      .batch = switch_batch,
+      .pushforward = switch_push,
+      .pullback_fwd = switch_pull_fwd,
+      .pullback_bwd = switch_pull_bwd,
+      .dce = switch_dce,
+  });
+  out.push_back(Prim{
+      .name = "while_loop",
+      .cost = 0.0,
+      .params = {{.name = "body", .kind = ParamKind::IR},
+                 {.name = "cond", .kind = ParamKind::IR},
+                 {.name = "max_iters", .value_kind = Kind::Int}},
+      .impl_async = while_impl_async,
+      .abstract_eval = while_abstract,
+      .batch = batch_by_map,
+      .pushforward = while_push,
+      .pullback_fwd = while_pull_fwd,
+      .pullback_bwd = while_pull_bwd,
+      .dce = while_dce,
+  });
 }
 
 Value op_switch(const Value& key, std::span<const std::string> names, std::span<const IRPtr> branches,

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/env.h"
+#include "rt/env.h"
 #include "ir/ir.h"
 #include "value/value.h"
 

@@ -8,7 +8,8 @@
 //   zeros_like(x) -> x              Zero materialized, shaped like x ("" for
 //       str, 0, 0.0, false; lists keep their lengths). With text=true the
 //       zeros are "" whatever x's kind: a zero cotangent (feedback is text).
-#include "prims/registry.h"
+#include "ir/registry.h"
+#include "prims/builtins.h"
 #include "transforms/batch.h"
 #include "transforms/dce.h"
 #include "transforms/builder.h"
@@ -154,44 +155,42 @@ void zero_pull_bwd(PullCtx&, const Eqn&) {}
 }  // namespace
 
 void add_linear_prims(std::vector<Prim>& out) {
-  Prim acc;
-  acc.name = "accumulate";
-  acc.cost = 0.0;
-  acc.impl = accumulate_impl;
-  acc.abstract_eval = accumulate_abstract;
-  acc.batch = batch_by_map;
-  acc.pushforward = accumulate_push;
-  acc.pullback_fwd = pull_fwd_copy;
-  acc.pullback_bwd = accumulate_pull_bwd;
-  acc.dce = dce_whole;
-  acc.params = std::vector<ParamSpec>{};
-  out.push_back(acc);
-
-  Prim items;
-  items.name = "accumulate_items";
-  items.cost = 0.0;
-  items.impl = accumulate_items_impl;
-  items.abstract_eval = accumulate_items_abstract;
-  items.batch = batch_by_map;
-  items.pushforward = accumulate_items_push;
-  items.pullback_fwd = pull_fwd_copy;
-  items.pullback_bwd = accumulate_items_pull_bwd;
-  items.dce = dce_whole;
-  items.params = std::vector<ParamSpec>{};
-  out.push_back(items);
-
-  Prim zeros;
-  zeros.name = "zeros_like";
-  zeros.cost = 0.0;
-  zeros.impl = zeros_like_impl;
-  zeros.abstract_eval = zeros_like_abstract;
-  zeros.batch = batch_identity;
-  zeros.pushforward = zero_push;
-  zeros.pullback_fwd = pull_fwd_copy;
-  zeros.pullback_bwd = zero_pull_bwd;
-  zeros.dce = dce_whole;
-  zeros.params = std::vector<ParamSpec>{{"text", 0, Kind::Bool, true}};
-  out.push_back(zeros);
+  out.push_back(Prim{
+      .name = "accumulate",
+      .cost = 0.0,
+      .params = {},
+      .impl = accumulate_impl,
+      .abstract_eval = accumulate_abstract,
+      .batch = batch_by_map,
+      .pushforward = accumulate_push,
+      .pullback_fwd = pull_fwd_copy,
+      .pullback_bwd = accumulate_pull_bwd,
+      .dce = dce_whole,
+  });
+  out.push_back(Prim{
+      .name = "accumulate_items",
+      .cost = 0.0,
+      .params = {},
+      .impl = accumulate_items_impl,
+      .abstract_eval = accumulate_items_abstract,
+      .batch = batch_by_map,
+      .pushforward = accumulate_items_push,
+      .pullback_fwd = pull_fwd_copy,
+      .pullback_bwd = accumulate_items_pull_bwd,
+      .dce = dce_whole,
+  });
+  out.push_back(Prim{
+      .name = "zeros_like",
+      .cost = 0.0,
+      .params = {{.name = "text", .value_kind = Kind::Bool, .optional = true}},
+      .impl = zeros_like_impl,
+      .abstract_eval = zeros_like_abstract,
+      .batch = batch_identity,
+      .pushforward = zero_push,
+      .pullback_fwd = pull_fwd_copy,
+      .pullback_bwd = zero_pull_bwd,
+      .dce = dce_whole,
+  });
 }
 
 }  // namespace af

@@ -12,14 +12,16 @@
 #include <mutex>
 #include <optional>
 
-#include "exec/async.h"
-#include "exec/context.h"
-#include "exec/executor.h"
+#include "rt/async.h"
+#include "rt/context.h"
+#include "rt/error_value.h"
 #include "lm/router.h"
 #include "lm/schema.h"
-#include "prims/registry.h"
+#include "ir/registry.h"
+#include "prims/builtins.h"
 #include "trace/trace.h"
 #include "transforms/batch.h"
+#include "transforms/dce.h"
 #include "transforms/pullback.h"
 #include "transforms/pushforward.h"
 #include "value/error.h"
@@ -308,10 +310,11 @@ struct Batch : std::enable_shared_from_this<Batch> {
       }
     }
     if (op->profiling())
-      op->record_span(CallSpan{call.provider_name, call.slot, call.queued_ns, call.started_ns, call.finished_ns,
-                               call.request().model,
-                               err ? int32_t(err->code()) : invalid ? int32_t(invalid->code()) : 0,
-                               call.attempts.load()});
+      op->record_span(CallSpan{
+          call.provider_name, call.slot, call.queued_ns, call.started_ns, call.finished_ns,
+          call.request().model, err ? int32_t(err->code()) : invalid ? int32_t(invalid->code()) : 0,
+          call.attempts.load(), err ? 0 : call.prompt_tokens, err ? 0 : call.completion_tokens,
+          nullptr, nullptr});
     if (op->finished()) return;
     std::string what = std::string(prim) + " to model " + quoted(call.request().model) + it.label;
     if (err) {
@@ -462,28 +465,25 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   }
 }
 
-void lm_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
-  run_async_blocking(e, in, out, env);
-}
-
 void lm_batch(BatchCtx& ctx, const Eqn& e);
 void lm_push(PushCtx& ctx, const Eqn& e);
 void lm_pull_bwd(PullCtx& ctx, const Eqn& e);
 
-Prim lm_prim(const char* name, AbstractOut (*abstract)(const Params&, std::span<const Aval>, const TreeDef&)) {
-  Prim p;
-  p.name = name;
-  p.flags = kNondeterministic;
-  p.cost = kLmCallCost;
-  p.impl = lm_impl;
-  p.impl_async = lm_impl_async;
-  p.abstract_eval = abstract;
-  p.batch = lm_batch;
-  p.pushforward = lm_push;
-  p.pullback_bwd = lm_pull_bwd;
-  p.params = std::vector<ParamSpec>{{"roles", 0, Kind::List, false}};
-  for (const SamplingParam& sp : kSampling) p.params->push_back(ParamSpec{sp.name, 0, sp.kind, true});
-  return p;
+Prim lm_prim(const char* name, std::vector<ParamSpec> params,
+             AbstractOut (*abstract)(const Params&, std::span<const Aval>, const TreeDef&)) {
+  return Prim{
+      .name = name,
+      .flags = kNondeterministic,
+      .cost = kLmCallCost,
+      .params = std::move(params),
+      .impl_async = lm_impl_async,
+      .abstract_eval = abstract,
+      .batch = lm_batch,
+      .pushforward = lm_push,
+      .pullback_fwd = pull_fwd_copy,
+      .pullback_bwd = lm_pull_bwd,
+      .dce = dce_whole,
+  };
 }
 
 // Checks messages and splits them into roles (static) and contents.
@@ -655,13 +655,20 @@ void lm_pull_bwd(PullCtx& ctx, const Eqn& e) {
   }
 }
 
+// roles, the sampling params (optional), then what the primitive adds.
+std::vector<ParamSpec> lm_params(std::vector<ParamSpec> more) {
+  std::vector<ParamSpec> ps{{.name = "roles", .value_kind = Kind::List}};
+  for (const SamplingParam& sp : kSampling)
+    ps.push_back({.name = sp.name, .value_kind = sp.kind, .optional = true});
+  for (ParamSpec& p : more) ps.push_back(std::move(p));
+  return ps;
+}
+
 }  // namespace
 
 void add_lm_prims(std::vector<Prim>& out) {
-  out.push_back(lm_prim("lm_call", lm_call_abstract));
-  Prim schema_call = lm_prim("lm_schema_call", lm_schema_call_abstract);
-  schema_call.params->push_back(ParamSpec{"schema", 0, Kind::Null, false});
-  out.push_back(std::move(schema_call));
+  out.push_back(lm_prim("lm_call", lm_params({}), lm_call_abstract));
+  out.push_back(lm_prim("lm_schema_call", lm_params({{.name = "schema"}}), lm_schema_call_abstract));
 }
 
 Value op_lm_call(const Value& messages, const Value& model, const Value& sampling, RunEnv& env) {

@@ -3,7 +3,7 @@
 // trace, evaluated — i.e. one blocking request — outside).
 #pragma once
 
-#include "exec/env.h"
+#include "rt/env.h"
 #include "value/value.h"
 
 namespace af {

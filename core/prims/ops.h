@@ -6,7 +6,7 @@
 #include <span>
 #include <string_view>
 
-#include "exec/env.h"
+#include "rt/env.h"
 #include "value/value.h"
 
 namespace af {

@@ -17,8 +17,10 @@
 // walks it back with a scan in the other direction.
 #include <algorithm>
 
-#include "prims/registry.h"
-#include "prims/subir.h"
+#include "ir/registry.h"
+#include "prims/builtins.h"
+#include "prims/pass_loop.h"
+#include "transforms/builder.h"
 #include "transforms/batch.h"
 #include "transforms/dce.h"
 #include "transforms/pullback.h"
@@ -61,27 +63,56 @@ AbstractOut while_scan_abstract(const Params& params, std::span<const Aval> in, 
   return out;
 }
 
-void while_scan_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
-  auto cond = sub_program(e.params.ir("cond"));
-  auto body = sub_program(e.params.ir("body"));
-  SubProgram::Frame cf = cond->frame(), bf = body->frame();
-  const size_t k = in.size(), m = body->n_out() - k;
-  std::vector<Value> carry(in.begin(), in.end()), res(body->n_out());
-  std::vector<std::vector<Value>> ys(m);
-  Value go;
-  const int64_t max = e.params.value("max_iters").as_int();
-  int64_t n = 0;
-  for (; n < max; ++n) {
-    env.check_stop();
-    cond->run(cf, carry, std::span<Value>(&go, 1), env);
-    if (!go.as_bool()) break;
-    body->run(bf, carry, res, env);
-    for (size_t i = 0; i < k; ++i) carry[i] = std::move(res[i]);
-    for (size_t j = 0; j < m; ++j) ys[j].push_back(std::move(res[k + j]));
+// The one implementation: while_loop's passes (prims/pass_loop.h) that also
+// keep every iteration's extra body outputs.
+class WhileScan final : public PassLoop {
+ public:
+  WhileScan(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, const RunEnv& env)
+      : PassLoop(std::move(op), env), cond_(e.params.ir("cond")), body_(e.params.ir("body")),
+        max_(e.params.value("max_iters").as_int()), carry_(in.begin(), in.end()),
+        ys_(body_->out.size() - in.size()) {}
+
+ private:
+  bool next(IRPtr& ir, std::vector<Value>& in) override {
+    if (!in_body_ && n_ >= max_) {
+      finish();
+      return false;
+    }
+    ir = in_body_ ? body_ : cond_;
+    in = carry_;
+    return true;
   }
-  for (size_t i = 0; i < k; ++i) out[i] = std::move(carry[i]);
-  for (size_t j = 0; j < m; ++j) out[k + j] = Value::list(std::move(ys[j]));
-  out[k + m] = Value::integer(n);
+
+  void pass_done(std::vector<Value> out) override {
+    if (!in_body_) {
+      if (out[0].as_bool()) in_body_ = true;
+      else finish();
+      return;
+    }
+    const size_t k = carry_.size();
+    for (size_t i = 0; i < k; ++i) carry_[i] = std::move(out[i]);
+    for (size_t j = 0; j < ys_.size(); ++j) ys_[j].push_back(std::move(out[k + j]));
+    ++n_;
+    in_body_ = false;
+  }
+
+  void finish() {
+    std::vector<Value> out = std::move(carry_);
+    for (auto& y : ys_) out.push_back(Value::list(std::move(y)));
+    out.push_back(Value::integer(n_));
+    op_->succeed(std::move(out));
+  }
+
+  IRPtr cond_, body_;
+  int64_t max_, n_ = 0;
+  bool in_body_ = false;
+  std::vector<Value> carry_;
+  std::vector<std::vector<Value>> ys_;
+};
+
+void while_scan_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op,
+                           RunEnv& env) {
+  std::make_shared<WhileScan>(e, in, std::move(op), env)->start();
 }
 
 IRPtr cond_with_extra(const IR& cond, std::span<const Aval> extra) {
@@ -242,35 +273,127 @@ AbstractOut scan_abstract(const Params& params, std::span<const Aval> in, const 
   return out;
 }
 
-void scan_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
-  auto body = sub_program(e.params.ir("body"));
-  SubProgram::Frame frame = body->frame();
-  const size_t a = n_xs_of(e.params), k = body->n_in() - a, m = body->n_out() - k;
+// Checks scan's count and xs; returns the count.
+size_t scan_count(std::span<const Value> in, size_t n_xs) {
   const int64_t n = in[0].as_int();
   if (n < 0) invalid("scan: negative count");
-  for (size_t i = 0; i < a; ++i)
+  for (size_t i = 0; i < n_xs; ++i)
     if (in[1 + i].kind() != Kind::List || in[1 + i].size() != size_t(n))
       invalid("scan: xs " + std::to_string(i) + " must hold " + std::to_string(n) + " items");
-  std::vector<Value> args(a + k), res(k + m);
-  for (size_t i = 0; i < k; ++i) args[a + i] = in[1 + a + i];
-  // ys grow as iterations run (a reverse scan's are reversed at the end):
-  // the count may be a huge literal of an untrusted graph, so nothing is
-  // sized by it up front.
-  std::vector<std::vector<Value>> ys(m);
+  return size_t(n);
+}
+
+// The one implementation: one pass per iteration (prims/pass_loop.h), the
+// carry threaded from each to the next. ys grow as iterations run (a reverse
+// scan's are reversed at the end): the count may be a huge literal of an
+// untrusted graph, so nothing is sized by it up front.
+class Scan final : public PassLoop {
+ public:
+  Scan(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, const RunEnv& env)
+      : PassLoop(std::move(op), env), body_(e.params.ir("body")), a_(n_xs_of(e.params)),
+        rev_(reverse_of(e.params)), n_(scan_count(in, a_)), xs_(in.begin() + 1, in.begin() + 1 + long(a_)),
+        carry_(in.begin() + 1 + long(a_), in.end()), ys_(body_->out.size() - carry_.size()) {}
+
+ private:
+  bool next(IRPtr& ir, std::vector<Value>& in) override {
+    if (step_ >= n_) {
+      std::vector<Value> out = std::move(carry_);
+      for (auto& y : ys_) {
+        if (rev_) std::reverse(y.begin(), y.end());
+        out.push_back(Value::list(std::move(y)));
+      }
+      op_->succeed(std::move(out));
+      return false;
+    }
+    const size_t it = rev_ ? n_ - 1 - step_ : step_;
+    ir = body_;
+    in.clear();
+    for (const Value& x : xs_) in.push_back(x.items()[it]);
+    in.insert(in.end(), carry_.begin(), carry_.end());
+    return true;
+  }
+
+  void pass_done(std::vector<Value> out) override {
+    const size_t k = carry_.size();
+    for (size_t i = 0; i < k; ++i) carry_[i] = std::move(out[i]);
+    for (size_t j = 0; j < ys_.size(); ++j) ys_[j].push_back(std::move(out[k + j]));
+    ++step_;
+  }
+
+  IRPtr body_;
+  size_t a_;
+  bool rev_;
+  size_t n_, step_ = 0;
+  std::vector<Value> xs_, carry_;
+  std::vector<std::vector<Value>> ys_;
+};
+
+// Above this many equations (count x body), a scan whose body waits on LM
+// calls runs pass by pass instead of unrolled.
+constexpr size_t kUnrollLimit = 100000;
+
+// A scan whose body waits on async work (the backward pass of a loop around
+// LM calls) runs unrolled: every iteration's body inlined into one IR whose
+// carries chain from each to the next, run as one sub-run on the dataflow
+// executor. So an iteration's LM calls start as soon as what they read
+// exists, not when the previous iteration has finished everything: the
+// independent feedback calls of a loop's pullback run concurrently.
+// Inputs: the xs items of every iteration (in run order), then the carry;
+// outputs: the last carry, then every iteration's ys.
+IRPtr unrolled_scan(const IR& body, size_t n_xs, size_t n) {
+  std::vector<Aval> bi = in_avals(body);
+  const size_t k = bi.size() - n_xs;
+  Builder b;
+  std::vector<Atom> ins, carry(k), outs;
+  std::vector<std::vector<Atom>> ys;
+  for (size_t i = 0; i < k; ++i) carry[i] = Atom::of_var(b.var(bi[n_xs + i]));
+  const std::vector<Atom> init = carry;
+  for (size_t t = 0; t < n; ++t) {
+    std::vector<Atom> pass;
+    for (size_t j = 0; j < n_xs; ++j) {
+      pass.push_back(Atom::of_var(b.var(bi[j])));
+      ins.push_back(pass.back());
+    }
+    pass.insert(pass.end(), carry.begin(), carry.end());
+    std::vector<Atom> o = inline_into(b, body, pass);
+    carry.assign(o.begin(), o.begin() + long(k));
+    ys.emplace_back(o.begin() + long(k), o.end());
+  }
+  ins.insert(ins.end(), init.begin(), init.end());
+  outs = carry;
+  for (auto& y : ys) outs.insert(outs.end(), y.begin(), y.end());
+  const size_t n_in = ins.size(), n_out = outs.size();
+  return b.finish(std::move(ins), TreeDef::flat_list(n_in), std::move(outs), TreeDef::flat_list(n_out));
+}
+
+void scan_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, RunEnv& env) {
+  if (!env.context) fail(Code::Internal, "scan: no context to run the body");
+  const IRPtr& body = e.params.ir("body");
+  const size_t a = n_xs_of(e.params), k = body->in.size() - a, m = body->out.size() - k;
+  const size_t n = scan_count(in, a);
+  if (n == 0 || n > kUnrollLimit / std::max<size_t>(1, body->eqns.size()) || !env.context->runs_async(body, env))
+    return std::make_shared<Scan>(e, in, std::move(op), env)->start();
   const bool rev = reverse_of(e.params);
-  for (int64_t step = 0; step < n; ++step) {
-    env.check_stop();
-    size_t it = size_t(rev ? n - 1 - step : step);
-    for (size_t i = 0; i < a; ++i) args[i] = in[1 + i].items()[it];
-    body->run(frame, args, res, env);
-    for (size_t i = 0; i < k; ++i) args[a + i] = std::move(res[i]);
-    for (size_t j = 0; j < m; ++j) ys[j].push_back(std::move(res[k + j]));
-  }
-  for (size_t i = 0; i < k; ++i) out[i] = std::move(args[a + i]);
-  for (size_t j = 0; j < m; ++j) {
-    if (rev) std::reverse(ys[j].begin(), ys[j].end());
-    out[k + j] = Value::list(std::move(ys[j]));
-  }
+  std::vector<Value> leaves;
+  leaves.reserve(n * a + k);
+  for (size_t t = 0; t < n; ++t)
+    for (size_t j = 0; j < a; ++j) leaves.push_back(in[1 + j].items()[rev ? n - 1 - t : t]);
+  leaves.insert(leaves.end(), in.begin() + 1 + long(a), in.end());
+  auto done = [op, n, k, m, rev](std::vector<Value>* out, const Error* err) {
+    if (err) {
+      op->fail(*err);
+      return;
+    }
+    std::vector<Value> res(out->begin(), out->begin() + long(k));
+    for (size_t j = 0; j < m; ++j) {
+      std::vector<Value> y(n);
+      for (size_t t = 0; t < n; ++t) y[rev ? n - 1 - t : t] = std::move((*out)[k + t * m + j]);
+      res.push_back(Value::list(std::move(y)));
+    }
+    op->succeed(std::move(res));
+  };
+  std::shared_ptr<SubRun> run = env.context->run_sub(unrolled_scan(*body, a, n), leaves, env, op, std::move(done), -1);
+  if (run) op->on_cancel([run] { run->cancel(); });
 }
 
 void scan_push(PushCtx& ctx, const Eqn& e) {
@@ -441,6 +564,7 @@ void scan_dce(DceCtx& ctx, const Eqn& e) {
   n.out_tree = TreeDef::flat_list(n.out.size());
   n.params = scan_params(drop_inputs(*d.ir, keep_in), new_a, reverse_of(e.params));
   n.tags = e.tags;
+  n.name_path = e.name_path;
   n.sched = e.sched;
   ctx.replace(std::move(n));
 }
@@ -448,33 +572,34 @@ void scan_dce(DceCtx& ctx, const Eqn& e) {
 }  // namespace
 
 void add_scan_prims(std::vector<Prim>& out) {
-  Prim ws;
-  ws.name = "while_scan";
-  ws.cost = 0.0;
-  ws.impl = while_scan_impl;
-  ws.abstract_eval = while_scan_abstract;
-  ws.batch = batch_by_map;
-  ws.pushforward = while_scan_push;
-  ws.pullback_fwd = while_scan_pull_fwd;
-  ws.pullback_bwd = while_scan_pull_bwd;
-  ws.dce = while_scan_dce;
-  ws.params = std::vector<ParamSpec>{
-      {"body", 1, Kind::Null, false}, {"cond", 1, Kind::Null, false}, {"max_iters", 0, Kind::Int, false}};
-  out.push_back(ws);
-
-  Prim scan;
-  scan.name = "scan";
-  scan.cost = 0.0;
-  scan.impl = scan_impl;
-  scan.abstract_eval = scan_abstract;
-  scan.batch = batch_by_map;
-  scan.pushforward = scan_push;
-  scan.pullback_fwd = scan_pull_fwd;
-  scan.pullback_bwd = scan_pull_bwd;
-  scan.dce = scan_dce;
-  scan.params = std::vector<ParamSpec>{
-      {"body", 1, Kind::Null, false}, {"n_xs", 0, Kind::Int, false}, {"reverse", 0, Kind::Bool, false}};
-  out.push_back(scan);
+  out.push_back(Prim{
+      .name = "while_scan",
+      .cost = 0.0,
+      .params = {{.name = "body", .kind = ParamKind::IR},
+                 {.name = "cond", .kind = ParamKind::IR},
+                 {.name = "max_iters", .value_kind = Kind::Int}},
+      .impl_async = while_scan_impl_async,
+      .abstract_eval = while_scan_abstract,
+      .batch = batch_by_map,
+      .pushforward = while_scan_push,
+      .pullback_fwd = while_scan_pull_fwd,
+      .pullback_bwd = while_scan_pull_bwd,
+      .dce = while_scan_dce,
+  });
+  out.push_back(Prim{
+      .name = "scan",
+      .cost = 0.0,
+      .params = {{.name = "body", .kind = ParamKind::IR},
+                 {.name = "n_xs", .value_kind = Kind::Int},
+                 {.name = "reverse", .value_kind = Kind::Bool}},
+      .impl_async = scan_impl_async,
+      .abstract_eval = scan_abstract,
+      .batch = batch_by_map,
+      .pushforward = scan_push,
+      .pullback_fwd = scan_pull_fwd,
+      .pullback_bwd = scan_pull_bwd,
+      .dce = scan_dce,
+  });
 }
 
 }  // namespace af

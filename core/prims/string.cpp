@@ -3,7 +3,8 @@
 #include <algorithm>
 
 #include "prims/ops.h"
-#include "prims/registry.h"
+#include "ir/registry.h"
+#include "prims/builtins.h"
 #include "prims/template.h"
 #include "transforms/batch.h"
 #include "transforms/dce.h"
@@ -195,41 +196,39 @@ void match_pull_bwd(PullCtx&, const Eqn&) {}
 }  // namespace
 
 void add_string_prims(std::vector<Prim>& out) {
-  Prim format;
-  format.name = "format";
-  format.impl = format_impl;
-  format.abstract_eval = format_abstract;
-  format.params = std::vector<ParamSpec>{{"names", 0, Kind::List, false}, {"template", 0, Kind::Str, false}};
-  format.batch = batch_by_map;
-  format.pushforward = format_push;
-  format.pullback_fwd = pull_fwd_copy;
-  format.pullback_bwd = format_pull_bwd;
-  format.dce = dce_whole;
-  out.push_back(format);
-
-  Prim concat;
-  concat.name = "concat";
-  concat.impl = concat_impl;
-  concat.abstract_eval = concat_abstract;
-  concat.params = std::vector<ParamSpec>{};
-  concat.batch = batch_by_map;
-  concat.pushforward = concat_push;
-  concat.pullback_fwd = pull_fwd_copy;
-  concat.pullback_bwd = concat_pull_bwd;
-  concat.dce = dce_whole;
-  out.push_back(concat);
-
-  Prim match;
-  match.name = "match";
-  match.impl = match_impl;
-  match.abstract_eval = match_abstract;
-  match.params = std::vector<ParamSpec>{};
-  match.batch = batch_by_map;
-  match.pushforward = match_push;
-  match.pullback_fwd = pull_fwd_copy;
-  match.pullback_bwd = match_pull_bwd;
-  match.dce = dce_whole;
-  out.push_back(match);
+  out.push_back(Prim{
+      .name = "format",
+      .params = {{.name = "names", .value_kind = Kind::List}, {.name = "template", .value_kind = Kind::Str}},
+      .impl = format_impl,
+      .abstract_eval = format_abstract,
+      .batch = batch_by_map,
+      .pushforward = format_push,
+      .pullback_fwd = pull_fwd_copy,
+      .pullback_bwd = format_pull_bwd,
+      .dce = dce_whole,
+  });
+  out.push_back(Prim{
+      .name = "concat",
+      .params = {},
+      .impl = concat_impl,
+      .abstract_eval = concat_abstract,
+      .batch = batch_by_map,
+      .pushforward = concat_push,
+      .pullback_fwd = pull_fwd_copy,
+      .pullback_bwd = concat_pull_bwd,
+      .dce = dce_whole,
+  });
+  out.push_back(Prim{
+      .name = "match",
+      .params = {},
+      .impl = match_impl,
+      .abstract_eval = match_abstract,
+      .batch = batch_by_map,
+      .pushforward = match_push,
+      .pullback_fwd = pull_fwd_copy,
+      .pullback_bwd = match_pull_bwd,
+      .dce = dce_whole,
+  });
 }
 
 Value op_format(std::string_view tmpl, std::span<const Value> args, const Value& named,

@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <atomic>
 
-#include "exec/env.h"
+#include "rt/env.h"
+#include "rt/scopes.h"
 #include "value/error.h"
 
 namespace af {
@@ -15,6 +16,7 @@ struct Frame {
   IR ir;                          // being built
   std::vector<std::string> tag_stack;
   Tags tags;                      // the union of tag_stack, sorted
+  NamePath names;                 // the open name scopes, outermost first
   int fold_depth = 0;
 
   VarId new_var(Aval a) {
@@ -70,7 +72,7 @@ Value evaluate(const Prim& p, const Params& params, std::vector<Value> leaves,
   e.out_tree = shape.out_tree;
   e.params = params;
   std::vector<Value> out(shape.out.size());
-  p.impl(e, leaves, out, env);
+  run_eqn(e, leaves, out, env);
   return shape.out_tree.unflatten(out);
 }
 
@@ -88,6 +90,7 @@ Value record(Frame& f, const Prim& p, Params params, std::vector<Value> leaves, 
   e.in_tree = std::move(in_tree);
   e.params = std::move(params);
   e.tags = f.tags;
+  e.name_path = f.names;
   std::vector<Value> outs;
   outs.reserve(shape.out.size());
   e.out.reserve(shape.out.size());
@@ -154,12 +157,16 @@ IRPtr trace(const TraceFn& fn, std::span<const Value> examples, const Value& sta
     if (!f.tag_stack.empty())
       invalid("the traced function returned with " + std::to_string(f.tag_stack.size()) +
               " tag scope(s) still open (pair every tag push with a pop)");
+    if (f.names)
+      invalid("the traced function returned with name scope(s) still open (\"" +
+              name_path_text(f.names) + "\"; pair every name push with a pop)");
     if (f.fold_depth != 0)
       invalid("the traced function returned with a fold scope still open");
   }
   auto [leaves, tree] = flatten(result);
   for (const Value& leaf : leaves) f.ir.out.push_back(atom_of(f, leaf, "the traced output"));
   f.ir.out_tree = std::move(tree);
+  f.ir.checked = true;  // every equation went through its abstract rule
   return std::make_shared<const IR>(std::move(f.ir));
 }
 
@@ -215,6 +222,7 @@ Value inline_ir(const IR& ir, std::span<const Value> inputs) {
       v = nv;
     }
     e.tags = union_tags(src.tags, f.tags);
+    e.name_path = join_names(f.names, src.name_path);
     f.ir.eqns.push_back(std::move(e));
   }
   std::vector<Value> outs;
@@ -240,6 +248,16 @@ void pop_tag() {
   std::sort(set->begin(), set->end());
   set->erase(std::unique(set->begin(), set->end()), set->end());
   f.tags = set->empty() ? nullptr : Tags(std::move(set));
+}
+
+void push_name(std::string name) {
+  Frame& f = require_frame("a name scope");
+  f.names = pushed_name(f.names, std::move(name));
+}
+
+void pop_name() {
+  Frame& f = require_frame("a name scope");
+  f.names = popped_name(f.names);
 }
 
 // Outside a trace every operation already runs at once, which is what fold

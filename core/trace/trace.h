@@ -31,7 +31,8 @@ Value bind_flat(const Prim& p, Params params, std::vector<Value> leaves, RunEnv&
 // True when an operation on this thread would be recorded (tracing and not
 // folding).
 bool recording() noexcept;
-// Inlines ir's equations into the innermost trace (tags merged); inputs are
+// Inlines ir's equations into the innermost trace (tags merged, name paths
+// prefixed with the open name scopes); inputs are
 // checked as for a call. Returns the output tree.
 Value inline_ir(const IR& ir, std::span<const Value> inputs);
 
@@ -40,6 +41,11 @@ bool is_tracing() noexcept;
 // an unmatched pop.
 void push_tag(std::string tag);
 void pop_tag();
+// Name scopes of the innermost frame (docs: af.h "Name paths"); the same
+// errors as tag scopes, and INVALID_ARGUMENT for an empty name or one
+// holding '/'.
+void push_name(std::string name);
+void pop_name();
 // Fold scopes of the innermost frame; no-ops outside a trace (everything
 // runs at once there); INVALID_ARGUMENT on an unmatched pop inside one.
 void push_fold();

@@ -1,6 +1,6 @@
 #include "transforms/batch.h"
 
-#include "prims/registry.h"
+#include "ir/registry.h"
 #include "value/error.h"
 
 namespace af {
@@ -48,10 +48,10 @@ BatchRun batch_into(Builder& b, const IR& ir, std::span<const Atom> in, const st
     ctx.outs.resize(e.out.size());
     ctx.out_batched.assign(e.out.size(), false);
     ctx.out_set.assign(e.out.size(), false);
-    Tags saved = b.tags;
-    b.tags = e.tags;
-    (e.prim->batch ? e.prim->batch : batch_by_map)(ctx, e);
-    b.tags = saved;
+    {
+      EmitAs as(b, e);
+      rule_of(e, &Prim::batch, "batch")(ctx, e);
+    }
     for (size_t k = 0; k < e.out.size(); ++k) {
       if (!ctx.out_set[k])
         fail(Code::Internal, "batch rule of " + e.prim->name + " did not set output " + std::to_string(k));
@@ -117,6 +117,7 @@ void batch_by_map(BatchCtx& ctx, const Eqn& e) {
   // Sized up front: this runs once per equation of a batched program, and
   // allocation is most of its cost.
   auto body = std::make_shared<IR>();
+  body->checked = true;  // one equation of a checked IR, as it was
   body->vars.reserve(e.in.size() + e.out.size());
   body->in.reserve(e.in.size());
   body->out.reserve(e.out.size());
@@ -155,7 +156,7 @@ void batch_by_map(BatchCtx& ctx, const Eqn& e) {
   inner.in_tree = e.in_tree;
   inner.out_tree = e.out_tree;
   inner.params = e.params;
-  inner.tags = e.tags;
+  inner.tags = e.tags;  // the name path is the map's: inner names are relative to it
   inner.sched = e.sched;
   TreeDef in_tree = TreeDef::flat_list(body->in.size());
   body->in_tree = in_tree;

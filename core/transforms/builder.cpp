@@ -2,7 +2,7 @@
 
 #include <variant>
 
-#include "prims/registry.h"
+#include "ir/registry.h"
 #include "value/error.h"
 
 namespace af {
@@ -43,6 +43,7 @@ std::vector<Atom> Builder::emit_known(const Prim& p, Params params, std::vector<
   e.in_tree = std::move(in_tree);
   e.params = std::move(params);
   e.tags = tags;
+  e.name_path = name_path;
   e.out_tree = std::move(out_tree);
   std::vector<Atom> atoms;
   atoms.reserve(out.size());
@@ -63,6 +64,7 @@ std::vector<Atom> Builder::copy(const IR& src, const Eqn& from, std::vector<Atom
   e.in_tree = from.in_tree;
   e.params = from.params;
   e.tags = from.tags;
+  e.name_path = from.name_path;
   e.out_tree = from.out_tree;
   e.sched = from.sched;
   std::vector<Atom> atoms;
@@ -96,6 +98,7 @@ IRPtr Builder::extract(size_t first, size_t last, std::vector<Atom> in, TreeDef 
 std::shared_ptr<IR> Builder::extract_ir(size_t first, size_t last, std::vector<Atom> in, TreeDef in_tree,
                                         std::vector<Atom> out, TreeDef out_tree) {
   auto res = std::make_shared<IR>();
+  res->checked = true;  // emitted through the primitives' rules
   std::vector<VarId> map(ir_.vars.size(), kNoVar);
   auto define = [&](VarId v) {
     if (map[v] != kNoVar) fail(Code::Internal, "transform: %" + std::to_string(v) + " is defined twice");
@@ -255,6 +258,11 @@ bool has_effects(const IR& ir) {
   for (const Eqn& e : ir.eqns)
     if (eqn_has_effects(e)) return true;
   return false;
+}
+
+bool mergeable(const Eqn& e, bool merge_nondeterministic) {
+  if (eqn_has_effects(e)) return false;  // also a switch / loop / map holding a checkpoint
+  return !(e.prim->flags & kNondeterministic) || merge_nondeterministic;
 }
 
 TreeDef tree_without(const TreeDef& def, const std::vector<bool>& keep) {

@@ -13,6 +13,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/ir.h"
@@ -38,12 +39,14 @@ class Builder {
   std::vector<Atom> emit_known(const Prim& p, Params params, std::vector<Atom> in, TreeDef in_tree,
                                std::span<const Aval> out, TreeDef out_tree);
   // Copies e (an equation of `src`) with new input atoms of the same avals:
-  // fresh output vars with e's output avals. Tags and annotations are kept.
+  // fresh output vars with e's output avals. Tags, name path and
+  // annotations are kept.
   std::vector<Atom> copy(const IR& src, const Eqn& e, std::vector<Atom> in);
 
-  // Tags put on every emitted equation (a rule's equations carry the tags
-  // of the equation it transforms).
+  // Tags and the name path put on every emitted equation (a rule's
+  // equations carry those of the equation it transforms).
   Tags tags;
+  NamePath name_path;
 
   size_t num_eqns() const noexcept { return ir_.eqns.size(); }
   const IR& ir() const noexcept { return ir_; }
@@ -66,6 +69,27 @@ class Builder {
   std::shared_ptr<IR> extract_ir(size_t first, size_t last, std::vector<Atom> in, TreeDef in_tree,
                                  std::vector<Atom> out, TreeDef out_tree);
   IR ir_;
+};
+
+// While alive, b emits equations with e's tags and name path: a rule's
+// equations carry those of the equation it transforms.
+class EmitAs {
+ public:
+  EmitAs(Builder& b, const Eqn& e)
+      : b_(b),
+        tags_(std::exchange(b.tags, e.tags)),
+        names_(std::exchange(b.name_path, e.name_path)) {}
+  ~EmitAs() {
+    b_.tags = std::move(tags_);
+    b_.name_path = std::move(names_);
+  }
+  EmitAs(const EmitAs&) = delete;
+  EmitAs& operator=(const EmitAs&) = delete;
+
+ private:
+  Builder& b_;
+  Tags tags_;
+  NamePath names_;
 };
 
 // Inlines ir's equations into b with ir's input leaves bound to `in`;
@@ -113,6 +137,10 @@ std::vector<Aval> out_avals(const IR& ir);
 // or no-merge equation (checkpoint): such an IR must run even if unused.
 bool has_effects(const IR& ir);
 bool eqn_has_effects(const Eqn& e);
+// Whether CSE may merge e with an identical equation (ir/ir.h eqn_same): it
+// has no effects, and it is deterministic unless merging nondeterministic
+// equations (LM calls, host functions) was asked for.
+bool mergeable(const Eqn& e, bool merge_nondeterministic);
 
 // The tree `def` with the leaves where keep[k] is false replaced by null
 // nodes (how transformed IRs show Zero outputs and dropped outputs).

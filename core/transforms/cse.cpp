@@ -13,29 +13,6 @@ namespace af {
 
 namespace {
 
-uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  h ^= h >> 31;
-  h *= 0xbf58476d1ce4e5b9ULL;
-  return h ^ (h >> 29);
-}
-
-uint64_t eqn_key(const Eqn& e) {
-  uint64_t h = mix(std::hash<std::string>{}(e.prim->name), e.prim->version);
-  h = mix(h, e.params.hash());
-  h = mix(h, e.in_tree.hash());
-  for (const Atom& a : e.in) h = mix(h, a.is_var() ? a.var : a.lit.hash() ^ 0x5bd1e995u);
-  if (e.tags)
-    for (const std::string& t : *e.tags) h = mix(h, std::hash<std::string>{}(t));
-  return h;
-}
-
-bool same_eqn(const Eqn& a, const Eqn& b) {
-  auto tags = [](const Tags& t) { return t ? *t : std::vector<std::string>(); };
-  return a.prim == b.prim && a.in == b.in && a.in_tree == b.in_tree && a.params == b.params &&
-         tags(a.tags) == tags(b.tags);
-}
-
 Params cse_params(const Params& params, bool merge_nondeterministic) {
   Params out;
   for (const auto& [name, p] : params.items()) {
@@ -76,15 +53,13 @@ IRPtr cse(const IR& ir, bool merge_nondeterministic) {
     Eqn e = src;
     for (Atom& a : e.in) a = remap(a);
     if (has_sub_irs(e.params)) e.params = cse_params(e.params, merge_nondeterministic);
-    const uint32_t f = e.prim->flags;
-    bool mergeable = !eqn_has_effects(e) && (!(f & kNondeterministic) || merge_nondeterministic);
-    if (mergeable) {
-      uint64_t h = eqn_key(e);
+    if (mergeable(e, merge_nondeterministic)) {
+      uint64_t h = eqn_hash(e);
       bool merged = false;
       auto [lo, hi] = seen.equal_range(h);
       for (auto it = lo; it != hi && !merged; ++it) {
         const Eqn& prev = kept[it->second];
-        if (!same_eqn(prev, e)) continue;
+        if (!eqn_same(prev, e)) continue;
         for (size_t k = 0; k < e.out.size(); ++k) map[e.out[k]] = Atom::of_var(prev.out[k]);
         merged = true;
       }

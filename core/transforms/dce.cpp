@@ -23,7 +23,7 @@ std::vector<Eqn> live_eqns(const IR& ir, std::vector<bool>& live) {
       any = any || live[v];
     }
     if (!any && !eqn_has_effects(e)) continue;
-    (e.prim->dce ? e.prim->dce : dce_whole)(ctx, e);
+    rule_of(e, &Prim::dce, "dce")(ctx, e);
     Eqn k = ctx.replacement ? std::move(*ctx.replacement) : e;
     for (const Atom& a : k.in)
       if (a.is_var()) live[a.var] = true;

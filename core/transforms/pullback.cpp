@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "prims/registry.h"
+#include "ir/registry.h"
 #include "transforms/dce.h"
 #include "value/error.h"
 
@@ -33,10 +33,10 @@ struct PullState {
     for (size_t i = 0; i < ir.eqns.size(); ++i) {
       const Eqn& e = ir.eqns[i];
       PullCtx ctx = make_ctx(e);
-      Tags saved = b.tags;
-      b.tags = e.tags;
-      (e.prim->pullback_fwd ? e.prim->pullback_fwd : pull_fwd_copy)(ctx, e);
-      b.tags = saved;
+      {
+        EmitAs as(b, e);
+        rule_of(e, &Prim::pullback_fwd, "pullback")(ctx, e);
+      }
       for (size_t k = 0; k < e.out.size(); ++k) {
         if (!ctx.outs_set[k])
           fail(Code::Internal, "pullback rule of " + e.prim->name + " did not set output " + std::to_string(k));
@@ -89,8 +89,7 @@ struct PullState {
         any = any || cts[k].has_value();
       }
       if (!any) continue;
-      if (!e.prim->pullback_bwd)
-        invalid("pullback: primitive \"" + e.prim->name + "\" has no pullback rule");
+      rule_of(e, &Prim::pullback_bwd, "pullback");
       PullCtx ctx = make_ctx(e);
       for (size_t k = 0; k < e.out.size(); ++k) {
         ctx.outs[k] = atom[e.out[k]];
@@ -98,20 +97,20 @@ struct PullState {
       }
       ctx.cts = std::move(cts);
       ctx.residuals = stash[i];
-      Tags saved = b.tags;
-      b.tags = e.tags;
-      if (tolerant) {
-        // Only residuals are wanted: a rule that cannot run (a host function)
-        // contributes nothing; the build that needs its result reports it.
-        try {
+      {
+        EmitAs as(b, e);
+        if (tolerant) {
+          // Only residuals are wanted: a rule that cannot run (a host function)
+          // contributes nothing; the build that needs its result reports it.
+          try {
+            e.prim->pullback_bwd(ctx, e);
+          } catch (const Error&) {
+            ctx.added.clear();
+          }
+        } else {
           e.prim->pullback_bwd(ctx, e);
-        } catch (const Error&) {
-          ctx.added.clear();
         }
-      } else {
-        e.prim->pullback_bwd(ctx, e);
       }
-      b.tags = saved;
       for (auto& [k, ct] : ctx.added) {
         const Atom& a = e.in[k];
         if (!a.is_var()) continue;

@@ -37,16 +37,15 @@ PushRun push_into(Builder& b, const IR& ir, std::span<const Atom> in,
       for (size_t k = 0; k < outs.size(); ++k) atom[e.out[k]] = outs[k];
       continue;
     }
-    if (!e.prim->pushforward)
-      invalid("pushforward: primitive \"" + e.prim->name + "\" has no pushforward rule");
+    rule_of(e, &Prim::pushforward, "pushforward");
     PushCtx ctx{b, ir, e, std::move(ins), std::move(tins), {}, {}, {}};
     ctx.outs.resize(e.out.size());
     ctx.out_tangents.resize(e.out.size());
     ctx.outs_set.assign(e.out.size(), false);
-    Tags saved = b.tags;
-    b.tags = e.tags;
-    e.prim->pushforward(ctx, e);
-    b.tags = saved;
+    {
+      EmitAs as(b, e);
+      e.prim->pushforward(ctx, e);
+    }
     for (size_t k = 0; k < e.out.size(); ++k) {
       if (!ctx.outs_set[k])
         fail(Code::Internal, "pushforward rule of " + e.prim->name + " did not set output " + std::to_string(k));

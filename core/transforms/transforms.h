@@ -1,7 +1,7 @@
 // The IR -> IR transforms (docs/SEMANTICS.md §4, docs/ARCHITECTURE.md). Each returns a
 // plain IR of registered primitives: it prints, transforms again and runs.
 // Run-time transforms (memoize, collect, inject) are scopes of a context:
-// exec/scopes.h.
+// rt/scopes.h.
 #pragma once
 
 #include "ir/ir.h"

@@ -1,6 +1,5 @@
 #include "value/tree.h"
 
-#include <mutex>
 
 #include "value/error.h"
 #include "value/hash.h"
@@ -220,57 +219,64 @@ void broadcast_at(const Value& prefix, const std::vector<Node>& nodes, size_t at
           ": it has " + shape_of(prefix) + " where the inputs have " + shape_of(n));
 }
 
-std::shared_ptr<const std::vector<Node>> leaf_nodes() {
-  static const auto nodes = std::make_shared<const std::vector<Node>>(1, leaf_node());
+std::vector<Node> flat_list_nodes(size_t n) {
+  std::vector<Node> nodes;
+  nodes.reserve(n + 1);
+  nodes.push_back(Node{NodeType::List, uint32_t(n), uint32_t(n), uint32_t(n + 1), {}, {}});
+  for (size_t i = 0; i < n; ++i) nodes.push_back(leaf_node());
   return nodes;
 }
 
 }  // namespace
 
-TreeDef::TreeDef() : nodes_(leaf_nodes()) {}
+TreeDef::Block::Block(std::vector<Node> n) : nodes(std::move(n)), hash(0) {
+  for (const Node& node : nodes) {
+    hash = hash_mix(hash, uint64_t(node.type) << 32 | node.n_children);
+    for (const auto& k : node.keys) hash = hash_mix(hash, hash_bytes(k));
+  }
+}
+
+TreeDef::TreeDef() {
+  static const auto leaf = std::make_shared<const Block>(std::vector<Node>(1, leaf_node()));
+  nodes_ = leaf;
+}
 TreeDef TreeDef::leaf() { return TreeDef(); }
 
 TreeDef TreeDef::flat_list(size_t n) {
-  // Flat lists are the common shape of primitive inputs: share small ones.
-  static std::mutex mu;
-  static std::vector<std::shared_ptr<const std::vector<Node>>> cache(64);
-  auto make = [n] {
-    auto nodes = std::make_shared<std::vector<Node>>();
-    nodes->reserve(n + 1);
-    nodes->push_back(Node{NodeType::List, uint32_t(n), uint32_t(n), uint32_t(n + 1), {}, {}});
-    for (size_t i = 0; i < n; ++i) nodes->push_back(leaf_node());
-    return std::shared_ptr<const std::vector<Node>>(std::move(nodes));
-  };
-  if (n >= cache.size()) return TreeDef(make());
-  std::lock_guard<std::mutex> lock(mu);
-  if (!cache[n]) cache[n] = make();
-  return TreeDef(cache[n]);
+  // Flat lists are the common shape of primitive inputs: small ones are
+  // made once and shared (read without a lock once made).
+  static const auto shared = [] {
+    std::vector<std::shared_ptr<const Block>> v;
+    for (size_t k = 0; k < 64; ++k) v.push_back(std::make_shared<const Block>(flat_list_nodes(k)));
+    return v;
+  }();
+  return n < shared.size() ? TreeDef(shared[n]) : TreeDef(flat_list_nodes(n));
 }
 
 TreeDef TreeDef::list_of(std::span<const TreeDef> children) {
-  auto nodes = std::make_shared<std::vector<Node>>();
-  nodes->push_back(Node{NodeType::List, uint32_t(children.size()), 0, 1, {}, {}});
+  std::vector<Node> nodes;
+  nodes.push_back(Node{NodeType::List, uint32_t(children.size()), 0, 1, {}, {}});
   for (const TreeDef& c : children) {
-    nodes->insert(nodes->end(), c.nodes().begin(), c.nodes().end());
-    (*nodes)[0].n_leaves += uint32_t(c.num_leaves());
+    nodes.insert(nodes.end(), c.nodes().begin(), c.nodes().end());
+    nodes[0].n_leaves += uint32_t(c.num_leaves());
   }
-  (*nodes)[0].n_nodes = uint32_t(nodes->size());
+  nodes[0].n_nodes = uint32_t(nodes.size());
   return TreeDef(std::move(nodes));
 }
 
 TreeDef TreeDef::of(const Value& v) {
   if (v.is_leaf()) return TreeDef();
-  auto nodes = std::make_shared<std::vector<Node>>();
-  build(v, *nodes);
+  std::vector<Node> nodes;
+  build(v, nodes);
   return TreeDef(std::move(nodes));
 }
 
 TreeDef TreeDef::child(size_t i) const {
-  auto starts = child_starts(*nodes_, 0);
+  const std::vector<Node>& all = nodes();
+  auto starts = child_starts(all, 0);
   if (i >= starts.size()) fail(Code::Internal, "TreeDef::child out of range");
-  auto first = nodes_->begin() + long(starts[i]);
-  auto nodes = std::make_shared<std::vector<Node>>(first, first + (*nodes_)[starts[i]].n_nodes);
-  return TreeDef(std::move(nodes));
+  auto first = all.begin() + long(starts[i]);
+  return TreeDef(std::vector<Node>(first, first + all[starts[i]].n_nodes));
 }
 
 std::vector<TreeDef> TreeDef::children() const {
@@ -285,13 +291,14 @@ Value TreeDef::unflatten(std::span<const Value> leaves) const {
                              std::to_string(num_leaves()));
   size_t pos = 0;
   const Value* leaf = leaves.data();
-  return rebuild(*nodes_, pos, leaf);
+  return rebuild(nodes(), pos, leaf);
 }
 
 bool operator==(const TreeDef& a, const TreeDef& b) noexcept {
   if (a.nodes_ == b.nodes_) return true;
-  const auto& x = *a.nodes_;
-  const auto& y = *b.nodes_;
+  if (a.nodes_->hash != b.nodes_->hash) return false;
+  const auto& x = a.nodes();
+  const auto& y = b.nodes();
   if (x.size() != y.size()) return false;
   for (size_t i = 0; i < x.size(); ++i)
     if (x[i].type != y[i].type || x[i].n_children != y[i].n_children || x[i].keys != y[i].keys)
@@ -299,19 +306,11 @@ bool operator==(const TreeDef& a, const TreeDef& b) noexcept {
   return true;
 }
 
-uint64_t TreeDef::hash() const noexcept {
-  uint64_t h = 0;
-  for (const Node& n : *nodes_) {
-    h = hash_mix(h, uint64_t(n.type) << 32 | n.n_children);
-    for (const auto& k : n.keys) h = hash_mix(h, hash_bytes(k));
-  }
-  return h;
-}
 
 std::string TreeDef::to_string() const {
   std::string out;
   size_t pos = 0;
-  describe(*nodes_, pos, out);
+  describe(nodes(), pos, out);
   return out;
 }
 

@@ -40,9 +40,9 @@ class TreeDef {
   // The structure of v (placeholders are leaves).
   static TreeDef of(const Value& v);
 
-  size_t num_leaves() const noexcept { return nodes_->front().n_leaves; }
-  const Node& root() const noexcept { return nodes_->front(); }
-  const std::vector<Node>& nodes() const noexcept { return *nodes_; }
+  size_t num_leaves() const noexcept { return nodes_->nodes.front().n_leaves; }
+  const Node& root() const noexcept { return nodes_->nodes.front(); }
+  const std::vector<Node>& nodes() const noexcept { return nodes_->nodes; }
   bool is_leaf() const noexcept { return root().type == NodeType::Leaf; }
 
   // The i-th child subtree of a list/dict root.
@@ -54,13 +54,21 @@ class TreeDef {
   Value unflatten(std::span<const Value> leaves) const;
 
   friend bool operator==(const TreeDef& a, const TreeDef& b) noexcept;
-  uint64_t hash() const noexcept;
+  // Computed once, when the structure is made (IRs hash their trees often).
+  uint64_t hash() const noexcept { return nodes_->hash; }
   // Human-readable structure with '*' for leaves: [*, {"a": *}].
   std::string to_string() const;
 
  private:
-  explicit TreeDef(std::shared_ptr<const std::vector<Node>> nodes) : nodes_(std::move(nodes)) {}
-  std::shared_ptr<const std::vector<Node>> nodes_;
+  // The shared, immutable structure and its hash.
+  struct Block {
+    explicit Block(std::vector<Node> n);
+    std::vector<Node> nodes;
+    uint64_t hash;
+  };
+  explicit TreeDef(std::vector<Node> nodes) : nodes_(std::make_shared<const Block>(std::move(nodes))) {}
+  explicit TreeDef(std::shared_ptr<const Block> block) : nodes_(std::move(block)) {}
+  std::shared_ptr<const Block> nodes_;
 };
 
 // Appends the leaves of v in flattening order.

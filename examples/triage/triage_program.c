@@ -81,24 +81,32 @@ af_error_t* triage_fn(void* user_data, af_context_t* ctx, const af_value_t* cons
   af_error_t* err;
   (void)user_data;
   (void)n_inputs;
-  err = call_lm(ctx, "triage-classifier", "Classify this support ticket: {}", &ticket, 1,
-                kClassify, &cls);
+  /* Each step under its own name: texts, profiles and errors say which. */
+  err = af_name_push(ctx, "classify", 8);
+  if (!err)
+    err = call_lm(ctx, "triage-classifier", "Classify this support ticket: {}", &ticket, 1,
+                  kClassify, &cls);
+  if (!err) err = af_name_pop(ctx);
   if (!err) err = af_value_key(cls, "team", 4, &team);
   if (!err) err = af_value_key(cls, "urgency", 7, &urgency);
   /* Branches are traced on their own, on an example of the operand. */
   if (!err) err = af_value_str(ctx, "ticket", 6, &example);
   if (!err) err = af_trace(ctx, billing_fn, NULL, (const af_value_t* const*)&example, 1, NULL, &branches[0]);
   if (!err) err = af_trace(ctx, technical_fn, NULL, (const af_value_t* const*)&example, 1, NULL, &branches[1]);
+  if (!err) err = af_name_push(ctx, "draft", 5);
   if (!err) {
     const char* names[2] = {"billing", "technical"};
     size_t lens[2] = {7, 9};
     err = af_switch(ctx, team, names, lens, (const af_ir_t* const*)branches, 2, &ticket, 1, &reply);
   }
+  if (!err) err = af_name_pop(ctx);
+  if (!err) err = af_name_push(ctx, "review", 6);
   if (!err) {
     const af_value_t* args[2] = {ticket, reply};
     err = call_lm(ctx, "triage-reviewer", "Does this reply answer the ticket?\nTicket: {}\nReply: {}",
                   args, 2, kReview, &review);
   }
+  if (!err) err = af_name_pop(ctx);
   if (!err) {
     const char* keys[4] = {"team", "urgency", "reply", "review"};
     size_t lens[4] = {4, 7, 5, 6};

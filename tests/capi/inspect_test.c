@@ -474,12 +474,268 @@ static void cost_counts_loops_by_max_iters_and_dynamic_models(void) {
   af_ir_free(irs.body);
 }
 
+/* ---- name paths ------------------------------------------------------- */
+
+/* helper(x) = concat(x, "?") under the name "polish". */
+static af_error_t* polish_fn(void* u, af_context_t* c, const af_value_t* const* in, size_t n,
+                             af_value_t** out) {
+  af_value_t* args[2] = {NULL, NULL};
+  af_error_t* err = af_name_push(c, "polish", 6);
+  (void)u;
+  (void)n;
+  args[0] = af_value_clone(in[0]);
+  if (!err) err = af_value_str(c, "?", 1, &args[1]);
+  if (!err) err = af_concat(c, (const af_value_t* const*)args, 2, out);
+  if (!err) err = af_name_pop(c);
+  af_value_free(args[0]);
+  af_value_free(args[1]);
+  return err;
+}
+
+struct named {
+  int use_names;
+  af_ir_t* polish;
+};
+
+/* triage: { format; classify: { lm_call(model "named-m") }; polish(...) };
+ * then an unnamed concat. Without use_names the same program unnamed. */
+static af_error_t* named_fn(void* u, af_context_t* c, const af_value_t* const* in, size_t n,
+                            af_value_t** out) {
+  const struct named* st = u;
+  af_value_t *q = NULL, *model = NULL, *answer = NULL, *polished = NULL, *bang = NULL;
+  af_value_t* args[2];
+  af_error_t* err = NULL;
+  (void)n;
+  if (st->use_names) err = af_name_push(c, "triage", 6);
+  if (!err) err = af_format(c, "Q: {}", 5, in, 1, NULL, &q);
+  if (!err && st->use_names) err = af_name_push(c, "classify", 8);
+  if (!err) err = af_value_str(c, "named-m", 7, &model);
+  if (!err) err = ask(c, q, model, &answer);
+  if (!err && st->use_names) err = af_name_pop(c);
+  if (!err) err = af_ir_call(c, st->polish, (const af_value_t* const*)&answer, 1, &polished);
+  if (!err && st->use_names) err = af_name_pop(c);
+  if (!err) err = af_value_str(c, "!", 1, &bang);
+  args[0] = polished;
+  args[1] = bang;
+  if (!err) err = af_concat(c, (const af_value_t* const*)args, 2, out);
+  af_value_free(q);
+  af_value_free(model);
+  af_value_free(answer);
+  af_value_free(polished);
+  af_value_free(bang);
+  return err;
+}
+
+static af_ir_t* named_program(int use_names) {
+  struct named st = {use_names, NULL};
+  af_value_t* q = str("q");
+  af_ir_t* ir = NULL;
+  CHECK_OK(af_trace(ctx, polish_fn, NULL, (const af_value_t* const*)&q, 1, NULL, &st.polish));
+  CHECK_OK(af_trace(ctx, named_fn, &st, (const af_value_t* const*)&q, 1, NULL, &ir));
+  af_ir_free(st.polish);
+  af_value_free(q);
+  return ir;
+}
+
+/* The name path of equation i as JSON text, e.g. ["triage","classify"]. */
+static char* name_path_json(const af_ir_t* ir, size_t i) {
+  af_bytes_t b = {0};
+  af_value_t* e = doc_of(af_ir_eqn_json(ir, i, &b), &b);
+  af_value_t* path = key(e, "name_path");
+  char* s = json_of(path);
+  af_value_free(path);
+  af_value_free(e);
+  return s;
+}
+
+static void name_paths_are_recorded_and_shown(void) {
+  af_ir_t* ir = named_program(1);
+  static const char* want[] = {"[\"triage\"]", "[\"triage\",\"classify\"]",
+                               "[\"triage\",\"polish\"]", "[]"};
+  size_t i;
+  char *text, *dot;
+  CHECK_INT_EQ(af_ir_eqn_count(ir), 4);
+  for (i = 0; i < 4 && i < af_ir_eqn_count(ir); ++i) {
+    char* got = name_path_json(ir, i);
+    if (got) CHECK_STR_EQ(got, want[i]);
+    free(got);
+  }
+  text = ir_text(ir);
+  if (text) {
+    CHECK_CONTAINS(text, "%1:str = format[names=[], template=\"Q: {}\"](%0) @name=\"triage\"\n");
+    CHECK_CONTAINS(text, "(%1, \"named-m\") @name=\"triage/classify\"\n");
+    CHECK_CONTAINS(text, "concat(%2, \"?\") @name=\"triage/polish\"\n");
+    CHECK_CONTAINS(text, "concat(%3, \"!\")\n");
+  }
+  dot = ir_dot(ir);
+  if (dot) CHECK_CONTAINS(dot, "label=\"lm_call\\nname: triage/classify\"");
+  free(text);
+  free(dot);
+  af_ir_free(ir);
+}
+
+/* Name paths are part of hash and equality (as tags are), and never change
+ * what a program computes. */
+static void name_paths_join_hash_and_equality(void) {
+  af_ir_t* a = named_program(1);
+  af_ir_t* b = named_program(1);
+  af_ir_t* plain = named_program(0);
+  af_value_t* q = str("q");
+  af_value_t *x = NULL, *y = NULL;
+  CHECK(af_ir_equal(a, b));
+  CHECK(af_ir_hash(a) == af_ir_hash(b));
+  CHECK(!af_ir_equal(a, plain));
+  CHECK(af_ir_hash(a) != af_ir_hash(plain));
+  routed_echo();
+  CHECK_OK(af_ir_call(ctx, a, (const af_value_t* const*)&q, 1, &x));
+  CHECK_OK(af_ir_call(ctx, plain, (const af_value_t* const*)&q, 1, &y));
+  CHECK_JSON(x, "\"named-m|Q: q?!\"");
+  CHECK_JSON(y, "\"named-m|Q: q?!\"");
+  af_value_free(x);
+  af_value_free(y);
+  af_value_free(q);
+  af_ir_free(plain);
+  af_ir_free(b);
+  af_ir_free(a);
+}
+
+/* Every transform keeps the name paths of the equations it rewrites, as it
+ * keeps their tags; so does a save and load. */
+static void name_paths_survive_transforms_and_saving(void) {
+  af_ir_t* ir = named_program(1);
+  af_ir_t* out[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+  const char* what[6] = {"batch", "pushforward", "pullback", "dce", "cse", "saved"};
+  af_bytes_t bytes = {0};
+  size_t k;
+  CHECK_OK(af_batch(ctx, ir, NULL, &out[0]));
+  CHECK_OK(af_pushforward(ctx, ir, &out[1]));
+  CHECK_OK(af_pullback(ctx, ir, &out[2]));
+  CHECK_OK(af_dce(ctx, ir, NULL, &out[3]));
+  CHECK_OK(af_cse(ctx, ir, &out[4]));
+  CHECK_OK(af_ir_to_bytes(ir, &bytes));
+  CHECK_OK(af_ir_from_bytes(ctx, bytes.data, bytes.len, &out[5]));
+  af_bytes_free(&bytes);
+  for (k = 0; k < 6; ++k) {
+    char* text = ir_text(out[k]);
+    if (!text) continue;
+    if (!strstr(text, "lm_call[roles=[\"user\"]]") || !strstr(text, "@name=\"triage/classify\"") ||
+        !strstr(text, "@name=\"triage/polish\""))
+      check_fail(__FILE__, __LINE__, "%s lost a name path:\n%s", what[k], text);
+    free(text);
+  }
+  CHECK(af_ir_equal(ir, out[5]));
+  CHECK(af_ir_hash(ir) == af_ir_hash(out[5]));
+  for (k = 0; k < 6; ++k) af_ir_free(out[k]);
+  af_ir_free(ir);
+}
+
+/* A saved graph's name paths are checked when it loads. */
+static void bad_saved_name_paths_are_format_errors(void) {
+  static const char* bad[] = {"[\"a/b\"]", "[\"\"]", "[\"ok\", 3]"};
+  size_t i;
+  for (i = 0; i < 3; ++i) {
+    char json[512];
+    af_bytes_t b = {NULL, 0};
+    snprintf(json, sizeof json,
+             "{\"afg\":1,\"irs\":[{\"vars\":[\"str\",\"str\"],\"in\":[\"%%0\"],"
+             "\"eqns\":[{\"prim\":\"concat\",\"out\":\"%%1\",\"in\":[\"%%0\"],"
+             "\"name_path\":%s}],\"out\":\"%%1\"}]}",
+             bad[i]);
+    CHECK_ERR(af_graph_from_json(ctx, json, strlen(json), &b), AF_ERR_FORMAT, "name");
+    CHECK(b.data == NULL);
+  }
+}
+
+/* A failing equation's error names its name path. */
+static void failing_equations_name_their_path(void) {
+  af_ir_t* ir = named_program(1);
+  af_value_t* q = str("q");
+  af_value_t* out = NULL;
+  /* No route for "named-m": the lm_call fails. */
+  CHECK_ERR(af_ir_call(ctx, ir, (const af_value_t* const*)&q, 1, &out), AF_ERR_NOT_FOUND,
+            "in triage/classify: ", "named-m");
+  af_value_free(q);
+  af_ir_free(ir);
+}
+
+static af_error_t* unclosed_name(void* u, af_context_t* c, const af_value_t* const* in, size_t n,
+                                 af_value_t** out) {
+  af_error_t* err = af_name_push(c, "open", 4);
+  (void)u;
+  (void)n;
+  if (!err) err = af_concat(c, in, 1, out);
+  return err;
+}
+
+static af_error_t* bad_names(void* u, af_context_t* c, const af_value_t* const* in, size_t n,
+                             af_value_t** out) {
+  (void)u;
+  (void)n;
+  CHECK_ERR(af_name_push(c, "", 0), AF_ERR_INVALID_ARGUMENT, "empty");
+  CHECK_ERR(af_name_push(c, "a/b", 3), AF_ERR_INVALID_ARGUMENT, "'/'", "one name per level");
+  CHECK_ERR(af_name_push(c, "\xff", 1), AF_ERR_INVALID_ARGUMENT, "utf-8|utf8");
+  CHECK_ERR(af_name_pop(c), AF_ERR_INVALID_ARGUMENT, "name pop without a matching push");
+  return af_concat(c, in, 1, out);
+}
+
+static void name_scopes_reject_bad_input(void) {
+  af_value_t* q = str("q");
+  af_ir_t* ir = NULL;
+  CHECK_OK(af_trace(ctx, bad_names, NULL, (const af_value_t* const*)&q, 1, NULL, &ir));
+  af_ir_free(ir);
+  ir = NULL;
+  CHECK_ERR(af_trace(ctx, unclosed_name, NULL, (const af_value_t* const*)&q, 1, NULL, &ir),
+            AF_ERR_INVALID_ARGUMENT, "name scope(s) still open", "\"open\"");
+  CHECK(ir == NULL);
+  /* Outside a trace on an eager context (nothing is recorded there). */
+  CHECK_ERR(af_name_push(ctx, "x", 1), AF_ERR_INVALID_ARGUMENT, "inside a trace");
+  CHECK_ERR(af_name_pop(ctx), AF_ERR_INVALID_ARGUMENT, "inside a trace");
+  CHECK_ERR(af_name_push(NULL, "x", 1), AF_ERR_INVALID_ARGUMENT, "ctx");
+  CHECK_ERR(af_name_pop(NULL), AF_ERR_INVALID_ARGUMENT, "ctx");
+  af_value_free(q);
+}
+
+/* On a lazy context, name scopes outside a trace name the operations it
+ * records: a failed one says where it was recorded, with its name path. */
+static void lazy_operations_carry_name_paths(void) {
+  af_context_t* lazy = NULL;
+  af_value_t *q = NULL, *model = NULL, *answer = NULL;
+  const char* text = NULL;
+  size_t len = 0;
+  CHECK_OK(af_context_new_with("{\"lazy\": true}", 14, &lazy));
+  CHECK_OK(af_value_str(lazy, "q", 1, &q));
+  CHECK_OK(af_value_str(lazy, "unrouted", 8, &model));
+  CHECK_OK(af_name_push(lazy, "triage", 6));
+  CHECK_OK(af_name_push(lazy, "draft", 5));
+  CHECK_OK(ask(lazy, q, model, &answer));
+  CHECK_OK(af_name_pop(lazy));
+  CHECK_OK(af_name_pop(lazy));
+  CHECK_ERR(af_name_pop(lazy), AF_ERR_INVALID_ARGUMENT, "name pop without a matching push");
+  CHECK_ERR(af_value_get_str(answer, &text, &len), AF_ERR_NOT_FOUND, "lm_call (operation #",
+            "name triage/draft", "unrouted");
+  af_value_free(answer);
+  af_value_free(model);
+  af_value_free(q);
+  af_context_free(lazy);
+}
+
 int main(int argc, char** argv) {
-  static const struct test_case cases[] = {
-      CASE(triage_queries_match_reference),   CASE(generated_dags_match_reference),
-      CASE(dag_slices_compute_the_same_output), CASE(triage_slice_runs_and_matches),
-      CASE(slice_reports_missing_inputs),     CASE(eqn_json_describes_inputs_params_and_subs),
-      CASE(ir_json_lists_inputs_outputs_and_vars), CASE(deep_queries_enter_sub_irs),
-      CASE(cost_counts_calls_per_model), CASE(cost_counts_loops_by_max_iters_and_dynamic_models)};
+  static const struct test_case cases[] = {CASE(triage_queries_match_reference),
+                                           CASE(generated_dags_match_reference),
+                                           CASE(dag_slices_compute_the_same_output),
+                                           CASE(triage_slice_runs_and_matches),
+                                           CASE(slice_reports_missing_inputs),
+                                           CASE(eqn_json_describes_inputs_params_and_subs),
+                                           CASE(ir_json_lists_inputs_outputs_and_vars),
+                                           CASE(deep_queries_enter_sub_irs),
+                                           CASE(cost_counts_calls_per_model),
+                                           CASE(cost_counts_loops_by_max_iters_and_dynamic_models),
+                                           CASE(name_paths_are_recorded_and_shown),
+                                           CASE(name_paths_join_hash_and_equality),
+                                           CASE(name_paths_survive_transforms_and_saving),
+                                           CASE(failing_equations_name_their_path),
+                                           CASE(name_scopes_reject_bad_input),
+                                           CASE(bad_saved_name_paths_are_format_errors),
+                                           CASE(lazy_operations_carry_name_paths)};
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -315,6 +315,20 @@ static void park(void* ud, af_lm_request_t* req) {
   if (p->n < 16) p->reqs[p->n++] = req;
   pthread_mutex_unlock(&p->mu);
 }
+/* How many requests have been parked; waits (up to 5 s) for `want` of them.
+ * A provider's in_flight count rises before its callback parks the request,
+ * so tests wait on this, read under the lock. */
+static int parked_wait(struct parked* p, int want) {
+  double t0 = now_ms();
+  int n;
+  for (;;) {
+    pthread_mutex_lock(&p->mu);
+    n = p->n;
+    pthread_mutex_unlock(&p->mu);
+    if (n >= want || now_ms() - t0 >= 5000) return n;
+    sleep_ms(1);
+  }
+}
 
 static void cancel_stops_in_flight_requests(void) {
   int n = 3;
@@ -331,10 +345,7 @@ static void cancel_stops_in_flight_requests(void) {
   CHECK_OK(af_provider_host_new(park, &parked, NULL, &host));
   route("*", host);
   if (!CHECK_OK(start_program(p, "[\"a\",\"m\"]", NULL, &f))) return;
-  {
-    double t0 = now_ms();
-    while (stat_field(host, "in_flight") < 3 && now_ms() - t0 < 5000) sleep_ms(1);
-  }
+  CHECK_INT_EQ(parked_wait(&parked, 3), 3);
   CHECK_INT_EQ(stat_field(host, "in_flight"), 3);
   for (i = 0; i < parked.n; i++) CHECK_INT_EQ(af_lm_request_cancelled(parked.reqs[i]), 0);
   af_future_cancel(f);
@@ -875,10 +886,7 @@ static void batched_switch_cancels_its_items(void) {
   CHECK_OK(af_provider_host_new(park, &parked, NULL, &host));
   route("*", host);
   if (!CHECK_OK(start_program(p, "[[\"a\",\"b\",\"a\"],[\"x\",\"y\",\"z\"]]", NULL, &f))) return;
-  {
-    double t0 = now_ms();
-    while (stat_field(host, "in_flight") < 3 && now_ms() - t0 < 5000) sleep_ms(1);
-  }
+  CHECK_INT_EQ(parked_wait(&parked, 3), 3);
   CHECK_INT_EQ(stat_field(host, "in_flight"), 3);
   af_future_cancel(f);
   CHECK_ERR(af_future_wait(f, &out), AF_ERR_CANCELLED, "cancelled");
@@ -894,13 +902,15 @@ static void batched_switch_cancels_its_items(void) {
   }
   af_future_free(f);
   /* One item fails: the others' calls are cancelled, the run fails. */
+  pthread_mutex_lock(&parked.mu);
   parked.n = 0;
+  pthread_mutex_unlock(&parked.mu);
   f = NULL;
   if (CHECK_OK(start_program(p, "[[\"a\",\"b\",\"a\"],[\"x\",\"y\",\"z\"]]", NULL, &f))) {
-    double t0 = now_ms();
-    while (stat_field(host, "in_flight") < 3 && now_ms() - t0 < 5000) sleep_ms(1);
-    CHECK_INT_EQ(parked.n, 3);
-    if (parked.n == 3) CHECK_OK(af_lm_request_fail(parked.reqs[1], af_error_new(AF_ERR_PROVIDER, "overloaded", 10)));
+    double t0;
+    int got = parked_wait(&parked, 3);
+    CHECK_INT_EQ(got, 3);
+    if (got == 3) CHECK_OK(af_lm_request_fail(parked.reqs[1], af_error_new(AF_ERR_PROVIDER, "overloaded", 10)));
     out = (af_value_t*)&out;
     CHECK_ERR(af_future_wait(f, &out), AF_ERR_PROVIDER, "");
     CHECK_NULLED(out, af_value_free);
@@ -991,6 +1001,101 @@ static void long_async_loops_run_every_iteration(void) {
   af_provider_free(echo);
 }
 
+/* gather_body([acc, x]) = [acc + lm("m", x), x]: one call per pass, fed by
+ * x alone. */
+static af_error_t* gather_body(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                               af_value_t** out) {
+  af_value_t *acc = NULL, *x = NULL, *m = cstr(c, "m"), *y = NULL, *joined = NULL;
+  af_error_t* e = af_value_index(in[0], 0, &acc);
+  (void)ud;
+  (void)n;
+  if (!e) e = af_value_index(in[0], 1, &x);
+  if (!e) e = ask(c, x, m, &y);
+  if (!e) {
+    const af_value_t* parts[2];
+    parts[0] = acc;
+    parts[1] = y;
+    e = af_concat(c, parts, 2, &joined);
+  }
+  if (!e) {
+    const af_value_t* items[2];
+    items[0] = joined;
+    items[1] = x;
+    e = af_value_list(c, items, 2, out);
+  }
+  af_value_free(acc);
+  af_value_free(x);
+  af_value_free(m);
+  af_value_free(y);
+  af_value_free(joined);
+  return e;
+}
+static af_error_t* always_state(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                                af_value_t** out) {
+  (void)ud;
+  (void)in;
+  (void)n;
+  return af_value_bool(c, 1, out);
+}
+/* gather(acc, x) = 5 passes of gather_body, then the accumulated text. */
+static af_error_t* gather(void* ud, af_context_t* c, const af_value_t* const* in, size_t n, af_value_t** out) {
+  af_ir_t* cond = TRACE(always_state, NULL, "[[\"a\",\"x\"]]", NULL);
+  af_ir_t* body = TRACE(gather_body, NULL, "[[\"a\",\"x\"]]", NULL);
+  af_value_t* state = NULL;
+  af_value_t* last = NULL;
+  af_error_t* e;
+  (void)ud;
+  (void)n;
+  e = af_value_list(c, in, 2, &state);
+  if (!e) e = af_while_loop(c, cond, body, state, 5, &last);
+  if (!e) e = af_value_index(last, 0, out);
+  af_value_free(state);
+  af_value_free(last);
+  af_ir_free(cond);
+  af_ir_free(body);
+  return e;
+}
+
+/* The pullback of a loop around LM calls: the forward passes run one after
+ * another (each waits for the state), but the backward pass's feedback
+ * calls depend only on the output's feedback, so they are in flight
+ * together: 5 forward calls + 1 round of feedback calls, not 5 + 5. */
+static void loop_pullback_feedback_calls_run_together(void) {
+  af_provider_t* echo = echo_with("{\"latency_ms\":100}");
+  af_ir_t* fwd = TRACE(gather, NULL, "[\"a\",\"x\"]", NULL);
+  af_ir_t* pb = NULL;
+  af_program_t* p = NULL;
+  af_value_t* out = NULL;
+  double t0, elapsed;
+  if (!fwd || !CHECK_OK(af_pullback(ctx, fwd, &pb))) return;
+  p = compile_ir(pb);
+  if (!p) return;
+  route("*", echo);
+  t0 = now_ms();
+  if (CHECK_OK(call_program(p, "[[\"\",\"q\"],\"shorter\"]", NULL, &out))) {
+    af_value_t* grads = NULL;
+    af_value_t* gx = NULL;
+    const char* s = NULL;
+    size_t len = 0;
+    CHECK_OK(af_value_index(out, 1, &grads));
+    CHECK_OK(af_value_index(grads, 1, &gx));
+    /* Five feedback calls reached x: their answers are accumulated. */
+    if (CHECK_OK(af_value_get_str(gx, &s, &len))) CHECK(len > 0);
+    af_value_free(gx);
+    af_value_free(grads);
+  }
+  elapsed = now_ms() - t0;
+  CHECK_INT_EQ(stat_field(echo, "finished"), 10);
+  /* 6 rounds of 100 ms; one after another it would be 10 (>= 1 000 ms). */
+  CHECK(elapsed < 900);
+  CHECK(stat_field(echo, "peak_in_flight") >= 5);
+  af_value_free(out);
+  af_program_free(p);
+  af_ir_free(pb);
+  af_ir_free(fwd);
+  af_provider_free(echo);
+}
+
 static void freeing_the_context_cancels_runs(void) {
   int n = 2;
   af_provider_t* echo = echo_with("{\"latency_ms\":10000}");
@@ -1053,6 +1158,7 @@ int main(int argc, char** argv) {
       CASE(batched_switch_cancels_its_items),
       CASE(batched_loop_calls_are_all_in_flight_at_once),
       CASE(long_async_loops_run_every_iteration),
+      CASE(loop_pullback_feedback_calls_run_together),
       CASE(freeing_the_context_cancels_runs),
       CASE(many_async_runs_share_one_scheduler),
   };

@@ -3,8 +3,8 @@
 // behaviour end to end through af.h).
 #include <gtest/gtest.h>
 
-#include "exec/scopes.h"
-#include "prims/registry.h"
+#include "rt/scopes.h"
+#include "ir/registry.h"
 #include "transform_test_util.h"
 
 namespace af::testing {
@@ -129,7 +129,7 @@ TEST(Scopes, CollectInjectMemoDirectly) {
 }
 
 TEST(Scopes, MemoizeInsideBatchedAndControlFlowPrograms) {
-  Context ctx;
+  ExecContext ctx;
   RunEnv e{&ctx};
   int calls = 0;
   auto f = std::make_shared<HostFunction>();

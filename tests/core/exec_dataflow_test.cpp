@@ -8,13 +8,13 @@
 #include <thread>
 
 #include "expect_error.h"
-#include "exec/async.h"
+#include "rt/async.h"
 #include "exec/context.h"
 #include "exec/executor.h"
 #include "exec/program.h"
 #include "prims/control_flow.h"
 #include "prims/ops.h"
-#include "prims/registry.h"
+#include "ir/registry.h"
 #include "trace/trace.h"
 #include "value/error.h"
 
@@ -77,7 +77,7 @@ const Prim& fail_prim() {
 }
 
 struct Env {
-  Context ctx;
+  ExecContext ctx;
   RunEnv env{&ctx};
 };
 

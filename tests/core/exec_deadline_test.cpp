@@ -16,7 +16,7 @@
 #include "ir/ir.h"
 #include "prims/control_flow.h"
 #include "prims/ops.h"
-#include "prims/registry.h"
+#include "ir/registry.h"
 #include "trace/trace.h"
 #include "transforms/batch.h"
 #include "transforms/builder.h"
@@ -95,7 +95,7 @@ constexpr double kSlackMs = 800;
 TEST(ExecDeadline, EveryControlFlowLoopEndsAtTheRunDeadline) {
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name);
-    Context ctx;
+    ExecContext ctx;
     RunEnv env{&ctx};
     IRPtr ir = c.make(env);
     // The case holds the primitive it is named for (a literal count for scan).
@@ -119,7 +119,7 @@ TEST(ExecDeadline, EveryControlFlowLoopEndsAtTheRunDeadline) {
 TEST(ExecDeadline, AsyncRunsTimeOutAndTheContextThenGoes) {
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name);
-    auto ctx = std::make_unique<Context>();
+    auto ctx = std::make_unique<ExecContext>();
     RunEnv env{ctx.get()};
     auto prog = compile(c.make(env));
     RunOptions o;
@@ -144,7 +144,7 @@ TEST(ExecDeadline, AsyncRunsTimeOutAndTheContextThenGoes) {
 TEST(ExecDeadline, ARunStillLoopingIsStoppedWhenItsContextGoes) {
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name);
-    auto ctx = std::make_unique<Context>();
+    auto ctx = std::make_unique<ExecContext>();
     RunEnv env{ctx.get()};
     auto prog = compile(c.make(env));
     Future f = run_async(env, prog, from_json(c.inputs).items());

@@ -6,11 +6,11 @@
 #include <gtest/gtest.h>
 
 #include "exec/context.h"
-#include "exec/exec.h"
+#include "exec/sequential.h"
 #include "exec/executor.h"
 #include "exec/program.h"
 #include "prims/ops.h"
-#include "prims/registry.h"
+#include "ir/registry.h"
 #include "trace/trace.h"
 
 namespace af {
@@ -36,7 +36,7 @@ IRPtr growing_chain(int n, int mid, int side, RunEnv& env) {
 std::string expected(const std::string& s, int n) { return s + std::string(size_t(n), 'x'); }
 
 TEST(ExecLastUse, ProgramMarksOnlySingleReadsOfNonOutputs) {
-  Context ctx;
+  ExecContext ctx;
   RunEnv env{&ctx};
   IRPtr ir = growing_chain(10, 5, 3, env);
   auto prog = compile(ir);
@@ -58,7 +58,7 @@ TEST(ExecLastUse, ProgramMarksOnlySingleReadsOfNonOutputs) {
 }
 
 TEST(ExecLastUse, GrowingChainIsCorrectAndLeavesSharedValuesAlone) {
-  Context ctx;
+  ExecContext ctx;
   RunEnv env{&ctx};
   const int n = 200, mid = 120, side = 50;
   IRPtr ir = growing_chain(n, mid, side, env);
@@ -66,11 +66,10 @@ TEST(ExecLastUse, GrowingChainIsCorrectAndLeavesSharedValuesAlone) {
                            expected("s", side) + "!\"]";
   Value input = Value::str("s");
   auto prog = compile(ir);
-  auto plan = lower(ir);
   for (int round = 0; round < 3; ++round) {  // the IR's literals must not grow between runs
     EXPECT_EQ(to_json(run_sync(env, prog, {input})), want);
     std::vector<Value> leaves{input};
-    EXPECT_EQ(to_json(run(*plan, leaves, env)), want);
+    EXPECT_EQ(to_json(prog->ir->out_tree.unflatten(run_sequential(*prog, leaves, env))), want);
     Future f = run_async(env, prog, {input});
     EXPECT_EQ(to_json(f.wait()), want);
   }

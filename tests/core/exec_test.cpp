@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "expect_error.h"
-#include "exec/exec.h"
+#include "exec/sequential.h"
 #include "ir/ir.h"
 #include "prims/ops.h"
-#include "prims/registry.h"
+#include "ir/registry.h"
 #include "trace/trace.h"
 #include "value/error.h"
 #include "value/value.h"
@@ -162,21 +162,20 @@ TEST(ExecCall, RunsALiteralOnlyIr) {
 }
 
 TEST(ExecLower, SlotPerVarThenPerLiteral) {
-  auto plan = lower(literal_only_ir());
+  auto plan = compile(literal_only_ir());
   // 2 vars, then literals in order of appearance: "a", "b", "ab", "lit".
   EXPECT_EQ(plan->n_slots, 6u);
   EXPECT_EQ(to_json(Value::list(plan->constants)), R"(["a","b","ab","lit"])");
   EXPECT_TRUE(plan->in_slots.empty());
   EXPECT_EQ(plan->out_slots, (std::vector<uint32_t>{0, 1, 5}));
-  ASSERT_EQ(plan->steps.size(), 2u);
-  EXPECT_EQ(plan->steps[1].in_begin, 2u);
-  EXPECT_EQ(plan->steps[1].in_count, 2u);
+  ASSERT_EQ(plan->nodes.size(), 2u);
+  EXPECT_EQ(plan->nodes[1].in_begin, 2u);
+  EXPECT_EQ(plan->nodes[1].in_count, 2u);
   EXPECT_EQ(plan->args, (std::vector<uint32_t>{2, 3, 0, 4}));
   EXPECT_EQ(plan->results, (std::vector<uint32_t>{0, 1}));
-  EXPECT_EQ(plan->max_arity, 2u);
   std::vector<Value> none;
   RunEnv env;
-  EXPECT_EQ(to_json(run(*plan, none, env)), R"(["ab",true,"lit",null])");
+  EXPECT_EQ(to_json(plan->ir->out_tree.unflatten(run_sequential(*plan, none, env))), R"(["ab",true,"lit",null])");
 }
 
 TEST(ExecCall, OutputsMayRepeatAnInputAndALiteral) {
@@ -193,7 +192,7 @@ TEST(ExecWalker, StepsEvaluatesAndAcceptsOutputs) {
   RunEnv env;
   IRPtr ir = hello(env);
   std::vector<Value> inputs{S("World")};
-  Walker w(lower(ir), check_inputs(*ir, inputs), env);
+  Walker w(ir, check_inputs(*ir, inputs), env);
 
   ASSERT_FALSE(w.done());
   EXPECT_EQ(w.eqn_index(), 0u);
@@ -219,7 +218,7 @@ TEST(ExecWalker, EvalAllMatchesCall) {
   RunEnv env;
   IRPtr ir = program(env);
   Value inputs = J(R"(["a", ["b", {"k": 7}], "s"])");
-  Walker w(lower(ir), check_inputs(*ir, inputs.items()), env);
+  Walker w(ir, check_inputs(*ir, inputs.items()), env);
   size_t steps = 0;
   while (!w.done()) {
     w.eval();
@@ -233,7 +232,7 @@ TEST(ExecWalker, SentValuesFlowToLaterEquations) {
   RunEnv env;
   IRPtr ir = hello(env);
   std::vector<Value> inputs{S("World")};
-  Walker w(lower(ir), check_inputs(*ir, inputs), env);
+  Walker w(ir, check_inputs(*ir, inputs), env);
   w.send(S("host-made"));
   EXPECT_EQ(to_json(w.inputs()), R"(["host-made","?"])");
   w.eval();
@@ -259,7 +258,7 @@ TEST_P(ExecWalkerSend, RejectsOutputsOfTheWrongShapeOrKind) {
       },
       std::vector<Value>{S("x")}, Value());
   std::vector<Value> inputs{S("v")};
-  Walker w(lower(ir), check_inputs(*ir, inputs), env);
+  Walker w(ir, check_inputs(*ir, inputs), env);
   w.eval();  // format
   ASSERT_EQ(w.eqn().prim->name, "stop_gradient");
   EXPECT_AF_ERROR(w.send(J(GetParam().outputs)), Code::InvalidArgument, GetParam().fragment);
@@ -283,7 +282,7 @@ TEST(ExecWalker, SendRejectsPlaceholders) {
   RunEnv env;
   IRPtr ir = hello(env);
   std::vector<Value> inputs{S("World")};
-  Walker w(lower(ir), check_inputs(*ir, inputs), env);
+  Walker w(ir, check_inputs(*ir, inputs), env);
   EXPECT_AF_ERROR(w.send(Value::placeholder({1, 0, Kind::Str})), Code::InvalidArgument,
                   "walk: outputs of format must be concrete values");
 }
@@ -293,7 +292,7 @@ TEST(ExecWalker, ProgramWithoutEquationsIsDoneAtOnce) {
   IRPtr ir = trace([&](Args in) { return Value::list({in[0], S("k")}); },
                    std::vector<Value>{S("x")}, Value());
   std::vector<Value> inputs{S("v")};
-  Walker w(lower(ir), check_inputs(*ir, inputs), env);
+  Walker w(ir, check_inputs(*ir, inputs), env);
   EXPECT_TRUE(w.done());
   EXPECT_EQ(to_json(w.outputs()), R"(["v","k"])");
 }

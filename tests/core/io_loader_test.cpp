@@ -304,14 +304,8 @@ TEST(Loader, DeclaredParamsAreCheckedGenerically) {
   with([&](std::vector<io::RawParam>& ps) { ps[0].kind = 1; ps[0].value = 0; },
        {"names IR 0, which is not before this one"});
   // A required param that is missing.
-  static const Prim* req = [] {
-    Prim p;
-    p.name = "io_test.required";
-    p.impl = iotest::sub_impl;
-    p.abstract_eval = iotest::sub_abstract;
-    p.params = std::vector<ParamSpec>{{"must", 0, Kind::Str, false}};
-    return register_prim(std::move(p));
-  }();
+  static const Prim* req =
+      register_prim(iotest::test_prim("io_test.required", 1, {{.name = "must", .value_kind = Kind::Str}}));
   io::RawGraph g = base;
   g.prims[0] = {req->name, 1};
   g.param_sets.clear();

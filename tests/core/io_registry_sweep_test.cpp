@@ -56,9 +56,9 @@ TEST(LoaderSweep, EveryPrimitiveRefusesOrRunsMisshapenEquations) {
     // Params: none; each declared name with a value of a wrong kind; an unknown name.
     std::vector<std::vector<io::RawParam>> param_variants = {{}};
     std::vector<Value> literals = {Value::integer(7), Value::list({S("a")})};
-    if (p->params) {
+    {
       std::vector<io::RawParam> wrong;
-      for (const ParamSpec& s : *p->params) {
+      for (const ParamSpec& s : p->params) {
         io::RawParam r;
         r.name = s.name;
         r.kind = 0;
@@ -88,7 +88,7 @@ TEST(LoaderSweep, EveryPrimitiveRefusesOrRunsMisshapenEquations) {
           (void)to_text(*ir);
           std::vector<Value> in(n, sample(k));
           try {
-            Context ctx;
+            ExecContext ctx;
             RunEnv env;
             env.context = &ctx;
             (void)call(ir, in, env);

@@ -12,15 +12,18 @@
 #include <vector>
 
 #include "exec/context.h"
-#include "exec/env.h"
-#include "exec/exec.h"
+#include "rt/env.h"
+#include "exec/sequential.h"
 #include "io/afg.h"
 #include "io/raw.h"
 #include "ir/ir.h"
 #include "ir/prim.h"
 #include "prims/ops.h"
-#include "prims/registry.h"
+#include "ir/registry.h"
 #include "trace/trace.h"
+#include "transforms/batch.h"
+#include "transforms/dce.h"
+#include "transforms/pullback.h"
 #include "transforms/transforms.h"
 #include "value/error.h"
 
@@ -40,42 +43,39 @@ inline AbstractOut sub_abstract(const Params&, std::span<const Aval>, const Tree
 inline void sub_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv&) {
   out[0] = Value::str("sub:" + std::to_string(in.size()));
 }
+// A test primitive with every rule (the registry refuses one without): the
+// shared rules, and no derivative.
+inline Prim test_prim(const char* name, uint32_t version, std::vector<ParamSpec> params) {
+  return Prim{
+      .name = name,
+      .version = version,
+      .params = std::move(params),
+      .impl = sub_impl,
+      .abstract_eval = sub_abstract,
+      .batch = batch_by_map,
+      .pushforward = [](PushCtx&, const Eqn& e) { invalid(e.prim->name + " has no derivative"); },
+      .pullback_fwd = pull_fwd_copy,
+      .pullback_bwd = [](PullCtx&, const Eqn& e) { invalid(e.prim->name + " has no derivative"); },
+      .dce = dce_whole,
+  };
+}
 inline const Prim* sub_prim() {
-  static const Prim* p = [] {
-    Prim q;
-    q.name = "io_test.sub";
-    q.impl = sub_impl;
-    q.abstract_eval = sub_abstract;
-    q.params = std::vector<ParamSpec>{{"cases", 3, Kind::Null, true},
-                                      {"label", 0, Kind::Str, true},
-                                      {"many", 2, Kind::Null, true},
-                                      {"one", 1, Kind::Null, true}};
-    return register_prim(std::move(q));
-  }();
+  static const Prim* p = register_prim(test_prim("io_test.sub", 1,
+                                                 {{.name = "cases", .kind = ParamKind::IRMap, .optional = true},
+                                                  {.name = "label", .value_kind = Kind::Str, .optional = true},
+                                                  {.name = "many", .kind = ParamKind::IRList, .optional = true},
+                                                  {.name = "one", .kind = ParamKind::IR, .optional = true}}));
   return p;
 }
 // "io_test.host": like host_call, its str param "fn" names a host function.
 inline const Prim* host_prim() {
-  static const Prim* p = [] {
-    Prim q;
-    q.name = "io_test.host";
-    q.impl = sub_impl;
-    q.abstract_eval = sub_abstract;
-    q.params = std::vector<ParamSpec>{{"fn", 0, Kind::Str, false, true}};
-    return register_prim(std::move(q));
-  }();
+  static const Prim* p =
+      register_prim(test_prim("io_test.host", 1, {{.name = "fn", .value_kind = Kind::Str, .names_host_function = true}}));
   return p;
 }
 // "io_test.sub" version 2 exists too, so version lookups are exercised.
 inline const Prim* sub_prim_v2() {
-  static const Prim* p = [] {
-    Prim q;
-    q.name = "io_test.sub";
-    q.version = 2;
-    q.impl = sub_impl;
-    q.abstract_eval = sub_abstract;
-    return register_prim(std::move(q));
-  }();
+  static const Prim* p = register_prim(test_prim("io_test.sub", 2, {}));
   return p;
 }
 
@@ -87,7 +87,7 @@ inline IRPtr trace_fn(const std::function<Value(std::span<const Value>)>& fn,
 // A context where the host function "search" (used by the host_call corpus
 // entry) is registered; it answers "found:<its argument>".
 inline RunEnv& env() {
-  static Context ctx;
+  static ExecContext ctx;
   static RunEnv e = [] {
     auto fn = std::make_shared<HostFunction>();
     fn->name = "search";

@@ -10,7 +10,7 @@
 
 #include "ir/ir.h"
 #include "ir/prim.h"
-#include "prims/registry.h"
+#include "ir/registry.h"
 #include "value/error.h"
 
 namespace af {

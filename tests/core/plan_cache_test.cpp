@@ -5,7 +5,7 @@
 #include <span>
 #include <vector>
 
-#include "exec/env.h"
+#include "rt/env.h"
 #include "exec/plan_cache.h"
 #include "expect_error.h"
 #include "prims/ops.h"

@@ -10,12 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "exec/exec.h"
+#include "exec/sequential.h"
 #include "ir/ir.h"
 #include "ir/prim.h"
 #include "prims/ops.h"
-#include "prims/registry.h"
+#include "ir/registry.h"
 #include "trace/trace.h"
+#include "transforms/builder.h"
+#include "transforms/transforms.h"
 #include "value/error.h"
 #include "value/value.h"
 
@@ -364,7 +366,7 @@ TEST(PrimsRegistry, BuiltinsAreRegisteredWithTheirFlags) {
     EXPECT_EQ(p->version, 1u);
     EXPECT_EQ(p->flags, c.flags);
     EXPECT_EQ(p->cost, c.cost);
-    EXPECT_NE(p->impl, nullptr);
+    EXPECT_TRUE(p->impl || p->impl_async);  // a way to run
     EXPECT_NE(p->abstract_eval, nullptr);
     EXPECT_NE(std::find(all.begin(), all.end(), p), all.end());
   }
@@ -381,7 +383,7 @@ TEST(PrimsRegistry, EveryPrimitiveHasEveryRule) {
     SCOPED_TRACE(name);
     const Prim* p = find_prim(name);
     ASSERT_NE(p, nullptr);
-    EXPECT_NE(p->impl, nullptr);
+    EXPECT_TRUE(p->impl || p->impl_async);  // a way to run
     EXPECT_NE(p->abstract_eval, nullptr);
     EXPECT_NE(p->batch, nullptr);
     EXPECT_NE(p->pushforward, nullptr);
@@ -389,6 +391,27 @@ TEST(PrimsRegistry, EveryPrimitiveHasEveryRule) {
     EXPECT_NE(p->pullback_bwd, nullptr);
     EXPECT_NE(p->dce, nullptr);
   }
+}
+
+// No transform falls back to a default rule: one a primitive lacks is named
+// when a transform needs it.
+TEST(PrimsRegistry, AMissingRuleIsAnErrorAtUse) {
+  static const Prim* bare = register_prim(Prim{
+      .name = "prims_test.bare",
+      .params = {},
+      .impl = [](const Eqn&, std::span<const Value> in, std::span<Value> out, RunEnv&) { out[0] = in[0]; },
+      .abstract_eval = [](const Params&, std::span<const Aval> in, const TreeDef&) {
+        return AbstractOut{{in[0]}, TreeDef::leaf()};
+      },
+  });
+  Builder b;
+  Atom x = Atom::of_var(b.var(Aval{Kind::Str, 0}));
+  Atom y = b.emit1(*bare, Params(), {x});
+  IRPtr ir = b.finish({x}, TreeDef::flat_list(1), {y}, TreeDef::leaf());
+  EXPECT_AF_ERROR(batch(ir, Value()), Code::InvalidArgument, "batch: primitive \"prims_test.bare\" has no batch rule");
+  EXPECT_AF_ERROR(pushforward(*ir), Code::InvalidArgument, "pushforward: primitive \"prims_test.bare\" has no pushforward rule");
+  EXPECT_AF_ERROR(pullback(*ir), Code::InvalidArgument, "pullback: primitive \"prims_test.bare\" has no pullback rule");
+  EXPECT_AF_ERROR(dce(*ir, Value::boolean(true)), Code::InvalidArgument, "dce: primitive \"prims_test.bare\" has no dce rule");
 }
 
 TEST(PrimsRegistry, UnknownNamesAndVersions) {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "expect_error.h"
-#include "exec/exec.h"
+#include "exec/sequential.h"
 #include "ir/ir.h"
 #include "prims/ops.h"
 #include "trace/trace.h"

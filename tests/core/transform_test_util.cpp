@@ -18,7 +18,7 @@ Value pair(std::span<const Value> args) {
                       {"n", Value::integer(int64_t(args[0].as_str().size()))}});
 }
 
-void add_host(Context& ctx, const char* name, const char* kinds,
+void add_host(ExecContext& ctx, const char* name, const char* kinds,
               std::function<Value(std::span<const Value>)> fn) {
   auto f = std::make_shared<HostFunction>();
   f->name = name;

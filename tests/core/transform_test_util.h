@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "exec/context.h"
-#include "exec/exec.h"
+#include "exec/executor.h"
+#include "exec/sequential.h"
 #include "ir/ir.h"
 #include "prims/control_flow.h"
 #include "prims/host.h"
@@ -43,15 +44,17 @@ inline Value S(const char* s) { return Value::str(s); }
 class TestContext {
  public:
   TestContext();
-  Context ctx;
+  ExecContext ctx;
   RunEnv env{&ctx};
   int upper_calls = 0;
 };
 
 TestContext& test_context();
 
+// Runs ir on the dataflow executor (exec/executor.h), as af_program_call
+// does: transform tests check transformed programs where they really run.
 inline Value run(const IRPtr& ir, const std::vector<Value>& in) {
-  return call(ir, in, test_context().env);
+  return run_sync(test_context().env, compile(ir), check_inputs(*ir, in));
 }
 inline std::string run_json(const IRPtr& ir, const char* inputs_json) {
   Value in = J(inputs_json);

@@ -16,7 +16,7 @@
 #include "ir/ir.h"
 #include "ir/prim.h"
 #include "prims/ops.h"
-#include "prims/registry.h"
+#include "ir/registry.h"
 #include "trace/trace.h"
 #include "value/error.h"
 #include "value/value.h"

@@ -2,16 +2,20 @@
 // would follow: trace with a switch on a match result, a host tool, batch,
 // compile, an async run with cancellation, save, load, pullback; plus what
 // the wrapper itself promises (RAII moves, iteration, errors with code,
-// message, cause and the callback's own exception). Compiled as C++17 with
-// -Wall -Wextra -pedantic -Werror. Prints one line per check; exits 1 on the
-// first failure.
+// message, cause and the callback's own exception), walks, tag and fold
+// scopes, graph JSON, and that every af.h function has its wrapper.
+// Compiled as C++17 with -Wall -Wextra -pedantic -Werror. Prints one line
+// per check; exits 1 on the first failure.
 #include <af/af.hpp>
 
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -73,6 +77,22 @@ af::Ir trace_ask(af::Context& ctx) {
 struct ToolFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// True if `name` occurs in `text` as a whole identifier.
+bool names_identifier(const std::string& text, const std::string& name) {
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
+    bool starts = at == 0 || !ident(text[at - 1]);
+    bool ends = at + name.size() == text.size() || !ident(text[at + name.size()]);
+    if (starts && ends) return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -175,6 +195,45 @@ int main() {
   af::Provider echo = af::Provider::echo();
   ctx.route("*", echo);
   expect(ask.call_async(ctx, {ctx.str("hi")}).wait().str() == "m|Q:hi", "an async run completes");
+
+  // Name paths, and run summaries (echo counts words: "hi there" in, "m|hi
+  // there" out, 2 tokens each).
+  af::Ir named = ctx.trace(
+      [](af::Context& c, const std::vector<af::Value>& in) {
+        c.name_push("triage");
+        c.name_push("ask");
+        af::Value a =
+            c.lm_call(c.list({c.dict({{"role", c.str("user")}, {"content", in[0]}})}), c.str("m"));
+        c.name_pop();
+        c.name_pop();
+        return a;
+      },
+      {ctx.str("q")});
+  expect(named.text().find("@name=\"triage/ask\"") != std::string::npos,
+         "the text shows the name path");
+  expect(named.eqn_json(0).find(R"("name_path":["triage","ask"])") != std::string::npos,
+         named.eqn_json(0));
+  expect_error(
+      af::Code::InvalidArgument, [&] { ctx.name_push("x"); }, "a name scope outside a trace");
+  af::Program named_prog = af::Program::compile(ctx, named);
+  std::string summary;
+  af::RunOptions with_summary;
+  with_summary.summary_out = &summary;
+  named_prog.call(ctx, {ctx.str("hi there")}, with_summary);
+  expect(
+      summary.find(
+          R"("total":{"calls":1,"failed":0,"prompt_tokens":2,"completion_tokens":2,"retries":0)") !=
+          std::string::npos,
+      "the summary of a call: " + summary);
+  af::RunOptions async_summary;
+  async_summary.summary = true;
+  af::Future summarized = named_prog.call_async(ctx, {ctx.str("hi there")}, async_summary);
+  summarized.wait();
+  expect(summarized.summary().find(R"("models":{"m":{"calls":1,)") != std::string::npos,
+         "the summary of an async run: " + summarized.summary());
+  expect_error(
+      af::Code::InvalidArgument, [&] { (void)ask.call_async(ctx, {ctx.str("hi")}).summary(); },
+      "no summary without RunOptions::summary");
 
   // Per-item errors: a host provider fails every third item ("q<i>", i % 3
   // == 0) at once and answers the others 30 ms later from threads of their
@@ -363,6 +422,151 @@ int main() {
     expect(streaming.stats().find(R"("requests_per_minute":600)") != std::string::npos, "provider options change");
     expect_error(af::Code::InvalidArgument, [&] { streaming.set_options(R"({"rpm": 1})"); }, "an unknown option");
     expect_error(af::Code::InvalidArgument, [&] { sc.route("*", std::vector<af::Provider>{}); }, "an empty fallback list");
+  }
+
+  // Walking an IR one equation at a time: libaf evaluates the first, the
+  // host supplies the second's output.
+  {
+    af::Ir two = ctx.trace(
+        [](af::Context& c, const std::vector<af::Value>& in) {
+          return c.concat({c.format("<{}>", {in[0]}), c.str("!")});
+        },
+        {ctx.str("x")});
+    af::Walk walk(ctx, two, {ctx.str("w")});
+    std::optional<af::Walk::Step> step = walk.next();
+    expect(step && step->eqn == 0 && two.eqn_prim(step->eqn) == "format", "the walk starts at the format");
+    expect(walk.next()->eqn == 0, "next() again gives the same equation");
+    expect_error(af::Code::InvalidArgument, [&] { walk.outputs(); }, "no outputs while equations remain");
+    walk.eval();
+    step = walk.next();
+    expect(step && step->eqn == 1 && step->inputs.json() == R"(["<w>","!"])",
+           "the concat sees the format's output: " + (step ? step->inputs.json() : std::string("done")));
+    expect_error(af::Code::InvalidArgument, [&] { walk.send(ctx.integer(1)); }, "a wrong-kind output is refused");
+    walk.send(ctx.str("sent"));
+    expect(!walk.next(), "the walk is done");
+    expect(walk.outputs().str() == "sent", "the outputs are what the host sent");
+    af::Walk moved_walk = std::move(walk);
+    expect_error(af::Code::InvalidArgument, [&] { walk.next(); }, "a moved-from walk is an error");
+    expect_error(af::Code::InvalidArgument, [&] { af::Walk(ctx, two, {ctx.integer(1)}); },
+                 "a walk checks its inputs");
+  }
+
+  // Tag and fold scopes, is_tracing, checkpoint and depends.
+  {
+    expect(!af::is_tracing(), "not tracing outside a trace");
+    expect(af::abi_version() == AF_ABI_VERSION, "the loaded ABI is the header's");
+    expect_error(af::Code::InvalidArgument, [&] { ctx.tag_push("x"); }, "tag_push outside a trace");
+    bool traced = false;
+    af::Ir tagged = ctx.trace(
+        [&](af::Context& c, const std::vector<af::Value>& in) {
+          traced = af::is_tracing();
+          af::Value lit;
+          {
+            auto folded = c.fold();
+            lit = c.concat({c.str("a"), c.str("b")});  // runs now: a literal
+            expect_error(af::Code::InvalidArgument, [&] { c.concat({in[0], in[0]}); },
+                         "a placeholder cannot be folded");
+          }
+          af::Value urgent;
+          {
+            auto scope = c.tag("urgent");
+            urgent = c.concat({in[0], lit});
+          }
+          expect_error(af::Code::InvalidArgument, [&] { c.tag_pop(); }, "the scope popped its tag");
+          c.tag_push("late");
+          af::Value late = c.concat({urgent, urgent});
+          c.tag_pop();
+          af::Value seen = c.checkpoint(late, "k", "col");
+          return c.depends(c.concat({seen, c.str(".")}), {seen});
+        },
+        {ctx.str("x")});
+    expect(traced, "is_tracing inside the trace function");
+    std::vector<std::string> prims;
+    for (size_t i = 0; i < tagged.eqn_count(); ++i) prims.push_back(tagged.eqn_prim(i));
+    expect(prims == std::vector<std::string>{"concat", "concat", "checkpoint", "concat", "depends"},
+           "the fold left no equation; checkpoint and depends are recorded");
+    expect(tagged.eqn_json(0).find(R"("tags":["urgent"])") != std::string::npos,
+           "the scope tagged its equation: " + tagged.eqn_json(0));
+    expect(tagged.eqn_json(1).find(R"("tags":["late"])") != std::string::npos, "push/pop tag it too");
+    ctx.collect_push("col");
+    af::Value out = af::Program::compile(ctx, tagged).call(ctx, {ctx.str("x")});
+    af::Value collected = ctx.collect_pop();
+    expect(out.str() == "xabxab." && collected.json() == R"({"k":["xabxab"]})",
+           "the checkpoint is collected: " + out.json() + " " + collected.json());
+  }
+
+  // CSE options, sched annotations, graph bytes as JSON and checked.
+  {
+    af::Ir twice = ctx.trace(
+        [](af::Context& c, const std::vector<af::Value>& in) {
+          af::Value msgs = c.list({c.dict({{"role", c.str("user")}, {"content", in[0]}})});
+          return c.list({c.lm_call(msgs, c.str("m")), c.lm_call(msgs, c.str("m"))});
+        },
+        {ctx.str("q")});
+    expect(ctx.cse(twice).eqn_count() == 2, "plain cse keeps both LM calls");
+    expect(ctx.cse(twice, false).eqn_count() == 2, "cse without merging keeps both");
+    expect(ctx.cse(twice, true).eqn_count() == 1, "merge_nondeterministic merges the LM calls");
+    af::Ir scheduled = ctx.sched(reply);
+    af::Ir::Sched s0 = scheduled.eqn_sched(0);
+    expect(s0.priority > 0, "a scheduled equation has a priority: " + std::to_string(s0.priority));
+    expect_error(af::Code::NotFound, [&] { (void)reply.eqn_sched(0); }, "an unscheduled IR has no annotation");
+    expect_error(af::Code::InvalidArgument, [&] { (void)scheduled.eqn_sched(999); }, "an index out of range");
+
+    std::string bytes = reply.to_bytes();
+    std::string summary = ctx.graph_verify(bytes);
+    expect(summary.find("\"equations\"") != std::string::npos, "graph_verify summarizes: " + summary);
+    std::string as_json = ctx.graph_to_json(bytes);
+    expect(ctx.graph_from_json(as_json) == bytes, "graph JSON round-trips to the same bytes");
+    expect_error(af::Code::Format, [&] { ctx.graph_verify("not a graph"); }, "junk bytes fail verification");
+    expect_error(af::Code::Format, [&] { ctx.graph_from_json("{"); }, "malformed graph JSON is FORMAT");
+  }
+
+  // on_done, and the plain calls (a lazy context records them).
+  {
+    std::atomic<int> done{0};
+    af::Future f = ask.call_async(ctx, {ctx.str("d")});
+    std::mutex mu;
+    std::condition_variable cv;
+    f.on_done([&] {
+      std::lock_guard<std::mutex> lock(mu);
+      ++done;
+      cv.notify_all();
+    });
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait_for(lock, std::chrono::seconds(10), [&] { return done.load() == 1; });
+    }
+    expect(done == 1 && f.ready() && f.wait().str() == "m|Q:d", "on_done runs when the run finishes");
+    f.on_done([&] { ++done; });
+    expect(done == 2, "on a finished run, on_done runs at once");
+    f.on_done([] { throw ToolFailure("dropped"); });  // must not unwind into libaf
+    expect(f.wait().str() == "m|Q:d", "a throwing on_done callback is dropped");
+
+    af::Context lazy(R"({"lazy": true})");
+    lazy.route("*", echo);
+    af::Value recorded = ask.call(lazy, {lazy.str("r")});
+    expect(!recorded.ready(), "a plain call on a lazy context is recorded");
+    af::Value now = ask.call(lazy, {lazy.str("n")}, af::RunOptions());
+    expect(now.ready() && now.str() == "m|Q:n", "a call with options runs at once");
+    expect(recorded.str() == "m|Q:r", "the recorded call runs when read");
+  }
+
+  // af.hpp wraps every function af.h declares: each name appears in it.
+  {
+    std::string h = read_file(AF_HEADER_DIR "/af.h"), hpp = read_file(AF_HEADER_DIR "/af.hpp");
+    std::vector<std::string> missing;
+    size_t declared = 0;
+    for (size_t at = h.find("\nAF_API "); at != std::string::npos; at = h.find("\nAF_API ", at + 1)) {
+      size_t paren = h.find('(', at);
+      size_t begin = h.find_last_of(" *", paren) + 1;
+      std::string name = h.substr(begin, paren - begin);
+      ++declared;
+      if (!names_identifier(hpp, name)) missing.push_back(name);
+    }
+    std::string list;
+    for (const std::string& m : missing) list += " " + m;
+    expect(declared > 100 && missing.empty(), "af.hpp wraps all " + std::to_string(declared) +
+                                                  " functions of af.h" + (list.empty() ? "" : "; missing:" + list));
   }
 
   std::printf("%d passed, 0 failed\n", checks);

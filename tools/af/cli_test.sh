@@ -97,7 +97,7 @@ check unknown-command 2 'unknown command' -- "$AF" frobnicate x
 
 # The run summary: echo's words as tokens (the drafter's reply has 11 words,
 # each schema reply 1).
-check run-summary 0 'af: 3 LM calls, 38 prompt + 13 completion tokens' -- "$AF" run triage.afg --input '[["x y"]]' --provider echo
+check run-summary 0 'af: 3 LM calls, 38 prompt + 13 completion tokens, 0 retries' -- "$AF" run triage.afg --input '[["x y"]]' --provider echo
 # Streaming: each reply on stderr as it arrives, under its equation and
 # item; the result on stdout is the one of a run without streaming.
 check run-stream 0 '[equation 3, item 0] billing-drafter|Draft a short' -- \
@@ -112,6 +112,16 @@ check run-stream-tag-alone 2 '--stream-tag TAG needs --stream' -- "$AF" run tria
 check demo-provider 0 '[equation 5, item 2] {"ok":false,"note":""}' -- \
   "$AF" demo --save t8.afg --provider echo --provider-options '{"name":"local"}' --stream
 check demo-options-alone 2 '--provider-options needs --provider' -- "$AF" demo --provider-options '{}'
+check run-failed-summary 1 'af: 0 LM calls' -- "$AF" run lm.afg --input '["hi"]'
+# Name paths (the example names its steps): in the text, and in the profile's
+# request events (a drafter's call, inside the switch named "draft").
+check show-name-paths 0 '@name="classify"' -- "$AF" show triage.afg
+check run-triage-profile 0 'profile written' -- \
+  "$AF" run triage.afg --input '[["x"]]' --provider echo --profile tprof.json
+if ! grep -q '"model":"billing-drafter".*"name_path":\["draft"\]' tprof.json 2>/dev/null; then
+  echo "FAIL triage profile: no drafter request under the name path draft"; fails=$((fails + 1))
+fi
+check run-summary-models 0 'af:   triage-reviewer: 1 LM calls, 21 prompt + 1 completion tokens' -- "$AF" run triage.afg --input '[["x y"]]' --provider echo
 # Inspection: the JSON form, a slice of one output that runs, the dry-run cost.
 check show-json 0 '"topological_order":[' -- "$AF" show --json hello.afg
 check show-json-after 0 '"prim":"concat"' -- "$AF" show hello.afg --json

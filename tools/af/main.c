@@ -16,9 +16,10 @@
  *                                   matching PATTERN, default "*"); a
  *                                   progress bar on a terminal for long runs
  *                                   (or, with --stream, the LM replies as
- *                                   they arrive, on stderr), then a summary
- *                                   on stderr (LM calls, prompt and
- *                                   completion tokens, time)
+ *                                   they arrive, on stderr), then the run
+ *                                   summary on stderr (LM calls, tokens,
+ *                                   retries, time queued and in flight, per
+ *                                   model when several)
  *   af show FILE [--json]           the IR text of a saved graph, or its
  *                                   inspection JSON (docs/INSPECT.md)
  *   af slice FILE --outputs PATH... [--inputs PATH...] -o OUT
@@ -213,7 +214,7 @@ static void progress_draw(void* ud, uint64_t done, uint64_t total) {
 }
 
 /* Routes the chosen provider (none without --provider); *out keeps a
- * reference for the run summary (free with af_provider_free). */
+ * reference until the run ends (free with af_provider_free). */
 static af_error_t* route_provider(af_context_t* ctx, const struct run_opts* o, af_provider_t** out) {
   af_provider_t* p = NULL;
   const char* opts = o->provider_options;
@@ -242,33 +243,65 @@ static af_error_t* route_provider(af_context_t* ctx, const struct run_opts* o, a
 
 /* Loads FILE as a program (a saved program runs without compiling; a saved
  * IR is compiled) and runs it on the inputs; prints the output as JSON. */
-/* An integer field of a stats document (0 when absent). */
-static int64_t stat_int(const af_value_t* stats, const char* key) {
+/* A number of a summary's counts (0 when absent). */
+static double count_of(const af_value_t* counts, const char* key) {
   af_value_t* v = NULL;
-  int64_t n = 0;
-  af_error_t* err = af_value_key(stats, key, strlen(key), &v);
-  if (!err) err = af_value_get_int(v, &n);
-  af_error_free(err);
-  af_value_free(v);
-  return n;
-}
-
-/* The run summary on stderr: what the provider did (calls, tokens) and the
- * wall time. */
-static void print_summary(af_context_t* ctx, const af_provider_t* p, double seconds) {
-  af_bytes_t b = {0};
-  af_value_t* stats = NULL;
-  af_error_t* err = af_provider_stats(p, &b);
-  fflush(stdout); /* after the result on a shared terminal */
-  if (!err) err = af_value_from_json(ctx, (const char*)b.data, b.len, &stats);
-  if (!err) {
-    fprintf(stderr, "af: %lld LM calls, %lld prompt + %lld completion tokens, peak %lld in flight, %.2f s\n",
-            (long long)stat_int(stats, "finished"), (long long)stat_int(stats, "prompt_tokens"),
-            (long long)stat_int(stats, "completion_tokens"), (long long)stat_int(stats, "peak_in_flight"), seconds);
+  int64_t i = 0;
+  double d = 0;
+  af_error_t* err = af_value_key(counts, key, strlen(key), &v);
+  if (!err && af_value_kind(v) == AF_KIND_INT) {
+    err = af_value_get_int(v, &i);
+    d = (double)i;
+  } else if (!err) {
+    err = af_value_get_float(v, &d);
   }
   af_error_free(err);
-  af_value_free(stats);
-  af_bytes_free(&b);
+  af_value_free(v);
+  return d;
+}
+
+static void print_counts(const char* what, const af_value_t* c) {
+  fprintf(stderr,
+          "af: %s%.0f LM calls, %.0f prompt + %.0f completion tokens, %.0f retries, %.2f s in "
+          "flight, %.2f s queued",
+          what, count_of(c, "calls"), count_of(c, "prompt_tokens"),
+          count_of(c, "completion_tokens"), count_of(c, "retries"),
+          count_of(c, "in_flight_ms") / 1000, count_of(c, "queued_ms") / 1000);
+  if (count_of(c, "failed") > 0) fprintf(stderr, ", %.0f failed", count_of(c, "failed"));
+}
+
+/* The run summary (af_run_options_t.summary) on stderr: the totals and the
+ * wall time, then each model when there are several. */
+static void print_summary(af_context_t* ctx, const af_bytes_t* summary) {
+  af_value_t *doc = NULL, *total = NULL, *models = NULL;
+  size_t n = 0, i;
+  af_error_t* err = af_value_from_json(ctx, (const char*)summary->data, summary->len, &doc);
+  fflush(stdout); /* after the result on a shared terminal */
+  if (!err) err = af_value_key(doc, "total", 5, &total);
+  if (!err) err = af_value_key(doc, "models", 6, &models);
+  if (!err) err = af_value_len(models, &n);
+  if (!err) {
+    print_counts("", total);
+    fprintf(stderr, ", %.2f s wall\n", count_of(doc, "wall_ms") / 1000);
+  }
+  for (i = 0; !err && n > 1 && i < n; i++) {
+    const char* model;
+    size_t len;
+    af_value_t* c = NULL;
+    char what[160];
+    err = af_value_key_at(models, i, &model, &len);
+    if (!err) err = af_value_index(models, i, &c);
+    if (!err) {
+      snprintf(what, sizeof what, "  %.*s: ", (int)(len < 120 ? len : 120), model);
+      print_counts(what, c);
+      fputc('\n', stderr);
+    }
+    af_value_free(c);
+  }
+  af_error_free(err);
+  af_value_free(models);
+  af_value_free(total);
+  af_value_free(doc);
 }
 
 static int run(const char* path, const struct run_opts* o) {
@@ -278,7 +311,7 @@ static int run(const char* path, const struct run_opts* o) {
   af_value_t* args = NULL;
   af_value_t** items = NULL;
   af_value_t* result = NULL;
-  af_bytes_t json = {0};
+  af_bytes_t json = {0}, summary = {0};
   af_run_options_t ro;
   struct progress bar = {now_s(), 0, 0};
   struct stream_state streamed = {0, 0, 0};
@@ -299,6 +332,7 @@ static int run(const char* path, const struct run_opts* o) {
   for (i = 0; !err && i < n; i++) err = af_value_index(args, i, &items[i]);
   memset(&ro, 0, sizeof ro);
   ro.struct_size = sizeof ro;
+  ro.summary = &summary;
   if (o->stream) {
     ro.stream = stream_print;
     ro.stream_user_data = &streamed;
@@ -319,11 +353,12 @@ static int run(const char* path, const struct run_opts* o) {
   if (bar.drawn || streamed.started) fputc('\n', stderr);
   if (!err) err = af_value_to_json(result, &json);
   if (!err) printf("%s\n", (const char*)json.data);
-  if (!err && provider) print_summary(ctx, provider, now_s() - bar.start);
+  if (summary.data) print_summary(ctx, &summary); /* also for a failed run: its calls cost too */
   if (!err && o->profile) fprintf(stderr, "af: profile written to %s (open it in Perfetto)\n", o->profile);
   for (i = 0; items && i < n; i++) af_value_free(items[i]);
   free(items);
   af_bytes_free(&json);
+  af_bytes_free(&summary);
   af_value_free(result);
   af_value_free(args);
   af_program_free(prog);

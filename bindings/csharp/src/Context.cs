@@ -171,7 +171,31 @@ namespace Af
         public IDisposable Tag(string tag)
         {
             PushTag(tag);
-            return new Scope(this, false);
+            return new Scope(this, c => c.PopTag());
+        }
+
+        /// <summary>While pushed, what the innermost trace of this thread
+        /// records (or, outside a trace, a lazy context) carries name in its
+        /// name path ("triage/classify"). INVALID_ARGUMENT outside a trace on
+        /// an eager context, for an empty name or one holding '/'.</summary>
+        public void PushName(string name)
+        {
+            byte[] n = Utf8.Encode(name, nameof(name));
+            using (var b = new Borrow())
+                AfException.Check(Native.af_name_push(b.Add(Handle), n, Utf8.Len(n)));
+        }
+
+        public void PopName()
+        {
+            using (var b = new Borrow())
+                AfException.Check(Native.af_name_pop(b.Add(Handle)));
+        }
+
+        /// <summary>PushName now, PopName on Dispose: <c>using (ctx.Name("triage")) {...}</c></summary>
+        public IDisposable Name(string name)
+        {
+            PushName(name);
+            return new Scope(this, c => c.PopName());
         }
 
         /// <summary>Between push and pop, operations run at trace time and
@@ -192,18 +216,18 @@ namespace Af
         public IDisposable Fold()
         {
             PushFold();
-            return new Scope(this, true);
+            return new Scope(this, c => c.PopFold());
         }
 
         private sealed class Scope : IDisposable
         {
             private Context _ctx;
-            private readonly bool _fold;
+            private readonly Action<Context> _pop;
 
-            public Scope(Context ctx, bool fold)
+            public Scope(Context ctx, Action<Context> pop)
             {
                 _ctx = ctx;
-                _fold = fold;
+                _pop = pop;
             }
 
             public void Dispose()
@@ -211,8 +235,7 @@ namespace Af
                 Context c = _ctx;
                 if (c == null) return;
                 _ctx = null;
-                if (_fold) c.PopFold();
-                else c.PopTag();
+                _pop(c);
             }
         }
 

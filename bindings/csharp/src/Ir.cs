@@ -1,5 +1,6 @@
 using System;
 using System.Runtime.InteropServices;
+using System.Threading;
 using System.Threading.Tasks;
 
 namespace Af
@@ -46,15 +47,41 @@ namespace Af
             }
         }
 
-        /// <summary>Call on the thread pool. Do not use inside a trace (tracing
-        /// is per thread; the call would not be recorded).</summary>
-        public Task<Value> CallAsync(Context ctx, params Value[] inputs)
+        /// <summary>Runs the IR with options and waits; cancelling ct (from any
+        /// thread) ends the run with CANCELLED. The IR is compiled through the
+        /// context's plan cache, as Call does, and run as a program: on a lazy
+        /// context it runs now.</summary>
+        public Value Call(Context ctx, RunOptions options, CancellationToken ct, params Value[] inputs)
+        {
+            using (var p = Program.Compile(ctx, this))
+                return p.Call(ctx, options, ct, inputs);
+        }
+
+        /// <summary>Runs the IR asynchronously: compiled through the context's
+        /// plan cache and started on its scheduler, so no thread waits for it
+        /// (on a lazy context it runs now). The Task completes with the output
+        /// or faults with an AfException, input errors included (CANCELLED when
+        /// ct is cancelled, TIMEOUT, ...).</summary>
+        public Task<Value> CallAsync(Context ctx, RunOptions options = null, CancellationToken ct = default(CancellationToken),
+                                     params Value[] inputs)
         {
             if (ctx == null) throw new ArgumentNullException(nameof(ctx));
-            if (inputs == null) throw new ArgumentNullException(nameof(inputs));
-            var copy = (Value[])inputs.Clone();
-            return Task.Run(() => Call(ctx, copy));
+            try
+            {
+                // The run holds the program until it finishes.
+                using (var p = Program.Compile(ctx, this))
+                    return p.CallAsync(ctx, options, ct, inputs);
+            }
+            catch (AfException e)
+            {
+                var failed = new TaskCompletionSource<Value>();
+                failed.SetException(e);
+                return failed.Task;
+            }
         }
+
+        /// <summary>CallAsync without options or cancellation.</summary>
+        public Task<Value> CallAsync(Context ctx, params Value[] inputs) => CallAsync(ctx, null, default(CancellationToken), inputs);
 
         /// <summary>The text form (stable across versions).</summary>
         public string ToText()

@@ -1,4 +1,5 @@
 using System;
+using System.Threading.Tasks;
 
 namespace Af
 {
@@ -40,6 +41,17 @@ namespace Af
                 IntPtr[] ptrs = b.AddAll(values ?? new Value[0], nameof(values));
                 AfException.Check(Native.af_eval(ctx, ptrs, (UIntPtr)ptrs.Length));
             }
+        }
+
+        /// <summary>Eval on the thread pool: the Task completes once the
+        /// promises are evaluated (reading them then runs nothing) or faults
+        /// with Eval's AfException. It takes no CancellationToken because
+        /// libaf's evaluation blocks the thread running it and cannot be
+        /// interrupted (disposing the context cancels it).</summary>
+        public Task EvalAsync(params Value[] values)
+        {
+            var copy = values == null ? new Value[0] : (Value[])values.Clone();
+            return Task.Run(() => Eval(copy));
         }
 
         /// <summary>The counters as JSON: {"plan_cache": {"hits", "misses",

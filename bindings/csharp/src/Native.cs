@@ -191,6 +191,12 @@ namespace Af
         public static extern IntPtr af_tag_pop(IntPtr ctx);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_name_push(IntPtr ctx, byte[] name, UIntPtr len);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_name_pop(IntPtr ctx);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern IntPtr af_fold_push(IntPtr ctx);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -413,6 +419,7 @@ namespace Af
         public const uint AF_RUN_KEEP_GOING = 1;
         public const uint AF_RUN_PROFILE = 2;
         public const uint AF_RUN_ITEM_ERRORS = 4;
+        public const uint AF_RUN_SUMMARY = 8;
 
         /// <summary>af_progress_fn. Must not throw.</summary>
         [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
@@ -436,6 +443,7 @@ namespace Af
             public IntPtr ProfilePath;
             public UIntPtr ProfilePathLen;
             public IntPtr Cancel;
+            public IntPtr Summary; // af_bytes_t* in unmanaged memory
             public IntPtr Stream;
             public IntPtr StreamUserData;
             public IntPtr StreamDestroy;
@@ -497,6 +505,9 @@ namespace Af
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern IntPtr af_future_profile(IntPtr f, out AfBytes output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_future_summary_json(IntPtr f, out AfBytes output);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern void af_future_free(IntPtr f);

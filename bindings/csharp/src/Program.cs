@@ -37,6 +37,11 @@ namespace Af
         /// blocking Call, from another thread).</summary>
         public CancelToken Cancel { get; set; }
 
+        /// <summary>Record the run summary of a run started with Start or
+        /// CallAsync (ProgramRun.Summary); a blocking call gets it from
+        /// Program.CallWithSummary instead.</summary>
+        public bool Summary { get; set; }
+
         /// <summary>LM replies as they arrive: (equation index, batch item,
         /// the next piece of text, or null when what that equation and item
         /// streamed so far does not count). From libaf threads, never
@@ -94,6 +99,7 @@ namespace Af
             if (o.KeepGoing) n.Flags |= Native.AF_RUN_KEEP_GOING;
             if (o.Profile) n.Flags |= Native.AF_RUN_PROFILE;
             if (o.ItemErrors) n.Flags |= Native.AF_RUN_ITEM_ERRORS;
+            if (o.Summary) n.Flags |= Native.AF_RUN_SUMMARY;
             if (o.Timeout.HasValue)
             {
                 if (o.Timeout.Value <= TimeSpan.Zero)
@@ -223,6 +229,19 @@ namespace Af
             }
         }
 
+        /// <summary>Save on the thread pool. ct is observed before the write
+        /// starts (libaf's write cannot be interrupted).</summary>
+        public Task SaveAsync(string path, CancellationToken ct = default(CancellationToken)) =>
+            Task.Run(() => Save(path), ct);
+
+        /// <summary>Load on the thread pool. ct is observed before the read
+        /// starts (libaf's checks cannot be interrupted).</summary>
+        public static Task<Program> LoadAsync(Context ctx, string path, CancellationToken ct = default(CancellationToken))
+        {
+            if (ctx == null) throw new ArgumentNullException(nameof(ctx));
+            return Task.Run(() => Load(ctx, path), ct);
+        }
+
         /// <summary>A new reference to the same program.</summary>
         public Program Clone()
         {
@@ -236,6 +255,43 @@ namespace Af
         /// <summary>Runs the program with options and waits.</summary>
         public Value Call(Context ctx, RunOptions options, params Value[] inputs)
         {
+            if (options != null && options.Summary)
+                throw new AfInvalidArgumentException("RunOptions.Summary records the summary of a run started with Start "
+                                                     + "or CallAsync; a blocking call gets it from CallWithSummary");
+            return CallNative(ctx, options, IntPtr.Zero, inputs);
+        }
+
+        /// <summary>Call, and the run summary as JSON (af.h "Run summaries": per
+        /// model calls, tokens, retries, time queued and in flight, and the wall
+        /// time), set before this returns or throws: a failed run has one too;
+        /// null when nothing ran (invalid inputs). options.Summary is not
+        /// needed.</summary>
+        public Value CallWithSummary(Context ctx, RunOptions options, out string summary, params Value[] inputs)
+        {
+            summary = null;
+            IntPtr bytes = Marshal.AllocHGlobal(Marshal.SizeOf(typeof(AfBytes)));
+            try
+            {
+                Marshal.StructureToPtr(new AfBytes(), bytes, false);
+                try
+                {
+                    return CallNative(ctx, options, bytes, inputs);
+                }
+                finally
+                {
+                    var got = (AfBytes)Marshal.PtrToStructure(bytes, typeof(AfBytes));
+                    if (got.Data != IntPtr.Zero) summary = Utf8.TakeBytes(ref got);
+                }
+            }
+            finally
+            {
+                Marshal.FreeHGlobal(bytes);
+            }
+        }
+
+        // af_program_call_with; summary: NULL or an af_bytes_t in unmanaged memory.
+        private Value CallNative(Context ctx, RunOptions options, IntPtr summary, Value[] inputs)
+        {
             if (ctx == null) throw new ArgumentNullException(nameof(ctx));
             using (var b = new Borrow())
             {
@@ -243,6 +299,8 @@ namespace Af
                 IntPtr p = b.Add(Handle);
                 IntPtr[] ins = b.AddAll(inputs, nameof(inputs));
                 var opts = RunOptions.ToNative(options, b);
+                opts.Flags &= ~Native.AF_RUN_SUMMARY;
+                opts.Summary = summary;
                 try
                 {
                     AfException.Check(Native.af_program_call_with(c, p, ins, (UIntPtr)(ulong)ins.Length, ref opts, out IntPtr o));
@@ -274,6 +332,7 @@ namespace Af
                     ProfilePath = o.ProfilePath,
                     Progress = o.Progress,
                     Cancel = token,
+                    Summary = o.Summary,
                 };
                 return Call(ctx, withToken, inputs);
             }
@@ -465,6 +524,18 @@ namespace Af
             using (var b = new Borrow())
             {
                 AfException.Check(Native.af_future_profile(b.Add(Handle), out AfBytes o));
+                return Utf8.TakeBytes(ref o);
+            }
+        }
+
+        /// <summary>The run summary as JSON (af.h "Run summaries"): complete
+        /// once the run finished, so far before. INVALID_ARGUMENT if it was
+        /// started without RunOptions.Summary.</summary>
+        public string Summary()
+        {
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_future_summary_json(b.Add(Handle), out AfBytes o));
                 return Utf8.TakeBytes(ref o);
             }
         }

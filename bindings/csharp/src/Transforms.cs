@@ -2,6 +2,8 @@
 // cse, sched), validation and saved graphs (.afg) as members of Ir.
 using System;
 using System.Runtime.InteropServices;
+using System.Threading;
+using System.Threading.Tasks;
 
 namespace Af
 {
@@ -101,6 +103,19 @@ namespace Af
                 AfException.Check(Native.af_ir_load(b.Add(ctx.Handle), p, Utf8.Len(p), out IntPtr o));
                 return Own(o);
             }
+        }
+
+        /// <summary>Save on the thread pool. ct is observed before the write
+        /// starts (libaf's write cannot be interrupted).</summary>
+        public Task SaveAsync(string path, CancellationToken ct = default(CancellationToken)) =>
+            Task.Run(() => Save(path), ct);
+
+        /// <summary>Load on the thread pool. ct is observed before the read
+        /// starts (libaf's checks cannot be interrupted).</summary>
+        public static Task<Ir> LoadAsync(Context ctx, string path, CancellationToken ct = default(CancellationToken))
+        {
+            if (ctx == null) throw new ArgumentNullException(nameof(ctx));
+            return Task.Run(() => Load(ctx, path), ct);
         }
 
         /// <summary>The .afg bytes (the same IR gives the same bytes).</summary>

@@ -120,5 +120,82 @@ namespace Af.Tests
                              + "\"critical_path\":{\"calls\":2,\"models\":{\"m1\":1,\"m2\":1}}}", ir.CostJson(3));
             }
         }
+
+        // named(q) = lm(q, m1) inside the name scopes triage, ask.
+        private Ir Named()
+        {
+            using (var q = ctx.Str("q"))
+                return ctx.Trace((c, a) =>
+                {
+                    using (c.Name("triage"))
+                    using (c.Name("ask"))
+                        return Ask(c, a[0], "m1");
+                }, q);
+        }
+
+        [Test]
+        public void NamePathsAreRecordedShownAndNameErrors()
+        {
+            using (var ir = Named())
+            using (var hi = ctx.Str("hi"))
+            {
+                Assert.Contains("@name=\"triage/ask\"", ir.ToText());
+                Assert.Contains("\"name_path\":[\"triage\",\"ask\"]", ir.EqnJson(0));
+                // No route for m1: the failing call names its path.
+                var e = Assert.ThrowsAf(ErrorCode.NotFound, () => ir.Call(ctx, hi));
+                Assert.Contains("in triage/ask: ", e.Message);
+                Assert.ThrowsAf(ErrorCode.InvalidArgument, () => ctx.PushName("x"), "a name scope outside a trace");
+                Assert.ThrowsAf(ErrorCode.InvalidArgument, () => ctx.Trace((c, a) =>
+                {
+                    using (c.Name("a/b")) return a[0];
+                }, hi).Dispose(), "a name holding '/'");
+            }
+        }
+
+        // Echo counts words: "hi there" in (2), "m1|hi there" out (2).
+        private static void CheckSummary(string summary)
+        {
+            Assert.Contains("\"total\":{\"calls\":1,\"failed\":0,\"prompt_tokens\":2,\"completion_tokens\":2,\"retries\":0,",
+                            summary);
+            Assert.Contains("\"models\":{\"m1\":{\"calls\":1,", summary);
+            Assert.True(summary.StartsWith("{\"wall_ms\":"), summary);
+        }
+
+        [Test]
+        public void RunSummariesAddUpEchoUsage()
+        {
+            var echo = Provider.Echo();
+            ctx.Route("*", echo);
+            using (echo)
+            using (var ir = Named())
+            using (var p = Program.Compile(ctx, ir))
+            using (var hi = ctx.Str("hi there"))
+            {
+                string summary;
+                using (var out1 = p.CallWithSummary(ctx, null, out summary, hi))
+                    Assert.Equal("\"m1|hi there\"", out1.ToJson());
+                CheckSummary(summary);
+                using (var run = p.Start(ctx, new RunOptions { Summary = true }, hi))
+                {
+                    run.Wait().Dispose();
+                    CheckSummary(run.Summary());
+                }
+                Assert.Contains("\"prompt_tokens\":4,", echo.Stats());
+                // Misuse: the async option on a blocking call; no summary recorded.
+                Assert.ThrowsAf(ErrorCode.InvalidArgument, () => p.Call(ctx, new RunOptions { Summary = true }, hi));
+                using (var plain = p.Start(ctx, null, hi))
+                    Assert.ThrowsAf(ErrorCode.InvalidArgument, () => plain.Summary());
+                // A failed run has a summary too; nothing ran, none.
+                using (var bare = new Context())
+                {
+                    string failed = null;
+                    Assert.ThrowsAf(ErrorCode.NotFound, () => p.CallWithSummary(bare, null, out failed, hi));
+                    Assert.Contains("\"calls\":0", failed);
+                }
+                string none = "unset";
+                Assert.ThrowsAf(ErrorCode.InvalidArgument, () => p.CallWithSummary(ctx, null, out none));
+                Assert.Equal(null, none);
+            }
+        }
     }
 }

@@ -85,3 +85,52 @@ def test_cost_counts_calls_per_model(ctx: libaf.Context) -> None:
     }
     with pytest.raises(libaf.InvalidArgument, match="batch"):
         _chain(ctx).cost(batch=0)
+
+
+def _named(ctx: libaf.Context) -> libaf.Ir:
+    # named(q) = lm(q, m1) inside the name scopes triage, ask.
+    def program(q: libaf.Value) -> libaf.Value:
+        with libaf.named("triage"), libaf.named("ask"):
+            return libaf.lm_call([{"role": "user", "content": q}], "m1")
+
+    return libaf.trace(program, "q", ctx=ctx)
+
+
+def test_name_paths_are_recorded_shown_and_name_errors(ctx: libaf.Context) -> None:
+    ir = _named(ctx)
+    assert '@name="triage/ask"' in ir.to_text()
+    assert ir.eqn(0)["name_path"] == ["triage", "ask"]
+    with pytest.raises(libaf.NotFound, match="in triage/ask: "):  # no route for m1
+        ir("hi", ctx=ctx)
+    with pytest.raises(libaf.InvalidArgument, match="inside a trace"):
+        with libaf.named("x", ctx=ctx):
+            pass
+    def bad(q: libaf.Value) -> libaf.Value:
+        with libaf.named("a/b"):
+            return q
+
+    with pytest.raises(libaf.Error, match="one name per level"):  # the trace fails with it
+        libaf.trace(bad, "q", ctx=ctx)
+
+
+def test_run_summaries_add_up_echo_usage(ctx: libaf.Context) -> None:
+    echo = libaf.Provider.echo()
+    ctx.route("*", echo)
+    p = _named(ctx).compile(ctx)
+    run = p.start("hi there", ctx=ctx, summary=True)
+    assert run.wait().to_py() == "m1|hi there"
+    s = run.summary()
+    # Echo counts words: "hi there" in (2), "m1|hi there" out (2).
+    want = {"calls": 1, "failed": 0, "prompt_tokens": 2, "completion_tokens": 2, "retries": 0}
+    assert {k: s["total"][k] for k in want} == want
+    assert {k: s["models"]["m1"][k] for k in want} == want
+    assert s["wall_ms"] >= 0 and s["total"]["in_flight_ms"] >= 0
+    assert echo.stats()["prompt_tokens"] == s["total"]["prompt_tokens"]
+    with pytest.raises(libaf.InvalidArgument, match="summary"):
+        p.start("hi", ctx=ctx).summary()
+    # A failed run has a summary too.
+    bare = libaf.Context()
+    failed = p.start("hi", ctx=bare, summary=True)
+    with pytest.raises(libaf.NotFound):
+        failed.wait()
+    assert failed.summary()["total"]["calls"] == 0

@@ -134,6 +134,24 @@ def test_openai_provider(ctx: libaf.Context, lm_server: str) -> None:
         libaf.lm_schema_call(MSG, "schema-bad", SCHEMA, ctx=ctx)
 
 
+def test_run_summary_adds_up_the_servers_usage_and_retries(ctx: libaf.Context, lm_server: str) -> None:
+    # The server reports len(model) prompt and len(reply) completion tokens
+    # per request; "500x2" fails twice before answering.
+    ctx.route("*", libaf.Provider.openai(base_url=lm_server, timeout_ms=2000, max_retries=2, backoff_ms=10))
+
+    def program(q: libaf.Value) -> list:
+        return [libaf.lm_call([{"role": "user", "content": c}], m) for m, c in
+                [("ok", "a"), ("ok", "bb cc"), ("500x2", q)]]
+
+    run = libaf.trace(program, "q", ctx=ctx).compile(ctx).start("summary", ctx=ctx, summary=True)
+    assert run.wait().to_py() == ["ok|a", "ok|bb cc", "500x2|summary"]
+    s = run.summary()
+    assert (s["total"]["calls"], s["total"]["retries"]) == (3, 2)
+    assert s["total"]["prompt_tokens"] == 2 + 2 + 5
+    assert s["total"]["completion_tokens"] == len("ok|a") + len("ok|bb cc") + len("500x2|summary")
+    assert (s["models"]["ok"]["calls"], s["models"]["500x2"]["retries"]) == (2, 2)
+
+
 def test_the_urgent_tag_starts_first_with_one_request_in_flight(ctx: libaf.Context) -> None:
     def program(q: libaf.Value) -> list:
         msgs = [{"role": "user", "content": q}]

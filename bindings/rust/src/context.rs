@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use crate::error::{check, Error, ErrorCode, Result};
 use crate::ir::Ir;
 use crate::sys;
-use crate::value::{make_value, value_ptrs, Value};
+use crate::value::{borrowed_values, make_value, value_ptrs, Value};
 
 /// What a program needs at run time: host functions, provider routes,
 /// run-time scopes (collect, inject, memoize) and the scheduler. Not `Clone`
@@ -140,6 +140,30 @@ impl Context {
     /// Pops the innermost tag scope (`InvalidArgument` without a push).
     pub fn tag_pop(&self) -> Result<()> {
         check(unsafe { sys::af_tag_pop(self.as_ptr()) })
+    }
+
+    /// Pushes a name scope: what the innermost trace of this thread records
+    /// (or, outside a trace, a lazy context) carries `name` in its name path
+    /// ("triage/classify") until the matching [`name_pop`](Self::name_pop).
+    /// `InvalidArgument` outside a trace on an eager context, for an empty
+    /// name or one holding '/'.
+    pub fn name_push(&self, name: &str) -> Result<()> {
+        check(unsafe { sys::af_name_push(self.as_ptr(), name.as_ptr().cast(), name.len()) })
+    }
+
+    /// Pops the innermost name scope (`InvalidArgument` without a push).
+    pub fn name_pop(&self) -> Result<()> {
+        check(unsafe { sys::af_name_pop(self.as_ptr()) })
+    }
+
+    /// Runs `f` inside a name scope (popped even if `f` fails or panics).
+    pub fn with_name<R>(&self, name: &str, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        self.name_push(name)?;
+        let guard = ScopeGuard {
+            ctx: self,
+            pop: Context::name_pop,
+        };
+        guard.finish(f())
     }
 
     /// Starts folding: operations run at trace time and become literals.
@@ -324,23 +348,7 @@ where
         let borrowed = ManuallyDrop::new(Context {
             raw: NonNull::new_unchecked(ctx),
         });
-        let mut values = Vec::with_capacity(n_inputs);
-        for i in 0..n_inputs {
-            let p = if inputs.is_null() {
-                ptr::null()
-            } else {
-                *inputs.add(i)
-            };
-            match Value::clone_from_ptr(p) {
-                Some(v) => values.push(v),
-                None => {
-                    return Err(Error::new(
-                        ErrorCode::Internal,
-                        format!("trace input {i} is NULL"),
-                    ))
-                }
-            }
-        }
+        let values = borrowed_values(inputs, n_inputs, "trace input")?;
         (state.f)(&borrowed, &values)
     }));
     match result {

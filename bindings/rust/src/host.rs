@@ -1,17 +1,30 @@
 //! Host functions (closures registered by name and called from programs)
 //! and the run-time scopes of a context (collect, inject, memoize).
 
-use std::os::raw::c_void;
+use std::os::raw::{c_char, c_void};
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
 
 use crate::context::{panic_message, Context};
-use crate::error::{check, Error, ErrorCode, Result};
+use crate::error::{check, Error, Result};
 use crate::sys;
-use crate::value::{make_value, value_ptrs, Value};
+use crate::util::drop_boxed;
+use crate::value::{borrowed_values, make_value, value_ptrs, Value};
 
 type HostFn = dyn Fn(&[Value]) -> Result<Value> + Send + Sync + 'static;
 type AsyncHostFn = dyn Fn(&[Value], HostRequest) + Send + Sync + 'static;
+
+/// `af_register_function` and its blocking and async siblings, which differ
+/// only in the trampoline type `T`.
+type RegisterFn<T> = unsafe extern "C" fn(
+    *mut sys::af_context_t,
+    *const c_char,
+    usize,
+    T,
+    *mut c_void,
+    sys::af_destroy_fn,
+    *const sys::af_value_t,
+) -> *mut sys::af_error_t;
 
 /// One call of an async host function ([`Context::register_function_async`]).
 /// Finish it once with [`complete`](Self::complete) or [`fail`](Self::fail),
@@ -70,21 +83,9 @@ impl Context {
     where
         F: Fn(&[Value]) -> Result<Value> + Send + Sync + 'static,
     {
-        let boxed: Box<Box<HostFn>> = Box::new(Box::new(f));
-        let user_data = Box::into_raw(boxed).cast::<c_void>();
-        // libaf runs destroy_host_fn before returning an error, so the box
-        // is never freed twice nor leaked.
-        check(unsafe {
-            sys::af_register_function(
-                self.as_ptr(),
-                name.as_ptr().cast(),
-                name.len(),
-                Some(host_trampoline),
-                user_data,
-                Some(destroy_host_fn),
-                result_kinds.as_ptr(),
-            )
-        })
+        let f: Box<HostFn> = Box::new(f);
+        let register = sys::af_register_function;
+        self.register(register, name, result_kinds, f, Some(host_trampoline))
     }
 
     /// Like [`register_function`](Self::register_function), but each call
@@ -100,19 +101,9 @@ impl Context {
     where
         F: Fn(&[Value]) -> Result<Value> + Send + Sync + 'static,
     {
-        let boxed: Box<Box<HostFn>> = Box::new(Box::new(f));
-        let user_data = Box::into_raw(boxed).cast::<c_void>();
-        check(unsafe {
-            sys::af_register_function_blocking(
-                self.as_ptr(),
-                name.as_ptr().cast(),
-                name.len(),
-                Some(host_trampoline),
-                user_data,
-                Some(destroy_host_fn),
-                result_kinds.as_ptr(),
-            )
-        })
+        let f: Box<HostFn> = Box::new(f);
+        let register = sys::af_register_function_blocking;
+        self.register(register, name, result_kinds, f, Some(host_trampoline))
     }
 
     /// Registers an async host function: `f` receives the arguments and a
@@ -124,16 +115,32 @@ impl Context {
     where
         F: Fn(&[Value], HostRequest) + Send + Sync + 'static,
     {
-        let boxed: Box<Box<AsyncHostFn>> = Box::new(Box::new(f));
-        let user_data = Box::into_raw(boxed).cast::<c_void>();
+        let f: Box<AsyncHostFn> = Box::new(f);
+        let register = sys::af_register_function_async;
+        self.register(register, name, result_kinds, f, Some(async_host_trampoline))
+    }
+
+    /// The one registration path: `closure` goes to libaf boxed behind
+    /// `user_data`, with `trampoline` to call it and `drop_boxed` to free
+    /// it. libaf runs the destroy callback before returning an error, so the
+    /// box is never freed twice nor leaked.
+    fn register<C, T>(
+        &self,
+        register: RegisterFn<T>,
+        name: &str,
+        result_kinds: &Value,
+        closure: C,
+        trampoline: T,
+    ) -> Result<()> {
+        let user_data = Box::into_raw(Box::new(closure)).cast::<c_void>();
         check(unsafe {
-            sys::af_register_function_async(
+            register(
                 self.as_ptr(),
                 name.as_ptr().cast(),
                 name.len(),
-                Some(async_host_trampoline),
+                trampoline,
                 user_data,
-                Some(destroy_async_host_fn),
+                Some(drop_boxed::<C>),
                 result_kinds.as_ptr(),
             )
         })
@@ -214,7 +221,9 @@ unsafe extern "C" fn host_trampoline(
     }
     *out = ptr::null_mut();
     let f = &*user_data.cast::<Box<HostFn>>();
-    let result = panic::catch_unwind(AssertUnwindSafe(|| f(&arg_values(args, n)?)));
+    let result = panic::catch_unwind(AssertUnwindSafe(|| {
+        f(&borrowed_values(args, n, "host argument")?)
+    }));
     match result {
         Ok(Ok(v)) => {
             *out = v.into_raw();
@@ -231,29 +240,6 @@ unsafe extern "C" fn host_trampoline(
     }
 }
 
-/// The borrowed argument handles of one call as owned Values.
-unsafe fn arg_values(args: *const *const sys::af_value_t, n: usize) -> Result<Vec<Value>> {
-    let mut values = Vec::with_capacity(n);
-    for i in 0..n {
-        let p = if args.is_null() {
-            ptr::null()
-        } else {
-            *args.add(i)
-        };
-        // libaf passes a Zero as null; a NULL pointer would be a libaf bug.
-        match Value::clone_from_ptr(p) {
-            Some(v) => values.push(v),
-            None => {
-                return Err(Error::new(
-                    ErrorCode::Internal,
-                    format!("host argument {i} is NULL"),
-                ))
-            }
-        }
-    }
-    Ok(values)
-}
-
 unsafe extern "C" fn async_host_trampoline(
     user_data: *mut c_void,
     args: *const *const sys::af_value_t,
@@ -266,7 +252,7 @@ unsafe extern "C" fn async_host_trampoline(
     let Some(f) = user_data.cast::<Box<AsyncHostFn>>().as_ref() else {
         return; // dropping req fails the call
     };
-    let values = match arg_values(args, n) {
+    let values = match borrowed_values(args, n, "host argument") {
         Ok(v) => v,
         Err(e) => {
             let _ = req.fail(e);
@@ -276,21 +262,4 @@ unsafe extern "C" fn async_host_trampoline(
     // On a panic the closure's HostRequest is dropped while unwinding, which
     // fails the call; the panic itself must not reach libaf.
     let _ = panic::catch_unwind(AssertUnwindSafe(|| f(&values, req)));
-}
-
-unsafe extern "C" fn destroy_async_host_fn(user_data: *mut c_void) {
-    if !user_data.is_null() {
-        let _ = panic::catch_unwind(AssertUnwindSafe(|| {
-            drop(Box::from_raw(user_data.cast::<Box<AsyncHostFn>>()))
-        }));
-    }
-}
-
-unsafe extern "C" fn destroy_host_fn(user_data: *mut c_void) {
-    if !user_data.is_null() {
-        // A panic in the closure's destructor must not unwind into libaf.
-        let _ = panic::catch_unwind(AssertUnwindSafe(|| {
-            drop(Box::from_raw(user_data.cast::<Box<HostFn>>()))
-        }));
-    }
 }

@@ -28,6 +28,10 @@
 //! Every fallible call returns `Result<T, af::Error>`. Handles (`Context`,
 //! `Value`, `Ir`, `Walk`, `Program`, `Future`, `Provider`) free themselves on drop; `Value` and `Ir` clone by
 //! reference counting. The raw C API is in [`sys`].
+//!
+//! Features: `serde` makes [`Value`] `Serialize` and `Deserialize` (with
+//! libaf's JSON conventions: ints stay ints, floats floats, dict order
+//! kept); `bundled` and `static` choose how libaf is found and linked.
 
 /// The raw C API (the `af-sys` crate).
 pub use af_sys as sys;
@@ -39,15 +43,18 @@ mod error;
 mod graph;
 mod host;
 mod inspect;
-mod iter;
 mod ir;
+mod iter;
 mod lazy;
 mod parked;
 mod program;
 mod provider;
+mod provider_options;
 mod transform;
 mod util;
 mod value;
+#[cfg(feature = "serde")]
+mod value_serde;
 mod walk;
 
 pub use context::{is_tracing, Context};
@@ -59,6 +66,7 @@ pub use ir::Ir;
 pub use iter::{Entries, Items};
 pub use program::{CancelToken, Future, Program, ProgressFn, RunOptions, StreamFn};
 pub use provider::{LmRequest, Provider};
+pub use provider_options::{EchoOptions, OpenAiOptions, ReplayOptions, Upstream};
 pub use value::{Kind, Value};
 pub use walk::{Step, Walk};
 

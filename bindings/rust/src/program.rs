@@ -14,7 +14,7 @@ use crate::context::Context;
 use crate::error::{check, Error, ErrorCode, Result};
 use crate::ir::Ir;
 use crate::sys;
-use crate::util::bytes_to_string;
+use crate::util::{bytes_to_string, drop_boxed};
 use crate::value::{make_value, value_ptrs, Value};
 
 /// A compiled program for the dataflow executor (from [`Program::compile`]).
@@ -57,6 +57,10 @@ pub struct RunOptions {
     /// Triggering this token ends the run with `Cancelled` (also a blocking
     /// [`Program::call_with`], from another thread).
     pub cancel: Option<Arc<CancelToken>>,
+    /// Record the run summary of an asynchronous run for
+    /// [`Future::summary`]; a blocking call returns it from
+    /// [`Program::call_with_summary`] instead.
+    pub summary: bool,
     /// LM replies as they arrive, from libaf threads, one call at a time per
     /// run; must be quick. The run's result is the same as without it.
     pub stream: Option<Arc<StreamFn>>,
@@ -117,8 +121,8 @@ impl std::fmt::Debug for CancelToken {
 }
 
 /// The C struct for `opts`; the progress and stream closures are moved into
-/// their user_data (freed by libaf through `destroy_progress` /
-/// `destroy_stream`, exactly once). The returned path bytes back
+/// their user_data (freed by libaf through `drop_boxed`, exactly once). The
+/// returned path bytes back
 /// `profile_path` and must outlive the call (as must `opts`, which holds the
 /// cancel token and the stream tag).
 fn raw_options(opts: &RunOptions) -> Result<(sys::af_run_options_t, Vec<u8>)> {
@@ -145,6 +149,9 @@ fn raw_options(opts: &RunOptions) -> Result<(sys::af_run_options_t, Vec<u8>)> {
     if opts.item_errors {
         flags |= sys::AF_RUN_ITEM_ERRORS;
     }
+    if opts.summary {
+        flags |= sys::AF_RUN_SUMMARY;
+    }
     let timeout_ms = opts.timeout.map_or(0, |d| {
         u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
     });
@@ -153,7 +160,7 @@ fn raw_options(opts: &RunOptions) -> Result<(sys::af_run_options_t, Vec<u8>)> {
             Some(f) => (
                 Some(progress_trampoline),
                 Box::into_raw(Box::new(Arc::clone(f))).cast(),
-                Some(destroy_progress),
+                Some(drop_boxed::<Arc<ProgressFn>>),
             ),
             None => (None, ptr::null_mut(), None),
         };
@@ -165,7 +172,7 @@ fn raw_options(opts: &RunOptions) -> Result<(sys::af_run_options_t, Vec<u8>)> {
         Some(f) => (
             Some(stream_trampoline),
             Box::into_raw(Box::new(Arc::clone(f))).cast(),
-            Some(destroy_stream),
+            Some(drop_boxed::<Arc<StreamFn>>),
         ),
         None => (None, ptr::null_mut(), None),
     };
@@ -187,6 +194,7 @@ fn raw_options(opts: &RunOptions) -> Result<(sys::af_run_options_t, Vec<u8>)> {
             .cancel
             .as_ref()
             .map_or(ptr::null_mut(), |c| c.raw.as_ptr()),
+        summary: ptr::null_mut(),
         stream,
         stream_user_data: stream_data,
         stream_destroy,
@@ -219,22 +227,6 @@ unsafe extern "C" fn stream_trampoline(
             .then(|| String::from_utf8_lossy(std::slice::from_raw_parts(text.cast::<u8>(), len)));
         // A panic must not unwind into libaf.
         let _ = panic::catch_unwind(AssertUnwindSafe(|| f(eqn, item, piece.as_deref())));
-    }
-}
-
-unsafe extern "C" fn destroy_stream(user_data: *mut c_void) {
-    if !user_data.is_null() {
-        let _ = panic::catch_unwind(AssertUnwindSafe(|| {
-            drop(Box::from_raw(user_data.cast::<Arc<StreamFn>>()))
-        }));
-    }
-}
-
-unsafe extern "C" fn destroy_progress(user_data: *mut c_void) {
-    if !user_data.is_null() {
-        let _ = panic::catch_unwind(AssertUnwindSafe(|| {
-            drop(Box::from_raw(user_data.cast::<Arc<ProgressFn>>()))
-        }));
     }
 }
 
@@ -285,6 +277,13 @@ impl Program {
         inputs: &[Value],
         options: &RunOptions,
     ) -> Result<Value> {
+        if options.summary {
+            return Err(Error::new(
+                ErrorCode::InvalidArgument,
+                "RunOptions::summary records an asynchronous run's summary (Future::summary); \
+                 a blocking call returns it from Program::call_with_summary",
+            ));
+        }
         let (raw, _path) = raw_options(options)?;
         make_value(|out| unsafe {
             sys::af_program_call_with(
@@ -296,6 +295,40 @@ impl Program {
                 out,
             )
         })
+    }
+
+    /// [`call_with`](Self::call_with), returning the run summary beside the
+    /// result: per model calls, tokens, retries, time queued and in flight,
+    /// and the wall time, as JSON (af.h "Run summaries"). A failed run has
+    /// one too; `None` when nothing ran (invalid inputs).
+    pub fn call_with_summary(
+        &self,
+        ctx: &Context,
+        inputs: &[Value],
+        options: &RunOptions,
+    ) -> (Result<Value>, Option<String>) {
+        let opts = RunOptions {
+            summary: false,
+            ..options.clone()
+        };
+        let (mut raw, _path) = match raw_options(&opts) {
+            Ok(r) => r,
+            Err(e) => return (Err(e), None),
+        };
+        let mut summary = sys::af_bytes_t::default();
+        raw.summary = &mut summary;
+        let result = make_value(|out| unsafe {
+            sys::af_program_call_with(
+                ctx.as_ptr(),
+                self.as_ptr(),
+                value_ptrs(inputs),
+                inputs.len(),
+                &raw,
+                out,
+            )
+        });
+        let summary = (!summary.data.is_null()).then(|| unsafe { bytes_to_string(&mut summary) });
+        (result, summary)
     }
 
     /// Starts the program and returns at once (input errors are returned
@@ -400,7 +433,7 @@ impl Future<'_> {
                 self.raw.as_ptr(),
                 Some(done_trampoline::<F>),
                 Box::into_raw(boxed).cast(),
-                Some(destroy_done::<F>),
+                Some(drop_boxed::<Option<F>>),
             )
         })
     }
@@ -410,6 +443,15 @@ impl Future<'_> {
     pub fn profile(&self) -> Result<String> {
         let mut b = sys::af_bytes_t::default();
         check(unsafe { sys::af_future_profile(self.raw.as_ptr(), &mut b) })?;
+        Ok(unsafe { bytes_to_string(&mut b) })
+    }
+
+    /// The run summary as JSON (af.h "Run summaries"): complete once the
+    /// run finished, so far before. `InvalidArgument` if the run was
+    /// started without `summary`.
+    pub fn summary(&self) -> Result<String> {
+        let mut b = sys::af_bytes_t::default();
+        check(unsafe { sys::af_future_summary_json(self.raw.as_ptr(), &mut b) })?;
         Ok(unsafe { bytes_to_string(&mut b) })
     }
 }
@@ -443,14 +485,6 @@ unsafe extern "C" fn done_trampoline<F: FnOnce() + Send + 'static>(user_data: *m
         if let Some(f) = slot.take() {
             let _ = panic::catch_unwind(AssertUnwindSafe(f));
         }
-    }
-}
-
-unsafe extern "C" fn destroy_done<F: FnOnce() + Send + 'static>(user_data: *mut c_void) {
-    if !user_data.is_null() {
-        let _ = panic::catch_unwind(AssertUnwindSafe(|| {
-            drop(Box::from_raw(user_data.cast::<Option<F>>()))
-        }));
     }
 }
 

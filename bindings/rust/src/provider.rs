@@ -8,7 +8,7 @@ use std::ptr::{self, NonNull};
 use crate::context::Context;
 use crate::error::{check, Error, ErrorCode, Result};
 use crate::sys;
-use crate::util::bytes_to_string;
+use crate::util::{bytes_to_string, drop_boxed};
 use crate::value::{make_value, Value};
 
 /// Where LM requests go. `Clone` adds a reference; a provider may be routed
@@ -41,21 +41,26 @@ fn make_provider(
 
 impl Provider {
     /// Deterministic and offline: answers `"<model>|<content of the last
-    /// message>"`. `options_json`: a JSON object ("" = defaults).
+    /// message>"`. `options_json`: a JSON object ("" = defaults);
+    /// [`Provider::echo_with`] takes typed [`EchoOptions`](crate::EchoOptions).
     pub fn echo(options_json: &str) -> Result<Provider> {
         make_provider(|out| unsafe {
             sys::af_provider_echo_new(options_json.as_ptr().cast(), options_json.len(), out)
         })
     }
 
-    /// Any OpenAI-compatible chat-completions endpoint (`base_url` required).
+    /// Any OpenAI-compatible chat-completions endpoint (`base_url` required);
+    /// [`Provider::openai_with`] takes typed
+    /// [`OpenAiOptions`](crate::OpenAiOptions).
     pub fn openai(options_json: &str) -> Result<Provider> {
         make_provider(|out| unsafe {
             sys::af_provider_openai_new(options_json.as_ptr().cast(), options_json.len(), out)
         })
     }
 
-    /// Answers from (or records to) a JSON Lines file (`path` required).
+    /// Answers from (or records to) a JSON Lines file (`path` required);
+    /// [`Provider::replay_with`] takes typed
+    /// [`ReplayOptions`](crate::ReplayOptions).
     pub fn replay(options_json: &str) -> Result<Provider> {
         make_provider(|out| unsafe {
             sys::af_provider_replay_new(options_json.as_ptr().cast(), options_json.len(), out)
@@ -74,7 +79,7 @@ impl Provider {
             sys::af_provider_host_new(
                 Some(submit_trampoline),
                 user_data,
-                Some(destroy_submit),
+                Some(drop_boxed::<Box<SubmitFn>>),
                 out,
             )
         })
@@ -212,14 +217,6 @@ unsafe extern "C" fn submit_trampoline(user_data: *mut c_void, req: *mut sys::af
     // On a panic the closure's LmRequest is dropped while unwinding, which
     // fails the request; the panic itself must not reach libaf.
     let _ = panic::catch_unwind(AssertUnwindSafe(|| f(req)));
-}
-
-unsafe extern "C" fn destroy_submit(user_data: *mut c_void) {
-    if !user_data.is_null() {
-        let _ = panic::catch_unwind(AssertUnwindSafe(|| {
-            drop(Box::from_raw(user_data.cast::<Box<SubmitFn>>()))
-        }));
-    }
 }
 
 impl Context {

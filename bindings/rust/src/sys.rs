@@ -87,6 +87,7 @@ pub type af_cancel_t = af_cancel;
 pub const AF_RUN_KEEP_GOING: u32 = 1;
 pub const AF_RUN_PROFILE: u32 = 2;
 pub const AF_RUN_ITEM_ERRORS: u32 = 4;
+pub const AF_RUN_SUMMARY: u32 = 8;
 pub const AF_IR_ANCESTORS: u32 = 0;
 pub const AF_IR_DESCENDANTS: u32 = 1;
 pub const AF_IR_DEEP: u32 = 2;
@@ -115,6 +116,7 @@ pub struct af_run_options {
     pub profile_path: *const c_char,
     pub profile_path_len: usize,
     pub cancel: *mut af_cancel_t,
+    pub summary: *mut af_bytes_t,
     pub stream: af_stream_fn,
     pub stream_user_data: *mut c_void,
     pub stream_destroy: af_destroy_fn,
@@ -308,6 +310,8 @@ extern "C" {
     pub fn af_is_tracing() -> i32;
     pub fn af_tag_push(ctx: *mut af_context_t, tag: *const c_char, len: usize) -> *mut af_error_t;
     pub fn af_tag_pop(ctx: *mut af_context_t) -> *mut af_error_t;
+    pub fn af_name_push(ctx: *mut af_context_t, name: *const c_char, len: usize) -> *mut af_error_t;
+    pub fn af_name_pop(ctx: *mut af_context_t) -> *mut af_error_t;
     pub fn af_fold_push(ctx: *mut af_context_t) -> *mut af_error_t;
     pub fn af_fold_pop(ctx: *mut af_context_t) -> *mut af_error_t;
 
@@ -603,6 +607,7 @@ extern "C" {
         destroy: af_destroy_fn,
     ) -> *mut af_error_t;
     pub fn af_future_profile(f: *const af_future_t, out: *mut af_bytes_t) -> *mut af_error_t;
+    pub fn af_future_summary_json(f: *const af_future_t, out: *mut af_bytes_t) -> *mut af_error_t;
     pub fn af_future_free(f: *mut af_future_t);
 
     // LM calls

@@ -1,6 +1,8 @@
-//! Small helpers for strings and byte buffers coming out of libaf.
+//! Small helpers for strings and byte buffers coming out of libaf, and the
+//! destroy callback of boxed closures.
 
-use std::os::raw::c_char;
+use std::os::raw::{c_char, c_void};
+use std::panic::{self, AssertUnwindSafe};
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::sys;
@@ -50,4 +52,19 @@ pub(crate) unsafe fn borrowed_str<'a>(s: *const c_char, n: usize) -> Result<&'a 
             format!("libaf returned invalid UTF-8: {e}"),
         )
     })
+}
+
+/// The destroy callback of every closure handed to libaf as `user_data`: it
+/// drops the `Box<T>` made with `Box::into_raw`, exactly once (libaf
+/// guarantees that). A panic in the closure's destructor must not unwind
+/// into libaf, so it is caught and dropped.
+///
+/// # Safety
+/// `user_data` must be NULL or come from `Box::<T>::into_raw`.
+pub(crate) unsafe extern "C" fn drop_boxed<T>(user_data: *mut c_void) {
+    if !user_data.is_null() {
+        let _ = panic::catch_unwind(AssertUnwindSafe(|| {
+            drop(Box::from_raw(user_data.cast::<T>()))
+        }));
+    }
 }

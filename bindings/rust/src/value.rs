@@ -63,8 +63,9 @@ impl Kind {
 /// tied to a [`Context`](crate::Context) and may be shared between threads.
 ///
 /// The leaf constructors (`null`, `bool`, `int`, `float`, `str`, `list`)
-/// cannot fail except when libaf is out of memory, in which case they panic
-/// like a Rust allocation would; `from_json` and `dict` return a `Result`.
+/// cannot fail except when libaf is out of memory (or, for `list`, beyond
+/// 512 levels of nesting), in which case they panic like a Rust allocation
+/// would; `from_json` and `dict` return a `Result`.
 #[repr(transparent)]
 pub struct Value {
     raw: NonNull<sys::af_value_t>,
@@ -102,6 +103,38 @@ pub(crate) fn value_ptrs(values: &[Value]) -> *const *const sys::af_value_t {
     } else {
         values.as_ptr().cast()
     }
+}
+
+/// New references to the `n` borrowed handles at `ptrs` (the arguments of a
+/// callback). `what` names them in the `Internal` error for a NULL entry,
+/// which only a libaf bug could pass (a Zero arrives as a null value).
+///
+/// # Safety
+/// `ptrs` must be NULL (with `n == 0`) or point to `n` handles.
+pub(crate) unsafe fn borrowed_values(
+    ptrs: *const *const sys::af_value_t,
+    n: usize,
+    what: &str,
+) -> Result<Vec<Value>> {
+    (0..n)
+        .map(|i| {
+            let p = if ptrs.is_null() {
+                ptr::null()
+            } else {
+                *ptrs.add(i)
+            };
+            Value::clone_from_ptr(p)
+                .ok_or_else(|| Error::new(ErrorCode::Internal, format!("{what} {i} is NULL")))
+        })
+        .collect()
+}
+
+/// A list of the items, or libaf's error (`InvalidArgument` beyond 512
+/// levels of nesting).
+pub(crate) fn list_checked(items: &[Value]) -> Result<Value> {
+    make_value(|out| unsafe {
+        sys::af_value_list(default_context(), value_ptrs(items), items.len(), out)
+    })
 }
 
 impl Value {
@@ -183,9 +216,7 @@ impl Value {
 
     /// A list of the items (each gets a new reference).
     pub fn list(items: &[Value]) -> Value {
-        infallible(make_value(|out| unsafe {
-            sys::af_value_list(default_context(), value_ptrs(items), items.len(), out)
-        }))
+        infallible(list_checked(items))
     }
 
     /// A dict from (key, value) entries, insertion order kept.

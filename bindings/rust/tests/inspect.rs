@@ -4,7 +4,7 @@
 
 mod common;
 
-use af::{Context, Direction, ErrorCode, Ir, Provider, Value};
+use af::{Context, Direction, ErrorCode, Ir, Program, Provider, RunOptions, Value};
 
 fn ask(ctx: &Context, content: Value, model: &str) -> af::Result<Value> {
     let msg = Value::dict([("role", Value::from("user")), ("content", content)])?;
@@ -162,4 +162,103 @@ fn equations_describe_inputs_and_cost_counts_models() {
         ir.cost_json(3).unwrap(),
         r#"{"batch":3,"total":{"calls":6,"models":{"m1":3,"m2":3}},"critical_path":{"calls":2,"models":{"m1":1,"m2":1}}}"#
     );
+}
+
+/// named(q) = ask(q, "m1") inside the name scopes triage, ask.
+fn named(ctx: &Context) -> Ir {
+    ctx.trace(
+        |ctx, i| {
+            ctx.with_name("triage", || {
+                ctx.with_name("ask", || ask(ctx, i[0].clone(), "m1"))
+            })
+        },
+        &[Value::from("q")],
+        None,
+    )
+    .unwrap()
+}
+
+#[test]
+fn name_paths_are_recorded_shown_and_name_errors() {
+    let ctx = Context::new().unwrap();
+    let ir = named(&ctx);
+    assert!(ir.to_text().unwrap().contains("@name=\"triage/ask\""));
+    let e = Value::from_json(&ir.eqn_json(0).unwrap()).unwrap();
+    assert_eq!(
+        e.key("name_path").unwrap().to_json().unwrap(),
+        r#"["triage","ask"]"#
+    );
+    // No route for m1: the failing call names its path.
+    let err = ir.call(&ctx, &[Value::from("hi")]).unwrap_err();
+    assert_eq!(err.code, ErrorCode::NotFound);
+    assert!(err.message.contains("in triage/ask: "), "{}", err.message);
+    // Outside a trace on an eager context, and a name holding '/'.
+    assert_eq!(
+        ctx.name_push("x").unwrap_err().code,
+        ErrorCode::InvalidArgument
+    );
+    let bad = ctx.trace(
+        |ctx, i| ctx.with_name("a/b", || Ok(i[0].clone())),
+        &[Value::from("q")],
+        None,
+    );
+    assert!(bad.unwrap_err().message.contains("one name per level"));
+}
+
+/// Echo counts words: "hi there" in (2), "m1|hi there" out (2).
+fn check_summary(json: &str) {
+    let s = Value::from_json(json).unwrap();
+    let total = s.key("total").unwrap();
+    let int = |v: &Value, k: &str| v.key(k).unwrap().as_int().unwrap();
+    assert_eq!(int(&total, "calls"), 1, "{json}");
+    assert_eq!(int(&total, "failed"), 0, "{json}");
+    assert_eq!(int(&total, "prompt_tokens"), 2, "{json}");
+    assert_eq!(int(&total, "completion_tokens"), 2, "{json}");
+    assert_eq!(int(&total, "retries"), 0, "{json}");
+    assert_eq!(
+        int(&s.key("models").unwrap().key("m1").unwrap(), "calls"),
+        1,
+        "{json}"
+    );
+    assert!(s.key("wall_ms").unwrap().as_float().unwrap() >= 0.0);
+}
+
+#[test]
+fn run_summaries_add_up_echo_usage() {
+    let ctx = Context::new().unwrap();
+    let echo = Provider::echo("").unwrap();
+    ctx.route("*", &echo).unwrap();
+    let p = Program::compile(&ctx, &named(&ctx)).unwrap();
+    let hi = [Value::from("hi there")];
+    let (out, summary) = p.call_with_summary(&ctx, &hi, &RunOptions::default());
+    assert_eq!(out.unwrap().to_json().unwrap(), r#""m1|hi there""#);
+    check_summary(&summary.unwrap());
+    let opts = RunOptions {
+        summary: true,
+        ..Default::default()
+    };
+    let run = p.call_async_with(&ctx, &hi, &opts).unwrap();
+    run.wait().unwrap();
+    check_summary(&run.summary().unwrap());
+    // The provider counted the same requests.
+    let stats = echo.stats().unwrap();
+    assert_eq!(stats.key("prompt_tokens").unwrap().as_int().unwrap(), 4);
+    // Misuse: an async-only option on a blocking call; no summary recorded.
+    assert_eq!(
+        p.call_with(&ctx, &hi, &opts).unwrap_err().code,
+        ErrorCode::InvalidArgument
+    );
+    let plain = p.call_async(&ctx, &hi).unwrap();
+    assert_eq!(
+        plain.summary().unwrap_err().code,
+        ErrorCode::InvalidArgument
+    );
+    // A failed run has a summary too; nothing ran, none.
+    let bare = Context::new().unwrap();
+    let (out, summary) = p.call_with_summary(&bare, &hi, &RunOptions::default());
+    assert_eq!(out.unwrap_err().code, ErrorCode::NotFound);
+    assert!(summary.unwrap().contains(r#""calls":0"#));
+    let (out, summary) = p.call_with_summary(&ctx, &[], &RunOptions::default());
+    assert_eq!(out.unwrap_err().code, ErrorCode::InvalidArgument);
+    assert!(summary.is_none());
 }

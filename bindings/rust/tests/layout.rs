@@ -62,8 +62,8 @@ fn structs_and_constants_match_the_header() {
         )*};
     }
     off!(af_run_options_t, struct_size, flags, timeout_ms, progress, progress_user_data,
-         progress_destroy, profile_path, profile_path_len, cancel, stream, stream_user_data,
-         stream_destroy, stream_tag, stream_tag_len);
+         progress_destroy, profile_path, profile_path_len, cancel, summary, stream,
+         stream_user_data, stream_destroy, stream_tag, stream_tag_len);
     off!(af_cse_options_t, struct_size, merge_nondeterministic);
     off!(af_bytes_t, data, len);
     macro_rules! consts {
@@ -74,7 +74,8 @@ fn structs_and_constants_match_the_header() {
             AF_ERR_PROVIDER, AF_ERR_TIMEOUT, AF_ERR_CANCELLED, AF_ERR_CALLBACK, AF_ERR_IO,
             AF_ERR_OUT_OF_MEMORY, AF_ERR_INTERNAL, AF_KIND_NULL, AF_KIND_BOOL, AF_KIND_INT,
             AF_KIND_FLOAT, AF_KIND_STR, AF_KIND_LIST, AF_KIND_DICT, AF_KIND_PLACEHOLDER,
-            AF_WALK_DONE, AF_RUN_KEEP_GOING, AF_RUN_PROFILE, AF_RUN_ITEM_ERRORS, AF_IR_ANCESTORS,
+            AF_WALK_DONE, AF_RUN_KEEP_GOING, AF_RUN_PROFILE, AF_RUN_ITEM_ERRORS, AF_RUN_SUMMARY,
+            AF_IR_ANCESTORS,
             AF_IR_DESCENDANTS, AF_IR_DEEP);
     let body: String = rust
         .iter()

@@ -258,9 +258,9 @@ AF_API void af_value_free(af_value_t* v);
  * Errors: a failing operation fails every promise that depends on it;
  * reading one returns an error with the failure's code whose message names
  * the primitive and where it was recorded ("lm_call (operation #3 recorded
- * on its context, tags [triage])", with af_tag_push on a lazy context outside
- * a trace), and whose cause is the original error. Other promises of the same
- * evaluation are unaffected.
+ * on its context, name triage/draft, tags [triage])", with af_name_push and
+ * af_tag_push on a lazy context outside a trace), and whose cause is the
+ * original error. Other promises of the same evaluation are unaffected.
  *
  * Threads: several threads may record and read on one lazy context at once;
  * a promise is evaluated once even if several threads read it (the others
@@ -333,6 +333,29 @@ AF_API int32_t af_is_tracing(void);
 AF_API af_error_t* af_tag_push(af_context_t* ctx, const char* tag, size_t len);
 AF_API af_error_t* af_tag_pop(af_context_t* ctx);
 
+/* Name paths: while pushed, every equation recorded by the innermost trace
+ * of this thread (or, outside a trace, operation recorded by a lazy
+ * context) carries the open names, outermost first: its name path, like a
+ * call stack of the program's modules and steps ("triage/classify"). It is
+ * kept by every transform, saved in .afg files, part of af_ir_hash /
+ * af_ir_equal (as tags are), and shown by af_ir_to_text (@name="a/b"),
+ * af_ir_to_dot, af_ir_eqn_json ("name_path") and profiles (event titles
+ * and args); an equation that fails words its error "in a/b: ...". An IR
+ * called (inlined) inside a named scope gets the scope's path before each
+ * equation's own; an equation inside a sub-IR (a branch, a loop body) is
+ * named relative to the equation holding it, and runs report the joined
+ * path (profiles) or each level in turn (errors: "in route: in billing:
+ * ...").
+ * Why not tags: tags are an unordered set that unions when scopes nest and
+ * when IRs are inlined, and they change how a program runs (the "urgent"
+ * hint, what providers see). A name path is one ordered path per equation
+ * that composes by prefixing and never changes execution.
+ * INVALID_ARGUMENT: outside a trace on an eager context, an empty name, a
+ * name holding '/' (push one name per level), af_name_pop without a push,
+ * a traced function returning with a name scope open. */
+AF_API af_error_t* af_name_push(af_context_t* ctx, const char* name, size_t len);
+AF_API af_error_t* af_name_pop(af_context_t* ctx);
+
 /* Fold: between push and pop, operations of the innermost trace run at
  * trace time and their results become literals. An operation whose input
  * is a placeholder is INVALID_ARGUMENT ("cannot fold <prim>: ..."). Outside
@@ -397,9 +420,9 @@ AF_API const char* af_ir_eqn_prim(const af_ir_t* ir, size_t i);
 /* Number of positional inputs of ir (0 if ir is NULL). */
 AF_API size_t af_ir_input_count(const af_ir_t* ir);
 /* Structural hash: equal IRs (same equations, params, literals, structure,
- * kinds, tags) hash equal whatever their origin. A defined function of the
- * IR: the same in every process, build and platform (it may key on-disk
- * caches); it changes only with a new libaf major version. */
+ * kinds, tags, name paths) hash equal whatever their origin. A defined
+ * function of the IR: the same in every process, build and platform (it may
+ * key on-disk caches); it changes only with a new libaf major version. */
 AF_API uint64_t af_ir_hash(const af_ir_t* ir);
 /* 1 if a and b are structurally equal, else 0. */
 AF_API int32_t af_ir_equal(const af_ir_t* a, const af_ir_t* b);
@@ -415,8 +438,9 @@ AF_API void af_ir_free(af_ir_t* ir);
  * self-describing JSON document instead, which every host parses with its
  * own JSON library, and the set can grow fields without new symbols. Only
  * what a JSON document cannot carry gets a function: nested IRs
- * (af_ir_sub, a handle) and new IRs (af_ir_slice). Tags (af_tag) are the
- * user metadata of an equation; they appear in its "tags".
+ * (af_ir_sub, a handle) and new IRs (af_ir_slice). Tags (af_tag_push)
+ * and the name path (af_name_push) are the user metadata of an equation;
+ * they appear in its "tags" and "name_path".
  *
  * Equations are numbered as af_ir_eqn_prim numbers them; variables by the
  * ids of the text form (%3 is 3). Paths name subtrees of the input or output
@@ -433,7 +457,7 @@ AF_API af_error_t* af_ir_json(const af_ir_t* ir, af_bytes_t* out);
 /* Equation i: prim, in (each {"var","kind"} or {"lit","kind"}), out, the
  * input/output structures, deps (the equations it reads directly), params
  * (values as JSON; IR params as {"sub": path} / {"subs": [paths]}), subs,
- * tags, and sched when af_sched set one. */
+ * tags, name_path, and sched when af_sched set one. */
 AF_API af_error_t* af_ir_eqn_json(const af_ir_t* ir, size_t i, af_bytes_t* out);
 /* Variable var: {"var","kind","producer": eqn index or null for an input,
  * "consumers": [eqn indices], "output": bool}. */
@@ -546,8 +570,9 @@ AF_API af_error_t* af_pullback(af_context_t* ctx, const af_ir_t* ir, af_ir_t** o
 AF_API af_error_t* af_dce(af_context_t* ctx, const af_ir_t* ir, const af_value_t* out_used,
                           af_ir_t** out);
 /* Common subexpression elimination: identical pure equations (same
- * primitive, params, inputs, tags) are merged; checkpoints never are, host
- * functions and LM calls only with af_cse_ex's merge_nondeterministic. */
+ * primitive, params, inputs, tags, name path) are merged; checkpoints never
+ * are, host functions and LM calls only with af_cse_ex's
+ * merge_nondeterministic. */
 AF_API af_error_t* af_cse(af_context_t* ctx, const af_ir_t* ir, af_ir_t** out);
 typedef struct af_cse_options {
   uint32_t struct_size;            /* sizeof(af_cse_options_t) */
@@ -725,6 +750,7 @@ AF_API void af_cancel_free(af_cancel_t* c);
 #define AF_RUN_KEEP_GOING 1u /* a failure does not cancel the rest; see below */
 #define AF_RUN_PROFILE 2u    /* record a profile (af_future_profile) */
 #define AF_RUN_ITEM_ERRORS 4u /* per-item errors in batched programs; see below */
+#define AF_RUN_SUMMARY 8u     /* record a run summary (af_future_summary_json) */
 
 /* Progress: done and total equations. Called from libaf threads, never
  * concurrently for one run, after each equation; must be quick. */
@@ -765,6 +791,14 @@ typedef struct af_run_options {
    * cancels its in-flight work, from any thread (the way to stop a blocking
    * af_program_call_with). The run holds its own reference. */
   af_cancel_t* cancel;
+  /* af_program_call_with only: where the run summary (see "Run summaries"
+   * below) is written when the call returns — also when the run failed, as
+   * its calls cost all the same; left {NULL, 0} when nothing ran (invalid
+   * inputs, a call inlined into a trace). Owned by the caller
+   * (af_bytes_free). NULL = none. An asynchronous call sets AF_RUN_SUMMARY
+   * instead and reads af_future_summary_json (a non-NULL summary there is
+   * INVALID_ARGUMENT, as is AF_RUN_SUMMARY without it here). */
+  af_bytes_t* summary;
   /* NULL = no streaming. With a stream function, LM requests are made in
    * streaming mode (the openai provider reads server-sent events) and their
    * text goes to stream as it arrives; the run's result is the same as
@@ -833,6 +867,27 @@ AF_API af_error_t* af_future_on_done(af_future_t* f, void (*fn)(void* user_data)
 /* The run's profile as Chrome trace JSON (owned bytes); INVALID_ARGUMENT if
  * the run was started without AF_RUN_PROFILE or a profile_path. */
 AF_API af_error_t* af_future_profile(const af_future_t* f, af_bytes_t* out);
+
+/* Run summaries: what a run's LM requests cost, from the provider
+ * requests its equations made (those inside branches, loop bodies and map
+ * items included; answers from a memoize scope make none):
+ *   {"wall_ms": 312.5,
+ *    "total": {"calls", "failed", "prompt_tokens", "completion_tokens",
+ *              "retries", "queued_ms", "in_flight_ms"},
+ *    "models": {"<model>": {the same fields}, ...}}
+ * calls: requests that finished (failed: with an error); tokens: the
+ * provider's usage of each successful request, as af_provider_stats counts
+ * it (OpenAI's usage block, echo's words; 0 when a provider reports none);
+ * retries: attempts beyond the first (429, 5xx, timeouts); queued_ms: time
+ * requests waited for a provider slot (max_in_flight); in_flight_ms: time
+ * from taking a slot to the answer, summed over requests (concurrent
+ * requests add up, so it may exceed wall_ms); wall_ms: the run's start to
+ * its end (to now while it runs). Times in milliseconds. Fields may be
+ * added. */
+/* The summary of a run started with AF_RUN_SUMMARY (owned bytes): complete
+ * once the run finished, so far before. INVALID_ARGUMENT for a run started
+ * without it. */
+AF_API af_error_t* af_future_summary_json(const af_future_t* f, af_bytes_t* out);
 AF_API void af_future_free(af_future_t* f);
 
 /* LM calls. messages: a list of {"role": str, "content": str} (roles must be

@@ -10,7 +10,8 @@
  *   af::Program prog = af::Program::compile(ctx, ir);
  *   std::string out = prog.call(ctx, {ctx.str("libaf")}).str();
  *
- * Ownership: every handle is RAII. Value, Ir, Program and Provider are
+ * Every af.h function has its wrapper here (tests/cpp/af_hpp_test.cpp
+ * checks that against af.h). Ownership: every handle is RAII. Value, Ir, Program and Provider are
  * reference counted in libaf, so they copy (a new reference) and move.
  * Context, Future, Walk, CancelToken, LmRequest and HostRequest own something unique and
  * only move. A moved-from handle is empty; using it throws INVALID_ARGUMENT.
@@ -450,6 +451,17 @@ class Ir {
   }
   size_t input_count() const { return af_ir_input_count(ptr()); }
   uint64_t hash() const { return af_ir_hash(ptr()); }
+  /* The annotation Context::sched() put on equation i (NOT_FOUND if the IR
+   * was not scheduled). */
+  struct Sched {
+    uint32_t level;
+    double priority;
+  };
+  Sched eqn_sched(size_t i) const {
+    Sched s{0, 0};
+    detail::check(af_ir_eqn_sched(ptr(), i, &s.level, &s.priority));
+    return s;
+  }
   bool operator==(const Ir& o) const { return af_ir_equal(ptr(), o.ptr()) != 0; }
   bool operator!=(const Ir& o) const { return !(*this == o); }
   void validate() const { detail::check(af_ir_validate(ptr())); }
@@ -486,6 +498,7 @@ class Ir {
  private:
   friend class Context;
   friend class Program;
+  friend class Walk;
   explicit Ir(af_ir_t* ir) : h_(ir) {}
   af_ir_t* ptr() const {
     if (!get()) throw detail::empty_handle("Ir");
@@ -769,6 +782,44 @@ class Context {
     return Ir::own(out);
   }
 
+  /* Tags: while pushed, every equation the innermost trace of this thread
+   * records carries the tag ("urgent" is the priority hint). Fold: between
+   * push and pop, operations of the innermost trace run at trace time and
+   * become literals. Prefer the scopes below, which pop on every exit. */
+  void tag_push(std::string_view tag) { detail::check(af_tag_push(ptr(), tag.data(), tag.size())); }
+  void tag_pop() { detail::check(af_tag_pop(ptr())); }
+  void fold_push() { detail::check(af_fold_push(ptr())); }
+  void fold_pop() { detail::check(af_fold_pop(ptr())); }
+  /* Pops what it pushed when it goes out of scope. Move-only. */
+  class Scope {
+   public:
+    Scope(Scope&& o) noexcept : ctx_(std::exchange(o.ctx_, nullptr)), pop_(o.pop_) {}
+    Scope& operator=(Scope&&) = delete;
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    /* A pop cannot fail after a successful push on this thread. */
+    ~Scope() {
+      if (ctx_) af_error_free(pop_(ctx_));
+    }
+
+   private:
+    friend class Context;
+    Scope(af_context_t* ctx, af_error_t* (*pop)(af_context_t*)) : ctx_(ctx), pop_(pop) {}
+    af_context_t* ctx_;
+    af_error_t* (*pop_)(af_context_t*);
+  };
+  /* auto urgent = ctx.tag("urgent"); — tags what the trace records until
+   * the end of the block. */
+  [[nodiscard]] Scope tag(std::string_view tag) {
+    tag_push(tag);
+    return Scope(ptr(), af_tag_pop);
+  }
+  /* auto folded = ctx.fold(); — folds until the end of the block. */
+  [[nodiscard]] Scope fold() {
+    fold_push();
+    return Scope(ptr(), af_fold_pop);
+  }
+
   /* Operations: recorded inside a trace, evaluated at once outside. */
   Value format(std::string_view tmpl, const std::vector<Value>& args, const Value& named = Value()) {
     auto p = detail::ptrs(args);
@@ -782,6 +833,20 @@ class Context {
     return make([&](af_value_t** o) { return af_match(ptr(), a.get(), b.get(), o); });
   }
   Value stop_gradient(const Value& v) { return make([&](af_value_t** o) { return af_stop_gradient(ptr(), v.get(), o); }); }
+  /* value, produced only after every dep exists (DCE keeps the deps). */
+  Value depends(const Value& value, const std::vector<Value>& deps) {
+    auto p = detail::ptrs(deps);
+    return make(
+        [&](af_value_t** o) { return af_depends(ptr(), value.get(), p.data(), p.size(), o); });
+  }
+  /* Identity marking v as checkpoint `key` of `collection` (what collect
+   * and inject scopes see). */
+  Value checkpoint(const Value& v, std::string_view key, std::string_view collection) {
+    return make([&](af_value_t** o) {
+      return af_checkpoint(ptr(), v.get(), key.data(), key.size(), collection.data(),
+                           collection.size(), o);
+    });
+  }
   Value lm_call(const Value& messages, const Value& model) {
     return make([&](af_value_t** o) { return af_lm_call(ptr(), messages.get(), model.get(), o); });
   }
@@ -873,6 +938,14 @@ class Context {
   void memoize_push() { detail::check(af_memoize_push(ptr())); }
   void memoize_pop() { detail::check(af_memoize_pop(ptr())); }
 
+  /* Name scopes (af_name_push): inside a trace of this thread (or outside
+   * one on a lazy context), what is recorded carries the open names as its
+   * name path ("triage/classify"). Pushes and pops pair up. */
+  void name_push(std::string_view name) {
+    detail::check(af_name_push(ptr(), name.data(), name.size()));
+  }
+  void name_pop() { detail::check(af_name_pop(ptr())); }
+
   /* Transforms: IR -> IR. */
   Ir batch(const Ir& ir, const Value& in_axes = Value()) {
     return transform([&](af_ir_t** o) { return af_batch(ptr(), ir.ptr(), in_axes.get(), o); });
@@ -883,6 +956,12 @@ class Context {
     return transform([&](af_ir_t** o) { return af_dce(ptr(), ir.ptr(), out_used.get(), o); });
   }
   Ir cse(const Ir& ir) { return transform([&](af_ir_t** o) { return af_cse(ptr(), ir.ptr(), o); }); }
+  /* cse that also merges identical LM calls and host functions when
+   * merge_nondeterministic. */
+  Ir cse(const Ir& ir, bool merge_nondeterministic) {
+    af_cse_options_t opts{sizeof(af_cse_options_t), merge_nondeterministic ? 1u : 0u};
+    return transform([&](af_ir_t** o) { return af_cse_ex(ptr(), ir.ptr(), &opts, o); });
+  }
   Ir sched(const Ir& ir) { return transform([&](af_ir_t** o) { return af_sched(ptr(), ir.ptr(), o); }); }
 
   /* Saved graphs. */
@@ -894,9 +973,24 @@ class Context {
       return af_ir_from_bytes(ptr(), reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), o);
     });
   }
+  /* Runs every load check on .afg bytes; a one-line JSON summary. */
+  std::string graph_verify(std::string_view bytes) {
+    return take_bytes(
+        [&](af_bytes_t* b) { return af_graph_verify(ptr(), data(bytes), bytes.size(), b); });
+  }
+  /* The readable JSON form of .afg bytes; graph_from_json gives the bytes back. */
+  std::string graph_to_json(std::string_view bytes) {
+    return take_bytes(
+        [&](af_bytes_t* b) { return af_graph_to_json(ptr(), data(bytes), bytes.size(), b); });
+  }
+  std::string graph_from_json(std::string_view json) {
+    return take_bytes(
+        [&](af_bytes_t* b) { return af_graph_from_json(ptr(), json.data(), json.size(), b); });
+  }
 
  private:
   friend class Program;
+  friend class Walk;
   struct TraceState {
     Context* ctx;
     TraceFn fn;
@@ -907,6 +1001,14 @@ class Context {
     return get();
   }
   static Value make(const std::function<af_error_t*(af_value_t**)>& f) { return Value::own(detail::make_value(f)); }
+  static const uint8_t* data(std::string_view bytes) {
+    return reinterpret_cast<const uint8_t*>(bytes.data());
+  }
+  static std::string take_bytes(const std::function<af_error_t*(af_bytes_t*)>& f) {
+    af_bytes_t b{nullptr, 0};
+    detail::check(f(&b));
+    return detail::take(b);
+  }
   static Ir transform(const std::function<af_error_t*(af_ir_t**)>& f) {
     af_ir_t* out = nullptr;
     detail::check(f(&out));
@@ -986,6 +1088,11 @@ struct RunOptions {
   /* done and total equations, from libaf threads; must be quick and not throw
    * (what it throws is dropped). */
   std::function<void(uint64_t, uint64_t)> progress;
+  /* The run summary JSON (calls, tokens, retries, time per model; af.h "Run
+   * summaries"): call() writes it here, also when the run fails. */
+  std::string* summary_out = nullptr;
+  /* call_async(): record the run summary for Future::summary(). */
+  bool summary = false;
   /* LM replies as they arrive: (equation index, batch item, the next piece,
    * or nullopt: what that equation and item streamed so far does not count).
    * From libaf threads, one at a time per run; must be quick; what it throws
@@ -1025,10 +1132,32 @@ class Future {
     detail::check(af_future_profile(ptr(), &b));
     return detail::take(b);
   }
+  /* The run summary of a run started with RunOptions::summary (so far,
+   * until it finished). */
+  std::string summary() const {
+    af_bytes_t b{nullptr, 0};
+    detail::check(af_future_summary_json(ptr(), &b));
+    return detail::take(b);
+  }
+  /* fn runs once when the run finishes: on a libaf thread, or here at once
+   * if it already has. It must be quick and must not destroy the Context;
+   * what it throws is dropped (nothing may unwind into libaf). */
+  void on_done(std::function<void()> fn) {
+    // Deleted by libaf's destroy callback, also when the call fails.
+    auto* state = new std::function<void()>(std::move(fn));
+    detail::check(af_future_on_done(ptr(), &done, state, &destroy_done));
+  }
 
  private:
   friend class Program;
   explicit Future(af_future_t* f) : h_(f) {}
+  static void done(void* ud) noexcept {
+    try {
+      (*static_cast<std::function<void()>*>(ud))();
+    } catch (...) {
+    }
+  }
+  static void destroy_done(void* ud) noexcept { delete static_cast<std::function<void()>*>(ud); }
   af_future_t* ptr() const {
     if (!h_.get()) throw detail::empty_handle("Future");
     return h_.get();
@@ -1052,16 +1181,39 @@ class Program {
   }
   af_program_t* get() const noexcept { return h_.get(); }
 
-  Value call(Context& ctx, const std::vector<Value>& inputs, const RunOptions& options = RunOptions()) const {
+  /* Runs and waits (inlined inside a trace; recorded as a promise on a lazy
+   * Context). */
+  Value call(Context& ctx, const std::vector<Value>& inputs) const {
     auto p = detail::ptrs(inputs);
-    Native o(options);
     af_value_t* out = nullptr;
-    detail::check(af_program_call_with(ctx.ptr(), ptr(), p.data(), p.size(), &o.raw, &out));
+    detail::check(af_program_call(ctx.ptr(), ptr(), p.data(), p.size(), &out));
     return Value::own(out);
   }
-  Future call_async(Context& ctx, const std::vector<Value>& inputs, const RunOptions& options = RunOptions()) const {
+  /* With options: a run that happens now, on a lazy Context too. */
+  Value call(Context& ctx, const std::vector<Value>& inputs, const RunOptions& options) const {
     auto p = detail::ptrs(inputs);
     Native o(options);
+    af_bytes_t summary{nullptr, 0};
+    if (options.summary_out) o.raw.summary = &summary;
+    af_value_t* out = nullptr;
+    af_error_t* err = af_program_call_with(ctx.ptr(), ptr(), p.data(), p.size(), &o.raw, &out);
+    if (options.summary_out)
+      *options.summary_out = summary.data ? detail::take(summary) : std::string();
+    detail::check(err);
+    return Value::own(out);
+  }
+  /* Starts the run and returns at once (input errors are thrown here). */
+  Future call_async(Context& ctx, const std::vector<Value>& inputs) const {
+    auto p = detail::ptrs(inputs);
+    af_future_t* f = nullptr;
+    detail::check(af_program_call_async(ctx.ptr(), ptr(), p.data(), p.size(), &f));
+    return Future(f);
+  }
+  Future call_async(Context& ctx, const std::vector<Value>& inputs,
+                    const RunOptions& options) const {
+    auto p = detail::ptrs(inputs);
+    Native o(options);
+    if (options.summary) o.raw.flags |= AF_RUN_SUMMARY;
     af_future_t* f = nullptr;
     detail::check(af_program_call_async_with(ctx.ptr(), ptr(), p.data(), p.size(), &o.raw, &f));
     return Future(f);
@@ -1125,8 +1277,65 @@ class Program {
   detail::Shared<af_program_t, af_program_clone, af_program_free> h_;
 };
 
+/* ---- Walking an IR one equation at a time -------------------------------- */
+
+/* A stepper over an IR, for debuggers and hosts that run some equations
+ * themselves: next() gives the next equation and its inputs; then eval()
+ * lets libaf evaluate it or send() supplies its outputs; once next() gives
+ * nothing, outputs() is the program's output. Use it while its Context
+ * lives. Move-only. */
+class Walk {
+ public:
+  /* Inputs are checked as for a call of ir. */
+  Walk(Context& ctx, const Ir& ir, const std::vector<Value>& inputs) {
+    auto p = detail::ptrs(inputs);
+    af_walk_t* w = nullptr;
+    detail::check(af_walk_new(ctx.ptr(), ir.ptr(), p.data(), p.size(), &w));
+    h_ = decltype(h_)(w);
+  }
+  af_walk_t* get() const noexcept { return h_.get(); }
+
+  struct Step {
+    size_t eqn;    /* the equation's index (as Ir::eqn_prim numbers them) */
+    Value inputs;  /* its input tree, with values */
+  };
+  /* The next equation (the same one again until eval() or send()), or
+   * nothing once every equation ran. */
+  std::optional<Step> next() {
+    size_t eqn = AF_WALK_DONE;
+    af_value_t* in = nullptr;
+    detail::check(af_walk_next(ptr(), &eqn, &in));
+    Value inputs = Value::own(in);
+    if (eqn == AF_WALK_DONE) return std::nullopt;
+    return Step{eqn, std::move(inputs)};
+  }
+  /* Evaluates the current equation with libaf's implementation. */
+  void eval() { detail::check(af_walk_eval(ptr())); }
+  /* Supplies the current equation's outputs (its output tree, concrete
+   * leaves of the declared kinds). */
+  void send(const Value& outputs) { detail::check(af_walk_send(ptr(), outputs.get())); }
+  /* The program's output (INVALID_ARGUMENT while equations remain). */
+  Value outputs() {
+    af_value_t* out = nullptr;
+    detail::check(af_walk_outputs(ptr(), &out));
+    return Value::own(out);
+  }
+
+ private:
+  af_walk_t* ptr() const {
+    if (!get()) throw detail::empty_handle("Walk");
+    return get();
+  }
+  detail::Unique<af_walk_t, af_walk_free> h_;
+};
+
 /* "MAJOR.MINOR.PATCH" of the loaded libaf. */
 inline std::string version() { return af_version(); }
+/* AF_ABI_VERSION of the loaded libaf (equal to this header's AF_ABI_VERSION
+ * when the two match). */
+inline uint32_t abi_version() noexcept { return af_abi_version(); }
+/* True on the thread running a trace function (see Context::trace). */
+inline bool is_tracing() noexcept { return af_is_tracing() != 0; }
 
 }  // namespace af
 

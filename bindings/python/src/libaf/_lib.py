@@ -36,6 +36,7 @@ WALK_DONE = ctypes.c_size_t(-1).value
 RUN_KEEP_GOING = 1
 RUN_PROFILE = 2
 RUN_ITEM_ERRORS = 4
+RUN_SUMMARY = 8
 
 
 def _find_library() -> str:
@@ -96,6 +97,7 @@ class RunOptionsC(Structure):
         ("profile_path", c_char_p),
         ("profile_path_len", c_size_t),
         ("cancel", c_void_p),
+        ("summary", POINTER(Bytes)),
         ("stream", STREAM_FN),
         ("stream_user_data", c_void_p),
         ("stream_destroy", DESTROY_FN),
@@ -153,6 +155,8 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "af_is_tracing": (c_int32, []),
     "af_tag_push": (ERR, [P, c_char_p, c_size_t]),
     "af_tag_pop": (ERR, [P]),
+    "af_name_push": (ERR, [P, c_char_p, c_size_t]),
+    "af_name_pop": (ERR, [P]),
     "af_fold_push": (ERR, [P]),
     "af_fold_pop": (ERR, [P]),
     "af_format": (ERR, [P, c_char_p, c_size_t, PP, c_size_t, P, PP]),
@@ -225,6 +229,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "af_future_cancel": (None, [P]),
     "af_future_on_done": (ERR, [P, DONE_FN, P, DESTROY_FN]),
     "af_future_profile": (ERR, [P, POINTER(Bytes)]),
+    "af_future_summary_json": (ERR, [P, POINTER(Bytes)]),
     "af_future_free": (None, [P]),
     "af_lm_call": (ERR, [P, P, P, PP]),
     "af_lm_schema_call": (ERR, [P, P, P, P, PP]),

@@ -103,6 +103,20 @@ def tag(name: str, ctx: Context | None = None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def named(name: str, ctx: Context | None = None) -> Iterator[None]:
+    """What is recorded in the block (inside a trace, or by a lazy context)
+    carries name in its name path, e.g. "triage/classify" when nested in
+    named("triage"). Names are non-empty and hold no '/'."""
+    c = current(ctx)._handle
+    n = _lib.utf8(name, "name")
+    check(lib.af_name_push(c, n, len(n)))
+    try:
+        yield
+    finally:
+        check(lib.af_name_pop(c))
+
+
+@contextlib.contextmanager
 def fold(ctx: Context | None = None) -> Iterator[None]:
     """Operations in the block run at trace time and become literals."""
     c = current(ctx)._handle

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import json
 import os
 import threading
 from dataclasses import dataclass
@@ -54,6 +55,8 @@ class RunOptions:
     profile_path: write the profile there as Chrome trace JSON.
     progress: progress(done, total) after each equation, from libaf threads.
     cancel: a CancelToken that cancels the run.
+    summary: record the run summary (Future.summary()): per model calls,
+      tokens, retries, time queued and in flight, and the wall time.
     stream: stream(eqn, item, text) with LM replies as they arrive, from
       libaf threads (one call at a time per run): the equation's index, the
       batch item and the next piece, or None when what that equation and
@@ -68,6 +71,7 @@ class RunOptions:
     profile_path: Optional[str | os.PathLike] = None
     progress: Optional[Callable[[int, int], None]] = None
     cancel: Optional[CancelToken] = None
+    summary: bool = False
     stream: Optional[Callable[[int, int, Optional[str]], None]] = None
     stream_tag: Optional[str] = None
 
@@ -76,7 +80,7 @@ class RunOptions:
         o = _lib.RunOptionsC()
         o.struct_size = ctypes.sizeof(_lib.RunOptionsC)
         o.flags = ((_lib.RUN_KEEP_GOING if self.keep_going else 0) | (_lib.RUN_PROFILE if self.profile else 0)
-                   | (_lib.RUN_ITEM_ERRORS if self.item_errors else 0))
+                   | (_lib.RUN_ITEM_ERRORS if self.item_errors else 0) | (_lib.RUN_SUMMARY if self.summary else 0))
         if self.timeout is not None:
             if self.timeout <= 0:
                 raise ValueError(f"timeout must be positive seconds, got {self.timeout!r}")
@@ -257,6 +261,15 @@ class Future:
         b = _lib.Bytes()
         check(lib.af_future_profile(self._ptr, ctypes.byref(b)))
         return _lib.take_bytes(b).decode("utf-8")
+
+    def summary(self) -> dict:
+        """The run summary (needs summary=True): {"wall_ms", "total", "models":
+        {model: {...}}}, each with calls, failed, prompt_tokens,
+        completion_tokens, retries, queued_ms, in_flight_ms. Complete once the
+        run finished (also when it failed), so far before."""
+        b = _lib.Bytes()
+        check(lib.af_future_summary_json(self._ptr, ctypes.byref(b)))
+        return json.loads(_lib.take_bytes(b))
 
     def __await__(self):  # type: ignore[no-untyped-def]
         return self._wait_async().__await__()

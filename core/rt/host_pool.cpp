@@ -1,4 +1,4 @@
-#include "prims/host_pool.h"
+#include "rt/host_pool.h"
 
 #include <string>
 

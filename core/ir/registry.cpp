@@ -1,4 +1,4 @@
-#include "prims/registry.h"
+#include "ir/registry.h"
 
 #include <deque>
 #include <mutex>
@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "value/error.h"
+#include "value/hash.h"
 
 namespace af {
 
@@ -21,6 +22,7 @@ struct Registry {
       if (q->version == p.version)
         invalid("primitive \"" + p.name + "\" version " + std::to_string(p.version) +
                 " is already registered");
+    p.hash = prim_identity_hash(p.name, p.version);
     prims.push_back(std::move(p));
     by_name[prims.back().name].push_back(&prims.back());
     return &prims.back();
@@ -31,14 +33,7 @@ Registry& registry() {
   static Registry* r = [] {
     auto* reg = new Registry();  // never destroyed: prims outlive every IR
     std::vector<Prim> builtins;
-    add_string_prims(builtins);
-    add_control_prims(builtins);
-    add_lm_prims(builtins);
-    add_control_flow_prims(builtins);
-    add_scan_prims(builtins);
-    add_batching_prims(builtins);
-    add_linear_prims(builtins);
-    add_host_prims(builtins);
+    add_builtin_prims(builtins);
     for (Prim& p : builtins) reg->add(std::move(p));
     return reg;
   }();
@@ -78,6 +73,16 @@ std::vector<const Prim*> all_prims() {
   std::vector<const Prim*> out;
   for (const Prim& p : r.prims) out.push_back(&p);
   return out;
+}
+
+const char* param_kind_name(ParamKind k) noexcept {
+  switch (k) {
+    case ParamKind::Value: return "a value";
+    case ParamKind::IR: return "an IR";
+    case ParamKind::IRList: return "a list of IRs";
+    case ParamKind::IRMap: return "a map of IRs";
+  }
+  return "an unknown kind";
 }
 
 }  // namespace af

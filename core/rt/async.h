@@ -23,8 +23,8 @@ struct Eqn;
 struct Prim;
 struct RunEnv;
 
-// One provider request made on behalf of an op, for profiles. Times are
-// steady-clock nanoseconds (exec/profile.h: now_ns()).
+// One provider request made on behalf of an op, for profiles and run
+// summaries. Times are steady-clock nanoseconds (exec/profile.h: now_ns()).
 struct CallSpan {
   std::string provider;  // the provider's name: one profile track group
   int slot = -1;         // the provider slot it ran in: one track
@@ -34,6 +34,13 @@ struct CallSpan {
   std::string model;
   int32_t code = 0;      // 0 = success, else an af::Code
   uint32_t attempts = 1;
+  // The provider's usage of a successful request (0 when unknown or failed).
+  uint64_t prompt_tokens = 0;
+  uint64_t completion_tokens = 0;
+  // Filled in by each run the span passes through on its way to the run
+  // that records it (ir/ir.h Tags and NamePath): the union of the tags and
+  // the joined name path of the equations, outermost first.
+  std::shared_ptr<const std::vector<std::string>> tags, name_path;
 };
 
 class AsyncOp {

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "exec/async.h"
+#include "rt/async.h"
 
 namespace af {
 

@@ -23,7 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "exec/env.h"
+#include "rt/env.h"
 #include "ir/ir.h"
 #include "value/value.h"
 
@@ -143,10 +143,19 @@ class ThreadScopes {
 // (outside a run) the calling thread's; nullptr when there is none.
 RunScopes* scopes_of(const RunEnv& env);
 
-// Evaluates one equation: through the memo cache of env's scopes when a
-// memoize scope is open, otherwise straight through its impl rule. Every
-// executor (the interpreter, the walker, sub-IR runs of control flow) runs
-// equations through this.
+// What a memoize scope may cache: an equation that is neither effectful nor
+// a no-merge primitive (checkpoint) and holds no sub-IR (sub-IRs memoize
+// their own equations).
+bool memoizable(const Eqn& e);
+
+// Evaluates one equation on this thread: its impl rule, or for a primitive
+// that has only the asynchronous form (LM calls, host functions, control
+// flow) impl_async, waited for (run_async_blocking).
+void run_eqn(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env);
+
+// run_eqn through the memo cache of env's scopes when a memoize scope is
+// open. The sequential driver, the walker and the executor's inline path
+// run equations through this.
 void invoke(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env);
 
 }  // namespace af

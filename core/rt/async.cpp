@@ -1,9 +1,9 @@
-#include "exec/async.h"
+#include "rt/async.h"
 
 #include <condition_variable>
 #include <optional>
 
-#include "exec/env.h"
+#include "rt/env.h"
 #include "ir/prim.h"
 
 namespace af {

@@ -1,5 +1,6 @@
-// RunEnv: what an impl rule may need from its surroundings while running.
-// It grows with the executor (host functions, providers, cancellation).
+// RunEnv: what an impl rule may need from its surroundings while running:
+// the context (rt/context.h), the run's scopes, its stop flag, the program it
+// belongs to.
 #pragma once
 
 #include <atomic>
@@ -14,6 +15,9 @@ namespace af {
 
 class Context;
 class RunScopes;
+// A compiled program (core/exec/program.h): opaque below core/exec, which
+// finds the compiled sub-IRs of the running program through it.
+struct Program;
 
 // Where the operations made outside any trace go on a lazy context
 // (core/lazy): recorded into its pending graph, answered with promises.
@@ -30,6 +34,9 @@ class Recorder {
 
 struct RunEnv {
   Context* context = nullptr;
+  // The program this equation belongs to while a run executes it (its
+  // compiled sub-IRs are what control flow runs); null outside a run.
+  const Program* program = nullptr;
   // The collect / inject / memoize scopes of the thread that started the
   // run, captured at its start and inherited by its sub-runs
   // (exec/scopes.h). Null outside a run: the calling thread's then apply.

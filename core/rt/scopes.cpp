@@ -1,9 +1,9 @@
-#include "exec/scopes.h"
+#include "rt/scopes.h"
 
 #include <thread>
 #include <variant>
 
-#include "exec/context.h"
+#include "rt/context.h"
 #include "ir/prim.h"
 #include "value/error.h"
 
@@ -100,14 +100,14 @@ uint64_t memo_key(const Eqn& e, std::span<const Value> in) {
   return h;
 }
 
+}  // namespace
+
 bool memoizable(const Eqn& e) {
   if (e.prim->flags & (kEffectful | kNoMerge)) return false;
   for (const auto& [name, p] : e.params.items())
     if (!std::holds_alternative<Value>(p)) return false;  // sub-IRs memoize their own equations
   return true;
 }
-
-}  // namespace
 
 void RunScopes::push_memo() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -219,15 +219,20 @@ RunScopes* scopes_of(const RunEnv& env) {
   return env.context ? env.context->scopes.of_this_thread() : nullptr;
 }
 
+void run_eqn(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
+  if (e.prim->impl) e.prim->impl(e, in, out, env);
+  else run_async_blocking(e, in, out, env);
+}
+
 void invoke(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
   RunScopes* s = scopes_of(env);
   if (s && s->memo_open() && memoizable(e)) {
     if (s->memo_find(e, in, out)) return;
-    e.prim->impl(e, in, out, env);
+    run_eqn(e, in, out, env);
     s->memo_store(e, in, out);
     return;
   }
-  e.prim->impl(e, in, out, env);
+  run_eqn(e, in, out, env);
 }
 
 }  // namespace af

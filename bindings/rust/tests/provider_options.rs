@@ -1,0 +1,149 @@
+//! Typed provider options: the JSON each builds, and providers made from
+//! them answering (echo, replay recording then replaying) or refused by
+//! libaf's own checks (which reach the caller unchanged).
+
+use std::time::Duration;
+
+use af::{
+    Context, EchoOptions, ErrorCode, OpenAiOptions, Provider, ReplayOptions, Upstream, Value,
+};
+
+fn ask(ctx: &Context, content: &str) -> af::Result<Value> {
+    let msg = Value::dict([("role", "user"), ("content", content)])?;
+    ctx.lm_call(Value::list(&[msg]), "m")
+}
+
+#[test]
+fn echo_options_build_the_json_and_a_working_provider() {
+    assert_eq!(EchoOptions::new().to_json().unwrap(), "{}");
+    let opts = EchoOptions::new()
+        .name("fast")
+        .max_in_flight(2)
+        .latency(Duration::from_millis(5));
+    assert_eq!(
+        opts.to_json().unwrap(),
+        r#"{"name":"fast","max_in_flight":2,"latency_ms":5}"#
+    );
+    let echo = Provider::echo_with(&opts).unwrap();
+    let ctx = Context::new().unwrap();
+    ctx.route("*", &echo).unwrap();
+    assert_eq!(ask(&ctx, "hi").unwrap(), "m|hi");
+    assert_eq!(echo.stats().unwrap().key("max_in_flight").unwrap(), 2);
+
+    // Every u64 seed passes (libaf reads the int64's bits).
+    let ranged = EchoOptions::new().latency_range(
+        Duration::from_millis(1),
+        Duration::from_millis(3),
+        u64::MAX,
+    );
+    assert_eq!(
+        ranged.to_json().unwrap(),
+        r#"{"latency_min_ms":1,"latency_max_ms":3,"seed":-1}"#
+    );
+    Provider::echo_with(&ranged).unwrap();
+
+    // libaf's checks still apply, with its message.
+    let inverted =
+        EchoOptions::new().latency_range(Duration::from_millis(9), Duration::from_millis(3), 0);
+    let err = Provider::echo_with(&inverted).unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    assert!(err.message.contains("latency_min_ms"), "{err}");
+}
+
+#[test]
+fn openai_options_build_the_json_and_reach_libaf_checks() {
+    let opts = OpenAiOptions::new("http://127.0.0.1:9")
+        .name("local")
+        .max_in_flight(3)
+        .allow_insecure_http(false)
+        .timeout(Duration::from_secs(2))
+        .max_retries(0)
+        .backoff(Duration::from_millis(10))
+        .backoff_max(Duration::from_millis(40))
+        .extra(Value::from_json(r#"{"temperature": 0.5, "seed": 1}"#).unwrap());
+    assert_eq!(
+        opts.to_json().unwrap(),
+        concat!(
+            r#"{"name":"local","max_in_flight":3,"base_url":"http://127.0.0.1:9","#,
+            r#""allow_insecure_http":false,"timeout_ms":2000,"max_retries":0,"#,
+            r#""backoff_ms":10,"backoff_max_ms":40,"extra":{"temperature":0.5,"seed":1}}"#
+        )
+    );
+    // Made without a request (nothing listens on port 9).
+    let openai = Provider::openai_with(&opts).unwrap();
+    assert_eq!(openai.stats().unwrap().key("max_in_flight").unwrap(), 3);
+
+    let unset = OpenAiOptions::new("https://example.invalid/v1")
+        .api_key_env("AF_TEST_SURELY_UNSET_KEY_VARIABLE");
+    let err = Provider::openai_with(&unset).unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    assert!(
+        err.message.contains("AF_TEST_SURELY_UNSET_KEY_VARIABLE"),
+        "{err}"
+    );
+
+    let reserved = OpenAiOptions::new("https://example.invalid/v1")
+        .extra(Value::dict([("model", "x")]).unwrap());
+    let err = Provider::openai_with(&reserved).unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    assert!(err.message.contains("\"model\""), "{err}");
+}
+
+#[test]
+fn replay_options_record_then_replay() {
+    let path = std::env::temp_dir().join(format!(
+        "af_rust_replay_options_{}.jsonl",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&path);
+    {
+        let upstream = EchoOptions::new().name("up");
+        let record = ReplayOptions::new(&path).name("rec").record(upstream);
+        let json = record.to_json().unwrap();
+        assert!(
+            json.ends_with(r#""mode":"record","upstream":{"type":"echo","name":"up"}}"#),
+            "{json}"
+        );
+        let ctx = Context::new().unwrap();
+        ctx.route("*", &Provider::replay_with(&record).unwrap())
+            .unwrap();
+        assert_eq!(ask(&ctx, "rec").unwrap(), "m|rec");
+    }
+    let ctx = Context::new().unwrap();
+    ctx.route(
+        "*",
+        &Provider::replay_with(&ReplayOptions::new(&path)).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(ask(&ctx, "rec").unwrap(), "m|rec");
+    assert_eq!(
+        ask(&ctx, "never recorded").unwrap_err().code,
+        ErrorCode::NotFound
+    );
+    let _ = std::fs::remove_file(&path);
+
+    // An OpenAI upstream is a spec with its type and options.
+    let spec = ReplayOptions::new("x.jsonl")
+        .record(Upstream::from(OpenAiOptions::new("https://h/v1")))
+        .to_json()
+        .unwrap();
+    assert!(
+        spec.ends_with(r#""upstream":{"type":"openai","base_url":"https://h/v1"}}"#),
+        "{spec}"
+    );
+    // A replay file that does not exist: libaf's IO error, naming it.
+    let missing = ReplayOptions::new("/nonexistent-dir/af.jsonl");
+    let err = Provider::replay_with(&missing).unwrap_err();
+    assert_eq!(err.code, ErrorCode::Io);
+    assert!(err.message.contains("/nonexistent-dir/af.jsonl"), "{err}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_replay_path_that_is_not_utf8_is_refused() {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::OsStr::from_bytes(b"bad-\xff.jsonl");
+    let err = ReplayOptions::new(path).to_json().unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    assert!(err.message.contains("not UTF-8"), "{err}");
+}

@@ -1,0 +1,103 @@
+// Sub-runs: the sub-IRs control flow runs (a switch's branch, one pass of a
+// loop's cond or body, one map item), for every control-flow primitive's one
+// implementation (its impl_async). Here the executor decides how: a sub-IR
+// that makes no async work runs inline with the sequential driver, on the
+// thread that reached it; one that does runs on the dataflow scheduler as a
+// run of its own, holding no thread while its calls are in flight.
+#include "exec/context.h"
+#include "exec/executor.h"
+#include "exec/sequential.h"
+
+namespace af {
+
+namespace {
+
+class FutureSubRun final : public SubRun {
+ public:
+  explicit FutureSubRun(Future f) : f_(std::move(f)) {}
+  void cancel() noexcept override { f_.cancel(); }
+
+ private:
+  Future f_;
+};
+
+// The compiled sub-IR: from the running program (compiled with it), or
+// compiled now for an IR built at run time or run outside any program.
+std::shared_ptr<const Program> program_for(const IRPtr& ir, const RunEnv& env) {
+  if (env.program)
+    if (const std::shared_ptr<const Program>* p = env.program->sub(ir.get())) return *p;
+  return compile(ir);
+}
+
+}  // namespace
+
+std::shared_ptr<SubRun> ExecContext::run_sub(const IRPtr& ir, std::span<const Value> in, const RunEnv& env,
+                                             const std::shared_ptr<AsyncOp>& parent, SubRunDone done,
+                                             int64_t item) {
+  std::shared_ptr<const Program> prog;
+  std::vector<Value> leaves(in.begin(), in.end());
+  try {
+    prog = program_for(ir, env);
+    for (size_t k = 0; k < ir->in.size() && k < leaves.size(); ++k)
+      if (!ir->in[k].is_var()) leaves[k] = ir->in[k].lit;
+  } catch (const Error& e) {
+    done(nullptr, &e);
+    return nullptr;
+  }
+  // The sub-run's environment: the caller's context, scopes, stop flag and
+  // per-item errors; not the caller's owned inputs (they are its equation's).
+  RunEnv sub;
+  sub.context = env.context;
+  sub.scopes = env.scopes;
+  sub.stop = env.stop;
+  sub.item_errors = env.item_errors;
+  if (prog->n_async == 0) {
+    std::vector<Value> out;
+    try {
+      out = run_sequential(*prog, leaves, sub);
+    } catch (const Error& e) {
+      done(nullptr, &e);
+      return nullptr;
+    } catch (const std::exception& e) {
+      Error ie(Code::Internal, std::string("internal error: ") + e.what());
+      done(nullptr, &ie);
+      return nullptr;
+    }
+    done(&out, nullptr);
+    return nullptr;
+  }
+  RunOptions o;
+  o.flat_output = true;
+  if (parent && parent->profiling()) {
+    std::weak_ptr<AsyncOp> weak = parent;
+    o.on_span = [weak](const CallSpan& span) {
+      if (auto op = weak.lock()) op->record_span(span);
+    };
+  }
+  o.stream_parent = parent;
+  o.stream_item = item;
+  sub.stop = nullptr;  // a run of its own: run_async sets its own flag
+  Future f;
+  try {
+    f = run_async(sub, std::move(prog), std::move(leaves), std::move(o));
+  } catch (const Error& e) {
+    done(nullptr, &e);
+    return nullptr;
+  }
+  f.on_done([f, done = std::move(done)] {
+    std::vector<Value> out;
+    try {
+      Value v = f.wait();  // finished: does not block
+      out = v.items();
+    } catch (const Error& e) {
+      done(nullptr, &e);
+      return;
+    }
+    done(&out, nullptr);
+  });
+  return std::make_shared<FutureSubRun>(std::move(f));
+}
+
+bool ExecContext::runs_async(const IRPtr& ir, const RunEnv& env) { return program_for(ir, env)->n_async > 0; }
+
+}  // namespace af
