@@ -13,14 +13,14 @@ import "runtime"
 // LMCallWith is LMCall with sampling params: a dict of "temperature",
 // "top_p", "max_tokens", "seed", "stop" (part of the recorded equation;
 // nil = none).
-func (c *Context) LMCallWith(messages, model, params *Value) (*Value, error) {
-	return c.LMSchemaCallWith(messages, model, nil, params)
+func (eng *Engine) LMCallWith(messages, model, params *Value) (*Value, error) {
+	return eng.LMSchemaCallWith(messages, model, nil, params)
 }
 
 // LMSchemaCallWith is LMSchemaCall with sampling params (a nil schema is a
 // plain LMCallWith).
-func (c *Context) LMSchemaCallWith(messages, model, schema, params *Value) (*Value, error) {
-	cp, err := c.handle()
+func (eng *Engine) LMSchemaCallWith(messages, model, schema, params *Value) (*Value, error) {
+	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func (c *Context) LMSchemaCallWith(messages, model, schema, params *Value) (*Val
 		}
 		e = C.af_lm_schema_call_ex(cp, mp, modp, sp, pp, &out)
 	}
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(messages)
 	runtime.KeepAlive(model)
 	runtime.KeepAlive(schema)
@@ -59,10 +59,10 @@ func (c *Context) LMSchemaCallWith(messages, model, schema, params *Value) (*Val
 
 // RouteFallback routes models matching pattern to providers in order: a
 // request that fails with CodeProvider or CodeTimeout (after a provider's
-// own retries) is sent to the next one. The context keeps a reference to
+// own retries) is sent to the next one. The engine keeps a reference to
 // each.
-func (c *Context) RouteFallback(pattern string, providers ...*Provider) error {
-	cp, err := c.handle()
+func (eng *Engine) RouteFallback(pattern string, providers ...*Provider) error {
+	cp, err := eng.handle()
 	if err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (c *Context) RouteFallback(pattern string, providers ...*Provider) error {
 	}
 	p, n := cstr(pattern)
 	e := C.af_context_route_fallback(cp, p, n, first, C.size_t(len(providers)))
-	runtime.KeepAlive(c)
+	runtime.KeepAlive(eng)
 	runtime.KeepAlive(providers)
 	runtime.KeepAlive(pattern)
 	return takeError(e)
@@ -106,7 +106,7 @@ func (r *LMRequest) Stream(text string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ptr == nil {
-		return &Error{Message: "the LM request was already completed or failed", code: CodeInvalidArgument}
+		return NewError(CodeInvalidArgument, "the LM request was already completed or failed")
 	}
 	s, n := cstr(text) // never NULL, which would mean restart
 	e := C.af_lm_request_stream(r.ptr, s, n)
@@ -120,7 +120,7 @@ func (r *LMRequest) RestartStream() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ptr == nil {
-		return &Error{Message: "the LM request was already completed or failed", code: CodeInvalidArgument}
+		return NewError(CodeInvalidArgument, "the LM request was already completed or failed")
 	}
 	return takeError(C.af_lm_request_stream(r.ptr, nil, 0))
 }
