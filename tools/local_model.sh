@@ -5,9 +5,13 @@
 #
 #   tools/local_model.sh install         install into a cached venv (once), print the model path
 #   tools/local_model.sh run CMD [ARG..] start the server, run CMD with it, stop the server;
-#                                        CMD sees AF_LOCAL_MODEL_URL (the base_url) and
+#                                        CMD sees AF_LOCAL_MODEL_URL (the base_url),
 #                                        AF_LOCAL_MODEL_OPTIONS (openai provider options for it)
+#                                        and AF_LOCAL_MODEL_PID (the server's)
 #   tools/local_model.sh demo [TICKET..] the README's main command (af demo) against the model
+#   tools/local_model.sh busy            (under run) exit 0 if the server is computing: its CPU
+#                                        time grows by 0.05 s or more within 1 s (it uses none
+#                                        while it waits for requests)
 #
 # The venv lives outside the clone, keyed by the Python version and the pinned package
 # versions, so reruns install nothing; pip also keeps the llama.cpp wheel it built
@@ -92,12 +96,21 @@ start_server() {
     sleep 0.2
     waited=$((waited + 1))
   done
-  export AF_LOCAL_MODEL_URL=$url
+  export AF_LOCAL_MODEL_URL=$url AF_LOCAL_MODEL_PID=$SERVER_PID
   # llama_cpp.server takes structured output as json_object with a schema, and its grammar
   # does not enforce every bound: a schema call may re-ask. Replies are capped at 128 tokens
   # (the model rambles otherwise); a call's own max_tokens wins.
   export AF_LOCAL_MODEL_OPTIONS="{\"base_url\":\"$url\",\"structured_output\":\"json_object\",\"schema_retries\":3,\"timeout_ms\":120000,\"extra\":{\"max_tokens\":128}}"
   echo "local_model: SmolLM2-135M-Instruct at $url (pid $SERVER_PID, log $log)" >&2
+}
+
+# CPU time of a process in clock ticks (utime + stime, /proc/PID/stat).
+cpu_ticks() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }  # past the command name, which may hold spaces
+  set -- $stat
+  echo $((${12} + ${13}))
 }
 
 cmd=${1:-}
@@ -120,8 +133,15 @@ case "$cmd" in
     [ -x "$af" ] || die "$af is not built (cmake --build build --target af)"
     "$af" demo --provider openai --provider-options "$AF_LOCAL_MODEL_OPTIONS" "$@"
     ;;
+  busy)
+    [ -n "${AF_LOCAL_MODEL_PID:-}" ] || die "busy: AF_LOCAL_MODEL_PID is not set (use it under run)"
+    before=$(cpu_ticks "$AF_LOCAL_MODEL_PID") || die "busy: the model server (pid $AF_LOCAL_MODEL_PID) is gone"
+    sleep 1
+    after=$(cpu_ticks "$AF_LOCAL_MODEL_PID") || die "busy: the model server (pid $AF_LOCAL_MODEL_PID) is gone"
+    [ $(((after - before) * 20)) -ge "$(getconf CLK_TCK)" ]
+    ;;
   *)
-    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

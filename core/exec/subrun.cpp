@@ -31,9 +31,10 @@ std::shared_ptr<const Program> program_for(const IRPtr& ir, const RunEnv& env) {
 
 }  // namespace
 
-std::shared_ptr<SubRun> ExecContext::run_sub(const IRPtr& ir, std::span<const Value> in, const RunEnv& env,
-                                             const std::shared_ptr<AsyncOp>& parent, SubRunDone done,
-                                             int64_t item) {
+std::shared_ptr<SubRun> ExecContext::run_sub(const IRPtr& ir, std::span<const Value> in,
+                                             const RunEnv& env,
+                                             const std::shared_ptr<AsyncOp>& parent,
+                                             SubRunDone done, int64_t item) {
   std::shared_ptr<const Program> prog;
   std::vector<Value> leaves(in.begin(), in.end());
   try {

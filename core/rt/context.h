@@ -59,8 +59,7 @@ class Context {
   // the parent's profile, and they stream through the parent (as batch item
   // `item` when >= 0: a map item; -1 keeps the parent's item).
   virtual std::shared_ptr<SubRun> run_sub(const IRPtr& ir, std::span<const Value> in,
-                                          const RunEnv& env,
-                                          const std::shared_ptr<AsyncOp>& parent,
+                                          const RunEnv& env, const std::shared_ptr<AsyncOp>& parent,
                                           SubRunDone done, int64_t item) = 0;
   // Whether sub-IR `ir` waits on async work (LM calls, host functions) when
   // it runs: what sends a run_sub to the scheduler rather than inline.
