@@ -495,16 +495,20 @@ static void schema_reasks_correct_an_invalid_reply(void) {
   in[1] = mk_str("schema-fix");
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
-  o.flags = AF_RUN_PROFILE;
+  o.flags = AF_RUN_PROFILE | AF_RUN_SUMMARY;
   if (CHECK_OK(af_program_call_async_with(ctx, prog, (const af_value_t* const*)in, 2, &o, &f)) &&
       CHECK_OK(af_future_wait(f, &out))) {
-    af_bytes_t prof = {NULL, 0};
+    af_bytes_t prof = {NULL, 0}, summary = {NULL, 0};
     CHECK_JSON(out, "{\"answer\":\"fine\",\"score\":7}");
     if (CHECK_OK(af_future_profile(f, &prof))) {
       CHECK_CONTAINS((const char*)prof.data, "\"code\":3"); /* the first attempt's SCHEMA */
       CHECK_CONTAINS((const char*)prof.data, "\"code\":0");
     }
+    /* The run summary counts both attempts, the refused one as failed. */
+    if (CHECK_OK(af_future_summary_json(f, &summary)))
+      CHECK_CONTAINS((const char*)summary.data, "\"calls\":2,\"failed\":1");
     af_bytes_free(&prof);
+    af_bytes_free(&summary);
   }
   CHECK_INT_EQ(server_attempts(&s, "schema-fix", "rate"), 1);
   CHECK_INT_EQ(stat_field(p, "finished"), 2);
