@@ -36,9 +36,14 @@ static int model_busy(void) {
 }
 
 static void* watchdog(void* arg) {
-  long in_flight;
+  long in_flight = 0;
+  int i;
   sleep_ms(*(const long*)arg * 1000L);
-  in_flight = g_watched ? stat_field(g_watched, "in_flight") : 0;
+  /* Sampled for up to 2 s: the moment between two calls of a case has none. */
+  for (i = 0; i < 20 && in_flight <= 0 && g_watched; i++) {
+    in_flight = stat_field(g_watched, "in_flight");
+    if (in_flight <= 0) sleep_ms(100);
+  }
   if (in_flight > 0 && model_busy()) {
     char why[160];
     snprintf(why, sizeof why,
