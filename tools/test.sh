@@ -2,8 +2,10 @@
 # Builds libaf and runs every test suite: C++ (GoogleTest) and C API (C99)
 # tests, the same under ASan+UBSan, the concurrency suites under TSan, the
 # exported-symbol and install checks, the integration suite against a real
-# local model (tools/local_model.sh: a cached venv; the first install
-# compiles llama.cpp for 5-10 minutes),
+# local model (tools/local_model.sh: a venv cached outside the clone, keyed
+# by version, reused in under a second; a machine's first install compiles
+# llama.cpp; the suite takes about 4 minutes on a loaded 2-core machine,
+# with a 10-minute budget past which it skips as slow rather than fails),
 # a bounded run of the graph-loader fuzzer, and the Rust, Go and C#
 # bindings, and the Python package (pip-installed into a cached venv).
 # Ends with one line "N passed, N failed".
