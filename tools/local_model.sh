@@ -15,7 +15,7 @@
 #
 # The venv lives outside the clone, keyed by the Python version and the pinned package
 # versions, so reruns install nothing; pip also keeps the llama.cpp wheel it built
-# (~5-10 minutes of compiling, once per machine). The server is stopped by its PID when
+# (5-10 minutes of compiling on a quiet 2-core machine, 30 on a busy one; once per machine). The server is stopped by its PID when
 # this script exits, however it exits.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,7 +36,7 @@ install() {
   [ -f "$VENV/.installed" ] && return 0
   "$PY" -m venv "$VENV" || die "cannot create a venv at $VENV (Debian: apt-get install python3-venv)"
   local pip=("$VENV/bin/pip" install -q --disable-pip-version-check)
-  echo "local_model: installing llama-cpp-python[server]==$LLAMA_VERSION (the first time, pip compiles llama.cpp: 5-10 minutes)" >&2
+  echo "local_model: installing llama-cpp-python[server]==$LLAMA_VERSION (the first time, pip compiles llama.cpp: 5-30 minutes)" >&2
   CMAKE_ARGS="-DLLAMA_CURL=OFF" CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
     "${pip[@]}" "llama-cpp-python[server]==$LLAMA_VERSION" >&2 ||
     die "cannot install llama-cpp-python[server]==$LLAMA_VERSION (pip failed above; it needs network access to pypi.org, cmake and a C++ compiler)"
