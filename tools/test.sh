@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Builds libaf and runs every test suite: C++ (GoogleTest) and C API (C99)
 # tests, the same under ASan+UBSan, the concurrency suites under TSan, the
-# exported-symbol and install checks,
+# exported-symbol and install checks, the integration suite against a real
+# local model (tools/local_model.sh: a venv cached outside the clone, keyed
+# by version, reused in under a second; a machine's first install compiles
+# llama.cpp; the suite takes about 4 minutes on a loaded 2-core machine,
+# with a 10-minute budget past which it skips as slow rather than fails),
 # a bounded run of the fuzzers, and the Rust, Go and C#
 # bindings, and the Python package (pip-installed into a cached venv).
 # Ends with one line "N passed, N failed".
@@ -45,6 +49,32 @@ if bash tools/setup.sh >"$LOG/build.log" 2>&1; then
 
   note "examples"
   check af-demo bash -c "cd build && bin/af demo | grep -q 'billing-drafter|Draft a short'"
+
+  note "integration suite against a real local model (SmolLM2-135M via llama-cpp-python)"
+  # A package that cannot be fetched or a server that does not start fails
+  # here with the reason (script_test.sh checks those messages); it is never
+  # skipped. The venv (and pip's built
+  # llama.cpp wheel) is cached outside the clone, keyed by version: only a
+  # machine's first run compiles llama.cpp. The suite has a time budget
+  # (AF_LOCAL_MODEL_BUDGET, 600 s): a case the model is still computing for
+  # at its end is skipped as slow, never failed; a wrong answer or a hang of
+  # libaf's fails (tests/local_model/run.sh).
+  check local-model-script bash tests/local_model/script_test.sh
+  lm_start=$(date +%s)
+  bash tools/local_model.sh run bash tests/local_model/run.sh build >"$LOG/local-model.log" 2>&1
+  lm_rc=$?
+  lm_line=$(grep -E "^[0-9]+ passed, [0-9]+ failed$" "$LOG/local-model.log" | tail -1)
+  lm_pass=0
+  lm_fail=1
+  if [ -n "$lm_line" ]; then
+    lm_pass=${lm_line%% passed*}
+    lm_fail=$(echo "$lm_line" | sed -E 's/.* ([0-9]+) failed/\1/')
+  fi
+  if [ "$lm_rc" != 0 ] && [ "$lm_fail" = 0 ]; then lm_fail=1; fi
+  if [ "$lm_fail" != 0 ]; then grep -E "FAIL|HUNG|local_model:" "$LOG/local-model.log" | head -20; fi
+  grep -E "SKIP" "$LOG/local-model.log" | head -10
+  lm_skipped=$(grep -E "^[0-9]+ skipped \(slow" "$LOG/local-model.log" | tail -1 | cut -d' ' -f1)
+  count "$lm_pass" "$lm_fail" "local model ($(($(date +%s) - lm_start)) s, ${lm_skipped:-0} skipped as slow)"
 else
   tail -40 "$LOG/build.log"
   count 0 1 "build"
@@ -63,10 +93,11 @@ else
 fi
 
 note "concurrency suites under ThreadSanitizer"
-# The executor, the LM layer, the plan cache and the C API's run, LM, lazy, run-summary and
-# checkpoint-order suites: the code where threads meet. Only these targets are built.
-TSAN_TARGETS=(af_core_tests capi_program_test capi_lm_test capi_lazy_test capi_observe_test
-  capi_checkpoint_order_test)
+# The executor, the LM layer, the plan cache and the C API's run, LM (streaming, limits,
+# fallback), lazy, run-summary and checkpoint-order suites: the code where threads meet. Only
+# these targets are built.
+TSAN_TARGETS=(af_core_tests capi_program_test capi_lm_test capi_lm_stream_test capi_lm_routing_test
+  capi_lazy_test capi_observe_test capi_checkpoint_order_test)
 if cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DAF_SANITIZE=thread \
      -DAF_BUILD_BENCH=OFF >"$LOG/tsan-configure.log" 2>&1 &&
    cmake --build build-tsan --target "${TSAN_TARGETS[@]}" >"$LOG/tsan-build.log" 2>&1; then

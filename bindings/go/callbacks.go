@@ -120,6 +120,17 @@ func afgoProgressCallback(h C.uintptr_t, done, total C.uint64_t) {
 	runGuarded(func() { fn(uint64(done), uint64(total)) })
 }
 
+//export afgoStreamCallback
+func afgoStreamCallback(h C.uintptr_t, eqn C.uint32_t, item C.uint64_t, text *C.char, n C.size_t) {
+	fn := cgo.Handle(h).Value().(func(eqn uint32, item uint64, text string, restart bool))
+	piece := ""
+	if text != nil {
+		piece = C.GoStringN(text, C.int(n))
+	}
+	// Like progress: a panic or Goexit in it is dropped.
+	runGuarded(func() { fn(uint32(eqn), uint64(item), piece, text == nil) })
+}
+
 //export afgoDoneCallback
 func afgoDoneCallback(h C.uintptr_t) {
 	close(cgo.Handle(h).Value().(*runPins).done)

@@ -6,6 +6,7 @@ package af
 #include "af/af.h"
 
 void afgo_set_progress(af_run_options_t* o, uintptr_t handle);
+void afgo_set_stream(af_run_options_t* o, uintptr_t handle);
 af_error_t* afgo_future_on_done(af_future_t* f, uintptr_t handle);
 */
 import "C"
@@ -112,6 +113,14 @@ type RunOptions struct {
 	// Summary records the run summary of a CallAsync run for
 	// Future.Summary; a blocking call gets it from CallWithSummary.
 	Summary bool
+	// Stream receives LM replies as they arrive, from libaf threads (never
+	// concurrently for one run): the equation's index, the batch item and
+	// the next piece of text, or restart (text "") when what that equation
+	// and item streamed so far does not count. It must be quick. The run's
+	// result is the same as without it.
+	Stream func(eqn uint32, item uint64, text string, restart bool)
+	// StreamTag: only LM equations carrying this tag stream ("" = all).
+	StreamTag string
 }
 
 // cOptions fills a C options struct (in C memory: it holds C pointers) for
@@ -153,8 +162,17 @@ func (o *RunOptions) cOptions() (opts *C.af_run_options_t, free func()) {
 		// also when the call fails.
 		C.afgo_set_progress(opts, C.uintptr_t(cgo.NewHandle(o.Progress)))
 	}
+	if o.Stream != nil {
+		// Deleted by libaf's stream_destroy, exactly once.
+		C.afgo_set_stream(opts, C.uintptr_t(cgo.NewHandle(o.Stream)))
+	}
+	if o.StreamTag != "" {
+		opts.stream_tag = C.CString(o.StreamTag)
+		opts.stream_tag_len = C.size_t(len(o.StreamTag))
+	}
 	return opts, func() {
 		C.free(unsafe.Pointer(opts.profile_path))
+		C.free(unsafe.Pointer(opts.stream_tag))
 		C.free(unsafe.Pointer(opts))
 	}
 }

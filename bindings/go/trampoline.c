@@ -82,6 +82,17 @@ void afgo_set_progress(af_run_options_t* o, uintptr_t handle) {
   o->progress_destroy = afgo_handle_destroy;
 }
 
+static void afgo_stream_trampoline(void* user_data, uint32_t eqn, uint64_t item, const char* text,
+                                   size_t len) {
+  afgoStreamCallback((uintptr_t)user_data, eqn, item, (char*)text, len);
+}
+
+void afgo_set_stream(af_run_options_t* o, uintptr_t handle) {
+  o->stream = afgo_stream_trampoline;
+  o->stream_user_data = (void*)handle;
+  o->stream_destroy = afgo_handle_destroy;
+}
+
 static void afgo_done_trampoline(void* user_data) { afgoDoneCallback((uintptr_t)user_data); }
 
 af_error_t* afgo_future_on_done(af_future_t* f, uintptr_t handle) {

@@ -38,19 +38,24 @@ af_error_t* new_provider(const char* fn, const char* options_json, size_t len, a
 
 extern "C" {
 
-af_error_t* af_lm_call(af_context_t* ctx, const af_value_t* messages, const af_value_t* model, af_value_t** out) {
+af_error_t* af_lm_call_ex(af_context_t* ctx, const af_value_t* messages, const af_value_t* model,
+                          const af_value_t* params, af_value_t** out) {
   if (out) *out = nullptr;
   return guard([&] {
     require(ctx, "af_lm_call", "ctx");
     require(messages, "af_lm_call", "messages");
     require(model, "af_lm_call", "model");
     require(out, "af_lm_call", "out");
-    *out = wrap(op_lm_call(unwrap(messages), unwrap(model), ctx->env));
+    *out = wrap(op_lm_call(unwrap(messages), unwrap(model), params ? unwrap(params) : Value(), ctx->env));
   });
 }
 
-af_error_t* af_lm_schema_call(af_context_t* ctx, const af_value_t* messages, const af_value_t* model,
-                              const af_value_t* schema, af_value_t** out) {
+af_error_t* af_lm_call(af_context_t* ctx, const af_value_t* messages, const af_value_t* model, af_value_t** out) {
+  return af_lm_call_ex(ctx, messages, model, nullptr, out);
+}
+
+af_error_t* af_lm_schema_call_ex(af_context_t* ctx, const af_value_t* messages, const af_value_t* model,
+                                 const af_value_t* schema, const af_value_t* params, af_value_t** out) {
   if (out) *out = nullptr;
   return guard([&] {
     require(ctx, "af_lm_schema_call", "ctx");
@@ -58,8 +63,14 @@ af_error_t* af_lm_schema_call(af_context_t* ctx, const af_value_t* messages, con
     require(model, "af_lm_schema_call", "model");
     require(schema, "af_lm_schema_call", "schema");
     require(out, "af_lm_schema_call", "out");
-    *out = wrap(op_lm_schema_call(unwrap(messages), unwrap(model), unwrap(schema), ctx->env));
+    *out = wrap(op_lm_schema_call(unwrap(messages), unwrap(model), unwrap(schema),
+                                  params ? unwrap(params) : Value(), ctx->env));
   });
+}
+
+af_error_t* af_lm_schema_call(af_context_t* ctx, const af_value_t* messages, const af_value_t* model,
+                              const af_value_t* schema, af_value_t** out) {
+  return af_lm_schema_call_ex(ctx, messages, model, schema, nullptr, out);
 }
 
 af_error_t* af_provider_echo_new(const char* options_json, size_t len, af_provider_t** out) {
@@ -114,6 +125,14 @@ af_error_t* af_lm_request_json(const af_lm_request_t* req, af_bytes_t* out) {
 
 int af_lm_request_cancelled(const af_lm_request_t* req) { return req && req->call->finished() ? 1 : 0; }
 
+af_error_t* af_lm_request_stream(af_lm_request_t* req, const char* delta, size_t len) {
+  return guard([&] {
+    require(req, "af_lm_request_stream", "req");
+    if (!delta && len == 0) return req->call->restart();
+    req->call->delta(text(delta, len, "af_lm_request_stream", "delta"));
+  });
+}
+
 af_error_t* af_lm_request_complete(af_lm_request_t* req, const char* content, size_t len) {
   std::unique_ptr<af_lm_request> owned(req);
   return guard([&] {
@@ -160,6 +179,32 @@ af_error_t* af_context_route(af_context_t* ctx, const char* model_pattern, size_
   });
 }
 
+af_error_t* af_context_route_fallback(af_context_t* ctx, const char* model_pattern, size_t len,
+                                     af_provider_t* const* providers, size_t n) {
+  return guard([&] {
+    const char* fn = "af_context_route_fallback";
+    require(ctx, fn, "ctx");
+    if (n == 0) invalid("af_context_route_fallback: give at least one provider (n is 0)");
+    require(providers, fn, "providers");
+    std::vector<lm::ProviderPtr> list;
+    for (size_t i = 0; i < n; ++i) {
+      if (!providers[i]) invalid("af_context_route_fallback: providers[" + std::to_string(i) + "] is NULL");
+      list.push_back(providers[i]->p);
+    }
+    std::string_view pat = text(model_pattern, len, fn, "model_pattern");
+    if (pat.empty()) invalid("af_context_route_fallback: the model pattern is empty (use \"*\" to route every model)");
+    ctx->core.router().route(std::string(pat), std::move(list));
+  });
+}
+
+af_error_t* af_provider_set_options(af_provider_t* p, const char* options_json, size_t len) {
+  return guard([&] {
+    require(p, "af_provider_set_options", "p");
+    std::string_view json = text(options_json, len, "af_provider_set_options", "options_json");
+    p->p->configure(lm::options_from_json(json, "af_provider_set_options"));
+  });
+}
+
 af_error_t* af_provider_set_max_in_flight(af_provider_t* p, uint32_t max_in_flight) {
   return guard([&] {
     require(p, "af_provider_set_max_in_flight", "p");
@@ -179,7 +224,11 @@ af_error_t* af_provider_stats(const af_provider_t* p, af_bytes_t* out) {
                     ",\"queued\":" + std::to_string(s.queued) + ",\"peak_in_flight\":" +
                     std::to_string(s.peak_in_flight) + ",\"max_in_flight\":" + std::to_string(l.max_in_flight()) +
                     ",\"prompt_tokens\":" + std::to_string(s.prompt_tokens) +
-                    ",\"completion_tokens\":" + std::to_string(s.completion_tokens) + "}";
+                    ",\"completion_tokens\":" + std::to_string(s.completion_tokens) +
+                    ",\"requests_per_minute\":" + std::to_string(l.requests_per_minute()) +
+                    ",\"tokens_per_minute\":" + std::to_string(l.tokens_per_minute()) +
+                    ",\"rate_waits\":" + std::to_string(s.rate_waits) +
+                    ",\"schema_retries\":" + std::to_string(p->p->schema_retries()) + "}";
     to_bytes(j, out);
   });
 }

@@ -62,8 +62,9 @@ RunOptions run_options(const af_run_options_t* o, const char* fn, af_bytes_t** s
   af_run_options_t c{};
   std::memcpy(&c, o, std::min<size_t>(o->struct_size, sizeof c));
   // Own user_data first: destroy then runs exactly once whatever fails next.
-  std::shared_ptr<UserData> ud;
+  std::shared_ptr<UserData> ud, stream_ud;
   if (c.progress || c.progress_destroy) ud = std::make_shared<UserData>(c.progress_user_data, c.progress_destroy);
+  if (c.stream || c.stream_destroy) stream_ud = std::make_shared<UserData>(c.stream_user_data, c.stream_destroy);
   if (c.flags & ~uint32_t(AF_RUN_KEEP_GOING | AF_RUN_PROFILE | AF_RUN_ITEM_ERRORS | AF_RUN_SUMMARY))
     invalid(std::string(fn) + ": unknown bits in options.flags");
   if (c.summary) {
@@ -89,6 +90,16 @@ RunOptions run_options(const af_run_options_t* o, const char* fn, af_bytes_t** s
     r.progress = [ud, progress](uint64_t done, uint64_t total) { progress(ud->data, done, total); };
   }
   if (c.cancel) r.cancel = c.cancel->token;
+  if (c.stream) {
+    af_stream_fn stream = c.stream;
+    r.stream = [stream_ud, stream](uint32_t eqn, uint64_t item, const char* data, size_t len) {
+      stream(stream_ud->data, eqn, item, data, len);
+    };
+  }
+  if (c.stream_tag_len) {
+    if (!c.stream) invalid(std::string(fn) + ": options.stream_tag is set but options.stream is NULL");
+    r.stream_tag = std::string(text(c.stream_tag, c.stream_tag_len, fn, "options.stream_tag"));
+  }
   if (c.profile_path_len) r.profile_path = std::string(text(c.profile_path, c.profile_path_len, fn, "options.profile_path"));
   return r;
 }

@@ -33,7 +33,7 @@ class ExecContext final : public Context {
 
   std::shared_ptr<SubRun> run_sub(const IRPtr& ir, std::span<const Value> in, const RunEnv& env,
                                   const std::shared_ptr<AsyncOp>& parent, uint64_t index,
-                                  SubRunDone done) override;
+                                  SubRunDone done, int64_t item) override;
   bool runs_async(const IRPtr& ir, const RunEnv& env) override;
 
  private:

@@ -58,6 +58,10 @@ class Run : public std::enable_shared_from_this<Run> {
   uint64_t local_seq = 0;
   std::mutex progress_mu;
   uint64_t progress_done = 0;
+  // Held while the stream callback runs; finish() takes it once, so no
+  // callback runs after the run finished. Recursive: the callback may end
+  // the run (cancel) on its own thread.
+  std::recursive_mutex stream_mu;
 };
 
 namespace {
@@ -171,6 +175,32 @@ class ExecOp final : public AsyncOp {
       if (run_->profile) run_->profile->span(node_, span);
       if (run_->opts.summary) run_->opts.summary->add(span);
       if (run_->opts.on_span) run_->opts.on_span(span);
+    } catch (...) {
+    }
+  }
+  bool streams(const Eqn& e) const noexcept override {
+    const RunOptions& o = run_->opts;
+    if (auto parent = o.stream_parent.lock()) return parent->streams(e);
+    if (!o.stream) return false;
+    auto tagged = [&o](const Eqn& x) {
+      return x.tags && std::find(x.tags->begin(), x.tags->end(), o.stream_tag) != x.tags->end();
+    };
+    return o.stream_tag.empty() || tagged(e) || tagged(*run_->prog->nodes[node_].eqn);
+  }
+  bool streaming() const noexcept override {
+    const RunOptions& o = run_->opts;
+    if (auto parent = o.stream_parent.lock()) return parent->streaming();
+    return bool(o.stream);
+  }
+  void stream(uint64_t item, const char* data, size_t len) noexcept override {
+    Run& r = *run_;
+    if (r.opts.stream_item >= 0) item = uint64_t(r.opts.stream_item);
+    if (auto parent = r.opts.stream_parent.lock()) return parent->stream(item, data, len);
+    if (!r.opts.stream) return;
+    std::lock_guard<std::recursive_mutex> lock(r.stream_mu);
+    if (r.finished.load(std::memory_order_acquire)) return;
+    try {
+      r.opts.stream(r.prog->nodes[node_].eqn_index, item, data, len);
     } catch (...) {
     }
   }
@@ -340,6 +370,7 @@ void execute(const std::shared_ptr<Run>& r, uint32_t node) {
 void finish(const std::shared_ptr<Run>& r, Value* result, const Error* err) noexcept {
   bool expected = false;
   if (!r->finished.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) return;
+  { std::lock_guard<std::recursive_mutex> wait_for_stream(r->stream_mu); }
   if (r->opts.summary) r->opts.summary->stop();
   try {
     if (uint64_t id = r->timer_id.load(std::memory_order_acquire)) r->sched->cancel_timer(id);

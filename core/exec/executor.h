@@ -90,6 +90,20 @@ struct RunOptions {
   // keep_going only: called with the index of each failed flat output leaf
   // and its error (cause chain intact) before the run reports completion.
   std::function<void(size_t leaf, const std::shared_ptr<const Error>&)> on_output_error;
+  // Streaming: pieces of LM replies as they arrive, with the index of the
+  // equation in the program's IR (for a call inside control flow, of the
+  // equation holding it), its batch item (a map item for calls inside a
+  // map), and the text; data == nullptr: forget what that equation and item
+  // streamed so far (a retry, re-ask or fallback starts over). Only LM
+  // equations carrying stream_tag — or inside an equation carrying it —
+  // stream (every one when empty). Never called concurrently for one run,
+  // nor once the run has finished (finishing waits for a call in progress).
+  std::function<void(uint32_t eqn, uint64_t item, const char* data, size_t len)> stream;
+  std::string stream_tag;
+  // Sub-runs: their LM calls stream through this op of the run that started
+  // them, as batch item stream_item when >= 0.
+  std::weak_ptr<AsyncOp> stream_parent;
+  int64_t stream_item = -1;
 };
 
 class Future {

@@ -34,7 +34,7 @@ std::shared_ptr<const Program> program_for(const IRPtr& ir, const RunEnv& env) {
 std::shared_ptr<SubRun> ExecContext::run_sub(const IRPtr& ir, std::span<const Value> in,
                                              const RunEnv& env,
                                              const std::shared_ptr<AsyncOp>& parent, uint64_t index,
-                                             SubRunDone done) {
+                                             SubRunDone done, int64_t item) {
   std::shared_ptr<const Program> prog;
   std::vector<Value> leaves(in.begin(), in.end());
   try {
@@ -79,6 +79,8 @@ std::shared_ptr<SubRun> ExecContext::run_sub(const IRPtr& ir, std::span<const Va
       if (auto op = weak.lock()) op->record_span(span);
     };
   }
+  o.stream_parent = parent;
+  o.stream_item = item;
   sub.stop = nullptr;  // a run of its own: run_async sets its own flag
   Future f;
   try {

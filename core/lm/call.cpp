@@ -38,6 +38,11 @@ std::string Request::to_json() const {
     s += ",\"json_schema\":";
     s += json_schema;
   }
+  if (!sampling.is_null()) {
+    s += ",\"params\":";
+    append_json(s, sampling);
+  }
+  if (stream) s += ",\"stream\":true";
   if (tags && !tags->empty()) {
     s += ",\"tags\":[";
     for (size_t i = 0; i < tags->size(); ++i) {
@@ -57,8 +62,21 @@ std::string Request::key() const {
   append_messages(s, messages);
   s += ",\"schema\":";
   append_json(s, schema);
+  if (!sampling.is_null()) {
+    s += ",\"params\":";
+    append_json(s, sampling);
+  }
   s += '}';
   return s;
+}
+
+uint64_t Request::estimated_tokens() const {
+  uint64_t n = 0;
+  for (const Message& m : messages) n += 4 + (m.content.size() + 3) / 4;
+  if (sampling.kind() == Kind::Dict)
+    if (const Value* max = sampling.find("max_tokens"); max && max->kind() == Kind::Int && max->as_int() > 0)
+      n += uint64_t(max->as_int());
+  return n;
 }
 
 Call::Call(Request req, Done done, double priority)
@@ -93,7 +111,7 @@ void Call::finish(const std::string* content, const Error* err) noexcept {
     std::lock_guard<std::mutex> lock(mu_);
     lim.swap(limiter_);
   }
-  if (lim && slot >= 0) lim->release(slot, content ? prompt_tokens : 0, content ? completion_tokens : 0);
+  if (lim && slot >= 0) lim->release(*this, content != nullptr);
   Done hook;
   hook.swap(done_hook_);
   try {
@@ -101,6 +119,22 @@ void Call::finish(const std::string* content, const Error* err) noexcept {
   } catch (...) {
     // The hook belongs to the submitter, which turns failures into errors
     // itself; nothing may escape into a provider thread.
+  }
+}
+
+void Call::delta(std::string_view text) noexcept {
+  if (text.empty() || finished() || !delta_hook_) return;
+  try {
+    delta_hook_(text.data(), text.size());
+  } catch (...) {
+  }
+}
+
+void Call::restart() noexcept {
+  if (finished() || !delta_hook_) return;
+  try {
+    delta_hook_(nullptr, 0);
+  } catch (...) {
   }
 }
 

@@ -30,12 +30,22 @@ struct Request {
   Value schema;
   std::string json_schema;
   std::shared_ptr<const std::vector<std::string>> tags;  // may be null
+  // The call's sampling parameters (temperature, max_tokens, stop, seed,
+  // top_p: the equation's params), a dict, or null when it sets none. A
+  // provider merges them over its own defaults.
+  Value sampling;
+  // The run wants the reply's text as it arrives (Call::delta).
+  bool stream = false;
 
-  // {"model":..., "messages":[{"role","content"}...], "schema":..., "json_schema":..., "tags":[...]}
-  // (schema keys only for schema calls, tags only when present).
+  // {"model":..., "messages":[{"role","content"}...], "schema":..., "json_schema":..., "params":{...},
+  // "stream":true, "tags":[...]} (schema keys only for schema calls, the others only when set).
   std::string to_json() const;
-  // A key equal for equal (model, messages, schema): what replay matches on.
+  // A key equal for equal (model, messages, schema, sampling): what replay
+  // matches on ("params" only when set, so older recordings still match).
   std::string key() const;
+  // A rough token count for rate limits before the reply's usage is known:
+  // a token per 4 bytes of every message, 4 per message, plus max_tokens.
+  uint64_t estimated_tokens() const;
 };
 
 class Limiter;
@@ -46,6 +56,9 @@ class Call {
  public:
   // content != nullptr on success, else err != nullptr. Runs once.
   using Done = std::function<void(Call& call, const std::string* content, const Error* err)>;
+  // Streaming: a piece of the reply text, or (data == nullptr) "forget what
+  // was streamed so far" (a retry starts the reply over).
+  using Delta = std::function<void(const char* data, size_t len)>;
 
   Call(Request req, Done done, double priority);
   // A call dropped unfinished (its provider went away) fails with PROVIDER,
@@ -69,6 +82,15 @@ class Call {
   // Caller side: finishes with `why` (CANCELLED, TIMEOUT) and stops the work.
   void cancel(const Error& why) noexcept;
 
+  // Streaming, for requests with request().stream. The submitter sets the
+  // hook before submitting; the provider reports the text as it arrives,
+  // from one thread at a time, in order, before it completes the call (the
+  // pieces since the last restart() make up the completed text). Ignored
+  // once the call finished.
+  void set_on_delta(Delta hook) { delta_hook_ = std::move(hook); }
+  void delta(std::string_view text) noexcept;
+  void restart() noexcept;
+
   // Set by the limiter and providers; read for profiles.
   int slot = -1;
   std::atomic<uint32_t> attempts{1};
@@ -87,12 +109,15 @@ class Call {
   void finish(const std::string* content, const Error* err) noexcept;
   Request req_;
   Done done_hook_;
+  Delta delta_hook_;
   double priority_;
   std::atomic<bool> done_{false};
   std::atomic<bool> cancelled_{false};
   std::mutex mu_;
   std::function<void()> cancel_hook_;
   std::shared_ptr<Limiter> limiter_;  // holds the slot while started
+  uint64_t rate_tokens_ = 0;  // what the limiter charged for the start
+  bool rate_held_ = false;    // a rate limit or pause held its start back
 };
 
 }  // namespace af::lm

@@ -1,7 +1,9 @@
 // echo: deterministic and offline. lm_call answers "<model>|<content of the
 // last message>"; lm_schema_call answers the smallest valid instance of the
 // schema. Optional latency (fixed, or drawn per request from a seeded hash
-// of the request, so a run is reproducible) simulates a real endpoint.
+// of the request, so a run is reproducible) simulates a real endpoint. A
+// streamed request gets its answer in pieces (each word with the spaces
+// after it) just before it completes.
 #include "lm/options.h"
 #include "lm/providers.h"
 #include "lm/schema.h"
@@ -52,6 +54,21 @@ class Echo final : public Provider {
     return n;
   }
 
+  // Streams the answer in pieces, then completes the call.
+  static void answer_call(Call& call, std::string content) {
+    if (call.request().stream) {
+      size_t from = 0;
+      while (from < content.size()) {
+        size_t to = content.find(' ', from);
+        to = to == std::string::npos ? content.size() : content.find_first_not_of(' ', to);
+        if (to == std::string::npos) to = content.size();
+        call.delta(std::string_view(content).substr(from, to - from));
+        from = to;
+      }
+    }
+    call.complete(std::move(content));
+  }
+
   double latency_ms(const Request& r) const {
     if (max_ms_ <= 0) return fixed_ms_;
     uint64_t h = mix(fnv(r.key()) ^ mix(seed_));
@@ -76,13 +93,13 @@ class Echo final : public Provider {
     call->completion_tokens = words(content);
     double ms = latency_ms(call->request());
     if (ms <= 0) {
-      call->complete(std::move(content));
+      answer_call(*call, std::move(content));
       return;
     }
     try {
       int64_t at = now_ns() + int64_t(ms * 1e6);
       uint64_t id = timer_->schedule(at, [call, content = std::move(content)]() mutable {
-        call->complete(std::move(content));
+        answer_call(*call, std::move(content));
       });
       std::weak_ptr<TimerQueue> timer = timer_;
       call->on_cancel([timer, id] {
@@ -104,7 +121,7 @@ class Echo final : public Provider {
 ProviderPtr make_echo(const Value& options) {
   Options o(options, "echo provider");
   std::string name = o.str("name", "echo");
-  auto max = uint32_t(o.integer("max_in_flight", 0, 0, 1 << 30));
+  CommonOptions common = read_common_options(o, CommonOptions{0});
   double lat = o.number("latency_ms", 0, 0, 3.6e6);
   double lo = o.number("latency_min_ms", 0, 0, 3.6e6);
   double hi = o.number("latency_max_ms", 0, 0, 3.6e6);
@@ -112,7 +129,9 @@ ProviderPtr make_echo(const Value& options) {
   o.finish();
   if (hi > 0 && lo > hi) invalid("echo provider: latency_min_ms is greater than latency_max_ms");
   if (hi > 0 && lat > 0) invalid("echo provider: give latency_ms or latency_min_ms/latency_max_ms, not both");
-  return std::make_shared<Echo>(std::move(name), max, lat, lo, hi, seed);
+  auto p = std::make_shared<Echo>(std::move(name), common.max_in_flight, lat, lo, hi, seed);
+  common.apply(*p);
+  return p;
 }
 
 }  // namespace af::lm

@@ -2,12 +2,19 @@
 // through libcurl's multi interface on one thread per provider. Requests
 // in flight hold no engine thread; cancelling a call aborts its transfer.
 //
-// Retries: 429, 5xx, connection failures and per-attempt timeouts are
-// retried up to max_retries times with exponential backoff and jitter; a
-// Retry-After header (seconds or HTTP date) sets the delay instead, clamped
-// to backoff_max_ms (a server cannot stall a call for a day; the run's own
-// deadline cancels a waiting retry like any transfer). Other statuses and
-// malformed bodies fail at once.
+// Retries: 429, 5xx, connection failures, per-attempt timeouts and streams
+// cut off before their end are retried up to max_retries times with
+// exponential backoff and jitter; a Retry-After header (seconds or HTTP
+// date) sets the delay instead, clamped to backoff_max_ms (a server cannot
+// stall a call for a day; the run's own deadline cancels a waiting retry
+// like any transfer). A 429 also pauses the whole provider for that delay:
+// its other waiting requests do not start into the same limit. Other
+// statuses and malformed bodies or events fail at once.
+//
+// Streaming: a request that wants its text as it arrives (Request::stream)
+// is sent with "stream": true and, when the reply is text/event-stream,
+// read as server-sent events (lm/chat_stream.h); a retry after some text
+// arrived restarts the call's stream. Any other reply is read whole.
 //
 // Secrets: the API key is read from a named environment variable when the
 // provider is made and only ever goes into the Authorization header. It is
@@ -30,9 +37,11 @@
 #include <thread>
 #include <vector>
 
+#include "lm/chat_stream.h"
 #include "lm/excerpt.h"
 #include "lm/options.h"
 #include "lm/providers.h"
+#include "lm/schema.h"
 
 namespace af::lm {
 
@@ -48,6 +57,10 @@ struct Config {
   uint32_t max_retries = 3;
   int64_t backoff_ms = 500;
   int64_t backoff_max_ms = 20000;
+  // How structured output is asked for: response_format json_schema (OpenAI,
+  // vLLM, llama.cpp's server) or json_object with a "schema" member
+  // (llama-cpp-python's server and servers like it).
+  bool json_object = false;
   Value extra;  // dict or null
 };
 
@@ -130,10 +143,41 @@ struct Transfer {
   bool active = false;    // in the multi handle
   bool done = false;
   bool too_large = false;  // the body passed kMaxReplyBytes
+  // Streaming: the events of this attempt (null until a 200 event stream
+  // starts); whether any text reached the call (a retry then restarts it).
+  std::unique_ptr<ChatStream> stream;
+  bool streamed = false;
 };
+
+// A 200 reply to a streamed request is read as an event stream when its
+// Content-Type says so; any other body (a server that does not stream, an
+// HTML error page) is read whole, as a JSON reply.
+bool starts_event_stream(Transfer& t) {
+  long status = 0;
+  const char* type = nullptr;
+  curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_getinfo(t.easy, CURLINFO_CONTENT_TYPE, &type);
+  if (status != 200 || !type) return false;
+  constexpr std::string_view kEvents = "text/event-stream";
+  std::string_view ct(type);
+  if (ct.size() < kEvents.size()) return false;
+  for (size_t i = 0; i < kEvents.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(ct[i])) != kEvents[i]) return false;
+  std::shared_ptr<Call> call = t.call;
+  bool* streamed = &t.streamed;
+  t.stream = std::make_unique<ChatStream>(
+      [call, streamed](std::string_view text) {
+        *streamed = true;
+        call->delta(text);
+      },
+      kMaxReplyBytes);
+  return true;
+}
 
 size_t on_body(char* p, size_t size, size_t n, void* ud) {
   auto* t = static_cast<Transfer*>(ud);
+  if (t->call->request().stream && (t->stream || (t->response.empty() && starts_event_stream(*t))))
+    return t->stream->feed({p, size * n}) ? size * n : 0;  // a bad event aborts the transfer
   if (t->response.size() + size * n > kMaxReplyBytes) {
     t->too_large = true;
     return 0;  // a runaway body: abort the transfer
@@ -220,6 +264,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   }
 
   const Config& config() const { return cfg_; }
+  // The provider's limiter, paused by a 429 (set once, before any request).
+  void set_limiter(std::weak_ptr<Limiter> l) { limiter_ = std::move(l); }
 
  private:
   void attempt(const std::shared_ptr<Transfer>& t) {
@@ -228,6 +274,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
     t->response.clear();
     t->retry_after.clear();
     t->too_large = false;
+    t->stream.reset();
+    if (t->streamed) t->call->restart();  // the retry's text starts over
+    t->streamed = false;
     if (t->easy) {
       curl_easy_reset(t->easy);  // a retry
     } else if (!idle_.empty()) {
@@ -295,10 +344,11 @@ class Engine : public std::enable_shared_from_this<Engine> {
            std::to_string(cfg_.max_retries + 1) + ")";
   }
 
-  // A failed attempt: retry later, or fail for good.
-  void retry_or_fail(const std::shared_ptr<Transfer>& t, const Error& err, int64_t after_ms) {
+  // A failed attempt: retry later, or fail for good. A rate-limited one
+  // (429) pauses the provider's other requests as long.
+  void retry_or_fail(const std::shared_ptr<Transfer>& t, const Error& err, int64_t after_ms,
+                     bool rate_limited = false) {
     detach(t);
-    if (t->attempt > cfg_.max_retries || t->call->finished()) return finish(t, err);
     int64_t delay;
     if (after_ms >= 0) {
       delay = after_ms;
@@ -308,6 +358,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
       std::uniform_real_distribution<double> jitter(0.5, 1.0);
       delay = int64_t(base * jitter(rng_));
     }
+    if (rate_limited)
+      if (auto lim = limiter_.lock()) lim->pause(delay);
+    if (t->attempt > cfg_.max_retries || t->call->finished()) return finish(t, err);
     t->due_ns = now_ns() + delay * 1000000;
     delayed_.emplace(t->due_ns, t);
   }
@@ -316,6 +369,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
     if (res != CURLE_OK && t->too_large)
       return finish(t, Error(Code::Provider, what(t) + ": the reply is larger than " +
                                                  std::to_string(kMaxReplyBytes >> 20) + " MiB"));
+    if (t->stream && !t->stream->error().empty())
+      return finish(t, Error(Code::Provider, what(t) + ": bad stream: " + excerpt(t->stream->error())));
     if (res != CURLE_OK) {
       Code code = res == CURLE_OPERATION_TIMEDOUT ? Code::Timeout : Code::Provider;
       std::string why = res == CURLE_OPERATION_TIMEDOUT
@@ -328,10 +383,11 @@ class Engine : public std::enable_shared_from_this<Engine> {
     if (status == 429 || status >= 500) {
       return retry_or_fail(t, Error(Code::Provider, what(t) + ": HTTP " + std::to_string(status) + ": " +
                                                         excerpt(t->response)),
-                           retry_after_ms(t->retry_after, cfg_.backoff_max_ms));
+                           retry_after_ms(t->retry_after, cfg_.backoff_max_ms), status == 429);
     }
     if (status < 200 || status >= 300)
       return finish(t, Error(Code::Provider, what(t) + ": HTTP " + std::to_string(status) + ": " + excerpt(t->response)));
+    if (t->stream) return stream_completed(t);
     // The reply is read in place (simdjson DOM): only choices[0].message and
     // usage matter, and making a Value of the whole reply was about an
     // eighth of the provider's instructions per request.
@@ -369,6 +425,22 @@ class Engine : public std::enable_shared_from_this<Engine> {
       t->call->prompt_tokens = count("prompt_tokens");
       t->call->completion_tokens = count("completion_tokens");
     }
+    release(t);
+    t->call->complete(std::move(text));
+  }
+
+  // The transfer of an event stream ended: complete with its text, or
+  // retry a stream cut off before its end.
+  void stream_completed(const std::shared_ptr<Transfer>& t) {
+    const ChatStream& s = *t->stream;
+    if (!s.ended())
+      return retry_or_fail(t, Error(Code::Provider, what(t) + ": the stream ended before the reply did (no "
+                                                              "finish_reason or [DONE] after " +
+                                                              std::to_string(s.text().size()) + " bytes of text)"),
+                           -1);
+    t->call->prompt_tokens = s.prompt_tokens();
+    t->call->completion_tokens = s.completion_tokens();
+    std::string text = s.text();
     release(t);
     t->call->complete(std::move(text));
   }
@@ -446,31 +518,62 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::map<Transfer*, std::shared_ptr<Transfer>> active_;
   std::multimap<int64_t, std::shared_ptr<Transfer>> delayed_;
   std::mt19937_64 rng_;
+  std::weak_ptr<Limiter> limiter_;
 };
 
 std::string request_body(const Config& cfg, const Request& r) {
   std::string s = "{\"model\":";
   append_json_string(s, r.model);
   s += ",\"messages\":[";
-  for (size_t i = 0; i < r.messages.size(); ++i) {
-    if (i) s += ',';
+  auto message = [&s](const std::string& role, const std::string& content) {
     s += "{\"role\":";
-    append_json_string(s, r.messages[i].role);
+    append_json_string(s, role);
     s += ",\"content\":";
-    append_json_string(s, r.messages[i].content);
+    append_json_string(s, content);
     s += '}';
+  };
+  // json_object mode: the server builds a grammar from the schema, which
+  // ignores numeric bounds (small int ranges also go as enums, which it
+  // enforces), and tells the model nothing of it (field meanings, bounds):
+  // a system instruction carries it, joined to the conversation's own
+  // system message when it starts with one.
+  size_t first = 0;
+  const std::string& grammar_schema = cfg.json_object && !r.schema.is_null() ? schema_of(r.schema)->grammar_json_schema()
+                                                                             : r.json_schema;
+  if (!r.json_schema.empty() && cfg.json_object) {
+    std::string instruction = "Reply with only a JSON value that matches this JSON Schema:\n" + grammar_schema;
+    if (!r.messages.empty() && r.messages[0].role == "system") {
+      message("system", r.messages[0].content + "\n\n" + instruction);
+      first = 1;
+    } else {
+      message("system", instruction);
+    }
+  }
+  for (size_t i = first; i < r.messages.size(); ++i) {
+    if (s.back() != '[') s += ',';
+    message(r.messages[i].role, r.messages[i].content);
   }
   s += ']';
-  if (!r.json_schema.empty())
+  if (!r.json_schema.empty() && cfg.json_object)
+    s += ",\"response_format\":{\"type\":\"json_object\",\"schema\":" + grammar_schema + "}";
+  else if (!r.json_schema.empty())
     s += ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"output\",\"strict\":true,"
          "\"schema\":" + r.json_schema + "}}";
+  if (r.stream) s += ",\"stream\":true,\"stream_options\":{\"include_usage\":true}";
+  // The provider's "extra" defaults, then the call's own sampling params
+  // (which win over a default of the same name).
+  auto add = [&s](const std::string& k, const Value& v) {
+    s += ',';
+    append_json_string(s, k);
+    s += ':';
+    append_json(s, v);
+  };
+  const bool sampled = r.sampling.kind() == Kind::Dict;
   if (cfg.extra.kind() == Kind::Dict)
-    for (const auto& [k, v] : cfg.extra.entries()) {
-      s += ',';
-      append_json_string(s, k);
-      s += ':';
-      append_json(s, v);
-    }
+    for (const auto& [k, v] : cfg.extra.entries())
+      if (!sampled || !r.sampling.find(k)) add(k, v);
+  if (sampled)
+    for (const auto& [k, v] : r.sampling.entries()) add(k, v);
   s += '}';
   return s;
 }
@@ -478,6 +581,7 @@ std::string request_body(const Config& cfg, const Request& r) {
 class OpenAI final : public Provider {
  public:
   OpenAI(Config cfg, uint32_t max) : Provider(cfg.name, max), engine_(std::make_shared<Engine>(std::move(cfg))) {
+    engine_->set_limiter(limiter().weak_from_this());
     engine_->begin();
   }
   ~OpenAI() override {
@@ -516,7 +620,7 @@ ProviderPtr make_openai(const Value& options) {
   Options o(options, "openai provider");
   Config cfg;
   cfg.name = o.str("name", "openai");
-  auto max = uint32_t(o.integer("max_in_flight", 16, 0, 1 << 30));
+  CommonOptions common = read_common_options(o, CommonOptions{16});
   std::string base = o.str("base_url", "");
   std::string key_env = o.str("api_key_env", "");
   bool allow_http = o.boolean("allow_insecure_http", false);
@@ -524,10 +628,16 @@ ProviderPtr make_openai(const Value& options) {
   cfg.max_retries = uint32_t(o.integer("max_retries", 3, 0, 100));
   cfg.backoff_ms = o.integer("backoff_ms", 500, 0, 3600 * 1000LL);
   cfg.backoff_max_ms = o.integer("backoff_max_ms", 20000, 0, 3600 * 1000LL);
+  std::string structured = o.str("structured_output", "json_schema");
+  if (structured != "json_schema" && structured != "json_object")
+    invalid("openai provider: option \"structured_output\" must be \"json_schema\" (the default) or "
+            "\"json_object\" (response_format {\"type\": \"json_object\", \"schema\": ...}), found \"" +
+            structured + "\"");
+  cfg.json_object = structured == "json_object";
   if (const Value* extra = o.raw("extra")) {
     if (extra->kind() != Kind::Dict) invalid("openai provider: option \"extra\" must be an object");
     for (const auto& [k, _] : extra->entries())
-      if (k == "model" || k == "messages" || k == "response_format")
+      if (k == "model" || k == "messages" || k == "response_format" || k == "stream" || k == "stream_options")
         invalid("openai provider: option \"extra\" may not set \"" + k + "\" (libaf sets it per request)");
     cfg.extra = *extra;
   }
@@ -548,7 +658,9 @@ ProviderPtr make_openai(const Value& options) {
     cfg.key = key;
     cfg.auth_header = std::string("Authorization: Bearer ") + key;
   }
-  return std::make_shared<OpenAI>(std::move(cfg), max);
+  auto p = std::make_shared<OpenAI>(std::move(cfg), common.max_in_flight);
+  common.apply(*p);
+  return p;
 }
 
 }  // namespace af::lm

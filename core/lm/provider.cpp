@@ -1,6 +1,26 @@
 #include "lm/provider.h"
 
+#include <algorithm>
+
+#include "lm/options.h"
+#include "lm/timer.h"
+
 namespace af::lm {
+
+namespace {
+constexpr double kNsPerMinute = 60e9;
+// A bucket holds one second's worth of its rate (at least one unit), so
+// starts are spread over the minute instead of bursting at its beginning.
+double capacity(uint64_t per_minute) { return std::max(1.0, double(per_minute) / 60.0); }
+
+// The wake-ups of every limiter held back by a rate or a pause: one thread,
+// made on first use and never destroyed (a limiter may go away from inside
+// its own wake-up, which must not free the queue running it).
+TimerQueue& wake_timer() {
+  static TimerQueue* timer = new TimerQueue();
+  return *timer;
+}
+}  // namespace
 
 void Limiter::submit(std::shared_ptr<Call> call) {
   {
@@ -33,6 +53,37 @@ uint32_t Limiter::max_in_flight() const {
   return max_;
 }
 
+void Limiter::set_rates(uint64_t requests_per_minute, uint64_t tokens_per_minute) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // A newly limited rate starts with a full bucket; a changed one keeps
+    // its level within the new capacity.
+    requests_level_ = rpm_ ? std::min(requests_level_, capacity(requests_per_minute))
+                           : capacity(requests_per_minute);
+    tokens_level_ =
+        tpm_ ? std::min(tokens_level_, capacity(tokens_per_minute)) : capacity(tokens_per_minute);
+    rpm_ = requests_per_minute;
+    tpm_ = tokens_per_minute;
+    refilled_ns_ = now_ns();
+  }
+  pump();
+}
+
+uint64_t Limiter::requests_per_minute() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rpm_;
+}
+
+uint64_t Limiter::tokens_per_minute() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return tpm_;
+}
+
+void Limiter::pause(int64_t ms) {
+  std::lock_guard<std::mutex> lock(mu_);
+  paused_until_ns_ = std::max(paused_until_ns_, now_ns() + std::max<int64_t>(ms, 0) * 1000000);
+}
+
 Limiter::Stats Limiter::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   Stats s = stats_;
@@ -41,31 +92,92 @@ Limiter::Stats Limiter::stats() const {
   return s;
 }
 
-void Limiter::release(int slot, uint64_t prompt_tokens, uint64_t completion_tokens) {
+void Limiter::release(Call& call, bool completed) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     --in_flight_;
     ++stats_.finished;
-    stats_.prompt_tokens += prompt_tokens;
-    stats_.completion_tokens += completion_tokens;
-    free_slots_.push(slot);
-    started_[size_t(slot)].reset();
+    if (completed) {
+      stats_.prompt_tokens += call.prompt_tokens;
+      stats_.completion_tokens += call.completion_tokens;
+    }
+    // The reply's usage replaces the estimate the start was charged.
+    uint64_t used = call.prompt_tokens + call.completion_tokens;
+    if (tpm_ && call.rate_tokens_ && completed && used) {
+      tokens_level_ =
+          std::min(capacity(tpm_), tokens_level_ + double(call.rate_tokens_) - double(used));
+    }
+    free_slots_.push(call.slot);
+    started_[size_t(call.slot)].reset();
   }
   pump();
+}
+
+int64_t Limiter::rate_wait_until(const Call& call, int64_t now) {
+  if (refilled_ns_ && now > refilled_ns_) {
+    double minutes = double(now - refilled_ns_) / kNsPerMinute;
+    if (rpm_) requests_level_ = std::min(capacity(rpm_), requests_level_ + minutes * double(rpm_));
+    if (tpm_) tokens_level_ = std::min(capacity(tpm_), tokens_level_ + minutes * double(tpm_));
+  }
+  refilled_ns_ = now;
+  int64_t at = paused_until_ns_ > now ? paused_until_ns_ : 0;
+  // The time until a bucket holds `need` (+1 ns: never earlier than that).
+  auto when = [&](double level, double need, uint64_t per_minute) {
+    if (level >= need) return int64_t(0);
+    return now + int64_t((need - level) / double(per_minute) * kNsPerMinute) + 1;
+  };
+  if (rpm_) at = std::max(at, when(requests_level_, 1.0, rpm_));
+  // A request larger than the bucket starts when the bucket is full.
+  if (tpm_)
+    at = std::max(
+        at, when(tokens_level_, std::min(double(call.request().estimated_tokens()), capacity(tpm_)),
+                 tpm_));
+  return at;
+}
+
+void Limiter::wake_at(int64_t at) {
+  if (wake_ns_ && wake_ns_ <= at) return;  // an earlier pump is due anyway
+  wake_ns_ = at;
+  std::weak_ptr<Limiter> weak = weak_from_this();
+  wake_timer().schedule(at, [weak, at] {
+    if (auto l = weak.lock()) {
+      {
+        std::lock_guard<std::mutex> lock(l->mu_);
+        if (l->wake_ns_ == at) l->wake_ns_ = 0;
+      }
+      l->pump();
+    }
+  });
 }
 
 // One thread at a time starts waiting calls while slots are free; a thread
 // that finds another pumping leaves the work to it (the pumper re-checks the
 // state under the lock before it stops), so completions that happen inside
-// start() never recurse.
+// start() never recurse. A call the rates or a pause hold back stops the
+// pump until a timer wakes it.
 void Limiter::pump() {
   std::unique_lock<std::mutex> lock(mu_);
   if (pumping_) return;
   pumping_ = true;
   while (provider_ && !waiting_.empty() && (max_ == 0 || in_flight_ < max_)) {
     std::shared_ptr<Call> call = waiting_.top().call;
+    if (call->finished()) {  // cancelled while it waited
+      waiting_.pop();
+      continue;
+    }
+    if (int64_t at = rate_wait_until(*call, now_ns())) {
+      if (!call->rate_held_) ++stats_.rate_waits;
+      call->rate_held_ = true;
+      wake_at(at);
+      break;
+    }
     waiting_.pop();
-    if (call->finished()) continue;  // cancelled while it waited
+    uint64_t tokens = 0;
+    if (rpm_) requests_level_ -= 1.0;
+    if (tpm_) {
+      tokens = call->request().estimated_tokens();
+      tokens_level_ -= double(tokens);
+    }
     int slot;
     if (!free_slots_.empty()) {
       // Lowest free slot first keeps profile tracks compact.
@@ -89,6 +201,7 @@ void Limiter::pump() {
       if (!raced) {
         call->slot = slot;
         call->limiter_ = shared_from_this();
+        call->rate_tokens_ = tokens;
         call->started_ns = now_ns();
         call->provider_name = p->name();
       }
@@ -138,6 +251,32 @@ void Provider::shutdown() {
   if (shut_) return;
   shut_ = true;
   limiter_->detach(Error(Code::Cancelled, "provider " + name_ + " was freed"));
+}
+
+void Provider::configure(const Value& options) {
+  Options o(options, "provider " + name_);
+  CommonOptions current{limiter_->max_in_flight(), limiter_->requests_per_minute(),
+                        limiter_->tokens_per_minute(), schema_retries()};
+  CommonOptions c = read_common_options(o, current);
+  o.finish();
+  c.apply(*this);
+}
+
+void CommonOptions::apply(Provider& p) const {
+  p.set_schema_retries(schema_retries);
+  p.limiter().set_rates(requests_per_minute, tokens_per_minute);
+  p.limiter().set_max_in_flight(max_in_flight);
+}
+
+CommonOptions read_common_options(Options& o, const CommonOptions& d) {
+  CommonOptions c;
+  c.max_in_flight = uint32_t(o.integer("max_in_flight", d.max_in_flight, 0, 1 << 30));
+  c.requests_per_minute =
+      uint64_t(o.integer("requests_per_minute", int64_t(d.requests_per_minute), 0, 1000000000));
+  c.tokens_per_minute =
+      uint64_t(o.integer("tokens_per_minute", int64_t(d.tokens_per_minute), 0, 1000000000000LL));
+  c.schema_retries = uint32_t(o.integer("schema_retries", d.schema_retries, 0, 10));
+  return c;
 }
 
 }  // namespace af::lm

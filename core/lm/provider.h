@@ -1,12 +1,21 @@
 // Provider: where LM requests go. submit() queues a Call under the
-// provider's limit (max in flight; 0 = unlimited) and starts it when a slot
-// is free, highest priority first; start() is each provider's own work and
-// must finish the call eventually (complete, fail) or honour its cancel hook.
+// provider's limits and starts it when they allow, highest priority first;
+// start() is each provider's own work and must finish the call eventually
+// (complete, fail) or honour its cancel hook.
 //
-// The limit lives in a Limiter shared with the calls, so a call finishing
+// Limits: max in flight (0 = unlimited), requests per minute and tokens per
+// minute (0 = unlimited), and a pause (a server's 429 Retry-After slows the
+// whole provider). Rates are token buckets refilled continuously, holding at
+// most one second's worth, so starts are spread evenly; a request's tokens
+// are estimated when it starts (Request::estimated_tokens) and corrected by
+// the reply's usage when it finishes. Requests wait for the limits; they
+// never fail because of them.
+//
+// The limits live in a Limiter shared with the calls, so a call finishing
 // after its provider was freed still releases its slot safely.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <cstdint>
@@ -28,11 +37,19 @@ class Limiter : public std::enable_shared_from_this<Limiter> {
     uint64_t submitted = 0, started = 0, finished = 0;
     uint32_t in_flight = 0, queued = 0, peak_in_flight = 0;
     uint64_t prompt_tokens = 0, completion_tokens = 0;  // of completed calls
+    uint64_t rate_waits = 0;  // starts held back by a rate limit or a pause
   };
   Limiter(Provider* p, uint32_t max_in_flight) : provider_(p), max_(max_in_flight) {}
   void submit(std::shared_ptr<Call> call);
   void set_max_in_flight(uint32_t n);
   uint32_t max_in_flight() const;
+  // 0 = unlimited.
+  void set_rates(uint64_t requests_per_minute, uint64_t tokens_per_minute);
+  uint64_t requests_per_minute() const;
+  uint64_t tokens_per_minute() const;
+  // Nothing starts for ms milliseconds from now (a server's Retry-After);
+  // an earlier end never shortens a pause already set.
+  void pause(int64_t ms);
   Stats stats() const;
   // The provider is going away: wait for start() calls in progress, start
   // nothing more, fail the waiting calls and cancel the started ones (their
@@ -41,8 +58,12 @@ class Limiter : public std::enable_shared_from_this<Limiter> {
 
  private:
   friend class Call;
-  void release(int slot, uint64_t prompt_tokens = 0, uint64_t completion_tokens = 0);
+  void release(Call& call, bool completed);
   void pump();
+  // With mu_ held: refills the buckets to `now`; returns 0 when `call` may
+  // start now, else the time to try again.
+  int64_t rate_wait_until(const Call& call, int64_t now);
+  void wake_at(int64_t at);  // with mu_ held
   struct Waiting {
     double priority;
     uint64_t seq;
@@ -66,6 +87,13 @@ class Limiter : public std::enable_shared_from_this<Limiter> {
   std::vector<std::weak_ptr<Call>> started_;  // by slot: the calls in flight
   std::priority_queue<Waiting> waiting_;
   Stats stats_;
+  // Rates: token buckets (level may go below 0 when a request costs more
+  // than the bucket holds or its usage exceeded the estimate).
+  uint64_t rpm_ = 0, tpm_ = 0;
+  double requests_level_ = 0, tokens_level_ = 0;
+  int64_t refilled_ns_ = 0;
+  int64_t paused_until_ns_ = 0;
+  int64_t wake_ns_ = 0;  // a pump is scheduled then (0 = none)
 };
 
 class Provider {
@@ -79,6 +107,19 @@ class Provider {
   void submit(std::shared_ptr<Call> call) { limiter_->submit(std::move(call)); }
   const std::string& name() const noexcept { return name_; }
   Limiter& limiter() noexcept { return *limiter_; }
+  // How many times a schema call re-asks this provider after a reply that
+  // fails validation (the invalid reply and the error go back to the model
+  // as a correction turn). 0 = off.
+  uint32_t schema_retries() const noexcept {
+    return schema_retries_.load(std::memory_order_relaxed);
+  }
+  void set_schema_retries(uint32_t n) noexcept {
+    schema_retries_.store(n, std::memory_order_relaxed);
+  }
+  // The options every provider takes: "max_in_flight", "requests_per_minute",
+  // "tokens_per_minute", "schema_retries". Keys absent keep their value;
+  // unknown keys are INVALID_ARGUMENT (af_provider_set_options).
+  void configure(const Value& options);
 
  protected:
   friend class Limiter;
@@ -91,8 +132,20 @@ class Provider {
  private:
   std::string name_;
   std::shared_ptr<Limiter> limiter_;
+  std::atomic<uint32_t> schema_retries_{0};
   bool shut_ = false;
 };
+
+class Options;
+// The options every provider takes (Provider::configure), read along with a
+// provider's own options; applied once the provider exists.
+struct CommonOptions {
+  uint32_t max_in_flight = 0;
+  uint64_t requests_per_minute = 0, tokens_per_minute = 0;
+  uint32_t schema_retries = 0;
+  void apply(Provider& p) const;
+};
+CommonOptions read_common_options(Options& o, const CommonOptions& defaults);
 
 using ProviderPtr = std::shared_ptr<Provider>;
 

@@ -1,7 +1,8 @@
 // replay: answers from a recorded JSON Lines file; in record mode forwards
 // each request to an upstream provider and appends its answer. A line is
-// {"request": {"model", "messages", "schema"}, "content": str}; identical
-// requests are answered in recorded order (the last answer repeats).
+// {"request": {"model", "messages", "schema", "params"?}, "content": str};
+// identical requests are answered in recorded order (the last answer
+// repeats). Recording forwards the upstream's stream.
 #include <cctype>
 #include <deque>
 #include <fstream>
@@ -112,6 +113,10 @@ class Replay final : public Provider {
           call->complete(*content);
         },
         call->priority());
+    if (call->request().stream) up->set_on_delta([call](const char* data, size_t len) {
+      if (data) call->delta(std::string_view(data, len));
+      else call->restart();
+    });
     std::weak_ptr<Call> weak_up = up;
     call->on_cancel([weak_up] {
       if (auto u = weak_up.lock()) u->cancel(Error(Code::Cancelled, "the request was cancelled"));
@@ -137,7 +142,7 @@ class Replay final : public Provider {
 ProviderPtr make_replay(const Value& options) {
   Options o(options, "replay provider");
   std::string name = o.str("name", "replay");
-  auto max = uint32_t(o.integer("max_in_flight", 0, 0, 1 << 30));
+  CommonOptions common = read_common_options(o, CommonOptions{0});
   std::string path = o.str("path", "");
   std::string mode = o.str("mode", "replay");
   const Value* up = o.raw("upstream");
@@ -152,7 +157,9 @@ ProviderPtr make_replay(const Value& options) {
   } else if (up) {
     invalid("replay provider: \"upstream\" is only used in mode \"record\"");
   }
-  return std::make_shared<Replay>(std::move(name), max, std::move(path), std::move(upstream));
+  auto p = std::make_shared<Replay>(std::move(name), common.max_in_flight, std::move(path), std::move(upstream));
+  common.apply(*p);
+  return p;
 }
 
 ProviderPtr make_provider(const Value& spec) {

@@ -24,6 +24,12 @@ bool glob_match(std::string_view p, std::string_view t) noexcept {
 }
 
 void Router::route(std::string pattern, ProviderPtr provider) {
+  route(std::move(pattern), std::vector<ProviderPtr>{std::move(provider)});
+}
+
+void Router::route(std::string pattern, std::vector<ProviderPtr> fallbacks) {
+  if (fallbacks.empty()) invalid("a route needs at least one provider");
+  auto providers = std::make_shared<const std::vector<ProviderPtr>>(std::move(fallbacks));
   size_t literal = 0;
   for (char c : pattern) literal += c != '*' && c != '?';
   bool exact = literal == pattern.size();
@@ -33,25 +39,30 @@ void Router::route(std::string pattern, ProviderPtr provider) {
       routes_.erase(it);
       break;
     }
-  routes_.push_back(Route{std::move(pattern), std::move(provider), literal, exact});
+  routes_.push_back(Route{std::move(pattern), std::move(providers), literal, exact});
 }
 
-ProviderPtr Router::find(std::string_view model) const {
-  std::lock_guard<std::mutex> lock(mu_);
+const Router::Route* Router::match(std::string_view model) const {
   const Route* best = nullptr;
   for (const Route& r : routes_) {
     if (!glob_match(r.pattern, model)) continue;
     if (!best || r.exact > best->exact || (r.exact == best->exact && r.literal >= best->literal))
       best = &r;
   }
-  return best ? best->provider : nullptr;
+  return best;
 }
 
-ProviderPtr Router::resolve(std::string_view model) const {
-  if (ProviderPtr p = find(model)) return p;
+ProviderPtr Router::find(std::string_view model) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Route* r = match(model);
+  return r ? r->providers->front() : nullptr;
+}
+
+Router::Providers Router::resolve(std::string_view model) const {
   std::string known;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (const Route* r = match(model)) return r->providers;
     for (const Route& r : routes_) {
       if (!known.empty()) known += ", ";
       append_json_string(known, r.pattern);

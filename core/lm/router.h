@@ -1,7 +1,10 @@
-// Router: model name -> provider, by pattern. Patterns are globs ('*' any
+// Router: model name -> providers, by pattern. Patterns are globs ('*' any
 // run of characters, '?' one character). An exact pattern beats any glob;
 // among globs the one with more literal characters wins; on a tie the route
-// added last wins. Routing the same pattern again replaces its provider.
+// added last wins. Routing the same pattern again replaces its providers.
+// A route names one provider, or an ordered list of fallbacks: a call that
+// fails with PROVIDER or TIMEOUT (after that provider's retries) is tried
+// on the next one (prims/lm.cpp).
 #pragma once
 
 #include <mutex>
@@ -15,19 +18,22 @@ namespace af::lm {
 
 class Router {
  public:
+  using Providers = std::shared_ptr<const std::vector<ProviderPtr>>;  // non-empty
   void route(std::string pattern, ProviderPtr provider);
+  void route(std::string pattern, std::vector<ProviderPtr> fallbacks);
   // NOT_FOUND naming the model and the patterns there are.
-  ProviderPtr resolve(std::string_view model) const;
-  // nullptr when no pattern matches.
+  Providers resolve(std::string_view model) const;
+  // The first provider; nullptr when no pattern matches.
   ProviderPtr find(std::string_view model) const;
 
  private:
   struct Route {
     std::string pattern;
-    ProviderPtr provider;
+    Providers providers;
     size_t literal;  // non-wildcard characters
     bool exact;
   };
+  const Route* match(std::string_view model) const;  // with mu_ held
   mutable std::mutex mu_;
   std::vector<Route> routes_;
 };

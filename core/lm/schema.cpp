@@ -229,7 +229,11 @@ Value shape_of(const SchemaNode& n, std::vector<const SchemaNode*>& leaves) {
   return Value::dict(std::move(entries));
 }
 
-void append_json_schema(std::string& s, const SchemaNode& n) {
+// An int range this small also travels as its enum in the schema for
+// grammars without numeric bounds (Schema::grammar_json_schema).
+constexpr int64_t kMaxEnumeratedRange = 64;
+
+void append_json_schema(std::string& s, const SchemaNode& n, bool enumerate_ints) {
   s += '{';
   auto field = [&](const char* k) {
     if (s.back() != '{') s += ',';
@@ -249,6 +253,11 @@ void append_json_schema(std::string& s, const SchemaNode& n) {
       field("type"), s += "\"integer\"";
       if (n.imin) field("minimum"), s += std::to_string(*n.imin);
       if (n.imax) field("maximum"), s += std::to_string(*n.imax);
+      if (enumerate_ints && n.imin && n.imax && *n.imax - *n.imin < kMaxEnumeratedRange) {
+        field("enum"), s += '[';
+        for (int64_t i = *n.imin; i <= *n.imax; ++i) s += (i == *n.imin ? "" : ",") + std::to_string(i);
+        s += ']';
+      }
       break;
     case SchemaNode::Float:
       field("type"), s += "\"number\"";
@@ -273,7 +282,7 @@ void append_json_schema(std::string& s, const SchemaNode& n) {
         if (s.back() != '{') s += ',', required += ',';
         append_json_string(s, k);
         s += ':';
-        append_json_schema(s, c);
+        append_json_schema(s, c, enumerate_ints);
         append_json_string(required, k);
       };
       if (n.type == SchemaNode::Dict)
@@ -476,14 +485,14 @@ Schema Schema::parse(const Value& tree) {
   s.out_tree_ = TreeDef::of(shape);
   auto [order, _] = flatten(shape);
   for (const Value& i : order) s.kinds_.push_back(kind_of(*leaves[size_t(i.as_int())]));
+  SchemaNode wrap;  // a leaf root travels as {"value": ...}
   if (root->is_leaf()) {
-    SchemaNode wrap;
     wrap.type = SchemaNode::Dict;
     wrap.fields.emplace_back("value", *root);
-    append_json_schema(s.json_schema_, wrap);
-  } else {
-    append_json_schema(s.json_schema_, *root);
   }
+  const SchemaNode& top = root->is_leaf() ? wrap : *root;
+  append_json_schema(s.json_schema_, top, false);
+  append_json_schema(s.grammar_json_schema_, top, true);
   s.root_ = std::move(root);
   return s;
 }

@@ -48,6 +48,10 @@ class Schema {
   const std::vector<Kind>& leaf_kinds() const noexcept { return kinds_; }
   // The JSON Schema (an object) as compact JSON text.
   const std::string& json_schema() const noexcept { return json_schema_; }
+  // The same for servers that build a grammar from the schema but ignore
+  // numeric bounds (llama-cpp-python's json_object mode): an int range of
+  // at most 64 values is also given as its "enum", which they enforce.
+  const std::string& grammar_json_schema() const noexcept { return grammar_json_schema_; }
   // Parses and validates a reply; returns the output leaves in flattening
   // order. SCHEMA error with the JSON path, the expectation and the finding.
   std::vector<Value> parse_reply(std::string_view reply) const;
@@ -61,6 +65,7 @@ class Schema {
   TreeDef out_tree_;
   std::vector<Kind> kinds_;
   std::string json_schema_;
+  std::string grammar_json_schema_;
 };
 
 // Parsed schemas are cached by tree (equations reuse the same param).

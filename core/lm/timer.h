@@ -1,11 +1,14 @@
 // TimerQueue: runs callbacks at given times on one thread of its own
 // (started on first use). Used for simulated latency, retry backoff and run
-// deadlines. Callbacks must be short; they run without the queue's lock.
+// deadlines. Callbacks must be short; they run without the queue's lock. A
+// queue may be destroyed from one of its own callbacks: its thread then
+// finishes on its own (the queue's state lives as long as the thread).
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <queue>
 #include <thread>
@@ -16,7 +19,7 @@ namespace af::lm {
 
 class TimerQueue {
  public:
-  TimerQueue() = default;
+  TimerQueue();
   ~TimerQueue();  // joins; pending callbacks are dropped unrun
   TimerQueue(const TimerQueue&) = delete;
   TimerQueue& operator=(const TimerQueue&) = delete;
@@ -29,19 +32,22 @@ class TimerQueue {
   size_t pending() const;
 
  private:
-  void loop();
   struct Item {
     int64_t at;
     uint64_t id;
     bool operator>(const Item& o) const { return at != o.at ? at > o.at : id > o.id; }
   };
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap_;
-  std::unordered_map<uint64_t, std::function<void()>> fns_;
-  uint64_t next_id_ = 1;
-  bool stop_ = false;
-  std::thread thread_;
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap;
+    std::unordered_map<uint64_t, std::function<void()>> fns;
+    uint64_t next_id = 1;
+    bool stop = false;
+  };
+  static void loop(const std::shared_ptr<State>& st);
+  std::shared_ptr<State> st_;
+  std::thread thread_;  // guarded by st_->mu until it is joined
 };
 
 }  // namespace af::lm

@@ -369,7 +369,7 @@ bool map_switch_by_branch(const Eqn& e, std::span<const Value> in, const std::ve
     // is ranked by it).
     const uint64_t index = uint64_t(&g - groups.data());
     std::shared_ptr<SubRun> run =
-        env.context->run_sub(g.batched.ir, sub, env, op, index, std::move(done));
+        env.context->run_sub(g.batched.ir, sub, env, op, index, std::move(done), -1);
     if (!run) continue;
     std::lock_guard<std::mutex> lock(join->mu);
     if (join->left != 0) join->runs.push_back(std::move(run));
@@ -436,9 +436,11 @@ void map_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asy
   const size_t n = batch_length("map", in, axes), n_out = e.out.size();
   if (applies_directly(*body)) return map_directly(e, in, axes, n, *op, env);
   const RunScopes* scopes = scopes_of(env);
-  // Branch by branch only while no collect or inject scope is open: their
-  // checkpoint hits are ranked, and served, in item order.
-  if (!(scopes && scopes->any_checkpoint_scope()) && map_switch_by_branch(e, in, axes, n, op, env))
+  // Branch by branch only while no collect or inject scope is open (their
+  // checkpoint hits are ranked, and served, in item order) and the run does
+  // not stream (pieces are reported per item of this map).
+  if (!(scopes && scopes->any_checkpoint_scope()) && !op->streaming() &&
+      map_switch_by_branch(e, in, axes, n, op, env))
     return;
   if (!env.context) fail(Code::Internal, "map: no context to run the body");
   if (scopes && scopes->injected().hit_by(*body))
@@ -491,7 +493,8 @@ void map_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asy
       }
       finish(i, std::move(*out));
     };
-    std::shared_ptr<SubRun> run = env.context->run_sub(body, item, env, op, i, std::move(done));
+    std::shared_ptr<SubRun> run =
+        env.context->run_sub(body, item, env, op, i, std::move(done), int64_t(i));
     if (!run) continue;
     std::lock_guard<std::mutex> lock(join->mu);
     if (join->left != 0) join->runs.push_back(std::move(run));

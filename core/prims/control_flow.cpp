@@ -124,7 +124,7 @@ void switch_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<
       branch, in.subspan(1), env, op, 0, [op](std::vector<Value>* out, const Error* err) {
         if (err) op->fail(*err);
         else op->succeed(std::move(*out));
-      });
+      }, -1);
   if (run) op->on_cancel([run] { run->cancel(); });
 }
 

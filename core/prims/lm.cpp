@@ -1,14 +1,16 @@
 // LM primitives: lm_call and lm_schema_call (docs/SEMANTICS.md §3).
 //
 // Equation shape: inputs = [content_0, ..., content_{n-1}, model] (flat
-// leaves), params = {"roles": [str...]} (+ "schema" for lm_schema_call).
-// Roles are static; contents and the model are inputs. Batched values
+// leaves), params = {"roles": [str...]} (+ "schema" for lm_schema_call, +
+// the sampling params the call sets: temperature, top_p, max_tokens, seed,
+// stop). Roles and params are static; contents and the model are inputs. Batched values
 // (list<str> avals, made by the batch transform) are native: the impl
 // issues one request per item, all at once, under the provider's limits.
 #include "prims/lm.h"
 
 #include <atomic>
 #include <mutex>
+#include <optional>
 
 #include "rt/async.h"
 #include "rt/context.h"
@@ -43,6 +45,65 @@ const Value& checked_roles(const char* prim, const Params& p) {
   return *v;
 }
 
+// The sampling params an LM call may set, and the kind each is stored as.
+struct SamplingParam {
+  const char* name;
+  Kind kind;
+};
+constexpr SamplingParam kSampling[] = {
+    {"temperature", Kind::Float}, {"top_p", Kind::Float}, {"max_tokens", Kind::Int},
+    {"seed", Kind::Int},          {"stop", Kind::List},
+};
+constexpr size_t kMaxStops = 16;
+
+// The call's sampling params as the dict a request carries (null when it
+// sets none), checked: graphs loaded from disk hold whatever they hold.
+Value sampling_of(const char* prim, const Params& p) {
+  std::vector<Entry> out;
+  for (const SamplingParam& sp : kSampling) {
+    const Param* x = p.find(sp.name);
+    if (!x) continue;
+    const Value* v = std::get_if<Value>(x);
+    std::string at = std::string(prim) + ": param \"" + sp.name + "\"";
+    if (!v || v->kind() != sp.kind) invalid(at + " must be a" + (sp.kind == Kind::Int ? "n " : " ") + kind_name(sp.kind));
+    std::string_view name = sp.name;
+    if (name == "temperature" && !(v->as_float() >= 0 && v->as_float() <= 2))
+      invalid(at + " must be between 0 and 2, found " + to_json(*v));
+    if (name == "top_p" && !(v->as_float() > 0 && v->as_float() <= 1))
+      invalid(at + " must be in (0, 1], found " + to_json(*v));
+    if (name == "max_tokens" && v->as_int() < 1) invalid(at + " must be at least 1, found " + to_json(*v));
+    if (name == "stop") {
+      if (v->items().empty() || v->items().size() > kMaxStops)
+        invalid(at + " must hold 1 to " + std::to_string(kMaxStops) + " strings, found " +
+                std::to_string(v->items().size()));
+      for (const Value& stop : v->items())
+        if (stop.kind() != Kind::Str || stop.as_str().empty())
+          invalid(at + " must hold non-empty strings, found " + to_json(stop));
+    }
+    out.emplace_back(sp.name, *v);
+  }
+  return out.empty() ? Value() : Value::dict(std::move(out));
+}
+
+// Sampling params given to lm_call / lm_schema_call (a dict or null) into
+// the equation's params; ints are accepted where a float is stored.
+void set_sampling(const char* op, const Value& given, Params& params) {
+  if (given.is_null()) return;
+  if (given.kind() != Kind::Dict)
+    invalid(std::string(op) + ": params must be a dict such as {\"temperature\": 0.2, \"max_tokens\": 64}, found " +
+            kind_name(given.kind()));
+  if (given.has_placeholder()) invalid(std::string(op) + ": params are static; they cannot hold traced values");
+  for (const auto& [k, v] : given.entries()) {
+    const SamplingParam* sp = nullptr;
+    for (const SamplingParam& c : kSampling)
+      if (k == c.name) sp = &c;
+    if (!sp) invalid(std::string(op) + ": unknown param \"" + k + "\" (known: temperature, top_p, max_tokens, seed, stop)");
+    if (sp->kind == Kind::Float && v.kind() == Kind::Int) params.set(k, Value::floating(double(v.as_int())));
+    else params.set(k, v);
+  }
+  sampling_of(op, params);  // INVALID_ARGUMENT before anything is recorded
+}
+
 // Batch depth D of the inputs: every input is str or list^D<str>.
 uint8_t batch_depth(const char* prim, std::span<const Aval> in, size_t n_roles) {
   if (in.size() != n_roles + 1)
@@ -62,11 +123,13 @@ uint8_t batch_depth(const char* prim, std::span<const Aval> in, size_t n_roles) 
 
 AbstractOut lm_call_abstract(const Params& params, std::span<const Aval> in, const TreeDef&) {
   uint8_t d = batch_depth("lm_call", in, checked_roles("lm_call", params).size());
+  sampling_of("lm_call", params);
   return AbstractOut{{Aval{Kind::Str, d}}, TreeDef::leaf()};
 }
 
 AbstractOut lm_schema_call_abstract(const Params& params, std::span<const Aval> in, const TreeDef&) {
   uint8_t d = batch_depth("lm_schema_call", in, checked_roles("lm_schema_call", params).size());
+  sampling_of("lm_schema_call", params);
   const Param* sp = params.find("schema");
   const Value* tree = sp ? std::get_if<Value>(sp) : nullptr;
   if (!tree) invalid("lm_schema_call: param \"schema\" (the node tree) is missing");
@@ -140,17 +203,48 @@ Value assemble(const Shape& s, const std::vector<std::vector<Value>>& results, s
   return Value::list(std::move(items));
 }
 
+std::string quoted(std::string_view s) {
+  std::string q;
+  append_json_string(q, s);
+  return q;
+}
+
+// The turn that re-asks after an invalid structured reply.
+std::string correction(const Error& invalid) {
+  return std::string("Your reply does not match the required JSON schema: ") + invalid.what() +
+         "\nReply again with only the corrected JSON.";
+}
+
+// One request of an equation (a batch item) through its attempts: the
+// route's providers in order (the next after a PROVIDER or TIMEOUT error)
+// and, for schema calls, re-asks after a reply that fails validation.
+struct Item {
+  // Held weakly: a provider freed while its calls fly fails them (CANCELLED)
+  // rather than living on in them.
+  std::vector<std::weak_ptr<lm::Provider>> providers;
+  size_t provider = 0;  // the one asked now
+  uint32_t reasks = 0;  // at that provider
+  std::shared_ptr<const Error> earlier;  // the previous providers' errors
+  std::string label;    // " (batch item i)" or ""
+  std::mutex mu;        // streamed
+  std::string streamed;  // what the host was streamed since the last restart
+};
+
 // The shared state of one equation's requests.
-struct Batch {
+struct Batch : std::enable_shared_from_this<Batch> {
   std::shared_ptr<AsyncOp> op;
   std::shared_ptr<const lm::Schema> schema;  // null for lm_call
+  const char* prim = "";
+  bool item_errors = false;
+  bool streams = false;
   Shape shape;
   size_t n_out = 1;
   std::vector<std::vector<Value>> results;
+  std::vector<std::unique_ptr<Item>> items;  // null for items that failed before a request
   std::atomic<size_t> remaining{0};
   std::mutex mu;
   std::vector<std::weak_ptr<lm::Call>> calls;
-  std::atomic<bool> cancelled{false};
+  bool cancelled = false;  // with mu held
 
   // Request i's outputs are in results[i]: the last one finishes the op.
   void done_one() {
@@ -167,26 +261,133 @@ struct Batch {
     std::vector<std::weak_ptr<lm::Call>> cs;
     {
       std::lock_guard<std::mutex> lock(mu);
-      cancelled.store(true);
+      cancelled = true;
       cs = calls;
     }
     for (auto& w : cs)
       if (auto c = w.lock()) c->cancel(why);
   }
-};
 
-std::string quoted(std::string_view s) {
-  std::string q;
-  append_json_string(q, s);
-  return q;
-}
+  // Sends item i's request to its current provider.
+  void submit(size_t i, lm::Request req) {
+    auto self = shared_from_this();
+    auto call = std::make_shared<lm::Call>(
+        std::move(req),
+        [self, i](lm::Call& c, const std::string* content, const Error* err) { self->answered(i, c, content, err); },
+        op->priority);
+    if (streams) call->set_on_delta([self, i](const char* data, size_t len) { self->stream(i, data, len); });
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (cancelled) return;  // the dropped call fails into a finished op
+      calls[i] = call;
+    }
+    if (auto provider = items[i]->providers[items[i]->provider].lock())
+      provider->submit(std::move(call));
+    else
+      call->fail(Error(Code::Cancelled, "the provider was freed before the request could start"));
+  }
+
+  // A failed request fails the equation and cancels its siblings, or, with
+  // per-item errors, becomes its item's error value.
+  void fail_item(size_t i, const Error& e) {
+    if (item_errors && is_item_failure(e)) {
+      results[i] = std::vector<Value>(n_out, error_value(e));
+      return done_one();
+    }
+    op->fail(e);
+    cancel_all(Error(Code::Cancelled, "a sibling request of the same equation failed"));
+  }
+
+  void answered(size_t i, lm::Call& call, const std::string* content, const Error* err) {
+    Item& it = *items[i];
+    std::vector<Value> parsed;
+    std::optional<Error> invalid;  // a reply that fails the schema
+    if (content && schema) {
+      try {
+        parsed = schema->parse_reply(*content);
+      } catch (const Error& e) {
+        invalid.emplace(detached(e));
+      }
+    }
+    if (op->profiling())
+      op->record_span(CallSpan{
+          call.provider_name, call.slot, call.queued_ns, call.started_ns, call.finished_ns,
+          call.request().model, err ? int32_t(err->code()) : invalid ? int32_t(invalid->code()) : 0,
+          call.attempts.load(), err ? 0 : call.prompt_tokens, err ? 0 : call.completion_tokens,
+          nullptr, nullptr});
+    if (op->finished()) return;
+    std::string what = std::string(prim) + " to model " + quoted(call.request().model) + it.label;
+    if (err) {
+      if (err->code() == Code::Cancelled) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (cancelled) return;
+      }
+      if ((err->code() == Code::Provider || err->code() == Code::Timeout) && it.provider + 1 < it.providers.size()) {
+        it.earlier = std::make_shared<const Error>(err->code(), err->what(), it.earlier);
+        ++it.provider;
+        it.reasks = 0;
+        restart_stream(i);
+        return submit(i, call.request());
+      }
+      std::string after;
+      if (it.provider) after = " (the route's " + std::to_string(it.provider) + " earlier provider(s) failed too)";
+      return fail_item(i, Error(err->code(), what + ": " + err->what() + after, it.earlier ? it.earlier : err->cause_ptr()));
+    }
+    if (invalid) {
+      auto provider = it.providers[it.provider].lock();
+      if (provider && it.reasks < provider->schema_retries()) {
+        ++it.reasks;
+        lm::Request next = call.request();
+        next.messages.push_back(lm::Message{"assistant", *content});
+        next.messages.push_back(lm::Message{"user", correction(*invalid)});
+        restart_stream(i);
+        return submit(i, std::move(next));
+      }
+      std::string after;
+      if (it.reasks) after = " (after " + std::to_string(it.reasks) + " re-ask" + (it.reasks > 1 ? "s)" : ")");
+      return fail_item(i, Error(invalid->code(), what + ": " + invalid->what() + after));
+    }
+    if (streams) settle_stream(i, *content);
+    results[i] = schema ? std::move(parsed) : std::vector<Value>{Value::str(*content)};
+    done_one();
+  }
+
+  // Streaming: the provider's pieces of item i go to the run as they come.
+  void stream(size_t i, const char* data, size_t len) {
+    Item& it = *items[i];
+    std::lock_guard<std::mutex> lock(it.mu);
+    if (data) it.streamed.append(data, len);
+    else it.streamed.clear();
+    op->stream(i, data, len);
+  }
+  void restart_stream(size_t i) {
+    if (!streams) return;
+    Item& it = *items[i];
+    std::lock_guard<std::mutex> lock(it.mu);
+    if (it.streamed.empty()) return;
+    it.streamed.clear();
+    op->stream(i, nullptr, 0);
+  }
+  // What was streamed for item i ends up equal to its reply, whatever the
+  // provider streamed (providers that do not stream send it here whole).
+  void settle_stream(size_t i, const std::string& content) {
+    Item& it = *items[i];
+    std::lock_guard<std::mutex> lock(it.mu);
+    if (it.streamed == content) return;
+    if (!it.streamed.empty()) op->stream(i, nullptr, 0);
+    if (!content.empty()) op->stream(i, content.data(), content.size());
+    it.streamed = content;
+  }
+};
 
 void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, RunEnv& env) {
   const char* prim = e.prim->name.c_str();
   if (!env.context) fail(Code::Internal, std::string(prim) + ": no context to route the model");
   const Value& roles = roles_of(e.params);
+  const Value sampling = sampling_of(prim, e.params);
   auto batch = std::make_shared<Batch>();
   batch->op = op;
+  batch->prim = prim;
   if (const Param* s = e.params.find("schema")) {
     batch->schema = lm::schema_of(std::get<Value>(*s));
     batch->n_out = batch->schema->leaf_kinds().size();
@@ -206,14 +407,15 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
     return;
   }
   // Per-item errors apply to the items of a batched call only.
-  const bool item_errors = env.item_errors && !ex.shape.leaf;
+  batch->item_errors = env.item_errors && !ex.shape.leaf;
+  batch->streams = op->streams(e);
   auto item_error = [&batch](size_t i, Value error) {
     batch->results[i] = std::vector<Value>(batch->n_out, std::move(error));
   };
   // Route every request first: a missing route fails before anything runs
   // (with per-item errors, fails its item).
   lm::Router& router = env.context->router();
-  std::vector<lm::ProviderPtr> providers(n);
+  batch->items.resize(n);
   size_t n_failed = 0;
   for (size_t i = 0; i < n; ++i) {
     if (ex.failed[i]) {
@@ -221,20 +423,32 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
       ++n_failed;
       continue;
     }
+    lm::Router::Providers providers;
     try {
-      providers[i] = router.resolve(ex.rows[i].back()->as_str());
+      providers = router.resolve(ex.rows[i].back()->as_str());
     } catch (const Error& err) {
-      if (!item_errors || !is_item_failure(err)) throw;
+      if (!batch->item_errors || !is_item_failure(err)) throw;
       item_error(i, error_value(Error(err.code(), std::string(prim) + " (batch item " + std::to_string(i) + "): " +
                                                       err.what())));
       ++n_failed;
+      continue;
     }
+    auto it = std::make_unique<Item>();
+    it->providers.assign(providers->begin(), providers->end());
+    if (n > 1 || !ex.shape.leaf) it->label = " (batch item " + std::to_string(i) + ")";
+    batch->items[i] = std::move(it);
   }
-
   batch->calls.resize(n);
-  std::vector<std::shared_ptr<lm::Call>> calls(n);
+  std::weak_ptr<Batch> weak = batch;
+  op->on_cancel([weak] {
+    if (auto b = weak.lock()) b->cancel_all(Error(Code::Cancelled, "the run was cancelled"));
+  });
+  // Items that failed already are done; when every item has, no request runs.
+  batch->remaining.store(n - n_failed);
+  if (n_failed == n) return batch->finish();
   for (size_t i = 0; i < n; ++i) {
-    if (!providers[i]) continue;  // failed already
+    if (op->finished()) break;
+    if (!batch->items[i]) continue;
     lm::Request req;
     req.model = ex.rows[i].back()->as_str();
     req.messages.reserve(roles.size());
@@ -245,55 +459,9 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
       req.json_schema = batch->schema->json_schema();
     }
     req.tags = e.tags;
-    std::string item = n > 1 || !ex.shape.leaf ? " (batch item " + std::to_string(i) + ")" : "";
-    auto done = [batch, i, prim, item, item_errors](lm::Call& call, const std::string* content, const Error* err) {
-      AsyncOp& op = *batch->op;
-      if (op.profiling())
-        op.record_span(CallSpan{
-            call.provider_name, call.slot, call.queued_ns, call.started_ns, call.finished_ns,
-            call.request().model, err ? int32_t(err->code()) : 0, call.attempts.load(),
-            err ? 0 : call.prompt_tokens, err ? 0 : call.completion_tokens, nullptr, nullptr});
-      if (op.finished()) return;
-      std::string what = std::string(prim) + " to model " + quoted(call.request().model) + item;
-      // A failed request fails the equation and cancels its siblings, or,
-      // with per-item errors, becomes its item's error value.
-      auto failed = [&](const Error& fe) {
-        if (item_errors && is_item_failure(fe)) {
-          batch->results[i] = std::vector<Value>(batch->n_out, error_value(fe));
-          batch->done_one();
-          return;
-        }
-        op.fail(fe);
-        batch->cancel_all(Error(Code::Cancelled, "a sibling request of the same equation failed"));
-      };
-      if (err) {
-        if (err->code() == Code::Cancelled && batch->cancelled) return;
-        return failed(Error(err->code(), what + ": " + err->what(), err->cause_ptr()));
-      }
-      try {
-        if (batch->schema) {
-          batch->results[i] = batch->schema->parse_reply(*content);
-        } else {
-          batch->results[i] = {Value::str(*content)};
-        }
-      } catch (const Error& pe) {
-        return failed(Error(pe.code(), what + ": " + pe.what()));
-      }
-      batch->done_one();
-    };
-    calls[i] = std::make_shared<lm::Call>(std::move(req), std::move(done), op->priority);
-    batch->calls[i] = calls[i];
-  }
-  std::weak_ptr<Batch> weak = batch;
-  op->on_cancel([weak] {
-    if (auto b = weak.lock()) b->cancel_all(Error(Code::Cancelled, "the run was cancelled"));
-  });
-  // Items that failed already are done; when every item has, no request runs.
-  batch->remaining.store(n - n_failed);
-  if (n_failed == n) return batch->finish();
-  for (size_t i = 0; i < n; ++i) {
-    if (op->finished()) break;
-    if (providers[i]) providers[i]->submit(std::move(calls[i]));
+    req.sampling = sampling;
+    req.stream = batch->streams;
+    batch->submit(i, std::move(req));
   }
 }
 
@@ -487,16 +655,23 @@ void lm_pull_bwd(PullCtx& ctx, const Eqn& e) {
   }
 }
 
+// roles, the sampling params (optional), then what the primitive adds.
+std::vector<ParamSpec> lm_params(std::vector<ParamSpec> more) {
+  std::vector<ParamSpec> ps{{.name = "roles", .value_kind = Kind::List}};
+  for (const SamplingParam& sp : kSampling)
+    ps.push_back({.name = sp.name, .value_kind = sp.kind, .optional = true});
+  for (ParamSpec& p : more) ps.push_back(std::move(p));
+  return ps;
+}
+
 }  // namespace
 
 void add_lm_prims(std::vector<Prim>& out) {
-  out.push_back(lm_prim("lm_call", {{.name = "roles", .value_kind = Kind::List}}, lm_call_abstract));
-  out.push_back(lm_prim("lm_schema_call",
-                        {{.name = "roles", .value_kind = Kind::List}, {.name = "schema"}},
-                        lm_schema_call_abstract));
+  out.push_back(lm_prim("lm_call", lm_params({}), lm_call_abstract));
+  out.push_back(lm_prim("lm_schema_call", lm_params({{.name = "schema"}}), lm_schema_call_abstract));
 }
 
-Value op_lm_call(const Value& messages, const Value& model, RunEnv& env) {
+Value op_lm_call(const Value& messages, const Value& model, const Value& sampling, RunEnv& env) {
   Value roles;
   std::vector<Value> in;
   split_messages("lm_call", messages, roles, in);
@@ -504,11 +679,13 @@ Value op_lm_call(const Value& messages, const Value& model, RunEnv& env) {
   in.push_back(model);
   Params params;
   params.set("roles", std::move(roles));
+  set_sampling("lm_call", sampling, params);
   static const Prim& p = prim("lm_call");
   return bind_flat(p, std::move(params), std::move(in), env);
 }
 
-Value op_lm_schema_call(const Value& messages, const Value& model, const Value& schema, RunEnv& env) {
+Value op_lm_schema_call(const Value& messages, const Value& model, const Value& schema, const Value& sampling,
+                        RunEnv& env) {
   Value roles;
   std::vector<Value> in;
   split_messages("lm_schema_call", messages, roles, in);
@@ -519,6 +696,7 @@ Value op_lm_schema_call(const Value& messages, const Value& model, const Value& 
   Params params;
   params.set("roles", std::move(roles));
   params.set("schema", schema);
+  set_sampling("lm_schema_call", sampling, params);
   static const Prim& p = prim("lm_schema_call");
   return bind_flat(p, std::move(params), std::move(in), env);
 }

@@ -8,11 +8,13 @@
 
 namespace af {
 
-// messages: a list of {"role": str (concrete), "content": str}; model: str.
-Value op_lm_call(const Value& messages, const Value& model, RunEnv& env);
+// messages: a list of {"role": str (concrete), "content": str}; model: str;
+// sampling: null or a dict of the call's sampling params (temperature,
+// top_p, max_tokens, seed, stop), static.
+Value op_lm_call(const Value& messages, const Value& model, const Value& sampling, RunEnv& env);
 // schema: a node tree (lm/schema.h). The result has the schema's structure.
 Value op_lm_schema_call(const Value& messages, const Value& model, const Value& schema,
-                        RunEnv& env);
+                        const Value& sampling, RunEnv& env);
 
 // Cost hint of an LM call relative to a cheap primitive (1): priorities
 // follow the longest remaining path, so LM calls dominate them.

@@ -61,7 +61,7 @@ void PassLoop::step() {
           return;
         }
         self->kick();
-      });
+      }, -1);
   std::lock_guard<std::mutex> lock(mu_);
   current_ = std::move(run);
 }

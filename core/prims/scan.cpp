@@ -393,7 +393,7 @@ void scan_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<As
     op->succeed(std::move(res));
   };
   std::shared_ptr<SubRun> run =
-      env.context->run_sub(unrolled_scan(*body, a, n), leaves, env, op, 0, std::move(done));
+      env.context->run_sub(unrolled_scan(*body, a, n), leaves, env, op, 0, std::move(done), -1);
   if (run) op->on_cancel([run] { run->cancel(); });
 }
 

@@ -69,6 +69,15 @@ class AsyncOp {
   virtual bool profiling() const noexcept { return false; }
   virtual void record_span(const CallSpan&) noexcept {}
 
+  // Streaming (RunOptions::stream): whether the LM equation e, run by this
+  // op or inside its sub-runs, streams its reply; and where the pieces of
+  // batch item `item` go (data == nullptr: forget what that item streamed
+  // so far, a retry starts it over).
+  virtual bool streams(const Eqn&) const noexcept { return false; }
+  // Whether the run streams at all (a stream callback is set).
+  virtual bool streaming() const noexcept { return false; }
+  virtual void stream(uint64_t /*item*/, const char* /*data*/, size_t /*len*/) noexcept {}
+
  protected:
   // Called exactly once: out != nullptr on success, else err != nullptr.
   virtual void on_finish(std::vector<Value>* out, const Error* err) noexcept = 0;

@@ -56,12 +56,14 @@ class Context {
   // calls are in flight, and is returned so that it can be cancelled. Run
   // failures reach `done`, never the caller. The sub-run inherits env's
   // scopes, stop flag and per-item-errors setting; its LM calls appear in
-  // the parent's profile. `index` places the sub-run in program order among
-  // those of its equation (the item of a map, the pass of a loop; rt/scopes.h
-  // sub_rank): collect and inject order checkpoint hits by it.
+  // the parent's profile, and they stream through the parent (as batch item
+  // `item` when >= 0: a map item; -1 keeps the parent's item). `index`
+  // places the sub-run in program order among those of its equation (the
+  // item of a map, the pass of a loop; rt/scopes.h sub_rank): collect and
+  // inject order checkpoint hits by it.
   virtual std::shared_ptr<SubRun> run_sub(const IRPtr& ir, std::span<const Value> in,
                                           const RunEnv& env, const std::shared_ptr<AsyncOp>& parent,
-                                          uint64_t index, SubRunDone done) = 0;
+                                          uint64_t index, SubRunDone done, int64_t item) = 0;
   // Whether sub-IR `ir` waits on async work (LM calls, host functions) when
   // it runs: what sends a run_sub to the scheduler rather than inline.
   virtual bool runs_async(const IRPtr& ir, const RunEnv& env) = 0;

@@ -15,7 +15,10 @@
  * case only) with a fresh context in the global `ctx`. The run ends with
  * "N passed, N failed" (cases) and a non-zero exit status on any failure.
  * argv[1], if given, runs only the cases whose name contains it;
- * AF_TEST_NOFORK=1 runs cases in-process (for debuggers).
+ * AF_TEST_NOFORK=1 runs cases in-process (for debuggers). A case may end
+ * its process with check_skip(reason) (exit status CHECK_SKIP_STATUS): it
+ * counts as neither passed nor failed, and a line "N skipped" comes before
+ * the summary.
  *
  * Error checks take message fragments: every fragment must occur in the
  * message (case-insensitive); a fragment "a|b" accepts either alternative.
@@ -43,6 +46,14 @@
 #else
 #define CHECK_MAYBE_UNUSED
 #endif
+
+/* A case running longer is killed and fails (a suite may define more). */
+#ifndef CHECK_CASE_SECONDS
+#define CHECK_CASE_SECONDS 60
+#endif
+
+/* The exit status of a skipped case (check_skip). */
+#define CHECK_SKIP_STATUS 77
 
 /* The context of the running case (fresh for every case). */
 static af_context_t* ctx;
@@ -483,6 +494,14 @@ static CHECK_MAYBE_UNUSED af_ir_t* trace_at(af_trace_fn fn, void* ud, const char
 
 /* ---- runner ----------------------------------------------------------- */
 
+/* Ends the running case's process as skipped, saying why (with
+ * AF_TEST_NOFORK=1 it ends the whole run, with CHECK_SKIP_STATUS). */
+static CHECK_MAYBE_UNUSED void check_skip(const char* reason) {
+  printf("  SKIPPED: %s\n", reason);
+  fflush(stdout);
+  _exit(CHECK_SKIP_STATUS);
+}
+
 /* Runs one case in this process; returns its number of failed checks. */
 static CHECK_MAYBE_UNUSED int check_run_inline(const struct test_case* c) {
   af_error_t* e;
@@ -504,13 +523,13 @@ static CHECK_MAYBE_UNUSED int check_run_inline(const struct test_case* c) {
 static CHECK_MAYBE_UNUSED int run_cases(int argc, char** argv, const struct test_case* cases,
                                         size_t n) {
   size_t i;
-  int passed = 0, failed = 0;
+  int passed = 0, failed = 0, skipped = 0;
   const char* filter = argc > 1 ? argv[1] : NULL;
   const char* nofork = getenv("AF_TEST_NOFORK");
   int use_fork = !(nofork && nofork[0] && strcmp(nofork, "0") != 0);
   for (i = 0; i < n; i++) {
     const struct test_case* c = &cases[i];
-    int ok;
+    int ok, skip = 0;
     if (filter && !strstr(c->name, filter)) continue;
     printf("[ RUN  ] %s\n", c->name);
     fflush(stdout);
@@ -523,7 +542,7 @@ static CHECK_MAYBE_UNUSED int run_cases(int argc, char** argv, const struct test
         return 2;
       }
       if (pid == 0) {
-        alarm(60); /* a hang fails the case, not the suite */
+        alarm(CHECK_CASE_SECONDS); /* a hang fails the case, not the suite */
         exit(check_run_inline(c) == 0 ? 0 : 1);
       } else {
         int status = 0;
@@ -532,19 +551,22 @@ static CHECK_MAYBE_UNUSED int run_cases(int argc, char** argv, const struct test
           return 2;
         }
         ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        skip = WIFEXITED(status) && WEXITSTATUS(status) == CHECK_SKIP_STATUS;
         if (WIFSIGNALED(status)) {
           printf("  CRASHED: killed by signal %d%s\n", WTERMSIG(status),
                  WTERMSIG(status) == 14 ? " (timeout)" : "");
-        } else if (WIFEXITED(status) && WEXITSTATUS(status) > 1) {
+        } else if (WIFEXITED(status) && WEXITSTATUS(status) > 1 && !skip) {
           printf("  exit status %d (a sanitizer report or leak above?)\n", WEXITSTATUS(status));
         }
       }
     }
-    printf("[ %s ] %s\n", ok ? " OK " : "FAIL", c->name);
+    printf("[ %s ] %s\n", skip ? "SKIP" : ok ? " OK " : "FAIL", c->name);
     fflush(stdout);
-    if (ok) passed++;
+    if (skip) skipped++;
+    else if (ok) passed++;
     else failed++;
   }
+  if (skipped) printf("%d skipped\n", skipped);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

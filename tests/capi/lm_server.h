@@ -47,6 +47,8 @@ static CHECK_MAYBE_UNUSED void server_stop(struct server* s) {
   s->pid = -1;
 }
 
+/* An openai provider for the server: 400 ms per attempt, 2 retries 10 ms
+ * apart, plus the options in extra (JSON members, or NULL). */
 static CHECK_MAYBE_UNUSED af_provider_t* openai_for(const struct server* s, const char* extra) {
   char opts[512];
   af_provider_t* p = NULL;
@@ -57,22 +59,30 @@ static CHECK_MAYBE_UNUSED af_provider_t* openai_for(const struct server* s, cons
   return p;
 }
 
-/* GET /stats: attempts the server saw for model|content. */
-static CHECK_MAYBE_UNUSED long server_attempts(const struct server* s, const char* model, const char* content) {
+/* GET /stats: a counter ("attempts", "aborted") the server kept for
+ * model|content. */
+static CHECK_MAYBE_UNUSED long server_stat(const struct server* s, const char* model,
+                                           const char* content, const char* field) {
   char cmd[512];
   FILE* p;
   long n = -1;
   snprintf(cmd, sizeof cmd,
            "python3 -c \"import urllib.request,json,urllib.parse;"
            "print(json.load(urllib.request.urlopen('http://127.0.0.1:%d/stats?key='+urllib.parse.quote('%s|%s')))"
-           "['attempts'])\"",
-           s->port, model, content);
+           "['%s'])\"",
+           s->port, model, content, field);
   p = popen(cmd, "r");
   if (p) {
     if (fscanf(p, "%ld", &n) != 1) n = -1;
     pclose(p);
   }
   return n;
+}
+
+/* The attempts the server saw for model|content. */
+static CHECK_MAYBE_UNUSED long server_attempts(const struct server* s, const char* model,
+                                               const char* content) {
+  return server_stat(s, model, content, "attempts");
 }
 
 #endif

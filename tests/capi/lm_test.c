@@ -2,60 +2,11 @@
  * a local fault-injecting server), routes, lm_call and lm_schema_call
  * (eager and traced), schemas and their errors. */
 #include "check.h"
-#include "lm_server.h"
+#include "lm_helpers.h"
 
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
-
-/* ---- helpers --------------------------------------------------------- */
-
-static af_provider_t* echo_with(const char* options) {
-  af_provider_t* p = NULL;
-  if (!CHECK_OK(af_provider_echo_new(options, options ? strlen(options) : 0, &p))) return NULL;
-  return p;
-}
-
-static void route(const char* pattern, af_provider_t* p) {
-  CHECK_OK(af_context_route(ctx, pattern, strlen(pattern), p));
-}
-
-/* One-message conversation with a user turn. */
-static af_value_t* user_msg(const char* content) {
-  char buf[512];
-  snprintf(buf, sizeof buf, "[{\"role\":\"user\",\"content\":\"%s\"}]", content);
-  return mk_json(buf);
-}
-
-static char* stats_of(const af_provider_t* p) {
-  af_bytes_t b = {NULL, 0};
-  return bytes_to_cstr_at(af_provider_stats(p, &b), &b, "af_provider_stats", __FILE__, __LINE__);
-}
-
-static long stat_field(const af_provider_t* p, const char* field) {
-  char* s = stats_of(p);
-  char key[64];
-  const char* at;
-  long v = -1;
-  snprintf(key, sizeof key, "\"%s\":", field);
-  at = s ? strstr(s, key) : NULL;
-  if (at) v = strtol(at + strlen(key), NULL, 10);
-  free(s);
-  return v;
-}
-
-static void sleep_ms(long ms) {
-  struct timespec ts;
-  ts.tv_sec = ms / 1000;
-  ts.tv_nsec = (ms % 1000) * 1000000L;
-  nanosleep(&ts, NULL);
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* ---- echo, routes, eager calls ----------------------------------------- */
 
@@ -632,14 +583,6 @@ static void replay_records_then_answers(void) {
 
 /* ---- openai against the local fault-injecting server ------------------- */
 
-static af_error_t* call_model(const char* model, const char* content, af_value_t** out) {
-  af_value_t* msgs = user_msg(content);
-  af_value_t* m = mk_str(model);
-  af_error_t* e = af_lm_call(ctx, msgs, m, out);
-  af_value_free(msgs);
-  af_value_free(m);
-  return e;
-}
 
 static void openai_answers_and_sends_the_key(void) {
   struct server s = server_start();
@@ -1342,7 +1285,5 @@ int main(int argc, char** argv) {
       CASE(openai_connection_refused_is_provider),
       CASE(openai_cancel_aborts_the_transfer),
   };
-  (void)now_ms;
-  (void)sleep_ms;
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

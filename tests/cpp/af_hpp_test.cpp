@@ -407,6 +407,43 @@ int main() {
     expect(thrown.cause() != nullptr, "fails the call with the exception as the cause");
   }
 
+  {
+    // Streaming, sampling params, fallback routes and provider options.
+    af::Context sc;
+    af::Ir sampled = sc.trace(
+        [](af::Context& c, const std::vector<af::Value>& in) {
+          af::Value msg = c.dict({{"role", c.str("user")}, {"content", in[0]}});
+          return c.lm_call(c.list({msg}), c.str("m"), c.json(R"({"temperature": 0, "max_tokens": 16})"));
+        },
+        {sc.str("q")});
+    expect(sampled.text().find("max_tokens=16") != std::string::npos, "sampling params are in the IR");
+    af::Provider down = af::Provider::host([](af::LmRequest& req) { req.fail(af::Code::Provider, "down"); });
+    af::Provider streaming = af::Provider::host([](af::LmRequest& req) {
+      if (req.json().find("\"stream\":true") != std::string::npos) {
+        req.stream("wro");
+        req.restart_stream();
+        req.stream("he");
+        req.stream("llo");
+      }
+      req.complete("hello");
+    });
+    sc.route("*", std::vector<af::Provider>{down, streaming});
+    std::string seen;
+    int resets = 0;
+    af::RunOptions so;
+    so.stream = [&](uint32_t, uint64_t, std::optional<std::string_view> piece) {
+      if (piece) seen += std::string(*piece);
+      else ++resets, seen.clear();
+    };
+    af::Program sp = af::Program::compile(sc, sampled);
+    expect(sp.call(sc, {sc.str("q")}, so).str() == "hello", "the fallback provider answers");
+    expect(seen == "hello" && resets == 1, "its pieces stream, restarts included: " + seen);
+    streaming.set_options(R"({"requests_per_minute": 600})");
+    expect(streaming.stats().find(R"("requests_per_minute":600)") != std::string::npos, "provider options change");
+    expect_error(af::Code::InvalidArgument, [&] { streaming.set_options(R"({"rpm": 1})"); }, "an unknown option");
+    expect_error(af::Code::InvalidArgument, [&] { sc.route("*", std::vector<af::Provider>{}); }, "an empty fallback list");
+  }
+
   // Walking an IR one equation at a time: libaf evaluates the first, the
   // host supplies the second's output.
   {

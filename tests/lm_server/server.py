@@ -29,8 +29,24 @@ so tests do not disturb each other):
                   429 (Retry-After: 1), 500, a connection reset, a body sent
                   slowly, a garbage body, a body cut short (10% each), a
                   hang of 5 s (10%)
+  show-messages   200, content {"answer": <the request's messages as JSON
+                  text>, "score": 1}
+  html            200 with an HTML page (Content-Type text/html)
+  schema-fix      schema-bad, then (once the request carries a correction
+                  turn: an assistant message) the schema-ok reply
 
-GET /stats?key=<model>|<content> returns {"attempts": N, "aborted": N}.
+A request with "stream": true gets its reply as server-sent events (the
+content in pieces of 4 characters, a finish_reason chunk, a usage chunk,
+then "data: [DONE]"), and these models misbehave mid-stream:
+
+  stream-cutxN    N times: two pieces, then the connection closes (no end)
+  stream-garbage  one piece, then an event that is not JSON
+  stream-error    one piece, then {"error": {...}} as an event
+  stream-forever  a piece every 0.1 s for 30 s (never ends in a test)
+  stream-html     200 with an HTML page (not an event stream)
+
+GET /stats?key=<model>|<content> returns {"attempts": N, "aborted": N,
+"times": [seconds since the server started, per attempt]}.
 Prints "PORT <n>" on stdout once listening on 127.0.0.1 (port 0 = any free
 port). Bounded: exits after --lifetime seconds, when its parent process
 goes away, or on POST /shutdown.
@@ -50,11 +66,14 @@ from urllib.parse import parse_qs, urlparse
 LOCK = threading.Lock()
 ATTEMPTS = {}
 ABORTED = {}
+TIMES = {}
+START = time.time()
 
 
 def count(key):
     with LOCK:
         ATTEMPTS[key] = ATTEMPTS.get(key, 0) + 1
+        TIMES.setdefault(key, []).append(round(time.time() - START, 3))
         return ATTEMPTS[key]
 
 
@@ -78,6 +97,9 @@ class Handler(BaseHTTPRequestHandler):
             pass
 
     def reply(self, model, content):
+        if self.streaming:
+            self.stream_reply(model, content)
+            return
         body = {
             "id": "chatcmpl-test",
             "object": "chat.completion",
@@ -86,17 +108,86 @@ class Handler(BaseHTTPRequestHandler):
                          "message": {"role": "assistant", "content": content}}],
             # Deterministic and different per request, so a client's totals
             # can be checked: the model name's length in, the reply's out.
-            "usage": {"prompt_tokens": len(model), "completion_tokens": len(content),
-                      "total_tokens": len(model) + len(content)},
+            "usage": self.usage(model, content),
         }
         self.send(200, json.dumps(body))
+
+    def usage(self, model, content):
+        return {"prompt_tokens": len(model), "completion_tokens": len(content),
+                "total_tokens": len(model) + len(content)}
+
+    def start_stream(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+
+    def event(self, obj):
+        """Sends one event; False if the client went away."""
+        data = obj if isinstance(obj, str) else json.dumps(obj)
+        try:
+            self.wfile.write(("data: " + data + "\n\n").encode("utf-8"))
+            self.wfile.flush()
+            return True
+        except (BrokenPipeError, ConnectionResetError):
+            return False
+
+    def chunk(self, model, piece=None, finish=None):
+        delta = {} if piece is None else {"content": piece}
+        return {"id": "chatcmpl-test", "object": "chat.completion.chunk", "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    def stream_reply(self, model, content):
+        self.start_stream()
+        self.event(self.chunk(model, ""))  # the role chunk servers send first
+        for i in range(0, len(content), 4):
+            if not self.event(self.chunk(model, content[i:i + 4])):
+                return
+        self.event(self.chunk(model, None, "stop"))
+        self.event({"id": "chatcmpl-test", "object": "chat.completion.chunk", "model": model,
+                    "choices": [], "usage": self.usage(model, content)})
+        self.event("[DONE]")
+
+    def stream_fault(self, model, n, key):
+        """The mid-stream faults; False if the model is not one of them."""
+        if model.startswith("stream-cutx") and n <= int(model[len("stream-cutx"):]):
+            self.start_stream()
+            self.event(self.chunk(model, "part"))
+            self.event(self.chunk(model, "ial "))
+            return True  # the connection closes: no finish_reason, no [DONE]
+        if model == "stream-garbage":
+            self.start_stream()
+            self.event(self.chunk(model, "text"))
+            self.event("{this is not json")
+            return True
+        if model == "stream-error":
+            self.start_stream()
+            self.event(self.chunk(model, "text"))
+            self.event({"error": {"message": "the model crashed", "type": "server_error"}})
+            return True
+        if model == "stream-forever":
+            self.start_stream()
+            end = time.time() + 30
+            while time.time() < end:
+                if not self.event(self.chunk(model, "more ")):
+                    with LOCK:
+                        ABORTED[key] = ABORTED.get(key, 0) + 1
+                    return True
+                time.sleep(0.1)
+            return True
+        if model == "stream-html":
+            self.send(200, "<html><body>Gateway says hello</body></html>", ctype="text/html")
+            return True
+        return False
 
     def do_GET(self):
         url = urlparse(self.path)
         if url.path == "/stats":
             key = parse_qs(url.query).get("key", [""])[0]
             with LOCK:
-                out = {"attempts": ATTEMPTS.get(key, 0), "aborted": ABORTED.get(key, 0)}
+                out = {"attempts": ATTEMPTS.get(key, 0), "aborted": ABORTED.get(key, 0),
+                       "times": TIMES.get(key, [])}
             self.send(200, json.dumps(out))
             return
         self.send(404, json.dumps({"error": {"message": "not found"}}))
@@ -175,8 +266,11 @@ class Handler(BaseHTTPRequestHandler):
             return
         key = model + "|" + last
         n = count(key)
+        self.streaming = req.get("stream") is True
         if model == "chaos":
             self.chaos(model, last, key, n)
+            return
+        if self.streaming and self.stream_fault(model, n, key):
             return
         if model.startswith("429x"):
             if n <= int(model[4:]):
@@ -224,12 +318,22 @@ class Handler(BaseHTTPRequestHandler):
         elif model == "schema-ok":
             self.reply(model, json.dumps({"answer": "fine", "score": 7}))
             return
+        elif model == "schema-fix":
+            corrected = any(m.get("role") == "assistant" for m in req["messages"])
+            self.reply(model, json.dumps({"answer": "fine", "score": 7} if corrected else {"answer": "x", "score": 99}))
+            return
+        elif model == "html":
+            self.send(200, "<html><body>Gateway says hello</body></html>", ctype="text/html")
+            return
         elif model == "show-request":
             self.reply(model, raw)
             return
         elif model == "show-format":
             fmt = json.dumps(req.get("response_format"))
             self.reply(model, json.dumps({"answer": fmt, "score": 1}))
+            return
+        elif model == "show-messages":
+            self.reply(model, json.dumps({"answer": json.dumps(req["messages"]), "score": 1}))
             return
         elif model == "show-auth":
             self.reply(model, self.headers.get("Authorization", ""))

@@ -98,6 +98,20 @@ check unknown-command 2 'unknown command' -- "$AF" frobnicate x
 # The run summary: echo's words as tokens (the drafter's reply has 11 words,
 # each schema reply 1).
 check run-summary 0 'af: 3 LM calls, 38 prompt + 13 completion tokens, 0 retries' -- "$AF" run triage.afg --input '[["x y"]]' --provider echo
+# Streaming: each reply on stderr as it arrives, under its equation and
+# item; the result on stdout is the one of a run without streaming.
+check run-stream 0 '[equation 3, item 0] billing-drafter|Draft a short' -- \
+  "$AF" run triage.afg --input '[["x y"]]' --provider echo --stream
+"$AF" run triage.afg --input '[["x y"]]' --provider echo >plain.json 2>/dev/null
+"$AF" run triage.afg --input '[["x y"]]' --provider echo --stream >streamed.json 2>/dev/null
+if ! cmp -s plain.json streamed.json; then echo "FAIL run-stream: the result differs"; fails=$((fails + 1)); fi
+check run-stream-tag 0 '"team":["billing"]' -- \
+  "$AF" run triage.afg --input '[["x"]]' --provider echo --stream --stream-tag nothing-tagged
+if grep -q '\[equation' err.txt; then echo "FAIL run-stream-tag: untagged equations streamed"; fails=$((fails + 1)); fi
+check run-stream-tag-alone 2 '--stream-tag TAG needs --stream' -- "$AF" run triage.afg --input '[["x"]]' --stream-tag t
+check demo-provider 0 '[equation 5, item 2] {"ok":false,"note":""}' -- \
+  "$AF" demo --save t8.afg --provider echo --provider-options '{"name":"local"}' --stream
+check demo-options-alone 2 '--provider-options needs --provider' -- "$AF" demo --provider-options '{}'
 check run-failed-summary 1 'af: 0 LM calls' -- "$AF" run lm.afg --input '["hi"]'
 # Name paths (the example names its steps): in the text, and in the profile's
 # request events (a drafter's call, inside the switch named "draft").

@@ -1,20 +1,25 @@
 /* af — the libaf command-line tool. A client of the public C API only.
  *   af version                      print the library version
- *   af demo [TICKET...] [--save FILE]
+ *   af demo [TICKET...] [--save FILE] [--provider NAME [--provider-options JSON]]
+ *          [--stream]
  *                                   trace the example LM program
  *                                   (examples/triage), print its IR, batch
  *                                   it, save it (default triage.afg) and run
- *                                   the saved file on the tickets (echo)
+ *                                   the saved file on the tickets (echo, or
+ *                                   the provider given)
  *   af run FILE --input JSON [--provider echo|openai|replay
  *          [--provider-options JSON] [--model PATTERN]] [--profile OUT.json]
+ *          [--stream [--stream-tag TAG]]
  *                                   load a saved graph or program and run it
  *                                   on the positional inputs (a JSON list);
  *                                   LM calls go to the provider (models
  *                                   matching PATTERN, default "*"); a
- *                                   progress bar on a terminal for long runs,
- *                                   then the run summary on stderr (LM
- *                                   calls, tokens, retries, time queued and
- *                                   in flight, per model when several)
+ *                                   progress bar on a terminal for long runs
+ *                                   (or, with --stream, the LM replies as
+ *                                   they arrive, on stderr), then the run
+ *                                   summary on stderr (LM calls, tokens,
+ *                                   retries, time queued and in flight, per
+ *                                   model when several)
  *   af show FILE [--json]           the IR text of a saved graph, or its
  *                                   inspection JSON (docs/INSPECT.md)
  *   af slice FILE --outputs PATH... [--inputs PATH...] -o OUT
@@ -52,11 +57,13 @@ static void usage(FILE* f) {
   fprintf(f,
           "usage: af <command>\n"
           "  version                         print the libaf version\n"
-          "  demo [TICKET...] [--save FILE]  trace the example LM program, batch it, save it\n"
+          "  demo [TICKET...] [--save FILE] [--provider NAME [--provider-options JSON]] [--stream]\n"
+          "                                  trace the example LM program, batch it, save it\n"
           "                                  (default triage.afg) and run the saved file\n"
           "  run FILE --input JSON [--provider echo|openai|replay [--provider-options JSON]\n"
-          "      [--model PATTERN]] [--profile OUT.json]\n"
-          "                                  run a saved graph on a JSON list of inputs\n"
+          "      [--model PATTERN]] [--profile OUT.json] [--stream [--stream-tag TAG]]\n"
+          "                                  run a saved graph on a JSON list of inputs;\n"
+          "                                  --stream prints LM replies on stderr as they arrive\n"
           "  show FILE [--json]              print the IR text (or inspection JSON) of a saved graph\n"
           "  slice FILE --outputs PATH... [--inputs PATH...] -o OUT\n"
           "                                  save the part computing the chosen outputs\n"
@@ -152,7 +159,29 @@ struct run_opts {
   const char* provider_options; /* JSON object for the provider, NULL = defaults */
   const char* model;            /* model pattern routed to the provider */
   const char* profile;          /* Chrome trace JSON output, NULL = none */
+  int stream;                   /* print LM replies as they arrive */
+  const char* stream_tag;       /* only equations with this tag, NULL = all */
 };
+
+/* --stream: each LM reply's text on stderr as it arrives, under a header
+ * naming its equation and batch item whenever another one speaks. */
+struct stream_state {
+  int started;
+  uint32_t eqn;
+  uint64_t item;
+};
+
+static void stream_print(void* ud, uint32_t eqn, uint64_t item, const char* text, size_t len) {
+  struct stream_state* s = (struct stream_state*)ud;
+  if (!s->started || s->eqn != eqn || s->item != item)
+    fprintf(stderr, "%s[equation %u, item %llu] ", s->started ? "\n" : "", (unsigned)eqn, (unsigned long long)item);
+  s->started = 1;
+  s->eqn = eqn;
+  s->item = item;
+  if (text) fwrite(text, 1, len, stderr);
+  else fputs("[starting over] ", stderr);
+  fflush(stderr);
+}
 
 /* The progress bar: drawn on a terminal only, once a run has taken more
  * than half a second, at most every 1/40 of the total. */
@@ -285,6 +314,7 @@ static int run(const char* path, const struct run_opts* o) {
   af_bytes_t json = {0}, summary = {0};
   af_run_options_t ro;
   struct progress bar = {now_s(), 0, 0};
+  struct stream_state streamed = {0, 0, 0};
   size_t n = 0, i;
   af_error_t* err = af_context_new(&ctx);
   if (!err) err = route_provider(ctx, o, &provider);
@@ -303,7 +333,14 @@ static int run(const char* path, const struct run_opts* o) {
   memset(&ro, 0, sizeof ro);
   ro.struct_size = sizeof ro;
   ro.summary = &summary;
-  if (isatty(STDERR_FILENO)) {
+  if (o->stream) {
+    ro.stream = stream_print;
+    ro.stream_user_data = &streamed;
+    if (o->stream_tag) {
+      ro.stream_tag = o->stream_tag;
+      ro.stream_tag_len = strlen(o->stream_tag);
+    }
+  } else if (isatty(STDERR_FILENO)) {
     ro.progress = progress_draw;
     ro.progress_user_data = &bar;
   }
@@ -313,7 +350,7 @@ static int run(const char* path, const struct run_opts* o) {
     ro.profile_path_len = strlen(o->profile);
   }
   if (!err) err = af_program_call_with(ctx, prog, (const af_value_t* const*)items, n, &ro, &result);
-  if (bar.drawn) fputc('\n', stderr);
+  if (bar.drawn || streamed.started) fputc('\n', stderr);
   if (!err) err = af_value_to_json(result, &json);
   if (!err) printf("%s\n", (const char*)json.data);
   if (summary.data) print_summary(ctx, &summary); /* also for a failed run: its calls cost too */
@@ -354,14 +391,15 @@ static af_error_t* tickets_json(const char* const* tickets, size_t n, af_bytes_t
 /* The README's main command: trace the example LM program (support-ticket
  * triage), batch it over tickets, save it as a compiled program, and run the
  * saved file exactly as `af run FILE --input ... --provider echo ...` does
- * (offline; echo answers every call after a simulated 100 ms). */
-static int demo(const char* const* tickets, size_t n, const char* save) {
+ * (offline; echo answers every call after a simulated 100 ms), or with the
+ * provider and options `run` gives (a real model). */
+static int demo(const char* const* tickets, size_t n, const char* save, struct run_opts run_with) {
   af_context_t* ctx = NULL;
   af_ir_t *one = NULL, *batched = NULL;
   af_program_t* prog = NULL;
   af_bytes_t text = {0}, dot = {0}, input = {0};
   double t0;
-  int rc;
+  int rc, simulated;
   af_error_t* err;
   if (n == 0) {
     tickets = triage_sample_tickets;
@@ -392,16 +430,20 @@ static int demo(const char* const* tickets, size_t n, const char* save) {
     af_bytes_free(&input);
     return fail(err);
   }
-  printf("== af run %s --input '%s' --provider echo --provider-options '{\"latency_ms\":100}'\n", save,
-         (const char*)input.data);
+  simulated = !run_with.provider;
+  if (simulated) {
+    run_with.provider = "echo";
+    run_with.provider_options = "{\"latency_ms\":100}";
+  }
+  run_with.input = (const char*)input.data;
+  printf("== af run %s --input '%s' --provider %s", save, run_with.input, run_with.provider);
+  if (run_with.provider_options) printf(" --provider-options '%s'", run_with.provider_options);
+  printf("%s\n", run_with.stream ? " --stream" : "");
   fflush(stdout);
   t0 = now_s();
-  {
-    struct run_opts o = {(const char*)input.data, "echo", "{\"latency_ms\":100}", "*", NULL};
-    rc = run(save, &o);
-  }
+  rc = run(save, &run_with);
   af_bytes_free(&input);
-  if (rc == 0)
+  if (rc == 0 && simulated)
     printf("== %lu LM calls of 100 ms each in %.0f ms: each ticket's calls wait for each other,\n"
            "   the tickets' calls run concurrently\n",
            (unsigned long)(3 * n), (now_s() - t0) * 1e3);
@@ -512,12 +554,19 @@ int main(int argc, char** argv) {
   if (strcmp(cmd, "demo") == 0) {
     const char* save = "triage.afg";
     const char** tickets = calloc((size_t)argc, sizeof *tickets);
+    struct run_opts o = {NULL, NULL, NULL, "*", NULL, 0, NULL};
     size_t n = 0;
     int rc;
     if (!tickets) return fail(af_error_new(AF_ERR_OUT_OF_MEMORY, "out of memory", 13));
     for (i = 2; i < argc; i++) {
       if (strcmp(argv[i], "--save") == 0 && i + 1 < argc) {
         save = argv[++i];
+      } else if (strcmp(argv[i], "--provider") == 0 && i + 1 < argc) {
+        o.provider = argv[++i];
+      } else if (strcmp(argv[i], "--provider-options") == 0 && i + 1 < argc) {
+        o.provider_options = argv[++i];
+      } else if (strcmp(argv[i], "--stream") == 0) {
+        o.stream = 1;
       } else if (argv[i][0] == '-') {
         free(tickets);
         return usage_error("demo: unknown option");
@@ -525,7 +574,11 @@ int main(int argc, char** argv) {
         tickets[n++] = argv[i];
       }
     }
-    rc = demo(tickets, n, save);
+    if (o.provider_options && !o.provider) {
+      free(tickets);
+      return usage_error("demo: --provider-options needs --provider");
+    }
+    rc = demo(tickets, n, save, o);
     free(tickets);
     return rc;
   }
@@ -582,8 +635,12 @@ int main(int argc, char** argv) {
   }
   if (strcmp(cmd, "verify") == 0 && argc == 3) return verify(file);
   if (strcmp(cmd, "run") == 0) {
-    struct run_opts o = {NULL, NULL, NULL, "*", NULL};
+    struct run_opts o = {NULL, NULL, NULL, "*", NULL, 0, NULL};
     for (i = 3; i < argc; i++) {
+      if (strcmp(argv[i], "--stream") == 0) {
+        o.stream = 1;
+        continue;
+      }
       if (i + 1 >= argc) return usage_error("run: an option is missing its value");
       if (strcmp(argv[i], "--input") == 0) {
         o.input = argv[++i];
@@ -595,11 +652,14 @@ int main(int argc, char** argv) {
         o.model = argv[++i];
       } else if (strcmp(argv[i], "--profile") == 0) {
         o.profile = argv[++i];
+      } else if (strcmp(argv[i], "--stream-tag") == 0) {
+        o.stream_tag = argv[++i];
       } else {
         return usage_error("run: unknown option");
       }
     }
     if (!o.input) return usage_error("run: --input JSON is required (a list of the inputs)");
+    if (o.stream_tag && !o.stream) return usage_error("run: --stream-tag TAG needs --stream");
     return run(file, &o);
   }
   if (strcmp(cmd, "convert") == 0) {

@@ -365,6 +365,55 @@ namespace Af
                 AfException.Check(Native.af_context_route(b.Add(Handle), p, Utf8.Len(p), b.Add(provider.Handle)));
         }
 
+        /// <summary>Routes models matching pattern to providers in order: the
+        /// next is asked after a PROVIDER or TIMEOUT error.</summary>
+        public void RouteFallback(string pattern, params Provider[] providers)
+        {
+            if (providers == null) throw new ArgumentNullException(nameof(providers));
+            byte[] p = Utf8.Encode(pattern, nameof(pattern));
+            using (var b = new Borrow())
+            {
+                var raw = new IntPtr[providers.Length];
+                for (int i = 0; i < providers.Length; i++)
+                {
+                    if (providers[i] == null) throw new ArgumentNullException(nameof(providers));
+                    raw[i] = b.Add(providers[i].Handle);
+                }
+                AfException.Check(Native.af_context_route_fallback(b.Add(Handle), p, Utf8.Len(p), raw,
+                                                                   (UIntPtr)raw.Length));
+            }
+        }
+
+        /// <summary>An LM call with sampling params: a dict of temperature,
+        /// top_p, max_tokens, seed, stop (part of the recorded equation).</summary>
+        public Value LmCall(Value messages, Value model, Value parameters)
+        {
+            if (messages == null) throw new ArgumentNullException(nameof(messages));
+            if (model == null) throw new ArgumentNullException(nameof(model));
+            if (parameters == null) throw new ArgumentNullException(nameof(parameters));
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_lm_call_ex(b.Add(Handle), b.Add(messages), b.Add(model), b.Add(parameters),
+                                                       out IntPtr o));
+                return Value.Own(o);
+            }
+        }
+
+        /// <summary>A structured LM call with sampling params.</summary>
+        public Value LmSchemaCall(Value messages, Value model, Value schema, Value parameters)
+        {
+            if (messages == null) throw new ArgumentNullException(nameof(messages));
+            if (model == null) throw new ArgumentNullException(nameof(model));
+            if (schema == null) throw new ArgumentNullException(nameof(schema));
+            if (parameters == null) throw new ArgumentNullException(nameof(parameters));
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_lm_schema_call_ex(b.Add(Handle), b.Add(messages), b.Add(model),
+                                                              b.Add(schema), b.Add(parameters), out IntPtr o));
+                return Value.Own(o);
+            }
+        }
+
         /// <summary>An LM call: messages is a list of {"role", "content"},
         /// model a str. Recorded inside a trace, one blocking request outside.</summary>
         public Value LmCall(Value messages, Value model)

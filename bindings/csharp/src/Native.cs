@@ -438,6 +438,10 @@ namespace Af
         [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
         public delegate void ProgressFn(IntPtr userData, ulong done, ulong total);
 
+        /// <summary>af_stream_fn (text NULL: start over). Must not throw.</summary>
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        public delegate void StreamFn(IntPtr userData, uint eqn, ulong item, IntPtr text, UIntPtr len);
+
         /// <summary>af_run_options_t. Function pointers are IntPtr
         /// (Marshal.GetFunctionPointerForDelegate of a rooted delegate).</summary>
         [StructLayout(LayoutKind.Sequential)]
@@ -453,6 +457,11 @@ namespace Af
             public UIntPtr ProfilePathLen;
             public IntPtr Cancel;
             public IntPtr Summary; // af_bytes_t* in unmanaged memory
+            public IntPtr Stream;
+            public IntPtr StreamUserData;
+            public IntPtr StreamDestroy;
+            public IntPtr StreamTag;
+            public UIntPtr StreamTagLen;
         }
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -560,6 +569,25 @@ namespace Af
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern IntPtr af_provider_set_max_in_flight(IntPtr p, uint maxInFlight);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_lm_call_ex(IntPtr ctx, IntPtr messages, IntPtr model, IntPtr parameters,
+                                                  out IntPtr output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_lm_schema_call_ex(IntPtr ctx, IntPtr messages, IntPtr model, IntPtr schema,
+                                                         IntPtr parameters, out IntPtr output);
+
+        /// <summary>text NULL with len 0: the reply starts over.</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_lm_request_stream(IntPtr req, byte[] text, UIntPtr len);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_context_route_fallback(IntPtr ctx, byte[] modelPattern, UIntPtr len,
+                                                              IntPtr[] providers, UIntPtr n);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_provider_set_options(IntPtr p, byte[] optionsJson, UIntPtr len);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern IntPtr af_provider_stats(IntPtr p, out AfBytes output);

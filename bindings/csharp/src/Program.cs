@@ -42,8 +42,38 @@ namespace Af
         /// Program.CallWithSummary instead.</summary>
         public bool Summary { get; set; }
 
+        /// <summary>LM replies as they arrive: (equation index, batch item,
+        /// the next piece of text, or null when what that equation and item
+        /// streamed so far does not count). From libaf threads, never
+        /// concurrently for one run; must be quick; exceptions are swallowed.
+        /// The run's result is the same as without it.</summary>
+        public Action<uint, ulong, string> Stream { get; set; }
+
+        /// <summary>Only LM equations carrying this tag stream (null = all).</summary>
+        public string StreamTag { get; set; }
+
         // Rooted for the life of the process (see Context.s_freeHandle).
         private static readonly Native.ProgressFn s_progress = ProgressTrampoline;
+        private static readonly Native.StreamFn s_stream = StreamTrampoline;
+
+        private static void StreamTrampoline(IntPtr userData, uint eqn, ulong item, IntPtr text, UIntPtr len)
+        {
+            try
+            {
+                string piece = null;
+                if (text != IntPtr.Zero)
+                {
+                    var bytes = new byte[(int)len];
+                    Marshal.Copy(text, bytes, 0, bytes.Length);
+                    piece = System.Text.Encoding.UTF8.GetString(bytes);
+                }
+                ((Action<uint, ulong, string>)GCHandle.FromIntPtr(userData).Target)(eqn, item, piece);
+            }
+            catch (Exception)
+            {
+                // Never unwind into libaf.
+            }
+        }
 
         private static void ProgressTrampoline(IntPtr userData, ulong done, ulong total)
         {
@@ -58,9 +88,10 @@ namespace Af
         }
 
         /// <summary>The C struct for these options. The caller frees
-        /// ProfilePath (FreeNative) after the call and keeps the Borrow (which
-        /// holds the cancel token) until then; libaf frees the progress handle
-        /// (progress_destroy) exactly once, also when the call fails.</summary>
+        /// ProfilePath and StreamTag (FreeNative) after the call and keeps the
+        /// Borrow (which holds the cancel token) until then; libaf frees the
+        /// progress and stream handles (their destroy functions) exactly once,
+        /// also when the call fails.</summary>
         internal static Native.AfRunOptions ToNative(RunOptions o, Borrow b)
         {
             var n = new Native.AfRunOptions { StructSize = (uint)Marshal.SizeOf(typeof(Native.AfRunOptions)) };
@@ -89,6 +120,19 @@ namespace Af
                 n.ProgressUserData = GCHandle.ToIntPtr(GCHandle.Alloc(o.Progress));
                 n.ProgressDestroy = Marshal.GetFunctionPointerForDelegate(Context.s_freeHandle);
             }
+            if (!string.IsNullOrEmpty(o.StreamTag))
+            {
+                byte[] t = Utf8.Encode(o.StreamTag, nameof(StreamTag));
+                n.StreamTag = Marshal.AllocHGlobal(t.Length + 1);
+                Marshal.Copy(t, 0, n.StreamTag, t.Length);
+                n.StreamTagLen = Utf8.Len(t);
+            }
+            if (o.Stream != null)
+            {
+                n.Stream = Marshal.GetFunctionPointerForDelegate(s_stream);
+                n.StreamUserData = GCHandle.ToIntPtr(GCHandle.Alloc(o.Stream));
+                n.StreamDestroy = Marshal.GetFunctionPointerForDelegate(Context.s_freeHandle);
+            }
             return n;
         }
 
@@ -96,6 +140,8 @@ namespace Af
         {
             if (n.ProfilePath != IntPtr.Zero) Marshal.FreeHGlobal(n.ProfilePath);
             n.ProfilePath = IntPtr.Zero;
+            if (n.StreamTag != IntPtr.Zero) Marshal.FreeHGlobal(n.StreamTag);
+            n.StreamTag = IntPtr.Zero;
         }
     }
 

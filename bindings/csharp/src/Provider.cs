@@ -84,8 +84,20 @@ namespace Af
                 AfException.Check(Native.af_provider_set_max_in_flight(b.Add(Handle), maxInFlight));
         }
 
+        /// <summary>Changes the options every provider takes (max_in_flight,
+        /// requests_per_minute, tokens_per_minute, schema_retries), e.g.
+        /// {"requests_per_minute": 500}; keys not given keep their values.</summary>
+        public void SetOptions(string optionsJson)
+        {
+            byte[] o = Utf8.Encode(optionsJson, nameof(optionsJson));
+            using (var b = new Borrow())
+                AfException.Check(Native.af_provider_set_options(b.Add(Handle), o, Utf8.Len(o)));
+        }
+
         /// <summary>Counters as JSON: submitted, started, finished, in_flight,
-        /// queued, peak_in_flight, max_in_flight.</summary>
+        /// queued, peak_in_flight, max_in_flight, prompt_tokens,
+        /// completion_tokens, requests_per_minute, tokens_per_minute,
+        /// rate_waits, schema_retries.</summary>
         public string Stats()
         {
             using (var b = new Borrow())
@@ -167,6 +179,30 @@ namespace Af
                     GC.KeepAlive(this);
                     return cancelled;
                 }
+            }
+        }
+
+        /// <summary>Streams a piece of the reply before Complete (the run
+        /// streams when Json has "stream": true; ignored otherwise).</summary>
+        public void Stream(string text)
+        {
+            byte[] t = Utf8.Encode(text, nameof(text));
+            StreamNative(t.Length == 0 ? new byte[1] : t, Utf8.Len(t));
+        }
+
+        /// <summary>What was streamed so far does not count: the reply starts
+        /// over.</summary>
+        public void RestartStream() => StreamNative(null, UIntPtr.Zero);
+
+        private void StreamNative(byte[] text, UIntPtr len)
+        {
+            lock (_lock)
+            {
+                IntPtr r = _req;
+                if (r == IntPtr.Zero)
+                    throw AfException.Create(ErrorCode.InvalidArgument, "the LM request was already completed or failed");
+                AfException.Check(Native.af_lm_request_stream(r, text, len));
+                GC.KeepAlive(this);
             }
         }
 

@@ -64,9 +64,9 @@ pub use host::HostRequest;
 pub use inspect::Direction;
 pub use ir::Ir;
 pub use iter::{Entries, Items};
-pub use program::{CancelToken, Future, Program, ProgressFn, RunOptions};
+pub use program::{CancelToken, Future, Program, ProgressFn, RunOptions, StreamFn};
 pub use provider::{LmRequest, Provider};
-pub use provider_options::{EchoOptions, OpenAiOptions, ReplayOptions, Upstream};
+pub use provider_options::{EchoOptions, OpenAiOptions, ReplayOptions, StructuredOutput, Upstream};
 pub use value::{Kind, Value};
 pub use walk::{Step, Walk};
 

@@ -31,6 +31,11 @@ unsafe impl Sync for Program {}
 /// Progress callback of a run: `(done, total)` equations.
 pub type ProgressFn = dyn Fn(u64, u64) + Send + Sync + 'static;
 
+/// Stream callback of a run: `(equation index, batch item, piece)`, the
+/// piece `None` when what that equation and item streamed so far does not
+/// count (a retry, re-ask or fallback starts the reply over).
+pub type StreamFn = dyn Fn(u32, u64, Option<&str>) + Send + Sync + 'static;
+
 /// Options of a run. `Default` is what a run without options does.
 #[derive(Clone, Default)]
 pub struct RunOptions {
@@ -56,6 +61,11 @@ pub struct RunOptions {
     /// [`Future::summary`]; a blocking call returns it from
     /// [`Program::call_with_summary`] instead.
     pub summary: bool,
+    /// LM replies as they arrive, from libaf threads, one call at a time per
+    /// run; must be quick. The run's result is the same as without it.
+    pub stream: Option<Arc<StreamFn>>,
+    /// Only LM equations carrying this tag stream (`None`: every one).
+    pub stream_tag: Option<String>,
 }
 
 /// A cancel token: one [`trigger`](Self::trigger) cancels every run given it
@@ -110,10 +120,11 @@ impl std::fmt::Debug for CancelToken {
     }
 }
 
-/// The C struct for `opts`; the progress closure is moved into its
-/// user_data (freed by libaf through `destroy_progress`, exactly once). The
-/// returned path bytes back `profile_path` and must outlive the call (as
-/// must `opts`, which holds the cancel token).
+/// The C struct for `opts`; the progress and stream closures are moved into
+/// their user_data (freed by libaf through `drop_boxed`, exactly once). The
+/// returned path bytes back
+/// `profile_path` and must outlive the call (as must `opts`, which holds the
+/// cancel token and the stream tag).
 fn raw_options(opts: &RunOptions) -> Result<(sys::af_run_options_t, Vec<u8>)> {
     let path = match &opts.profile_path {
         Some(p) => p
@@ -153,6 +164,19 @@ fn raw_options(opts: &RunOptions) -> Result<(sys::af_run_options_t, Vec<u8>)> {
             ),
             None => (None, ptr::null_mut(), None),
         };
+    let (stream, stream_data, stream_destroy): (
+        sys::af_stream_fn,
+        *mut c_void,
+        sys::af_destroy_fn,
+    ) = match &opts.stream {
+        Some(f) => (
+            Some(stream_trampoline),
+            Box::into_raw(Box::new(Arc::clone(f))).cast(),
+            Some(drop_boxed::<Arc<StreamFn>>),
+        ),
+        None => (None, ptr::null_mut(), None),
+    };
+    let tag = opts.stream_tag.as_deref().unwrap_or("");
     let raw = sys::af_run_options {
         struct_size: std::mem::size_of::<sys::af_run_options_t>() as u32,
         flags,
@@ -171,6 +195,15 @@ fn raw_options(opts: &RunOptions) -> Result<(sys::af_run_options_t, Vec<u8>)> {
             .as_ref()
             .map_or(ptr::null_mut(), |c| c.raw.as_ptr()),
         summary: ptr::null_mut(),
+        stream,
+        stream_user_data: stream_data,
+        stream_destroy,
+        stream_tag: if tag.is_empty() {
+            ptr::null()
+        } else {
+            tag.as_ptr().cast()
+        },
+        stream_tag_len: tag.len(),
     };
     Ok((raw, path))
 }
@@ -179,6 +212,21 @@ unsafe extern "C" fn progress_trampoline(user_data: *mut c_void, done: u64, tota
     if let Some(f) = user_data.cast::<Arc<ProgressFn>>().as_ref() {
         // A panic must not unwind into libaf; progress is advisory.
         let _ = panic::catch_unwind(AssertUnwindSafe(|| f(done, total)));
+    }
+}
+
+unsafe extern "C" fn stream_trampoline(
+    user_data: *mut c_void,
+    eqn: u32,
+    item: u64,
+    text: *const std::os::raw::c_char,
+    len: usize,
+) {
+    if let Some(f) = user_data.cast::<Arc<StreamFn>>().as_ref() {
+        let piece = (!text.is_null())
+            .then(|| String::from_utf8_lossy(std::slice::from_raw_parts(text.cast::<u8>(), len)));
+        // A panic must not unwind into libaf.
+        let _ = panic::catch_unwind(AssertUnwindSafe(|| f(eqn, item, piece.as_deref())));
     }
 }
 

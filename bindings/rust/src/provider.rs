@@ -95,9 +95,23 @@ impl Provider {
         check(unsafe { sys::af_provider_set_max_in_flight(self.as_ptr(), max_in_flight) })
     }
 
+    /// Changes the options every provider takes (`max_in_flight`,
+    /// `requests_per_minute`, `tokens_per_minute`, `schema_retries`), e.g.
+    /// `{"requests_per_minute": 500}`; keys not given keep their values.
+    pub fn set_options(&self, options_json: &str) -> Result<()> {
+        check(unsafe {
+            sys::af_provider_set_options(
+                self.as_ptr(),
+                options_json.as_ptr().cast(),
+                options_json.len(),
+            )
+        })
+    }
+
     /// Counters as a JSON value: submitted, started, finished, in_flight,
     /// queued, peak_in_flight, max_in_flight, prompt_tokens,
-    /// completion_tokens (usage of completed requests; echo counts words).
+    /// completion_tokens (usage of completed requests; echo counts words),
+    /// requests_per_minute, tokens_per_minute, rate_waits, schema_retries.
     pub fn stats(&self) -> Result<Value> {
         let mut b = sys::af_bytes_t::default();
         check(unsafe { sys::af_provider_stats(self.as_ptr(), &mut b) })?;
@@ -138,6 +152,20 @@ impl LmRequest {
         let mut b = sys::af_bytes_t::default();
         check(unsafe { sys::af_lm_request_json(self.raw.as_ptr(), &mut b) })?;
         Value::from_json(&unsafe { bytes_to_string(&mut b) })
+    }
+
+    /// Streams a piece of the reply before [`complete`](Self::complete)
+    /// (the run streams when [`json`](Self::json) has `"stream": true`;
+    /// ignored otherwise).
+    pub fn stream(&self, text: &str) -> Result<()> {
+        check(unsafe {
+            sys::af_lm_request_stream(self.raw.as_ptr(), text.as_ptr().cast(), text.len())
+        })
+    }
+
+    /// What was streamed so far does not count: the reply starts over.
+    pub fn restart_stream(&self) -> Result<()> {
+        check(unsafe { sys::af_lm_request_stream(self.raw.as_ptr(), ptr::null(), 0) })
     }
 
     /// True if the run no longer wants the answer (it must still be finished).
@@ -201,6 +229,64 @@ impl Context {
                 model_pattern.as_ptr().cast(),
                 model_pattern.len(),
                 provider.as_ptr(),
+            )
+        })
+    }
+
+    /// Routes models matching `model_pattern` to `providers` in order: the
+    /// next one is asked after a `Provider` or `Timeout` error.
+    pub fn route_fallback(&self, model_pattern: &str, providers: &[&Provider]) -> Result<()> {
+        let raw: Vec<*mut sys::af_provider_t> = providers.iter().map(|p| p.as_ptr()).collect();
+        check(unsafe {
+            sys::af_context_route_fallback(
+                self.as_ptr(),
+                model_pattern.as_ptr().cast(),
+                model_pattern.len(),
+                raw.as_ptr(),
+                raw.len(),
+            )
+        })
+    }
+
+    /// [`lm_call`](Self::lm_call) with sampling params: a dict of
+    /// `temperature`, `top_p`, `max_tokens`, `seed`, `stop` (part of the
+    /// recorded equation).
+    pub fn lm_call_with(
+        &self,
+        messages: impl Into<Value>,
+        model: impl Into<Value>,
+        params: impl Into<Value>,
+    ) -> Result<Value> {
+        let (messages, model, params) = (messages.into(), model.into(), params.into());
+        make_value(|out| unsafe {
+            sys::af_lm_call_ex(
+                self.as_ptr(),
+                messages.as_ptr(),
+                model.as_ptr(),
+                params.as_ptr(),
+                out,
+            )
+        })
+    }
+
+    /// [`lm_schema_call`](Self::lm_schema_call) with sampling params.
+    pub fn lm_schema_call_with(
+        &self,
+        messages: impl Into<Value>,
+        model: impl Into<Value>,
+        schema: impl Into<Value>,
+        params: impl Into<Value>,
+    ) -> Result<Value> {
+        let (messages, model, schema, params) =
+            (messages.into(), model.into(), schema.into(), params.into());
+        make_value(|out| unsafe {
+            sys::af_lm_schema_call_ex(
+                self.as_ptr(),
+                messages.as_ptr(),
+                model.as_ptr(),
+                schema.as_ptr(),
+                params.as_ptr(),
+                out,
             )
         })
     }

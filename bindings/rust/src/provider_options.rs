@@ -16,6 +16,9 @@ use crate::value::Value;
 struct Common {
     name: Option<String>,
     max_in_flight: Option<u32>,
+    requests_per_minute: Option<u64>,
+    tokens_per_minute: Option<u64>,
+    schema_retries: Option<u32>,
 }
 
 impl Common {
@@ -25,6 +28,15 @@ impl Common {
         }
         if let Some(n) = self.max_in_flight {
             out.push(("max_in_flight", Value::from(n)));
+        }
+        if let Some(n) = self.requests_per_minute {
+            out.push(("requests_per_minute", count(n)));
+        }
+        if let Some(n) = self.tokens_per_minute {
+            out.push(("tokens_per_minute", count(n)));
+        }
+        if let Some(n) = self.schema_retries {
+            out.push(("schema_retries", Value::from(n)));
         }
     }
 }
@@ -45,8 +57,36 @@ macro_rules! common_setters {
                 self.common.max_in_flight = Some(n);
                 self
             }
+
+            /// At most `n` requests start per minute (0 = unlimited); a
+            /// request waits for the limit, never fails for it.
+            pub fn requests_per_minute(mut self, n: u64) -> Self {
+                self.common.requests_per_minute = Some(n);
+                self
+            }
+
+            /// At most `n` tokens per minute, estimated from each request
+            /// and corrected by the reply's usage (0 = unlimited); requests
+            /// wait for it.
+            pub fn tokens_per_minute(mut self, n: u64) -> Self {
+                self.common.tokens_per_minute = Some(n);
+                self
+            }
+
+            /// A schema call whose reply fails validation asks again up to
+            /// `n` times, with the error as a correction turn (default 0).
+            pub fn schema_retries(mut self, n: u32) -> Self {
+                self.common.schema_retries = Some(n);
+                self
+            }
         }
     };
+}
+
+/// A count as libaf's int options take it (libaf refuses values beyond each
+/// option's range).
+fn count(n: u64) -> Value {
+    Value::int(i64::try_from(n).unwrap_or(i64::MAX))
 }
 
 /// A duration as the whole milliseconds libaf's options take (libaf
@@ -150,7 +190,20 @@ pub struct OpenAiOptions {
     max_retries: Option<u32>,
     backoff: Option<Duration>,
     backoff_max: Option<Duration>,
+    structured_output: Option<StructuredOutput>,
     extra: Option<Value>,
+}
+
+/// How an OpenAI-compatible endpoint takes structured output
+/// ([`OpenAiOptions::structured_output`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StructuredOutput {
+    /// `response_format {"type": "json_schema", ...}`: OpenAI, vLLM,
+    /// llama.cpp's own server (the default).
+    JsonSchema,
+    /// `response_format {"type": "json_object", "schema": ...}`:
+    /// llama-cpp-python's server and servers like it.
+    JsonObject,
 }
 
 common_setters!(OpenAiOptions);
@@ -168,6 +221,7 @@ impl OpenAiOptions {
             max_retries: None,
             backoff: None,
             backoff_max: None,
+            structured_output: None,
             extra: None,
         }
     }
@@ -211,6 +265,13 @@ impl OpenAiOptions {
         self
     }
 
+    /// How the endpoint takes structured output (default
+    /// [`StructuredOutput::JsonSchema`]).
+    pub fn structured_output(mut self, dialect: StructuredOutput) -> Self {
+        self.structured_output = Some(dialect);
+        self
+    }
+
     /// An object merged into every request body (`{"temperature": 0}`).
     pub fn extra(mut self, extra: Value) -> Self {
         self.extra = Some(extra);
@@ -243,6 +304,13 @@ impl OpenAiOptions {
         }
         if let Some(d) = self.backoff_max {
             e.push(("backoff_max_ms", millis(d)));
+        }
+        if let Some(dialect) = self.structured_output {
+            let name = match dialect {
+                StructuredOutput::JsonSchema => "json_schema",
+                StructuredOutput::JsonObject => "json_object",
+            };
+            e.push(("structured_output", Value::from(name)));
         }
         if let Some(extra) = &self.extra {
             e.push(("extra", extra.clone()));

@@ -97,6 +97,11 @@ pub type af_progress_fn =
     Option<unsafe extern "C" fn(user_data: *mut c_void, done: u64, total: u64)>;
 /// A destroy callback for user data.
 pub type af_destroy_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
+/// A piece of an LM reply (`text` NULL: what that equation and item
+/// streamed so far does not count).
+pub type af_stream_fn = Option<
+    unsafe extern "C" fn(user_data: *mut c_void, eqn: u32, item: u64, text: *const c_char, len: usize),
+>;
 
 /// Options of a run (zero it, set `struct_size`, then the fields needed).
 #[repr(C)]
@@ -112,6 +117,11 @@ pub struct af_run_options {
     pub profile_path_len: usize,
     pub cancel: *mut af_cancel_t,
     pub summary: *mut af_bytes_t,
+    pub stream: af_stream_fn,
+    pub stream_user_data: *mut c_void,
+    pub stream_destroy: af_destroy_fn,
+    pub stream_tag: *const c_char,
+    pub stream_tag_len: usize,
 }
 pub type af_run_options_t = af_run_options;
 
@@ -632,6 +642,38 @@ extern "C" {
         model: *const af_value_t,
         schema: *const af_value_t,
         out: *mut *mut af_value_t,
+    ) -> *mut af_error_t;
+    pub fn af_lm_call_ex(
+        ctx: *mut af_context_t,
+        messages: *const af_value_t,
+        model: *const af_value_t,
+        params: *const af_value_t,
+        out: *mut *mut af_value_t,
+    ) -> *mut af_error_t;
+    pub fn af_lm_schema_call_ex(
+        ctx: *mut af_context_t,
+        messages: *const af_value_t,
+        model: *const af_value_t,
+        schema: *const af_value_t,
+        params: *const af_value_t,
+        out: *mut *mut af_value_t,
+    ) -> *mut af_error_t;
+    pub fn af_lm_request_stream(
+        req: *mut af_lm_request_t,
+        text: *const c_char,
+        len: usize,
+    ) -> *mut af_error_t;
+    pub fn af_context_route_fallback(
+        ctx: *mut af_context_t,
+        model_pattern: *const c_char,
+        len: usize,
+        providers: *const *mut af_provider_t,
+        n: usize,
+    ) -> *mut af_error_t;
+    pub fn af_provider_set_options(
+        p: *mut af_provider_t,
+        options_json: *const c_char,
+        len: usize,
     ) -> *mut af_error_t;
 
     // Providers

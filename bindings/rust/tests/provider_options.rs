@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use af::{
-    Context, EchoOptions, ErrorCode, OpenAiOptions, Provider, ReplayOptions, Upstream, Value,
+    Context, EchoOptions, ErrorCode, OpenAiOptions, Provider, ReplayOptions, StructuredOutput,
+    Upstream, Value,
 };
 
 fn ask(ctx: &Context, content: &str) -> af::Result<Value> {
@@ -87,6 +88,37 @@ fn openai_options_build_the_json_and_reach_libaf_checks() {
     let err = Provider::openai_with(&reserved).unwrap_err();
     assert_eq!(err.code, ErrorCode::InvalidArgument);
     assert!(err.message.contains("\"model\""), "{err}");
+}
+
+#[test]
+fn limits_re_asks_and_the_structured_output_dialect() {
+    let opts = OpenAiOptions::new("http://127.0.0.1:9")
+        .requests_per_minute(600)
+        .tokens_per_minute(90_000)
+        .schema_retries(2)
+        .structured_output(StructuredOutput::JsonObject);
+    assert_eq!(
+        opts.to_json().unwrap(),
+        concat!(
+            r#"{"requests_per_minute":600,"tokens_per_minute":90000,"schema_retries":2,"#,
+            r#""base_url":"http://127.0.0.1:9","structured_output":"json_object"}"#
+        )
+    );
+    let stats = Provider::openai_with(&opts).unwrap().stats().unwrap();
+    assert_eq!(stats.key("requests_per_minute").unwrap(), 600);
+    assert_eq!(stats.key("tokens_per_minute").unwrap(), 90_000);
+    assert_eq!(stats.key("schema_retries").unwrap(), 2);
+
+    let echo = Provider::echo_with(&EchoOptions::new().requests_per_minute(60)).unwrap();
+    assert_eq!(
+        echo.stats().unwrap().key("requests_per_minute").unwrap(),
+        60
+    );
+
+    // libaf's range checks reach the caller.
+    let err = Provider::echo_with(&EchoOptions::new().schema_retries(11)).unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    assert!(err.message.contains("schema_retries"), "{err}");
 }
 
 #[test]

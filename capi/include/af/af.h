@@ -805,6 +805,24 @@ AF_API void af_cancel_free(af_cancel_t* c);
  * concurrently for one run, after each equation; must be quick. */
 typedef void (*af_progress_fn)(void* user_data, uint64_t done, uint64_t total);
 
+/* Streaming: a piece of an LM reply as it arrives. eqn is the equation's
+ * index in the program's IR (as af_ir_eqn_json numbers them; a call inside
+ * a switch, loop or map reports the index of that equation), item its batch
+ * item (the request's index in a batched call, the map item for a call
+ * inside a map; 0 otherwise), text the next piece (UTF-8, not
+ * NUL-terminated). text == NULL (len 0) means: forget what this equation and
+ * item streamed so far — a transport retry, a schema re-ask or a fallback
+ * provider starts the reply over. For each (eqn, item), the pieces since its
+ * last reset make up the reply exactly (the text of an lm_call's result; the
+ * JSON of an lm_schema_call's reply), in order; a provider that does not
+ * stream (echo and replay do, in pieces or whole) delivers its reply whole.
+ * A reply that fails counts for nothing (the run's error says why). Called
+ * from libaf threads, never concurrently for one run and never after the
+ * run has finished (finishing waits for a call in progress); must be quick
+ * and must not block on the run (it may cancel it). */
+typedef void (*af_stream_fn)(void* user_data, uint32_t eqn, uint64_t item, const char* text,
+                             size_t len);
+
 typedef struct af_run_options {
   uint32_t struct_size;    /* sizeof(af_run_options_t) */
   uint32_t flags;          /* AF_RUN_* */
@@ -830,6 +848,19 @@ typedef struct af_run_options {
    * instead and reads af_future_summary_json (a non-NULL summary there is
    * INVALID_ARGUMENT, as is AF_RUN_SUMMARY without it here). */
   af_bytes_t* summary;
+  /* NULL = no streaming. With a stream function, LM requests are made in
+   * streaming mode (the openai provider reads server-sent events) and their
+   * text goes to stream as it arrives; the run's result is the same as
+   * without it. stream_destroy(stream_user_data) runs once, when the run is
+   * gone. */
+  af_stream_fn stream;
+  void* stream_user_data;
+  void (*stream_destroy)(void* user_data);
+  /* NULL/0 = every LM equation streams. Else only LM equations carrying this
+   * tag (af_tag_push), or inside an equation of the program that carries
+   * it; needs stream. */
+  const char* stream_tag;
+  size_t stream_tag_len;
 } af_run_options_t;
 
 /* Runs p and waits. inputs are checked as in af_ir_call; inside a trace the
@@ -918,6 +949,18 @@ AF_API void af_future_free(af_future_t* f);
 AF_API af_error_t* af_lm_call(af_context_t* ctx, const af_value_t* messages,
                               const af_value_t* model, af_value_t** out);
 
+/* Sampling params of one call: params is NULL or a dict with any of
+ *   "temperature" (number, 0..2), "top_p" (number, > 0 and <= 1),
+ *   "max_tokens" (int >= 1), "seed" (int), "stop" (1 to 16 non-empty str).
+ * They are part of the recorded equation (saved in .afg, printed, hashed;
+ * static: no traced values) and travel with each request, overriding a
+ * provider's defaults of the same name (the openai provider's "extra");
+ * host providers see them as the request's "params". INVALID_ARGUMENT for
+ * an unknown key, a wrong kind or a value out of range. */
+AF_API af_error_t* af_lm_call_ex(af_context_t* ctx, const af_value_t* messages,
+                                 const af_value_t* model, const af_value_t* params,
+                                 af_value_t** out);
+
 /* af_lm_schema_call: structured output. schema is a tree (lists and dicts)
  * whose leaves are node descriptions, dicts with a "type":
  *   {"type":"str",   "min":0, "max":80, "pattern":"^[a-z]+$"}  length in code points
@@ -945,12 +988,30 @@ AF_API af_error_t* af_lm_call(af_context_t* ctx, const af_value_t* messages,
 AF_API af_error_t* af_lm_schema_call(af_context_t* ctx, const af_value_t* messages,
                                      const af_value_t* model, const af_value_t* schema,
                                      af_value_t** out);
+/* af_lm_schema_call with sampling params (as af_lm_call_ex). */
+AF_API af_error_t* af_lm_schema_call_ex(af_context_t* ctx, const af_value_t* messages,
+                                        const af_value_t* model, const af_value_t* schema,
+                                        const af_value_t* params, af_value_t** out);
 
 /* Providers: where LM requests go. A provider is reference counted and may
- * be routed in several contexts; its limit (max in flight) is shared by all
- * of them. Options are a JSON object (NULL/0 or "null" = defaults); unknown
- * keys are INVALID_ARGUMENT. Every provider takes "max_in_flight" (0 =
- * unlimited) and "name" (profile track and error messages). */
+ * be routed in several contexts; its limits are shared by all of them.
+ * Options are a JSON object (NULL/0 or "null" = defaults); unknown keys are
+ * INVALID_ARGUMENT. Every provider takes "name" (profile track and error
+ * messages) and these (also settable later, af_provider_set_options):
+ *   "max_in_flight"        requests at once (0 = unlimited)
+ *   "requests_per_minute"  0 = unlimited
+ *   "tokens_per_minute"    0 = unlimited; a request counts a token per 4
+ *                          bytes of its messages (+4 per message) plus its
+ *                          max_tokens when it starts, corrected by the
+ *                          reply's usage when it finishes
+ *   "schema_retries"       0..10, default 0: how many times a schema call
+ *                          re-asks after a reply that fails validation (the
+ *                          invalid reply and the error — path, expected,
+ *                          found — go back to the model as a correction
+ *                          turn); the last error is returned if all fail
+ * Rates are spread evenly (a bucket holds one second's worth, at least one
+ * request), and requests wait for them, highest priority first; they never
+ * fail because of a limit. */
 typedef struct af_provider af_provider_t;
 
 /* echo: deterministic and offline. lm_call answers "<model>|<content of the
@@ -967,16 +1028,26 @@ AF_API af_error_t* af_provider_echo_new(const char* options_json, size_t len,
  * default none; with a key, a plain http:// base_url is INVALID_ARGUMENT
  * unless its host is loopback — localhost, 127.x.x.x, [::1] — or
  * "allow_insecure_http" is true), "max_in_flight" (default 16), "timeout_ms"
- * (per attempt, default 60000), "max_retries" (default 3; retried: 429, 5xx,
- * connection failures, timeouts), "backoff_ms" (first delay, default 500,
+ * (per attempt, a streamed reply included; default 60000), "max_retries"
+ * (default 3; retried: 429, 5xx, connection failures, timeouts, a stream
+ * cut off before its end), "backoff_ms" (first delay, default 500,
  * doubled each retry, with jitter, capped by "backoff_max_ms", default
  * 20000; a Retry-After header wins but is clamped to backoff_max_ms, and a
- * run's deadline or cancel ends the wait), "extra" (an object merged into
- * every request body, e.g. {"temperature": 0}). Schema calls send
- * response_format {"type":"json_schema", ...strict}. Failures: PROVIDER
- * (status and a 300-byte body excerpt, after retries; the key is replaced by
- * "[redacted]" and control characters are escaped; a reply body over 64 MiB
- * is aborted and not retried), TIMEOUT. */
+ * run's deadline or cancel ends the wait; a 429 also pauses the provider's
+ * other waiting requests for that delay), "extra" (an object merged into
+ * every request body, e.g. {"temperature": 0}; a call's own sampling params
+ * win), "structured_output": how schema calls ask for JSON — "json_schema"
+ * (default: response_format {"type":"json_schema", ...strict}; OpenAI,
+ * vLLM, llama.cpp's server) or "json_object" (response_format
+ * {"type":"json_object","schema":...}, for llama-cpp-python's server and
+ * servers like it, whose grammars ignore numeric bounds: an int range of at
+ * most 64 values also goes as its "enum"; and the schema as a system
+ * instruction, since that mode tells the model nothing of it). Streamed
+ * runs (af_run_options_t.stream) send "stream": true and read server-sent
+ * events. Failures: PROVIDER (status and a 300-byte body excerpt, after
+ * retries; the key is replaced by "[redacted]" and control characters are
+ * escaped; a reply body or streamed text over 64 MiB is aborted and not
+ * retried, and so is a malformed event), TIMEOUT. */
 AF_API af_error_t* af_provider_openai_new(const char* options_json, size_t len,
                                           af_provider_t** out);
 /* replay: answers from a recorded JSON Lines file (one {"key":...,
@@ -997,12 +1068,21 @@ typedef void (*af_provider_submit_fn)(void* user_data, af_lm_request_t* req);
 AF_API af_error_t* af_provider_host_new(af_provider_submit_fn fn, void* user_data,
                                         void (*destroy)(void*), af_provider_t** out);
 /* The request as JSON (owned bytes): {"model": str, "messages": [{"role",
- * "content"}...], "schema": node tree, "json_schema": JSON Schema, "tags":
- * [...]} — schema keys only for schema calls, tags only when present. */
+ * "content"}...], "schema": node tree, "json_schema": JSON Schema,
+ * "params": {sampling params}, "stream": true, "tags": [...]} — schema keys
+ * only for schema calls, the others only when set ("stream" when the run
+ * streams: the host may then send the reply in pieces). */
 AF_API af_error_t* af_lm_request_json(const af_lm_request_t* req, af_bytes_t* out);
 /* 1 if the run no longer wants the answer (cancelled, timed out, failed);
  * the host may stop working on it but must still finish the handle. */
 AF_API int af_lm_request_cancelled(const af_lm_request_t* req);
+/* Streams a piece of the reply before completing req (which it does not
+ * consume): whole UTF-8 characters, in order, from one thread at a time.
+ * text NULL with len 0 starts the reply over. Ignored when the run does not
+ * stream or no longer wants the answer. The reply given to
+ * af_lm_request_complete is the result whatever was streamed (if it differs,
+ * the run's stream is reset to it). INVALID_ARGUMENT for invalid UTF-8. */
+AF_API af_error_t* af_lm_request_stream(af_lm_request_t* req, const char* text, size_t len);
 /* Answers the request with the reply text (for schema calls: the JSON the
  * schema describes). Consumes req in every case. INVALID_ARGUMENT for
  * invalid UTF-8 (the request then fails with it). */
@@ -1019,15 +1099,33 @@ AF_API af_error_t* af_lm_request_fail(af_lm_request_t* req, af_error_t* err);
  * it. A model without a route fails with NOT_FOUND naming the model. */
 AF_API af_error_t* af_context_route(af_context_t* ctx, const char* model_pattern, size_t len,
                                     af_provider_t* provider);
+/* Routes model_pattern to n >= 1 providers in order (the context takes a
+ * reference to each): a request that fails with PROVIDER or TIMEOUT after
+ * a provider's own retries is sent to the next one (each attempt appears
+ * in the run's profile on its provider's track). The error after the last
+ * names the model and has the earlier providers' errors as causes.
+ * INVALID_ARGUMENT for n == 0 or a NULL provider. */
+AF_API af_error_t* af_context_route_fallback(af_context_t* ctx, const char* model_pattern,
+                                             size_t len, af_provider_t* const* providers,
+                                             size_t n);
 /* Changes a provider's limit (0 = unlimited); waiting requests start at
  * once if the new limit allows. */
 AF_API af_error_t* af_provider_set_max_in_flight(af_provider_t* p, uint32_t max_in_flight);
+/* Changes the options every provider takes (see "Providers" above:
+ * "max_in_flight", "requests_per_minute", "tokens_per_minute",
+ * "schema_retries"), e.g. {"requests_per_minute": 500}; keys not given keep
+ * their values. The way to limit a host provider. INVALID_ARGUMENT for an
+ * unknown key or a value out of range (nothing changes then). */
+AF_API af_error_t* af_provider_set_options(af_provider_t* p, const char* options_json,
+                                           size_t len);
 /* Counters as JSON (owned bytes): {"submitted","started","finished",
  * "in_flight","queued","peak_in_flight","max_in_flight","prompt_tokens",
- * "completion_tokens"}. Tokens add up the usage of completed requests: the
- * OpenAI provider reads the response's usage block (0 when absent); echo
- * counts words (runs of non-space characters) of every message sent and of
- * its reply; host providers report none. */
+ * "completion_tokens","requests_per_minute","tokens_per_minute",
+ * "rate_waits" (requests whose start a rate limit or a 429 pause held
+ * back),"schema_retries"}. Tokens add up the usage of completed requests:
+ * the OpenAI provider reads the response's usage block (0 when absent; a
+ * stream's usage chunk); echo counts words (runs of non-space characters)
+ * of every message sent and of its reply; host providers report none. */
 AF_API af_error_t* af_provider_stats(const af_provider_t* p, af_bytes_t* out);
 /* Adds a reference: returns p (NULL if p is NULL). */
 AF_API af_provider_t* af_provider_clone(const af_provider_t* p);

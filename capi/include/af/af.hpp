@@ -148,6 +148,7 @@ inline std::exception_ptr claim(int32_t code, const std::string& msg) {
 inline std::string binding_names(std::string msg) {
   static const std::pair<std::string_view, std::string_view> names[] = {
       {"af_register_function", "af::Context::register_function"},
+      {"af_context_route_fallback", "af::Context::route"},
       {"af_context_route", "af::Context::route"},
   };
   for (const auto& [from, to] : names) {
@@ -564,6 +565,13 @@ class LmRequest {
     return detail::take(b);
   }
   bool cancelled() const { return af_lm_request_cancelled(ptr()) != 0; }
+  /* Streams a piece of the reply before complete() (the run streams when
+   * json() has "stream": true; ignored otherwise); whole UTF-8 characters. */
+  void stream(std::string_view text) {
+    detail::check(af_lm_request_stream(ptr(), text.empty() ? "" : text.data(), text.size()));
+  }
+  /* What was streamed so far does not count: the reply starts over. */
+  void restart_stream() { detail::check(af_lm_request_stream(ptr(), nullptr, 0)); }
   void complete(std::string_view content) {
     detail::check(af_lm_request_complete(take(), content.data(), content.size()));
   }
@@ -616,6 +624,11 @@ class Provider {
 
   af_provider_t* get() const noexcept { return h_.get(); }
   void set_max_in_flight(uint32_t n) { detail::check(af_provider_set_max_in_flight(get(), n)); }
+  /* The options every provider takes, e.g. {"requests_per_minute": 500,
+   * "schema_retries": 2}; keys not given keep their values. */
+  void set_options(std::string_view options_json) {
+    detail::check(af_provider_set_options(get(), options_json.data(), options_json.size()));
+  }
   /* Counters as JSON. */
   std::string stats() const {
     af_bytes_t b{nullptr, 0};
@@ -847,6 +860,16 @@ class Context {
   Value lm_schema_call(const Value& messages, const Value& model, const Value& schema) {
     return make([&](af_value_t** o) { return af_lm_schema_call(ptr(), messages.get(), model.get(), schema.get(), o); });
   }
+  /* With sampling params: a dict of temperature, top_p, max_tokens, seed,
+   * stop (part of the recorded equation). */
+  Value lm_call(const Value& messages, const Value& model, const Value& params) {
+    return make([&](af_value_t** o) { return af_lm_call_ex(ptr(), messages.get(), model.get(), params.get(), o); });
+  }
+  Value lm_schema_call(const Value& messages, const Value& model, const Value& schema, const Value& params) {
+    return make([&](af_value_t** o) {
+      return af_lm_schema_call_ex(ptr(), messages.get(), model.get(), schema.get(), params.get(), o);
+    });
+  }
   /* Runs the branch named by key (a str) on the operands. */
   Value switch_(const Value& key, const std::vector<std::pair<std::string_view, Ir>>& branches,
                 const std::vector<Value>& operands) {
@@ -902,6 +925,13 @@ class Context {
   /* Routes models matching pattern ('*', '?') to provider. */
   void route(std::string_view pattern, const Provider& provider) {
     detail::check(af_context_route(ptr(), pattern.data(), pattern.size(), provider.get()));
+  }
+  /* Routes to providers in order: the next is asked after a PROVIDER or
+   * TIMEOUT error. */
+  void route(std::string_view pattern, const std::vector<Provider>& fallbacks) {
+    std::vector<af_provider_t*> p;
+    for (const Provider& x : fallbacks) p.push_back(x.get());
+    detail::check(af_context_route_fallback(ptr(), pattern.data(), pattern.size(), p.data(), p.size()));
   }
 
   /* Run-time scopes of the calling thread (pushes and pops pair up per
@@ -1085,6 +1115,12 @@ struct RunOptions {
   std::string* summary_out = nullptr;
   /* call_async(): record the run summary for Future::summary(). */
   bool summary = false;
+  /* LM replies as they arrive: (equation index, batch item, the next piece,
+   * or nullopt: what that equation and item streamed so far does not count).
+   * From libaf threads, one at a time per run; must be quick; what it throws
+   * is dropped. */
+  std::function<void(uint32_t, uint64_t, std::optional<std::string_view>)> stream;
+  std::string stream_tag; /* only LM equations with this tag stream ("" = all) */
 };
 
 /* A run in flight. Destroying it cancels the run (nobody can read the
@@ -1231,7 +1267,26 @@ class Program {
         raw.progress_user_data = new std::function<void(uint64_t, uint64_t)>(o.progress);
         raw.progress_destroy = &destroy_progress;
       }
+      if (o.stream) {
+        raw.stream = &stream;
+        raw.stream_user_data = new StreamFn(o.stream);
+        raw.stream_destroy = &destroy_stream;
+      }
+      if (!o.stream_tag.empty()) {
+        raw.stream_tag = o.stream_tag.data();
+        raw.stream_tag_len = o.stream_tag.size();
+      }
     }
+    using StreamFn = std::function<void(uint32_t, uint64_t, std::optional<std::string_view>)>;
+    static void stream(void* ud, uint32_t eqn, uint64_t item, const char* text, size_t len) noexcept {
+      try {
+        (*static_cast<StreamFn*>(ud))(eqn, item, text ? std::optional<std::string_view>(std::string_view(text, len))
+                                                       : std::nullopt);
+      } catch (...) {
+        // Like progress: nothing may unwind into libaf.
+      }
+    }
+    static void destroy_stream(void* ud) noexcept { delete static_cast<StreamFn*>(ud); }
     static void progress(void* ud, uint64_t done, uint64_t total) noexcept {
       try {
         (*static_cast<std::function<void(uint64_t, uint64_t)>*>(ud))(done, total);

@@ -13,6 +13,7 @@ exception back out (see errors.error_from_exception).
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import threading
 from typing import Any, Callable
@@ -117,6 +118,15 @@ def progress_trampoline(user_data, done, total):  # type: ignore[no-untyped-def]
     try:
         get_handle(user_data)(done, total)
     except BaseException:  # noqa: BLE001 - progress is advisory; the run goes on
+        pass
+
+
+@_lib.STREAM_FN
+def stream_trampoline(user_data, eqn, item, text, length):  # type: ignore[no-untyped-def]
+    try:
+        piece = None if not text else ctypes.string_at(text, length).decode("utf-8", "replace")
+        get_handle(user_data)(eqn, item, piece)
+    except BaseException:  # noqa: BLE001 - like progress: nothing may unwind into libaf
         pass
 
 

@@ -81,6 +81,7 @@ ASYNC_HOST_FN = CFUNCTYPE(None, c_void_p, POINTER(c_void_p), c_size_t, c_void_p)
 DESTROY_FN = CFUNCTYPE(None, c_void_p)
 DONE_FN = CFUNCTYPE(None, c_void_p)
 PROGRESS_FN = CFUNCTYPE(None, c_void_p, c_uint64, c_uint64)
+STREAM_FN = CFUNCTYPE(None, c_void_p, c_uint32, c_uint64, c_void_p, c_size_t)
 
 
 class RunOptionsC(Structure):
@@ -97,6 +98,11 @@ class RunOptionsC(Structure):
         ("profile_path_len", c_size_t),
         ("cancel", c_void_p),
         ("summary", POINTER(Bytes)),
+        ("stream", STREAM_FN),
+        ("stream_user_data", c_void_p),
+        ("stream_destroy", DESTROY_FN),
+        ("stream_tag", c_char_p),
+        ("stream_tag_len", c_size_t),
     ]
 
 
@@ -244,6 +250,11 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "af_lm_request_fail": (ERR, [P, P]),
     "af_context_route": (ERR, [P, c_char_p, c_size_t, P]),
     "af_provider_set_max_in_flight": (ERR, [P, c_uint32]),
+    "af_lm_call_ex": (ERR, [P, P, P, P, PP]),
+    "af_lm_schema_call_ex": (ERR, [P, P, P, P, P, PP]),
+    "af_lm_request_stream": (ERR, [P, c_char_p, c_size_t]),
+    "af_context_route_fallback": (ERR, [P, c_char_p, c_size_t, PP, c_size_t]),
+    "af_provider_set_options": (ERR, [P, c_char_p, c_size_t]),
     "af_provider_stats": (ERR, [P, POINTER(Bytes)]),
     "af_provider_clone": (P, [P]),
     "af_provider_free": (None, [P]),

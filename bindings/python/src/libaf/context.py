@@ -112,6 +112,18 @@ class Context:
         p = _lib.utf8(model_pattern, "model_pattern")
         check(lib.af_context_route(self._handle, p, len(p), provider._handle))
 
+    def route_fallback(self, model_pattern: str, providers: "list[Provider]") -> None:
+        """Routes models matching model_pattern to providers in order: the
+        next one is asked after a Provider or Timeout error."""
+        from .provider import Provider
+
+        for p in providers:
+            if not isinstance(p, Provider):
+                raise TypeError(f"route_fallback() needs libaf.Provider values, got {type(p).__name__}")
+        arr = (ctypes.c_void_p * max(1, len(providers)))(*[p._handle for p in providers])
+        pat = _lib.utf8(model_pattern, "model_pattern")
+        check(lib.af_context_route_fallback(self._handle, pat, len(pat), arr, len(providers)))
+
     def register_function(
         self, name: str, fn: Callable[..., Tree], result_kinds: Tree, *, blocking: bool = False
     ) -> None:

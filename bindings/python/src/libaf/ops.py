@@ -173,19 +173,30 @@ def while_loop(
     return _value_out(lambda o: lib.af_while_loop(cx._handle, c_ir._ptr, b_ir._ptr, iv._ptr, max_iters, o))
 
 
-def lm_call(messages: Tree, model: Tree, ctx: Context | None = None) -> Value:
-    """The reply text of an LM call. messages: [{"role", "content"}, ...]."""
+def lm_call(messages: Tree, model: Tree, ctx: Context | None = None, *, params: dict | None = None) -> Value:
+    """The reply text of an LM call. messages: [{"role", "content"}, ...].
+    params: sampling params (temperature, top_p, max_tokens, seed, stop),
+    part of the recorded equation."""
     c = current(ctx)._handle
     mv, mo = to_value(messages), to_value(model)
-    return _value_out(lambda o: lib.af_lm_call(c, mv._ptr, mo._ptr, o))
+    if params is None:
+        return _value_out(lambda o: lib.af_lm_call(c, mv._ptr, mo._ptr, o))
+    pv = to_value(params)
+    return _value_out(lambda o: lib.af_lm_call_ex(c, mv._ptr, mo._ptr, pv._ptr, o))
 
 
-def lm_schema_call(messages: Tree, model: Tree, schema: Tree, ctx: Context | None = None) -> Value:
+def lm_schema_call(
+    messages: Tree, model: Tree, schema: Tree, ctx: Context | None = None, *, params: dict | None = None
+) -> Value:
     """Structured output: the reply parsed and validated against schema
-    (a tree of node descriptions such as {"type": "int", "min": 1})."""
+    (a tree of node descriptions such as {"type": "int", "min": 1}).
+    params: sampling params, as lm_call's."""
     c = current(ctx)._handle
     mv, mo, sv = to_value(messages), to_value(model), to_value(schema)
-    return _value_out(lambda o: lib.af_lm_schema_call(c, mv._ptr, mo._ptr, sv._ptr, o))
+    if params is None:
+        return _value_out(lambda o: lib.af_lm_schema_call(c, mv._ptr, mo._ptr, sv._ptr, o))
+    pv = to_value(params)
+    return _value_out(lambda o: lib.af_lm_schema_call_ex(c, mv._ptr, mo._ptr, sv._ptr, pv._ptr, o))
 
 
 def host_call(name: str, *args: Tree, ctx: Context | None = None) -> Value:

@@ -57,6 +57,11 @@ class RunOptions:
     cancel: a CancelToken that cancels the run.
     summary: record the run summary (Future.summary()): per model calls,
       tokens, retries, time queued and in flight, and the wall time.
+    stream: stream(eqn, item, text) with LM replies as they arrive, from
+      libaf threads (one call at a time per run): the equation's index, the
+      batch item and the next piece, or None when what that equation and
+      item streamed so far does not count. The result is the same as without.
+    stream_tag: only LM equations carrying this tag stream (None = all).
     """
 
     keep_going: bool = False
@@ -67,6 +72,8 @@ class RunOptions:
     progress: Optional[Callable[[int, int], None]] = None
     cancel: Optional[CancelToken] = None
     summary: bool = False
+    stream: Optional[Callable[[int, int, Optional[str]], None]] = None
+    stream_tag: Optional[str] = None
 
     def _to_c(self) -> tuple[_lib.RunOptionsC, list]:
         """The C struct and what must stay alive while the run may use it."""
@@ -94,6 +101,16 @@ class RunOptions:
                 raise TypeError("cancel must be a libaf.CancelToken")
             keep.append(self.cancel)
             o.cancel = self.cancel._ptr
+        if self.stream is not None:
+            if not callable(self.stream):
+                raise TypeError("stream must be a callable (eqn, item, text)")
+            o.stream = _callbacks.stream_trampoline
+            o.stream_user_data = _callbacks.new_handle(self.stream)
+            o.stream_destroy = _callbacks.destroy_trampoline
+        if self.stream_tag:
+            t = _lib.utf8(self.stream_tag, "stream_tag")
+            keep.append(t)
+            o.stream_tag, o.stream_tag_len = t, len(t)
         return o, keep
 
 

@@ -44,6 +44,25 @@ class LmRequest:
         return self.json.get("schema")
 
     @property
+    def streaming(self) -> bool:
+        """True when the run wants the reply in pieces (stream())."""
+        return bool(self.json.get("stream"))
+
+    def stream(self, text: str) -> None:
+        """Sends a piece of the reply before the provider returns it (ignored
+        unless streaming)."""
+        if not self._ptr:
+            raise RuntimeError("the LM request was already answered")
+        data = text.encode("utf-8")
+        check(lib.af_lm_request_stream(self._ptr, data, len(data)))
+
+    def restart_stream(self) -> None:
+        """What was streamed so far does not count: the reply starts over."""
+        if not self._ptr:
+            raise RuntimeError("the LM request was already answered")
+        check(lib.af_lm_request_stream(self._ptr, None, 0))
+
+    @property
     def cancelled(self) -> bool:
         """True once the run no longer wants the answer."""
         return bool(self._ptr) and bool(lib.af_lm_request_cancelled(self._ptr))
@@ -191,9 +210,20 @@ class Provider:
             raise ValueError(f"max_in_flight must be an int in [0, 2**32), got {n!r}")
         check(lib.af_provider_set_max_in_flight(self._ptr, n))
 
+    def set_options(self, options: dict | None = None, **kwargs: Any) -> None:
+        """Changes the options every provider takes: max_in_flight,
+        requests_per_minute, tokens_per_minute, schema_retries (keys not
+        given keep their values)."""
+        if options is not None and kwargs:
+            raise TypeError("pass options as a dict or as keywords, not both")
+        text = json.dumps(options if options is not None else kwargs).encode("utf-8")
+        check(lib.af_provider_set_options(self._ptr, text, len(text)))
+
     def stats(self) -> dict:
         """{"submitted", "started", "finished", "in_flight", "queued",
-        "peak_in_flight", "max_in_flight"}."""
+        "peak_in_flight", "max_in_flight", "prompt_tokens",
+        "completion_tokens", "requests_per_minute", "tokens_per_minute",
+        "rate_waits", "schema_retries"}."""
         b = _lib.Bytes()
         check(lib.af_provider_stats(self._ptr, ctypes.byref(b)))
         return json.loads(_lib.take_bytes(b))

@@ -1,0 +1,69 @@
+/* Helpers of the LM suites: providers, routes, messages, provider stats,
+ * time; with lm_server.h, the local fault-injecting chat-completions server
+ * (tests/lm_server/server.py). Include after check.h. */
+#ifndef AF_TESTS_CAPI_LM_HELPERS_H
+#define AF_TESTS_CAPI_LM_HELPERS_H
+
+#include <time.h>
+
+#include "lm_server.h"
+
+static CHECK_MAYBE_UNUSED af_provider_t* echo_with(const char* options) {
+  af_provider_t* p = NULL;
+  if (!CHECK_OK(af_provider_echo_new(options, options ? strlen(options) : 0, &p))) return NULL;
+  return p;
+}
+
+static CHECK_MAYBE_UNUSED void route(const char* pattern, af_provider_t* p) {
+  CHECK_OK(af_context_route(ctx, pattern, strlen(pattern), p));
+}
+
+/* One-message conversation with a user turn. */
+static CHECK_MAYBE_UNUSED af_value_t* user_msg(const char* content) {
+  char buf[512];
+  snprintf(buf, sizeof buf, "[{\"role\":\"user\",\"content\":\"%s\"}]", content);
+  return mk_json(buf);
+}
+
+static CHECK_MAYBE_UNUSED char* stats_of(const af_provider_t* p) {
+  af_bytes_t b = {NULL, 0};
+  return bytes_to_cstr_at(af_provider_stats(p, &b), &b, "af_provider_stats", __FILE__, __LINE__);
+}
+
+static CHECK_MAYBE_UNUSED long stat_field(const af_provider_t* p, const char* field) {
+  char* s = stats_of(p);
+  char key[64];
+  const char* at;
+  long v = -1;
+  snprintf(key, sizeof key, "\"%s\":", field);
+  at = s ? strstr(s, key) : NULL;
+  if (at) v = strtol(at + strlen(key), NULL, 10);
+  free(s);
+  return v;
+}
+
+static CHECK_MAYBE_UNUSED void sleep_ms(long ms) {
+  struct timespec ts;
+  ts.tv_sec = ms / 1000;
+  ts.tv_nsec = (ms % 1000) * 1000000L;
+  nanosleep(&ts, NULL);
+}
+
+static CHECK_MAYBE_UNUSED double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* One user message to model through the context's routes. */
+static CHECK_MAYBE_UNUSED af_error_t* call_model(const char* model, const char* content,
+                                                 af_value_t** out) {
+  af_value_t* msgs = user_msg(content);
+  af_value_t* m = mk_str(model);
+  af_error_t* e = af_lm_call(ctx, msgs, m, out);
+  af_value_free(msgs);
+  af_value_free(m);
+  return e;
+}
+
+#endif

