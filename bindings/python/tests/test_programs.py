@@ -185,6 +185,18 @@ def test_program_called_inside_a_trace_is_inlined(ctx: libaf.Context) -> None:
     assert outer("a", ctx=ctx).to_py() == "Hello, a-!?"
 
 
+def _waits_in_future(thread_id: int | None) -> bool:
+    """Whether that thread is inside libaf's Future.wait."""
+    import sys
+
+    frame = sys._current_frames().get(thread_id)
+    while frame is not None:
+        if frame.f_code.co_name == "wait" and frame.f_code.co_filename.endswith("program.py"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def test_ctrl_c_while_waiting_cancels_the_run(ctx: libaf.Context) -> None:
     import os
     import signal
@@ -197,9 +209,12 @@ def test_ctrl_c_while_waiting_cancels_the_run(ctx: libaf.Context) -> None:
 
     def interrupt() -> None:
         if gate.started.wait(5):
-            # The request can start before start() has returned to Python;
-            # give the main thread time to reach the wait.
-            time.sleep(0.2)
+            # The request can start before start() has returned to Python:
+            # interrupt only once the main thread waits in Future.wait.
+            main = threading.main_thread().ident
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and not _waits_in_future(main):
+                time.sleep(0.01)
             os.kill(os.getpid(), signal.SIGINT)
         # If the wait could not be interrupted, let the run end so the test
         # fails on saw_cancel instead of hanging.

@@ -56,7 +56,7 @@ extern "C" {
 #endif
 
 /* ======================================================================= */
-/* Versioning                                                               */
+/* Versioning                                                              */
 /* ======================================================================= */
 
 #define AF_VERSION_MAJOR 0
@@ -72,7 +72,7 @@ AF_API const char* af_version(void);
 AF_API uint32_t af_abi_version(void);
 
 /* ======================================================================= */
-/* Errors                                                                   */
+/* Errors                                                                  */
 /* ======================================================================= */
 
 #define AF_ERR_INVALID_ARGUMENT 1 /* bad input, structure, kind, template */
@@ -103,7 +103,7 @@ AF_API af_error_t* af_error_new(int32_t code, const char* msg, size_t len);
 AF_API void af_error_free(af_error_t* e);
 
 /* ======================================================================= */
-/* Bytes                                                                    */
+/* Bytes                                                                   */
 /* ======================================================================= */
 
 /* An owned byte buffer returned by libaf. Text outputs (JSON, IR text, DOT)
@@ -117,13 +117,30 @@ typedef struct af_bytes {
 AF_API void af_bytes_free(af_bytes_t* b);
 
 /* ======================================================================= */
-/* Context                                                                  */
+/* Handles                                                                 */
+/* ======================================================================= */
+
+/* Every handle type, declared once here so that any section can name any
+ * other; each is described in its own section (ownership: see the
+ * conventions at the top). */
+typedef struct af_context af_context_t;           /* Context */
+typedef struct af_value af_value_t;               /* Values */
+typedef struct af_ir af_ir_t;                     /* Tracing; IRs */
+typedef struct af_program af_program_t;           /* Programs and runs */
+typedef struct af_future af_future_t;             /* Programs and runs */
+typedef struct af_cancel af_cancel_t;             /* Programs and runs */
+typedef struct af_walk af_walk_t;                 /* Walking an IR */
+typedef struct af_provider af_provider_t;         /* LM providers */
+typedef struct af_lm_request af_lm_request_t;     /* LM providers (host) */
+typedef struct af_host_request af_host_request_t; /* Context (async host functions) */
+
+/* ======================================================================= */
+/* Context: options, host functions, routes, run-time scopes               */
 /* ======================================================================= */
 
 /* A context owns what a program needs at run time: host functions, LM
  * providers and routes, the scheduler, and the plan cache. Values and IRs are
  * not tied to one context (promises of a lazy context are: see below). */
-typedef struct af_context af_context_t;
 
 /* An eager context with default options: af_context_new_with(NULL, 0, out). */
 AF_API af_error_t* af_context_new(af_context_t** out);
@@ -147,8 +164,125 @@ AF_API af_error_t* af_context_new_with(const char* options_json, size_t len,
  * callback. */
 AF_API void af_context_free(af_context_t* ctx);
 
+/* ctx's counters as JSON (owned):
+ *   {"plan_cache": {"hits", "misses", "disk_hits", "evictions", "entries",
+ *                   "bytes"},
+ *    "lazy": {"recorded", "evaluated", "dropped", "pending"}}
+ * (the lazy counters stay 0 on an eager context; bytes are estimated). */
+AF_API af_error_t* af_context_stats(const af_context_t* ctx, af_bytes_t* out);
+
+/* A host function: receives the positional argument trees (borrowed for the
+ * call; a Zero arrives as null) and returns its result in *out (ownership
+ * passes to libaf) or an error (made with af_error_new; it becomes the cause
+ * of an AF_ERR_CALLBACK error). May be called from any thread. */
+typedef af_error_t* (*af_host_fn)(void* user_data, const af_value_t* const* args, size_t n,
+                                  af_value_t** out);
+/* Registers fn under name on ctx (replacing an earlier function of that
+ * name). result_kinds: the result's structure with kind names as leaves
+ * ("str", "int", "float", "bool", "list<str>", ...), e.g. {"title": "str",
+ * "n": "int"}; it is recorded in IRs, so a saved graph runs wherever the same
+ * name is registered. destroy(user_data) (may be NULL) runs exactly once: when
+ * the function is replaced or ctx is freed, or before this call returns an
+ * error. INVALID_ARGUMENT: empty name, NULL fn, bad result_kinds. */
+AF_API af_error_t* af_register_function(af_context_t* ctx, const char* name, size_t name_len,
+                                        af_host_fn fn, void* user_data, void (*destroy)(void*),
+                                        const af_value_t* result_kinds);
+/* A blocking host function: like af_register_function, but each call runs
+ * on the context's host pool instead of a scheduler thread, so slow tools
+ * (network, disk, subprocesses) never starve the engine. The pool runs at
+ * most "host_threads" calls at once (a context option, default 8; the rest
+ * wait their turn); a call whose run was cancelled before it started is
+ * skipped. Same errors as af_register_function. */
+AF_API af_error_t* af_register_function_blocking(af_context_t* ctx, const char* name,
+                                                 size_t name_len, af_host_fn fn, void* user_data,
+                                                 void (*destroy)(void*),
+                                                 const af_value_t* result_kinds);
+
+/* An async host function starts its work and returns at once; it finishes
+ * the call later, from any thread, through req, and no libaf thread waits
+ * meanwhile. args are borrowed for the duration of fn only (af_value_clone
+ * what the work needs later). fn owns req: it must finish it once with
+ * af_host_request_complete or af_host_request_fail, and release it with
+ * af_host_request_free (in either order). Releasing a request that was never
+ * finished fails the call with CALLBACK, so a lost request never hangs a run.
+ * fn runs on a libaf thread and must not block for long. */
+typedef void (*af_host_async_fn)(void* user_data, const af_value_t* const* args, size_t n,
+                                 af_host_request_t* req);
+/* Registers an async host function (see af_register_function for name,
+ * result_kinds, destroy and errors). Outside a trace on an eager context,
+ * af_host_call waits for the request to finish. */
+AF_API af_error_t* af_register_function_async(af_context_t* ctx, const char* name,
+                                              size_t name_len, af_host_async_fn fn,
+                                              void* user_data, void (*destroy)(void*),
+                                              const af_value_t* result_kinds);
+/* 1 if the run no longer wants the result (cancelled, timed out, failed
+ * elsewhere): the host may stop working, but must still finish and free req.
+ * Finishing such a request is accepted and ignored. 0 otherwise or for NULL. */
+AF_API int af_host_request_cancelled(const af_host_request_t* req);
+/* Finishes the call with result (borrowed: the caller keeps its reference).
+ * INVALID_ARGUMENT, naming the function: result does not have the declared
+ * structure and kinds (the call then fails with the same error), result is
+ * NULL, or req was already finished (the second finish changes nothing). */
+AF_API af_error_t* af_host_request_complete(af_host_request_t* req, const af_value_t* result);
+/* Fails the call with err (owned, consumed): it becomes the cause of an
+ * AF_ERR_CALLBACK error naming the function; NULL err fails with CALLBACK.
+ * INVALID_ARGUMENT if req was already finished. */
+AF_API af_error_t* af_host_request_fail(af_host_request_t* req, af_error_t* err);
+/* Releases req (NULL is a no-op). If it was never finished, the call fails
+ * with CALLBACK. */
+AF_API void af_host_request_free(af_host_request_t* req);
+
+/* Routes models matching model_pattern to provider (the context takes a
+ * reference). '*' matches any run of characters, '?' one: "*", "gpt-*".
+ * An exact name beats any pattern; among patterns the one with more literal
+ * characters wins; on a tie the later route. Re-routing a pattern replaces
+ * it. A model without a route fails with NOT_FOUND naming the model. */
+AF_API af_error_t* af_context_route(af_context_t* ctx, const char* model_pattern, size_t len,
+                                    af_provider_t* provider);
+/* Routes model_pattern to n >= 1 providers in order (the context takes a
+ * reference to each): a request that fails with PROVIDER or TIMEOUT after
+ * a provider's own retries is sent to the next one (each attempt appears
+ * in the run's profile on its provider's track). The error after the last
+ * names the model and has the earlier providers' errors as causes.
+ * INVALID_ARGUMENT for n == 0 or a NULL provider. */
+AF_API af_error_t* af_context_route_fallback(af_context_t* ctx, const char* model_pattern,
+                                             size_t len, af_provider_t* const* providers,
+                                             size_t n);
+
+/* Run-time scopes (docs/SEMANTICS.md §4). A scope belongs to the calling
+ * thread: it applies to every run that thread starts from ctx while the
+ * scope is open (captured when the run starts, sub-runs of its control flow
+ * included), never to runs started by other threads. Pushes and pops pair
+ * up per thread (a pop without a push on this thread is INVALID_ARGUMENT).
+ *  - collect: every checkpoint of `collection` that runs appends its value
+ *    under its key; af_collect_pop returns {key: [values in program order]}
+ *    of the innermost collect scope (owned; keys by first hit).
+ *  - inject: values is {key: [values...]}: a checkpoint of `collection`
+ *    whose key has a queued value yields it instead of its input, one per
+ *    hit, in program order; an empty queue lets the checkpoint run normally.
+ *    To keep that order, the parts of a run that hit a queued key run one
+ *    after another (other work still overlaps). Inside a trace the
+ *    injected value becomes a literal. INVALID_ARGUMENT if values is not a
+ *    dict of lists, or (when used) an injected value's structure or kinds
+ *    differ from the checkpoint's.
+ *  - memoize: identical calls (same primitive, params and input values) run
+ *    once; checkpoints bypass it.
+ * Program order (docs/SEMANTICS.md §4), however the executor schedules the
+ * work: runs in the order they started; within a run, the order of the
+ * equations of the program that runs (a pushforward has each primal
+ * checkpoint right before its tangent, a pullback the primal checkpoints
+ * before the cotangent ones, in backward order), and inside control flow
+ * batch items in item order and loop passes in iteration order. */
+AF_API af_error_t* af_collect_push(af_context_t* ctx, const char* collection, size_t len);
+AF_API af_error_t* af_collect_pop(af_context_t* ctx, af_value_t** collected);
+AF_API af_error_t* af_inject_push(af_context_t* ctx, const char* collection, size_t len,
+                                  const af_value_t* values);
+AF_API af_error_t* af_inject_pop(af_context_t* ctx);
+AF_API af_error_t* af_memoize_push(af_context_t* ctx);
+AF_API af_error_t* af_memoize_pop(af_context_t* ctx);
+
 /* ======================================================================= */
-/* Values                                                                   */
+/* Values                                                                  */
 /* ======================================================================= */
 
 /* An immutable, reference-counted tree: null, bool, int (int64), float
@@ -158,7 +292,6 @@ AF_API void af_context_free(af_context_t* ctx);
  * when the program runs. Lists and dicts nest at most 512 levels deep (a
  * leaf is 0, a list of leaves 1): building or parsing anything deeper is
  * INVALID_ARGUMENT, so every walk over a value stays within the stack. */
-typedef struct af_value af_value_t;
 
 #define AF_KIND_NULL 0
 #define AF_KIND_BOOL 1
@@ -224,7 +357,7 @@ AF_API af_value_t* af_value_clone(const af_value_t* v);
 AF_API void af_value_free(af_value_t* v);
 
 /* ======================================================================= */
-/* Lazy evaluation and the plan cache                                       */
+/* Lazy evaluation and the plan cache                                      */
 /* ======================================================================= */
 
 /* On a lazy context (af_context_new_with {"lazy": true}) every operation made
@@ -285,21 +418,14 @@ AF_API af_error_t* af_eval(af_context_t* ctx, af_value_t* const* values, size_t 
  * been evaluated (with a result or an error); else 0 (also for NULL and for
  * traced placeholders). */
 AF_API int32_t af_value_ready(const af_value_t* v);
-/* ctx's counters as JSON (owned):
- *   {"plan_cache": {"hits", "misses", "disk_hits", "evictions", "entries",
- *                   "bytes"},
- *    "lazy": {"recorded", "evaluated", "dropped", "pending"}}
- * (the lazy counters stay 0 on an eager context; bytes are estimated). */
-AF_API af_error_t* af_context_stats(const af_context_t* ctx, af_bytes_t* out);
 
 /* ======================================================================= */
-/* Tracing                                                                  */
+/* Tracing                                                                 */
 /* ======================================================================= */
 
 /* An IR: a traced program of primitives, immutable once built. Inputs are a
  * list of positional trees; the output is one tree (a function with several
  * outputs returns a list). */
-typedef struct af_ir af_ir_t;
 
 /* The function being traced. inputs are placeholders shaped like the
  * examples (static leaves are the example values themselves). Return the
@@ -396,7 +522,7 @@ AF_API af_error_t* af_fold_push(af_context_t* ctx);
 AF_API af_error_t* af_fold_pop(af_context_t* ctx);
 
 /* ======================================================================= */
-/* Operations (recorded inside a trace, evaluated outside)                   */
+/* Operations (recorded inside a trace, evaluated outside)                 */
 /* ======================================================================= */
 
 /* Python-style template: "{}" automatic, "{0}" positional, "{name}" named,
@@ -428,8 +554,96 @@ AF_API af_error_t* af_checkpoint(af_context_t* ctx, const af_value_t* v, const c
                                  size_t key_len, const char* collection, size_t collection_len,
                                  af_value_t** out);
 
+/* switch: runs the branch named by key (a str) on the operands (positional
+ * trees). branches[i] is named names[i] (name_lens[i] bytes); every branch
+ * takes the operands' structure and kinds, and all return one structure
+ * (output kinds must agree). Recorded inside a trace, evaluated outside.
+ * INVALID_ARGUMENT: no branches, duplicate names, a branch that does not take
+ * the operands, branches returning different structures or kinds, a key
+ * that is not a str, branches nesting sub-IRs 64 deep already (sub-IRs nest
+ * at most 64 levels, the limit of saved graphs). NOT_FOUND (when it runs): a key no branch has — the
+ * message lists the branch names. */
+AF_API af_error_t* af_switch(af_context_t* ctx, const af_value_t* key, const char* const* names,
+                             const size_t* name_lens, const af_ir_t* const* branches,
+                             size_t n_branches, const af_value_t* const* operands,
+                             size_t n_operands, af_value_t** out);
+/* while_loop: state = init; while cond(state) is true and fewer than
+ * max_iters iterations ran, state = body(state); returns state (max_iters 0
+ * returns init). cond and body take one positional input, the state; cond
+ * returns a bool, body returns the state's structure and kinds.
+ * INVALID_ARGUMENT: cond / body do not take init, cond does not return one
+ * bool, body changes the state structure or a leaf's kind, cond or body
+ * nesting sub-IRs 64 deep already (as af_switch). */
+AF_API af_error_t* af_while_loop(af_context_t* ctx, const af_ir_t* cond, const af_ir_t* body,
+                                 const af_value_t* init, uint64_t max_iters, af_value_t** out);
+
+/* Calls host function name on args (positional trees): recorded inside a
+ * trace (as host_call), called at once outside. NOT_FOUND: name is not
+ * registered on ctx (listing the registered names). CALLBACK: the function
+ * returned an error (its error is the cause). INVALID_ARGUMENT: its result
+ * does not have the declared structure and kinds. Under pushforward /
+ * pullback a host function is not differentiable (wrap it in
+ * af_stop_gradient): transforming a program where a tangent or cotangent
+ * reaches it is INVALID_ARGUMENT. */
+AF_API af_error_t* af_host_call(af_context_t* ctx, const char* name, size_t name_len,
+                                const af_value_t* const* args, size_t n, af_value_t** out);
+
+/* LM calls. messages: a list of {"role": str, "content": str} (roles must be
+ * concrete; contents may be traced values); model: a str (may be traced).
+ * Inside a trace these record an equation; outside they make one blocking
+ * request through the provider routed for the model. Errors:
+ * INVALID_ARGUMENT (malformed messages or schema), NOT_FOUND (no route for
+ * the model, naming it), PROVIDER, TIMEOUT, SCHEMA.
+ * af_lm_call: the reply text (a str). */
+AF_API af_error_t* af_lm_call(af_context_t* ctx, const af_value_t* messages,
+                              const af_value_t* model, af_value_t** out);
+
+/* Sampling params of one call: params is NULL or a dict with any of
+ *   "temperature" (number, 0..2), "top_p" (number, > 0 and <= 1),
+ *   "max_tokens" (int >= 1), "seed" (int), "stop" (1 to 16 non-empty str).
+ * They are part of the recorded equation (saved in .afg, printed, hashed;
+ * static: no traced values) and travel with each request, overriding a
+ * provider's defaults of the same name (the openai provider's "extra");
+ * host providers see them as the request's "params". INVALID_ARGUMENT for
+ * an unknown key, a wrong kind or a value out of range. */
+AF_API af_error_t* af_lm_call_ex(af_context_t* ctx, const af_value_t* messages,
+                                 const af_value_t* model, const af_value_t* params,
+                                 af_value_t** out);
+
+/* af_lm_schema_call: structured output. schema is a tree (lists and dicts)
+ * whose leaves are node descriptions, dicts with a "type":
+ *   {"type":"str",   "min":0, "max":80, "pattern":"^[a-z]+$"}  length in code points
+ *   {"type":"int",   "min":1, "max":10}
+ *   {"type":"float", "min":0.0, "max":1.0}
+ *   {"type":"bool"}
+ *   {"type":"enum",  "values":["yes","no"]}     values of one kind (str, int, bool)
+ *   {"type":"dict",  "fields":{...}}  {"type":"list", "items":[...]}  (a subtree)
+ * Every key but "type" is optional; any node or subtree may carry
+ * "doc":"..." (its description). A dict without "type" is a container.
+ * Example: {"answer": {"type":"str","max":200,"doc":"one sentence"},
+ *           "score": {"type":"int","min":1,"max":10}}.
+ * Bounds are checked when the schema is given (INVALID_ARGUMENT naming the
+ * path, e.g. "$.answer"): str min/max in [0, 64 Mi] with min <= max, int and
+ * float min <= max, enum values non-empty, distinct and of one kind, and a
+ * pattern of at most 1024 bytes that compiles. A pattern is RE2 syntax
+ * (ECMAScript-like, without lookaround or backreferences), searched
+ * unanchored in linear time; a reply string over 1 MiB cannot match one.
+ * The provider receives the equivalent JSON Schema (containers as objects
+ * with every property required and no others; a list's properties are
+ * "0","1",...; a single-node schema travels as {"value": ...}). The reply is
+ * parsed and validated: SCHEMA error naming the JSON path ("$.score"), what
+ * was expected and what was found. The result has the schema's structure
+ * with one leaf per node (str, int, float, bool; an enum's kind). */
+AF_API af_error_t* af_lm_schema_call(af_context_t* ctx, const af_value_t* messages,
+                                     const af_value_t* model, const af_value_t* schema,
+                                     af_value_t** out);
+/* af_lm_schema_call with sampling params (as af_lm_call_ex). */
+AF_API af_error_t* af_lm_schema_call_ex(af_context_t* ctx, const af_value_t* messages,
+                                        const af_value_t* model, const af_value_t* schema,
+                                        const af_value_t* params, af_value_t** out);
+
 /* ======================================================================= */
-/* Calling and inspecting IRs                                               */
+/* IRs: calling, inspecting, transforming                                  */
 /* ======================================================================= */
 
 /* Runs ir on inputs (n must equal the number of positional inputs; each must
@@ -529,39 +743,6 @@ AF_API af_error_t* af_ir_slice(const af_ir_t* ir, const char* const* outputs, co
  * of alternatives (switch branches) the costliest counts. */
 AF_API af_error_t* af_ir_cost_json(const af_ir_t* ir, int64_t batch, af_bytes_t* out);
 
-/* ======================================================================= */
-/* Walking an IR one equation at a time                                     */
-/* ======================================================================= */
-
-/* A stepper over an IR: the caller asks for the next equation and its input
- * values, then either lets libaf evaluate it (af_walk_eval) or supplies the
- * outputs itself (af_walk_send); when no equation is left, af_walk_outputs
- * gives the program's outputs. For debuggers and hosts that run some
- * equations themselves. */
-typedef struct af_walk af_walk_t;
-
-#define AF_WALK_DONE SIZE_MAX
-
-/* Starts a walk; inputs are checked as in af_ir_call. */
-AF_API af_error_t* af_walk_new(af_context_t* ctx, const af_ir_t* ir,
-                               const af_value_t* const* inputs, size_t n, af_walk_t** out);
-/* The next equation: *eqn_index (AF_WALK_DONE when finished) and *inputs,
- * the equation's input tree with values (NULL when finished). Calling it again
- * before eval/send returns the same equation. */
-AF_API af_error_t* af_walk_next(af_walk_t* w, size_t* eqn_index, af_value_t** inputs);
-/* Evaluates the current equation with libaf's implementation. */
-AF_API af_error_t* af_walk_eval(af_walk_t* w);
-/* Supplies the current equation's outputs (its output tree with concrete
- * leaves of the declared kinds; INVALID_ARGUMENT otherwise). */
-AF_API af_error_t* af_walk_send(af_walk_t* w, const af_value_t* outputs);
-/* The program's output tree; INVALID_ARGUMENT if equations remain. */
-AF_API af_error_t* af_walk_outputs(af_walk_t* w, af_value_t** out);
-AF_API void af_walk_free(af_walk_t* w);
-
-/* ======================================================================= */
-/* Transforms, control flow and host functions                              */
-/* ======================================================================= */
-
 /* Transforms are IR -> IR rewrites (docs/SEMANTICS.md §4). Each returns a new,
  * owned IR (free with af_ir_free) made of registered primitives: it prints,
  * transforms again (every transform accepts every other's output) and runs
@@ -632,136 +813,8 @@ AF_API af_error_t* af_ir_eqn_sched(const af_ir_t* ir, size_t i, uint32_t* level,
  * recursively into sub-IRs. INVALID_ARGUMENT describing the first problem. */
 AF_API af_error_t* af_ir_validate(const af_ir_t* ir);
 
-/* switch: runs the branch named by key (a str) on the operands (positional
- * trees). branches[i] is named names[i] (name_lens[i] bytes); every branch
- * takes the operands' structure and kinds, and all return one structure
- * (output kinds must agree). Recorded inside a trace, evaluated outside.
- * INVALID_ARGUMENT: no branches, duplicate names, a branch that does not take
- * the operands, branches returning different structures or kinds, a key
- * that is not a str, branches nesting sub-IRs 64 deep already (sub-IRs nest
- * at most 64 levels, the limit of saved graphs). NOT_FOUND (when it runs): a key no branch has — the
- * message lists the branch names. */
-AF_API af_error_t* af_switch(af_context_t* ctx, const af_value_t* key, const char* const* names,
-                             const size_t* name_lens, const af_ir_t* const* branches,
-                             size_t n_branches, const af_value_t* const* operands,
-                             size_t n_operands, af_value_t** out);
-/* while_loop: state = init; while cond(state) is true and fewer than
- * max_iters iterations ran, state = body(state); returns state (max_iters 0
- * returns init). cond and body take one positional input, the state; cond
- * returns a bool, body returns the state's structure and kinds.
- * INVALID_ARGUMENT: cond / body do not take init, cond does not return one
- * bool, body changes the state structure or a leaf's kind, cond or body
- * nesting sub-IRs 64 deep already (as af_switch). */
-AF_API af_error_t* af_while_loop(af_context_t* ctx, const af_ir_t* cond, const af_ir_t* body,
-                                 const af_value_t* init, uint64_t max_iters, af_value_t** out);
-
-/* A host function: receives the positional argument trees (borrowed for the
- * call; a Zero arrives as null) and returns its result in *out (ownership
- * passes to libaf) or an error (made with af_error_new; it becomes the cause
- * of an AF_ERR_CALLBACK error). May be called from any thread. */
-typedef af_error_t* (*af_host_fn)(void* user_data, const af_value_t* const* args, size_t n,
-                                  af_value_t** out);
-/* Registers fn under name on ctx (replacing an earlier function of that
- * name). result_kinds: the result's structure with kind names as leaves
- * ("str", "int", "float", "bool", "list<str>", ...), e.g. {"title": "str",
- * "n": "int"}; it is recorded in IRs, so a saved graph runs wherever the same
- * name is registered. destroy(user_data) (may be NULL) runs exactly once: when
- * the function is replaced or ctx is freed, or before this call returns an
- * error. INVALID_ARGUMENT: empty name, NULL fn, bad result_kinds. */
-AF_API af_error_t* af_register_function(af_context_t* ctx, const char* name, size_t name_len,
-                                        af_host_fn fn, void* user_data, void (*destroy)(void*),
-                                        const af_value_t* result_kinds);
-/* A blocking host function: like af_register_function, but each call runs
- * on the context's host pool instead of a scheduler thread, so slow tools
- * (network, disk, subprocesses) never starve the engine. The pool runs at
- * most "host_threads" calls at once (a context option, default 8; the rest
- * wait their turn); a call whose run was cancelled before it started is
- * skipped. Same errors as af_register_function. */
-AF_API af_error_t* af_register_function_blocking(af_context_t* ctx, const char* name,
-                                                 size_t name_len, af_host_fn fn, void* user_data,
-                                                 void (*destroy)(void*),
-                                                 const af_value_t* result_kinds);
-
-/* An async host function starts its work and returns at once; it finishes
- * the call later, from any thread, through req, and no libaf thread waits
- * meanwhile. args are borrowed for the duration of fn only (af_value_clone
- * what the work needs later). fn owns req: it must finish it once with
- * af_host_request_complete or af_host_request_fail, and release it with
- * af_host_request_free (in either order). Releasing a request that was never
- * finished fails the call with CALLBACK, so a lost request never hangs a run.
- * fn runs on a libaf thread and must not block for long. */
-typedef struct af_host_request af_host_request_t;
-typedef void (*af_host_async_fn)(void* user_data, const af_value_t* const* args, size_t n,
-                                 af_host_request_t* req);
-/* Registers an async host function (see af_register_function for name,
- * result_kinds, destroy and errors). Outside a trace on an eager context,
- * af_host_call waits for the request to finish. */
-AF_API af_error_t* af_register_function_async(af_context_t* ctx, const char* name,
-                                              size_t name_len, af_host_async_fn fn,
-                                              void* user_data, void (*destroy)(void*),
-                                              const af_value_t* result_kinds);
-/* 1 if the run no longer wants the result (cancelled, timed out, failed
- * elsewhere): the host may stop working, but must still finish and free req.
- * Finishing such a request is accepted and ignored. 0 otherwise or for NULL. */
-AF_API int af_host_request_cancelled(const af_host_request_t* req);
-/* Finishes the call with result (borrowed: the caller keeps its reference).
- * INVALID_ARGUMENT, naming the function: result does not have the declared
- * structure and kinds (the call then fails with the same error), result is
- * NULL, or req was already finished (the second finish changes nothing). */
-AF_API af_error_t* af_host_request_complete(af_host_request_t* req, const af_value_t* result);
-/* Fails the call with err (owned, consumed): it becomes the cause of an
- * AF_ERR_CALLBACK error naming the function; NULL err fails with CALLBACK.
- * INVALID_ARGUMENT if req was already finished. */
-AF_API af_error_t* af_host_request_fail(af_host_request_t* req, af_error_t* err);
-/* Releases req (NULL is a no-op). If it was never finished, the call fails
- * with CALLBACK. */
-AF_API void af_host_request_free(af_host_request_t* req);
-
-/* Calls host function name on args (positional trees): recorded inside a
- * trace (as host_call), called at once outside. NOT_FOUND: name is not
- * registered on ctx (listing the registered names). CALLBACK: the function
- * returned an error (its error is the cause). INVALID_ARGUMENT: its result
- * does not have the declared structure and kinds. Under pushforward /
- * pullback a host function is not differentiable (wrap it in
- * af_stop_gradient): transforming a program where a tangent or cotangent
- * reaches it is INVALID_ARGUMENT. */
-AF_API af_error_t* af_host_call(af_context_t* ctx, const char* name, size_t name_len,
-                                const af_value_t* const* args, size_t n, af_value_t** out);
-
-/* Run-time scopes (docs/SEMANTICS.md §4). A scope belongs to the calling
- * thread: it applies to every run that thread starts from ctx while the
- * scope is open (captured when the run starts, sub-runs of its control flow
- * included), never to runs started by other threads. Pushes and pops pair
- * up per thread (a pop without a push on this thread is INVALID_ARGUMENT).
- *  - collect: every checkpoint of `collection` that runs appends its value
- *    under its key; af_collect_pop returns {key: [values in program order]}
- *    of the innermost collect scope (owned; keys by first hit).
- *  - inject: values is {key: [values...]}: a checkpoint of `collection`
- *    whose key has a queued value yields it instead of its input, one per
- *    hit, in program order; an empty queue lets the checkpoint run normally.
- *    To keep that order, the parts of a run that hit a queued key run one
- *    after another (other work still overlaps). Inside a trace the
- *    injected value becomes a literal. INVALID_ARGUMENT if values is not a
- *    dict of lists, or (when used) an injected value's structure or kinds
- *    differ from the checkpoint's.
- *  - memoize: identical calls (same primitive, params and input values) run
- *    once; checkpoints bypass it.
- * Program order (docs/SEMANTICS.md §4), however the executor schedules the
- * work: runs in the order they started; within a run, the order of the
- * equations of the program that runs (a pushforward has each primal
- * checkpoint right before its tangent, a pullback the primal checkpoints
- * before the cotangent ones, in backward order), and inside control flow
- * batch items in item order and loop passes in iteration order. */
-AF_API af_error_t* af_collect_push(af_context_t* ctx, const char* collection, size_t len);
-AF_API af_error_t* af_collect_pop(af_context_t* ctx, af_value_t** collected);
-AF_API af_error_t* af_inject_push(af_context_t* ctx, const char* collection, size_t len,
-                                  const af_value_t* values);
-AF_API af_error_t* af_inject_pop(af_context_t* ctx);
-AF_API af_error_t* af_memoize_push(af_context_t* ctx);
-AF_API af_error_t* af_memoize_pop(af_context_t* ctx);
-
 /* ======================================================================= */
-/* Programs, execution and LM providers                                     */
+/* Programs and runs                                                       */
 /* ======================================================================= */
 
 /* Compiling and running programs.
@@ -774,7 +827,6 @@ AF_API af_error_t* af_memoize_pop(af_context_t* ctx);
  * inputs exist, anywhere in the graph, and issues independent LM calls
  * concurrently under each provider's limit. All runs of one context share one
  * scheduler (at most 4 threads; requests in flight hold no thread). */
-typedef struct af_program af_program_t;
 
 /* Compiles ir. Owned result: free with af_program_free. INVALID_ARGUMENT if
  * the IR does not validate. */
@@ -785,7 +837,6 @@ AF_API void af_program_free(af_program_t* p);
 
 /* A cancel token: one af_cancel_trigger cancels every run given it in its
  * options (running now or started later). Thread-safe. */
-typedef struct af_cancel af_cancel_t;
 AF_API af_error_t* af_cancel_new(af_cancel_t** out);
 /* Cancels the token's runs; later runs with it end at once. Idempotent. */
 AF_API void af_cancel_trigger(af_cancel_t* c);
@@ -888,7 +939,6 @@ AF_API af_error_t* af_program_call_with(af_context_t* ctx, const af_program_t* p
 
 /* A run in flight. Owned by the caller: free with af_future_free (freeing
  * does not cancel the run; it completes unobserved). */
-typedef struct af_future af_future_t;
 
 /* Starts p on the context's scheduler and returns at once. Input errors are
  * returned here; run errors by af_future_wait. */
@@ -939,59 +989,37 @@ AF_API af_error_t* af_future_profile(const af_future_t* f, af_bytes_t* out);
 AF_API af_error_t* af_future_summary_json(const af_future_t* f, af_bytes_t* out);
 AF_API void af_future_free(af_future_t* f);
 
-/* LM calls. messages: a list of {"role": str, "content": str} (roles must be
- * concrete; contents may be traced values); model: a str (may be traced).
- * Inside a trace these record an equation; outside they make one blocking
- * request through the provider routed for the model. Errors:
- * INVALID_ARGUMENT (malformed messages or schema), NOT_FOUND (no route for
- * the model, naming it), PROVIDER, TIMEOUT, SCHEMA.
- * af_lm_call: the reply text (a str). */
-AF_API af_error_t* af_lm_call(af_context_t* ctx, const af_value_t* messages,
-                              const af_value_t* model, af_value_t** out);
+/* ======================================================================= */
+/* Walking an IR one equation at a time                                    */
+/* ======================================================================= */
 
-/* Sampling params of one call: params is NULL or a dict with any of
- *   "temperature" (number, 0..2), "top_p" (number, > 0 and <= 1),
- *   "max_tokens" (int >= 1), "seed" (int), "stop" (1 to 16 non-empty str).
- * They are part of the recorded equation (saved in .afg, printed, hashed;
- * static: no traced values) and travel with each request, overriding a
- * provider's defaults of the same name (the openai provider's "extra");
- * host providers see them as the request's "params". INVALID_ARGUMENT for
- * an unknown key, a wrong kind or a value out of range. */
-AF_API af_error_t* af_lm_call_ex(af_context_t* ctx, const af_value_t* messages,
-                                 const af_value_t* model, const af_value_t* params,
-                                 af_value_t** out);
+/* A stepper over an IR: the caller asks for the next equation and its input
+ * values, then either lets libaf evaluate it (af_walk_eval) or supplies the
+ * outputs itself (af_walk_send); when no equation is left, af_walk_outputs
+ * gives the program's outputs. For debuggers and hosts that run some
+ * equations themselves. */
 
-/* af_lm_schema_call: structured output. schema is a tree (lists and dicts)
- * whose leaves are node descriptions, dicts with a "type":
- *   {"type":"str",   "min":0, "max":80, "pattern":"^[a-z]+$"}  length in code points
- *   {"type":"int",   "min":1, "max":10}
- *   {"type":"float", "min":0.0, "max":1.0}
- *   {"type":"bool"}
- *   {"type":"enum",  "values":["yes","no"]}     values of one kind (str, int, bool)
- *   {"type":"dict",  "fields":{...}}  {"type":"list", "items":[...]}  (a subtree)
- * Every key but "type" is optional; any node or subtree may carry
- * "doc":"..." (its description). A dict without "type" is a container.
- * Example: {"answer": {"type":"str","max":200,"doc":"one sentence"},
- *           "score": {"type":"int","min":1,"max":10}}.
- * Bounds are checked when the schema is given (INVALID_ARGUMENT naming the
- * path, e.g. "$.answer"): str min/max in [0, 64 Mi] with min <= max, int and
- * float min <= max, enum values non-empty, distinct and of one kind, and a
- * pattern of at most 1024 bytes that compiles. A pattern is RE2 syntax
- * (ECMAScript-like, without lookaround or backreferences), searched
- * unanchored in linear time; a reply string over 1 MiB cannot match one.
- * The provider receives the equivalent JSON Schema (containers as objects
- * with every property required and no others; a list's properties are
- * "0","1",...; a single-node schema travels as {"value": ...}). The reply is
- * parsed and validated: SCHEMA error naming the JSON path ("$.score"), what
- * was expected and what was found. The result has the schema's structure
- * with one leaf per node (str, int, float, bool; an enum's kind). */
-AF_API af_error_t* af_lm_schema_call(af_context_t* ctx, const af_value_t* messages,
-                                     const af_value_t* model, const af_value_t* schema,
-                                     af_value_t** out);
-/* af_lm_schema_call with sampling params (as af_lm_call_ex). */
-AF_API af_error_t* af_lm_schema_call_ex(af_context_t* ctx, const af_value_t* messages,
-                                        const af_value_t* model, const af_value_t* schema,
-                                        const af_value_t* params, af_value_t** out);
+#define AF_WALK_DONE SIZE_MAX
+
+/* Starts a walk; inputs are checked as in af_ir_call. */
+AF_API af_error_t* af_walk_new(af_context_t* ctx, const af_ir_t* ir,
+                               const af_value_t* const* inputs, size_t n, af_walk_t** out);
+/* The next equation: *eqn_index (AF_WALK_DONE when finished) and *inputs,
+ * the equation's input tree with values (NULL when finished). Calling it again
+ * before eval/send returns the same equation. */
+AF_API af_error_t* af_walk_next(af_walk_t* w, size_t* eqn_index, af_value_t** inputs);
+/* Evaluates the current equation with libaf's implementation. */
+AF_API af_error_t* af_walk_eval(af_walk_t* w);
+/* Supplies the current equation's outputs (its output tree with concrete
+ * leaves of the declared kinds; INVALID_ARGUMENT otherwise). */
+AF_API af_error_t* af_walk_send(af_walk_t* w, const af_value_t* outputs);
+/* The program's output tree; INVALID_ARGUMENT if equations remain. */
+AF_API af_error_t* af_walk_outputs(af_walk_t* w, af_value_t** out);
+AF_API void af_walk_free(af_walk_t* w);
+
+/* ======================================================================= */
+/* LM providers                                                            */
+/* ======================================================================= */
 
 /* Providers: where LM requests go. A provider is reference counted and may
  * be routed in several contexts; its limits are shared by all of them.
@@ -1012,7 +1040,6 @@ AF_API af_error_t* af_lm_schema_call_ex(af_context_t* ctx, const af_value_t* mes
  * Rates are spread evenly (a bucket holds one second's worth, at least one
  * request), and requests wait for them, highest priority first; they never
  * fail because of a limit. */
-typedef struct af_provider af_provider_t;
 
 /* echo: deterministic and offline. lm_call answers "<model>|<content of the
  * last message>"; lm_schema_call the smallest valid instance of the schema.
@@ -1063,7 +1090,6 @@ AF_API af_error_t* af_provider_replay_new(const char* options_json, size_t len,
  * must finish it exactly once — af_lm_request_complete or af_lm_request_fail
  * — from any thread, now or later. fn runs on a libaf thread and must not
  * block for long. destroy(user_data) runs once when the provider is freed. */
-typedef struct af_lm_request af_lm_request_t;
 typedef void (*af_provider_submit_fn)(void* user_data, af_lm_request_t* req);
 AF_API af_error_t* af_provider_host_new(af_provider_submit_fn fn, void* user_data,
                                         void (*destroy)(void*), af_provider_t** out);
@@ -1092,22 +1118,6 @@ AF_API af_error_t* af_lm_request_complete(af_lm_request_t* req, const char* cont
  * req. NULL err fails with PROVIDER. */
 AF_API af_error_t* af_lm_request_fail(af_lm_request_t* req, af_error_t* err);
 
-/* Routes models matching model_pattern to provider (the context takes a
- * reference). '*' matches any run of characters, '?' one: "*", "gpt-*".
- * An exact name beats any pattern; among patterns the one with more literal
- * characters wins; on a tie the later route. Re-routing a pattern replaces
- * it. A model without a route fails with NOT_FOUND naming the model. */
-AF_API af_error_t* af_context_route(af_context_t* ctx, const char* model_pattern, size_t len,
-                                    af_provider_t* provider);
-/* Routes model_pattern to n >= 1 providers in order (the context takes a
- * reference to each): a request that fails with PROVIDER or TIMEOUT after
- * a provider's own retries is sent to the next one (each attempt appears
- * in the run's profile on its provider's track). The error after the last
- * names the model and has the earlier providers' errors as causes.
- * INVALID_ARGUMENT for n == 0 or a NULL provider. */
-AF_API af_error_t* af_context_route_fallback(af_context_t* ctx, const char* model_pattern,
-                                             size_t len, af_provider_t* const* providers,
-                                             size_t n);
 /* Changes a provider's limit (0 = unlimited); waiting requests start at
  * once if the new limit allows. */
 AF_API af_error_t* af_provider_set_max_in_flight(af_provider_t* p, uint32_t max_in_flight);
@@ -1138,7 +1148,7 @@ AF_API af_provider_t* af_provider_clone(const af_provider_t* p);
 AF_API void af_provider_free(af_provider_t* p);
 
 /* ======================================================================= */
-/* Saved graphs                                                             */
+/* Saved graphs                                                            */
 /* ======================================================================= */
 
 /* A saved graph (.afg) holds an IR (and, for a program, its plan): a fixed
