@@ -223,6 +223,8 @@ static void echo_streams_each_item_in_pieces(void) {
   CHECK(collected_settled(&c)); /* destroyed once the run is gone */
   CHECK_INT_EQ(c.destroyed, 1);
 done:
+  /* The run's destroy may come just after it returned: c must outlive it. */
+  CHECK(collected_settled(&c));
   af_value_free(plain);
   af_value_free(streamed);
   af_value_free(axes);
@@ -267,6 +269,8 @@ static void stream_tag_chooses_the_equations(void) {
             "stream is NULL");
   CHECK(out == NULL);
 done:
+  /* The run's destroy may come just after it returned: c must outlive it. */
+  CHECK(collected_settled(&c));
   af_value_free(out);
   af_ir_free(ir);
   af_provider_free(echo);
@@ -318,6 +322,8 @@ static void calls_inside_a_map_report_the_item(void) {
   }
   CHECK(found);
 done:
+  /* The run's destroy may come just after it returned: c must outlive it. */
+  CHECK(collected_settled(&c));
   af_value_free(replies);
   af_value_free(out);
   af_ir_free(ir);
@@ -379,6 +385,8 @@ static void host_provider_streams_its_pieces(void) {
   if (CHECK_OK(run_ir(ir, "[\"q\", \"m\"]", NULL, &out))) CHECK_JSON(out, "\"Goodbye\"");
   CHECK_INT_EQ(c.pieces, 0);
 done:
+  /* The run's destroy may come just after it returned: c must outlive it. */
+  CHECK(collected_settled(&c));
   af_value_free(out);
   af_ir_free(ir);
   af_provider_free(host);
@@ -412,6 +420,8 @@ static void host_stream_refuses_invalid_utf8(void) {
   CHECK_INT_EQ(refused, 1);
   CHECK_STR_EQ(c.text[0][0], "ok");
 done:
+  /* The run's destroy may come just after it returned: c must outlive it. */
+  CHECK(collected_settled(&c));
   af_value_free(out);
   af_ir_free(ir);
   af_provider_free(host);
@@ -441,6 +451,8 @@ static void openai_streams_server_sent_events(void) {
   CHECK_INT_EQ(stat_field(p, "prompt_tokens"), 4);
   CHECK_INT_EQ(stat_field(p, "completion_tokens"), 28);
 done:
+  /* The run's destroy may come just after it returned: c must outlive it. */
+  CHECK(collected_settled(&c));
   af_value_free(out);
   af_value_free(plain);
   af_ir_free(ir);
@@ -478,6 +490,8 @@ static void cut_streams_are_retried_then_fail(void) {
   CHECK_INT_EQ(server_attempts(&s, "stream-cutx9", "x"), 3);
   CHECK_INT_EQ(c.resets, 2); /* before each retry */
 done:
+  /* The run's destroy may come just after it returned: c must outlive it. */
+  CHECK(collected_settled(&c));
   af_value_free(out);
   af_ir_free(ir);
   af_provider_free(p);
@@ -530,6 +544,8 @@ static void bad_streams_fail_clearly(void) {
                  server_attempts(&s, cases[i].model, "x"), cases[i].attempts);
   }
 done:
+  /* The run's destroy may come just after it returned: c must outlive it. */
+  CHECK(collected_settled(&c));
   af_ir_free(ir);
   af_provider_free(p);
   server_stop(&s);
@@ -569,6 +585,8 @@ static void the_callback_may_cancel_the_run(void) {
   } while (aborted < 1 && now_ms() - t0 < 3000);
   CHECK_INT_EQ(aborted, 1);
 done:
+  /* The run's destroy may come just after it returned: c must outlive it. */
+  CHECK(collected_settled(&c));
   af_cancel_free(cancel);
   af_ir_free(ir);
   af_provider_free(p);
