@@ -266,7 +266,9 @@ AF_API af_error_t* af_context_route_fallback(af_context_t* ctx, const char* mode
  *    dict of lists, or (when used) an injected value's structure or kinds
  *    differ from the checkpoint's.
  *  - memoize: identical calls (same primitive, params and input values) run
- *    once; checkpoints bypass it.
+ *    once: a call is answered from the scope when an identical one already
+ *    finished in it (identical calls in flight at the same moment, such as
+ *    equal items of one batch, may each run); checkpoints bypass it.
  * Program order (docs/SEMANTICS.md §4), however the executor schedules the
  * work: runs in the order they started; within a run, the order of the
  * equations of the program that runs (a pushforward has each primal
