@@ -202,6 +202,20 @@ static void host_submit(void* ud, af_lm_request_t* req) {
 
 static void host_destroy(void* ud) { ((struct host_queue*)ud)->destroyed++; }
 
+/* The number of requests queued, read under the lock; waits (up to 5 s) for
+ * `want` of them. */
+static size_t host_queue_wait(struct host_queue* q, size_t want) {
+  double t0 = now_ms();
+  size_t n;
+  for (;;) {
+    pthread_mutex_lock(&q->mu);
+    n = q->n;
+    pthread_mutex_unlock(&q->mu);
+    if (n >= want || now_ms() - t0 >= 5000) return n;
+    sleep_ms(5);
+  }
+}
+
 /* Answers every request from another thread after a short delay. */
 static void* host_worker(void* arg) {
   struct host_queue* q = (struct host_queue*)arg;
@@ -333,16 +347,13 @@ static void freeing_a_host_provider_cancels_its_requests(void) {
   af_program_t* prog = NULL;
   af_future_t* f = NULL;
   af_value_t* out = NULL;
-  double t0;
   size_t i;
   host_queue_init(&q);
   CHECK_OK(af_provider_host_new(host_submit, &q, host_destroy, &host));
   route("*", host);
   af_provider_free(host);
   f = start_two_asks(&prog);
-  t0 = now_ms();
-  while (f && q.n < 2 && now_ms() - t0 < 5000) sleep_ms(5);
-  CHECK_INT_EQ(q.n, 2);
+  CHECK_INT_EQ(f ? host_queue_wait(&q, 2) : 0, 2);
   CHECK_INT_EQ(af_lm_request_cancelled(q.reqs[0]), 0);
   route("*", other);
   CHECK_INT_EQ(q.destroyed, 1);
