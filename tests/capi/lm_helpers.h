@@ -66,4 +66,37 @@ static CHECK_MAYBE_UNUSED af_error_t* call_model(const char* model, const char* 
   return e;
 }
 
+/* Sampling params (JSON) that lm_ask passes, or NULL. */
+static CHECK_MAYBE_UNUSED const char* g_params;
+
+/* A traced function: (q, model) -> lm_call([user q], model, g_params) or,
+ * when ud is a schema (JSON), lm_schema_call with it. */
+static CHECK_MAYBE_UNUSED af_error_t* lm_ask(void* ud, af_context_t* c,
+                                             const af_value_t* const* in, size_t n,
+                                             af_value_t** out) {
+  af_value_t *role = NULL, *m = NULL, *msgs = NULL, *params = NULL, *schema = NULL;
+  const char* keys[] = {"role", "content"};
+  size_t lens[] = {4, 7};
+  const af_value_t* v[2];
+  af_error_t* e = NULL;
+  (void)n;
+  af_value_str(c, "user", 4, &role);
+  v[0] = role;
+  v[1] = in[0];
+  af_value_dict(c, keys, lens, v, 2, &m);
+  af_value_list(c, (const af_value_t* const*)&m, 1, &msgs);
+  if (g_params) e = af_value_from_json(c, g_params, strlen(g_params), &params);
+  if (!e && ud) e = af_value_from_json(c, (const char*)ud, strlen((const char*)ud), &schema);
+  if (!e)
+    e = schema ? af_lm_schema_call_ex(c, msgs, in[1], schema, params, out)
+               : af_lm_call_ex(c, msgs, in[1], params, out);
+  af_value_free(role);
+  af_value_free(m);
+  af_value_free(msgs);
+  af_value_free(params);
+  af_value_free(schema);
+  return e;
+}
+
+
 #endif

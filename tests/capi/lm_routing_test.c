@@ -8,36 +8,6 @@
 
 /* ---- helpers --------------------------------------------------------- */
 
-/* (q, model) -> lm_call([user q], model, params) or, when ud names a schema
- * (JSON), lm_schema_call with it; params from the global below. */
-static const char* g_params; /* JSON or NULL */
-
-static af_error_t* ask(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
-                       af_value_t** out) {
-  af_value_t *role = NULL, *m = NULL, *msgs = NULL, *params = NULL, *schema = NULL;
-  const char* keys[] = {"role", "content"};
-  size_t lens[] = {4, 7};
-  const af_value_t* v[2];
-  af_error_t* e = NULL;
-  (void)n;
-  af_value_str(c, "user", 4, &role);
-  v[0] = role;
-  v[1] = in[0];
-  af_value_dict(c, keys, lens, v, 2, &m);
-  af_value_list(c, (const af_value_t* const*)&m, 1, &msgs);
-  if (g_params) e = af_value_from_json(c, g_params, strlen(g_params), &params);
-  if (!e && ud) e = af_value_from_json(c, (const char*)ud, strlen((const char*)ud), &schema);
-  if (!e)
-    e = schema ? af_lm_schema_call_ex(c, msgs, in[1], schema, params, out)
-               : af_lm_call_ex(c, msgs, in[1], params, out);
-  af_value_free(role);
-  af_value_free(m);
-  af_value_free(msgs);
-  af_value_free(params);
-  af_value_free(schema);
-  return e;
-}
-
 /* af_provider_set_options with a NUL-terminated JSON text. */
 static af_error_t* set_options(af_provider_t* p, const char* json) {
   return af_provider_set_options(p, json, strlen(json));
@@ -59,11 +29,11 @@ static void sampling_params_are_part_of_the_ir(void) {
   af_bytes_t bytes = {NULL, 0};
   char *text = NULL, *text2 = NULL;
   g_params = NULL;
-  plain = TRACE(ask, NULL, "[\"q\", \"m\"]", NULL);
+  plain = TRACE(lm_ask, NULL, "[\"q\", \"m\"]", NULL);
   g_params =
       "{\"temperature\": 0, \"max_tokens\": 64, \"stop\": [\"\\n\\n\"], \"seed\": 7, \"top_p\": "
       "0.5}";
-  sampled = TRACE(ask, NULL, "[\"q\", \"m\"]", NULL);
+  sampled = TRACE(lm_ask, NULL, "[\"q\", \"m\"]", NULL);
   g_params = NULL;
   if (!plain || !sampled) goto done;
   text = ir_text(sampled);
@@ -111,7 +81,7 @@ static void bad_sampling_params_are_refused(void) {
   for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     af_ir_t* ir = NULL;
     g_params = cases[i].params;
-    CHECK_ERR(trace_json(ask, NULL, "[\"q\", \"m\"]", NULL, &ir), AF_ERR_INVALID_ARGUMENT,
+    CHECK_ERR(trace_json(lm_ask, NULL, "[\"q\", \"m\"]", NULL, &ir), AF_ERR_INVALID_ARGUMENT,
               cases[i].frag1, cases[i].frag2);
     CHECK(ir == NULL);
   }
@@ -140,7 +110,7 @@ static void sampling_params_reach_the_request(void) {
   af_ir_t* ir;
   af_value_t* out = NULL;
   g_params = "{\"temperature\": 0.25, \"max_tokens\": 9, \"stop\": [\"END\"]}";
-  ir = TRACE(ask, NULL, "[\"q\", \"m\"]", NULL);
+  ir = TRACE(lm_ask, NULL, "[\"q\", \"m\"]", NULL);
   g_params = NULL;
   if (!p || !ir) goto done;
   route("*", p);
@@ -176,7 +146,7 @@ static void host_providers_see_the_params(void) {
   af_ir_t* ir;
   af_value_t* out = NULL;
   g_params = "{\"seed\": 7, \"stop\": [\"END\"]}";
-  ir = TRACE(ask, NULL, "[\"q\", \"m\"]", NULL);
+  ir = TRACE(lm_ask, NULL, "[\"q\", \"m\"]", NULL);
   g_params = NULL;
   if (!ir || !CHECK_OK(af_provider_host_new(record_json, seen, NULL, &host))) goto done;
   route("*", host);
@@ -194,7 +164,7 @@ done:
  * the others wait their turn at 10 per second; none fails. */
 static void requests_per_minute_spreads_the_calls(void) {
   af_provider_t* echo = echo_with("{\"requests_per_minute\":600}");
-  af_ir_t *ir = TRACE(ask, NULL, "[\"q\", \"m\"]", NULL), *batched = NULL;
+  af_ir_t *ir = TRACE(lm_ask, NULL, "[\"q\", \"m\"]", NULL), *batched = NULL;
   af_value_t* axes = mk_json("[true, false]");
   af_value_t* out = NULL;
   double t0;
@@ -228,7 +198,7 @@ done:
  * 30 s, but each really uses 2, so the refunds let them through at once. */
 static void tokens_per_minute_uses_the_replys_usage(void) {
   af_provider_t* echo = echo_with("{\"tokens_per_minute\":6000}");
-  af_ir_t *ir = TRACE(ask, NULL, "[\"q\", \"m\"]", NULL), *batched = NULL;
+  af_ir_t *ir = TRACE(lm_ask, NULL, "[\"q\", \"m\"]", NULL), *batched = NULL;
   af_value_t* axes = mk_json("[true, false]");
   af_value_t* out = NULL;
   static char in[16384];
@@ -260,7 +230,7 @@ done:
 static void a_429_pauses_the_whole_provider(void) {
   struct server s = server_start();
   af_provider_t* p = openai_for(&s, NULL);
-  af_ir_t* ir = TRACE(ask, NULL, "[\"q\", \"m\"]", NULL);
+  af_ir_t* ir = TRACE(lm_ask, NULL, "[\"q\", \"m\"]", NULL);
   af_program_t* prog = NULL;
   af_future_t* f = NULL;
   af_value_t *out = NULL, *in[2] = {NULL, NULL};
@@ -326,7 +296,7 @@ static void fallback_routes_try_the_next_provider(void) {
   af_provider_t* failing = openai_for(&s, "\"name\":\"primary\"");
   af_provider_t* backup = echo_with("{\"name\":\"backup\"}");
   af_provider_t* list[2];
-  af_ir_t* ir = TRACE(ask, NULL, "[\"q\", \"m\"]", NULL);
+  af_ir_t* ir = TRACE(lm_ask, NULL, "[\"q\", \"m\"]", NULL);
   af_program_t* prog = NULL;
   af_future_t* f = NULL;
   af_value_t *out = NULL, *in[2] = {NULL, NULL};
@@ -360,7 +330,7 @@ static void fallback_routes_try_the_next_provider(void) {
   /* A failure that is not the provider's (an invalid reply) is not retried
    * elsewhere. */
   {
-    af_ir_t* sir = TRACE(ask, (void*)kRateSchema, "[\"q\", \"m\"]", NULL);
+    af_ir_t* sir = TRACE(lm_ask, (void*)kRateSchema, "[\"q\", \"m\"]", NULL);
     if (sir) CHECK_ERR(call_json(sir, "[\"q\", \"schema-bad\"]", &out), AF_ERR_SCHEMA, "$.score");
     CHECK_INT_EQ(stat_field(backup, "finished"), 1);
     af_ir_free(sir);
@@ -405,7 +375,7 @@ done:
 static void json_object_dialect_sends_the_schema_inline(void) {
   struct server s = server_start();
   af_provider_t* p = openai_for(&s, "\"structured_output\":\"json_object\"");
-  af_ir_t* ir = TRACE(ask, (void*)kRateSchema, "[\"q\", \"m\"]", NULL);
+  af_ir_t* ir = TRACE(lm_ask, (void*)kRateSchema, "[\"q\", \"m\"]", NULL);
   af_value_t* out = NULL;
   af_provider_t* bad = NULL;
   const char* opts = "{\"base_url\":\"http://x/v1\",\"structured_output\":\"xml\"}";
@@ -484,7 +454,7 @@ done:
 static void schema_reasks_correct_an_invalid_reply(void) {
   struct server s = server_start();
   af_provider_t* p = openai_for(&s, "\"schema_retries\":2");
-  af_ir_t* ir = TRACE(ask, (void*)kRateSchema, "[\"q\", \"m\"]", NULL);
+  af_ir_t* ir = TRACE(lm_ask, (void*)kRateSchema, "[\"q\", \"m\"]", NULL);
   af_program_t* prog = NULL;
   af_future_t* f = NULL;
   af_value_t *out = NULL, *in[2] = {NULL, NULL};

@@ -102,40 +102,10 @@ static void report(const char* what, double ms, long calls) {
 
 /* ---- programs ------------------------------------------------------------ */
 
-static const char* g_params; /* sampling params of ask (JSON) or NULL */
-
-/* (q, model) -> lm_call([user q], model, g_params), or lm_schema_call when
- * ud is a schema (JSON). */
-static af_error_t* ask(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
-                       af_value_t** out) {
-  af_value_t *role = NULL, *m = NULL, *msgs = NULL, *params = NULL, *schema = NULL;
-  const char* keys[] = {"role", "content"};
-  size_t lens[] = {4, 7};
-  const af_value_t* v[2];
-  af_error_t* e = NULL;
-  (void)n;
-  af_value_str(c, "user", 4, &role);
-  v[0] = role;
-  v[1] = in[0];
-  af_value_dict(c, keys, lens, v, 2, &m);
-  af_value_list(c, (const af_value_t* const*)&m, 1, &msgs);
-  if (g_params) e = af_value_from_json(c, g_params, strlen(g_params), &params);
-  if (!e && ud) e = af_value_from_json(c, (const char*)ud, strlen((const char*)ud), &schema);
-  if (!e)
-    e = schema ? af_lm_schema_call_ex(c, msgs, in[1], schema, params, out)
-               : af_lm_call_ex(c, msgs, in[1], params, out);
-  af_value_free(role);
-  af_value_free(m);
-  af_value_free(msgs);
-  af_value_free(params);
-  af_value_free(schema);
-  return e;
-}
-
 static af_ir_t* trace_ask(const char* schema, const char* params) {
   af_ir_t* ir;
   g_params = params;
-  ir = TRACE(ask, (void*)schema, "[\"q\", \"m\"]", NULL);
+  ir = TRACE(lm_ask, (void*)schema, "[\"q\", \"m\"]", NULL);
   g_params = NULL;
   return ir;
 }
