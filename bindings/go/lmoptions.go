@@ -20,6 +20,12 @@ func (eng *Engine) LMCallWith(messages, model, params *Value) (*Value, error) {
 // LMSchemaCallWith is LMSchemaCall with sampling params (a nil schema is a
 // plain LMCallWith).
 func (eng *Engine) LMSchemaCallWith(messages, model, schema, params *Value) (*Value, error) {
+	return eng.lmCall(messages, model, schema, params)
+}
+
+// lmCall makes every LM call: af_lm_call / af_lm_schema_call without params,
+// their _ex forms with them (a nil schema is a plain call).
+func (eng *Engine) lmCall(messages, model, schema, params *Value) (*Value, error) {
 	cp, err := eng.handle()
 	if err != nil {
 		return nil, err
@@ -32,21 +38,27 @@ func (eng *Engine) LMSchemaCallWith(messages, model, schema, params *Value) (*Va
 	if err != nil {
 		return nil, err
 	}
-	var pp *C.af_value_t
+	var pp, sp *C.af_value_t
 	if params != nil {
 		if pp, err = params.handle(); err != nil {
 			return nil, err
 		}
 	}
-	var out *C.af_value_t
-	var e *C.af_error_t
-	if schema == nil {
-		e = C.af_lm_call_ex(cp, mp, modp, pp, &out)
-	} else {
-		sp, err := schema.handle()
-		if err != nil {
+	if schema != nil {
+		if sp, err = schema.handle(); err != nil {
 			return nil, err
 		}
+	}
+	var out *C.af_value_t
+	var e *C.af_error_t
+	switch {
+	case schema == nil && params == nil:
+		e = C.af_lm_call(cp, mp, modp, &out)
+	case schema == nil:
+		e = C.af_lm_call_ex(cp, mp, modp, pp, &out)
+	case params == nil:
+		e = C.af_lm_schema_call(cp, mp, modp, sp, &out)
+	default:
 		e = C.af_lm_schema_call_ex(cp, mp, modp, sp, pp, &out)
 	}
 	runtime.KeepAlive(eng)

@@ -256,32 +256,5 @@ func (eng *Engine) LMCall(messages, model *Value) (*Value, error) {
 // schema (a tree of node descriptions) and has its structure. A nil schema
 // is a plain LMCall.
 func (eng *Engine) LMSchemaCall(messages, model, schema *Value) (*Value, error) {
-	cp, err := eng.handle()
-	if err != nil {
-		return nil, err
-	}
-	mp, err := messages.handle()
-	if err != nil {
-		return nil, err
-	}
-	modp, err := model.handle()
-	if err != nil {
-		return nil, err
-	}
-	var out *C.af_value_t
-	var e *C.af_error_t
-	if schema == nil {
-		e = C.af_lm_call(cp, mp, modp, &out)
-	} else {
-		sp, err := schema.handle()
-		if err != nil {
-			return nil, err
-		}
-		e = C.af_lm_schema_call(cp, mp, modp, sp, &out)
-	}
-	runtime.KeepAlive(eng)
-	runtime.KeepAlive(messages)
-	runtime.KeepAlive(model)
-	runtime.KeepAlive(schema)
-	return takeValue(e, out)
+	return eng.lmCall(messages, model, schema, nil)
 }
