@@ -113,7 +113,9 @@ void Limiter::release(Call& call, bool completed) {
   pump();
 }
 
-int64_t Limiter::rate_wait_until(const Call& call, int64_t now) {
+int64_t Limiter::rate_wait_until(const Call& call) {
+  if (!rpm_ && !tpm_ && !paused_until_ns_) return 0;  // no limit: no clock read per call
+  int64_t now = now_ns();
   if (refilled_ns_ && now > refilled_ns_) {
     double minutes = double(now - refilled_ns_) / kNsPerMinute;
     if (rpm_) requests_level_ = std::min(capacity(rpm_), requests_level_ + minutes * double(rpm_));
@@ -165,7 +167,7 @@ void Limiter::pump() {
       waiting_.pop();
       continue;
     }
-    if (int64_t at = rate_wait_until(*call, now_ns())) {
+    if (int64_t at = rate_wait_until(*call)) {
       if (!call->rate_held_) ++stats_.rate_waits;
       call->rate_held_ = true;
       wake_at(at);

@@ -60,9 +60,9 @@ class Limiter : public std::enable_shared_from_this<Limiter> {
   friend class Call;
   void release(Call& call, bool completed);
   void pump();
-  // With mu_ held: refills the buckets to `now`; returns 0 when `call` may
+  // With mu_ held: refills the buckets to now; returns 0 when `call` may
   // start now, else the time to try again.
-  int64_t rate_wait_until(const Call& call, int64_t now);
+  int64_t rate_wait_until(const Call& call);
   void wake_at(int64_t at);  // with mu_ held
   struct Waiting {
     double priority;

@@ -56,10 +56,9 @@ constexpr SamplingParam kSampling[] = {
 };
 constexpr size_t kMaxStops = 16;
 
-// The call's sampling params as the dict a request carries (null when it
-// sets none), checked: graphs loaded from disk hold whatever they hold.
-Value sampling_of(const char* prim, const Params& p) {
-  std::vector<Entry> out;
+// Checks the call's sampling params (graphs loaded from disk hold whatever
+// they hold): the abstract rule runs it when an equation is recorded or loaded.
+void check_sampling(const char* prim, const Params& p) {
   for (const SamplingParam& sp : kSampling) {
     const Param* x = p.find(sp.name);
     if (!x) continue;
@@ -80,8 +79,17 @@ Value sampling_of(const char* prim, const Params& p) {
         if (stop.kind() != Kind::Str || stop.as_str().empty())
           invalid(at + " must hold non-empty strings, found " + to_json(stop));
     }
-    out.emplace_back(sp.name, *v);
   }
+}
+
+// The call's sampling params (checked already) as the dict a request
+// carries, in kSampling's order; null when it sets none. One pass over the
+// params, which a plain call holds one of (its roles).
+Value sampling_of(const Params& p) {
+  std::vector<Entry> out;
+  for (const SamplingParam& sp : kSampling)
+    for (const auto& [name, param] : p.items())
+      if (name == sp.name) out.emplace_back(sp.name, std::get<Value>(param));
   return out.empty() ? Value() : Value::dict(std::move(out));
 }
 
@@ -101,7 +109,7 @@ void set_sampling(const char* op, const Value& given, Params& params) {
     if (sp->kind == Kind::Float && v.kind() == Kind::Int) params.set(k, Value::floating(double(v.as_int())));
     else params.set(k, v);
   }
-  sampling_of(op, params);  // INVALID_ARGUMENT before anything is recorded
+  check_sampling(op, params);  // INVALID_ARGUMENT before anything is recorded
 }
 
 // Batch depth D of the inputs: every input is str or list^D<str>.
@@ -123,13 +131,13 @@ uint8_t batch_depth(const char* prim, std::span<const Aval> in, size_t n_roles) 
 
 AbstractOut lm_call_abstract(const Params& params, std::span<const Aval> in, const TreeDef&) {
   uint8_t d = batch_depth("lm_call", in, checked_roles("lm_call", params).size());
-  sampling_of("lm_call", params);
+  check_sampling("lm_call", params);
   return AbstractOut{{Aval{Kind::Str, d}}, TreeDef::leaf()};
 }
 
 AbstractOut lm_schema_call_abstract(const Params& params, std::span<const Aval> in, const TreeDef&) {
   uint8_t d = batch_depth("lm_schema_call", in, checked_roles("lm_schema_call", params).size());
-  sampling_of("lm_schema_call", params);
+  check_sampling("lm_schema_call", params);
   const Param* sp = params.find("schema");
   const Value* tree = sp ? std::get_if<Value>(sp) : nullptr;
   if (!tree) invalid("lm_schema_call: param \"schema\" (the node tree) is missing");
@@ -149,12 +157,20 @@ struct Shape {
 };
 
 struct Expansion {
-  std::vector<std::vector<const Value*>> rows;  // per request: content..., model
+  size_t width = 0;                 // inputs per request: content..., model
+  std::vector<const Value*> cells;  // request i's inputs: [i * width, (i + 1) * width)
   // Per request: with per-item errors, the error value an earlier step left
   // in the batch item's inputs (the request is not made), else null.
   std::vector<const Value*> failed;
   Shape shape;
   bool item_errors = false;
+
+  size_t size() const { return failed.size(); }
+  std::span<const Value* const> row(size_t i) const { return {cells.data() + i * width, width}; }
+  void add(const std::vector<const Value*>& row, const Value* failed_by) {
+    cells.insert(cells.end(), row.begin(), row.end());
+    failed.push_back(failed_by);
+  }
 };
 
 void expand(const char* prim, std::vector<const Value*>& row, Shape& shape, Expansion& ex,
@@ -162,10 +178,9 @@ void expand(const char* prim, std::vector<const Value*>& row, Shape& shape, Expa
   if (ex.item_errors && !where.empty())
     for (const Value* v : row)
       if (is_error_value(*v)) {
-        shape.first = ex.rows.size();
+        shape.first = ex.size();
         shape.leaf = true;
-        ex.rows.push_back(row);
-        ex.failed.push_back(v);
+        ex.add(row, v);
         return;
       }
   size_t len = SIZE_MAX;
@@ -178,11 +193,10 @@ void expand(const char* prim, std::vector<const Value*>& row, Shape& shape, Expa
     } else if (v->kind() != Kind::Str) {
       invalid(std::string(prim) + ": an input is " + kind_name(v->kind()) + ", expected str" + where);
     }
-  shape.first = ex.rows.size();
+  shape.first = ex.size();
   if (len == SIZE_MAX) {
     shape.leaf = true;
-    ex.rows.push_back(row);
-    ex.failed.push_back(nullptr);
+    ex.add(row, nullptr);
     return;
   }
   shape.leaf = false;
@@ -195,13 +209,6 @@ void expand(const char* prim, std::vector<const Value*>& row, Shape& shape, Expa
   }
 }
 
-Value assemble(const Shape& s, const std::vector<std::vector<Value>>& results, size_t leaf) {
-  if (s.leaf) return results[s.first][leaf];
-  std::vector<Value> items;
-  items.reserve(s.items.size());
-  for (const Shape& c : s.items) items.push_back(assemble(c, results, leaf));
-  return Value::list(std::move(items));
-}
 
 std::string quoted(std::string_view s) {
   std::string q;
@@ -219,6 +226,9 @@ std::string correction(const Error& invalid) {
 // route's providers in order (the next after a PROVIDER or TIMEOUT error)
 // and, for schema calls, re-asks after a reply that fails validation.
 struct Item {
+  std::vector<Value> result;  // the item's outputs (or error values), once done
+  bool requested = false;     // false for an item that failed before its request
+  std::weak_ptr<lm::Call> call;  // the request in flight, with Batch::mu held
   // Held weakly: a provider freed while its calls fly fails them (CANCELLED)
   // rather than living on in them.
   std::vector<std::weak_ptr<lm::Provider>> providers;
@@ -230,6 +240,14 @@ struct Item {
   std::string streamed;  // what the host was streamed since the last restart
 };
 
+Value assemble(const Shape& s, const std::vector<Item>& items, size_t leaf) {
+  if (s.leaf) return items[s.first].result[leaf];
+  std::vector<Value> out;
+  out.reserve(s.items.size());
+  for (const Shape& c : s.items) out.push_back(assemble(c, items, leaf));
+  return Value::list(std::move(out));
+}
+
 // The shared state of one equation's requests.
 struct Batch : std::enable_shared_from_this<Batch> {
   std::shared_ptr<AsyncOp> op;
@@ -239,33 +257,31 @@ struct Batch : std::enable_shared_from_this<Batch> {
   bool streams = false;
   Shape shape;
   size_t n_out = 1;
-  std::vector<std::vector<Value>> results;
-  std::vector<std::unique_ptr<Item>> items;  // null for items that failed before a request
+  std::vector<Item> items;  // one per request, made at once (an Item does not move)
   std::atomic<size_t> remaining{0};
   std::mutex mu;
-  std::vector<std::weak_ptr<lm::Call>> calls;
   bool cancelled = false;  // with mu held
 
-  // Request i's outputs are in results[i]: the last one finishes the op.
+  // Request i's outputs are in items[i].result: the last one finishes the op.
   void done_one() {
     if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) finish();
   }
   void finish() {
     std::vector<Value> out;
     out.reserve(n_out);
-    for (size_t k = 0; k < n_out; ++k) out.push_back(assemble(shape, results, k));
+    for (size_t k = 0; k < n_out; ++k) out.push_back(assemble(shape, items, k));
     op->succeed(std::move(out));
   }
 
   void cancel_all(const Error& why) {
-    std::vector<std::weak_ptr<lm::Call>> cs;
+    std::vector<std::shared_ptr<lm::Call>> cs;
     {
       std::lock_guard<std::mutex> lock(mu);
       cancelled = true;
-      cs = calls;
+      for (Item& it : items)
+        if (auto c = it.call.lock()) cs.push_back(std::move(c));
     }
-    for (auto& w : cs)
-      if (auto c = w.lock()) c->cancel(why);
+    for (auto& c : cs) c->cancel(why);
   }
 
   // Sends item i's request to its current provider.
@@ -279,9 +295,9 @@ struct Batch : std::enable_shared_from_this<Batch> {
     {
       std::lock_guard<std::mutex> lock(mu);
       if (cancelled) return;  // the dropped call fails into a finished op
-      calls[i] = call;
+      items[i].call = call;
     }
-    if (auto provider = items[i]->providers[items[i]->provider].lock())
+    if (auto provider = items[i].providers[items[i].provider].lock())
       provider->submit(std::move(call));
     else
       call->fail(Error(Code::Cancelled, "the provider was freed before the request could start"));
@@ -291,7 +307,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
   // per-item errors, becomes its item's error value.
   void fail_item(size_t i, const Error& e) {
     if (item_errors && is_item_failure(e)) {
-      results[i] = std::vector<Value>(n_out, error_value(e));
+      items[i].result = std::vector<Value>(n_out, error_value(e));
       return done_one();
     }
     op->fail(e);
@@ -299,7 +315,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
   }
 
   void answered(size_t i, lm::Call& call, const std::string* content, const Error* err) {
-    Item& it = *items[i];
+    Item& it = items[i];
     std::vector<Value> parsed;
     std::optional<Error> invalid;  // a reply that fails the schema
     if (content && schema) {
@@ -316,7 +332,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
           call.attempts.load(), err ? 0 : call.prompt_tokens, err ? 0 : call.completion_tokens,
           nullptr, nullptr});
     if (op->finished()) return;
-    std::string what = std::string(prim) + " to model " + quoted(call.request().model) + it.label;
+    auto what = [&] { return std::string(prim) + " to model " + quoted(call.request().model) + it.label; };
     if (err) {
       if (err->code() == Code::Cancelled) {
         std::lock_guard<std::mutex> lock(mu);
@@ -331,7 +347,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
       }
       std::string after;
       if (it.provider) after = " (the route's " + std::to_string(it.provider) + " earlier provider(s) failed too)";
-      return fail_item(i, Error(err->code(), what + ": " + err->what() + after, it.earlier ? it.earlier : err->cause_ptr()));
+      return fail_item(i, Error(err->code(), what() + ": " + err->what() + after, it.earlier ? it.earlier : err->cause_ptr()));
     }
     if (invalid) {
       auto provider = it.providers[it.provider].lock();
@@ -345,16 +361,16 @@ struct Batch : std::enable_shared_from_this<Batch> {
       }
       std::string after;
       if (it.reasks) after = " (after " + std::to_string(it.reasks) + " re-ask" + (it.reasks > 1 ? "s)" : ")");
-      return fail_item(i, Error(invalid->code(), what + ": " + invalid->what() + after));
+      return fail_item(i, Error(invalid->code(), what() + ": " + invalid->what() + after));
     }
     if (streams) settle_stream(i, *content);
-    results[i] = schema ? std::move(parsed) : std::vector<Value>{Value::str(*content)};
+    it.result = schema ? std::move(parsed) : std::vector<Value>{Value::str(*content)};
     done_one();
   }
 
   // Streaming: the provider's pieces of item i go to the run as they come.
   void stream(size_t i, const char* data, size_t len) {
-    Item& it = *items[i];
+    Item& it = items[i];
     std::lock_guard<std::mutex> lock(it.mu);
     if (data) it.streamed.append(data, len);
     else it.streamed.clear();
@@ -362,7 +378,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
   }
   void restart_stream(size_t i) {
     if (!streams) return;
-    Item& it = *items[i];
+    Item& it = items[i];
     std::lock_guard<std::mutex> lock(it.mu);
     if (it.streamed.empty()) return;
     it.streamed.clear();
@@ -371,7 +387,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
   // What was streamed for item i ends up equal to its reply, whatever the
   // provider streamed (providers that do not stream send it here whole).
   void settle_stream(size_t i, const std::string& content) {
-    Item& it = *items[i];
+    Item& it = items[i];
     std::lock_guard<std::mutex> lock(it.mu);
     if (it.streamed == content) return;
     if (!it.streamed.empty()) op->stream(i, nullptr, 0);
@@ -384,7 +400,7 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   const char* prim = e.prim->name.c_str();
   if (!env.context) fail(Code::Internal, std::string(prim) + ": no context to route the model");
   const Value& roles = roles_of(e.params);
-  const Value sampling = sampling_of(prim, e.params);
+  const Value sampling = sampling_of(e.params);
   auto batch = std::make_shared<Batch>();
   batch->op = op;
   batch->prim = prim;
@@ -395,11 +411,13 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   Expansion ex;
   ex.item_errors = env.item_errors;
   std::vector<const Value*> row;
+  row.reserve(in.size());
   for (const Value& v : in) row.push_back(&v);
+  ex.width = row.size();
   expand(prim, row, ex.shape, ex, "");
-  batch->shape = ex.shape;
-  const size_t n = ex.rows.size();
-  batch->results.resize(n);
+  batch->shape = std::move(ex.shape);
+  const size_t n = ex.size();
+  batch->items = std::vector<Item>(n);
   batch->remaining.store(n);
   if (n == 0) {  // an empty batch: empty lists out
     std::vector<Value> out(batch->n_out, Value::list({}));
@@ -407,15 +425,14 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
     return;
   }
   // Per-item errors apply to the items of a batched call only.
-  batch->item_errors = env.item_errors && !ex.shape.leaf;
+  batch->item_errors = env.item_errors && !batch->shape.leaf;
   batch->streams = op->streams(e);
   auto item_error = [&batch](size_t i, Value error) {
-    batch->results[i] = std::vector<Value>(batch->n_out, std::move(error));
+    batch->items[i].result = std::vector<Value>(batch->n_out, std::move(error));
   };
   // Route every request first: a missing route fails before anything runs
   // (with per-item errors, fails its item).
   lm::Router& router = env.context->router();
-  batch->items.resize(n);
   size_t n_failed = 0;
   for (size_t i = 0; i < n; ++i) {
     if (ex.failed[i]) {
@@ -425,7 +442,7 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
     }
     lm::Router::Providers providers;
     try {
-      providers = router.resolve(ex.rows[i].back()->as_str());
+      providers = router.resolve(ex.row(i).back()->as_str());
     } catch (const Error& err) {
       if (!batch->item_errors || !is_item_failure(err)) throw;
       item_error(i, error_value(Error(err.code(), std::string(prim) + " (batch item " + std::to_string(i) + "): " +
@@ -433,12 +450,11 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
       ++n_failed;
       continue;
     }
-    auto it = std::make_unique<Item>();
-    it->providers.assign(providers->begin(), providers->end());
-    if (n > 1 || !ex.shape.leaf) it->label = " (batch item " + std::to_string(i) + ")";
-    batch->items[i] = std::move(it);
+    Item& it = batch->items[i];
+    it.requested = true;
+    it.providers.assign(providers->begin(), providers->end());
+    if (n > 1 || !batch->shape.leaf) it.label = " (batch item " + std::to_string(i) + ")";
   }
-  batch->calls.resize(n);
   std::weak_ptr<Batch> weak = batch;
   op->on_cancel([weak] {
     if (auto b = weak.lock()) b->cancel_all(Error(Code::Cancelled, "the run was cancelled"));
@@ -448,12 +464,12 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   if (n_failed == n) return batch->finish();
   for (size_t i = 0; i < n; ++i) {
     if (op->finished()) break;
-    if (!batch->items[i]) continue;
+    if (!batch->items[i].requested) continue;
     lm::Request req;
-    req.model = ex.rows[i].back()->as_str();
+    req.model = ex.row(i).back()->as_str();
     req.messages.reserve(roles.size());
     for (size_t k = 0; k < roles.size(); ++k)
-      req.messages.push_back(lm::Message{roles.items()[k].as_str(), ex.rows[i][k]->as_str()});
+      req.messages.push_back(lm::Message{roles.items()[k].as_str(), ex.row(i)[k]->as_str()});
     if (batch->schema) {
       req.schema = batch->schema->tree();
       req.json_schema = batch->schema->json_schema();
