@@ -1136,8 +1136,9 @@ AF_API af_error_t* af_provider_set_options(af_provider_t* p, const char* options
  * "rate_waits" (requests whose start a rate limit or a 429 pause held
  * back),"schema_retries"}. Tokens add up the usage of completed requests:
  * the OpenAI provider reads the response's usage block (0 when absent; a
- * stream's usage chunk); echo counts words (runs of bytes other than spaces and control characters)
- * of every message sent and of its reply; host providers report none. */
+ * stream's usage chunk); echo counts words (runs of bytes other than
+ * spaces and control characters) of every message sent and of its reply;
+ * host providers report none. */
 AF_API af_error_t* af_provider_stats(const af_provider_t* p, af_bytes_t* out);
 /* Adds a reference: returns p (NULL if p is NULL). */
 AF_API af_provider_t* af_provider_clone(const af_provider_t* p);
