@@ -130,16 +130,16 @@ struct Eqn {
 
 // Facts about an IR's content that whole-graph passes ask of every sub-IR
 // they meet: its hash, cost-weighted path, nesting height, whether it has
-// effects, whether it runs asynchronous work. Each is kept with the IR the
-// first time it is computed, so a sub-IR shared by many equations, or
-// reached along many paths of a DAG of shared sub-IRs (a 2 KB graph can
-// reach 2^32 equations that way), is measured once, not once per path. Only
+// effects. Each is kept with the IR the first time it is computed, so a
+// sub-IR shared by many equations, or reached along many paths of a DAG of
+// shared sub-IRs (a 2 KB graph can reach 2^32 equations that way), is
+// measured once, not once per path. Only
 // sub-IRs held in params are asked (an IR is immutable once shared); a copy
 // of an IR starts with nothing known, since the copy may then change.
 // Thread-safe: two threads may compute the same fact, and store the same value.
 class IRFacts {
  public:
-  enum Flag : uint8_t { kEffects = 0, kAsyncWork = 1 };
+  enum Flag : uint8_t { kEffects = 0 };
 
   IRFacts() noexcept = default;
   IRFacts(const IRFacts&) noexcept {}
