@@ -16,8 +16,9 @@ af_ir* wrap(IRPtr ir) {
 
 std::shared_ptr<const Program> program_of(af_context_t* ctx, const af_ir* h) {
   auto* m = const_cast<af_ir*>(h);  // the hash is computed once
-  std::call_once(m->hashed, [m] { m->hash = ir_hash(*m->ir); });
-  return ctx->core.plans.get(h->ir, h->hash);
+  std::vector<uint64_t> ids;       // and with it, the equations' identities a compile needs
+  std::call_once(m->hashed, [m, &ids] { m->hash = ir_hash(*m->ir, &ids); });
+  return ctx->core.plans.get(h->ir, h->hash, ids);
 }
 
 }  // namespace af::capi

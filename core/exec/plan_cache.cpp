@@ -107,7 +107,7 @@ void PlanCache::evict_locked() {
   }
 }
 
-std::shared_ptr<const Program> PlanCache::get(const IRPtr& ir, uint64_t hash) {
+std::shared_ptr<const Program> PlanCache::get(const IRPtr& ir, uint64_t hash, std::span<const uint64_t> eqn_ids) {
   std::string dir;
   {
     std::lock_guard lock(mu_);
@@ -120,7 +120,7 @@ std::shared_ptr<const Program> PlanCache::get(const IRPtr& ir, uint64_t hash) {
   std::shared_ptr<const Program> prog;
   bool from_disk = false;
   if (!dir.empty() && (prog = load_from_disk(dir, ir, hash))) from_disk = true;
-  if (!prog) prog = compile(ir);
+  if (!prog) prog = compile(ir, {}, eqn_ids);
   if (!dir.empty() && !from_disk) save_to_disk(dir, *prog, hash);
   std::lock_guard lock(mu_);
   if (from_disk) ++stats_.disk_hits;

@@ -43,10 +43,16 @@ class PlanCache {
   void configure(PlanCacheOptions options);
 
   // The compiled program of ir (default CompileOptions): from memory, from
-  // disk, or compiled and stored. `hash` is ir_hash(*ir). Thread-safe;
-  // compiling runs outside the lock. Throws what compile throws.
-  std::shared_ptr<const Program> get(const IRPtr& ir, uint64_t hash);
-  std::shared_ptr<const Program> get(const IRPtr& ir) { return get(ir, ir_hash(*ir)); }
+  // disk, or compiled and stored. `hash` is ir_hash(*ir), and `eqn_ids`
+  // the equations' identities from that pass, or empty (compile's CSE then
+  // hashes them itself). Thread-safe; compiling runs outside the lock.
+  // Throws what compile throws.
+  std::shared_ptr<const Program> get(const IRPtr& ir, uint64_t hash, std::span<const uint64_t> eqn_ids = {});
+  std::shared_ptr<const Program> get(const IRPtr& ir) {
+    std::vector<uint64_t> ids;
+    const uint64_t hash = ir_hash(*ir, &ids);
+    return get(ir, hash, ids);
+  }
 
   PlanCacheStats stats() const;
 

@@ -27,13 +27,23 @@ bool is_urgent(const Eqn& e) {
 // several equations (or levels) is compiled once.
 using SubMemo = std::unordered_map<const IR*, std::shared_ptr<const Program>>;
 
-std::shared_ptr<const Program> compile_with(IRPtr ir, const CompileOptions& o, SubMemo& memo);
+std::shared_ptr<const Program> compile_with(IRPtr ir, const CompileOptions& o, SubMemo& memo,
+                                            std::span<const uint64_t> eqn_ids = {});
 std::shared_ptr<Program> lower_with(IRPtr ir, const Lowering& l, const CompileOptions& o,
                                     SubMemo& memo);
 
+// True when an input var of e stands for another var (an earlier merge).
+bool aliased(const Eqn& e, std::span<const VarId> alias) {
+  for (const Atom& a : e.in)
+    if (a.is_var() && alias[a.var] != a.var) return true;
+  return false;
+}
+
 // The decisions of compile: CSE aliases (one equation identity with the cse
 // transform: ir/ir.h eqn_hash / eqn_same), then DCE over what is left.
-Lowering decide(const IR& g, const CompileOptions& o, size_t& merged, size_t& removed) {
+// `ids`: the equations' identities without aliases (ir_hash), or empty.
+Lowering decide(const IR& g, const CompileOptions& o, std::span<const uint64_t> ids, size_t& merged,
+                size_t& removed) {
   const size_t n_eqns = g.eqns.size();
   const uint32_t n_vars = uint32_t(g.vars.size());
   Lowering l;
@@ -56,7 +66,7 @@ Lowering decide(const IR& g, const CompileOptions& o, size_t& merged, size_t& re
     for (size_t i = 0; i < n_eqns; ++i) {
       const Eqn& e = g.eqns[i];
       if (!mergeable(e, o.cse_nondeterministic)) continue;
-      const uint64_t h = eqn_hash(e, l.var_slot);
+      const uint64_t h = ids.empty() || aliased(e, l.var_slot) ? eqn_hash(e, l.var_slot) : ids[i];
       const uint32_t tag = uint32_t(h >> 32);
       size_t slot = size_t(h) & (cap - 1);
       bool merged_here = false;
@@ -96,9 +106,11 @@ Lowering decide(const IR& g, const CompileOptions& o, size_t& merged, size_t& re
   return l;
 }
 
-std::shared_ptr<const Program> compile_with(IRPtr ir, const CompileOptions& o, SubMemo& memo) {
+std::shared_ptr<const Program> compile_with(IRPtr ir, const CompileOptions& o, SubMemo& memo,
+                                            std::span<const uint64_t> eqn_ids) {
   size_t merged = 0, removed = 0;
-  Lowering l = decide(*ir, o, merged, removed);
+  Lowering l = decide(*ir, o, eqn_ids.size() == ir->eqns.size() ? eqn_ids : std::span<const uint64_t>(), merged,
+                      removed);
   std::shared_ptr<Program> prog = lower_with(std::move(ir), l, o, memo);
   prog->merged_cse = merged;
   prog->removed_dce = removed;
@@ -249,14 +261,14 @@ const std::shared_ptr<const Program>* Program::sub(const IR* ir) const noexcept 
   return it != subs.end() && it->first == ir ? &it->second : nullptr;
 }
 
-std::shared_ptr<const Program> compile(IRPtr ir, const CompileOptions& o) {
+std::shared_ptr<const Program> compile(IRPtr ir, const CompileOptions& o, std::span<const uint64_t> eqn_ids) {
 #ifdef NDEBUG
   if (!ir->checked) validate(*ir);
 #else
   validate(*ir);  // debug builds check the transforms' and loader's output too
 #endif
   SubMemo memo;
-  return compile_with(std::move(ir), o, memo);
+  return compile_with(std::move(ir), o, memo, eqn_ids);
 }
 
 std::shared_ptr<Program> lower(IRPtr ir, const Lowering& l) {

@@ -65,7 +65,10 @@ struct Program {
 };
 
 // INVALID_ARGUMENT if the IR does not validate.
-std::shared_ptr<const Program> compile(IRPtr ir, const CompileOptions& options = {});
+// `eqn_ids`: each equation's identity (ir_hash's ids) when known, else
+// empty; compile's CSE then hashes the equations itself.
+std::shared_ptr<const Program> compile(IRPtr ir, const CompileOptions& options = {},
+                                       std::span<const uint64_t> eqn_ids = {});
 
 // What compile() decides, as the lowering takes it: the equations that run
 // (increasing indices), per variable the variable whose slot it reads (CSE

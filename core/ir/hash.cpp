@@ -158,15 +158,32 @@ bool ir_equal_in(const IR& a, const IR& b, EqualPairs& seen) {
   return true;
 }
 
-uint64_t eqn_full_hash(const Eqn& e) {
-  uint64_t h = mix(0, prim_hash(e.prim));
-  h = atoms_hash(h, e.in);
-  h = mix(h, e.in_tree.hash());
+// What an equation applies to what: its primitive, input atoms (each var
+// read through `alias` when given) and input structure. The first part of
+// both an equation's structural hash and its identity (eqn_hash), so the
+// structural pass yields the identities too (ir_hash's `ids`).
+uint64_t eqn_head_hash(const Eqn& e, std::span<const VarId> alias) {
+  uint64_t h = mix(mix(0, prim_hash(e.prim)), e.in.size());
+  for (const Atom& a : e.in)
+    h = mix(h, a.is_var() ? mix(1, alias.empty() ? a.var : alias[a.var]) : mix(2, a.lit.hash()));
+  return mix(h, e.in_tree.hash());
+}
+
+uint64_t eqn_identity(uint64_t head, uint64_t params, uint64_t tags, const NamePath& names) {
+  return names_hash(mix(mix(head, params), tags), names);
+}
+
+// The equation's part of ir_hash (a defined function: af_ir_hash's values
+// must not change), and its identity in `id`.
+uint64_t eqn_full_hash(const Eqn& e, uint64_t& id) {
+  uint64_t h = eqn_head_hash(e, {});
+  const uint64_t params = e.params.hash(), tags = tags_hash(e.tags);
+  id = eqn_identity(h, params, tags, e.name_path);
   h = mix(h, e.out.size());
   for (VarId v : e.out) h = mix(h, v);
   h = mix(h, e.out_tree.hash());
-  h = mix(h, e.params.hash());
-  h = mix(h, tags_hash(e.tags));
+  h = mix(h, params);
+  h = mix(h, tags);
   h = names_hash(h, e.name_path);
   if (e.sched) h = mix(mix(h, e.sched->level), hash_double(e.sched->priority));
   return h;
@@ -191,25 +208,25 @@ bool ir_equal(const IR& a, const IR& b) noexcept {
   return ir_equal_in(a, b, seen);
 }
 
-uint64_t ir_hash(const IR& ir) noexcept {
+uint64_t ir_hash(const IR& ir, std::vector<uint64_t>* ids) {
+  if (ids) ids->resize(ir.eqns.size());
   uint64_t h = mix(0, ir.vars.size());
   for (const Aval& a : ir.vars) h = mix(h, uint64_t(a.kind) << 8 | a.list_depth);
   h = atoms_hash(h, ir.in);
   h = mix(h, ir.in_tree.hash());
   for (InputRole r : ir.in_roles) h = mix(h, uint64_t(r));
   h = mix(h, ir.eqns.size());
-  for (const Eqn& e : ir.eqns) h = mix(h, eqn_full_hash(e));
+  uint64_t id = 0;
+  for (size_t i = 0; i < ir.eqns.size(); ++i) {
+    h = mix(h, eqn_full_hash(ir.eqns[i], id));
+    if (ids) (*ids)[i] = id;
+  }
   h = atoms_hash(h, ir.out);
   return mix(h, ir.out_tree.hash());
 }
 
 uint64_t eqn_hash(const Eqn& e, std::span<const VarId> alias) noexcept {
-  uint64_t h = mix(prim_hash(e.prim), e.params.hash());
-  h = mix(h, e.in_tree.hash());
-  h = mix(h, e.in.size());
-  for (const Atom& a : e.in)
-    h = mix(h, a.is_var() ? mix(1, alias.empty() ? a.var : alias[a.var]) : mix(2, a.lit.hash()));
-  return names_hash(mix(h, tags_hash(e.tags)), e.name_path);
+  return eqn_identity(eqn_head_hash(e, alias), e.params.hash(), tags_hash(e.tags), e.name_path);
 }
 
 bool eqn_same(const Eqn& a, const Eqn& b, std::span<const VarId> alias) noexcept {

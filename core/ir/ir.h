@@ -232,7 +232,9 @@ void check_nesting(const Params& params, const std::string& what);
 // Structural equality and hash (var ids compared as numbers: tracing and
 // transforms number variables canonically, in order of definition).
 bool ir_equal(const IR& a, const IR& b) noexcept;
-uint64_t ir_hash(const IR& ir) noexcept;
+// With `ids`: each equation's identity (eqn_hash without aliases) as well,
+// from the same pass (compile's CSE takes them instead of hashing again).
+uint64_t ir_hash(const IR& ir, std::vector<uint64_t>* ids = nullptr);
 // What a primitive contributes to a hash: its name and version (not its
 // address, so a reloaded graph hashes the same).
 uint64_t prim_identity_hash(std::string_view name, uint32_t version) noexcept;
