@@ -30,7 +30,9 @@ const std::vector<std::string>& string_list(const Tags& t) { return t ? *t : kNo
 bool tags_equal(const Tags& a, const Tags& b) { return string_list(a) == string_list(b); }
 
 uint64_t tags_hash(const Tags& t) {
-  const auto& tags = string_list(t);
+  static const uint64_t kNone = mix(0, 0);  // most equations have no tags
+  if (!t || t->empty()) return kNone;
+  const auto& tags = *t;
   uint64_t h = mix(0, tags.size());
   for (const std::string& s : tags) h = mix(h, hash_str(s));
   return h;
@@ -197,7 +199,9 @@ bool operator==(const Params& a, const Params& b) noexcept {
 }
 
 uint64_t Params::hash() const noexcept {
-  const Items& v = items();
+  static const uint64_t kNone = mix(0, 0);  // most equations have no params
+  if (!items_ || items_->empty()) return kNone;
+  const Items& v = *items_;
   uint64_t h = mix(0, v.size());
   for (const auto& [name, p] : v) h = mix(mix(h, hash_str(name)), param_hash(p));
   return h;
