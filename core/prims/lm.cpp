@@ -235,7 +235,6 @@ struct Item {
   size_t provider = 0;  // the one asked now
   uint32_t reasks = 0;  // at that provider
   std::shared_ptr<const Error> earlier;  // the previous providers' errors
-  std::string label;    // " (batch item i)" or ""
   std::mutex mu;        // streamed
   std::string streamed;  // what the host was streamed since the last restart
 };
@@ -255,6 +254,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
   const char* prim = "";
   bool item_errors = false;
   bool streams = false;
+  bool batched = false;  // items are named in errors: " (batch item i)"
   Shape shape;
   size_t n_out = 1;
   std::vector<Item> items;  // one per request, made at once (an Item does not move)
@@ -332,7 +332,10 @@ struct Batch : std::enable_shared_from_this<Batch> {
           call.attempts.load(), err ? 0 : call.prompt_tokens, err ? 0 : call.completion_tokens,
           nullptr, nullptr});
     if (op->finished()) return;
-    auto what = [&] { return std::string(prim) + " to model " + quoted(call.request().model) + it.label; };
+    auto what = [&] {
+      std::string w = std::string(prim) + " to model " + quoted(call.request().model);
+      return batched ? w + " (batch item " + std::to_string(i) + ")" : w;
+    };
     if (err) {
       if (err->code() == Code::Cancelled) {
         std::lock_guard<std::mutex> lock(mu);
@@ -433,6 +436,7 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   // Route every request first: a missing route fails before anything runs
   // (with per-item errors, fails its item).
   lm::Router& router = env.context->router();
+  batch->batched = n > 1 || !batch->shape.leaf;
   size_t n_failed = 0;
   for (size_t i = 0; i < n; ++i) {
     if (ex.failed[i]) {
@@ -453,7 +457,6 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
     Item& it = batch->items[i];
     it.requested = true;
     it.providers.assign(providers->begin(), providers->end());
-    if (n > 1 || !batch->shape.leaf) it.label = " (batch item " + std::to_string(i) + ")";
   }
   std::weak_ptr<Batch> weak = batch;
   op->on_cancel([weak] {
