@@ -14,13 +14,13 @@
 #include <variant>
 #include <vector>
 
+#include "ir/var_ids.h"
 #include "value/error.h"
 #include "value/tree.h"
 #include "value/value.h"
 
 namespace af {
 
-using VarId = uint32_t;
 inline constexpr VarId kNoVar = std::numeric_limits<VarId>::max();
 
 // The abstract kind of a variable: a leaf kind, possibly wrapped in
@@ -120,7 +120,7 @@ struct Eqn {
   const Prim* prim = nullptr;
   std::vector<Atom> in;   // flat input leaves
   TreeDef in_tree;        // structure of the inputs (a list at the root)
-  std::vector<VarId> out; // flat output leaves
+  VarIds out;             // flat output leaves
   TreeDef out_tree;
   Params params;
   Tags tags;              // may be null (no tags)
