@@ -209,7 +209,6 @@ void expand(const char* prim, std::vector<const Value*>& row, Shape& shape, Expa
   }
 }
 
-
 std::string quoted(std::string_view s) {
   std::string q;
   append_json_string(q, s);
