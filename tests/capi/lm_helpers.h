@@ -25,6 +25,23 @@ static CHECK_MAYBE_UNUSED af_value_t* user_msg(const char* content) {
   return mk_json(buf);
 }
 
+/* [{"role": "user", "content": content}] in context c; content may be a
+ * traced value. NULL if a value could not be made. */
+static CHECK_MAYBE_UNUSED af_value_t* user_turn(af_context_t* c, const af_value_t* content) {
+  af_value_t *role = NULL, *m = NULL, *msgs = NULL;
+  const char* keys[] = {"role", "content"};
+  size_t lens[] = {4, 7};
+  const af_value_t* v[2];
+  af_value_str(c, "user", 4, &role);
+  v[0] = role;
+  v[1] = content;
+  af_value_dict(c, keys, lens, v, 2, &m);
+  af_value_list(c, (const af_value_t* const*)&m, 1, &msgs);
+  af_value_free(role);
+  af_value_free(m);
+  return msgs;
+}
+
 static CHECK_MAYBE_UNUSED char* stats_of(const af_provider_t* p) {
   af_bytes_t b = {NULL, 0};
   return bytes_to_cstr_at(af_provider_stats(p, &b), &b, "af_provider_stats", __FILE__, __LINE__);
@@ -74,24 +91,14 @@ static CHECK_MAYBE_UNUSED const char* g_params;
 static CHECK_MAYBE_UNUSED af_error_t* lm_ask(void* ud, af_context_t* c,
                                              const af_value_t* const* in, size_t n,
                                              af_value_t** out) {
-  af_value_t *role = NULL, *m = NULL, *msgs = NULL, *params = NULL, *schema = NULL;
-  const char* keys[] = {"role", "content"};
-  size_t lens[] = {4, 7};
-  const af_value_t* v[2];
+  af_value_t *msgs = user_turn(c, in[0]), *params = NULL, *schema = NULL;
   af_error_t* e = NULL;
   (void)n;
-  af_value_str(c, "user", 4, &role);
-  v[0] = role;
-  v[1] = in[0];
-  af_value_dict(c, keys, lens, v, 2, &m);
-  af_value_list(c, (const af_value_t* const*)&m, 1, &msgs);
   if (g_params) e = af_value_from_json(c, g_params, strlen(g_params), &params);
   if (!e && ud) e = af_value_from_json(c, (const char*)ud, strlen((const char*)ud), &schema);
   if (!e)
     e = schema ? af_lm_schema_call_ex(c, msgs, in[1], schema, params, out)
                : af_lm_call_ex(c, msgs, in[1], params, out);
-  af_value_free(role);
-  af_value_free(m);
   af_value_free(msgs);
   af_value_free(params);
   af_value_free(schema);

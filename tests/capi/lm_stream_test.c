@@ -137,22 +137,12 @@ static size_t eqn_index_of(const af_ir_t* ir, const char* prim) {
 /* (q, model) -> lm_call([user q], model), the call tagged by ud (or not). */
 static af_error_t* ask(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
                        af_value_t** out) {
-  af_value_t *role = NULL, *m = NULL, *msgs = NULL;
-  const char* keys[] = {"role", "content"};
-  size_t lens[] = {4, 7};
-  const af_value_t* v[2];
+  af_value_t* msgs = user_turn(c, in[0]);
   af_error_t* e;
   (void)n;
-  af_value_str(c, "user", 4, &role);
-  v[0] = role;
-  v[1] = in[0];
-  af_value_dict(c, keys, lens, v, 2, &m);
-  af_value_list(c, (const af_value_t* const*)&m, 1, &msgs);
   e = ud ? af_tag_push(c, (const char*)ud, strlen((const char*)ud)) : NULL;
   if (!e) e = af_lm_call(c, msgs, in[1], out);
   if (ud) af_tag_pop(c);
-  af_value_free(role);
-  af_value_free(m);
   af_value_free(msgs);
   return e;
 }

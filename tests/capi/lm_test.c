@@ -1187,18 +1187,10 @@ done:
 
 static af_error_t* schema_program(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
                                   af_value_t** out) {
-  af_value_t *ru = NULL, *m = NULL, *msgs = NULL, *schema = NULL;
-  const char* keys[] = {"role", "content"};
-  size_t lens[] = {4, 7};
-  const af_value_t* v[2];
+  af_value_t *msgs = user_turn(c, in[0]), *schema = NULL;
   af_error_t* e;
   (void)ud;
   (void)n;
-  af_value_str(c, "user", 4, &ru);
-  v[0] = ru;
-  v[1] = in[0];
-  af_value_dict(c, keys, lens, v, 2, &m);
-  af_value_list(c, (const af_value_t* const*)&m, 1, &msgs);
   {
     const char* js =
         "{\"title\":{\"type\":\"str\",\"min\":1},\"score\":{\"type\":\"int\"},"
@@ -1206,8 +1198,6 @@ static af_error_t* schema_program(void* ud, af_context_t* c, const af_value_t* c
     af_value_from_json(c, js, strlen(js), &schema);
   }
   e = af_lm_schema_call(c, msgs, in[1], schema, out);
-  af_value_free(ru);
-  af_value_free(m);
   af_value_free(msgs);
   af_value_free(schema);
   return e;
