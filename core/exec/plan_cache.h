@@ -48,11 +48,9 @@ class PlanCache {
   // hashes them itself). Thread-safe; compiling runs outside the lock.
   // Throws what compile throws.
   std::shared_ptr<const Program> get(const IRPtr& ir, uint64_t hash, std::span<const uint64_t> eqn_ids = {});
-  std::shared_ptr<const Program> get(const IRPtr& ir) {
-    std::vector<uint64_t> ids;
-    const uint64_t hash = ir_hash(*ir, &ids);
-    return get(ir, hash, ids);
-  }
+  // Without the identities: most gets hit (the lazy evaluator's), and a hit
+  // has no use for them.
+  std::shared_ptr<const Program> get(const IRPtr& ir) { return get(ir, ir_hash(*ir)); }
 
   PlanCacheStats stats() const;
 

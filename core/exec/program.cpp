@@ -109,8 +109,7 @@ Lowering decide(const IR& g, const CompileOptions& o, std::span<const uint64_t> 
 std::shared_ptr<const Program> compile_with(IRPtr ir, const CompileOptions& o, SubMemo& memo,
                                             std::span<const uint64_t> eqn_ids) {
   size_t merged = 0, removed = 0;
-  Lowering l = decide(*ir, o, eqn_ids.size() == ir->eqns.size() ? eqn_ids : std::span<const uint64_t>(), merged,
-                      removed);
+  Lowering l = decide(*ir, o, eqn_ids, merged, removed);
   std::shared_ptr<Program> prog = lower_with(std::move(ir), l, o, memo);
   prog->merged_cse = merged;
   prog->removed_dce = removed;
@@ -267,6 +266,9 @@ std::shared_ptr<const Program> compile(IRPtr ir, const CompileOptions& o, std::s
 #else
   validate(*ir);  // debug builds check the transforms' and loader's output too
 #endif
+  if (!eqn_ids.empty() && eqn_ids.size() != ir->eqns.size())
+    fail(Code::Internal, "compile: " + std::to_string(eqn_ids.size()) + " equation identities for " +
+                             std::to_string(ir->eqns.size()) + " equations");
   SubMemo memo;
   return compile_with(std::move(ir), o, memo, eqn_ids);
 }

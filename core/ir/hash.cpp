@@ -135,7 +135,10 @@ uint64_t param_hash(const Param& p) {
   return h;
 }
 
-uint64_t atom_hash(const Atom& a) { return a.is_var() ? mix(1, a.var) : mix(2, a.lit.hash()); }
+// A var is hashed as the var `alias` maps it to, when given.
+uint64_t atom_hash(const Atom& a, std::span<const VarId> alias = {}) {
+  return a.is_var() ? mix(1, alias.empty() ? a.var : alias[a.var]) : mix(2, a.lit.hash());
+}
 
 uint64_t atoms_hash(uint64_t h, const std::vector<Atom>& atoms) {
   h = mix(h, atoms.size());
@@ -166,8 +169,7 @@ bool ir_equal_in(const IR& a, const IR& b, EqualPairs& seen) {
 // structural pass yields the identities too (ir_hash's `ids`).
 uint64_t eqn_head_hash(const Eqn& e, std::span<const VarId> alias) {
   uint64_t h = mix(mix(0, prim_hash(e.prim)), e.in.size());
-  for (const Atom& a : e.in)
-    h = mix(h, a.is_var() ? mix(1, alias.empty() ? a.var : alias[a.var]) : mix(2, a.lit.hash()));
+  for (const Atom& a : e.in) h = mix(h, atom_hash(a, alias));
   return mix(h, e.in_tree.hash());
 }
 

@@ -133,9 +133,9 @@ struct Eqn {
 // effects. Each is kept with the IR the first time it is computed, so a
 // sub-IR shared by many equations, or reached along many paths of a DAG of
 // shared sub-IRs (a 2 KB graph can reach 2^32 equations that way), is
-// measured once, not once per path. Only
-// sub-IRs held in params are asked (an IR is immutable once shared); a copy
-// of an IR starts with nothing known, since the copy may then change.
+// measured once, not once per path. Only sub-IRs held in params are asked
+// (an IR is immutable once shared); a copy of an IR starts with nothing
+// known, since the copy may then change.
 // Thread-safe: two threads may compute the same fact, and store the same value.
 class IRFacts {
  public:

@@ -46,8 +46,6 @@ class VarIds {
   const VarId* end() const noexcept { return data() + size_; }
   VarId& operator[](size_t i) noexcept { return data()[i]; }
   const VarId& operator[](size_t i) const noexcept { return data()[i]; }
-  VarId& back() noexcept { return data()[size_ - 1]; }
-  const VarId& back() const noexcept { return data()[size_ - 1]; }
   operator std::span<const VarId>() const noexcept { return {data(), size_}; }  // NOLINT
 
   void reserve(size_t n) {
@@ -58,11 +56,6 @@ class VarIds {
     data()[size_++] = v;
   }
   void clear() noexcept { size_ = 0; }
-  void resize(size_t n, VarId v = 0) {
-    reserve(n);
-    std::fill(data() + std::min<size_t>(size_, n), data() + n, v);
-    size_ = uint32_t(n);
-  }
   template <class It>
   void assign(It first, It last) {
     clear();
