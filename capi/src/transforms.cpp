@@ -74,11 +74,11 @@ af_error_t* af_ir_eqn_sched(const af_ir_t* ir, size_t i, uint32_t* level, double
     if (i >= eqns.size())
       invalid("af_ir_eqn_sched: equation " + std::to_string(i) + " is out of range (the IR has " +
               std::to_string(eqns.size()) + ")");
-    if (!eqns[i].sched)
+    if (!eqns[i].sched())
       fail(Code::NotFound, "af_ir_eqn_sched: equation " + std::to_string(i) +
                                " has no schedule (run af_sched on the IR first)");
-    *level = eqns[i].sched->level;
-    *priority = eqns[i].sched->priority;
+    *level = eqns[i].sched()->level;
+    *priority = eqns[i].sched()->priority;
   });
 }
 

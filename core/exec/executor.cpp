@@ -144,7 +144,7 @@ uint32_t fail_node(const std::shared_ptr<Run>& r, uint32_t node, const Error& ca
   // (Unnamed: the error itself, not a copy, whose message buffer another
   // thread may still share.)
   std::optional<Error> named;
-  if (const NamePath& path = r->prog->nodes[node].eqn->name_path)
+  if (const NamePath& path = r->prog->nodes[node].eqn->name_path())
     named.emplace(named_error(path, cause));
   const Error& err = named ? *named : cause;
   if (r->profile) r->profile->finished(node, int32_t(err.code()));
@@ -170,8 +170,8 @@ class ExecOp final : public AsyncOp {
     try {
       const Eqn& e = *run_->prog->nodes[node_].eqn;
       CallSpan span = s;
-      span.tags = union_tags(e.tags, s.tags);
-      span.name_path = join_names(e.name_path, s.name_path);
+      span.tags = union_tags(e.tags(), s.tags);
+      span.name_path = join_names(e.name_path(), s.name_path);
       if (run_->profile) run_->profile->span(node_, span);
       if (run_->opts.summary) run_->opts.summary->add(span);
       if (run_->opts.on_span) run_->opts.on_span(span);
@@ -183,7 +183,8 @@ class ExecOp final : public AsyncOp {
     if (auto parent = o.stream_parent.lock()) return parent->streams(e);
     if (!o.stream) return false;
     auto tagged = [&o](const Eqn& x) {
-      return x.tags && std::find(x.tags->begin(), x.tags->end(), o.stream_tag) != x.tags->end();
+      const Tags& t = x.tags();
+      return t && std::find(t->begin(), t->end(), o.stream_tag) != t->end();
     };
     return o.stream_tag.empty() || tagged(e) || tagged(*run_->prog->nodes[node_].eqn);
   }

@@ -77,7 +77,7 @@ std::string Profile::to_json(const Program& prog) const {
     s += body;
   };
   auto name_of = [&](uint32_t node) {
-    return title(prog.nodes[node], prog.nodes[node].eqn->name_path);
+    return title(prog.nodes[node], prog.nodes[node].eqn->name_path());
   };
   ev("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"args\":{\"name\":\"engine\"}}");
   std::map<int, bool> threads;
@@ -94,8 +94,8 @@ std::string Profile::to_json(const Program& prog) const {
     std::string args = "{\"eqn\":" + std::to_string(n.eqn_index) +
                        ",\"code\":" + std::to_string(t.code) +
                        ",\"priority\":" + af::to_json(Value::floating(n.priority)) +
-                       ",\"tags\":" + json_list(n.eqn->tags) +
-                       ",\"name_path\":" + json_list(n.eqn->name_path) + "}";
+                       ",\"tags\":" + json_list(n.eqn->tags()) +
+                       ",\"name_path\":" + json_list(n.eqn->name_path()) + "}";
     std::string id = std::to_string(i);
     int64_t q = t.queued ? t.queued : t.started;
     int64_t f = t.finished ? t.finished : t.started;

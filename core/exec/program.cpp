@@ -20,7 +20,7 @@ namespace {
 constexpr double kUrgentPriority = 1e12;
 
 bool is_urgent(const Eqn& e) {
-  return e.tags && std::binary_search(e.tags->begin(), e.tags->end(), std::string("urgent"));
+  return e.tags() && std::binary_search(e.tags()->begin(), e.tags()->end(), std::string("urgent"));
 }
 
 // Sub-IRs compiled during one compile, by IR object: a sub-IR shared by

@@ -73,8 +73,8 @@ void step(const Program& p, const Program::Node& n, std::vector<Value>& slots, s
       env.owned_in = outer;
     }
   } catch (const Error& e) {
-    if (!n.eqn->name_path) throw;
-    throw named_error(n.eqn->name_path, e);  // the failing equation's place in the program
+    if (!n.eqn->name_path()) throw;
+    throw named_error(n.eqn->name_path(), e);  // the failing equation's place in the program
   }
   for (uint32_t k = 0; k < n.out_count; ++k) slots[p.results[n.out_begin + k]] = std::move(out[k]);
 }

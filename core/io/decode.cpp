@@ -86,6 +86,9 @@ class Reader {
   std::vector<TreeDef> trees_;
   std::vector<Tags> tag_sets_;
   std::vector<NamePath> name_paths_;
+  // (tag set, name path) -> the notes block of the equations that have them
+  // and no sched: equations share one block, as when traced.
+  std::unordered_map<uint64_t, Shared<EqnNotes>> notes_;
   struct ParamSet {
     const fb::ParamSet* fb = nullptr;
     int64_t max_ir = -1;  // highest IR index referenced
@@ -579,19 +582,22 @@ class Reader {
         height = std::max(height, set.height);
         expanded += set.expanded;
       }
-      if (const uint32_t k = c_tags ? c_tags->Get(j) : 0) {
-        if (k > tag_sets_.size())
-          bad(where() + " names tag set " + std::to_string(k - 1) + " but the graph has " + std::to_string(tag_sets_.size()));
-        e.tags = tag_sets_[k - 1];
-      }
-      if (const uint32_t k = c_names ? c_names->Get(j) : 0) {
-        if (k > name_paths_.size())
-          bad(where() + " names name path " + std::to_string(k - 1) + " but the graph has " +
-              std::to_string(name_paths_.size()));
-        e.name_path = name_paths_[k - 1];
-      }
+      const uint32_t tag_k = c_tags ? c_tags->Get(j) : 0, name_k = c_names ? c_names->Get(j) : 0;
+      if (tag_k > tag_sets_.size())
+        bad(where() + " names tag set " + std::to_string(tag_k - 1) + " but the graph has " +
+            std::to_string(tag_sets_.size()));
+      if (name_k > name_paths_.size())
+        bad(where() + " names name path " + std::to_string(name_k - 1) + " but the graph has " +
+            std::to_string(name_paths_.size()));
+      const Tags& tags = tag_k ? tag_sets_[tag_k - 1] : nullptr;
+      const NamePath& names = name_k ? name_paths_[name_k - 1] : nullptr;
       if (const uint32_t level = c_sched ? c_sched->Get(j) : 0)
-        e.sched = EqnSched{level - 1, c_priority->Get(j)};
+        e.notes = EqnNotes::of(tags, names, EqnSched{level - 1, c_priority->Get(j)});
+      else if (tag_k || name_k) {
+        Shared<EqnNotes>& shared = notes_[uint64_t(tag_k) << 32 | name_k];
+        if (!shared) shared = EqnNotes::of(tags, names);
+        e.notes = shared;
+      }
       // Params, host functions and the abstract rule are checked once per
       // distinct (primitive, param set, input structure, input kinds).
       auto check_new = [&] {

@@ -104,12 +104,12 @@ class Encoder {
       r.eqn_out_end.push_back(uint32_t(r.eqn_out.size()));
       r.eqn_out_tree.push_back(tree(e.out_tree));
       r.eqn_params.push_back(params(e.params, depth, expanded, height));
-      r.eqn_tags.push_back(tags(e.tags));
-      r.eqn_name_path.push_back(name_path(e.name_path));
+      r.eqn_tags.push_back(tags(e.tags()));
+      r.eqn_name_path.push_back(name_path(e.name_path()));
       host_functions(e);
-      if (e.sched && e.sched->level == UINT32_MAX) too_big("a sched level is out of range");
-      r.eqn_sched_level.push_back(e.sched ? e.sched->level + 1 : 0);
-      r.eqn_sched_priority.push_back(e.sched ? e.sched->priority : 0.0);
+      if (e.sched() && e.sched()->level == UINT32_MAX) too_big("a sched level is out of range");
+      r.eqn_sched_level.push_back(e.sched() ? e.sched()->level + 1 : 0);
+      r.eqn_sched_priority.push_back(e.sched() ? e.sched()->priority : 0.0);
     }
     atoms(ir.out, r.out_atoms);
     r.out_tree = tree(ir.out_tree);

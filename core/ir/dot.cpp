@@ -51,21 +51,21 @@ std::string to_dot(const IR& ir) {
   for (size_t i = 0; i < ir.eqns.size(); ++i) {
     const Eqn& e = ir.eqns[i];
     std::string label = prim_label(e.prim);
-    if (e.tags && !e.tags->empty()) {
+    if (e.tags() && !e.tags()->empty()) {
       label += "\n#";
-      for (size_t t = 0; t < e.tags->size(); ++t) label += (t ? "," : "") + (*e.tags)[t];
+      for (size_t t = 0; t < e.tags()->size(); ++t) label += (t ? "," : "") + (*e.tags())[t];
     }
-    if (e.name_path && !e.name_path->empty()) label += "\nname: " + name_path_text(e.name_path);
-    if (e.sched)
-      label += "\nlevel " + std::to_string(e.sched->level) + ", priority " +
-               sched_number(e.sched->priority);
+    if (e.name_path() && !e.name_path()->empty()) label += "\nname: " + name_path_text(e.name_path());
+    if (e.sched())
+      label += "\nlevel " + std::to_string(e.sched()->level) + ", priority " +
+               sched_number(e.sched()->priority);
     node("e" + std::to_string(i), "ellipse", label);
   }
   // Scheduled equations of one level share a rank, so the drawing shows the levels.
   std::vector<std::string> ranks;
   for (size_t i = 0; i < ir.eqns.size(); ++i) {
-    if (!ir.eqns[i].sched) continue;
-    size_t level = ir.eqns[i].sched->level;
+    if (!ir.eqns[i].sched()) continue;
+    size_t level = ir.eqns[i].sched()->level;
     if (ranks.size() <= level) ranks.resize(level + 1);
     ranks[level] += " e" + std::to_string(i) + ";";
   }

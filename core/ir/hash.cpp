@@ -149,8 +149,8 @@ uint64_t atoms_hash(uint64_t h, const std::vector<Atom>& atoms) {
 bool eqn_equal(const Eqn& a, const Eqn& b, EqualPairs& seen) {
   return prim_equal(a.prim, b.prim) && a.in == b.in && a.in_tree == b.in_tree && a.out == b.out &&
          a.out_tree == b.out_tree && params_equal(a.params, b.params, seen) &&
-         tags_equal(a.tags, b.tags) && string_list(a.name_path) == string_list(b.name_path) &&
-         a.sched == b.sched;
+         tags_equal(a.tags(), b.tags()) && string_list(a.name_path()) == string_list(b.name_path()) &&
+         a.sched() == b.sched();
 }
 
 bool ir_equal_in(const IR& a, const IR& b, EqualPairs& seen) {
@@ -181,15 +181,15 @@ uint64_t eqn_identity(uint64_t head, uint64_t params, uint64_t tags, const NameP
 // must not change), and its identity in `id`.
 uint64_t eqn_full_hash(const Eqn& e, uint64_t& id) {
   uint64_t h = eqn_head_hash(e, {});
-  const uint64_t params = e.params.hash(), tags = tags_hash(e.tags);
-  id = eqn_identity(h, params, tags, e.name_path);
+  const uint64_t params = e.params.hash(), tags = tags_hash(e.tags());
+  id = eqn_identity(h, params, tags, e.name_path());
   h = mix(h, e.out.size());
   for (VarId v : e.out) h = mix(h, v);
   h = mix(h, e.out_tree.hash());
   h = mix(h, params);
   h = mix(h, tags);
-  h = names_hash(h, e.name_path);
-  if (e.sched) h = mix(mix(h, e.sched->level), hash_double(e.sched->priority));
+  h = names_hash(h, e.name_path());
+  if (e.sched()) h = mix(mix(h, e.sched()->level), hash_double(e.sched()->priority));
   return h;
 }
 
@@ -232,13 +232,13 @@ uint64_t ir_hash(const IR& ir, std::vector<uint64_t>* ids) {
 }
 
 uint64_t eqn_hash(const Eqn& e, std::span<const VarId> alias) noexcept {
-  return eqn_identity(eqn_head_hash(e, alias), e.params.hash(), tags_hash(e.tags), e.name_path);
+  return eqn_identity(eqn_head_hash(e, alias), e.params.hash(), tags_hash(e.tags()), e.name_path());
 }
 
 bool eqn_same(const Eqn& a, const Eqn& b, std::span<const VarId> alias) noexcept {
   if (!prim_equal(a.prim, b.prim) || a.in.size() != b.in.size() || !(a.in_tree == b.in_tree) ||
-      !(a.params == b.params) || !tags_equal(a.tags, b.tags) ||
-      string_list(a.name_path) != string_list(b.name_path))
+      !(a.params == b.params) || !tags_equal(a.tags(), b.tags()) ||
+      string_list(a.name_path()) != string_list(b.name_path()))
     return false;
   for (size_t k = 0; k < a.in.size(); ++k) {
     const Atom &x = a.in[k], &y = b.in[k];

@@ -153,21 +153,21 @@ void append_eqn(std::string& out, const IR& ir, size_t i, const std::vector<size
     append_json_string(out, subs[k].first);
   }
   out += "],\"tags\":[";
-  if (e.tags)
-    for (size_t k = 0; k < e.tags->size(); ++k) {
+  if (e.tags())
+    for (size_t k = 0; k < e.tags()->size(); ++k) {
       if (k) out += ',';
-      append_json_string(out, (*e.tags)[k]);
+      append_json_string(out, (*e.tags())[k]);
     }
   out += "],\"name_path\":[";
-  if (e.name_path)
-    for (size_t k = 0; k < e.name_path->size(); ++k) {
+  if (e.name_path())
+    for (size_t k = 0; k < e.name_path()->size(); ++k) {
       if (k) out += ',';
-      append_json_string(out, (*e.name_path)[k]);
+      append_json_string(out, (*e.name_path())[k]);
     }
   out += ']';
-  if (e.sched) {
-    out += ",\"sched\":{\"level\":" + std::to_string(e.sched->level) + ",\"priority\":";
-    append_lit(out, Value::floating(e.sched->priority));
+  if (e.sched()) {
+    out += ",\"sched\":{\"level\":" + std::to_string(e.sched()->level) + ",\"priority\":";
+    append_lit(out, Value::floating(e.sched()->priority));
     out += '}';
   }
   out += '}';

@@ -6,6 +6,11 @@
 
 namespace af {
 
+Shared<EqnNotes> EqnNotes::of(Tags tags, NamePath name_path, std::optional<EqnSched> sched) {
+  if (!tags && !name_path && !sched) return nullptr;
+  return Shared<EqnNotes>::make(EqnNotes{std::move(tags), std::move(name_path), sched});
+}
+
 Tags union_tags(const Tags& a, const Tags& b) {
   if (!a || a->empty()) return b;
   if (!b || b->empty()) return a;
@@ -117,9 +122,9 @@ const Params::Items& Params::empty_items() noexcept {
 void Params::set(std::string name, Param p) {
   // Copy on write: other Params may share the block (a block only this
   // object holds is changed in place).
-  if (!items_) items_ = std::make_shared<Items>();
-  else if (items_.use_count() > 1) items_ = std::make_shared<Items>(*items_);
-  Items* items = items_.get();
+  if (!items_) items_ = Shared<Items>::make();
+  else if (!items_.unique()) items_ = Shared<Items>::make(*items_);
+  Items* items = &items_.mutable_value();
   auto it = std::lower_bound(items->begin(), items->end(), name,
                              [](const auto& item, const std::string& n) { return item.first < n; });
   if (it != items->end() && it->first == name) {

@@ -16,6 +16,7 @@
 
 #include "ir/var_ids.h"
 #include "value/error.h"
+#include "value/shared.h"
 #include "value/tree.h"
 #include "value/value.h"
 
@@ -77,7 +78,7 @@ class Params {
 
  private:
   static const Items& empty_items() noexcept;
-  std::shared_ptr<Items> items_;  // null = no params; never changed while shared
+  Shared<Items> items_;  // null = no params; never changed while shared
 };
 
 // Tags: a sorted, duplicate-free set of labels, shared between equations.
@@ -116,6 +117,18 @@ struct EqnSched {
   friend bool operator==(const EqnSched&, const EqnSched&) = default;
 };
 
+// What an equation carries besides what it computes: its tags, its name
+// path and sched's annotation. Equations recorded in one scope share one
+// block, and most equations have none (a null pointer), so a large IR pays
+// one pointer per equation for them.
+struct EqnNotes {
+  Tags tags;            // may be null (no tags)
+  NamePath name_path;   // may be null (no name)
+  std::optional<EqnSched> sched;  // set by sched; absent otherwise
+  // The block holding these notes; null when there are none.
+  static Shared<EqnNotes> of(Tags tags, NamePath name_path, std::optional<EqnSched> sched = {});
+};
+
 struct Eqn {
   const Prim* prim = nullptr;
   std::vector<Atom> in;   // flat input leaves
@@ -123,9 +136,18 @@ struct Eqn {
   VarIds out;             // flat output leaves
   TreeDef out_tree;
   Params params;
-  Tags tags;              // may be null (no tags)
-  NamePath name_path;     // may be null (no name)
-  std::optional<EqnSched> sched;  // set by sched; absent otherwise
+  Shared<EqnNotes> notes;  // null: no tags, no name, no sched
+
+  const Tags& tags() const noexcept { return notes ? notes->tags : kNoNotes.tags; }
+  const NamePath& name_path() const noexcept { return notes ? notes->name_path : kNoNotes.name_path; }
+  const std::optional<EqnSched>& sched() const noexcept { return notes ? notes->sched : kNoNotes.sched; }
+  // Each replaces one note, keeping the others (a new block: blocks are shared).
+  void set_tags(Tags t) { notes = EqnNotes::of(std::move(t), name_path(), sched()); }
+  void set_name_path(NamePath p) { notes = EqnNotes::of(tags(), std::move(p), sched()); }
+  void set_sched(std::optional<EqnSched> s) { notes = EqnNotes::of(tags(), name_path(), s); }
+
+ private:
+  static inline const EqnNotes kNoNotes{};
 };
 
 // Facts about an IR's content that whole-graph passes ask of every sub-IR

@@ -121,11 +121,11 @@ void append_structure(std::string& out, const TreeDef& def, size_t n_leaves, boo
 // Sub-IRs held by more than one param slot (docs/IR_TEXT.md, "Shared
 // sub-IRs"): printed in full once, then by label, so the text grows with the
 // distinct sub-IRs, not with the paths through a DAG of them.
-struct Shared {
+struct SharedSubIRs {
   std::unordered_map<const IR*, uint32_t> slots;  // param slots holding each sub-IR
   std::unordered_map<const IR*, uint32_t> label;  // the ones printed so far
 
-  explicit Shared(const IR& root) { count(root); }
+  explicit SharedSubIRs(const IR& root) { count(root); }
 
   void count(const IR& ir) {
     for (const Eqn& e : ir.eqns)
@@ -136,7 +136,7 @@ struct Shared {
   }
 };
 
-void append_ir(std::string& out, const IR& ir, const std::string& indent, Shared& shared);
+void append_ir(std::string& out, const IR& ir, const std::string& indent, SharedSubIRs& shared);
 
 }  // namespace
 
@@ -154,7 +154,7 @@ namespace {
 
 // A nested IR as `{`, its block two spaces deeper than `indent`, then `}`;
 // a shared one as `&N {...}` the first time and `*N` after.
-void append_nested(std::string& out, const IRPtr& ir, const std::string& indent, Shared& shared) {
+void append_nested(std::string& out, const IRPtr& ir, const std::string& indent, SharedSubIRs& shared) {
   if (!ir) {
     out += "null";
     return;
@@ -173,7 +173,7 @@ void append_nested(std::string& out, const IRPtr& ir, const std::string& indent,
 }
 
 void append_params(std::string& out, const Params& params, const std::string& indent,
-                   Shared& shared) {
+                   SharedSubIRs& shared) {
   if (params.empty()) return;
   out += '[';
   bool first = true;
@@ -212,7 +212,7 @@ void append_params(std::string& out, const Params& params, const std::string& in
 }
 
 void append_eqn(std::string& out, const IR& ir, size_t i, const std::string& indent,
-                Shared& shared) {
+                SharedSubIRs& shared) {
   const Eqn& e = ir.eqns[i];
   const std::string what = "equation " + std::to_string(i);
   out += indent;
@@ -232,22 +232,22 @@ void append_eqn(std::string& out, const IR& ir, size_t i, const std::string& ind
   append_structure(out, e.in_tree, e.in.size(), true, what + " input",
                    [&](std::string& o, size_t k) { append_atom(o, ir, e.in[k], false); });
   out += ')';
-  if (e.tags && !e.tags->empty()) {
+  if (e.tags() && !e.tags()->empty()) {
     out += " #";
-    for (size_t t = 0; t < e.tags->size(); ++t) {
+    for (size_t t = 0; t < e.tags()->size(); ++t) {
       if (t) out += ',';
-      out += (*e.tags)[t];
+      out += (*e.tags())[t];
     }
   }
-  if (e.name_path && !e.name_path->empty()) {
+  if (e.name_path() && !e.name_path()->empty()) {
     out += " @name=";
-    append_json_string(out, name_path_text(e.name_path));
+    append_json_string(out, name_path_text(e.name_path()));
   }
-  if (e.sched) out += " @level=" + std::to_string(e.sched->level) + " @priority=" + sched_number(e.sched->priority);
+  if (e.sched()) out += " @level=" + std::to_string(e.sched()->level) + " @priority=" + sched_number(e.sched()->priority);
   out += '\n';
 }
 
-void append_ir(std::string& out, const IR& ir, const std::string& indent, Shared& shared) {
+void append_ir(std::string& out, const IR& ir, const std::string& indent, SharedSubIRs& shared) {
   out += indent + "ir (";
   append_structure(out, ir.in_tree, ir.in.size(), true, "IR input",
                    [&](std::string& o, size_t k) { append_atom(o, ir, ir.in[k], true); });
@@ -263,7 +263,7 @@ void append_ir(std::string& out, const IR& ir, const std::string& indent, Shared
 
 std::string to_text(const IR& ir) {
   std::string out;
-  Shared shared(ir);
+  SharedSubIRs shared(ir);
   append_ir(out, ir, "", shared);
   return out;
 }

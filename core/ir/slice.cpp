@@ -150,7 +150,7 @@ IRPtr slice(const IR& ir, const std::vector<std::string>& outputs, const std::ve
     Eqn e = ir.eqns[j];
     for (Atom& a : e.in) a = map_atom(a);
     for (VarId& v : e.out) v = fresh(v);
-    e.sched.reset();  // levels and priorities were the whole program's
+    if (e.sched()) e.set_sched(std::nullopt);  // levels and priorities were the whole program's
     out_ir->eqns.push_back(std::move(e));
   }
   for (Atom& a : new_out) a = map_atom(a);

@@ -154,8 +154,8 @@ Value Graph::record_ir(const IR& ir, std::span<const Value> inputs) {
     for (VarId v : e.out) out_avals.push_back(ir.vars[v]);
     auto n = new_node(*e.prim, e.params, std::move(in), e.in_tree, std::move(out_avals), e.out_tree);
     n->literal = std::move(literal);
-    n->tags = union_tags(e.tags, n->tags);
-    n->name_path = join_names(n->name_path, e.name_path);
+    n->tags = union_tags(e.tags(), n->tags);
+    n->name_path = join_names(n->name_path, e.name_path());
     auto [leaf_outs, tree] = flatten(outputs_of(n));
     for (size_t k = 0; k < e.out.size(); ++k) vars[e.out[k]] = leaf_outs[k];
   }
@@ -298,7 +298,7 @@ void Graph::run(const std::vector<std::shared_ptr<Node>>& batch) {
     e.params = n->params;
     e.in_tree = n->in_tree;
     e.out_tree = n->out_tree;
-    e.tags = n->tags;  // (not the name path: it only words errors, through where())
+    e.notes = EqnNotes::of(n->tags, nullptr);  // (not the name path: it only words errors, through where())
     e.in.reserve(n->in.size());
     for (size_t k = 0; k < n->in.size(); ++k) {
       const Value& leaf = n->in[k];

@@ -615,9 +615,7 @@ void map_dce(DceCtx& ctx, const Eqn& e) {
   k.out_tree = TreeDef::flat_list(k.out.size());
   k.params.set("axes", Value::list(std::move(new_axes)));
   k.params.set("body", drop_inputs(d.ir, d.used_in));
-  k.tags = e.tags;
-  k.name_path = e.name_path;
-  k.sched = e.sched;
+  k.notes = e.notes;
   ctx.replace(std::move(k));
 }
 

@@ -281,9 +281,7 @@ void switch_dce(DceCtx& ctx, const Eqn& e) {
     if (ctx.out_used[o]) k.out.push_back(e.out[o]);
   k.out_tree = TreeDef::flat_list(k.out.size());
   k.params = switch_params(std::move(m2));
-  k.tags = e.tags;
-  k.name_path = e.name_path;
-  k.sched = e.sched;
+  k.notes = e.notes;
   ctx.replace(std::move(k));
 }
 
@@ -499,9 +497,7 @@ void while_dce(DceCtx& ctx, const Eqn& e) {
   n.out_tree = TreeDef::flat_list(n.out.size());
   n.params = loop_params(state_signature(leaf_output(drop_inputs(dc.ir, live))),
                          state_signature(drop_inputs(db.ir, live)), max_iters_of(e.params));
-  n.tags = e.tags;
-  n.name_path = e.name_path;
-  n.sched = e.sched;
+  n.notes = e.notes;
   ctx.replace(std::move(n));
 }
 

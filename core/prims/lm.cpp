@@ -476,7 +476,7 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
       req.schema = batch->schema->tree();
       req.json_schema = batch->schema->json_schema();
     }
-    req.tags = e.tags;
+    req.tags = e.tags();
     req.sampling = sampling;
     req.stream = batch->streams;
     batch->submit(i, std::move(req));

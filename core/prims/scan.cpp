@@ -564,9 +564,7 @@ void scan_dce(DceCtx& ctx, const Eqn& e) {
     if (keep[i]) n.out.push_back(e.out[i]);
   n.out_tree = TreeDef::flat_list(n.out.size());
   n.params = scan_params(drop_inputs(d.ir, keep_in), new_a, reverse_of(e.params));
-  n.tags = e.tags;
-  n.name_path = e.name_path;
-  n.sched = e.sched;
+  n.notes = e.notes;
   ctx.replace(std::move(n));
 }
 

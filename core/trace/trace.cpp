@@ -19,6 +19,13 @@ struct Frame {
   NamePath names;                 // the open name scopes, outermost first
   int fold_depth = 0;
 
+  // The notes every equation recorded now carries: one block shared by all
+  // equations recorded in the same tag and name scopes.
+  const Shared<EqnNotes>& notes() {
+    if (!notes_ || notes_->tags != tags || notes_->name_path != names) notes_ = EqnNotes::of(tags, names);
+    return notes_;
+  }
+
   VarId new_var(Aval a) {
     ir.vars.push_back(a);
     return VarId(ir.vars.size() - 1);
@@ -26,6 +33,9 @@ struct Frame {
   Value placeholder(VarId v) {
     return Value::placeholder({id, v, ir.vars[v].kind, ir.vars[v].list_depth});
   }
+
+ private:
+  Shared<EqnNotes> notes_;
 };
 
 thread_local std::vector<Frame*> t_stack;
@@ -94,8 +104,7 @@ Value record(Frame& f, const Prim& p, Params params, std::vector<Value> leaves, 
   AbstractOut shape = p.abstract_eval(params, avals, in_tree);
   e.in_tree = std::move(in_tree);
   e.params = std::move(params);
-  e.tags = f.tags;
-  e.name_path = f.names;
+  e.notes = f.notes();
   std::vector<Value> outs;
   outs.reserve(shape.out.size());
   e.out.reserve(shape.out.size());
@@ -325,8 +334,8 @@ Value inline_ir(const IR& ir, std::span<const Value> inputs) {
       map[v] = Atom::of_var(nv);
       v = nv;
     }
-    e.tags = union_tags(src.tags, f.tags);
-    e.name_path = join_names(f.names, src.name_path);
+    if (f.tags || f.names)
+      e.notes = EqnNotes::of(union_tags(src.tags(), f.tags), join_names(f.names, src.name_path()), src.sched());
     f.ir.eqns.push_back(std::move(e));
   }
   std::vector<Value> outs;

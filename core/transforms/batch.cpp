@@ -157,8 +157,8 @@ void batch_by_map(BatchCtx& ctx, const Eqn& e) {
   inner.in_tree = e.in_tree;
   inner.out_tree = e.out_tree;
   inner.params = e.params;
-  inner.tags = e.tags;  // the name path is the map's: inner names are relative to it
-  inner.sched = e.sched;
+  // The name path is the map's: inner names are relative to it.
+  inner.notes = EqnNotes::of(e.tags(), nullptr, e.sched());
   TreeDef in_tree = TreeDef::flat_list(body->in.size());
   body->in_tree = in_tree;
   body->out_tree = e.out_tree;

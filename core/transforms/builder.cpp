@@ -47,8 +47,7 @@ std::vector<Atom> Builder::emit_known(const Prim& p, Params params, std::vector<
   e.in = std::move(in);
   e.in_tree = std::move(in_tree);
   e.params = std::move(params);
-  e.tags = tags;
-  e.name_path = name_path;
+  e.notes = notes;
   e.out_tree = std::move(out_tree);
   std::vector<Atom> atoms;
   atoms.reserve(out.size());
@@ -69,10 +68,8 @@ std::vector<Atom> Builder::copy(const IR& src, const Eqn& from, std::vector<Atom
   e.in = std::move(in);
   e.in_tree = from.in_tree;
   e.params = from.params;
-  e.tags = from.tags;
-  e.name_path = from.name_path;
+  e.notes = from.notes;
   e.out_tree = from.out_tree;
-  e.sched = from.sched;
   std::vector<Atom> atoms;
   atoms.reserve(from.out.size());
   e.out.reserve(from.out.size());

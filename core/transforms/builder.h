@@ -43,10 +43,9 @@ class Builder {
   // annotations are kept.
   std::vector<Atom> copy(const IR& src, const Eqn& e, std::vector<Atom> in);
 
-  // Tags and the name path put on every emitted equation (a rule's
+  // The tags and name path put on every emitted equation (a rule's
   // equations carry those of the equation it transforms).
-  Tags tags;
-  NamePath name_path;
+  Shared<EqnNotes> notes;
 
   size_t num_eqns() const noexcept { return ir_.eqns.size(); }
   const IR& ir() const noexcept { return ir_; }
@@ -77,19 +76,14 @@ class EmitAs {
  public:
   EmitAs(Builder& b, const Eqn& e)
       : b_(b),
-        tags_(std::exchange(b.tags, e.tags)),
-        names_(std::exchange(b.name_path, e.name_path)) {}
-  ~EmitAs() {
-    b_.tags = std::move(tags_);
-    b_.name_path = std::move(names_);
-  }
+        notes_(std::exchange(b.notes, e.sched() ? EqnNotes::of(e.tags(), e.name_path()) : e.notes)) {}
+  ~EmitAs() { b_.notes = std::move(notes_); }
   EmitAs(const EmitAs&) = delete;
   EmitAs& operator=(const EmitAs&) = delete;
 
  private:
   Builder& b_;
-  Tags tags_;
-  NamePath names_;
+  Shared<EqnNotes> notes_;
 };
 
 // Inlines ir's equations into b with ir's input leaves bound to `in`;

@@ -70,7 +70,7 @@ IRPtr sched(const IR& ir) {
     for (size_t j : consumers[i]) after = std::max(after, priority[j]);
     priority[i] = cost[i] + after;
   }
-  for (size_t i = 0; i < n; ++i) res->eqns[i].sched = EqnSched{level[i], priority[i]};
+  for (size_t i = 0; i < n; ++i) res->eqns[i].set_sched(EqnSched{level[i], priority[i]});
   return res;
 }
 

@@ -237,7 +237,7 @@ TreeDef::Block::Block(std::vector<Node> n) : nodes(std::move(n)), hash(0) {
 }
 
 TreeDef::TreeDef() {
-  static const auto leaf = std::make_shared<const Block>(std::vector<Node>(1, leaf_node()));
+  static const auto leaf = Shared<Block>::make(std::vector<Node>(1, leaf_node()));
   nodes_ = leaf;
 }
 TreeDef TreeDef::leaf() { return TreeDef(); }
@@ -246,8 +246,8 @@ TreeDef TreeDef::flat_list(size_t n) {
   // Flat lists are the common shape of primitive inputs: small ones are
   // made once and shared (read without a lock once made).
   static const auto shared = [] {
-    std::vector<std::shared_ptr<const Block>> v;
-    for (size_t k = 0; k < 64; ++k) v.push_back(std::make_shared<const Block>(flat_list_nodes(k)));
+    std::vector<Shared<Block>> v;
+    for (size_t k = 0; k < 64; ++k) v.push_back(Shared<Block>::make(flat_list_nodes(k)));
     return v;
   }();
   return n < shared.size() ? TreeDef(shared[n]) : TreeDef(flat_list_nodes(n));

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "value/shared.h"
 #include "value/value.h"
 
 namespace af {
@@ -66,9 +67,9 @@ class TreeDef {
     std::vector<Node> nodes;
     uint64_t hash;
   };
-  explicit TreeDef(std::vector<Node> nodes) : nodes_(std::make_shared<const Block>(std::move(nodes))) {}
-  explicit TreeDef(std::shared_ptr<const Block> block) : nodes_(std::move(block)) {}
-  std::shared_ptr<const Block> nodes_;
+  explicit TreeDef(std::vector<Node> nodes) : nodes_(Shared<Block>::make(std::move(nodes))) {}
+  explicit TreeDef(Shared<Block> block) : nodes_(std::move(block)) {}
+  Shared<Block> nodes_;
 };
 
 // Appends the leaves of v in flattening order.

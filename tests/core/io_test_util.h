@@ -201,9 +201,9 @@ inline std::vector<NamedIR> corpus() {
     ps.set("cases", IRMap{{"a", leaf}, {"b", mid}});
     Params v2;
     Eqn e1 = sub_eqn({Atom::of_var(0)}, 1, ps);
-    e1.sched = EqnSched{2, 3.5};  // what sched annotates survives saving
+    e1.set_sched(EqnSched{2, 3.5});  // what sched annotates survives saving
     Eqn e2 = sub_eqn({Atom::of_var(1), Atom::literal(S("lit"))}, 2, v2, sub_prim_v2());
-    e2.tags = std::make_shared<const std::vector<std::string>>(std::vector<std::string>{"t"});
+    e2.set_tags(std::make_shared<const std::vector<std::string>>(std::vector<std::string>{"t"}));
     out.push_back({"sub_irs", flat_ir(3, {e1, e2}, Atom::of_var(2))});
   }
   // A host function, by name: the graph lists the names it calls.

@@ -54,7 +54,7 @@ Eqn eqn(const std::string& prim, std::vector<Atom> in, std::vector<VarId> out, P
   e.out_tree = out.size() == 1 ? TreeDef::leaf() : TreeDef::flat_list(out.size());
   e.out = std::move(out);
   e.params = std::move(params);
-  e.tags = std::move(t);
+  e.set_tags(std::move(t));
   return e;
 }
 
@@ -282,7 +282,7 @@ INSTANTIATE_TEST_SUITE_P(IrText, IrTextCases, ::testing::ValuesIn(kTextCases),
 
 TEST(IrText, EmptyTagsPrintNothing) {
   IR ir = hello_ir();
-  ir.eqns[1].tags = tags({});
+  ir.eqns[1].set_tags(tags({}));
   EXPECT_EQ(to_text(ir).find('#'), std::string::npos);
 }
 
@@ -347,7 +347,7 @@ IR variant(Change c) {
     case Change::Literal: ir.eqns[1].in[1] = L(S("!")); break;
     case Change::Param: p.set("template", S("Bye, {}!")); break;
     case Change::ParamType: p.set("template", IRPtr(upper_ir())); break;
-    case Change::Tag: ir.eqns[1].tags = tags({"tag1"}); break;
+    case Change::Tag: ir.eqns[1].set_tags(tags({"tag1"})); break;
     case Change::Aval: ir.vars[3] = Aval{Kind::Str, 1}; break;
     case Change::Edge: ir.eqns[1].in[0] = V(0); break;
     case Change::Prim: ir.eqns[1].prim = test_prim("irtest.concat_other"); break;
@@ -395,8 +395,8 @@ INSTANTIATE_TEST_SUITE_P(IrHash, IrHashChanges,
 
 TEST(IrHash, NullTagsEqualEmptyTags) {
   IR a = hello_ir(), b = hello_ir();
-  a.eqns[0].tags = nullptr;
-  b.eqns[0].tags = tags({});
+  a.eqns[0].set_tags(nullptr);
+  b.eqns[0].set_tags(tags({}));
   EXPECT_TRUE(ir_equal(a, b));
   EXPECT_EQ(ir_hash(a), ir_hash(b));
 }

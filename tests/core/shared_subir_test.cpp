@@ -87,7 +87,7 @@ TEST(SharedSubIrs, TransformsKeepTheDagShared) {
   EXPECT_LE(distinct_irs(cse(*ir)), 41u);
   IRPtr s = sched(*ir);
   EXPECT_LE(distinct_irs(s), 41u);
-  EXPECT_EQ(s->eqns[1].sched->level, 1u);
+  EXPECT_EQ(s->eqns[1].sched()->level, 1u);
   IRPtr p = pushforward(*ir);
   validate(*p);
   EXPECT_LE(distinct_irs(p), 2 * 41u);

@@ -48,7 +48,7 @@ class Trace : public ::testing::Test {
 };
 
 std::vector<std::string> tags_of(const Eqn& e) {
-  return e.tags ? *e.tags : std::vector<std::string>{};
+  return e.tags() ? *e.tags() : std::vector<std::string>{};
 }
 
 // ---- recording and calling

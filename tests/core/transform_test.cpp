@@ -369,13 +369,13 @@ TEST(Sched, LevelsAndPrioritiesInTextAndDot) {
       R"(["x"])");
   IRPtr s = sched(*ir);
   ASSERT_EQ(s->eqns.size(), 4u);
-  EXPECT_EQ(s->eqns[0].sched->level, 0u);
-  EXPECT_EQ(s->eqns[1].sched->level, 1u);
-  EXPECT_EQ(s->eqns[2].sched->level, 0u);
-  EXPECT_EQ(s->eqns[3].sched->level, 2u);
-  EXPECT_EQ(s->eqns[0].sched->priority, 3.0);
-  EXPECT_EQ(s->eqns[2].sched->priority, 2.0);
-  EXPECT_EQ(s->eqns[3].sched->priority, 1.0);
+  EXPECT_EQ(s->eqns[0].sched()->level, 0u);
+  EXPECT_EQ(s->eqns[1].sched()->level, 1u);
+  EXPECT_EQ(s->eqns[2].sched()->level, 0u);
+  EXPECT_EQ(s->eqns[3].sched()->level, 2u);
+  EXPECT_EQ(s->eqns[0].sched()->priority, 3.0);
+  EXPECT_EQ(s->eqns[2].sched()->priority, 2.0);
+  EXPECT_EQ(s->eqns[3].sched()->priority, 1.0);
   std::string text = to_text(*s);
   EXPECT_NE(text.find("concat(%1, \"2\") @level=1 @priority=2"), std::string::npos) << text;
   std::string dot = to_dot(*s);
@@ -384,7 +384,7 @@ TEST(Sched, LevelsAndPrioritiesInTextAndDot) {
   EXPECT_FALSE(ir_equal(*s, *ir));
   // dce(sched(ir)) keeps the annotations and still runs.
   EXPECT_EQ(run_json(dce(*s, Value()), R"(["a"])"), R"("a12a")");
-  EXPECT_TRUE(dce(*s, Value())->eqns[0].sched.has_value());
+  EXPECT_TRUE(dce(*s, Value())->eqns[0].sched().has_value());
 }
 
 // A control-flow equation weighs its heaviest sub-IR's path (eqn_cost), and
@@ -404,11 +404,11 @@ TEST(Sched, ControlFlowWeighsItsHeaviestBranch) {
       R"(["one","x"])");
   EXPECT_EQ(eqn_cost(ir->eqns[0]), 2.0);  // switch (cost 0) + the two-concat branch
   IRPtr s = sched(*ir);
-  EXPECT_EQ(s->eqns[0].sched->priority, 3.0);  // 2 + the concat after it
-  EXPECT_EQ(s->eqns[1].sched->priority, 1.0);
+  EXPECT_EQ(s->eqns[0].sched()->priority, 3.0);  // 2 + the concat after it
+  EXPECT_EQ(s->eqns[1].sched()->priority, 1.0);
   const IRMap& sb = std::get<IRMap>(*s->eqns[0].params.find("branches"));
-  ASSERT_TRUE(sb[1].second->eqns[0].sched.has_value());
-  EXPECT_EQ(sb[1].second->eqns[0].sched->priority, 2.0);
+  ASSERT_TRUE(sb[1].second->eqns[0].sched().has_value());
+  EXPECT_EQ(sb[1].second->eqns[0].sched()->priority, 2.0);
   EXPECT_EQ(ir_path_cost(*s), 3.0);
 }
 
