@@ -162,7 +162,7 @@ class Encoder {
     return it->second;
   }
 
-  void atoms(const std::vector<Atom>& in, std::vector<uint32_t>& out) {
+  void atoms(std::span<const Atom> in, std::vector<uint32_t>& out) {
     for (const Atom& a : in) out.push_back(a.is_var() ? a.var : kLiteralBit | literal(a.lit));
   }
 

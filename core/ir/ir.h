@@ -47,6 +47,9 @@ struct Atom {
   }
 };
 
+// An equation's input atoms, up to two held inline.
+using EqnAtoms = SmallVec<Atom, 2>;
+
 struct IR;
 using IRPtr = std::shared_ptr<const IR>;
 using IRList = std::vector<IRPtr>;
@@ -131,7 +134,7 @@ struct EqnNotes {
 
 struct Eqn {
   const Prim* prim = nullptr;
-  std::vector<Atom> in;   // flat input leaves
+  EqnAtoms in;            // flat input leaves
   TreeDef in_tree;        // structure of the inputs (a list at the root)
   VarIds out;             // flat output leaves
   TreeDef out_tree;
