@@ -36,12 +36,13 @@ std::string aval_name(const Aval& a);  // "str", "list<int>"
 Aval aval_of(const Value& v);
 
 // An equation input or IR output: a variable or a literal value.
+// 16 bytes: the id lives in the literal's tail padding (core/value/value.h).
 struct Atom {
+  [[no_unique_address]] Value lit;  // used when var == kNoVar
   VarId var = kNoVar;
-  Value lit;  // used when var == kNoVar
   bool is_var() const noexcept { return var != kNoVar; }
-  static Atom of_var(VarId v) { return Atom{v, Value()}; }
-  static Atom literal(Value v) { return Atom{kNoVar, std::move(v)}; }
+  static Atom of_var(VarId v) { return Atom{Value(), v}; }
+  static Atom literal(Value v) { return Atom{std::move(v), kNoVar}; }
   friend bool operator==(const Atom& a, const Atom& b) noexcept {
     return a.var == b.var && (a.is_var() || a.lit == b.lit);
   }

@@ -130,10 +130,10 @@ Value Value::promise(const detail::PromiseHeap* p) noexcept {
   return v;
 }
 
-Value::Value(const Value& o) noexcept : kind_(o.kind_), i_(o.i_) {
+Value::Value(const Value& o) noexcept : i_(o.i_), kind_(o.kind_) {
   if (has_heap(kind_)) h_->refs.fetch_add(1, std::memory_order_relaxed);
 }
-Value::Value(Value&& o) noexcept : kind_(o.kind_), i_(o.i_) {
+Value::Value(Value&& o) noexcept : i_(o.i_), kind_(o.kind_) {
   o.kind_ = Kind::Null;
   o.i_ = 0;
 }

@@ -68,7 +68,7 @@ struct PromiseHeap : PlaceholderHeap {
 
 class Value {
  public:
-  Value() noexcept : kind_(Kind::Null), i_(0) {}
+  Value() noexcept : i_(0), kind_(Kind::Null) {}
   static Value boolean(bool b) noexcept;
   static Value integer(int64_t i) noexcept;
   static Value floating(double f) noexcept;
@@ -124,13 +124,16 @@ class Value {
 
  private:
   void release() noexcept;
-  Kind kind_;
+  // The kind after the payload: the 7 bytes after it are tail padding, which
+  // a struct holding a Value [[no_unique_address]] may use (an IR Atom keeps
+  // its variable id there: 16 bytes, not 24).
   union {
     bool b_;
     int64_t i_;
     double f_;
     detail::Heap* h_;
   };
+  Kind kind_;
 };
 
 // Stringification used by format for non-string leaves and containers:

@@ -102,6 +102,7 @@ TYPED_TEST(SmallVecTest, AssignsAndComparesLikeAVector) {
 }
 
 TEST(SmallVec, HoldsAnEquationsTwoInputsAndOutputsInline) {
+  EXPECT_EQ(sizeof(Atom), 16u);  // the variable id in the literal's tail padding
   EXPECT_EQ(sizeof(VarIds), 2 * sizeof(VarId) + 8);
   EXPECT_EQ(sizeof(EqnAtoms), 2 * sizeof(Atom) + 8);
 }
