@@ -4,6 +4,11 @@
 // std::shared_ptr costs 16 bytes per field (object + control block) where
 // the count can live beside the object. No weak references, no aliasing, no
 // custom deleters: only what the IR's shared blocks need.
+//
+// A block made by `immortal` lives until the process ends and is never
+// counted: the IR's most common blocks (a leaf tree, small flat lists) are
+// copied into nearly every equation, and counting them would make every
+// copy an atomic write to one cache line that all threads share.
 #pragma once
 
 #include <atomic>
@@ -22,6 +27,13 @@ class Shared {
   static Shared make(Args&&... args) {
     Shared s;
     s.box_ = new Box{{1}, T(std::forward<Args>(args)...)};
+    return s;
+  }
+  // A block that is never freed (for a function-local static).
+  template <class... Args>
+  static Shared immortal(Args&&... args) {
+    Shared s;
+    s.box_ = new Box{{kImmortal}, T(std::forward<Args>(args)...)};
     return s;
   }
   Shared(const Shared& o) noexcept : box_(o.box_) { retain(); }
@@ -51,15 +63,19 @@ class Shared {
   friend bool operator==(const Shared& a, std::nullptr_t) noexcept { return a.box_ == nullptr; }
 
  private:
+  static constexpr uint32_t kImmortal = 0;  // a counted block has at least 1
   struct Box {
     std::atomic<uint32_t> refs;
     T value;
   };
   void retain() const noexcept {
-    if (box_) box_->refs.fetch_add(1, std::memory_order_relaxed);
+    if (box_ && box_->refs.load(std::memory_order_relaxed) != kImmortal)
+      box_->refs.fetch_add(1, std::memory_order_relaxed);
   }
   void release() noexcept {
-    if (box_ && box_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete box_;
+    if (box_ && box_->refs.load(std::memory_order_relaxed) != kImmortal &&
+        box_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+      delete box_;
     box_ = nullptr;
   }
   Box* box_ = nullptr;

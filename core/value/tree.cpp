@@ -236,21 +236,36 @@ TreeDef::Block::Block(std::vector<Node> n) : nodes(std::move(n)), hash(0) {
   }
 }
 
-TreeDef::TreeDef() {
-  static const auto leaf = Shared<Block>::make(std::vector<Node>(1, leaf_node()));
-  nodes_ = leaf;
+// A leaf and flat lists of fewer than 64 leaves are the shapes of nearly
+// every equation's inputs and outputs: each is one immortal block, whichever
+// way it was made (read without a lock once made).
+const Shared<TreeDef::Block>& TreeDef::leaf_block() {
+  static const auto leaf = Shared<Block>::immortal(std::vector<Node>(1, leaf_node()));
+  return leaf;
 }
-TreeDef TreeDef::leaf() { return TreeDef(); }
-
-TreeDef TreeDef::flat_list(size_t n) {
-  // Flat lists are the common shape of primitive inputs: small ones are
-  // made once and shared (read without a lock once made).
+const Shared<TreeDef::Block>* TreeDef::flat_list_block(size_t n) {
   static const auto shared = [] {
     std::vector<Shared<Block>> v;
-    for (size_t k = 0; k < 64; ++k) v.push_back(Shared<Block>::make(flat_list_nodes(k)));
+    for (size_t k = 0; k < 64; ++k) v.push_back(Shared<Block>::immortal(flat_list_nodes(k)));
     return v;
   }();
-  return n < shared.size() ? TreeDef(shared[n]) : TreeDef(flat_list_nodes(n));
+  return n < shared.size() ? &shared[n] : nullptr;
+}
+
+TreeDef::TreeDef() : nodes_(leaf_block()) {}
+TreeDef TreeDef::leaf() { return TreeDef(); }
+
+TreeDef::TreeDef(std::vector<Node> nodes) {
+  const bool flat = !nodes.empty() && nodes[0].type == NodeType::List &&
+                    nodes.size() == size_t(nodes[0].n_leaves) + 1 && nodes[0].n_children == nodes[0].n_leaves;
+  if (nodes.size() == 1 && nodes[0].type == NodeType::Leaf) nodes_ = leaf_block();
+  else if (const Shared<Block>* shared = flat ? flat_list_block(nodes.size() - 1) : nullptr) nodes_ = *shared;
+  else nodes_ = Shared<Block>::make(std::move(nodes));
+}
+
+TreeDef TreeDef::flat_list(size_t n) {
+  const Shared<Block>* shared = flat_list_block(n);
+  return shared ? TreeDef(*shared) : TreeDef(flat_list_nodes(n));
 }
 
 TreeDef TreeDef::list_of(std::span<const TreeDef> children) {

@@ -67,8 +67,11 @@ class TreeDef {
     std::vector<Node> nodes;
     uint64_t hash;
   };
-  explicit TreeDef(std::vector<Node> nodes) : nodes_(Shared<Block>::make(std::move(nodes))) {}
+  // The shared block of a leaf or a small flat list when nodes is one.
+  explicit TreeDef(std::vector<Node> nodes);
   explicit TreeDef(Shared<Block> block) : nodes_(std::move(block)) {}
+  static const Shared<Block>& leaf_block();
+  static const Shared<Block>* flat_list_block(size_t n);
   Shared<Block> nodes_;
 };
 
