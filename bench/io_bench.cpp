@@ -3,6 +3,9 @@
 // with one of 1 000 templates per format equation (so param sets and strings
 // are not all one), built directly (no tracing). Measured:
 //   BM_IO_Save        IR -> .afg bytes (encode, flatbuffer, zstd, checksum)
+//   BM_IO_SaveTracedVsBuilt  the same IR traced (af::trace over op_concat /
+//                     op_format) against built: both saved in turn in one
+//                     run; traced_vs_built is the ratio of their save times
 //   BM_IO_LoadVerify  .afg bytes -> IR with every check of the loader
 //   BM_IO_Decompress  the container + zstd step alone (the floor of a load)
 //   BM_IO_JsonForm    IR -> the readable JSON form (the size comparison)
@@ -16,11 +19,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
 
 #include "io/afg.h"
 #include "ir/ir.h"
 #include "ir/registry.h"
+#include "prims/ops.h"
+#include "trace/trace.h"
 
 namespace {
 
@@ -62,6 +68,28 @@ IRPtr make_chain(size_t n) {
 }
 
 constexpr size_t kEqns = 1000000;
+
+// make_chain(n) recorded by tracing: the same equations, each with its own
+// params and literal as a traced program makes them.
+IRPtr trace_chain(size_t n) {
+  RunEnv env;
+  std::vector<std::string> templates(1000);
+  for (size_t t = 0; t < templates.size(); ++t) templates[t] = "step " + std::to_string(t) + ": <{}>";
+  Value x = Value::str("x");
+  return trace(
+      [&](std::span<const Value> in) {
+        Value y = in[0];
+        for (size_t i = 0; i < n; ++i) {
+          if (i % 2 == 0) {
+            y = op_concat(std::vector<Value>{y, Value::str("+")}, env);
+          } else {
+            y = op_format(templates[(i / 2) % templates.size()], std::span<const Value>(&y, 1), Value(), env);
+          }
+        }
+        return y;
+      },
+      std::span<const Value>(&x, 1), Value());
+}
 
 const IRPtr& chain() {
   static IRPtr ir = make_chain(kEqns);
@@ -105,6 +133,26 @@ void BM_IO_Save(benchmark::State& state) {
   sizes(state);
 }
 BENCHMARK(BM_IO_Save)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+void BM_IO_SaveTracedVsBuilt(benchmark::State& state) {
+  const IRPtr& built = chain();
+  static const IRPtr traced = trace_chain(kEqns);
+  if (!ir_equal(*traced, *built)) state.SkipWithError("the traced IR differs from the built one");
+  using Clock = std::chrono::steady_clock;
+  double built_s = 0, traced_s = 0;
+  for (auto _ : state) {
+    for (const auto& [ir, total] : {std::pair{built.get(), &built_s}, std::pair{traced.get(), &traced_s}}) {
+      auto t0 = Clock::now();
+      std::string b = io::save_ir(*ir);
+      benchmark::DoNotOptimize(b.data());
+      *total += std::chrono::duration<double>(Clock::now() - t0).count();
+    }
+  }
+  state.counters["built_ms"] = 1e3 * built_s / double(state.iterations());
+  state.counters["traced_ms"] = 1e3 * traced_s / double(state.iterations());
+  state.counters["traced_vs_built"] = traced_s / built_s;
+}
+BENCHMARK(BM_IO_SaveTracedVsBuilt)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 void BM_IO_LoadVerify(benchmark::State& state) {
   auto b = bytes();
