@@ -75,9 +75,11 @@ class Shared {
   void release() noexcept {
     if (box_ && box_->refs.load(std::memory_order_relaxed) != kImmortal &&
         box_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
-      delete box_;
+      destroy(box_);
     box_ = nullptr;
   }
+  // Out of line, so that release stays small enough to inline everywhere.
+  [[gnu::noinline]] static void destroy(Box* box) noexcept { delete box; }
   Box* box_ = nullptr;
 };
 

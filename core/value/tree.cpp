@@ -236,13 +236,9 @@ TreeDef::Block::Block(std::vector<Node> n) : nodes(std::move(n)), hash(0) {
   }
 }
 
-// A leaf and flat lists of fewer than 64 leaves are the shapes of nearly
-// every equation's inputs and outputs: each is one immortal block, whichever
-// way it was made (read without a lock once made).
-const Shared<TreeDef::Block>& TreeDef::leaf_block() {
-  static const auto leaf = Shared<Block>::immortal(std::vector<Node>(1, leaf_node()));
-  return leaf;
-}
+// A leaf (leaf_block) and flat lists of fewer than 64 leaves are the shapes
+// of nearly every equation's inputs and outputs: each is one immortal block,
+// whichever way it was made (read without a lock once made).
 const Shared<TreeDef::Block>* TreeDef::flat_list_block(size_t n) {
   static const auto shared = [] {
     std::vector<Shared<Block>> v;
@@ -252,7 +248,6 @@ const Shared<TreeDef::Block>* TreeDef::flat_list_block(size_t n) {
   return n < shared.size() ? &shared[n] : nullptr;
 }
 
-TreeDef::TreeDef() : nodes_(leaf_block()) {}
 TreeDef TreeDef::leaf() { return TreeDef(); }
 
 TreeDef::TreeDef(std::vector<Node> nodes) {

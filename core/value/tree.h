@@ -31,8 +31,8 @@ class TreeDef {
     std::vector<uint32_t> display;
   };
 
-  // A single leaf (shared instance).
-  TreeDef();
+  // A single leaf (shared instance). Inline: every equation starts with two.
+  TreeDef() : nodes_(leaf_block()) {}
   static TreeDef leaf();
   // A list of n leaves (the common shape of positional primitive inputs).
   static TreeDef flat_list(size_t n);
@@ -70,7 +70,10 @@ class TreeDef {
   // The shared block of a leaf or a small flat list when nodes is one.
   explicit TreeDef(std::vector<Node> nodes);
   explicit TreeDef(Shared<Block> block) : nodes_(std::move(block)) {}
-  static const Shared<Block>& leaf_block();
+  static const Shared<Block>& leaf_block() {
+    static const Shared<Block> leaf = Shared<Block>::immortal(std::vector<Node>{Node{NodeType::Leaf, 0, 1, 1, {}, {}}});
+    return leaf;
+  }
   static const Shared<Block>* flat_list_block(size_t n);
   Shared<Block> nodes_;
 };

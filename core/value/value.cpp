@@ -41,8 +41,6 @@ const std::vector<Entry> kNoEntries;
 const std::vector<uint32_t> kNoIndices;
 const std::string kNoStr;
 
-bool has_heap(Kind k) { return k >= Kind::Str; }
-
 }  // namespace
 
 void fail_placeholder_read(std::string_view what) {
@@ -130,37 +128,7 @@ Value Value::promise(const detail::PromiseHeap* p) noexcept {
   return v;
 }
 
-Value::Value(const Value& o) noexcept : i_(o.i_), kind_(o.kind_) {
-  if (has_heap(kind_)) h_->refs.fetch_add(1, std::memory_order_relaxed);
-}
-Value::Value(Value&& o) noexcept : i_(o.i_), kind_(o.kind_) {
-  o.kind_ = Kind::Null;
-  o.i_ = 0;
-}
-Value& Value::operator=(const Value& o) noexcept {
-  if (this != &o) {
-    if (has_heap(o.kind_)) o.h_->refs.fetch_add(1, std::memory_order_relaxed);
-    release();
-    kind_ = o.kind_;
-    i_ = o.i_;
-  }
-  return *this;
-}
-Value& Value::operator=(Value&& o) noexcept {
-  if (this != &o) {
-    release();
-    kind_ = o.kind_;
-    i_ = o.i_;
-    o.kind_ = Kind::Null;
-    o.i_ = 0;
-  }
-  return *this;
-}
-Value::~Value() { release(); }
-
-void Value::release() noexcept {
-  if (has_heap(kind_) && h_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete h_;
-}
+void Value::free_heap(detail::Heap* h) noexcept { delete h; }
 
 const std::string& Value::as_str() const noexcept {
   return kind_ == Kind::Str ? static_cast<StrHeap*>(h_)->s : kNoStr;

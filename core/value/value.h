@@ -80,11 +80,33 @@ class Value {
   // A promise leaf owning one reference to p (kind: p's kind).
   static Value promise(const detail::PromiseHeap* p) noexcept;
 
-  Value(const Value& o) noexcept;
-  Value(Value&& o) noexcept;
-  Value& operator=(const Value& o) noexcept;
-  Value& operator=(Value&& o) noexcept;
-  ~Value();
+  // Inline: values are copied and moved through every equation, and only
+  // the last release of a heap node needs more than a few instructions.
+  Value(const Value& o) noexcept : i_(o.i_), kind_(o.kind_) { retain(); }
+  Value(Value&& o) noexcept : i_(o.i_), kind_(o.kind_) {
+    o.kind_ = Kind::Null;
+    o.i_ = 0;
+  }
+  Value& operator=(const Value& o) noexcept {
+    if (this != &o) {
+      o.retain();
+      release();
+      i_ = o.i_;
+      kind_ = o.kind_;
+    }
+    return *this;
+  }
+  Value& operator=(Value&& o) noexcept {
+    if (this != &o) {
+      release();
+      i_ = o.i_;
+      kind_ = o.kind_;
+      o.kind_ = Kind::Null;
+      o.i_ = 0;
+    }
+    return *this;
+  }
+  ~Value() { release(); }
 
   Kind kind() const noexcept { return kind_; }
   bool is_null() const noexcept { return kind_ == Kind::Null; }
@@ -123,7 +145,14 @@ class Value {
   uint32_t depth() const noexcept;
 
  private:
-  void release() noexcept;
+  static bool on_heap(Kind k) noexcept { return k >= Kind::Str; }
+  void retain() const noexcept {
+    if (on_heap(kind_)) h_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  void release() noexcept {
+    if (on_heap(kind_) && h_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) free_heap(h_);
+  }
+  static void free_heap(detail::Heap* h) noexcept;
   // The kind after the payload: the 7 bytes after it are tail padding, which
   // a struct holding a Value [[no_unique_address]] may use (an IR Atom keeps
   // its variable id there: 16 bytes, not 24).
