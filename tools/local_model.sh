@@ -99,8 +99,11 @@ start_server() {
   export AF_LOCAL_MODEL_URL=$url AF_LOCAL_MODEL_PID=$SERVER_PID
   # llama_cpp.server takes structured output as json_object with a schema, and its grammar
   # does not enforce every bound: a schema call may re-ask. Replies are capped at 128 tokens
-  # (the model rambles otherwise); a call's own max_tokens wins.
-  export AF_LOCAL_MODEL_OPTIONS="{\"base_url\":\"$url\",\"structured_output\":\"json_object\",\"schema_retries\":3,\"timeout_ms\":120000,\"extra\":{\"max_tokens\":128}}"
+  # (the model rambles otherwise); a call's own max_tokens wins. Sampling is greedy with a
+  # fixed seed unless a call sets its own: the server's string grammar lets raw newlines
+  # through, which no JSON parser accepts, and at the default temperature about one run in
+  # five of the demo drew such a reply three times over; greedy replies are the same each run.
+  export AF_LOCAL_MODEL_OPTIONS="{\"base_url\":\"$url\",\"structured_output\":\"json_object\",\"schema_retries\":3,\"timeout_ms\":120000,\"extra\":{\"max_tokens\":128,\"temperature\":0,\"seed\":7}}"
   echo "local_model: SmolLM2-135M-Instruct at $url (pid $SERVER_PID, log $log)" >&2
 }
 

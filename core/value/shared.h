@@ -29,7 +29,8 @@ class Shared {
     s.box_ = new Box{{1}, T(std::forward<Args>(args)...)};
     return s;
   }
-  // A block that is never freed (for a function-local static).
+  // A block that is never freed. Hold it in a static that is never destroyed
+  // either (a `new`ed holder), so that leak checkers see it reachable at exit.
   template <class... Args>
   static Shared immortal(Args&&... args) {
     Shared s;

@@ -240,12 +240,12 @@ TreeDef::Block::Block(std::vector<Node> n) : nodes(std::move(n)), hash(0) {
 // of nearly every equation's inputs and outputs: each is one immortal block,
 // whichever way it was made (read without a lock once made).
 const Shared<TreeDef::Block>* TreeDef::flat_list_block(size_t n) {
-  static const auto shared = [] {
-    std::vector<Shared<Block>> v;
-    for (size_t k = 0; k < 64; ++k) v.push_back(Shared<Block>::immortal(flat_list_nodes(k)));
+  static const auto* shared = [] {  // never destroyed, like the blocks
+    auto* v = new std::vector<Shared<Block>>();
+    for (size_t k = 0; k < 64; ++k) v->push_back(Shared<Block>::immortal(flat_list_nodes(k)));
     return v;
   }();
-  return n < shared.size() ? &shared[n] : nullptr;
+  return n < shared->size() ? &(*shared)[n] : nullptr;
 }
 
 TreeDef TreeDef::leaf() { return TreeDef(); }

@@ -71,8 +71,9 @@ class TreeDef {
   explicit TreeDef(std::vector<Node> nodes);
   explicit TreeDef(Shared<Block> block) : nodes_(std::move(block)) {}
   static const Shared<Block>& leaf_block() {
-    static const Shared<Block> leaf = Shared<Block>::immortal(std::vector<Node>{Node{NodeType::Leaf, 0, 1, 1, {}, {}}});
-    return leaf;
+    // Never destroyed, like the block it holds (Shared::immortal).
+    static const auto* leaf = new Shared<Block>(Shared<Block>::immortal(std::vector<Node>{Node{NodeType::Leaf, 0, 1, 1, {}, {}}}));
+    return *leaf;
   }
   static const Shared<Block>* flat_list_block(size_t n);
   Shared<Block> nodes_;

@@ -61,17 +61,17 @@ TEST(Shared, AUniqueBlockChangesInPlace) {
 }
 
 TEST(Shared, AnImmortalBlockIsSharedUncountedAndNeverFreed) {
-  static const Shared<Counted> forever = Shared<Counted>::immortal("static");
+  static const auto* forever = new Shared<Counted>(Shared<Counted>::immortal("static"));
   const int live = Counted::live;
   {
-    Shared<Counted> a = forever, b = a;
-    EXPECT_EQ(a, forever);
+    Shared<Counted> a = *forever, b = a;
+    EXPECT_EQ(a, *forever);
     EXPECT_FALSE(a.unique());  // never changed in place
     b = nullptr;
     a = Shared<Counted>::make("other");
   }
   EXPECT_EQ(Counted::live, live);
-  EXPECT_EQ(forever->text, "static");
+  EXPECT_EQ((*forever)->text, "static");
 }
 
 }  // namespace
