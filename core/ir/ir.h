@@ -147,7 +147,6 @@ struct Eqn {
   const std::optional<EqnSched>& sched() const noexcept { return notes ? notes->sched : kNoNotes.sched; }
   // Each replaces one note, keeping the others (a new block: blocks are shared).
   void set_tags(Tags t) { notes = EqnNotes::of(std::move(t), name_path(), sched()); }
-  void set_name_path(NamePath p) { notes = EqnNotes::of(tags(), std::move(p), sched()); }
   void set_sched(std::optional<EqnSched> s) { notes = EqnNotes::of(tags(), name_path(), s); }
 
  private:

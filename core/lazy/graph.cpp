@@ -279,6 +279,7 @@ void Graph::run(const std::vector<std::shared_ptr<Node>>& batch) {
     inputs.push_back(v);
     return Atom::of_var(var);
   };
+  Shared<EqnNotes> notes;  // shared by consecutive nodes of the same tags
   for (const auto& n : batch) {
     // An input from a failed evaluation fails this node without running.
     for (const Value& leaf : n->in) {
@@ -298,7 +299,9 @@ void Graph::run(const std::vector<std::shared_ptr<Node>>& batch) {
     e.params = n->params;
     e.in_tree = n->in_tree;
     e.out_tree = n->out_tree;
-    e.notes = EqnNotes::of(n->tags, nullptr);  // (not the name path: it only words errors, through where())
+    // (Not the name path: it only words errors, through where().)
+    if (!notes || notes->tags != n->tags) notes = EqnNotes::of(n->tags, nullptr);
+    e.notes = notes;
     e.in.reserve(n->in.size());
     for (size_t k = 0; k < n->in.size(); ++k) {
       const Value& leaf = n->in[k];

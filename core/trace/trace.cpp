@@ -326,6 +326,10 @@ Value inline_ir(const IR& ir, std::span<const Value> inputs) {
   for (size_t k = 0; k < ir.in.size(); ++k)
     if (ir.in[k].is_var()) map[ir.in[k].var] = atom_of(f, leaves[k], "a program input");
   auto remap = [&](const Atom& a) { return a.is_var() ? map[a.var] : a; };
+  // The scope's tags and names joined to each source notes block once:
+  // equations that shared a block share its joined one.
+  const EqnNotes* joined_from = nullptr;
+  Shared<EqnNotes> joined;
   for (const Eqn& src : ir.eqns) {
     Eqn e = src;
     for (Atom& a : e.in) a = remap(a);
@@ -334,8 +338,13 @@ Value inline_ir(const IR& ir, std::span<const Value> inputs) {
       map[v] = Atom::of_var(nv);
       v = nv;
     }
-    if (f.tags || f.names)
-      e.notes = EqnNotes::of(union_tags(src.tags(), f.tags), join_names(f.names, src.name_path()), src.sched());
+    if (f.tags || f.names) {
+      if (!joined || src.notes.get() != joined_from) {
+        joined = EqnNotes::of(union_tags(src.tags(), f.tags), join_names(f.names, src.name_path()), src.sched());
+        joined_from = src.notes.get();
+      }
+      e.notes = joined;
+    }
     f.ir.eqns.push_back(std::move(e));
   }
   std::vector<Value> outs;

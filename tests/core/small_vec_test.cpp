@@ -105,6 +105,7 @@ TEST(SmallVec, HoldsAnEquationsTwoInputsAndOutputsInline) {
   EXPECT_EQ(sizeof(Atom), 16u);  // the variable id in the literal's tail padding
   EXPECT_EQ(sizeof(VarIds), 2 * sizeof(VarId) + 8);
   EXPECT_EQ(sizeof(EqnAtoms), 2 * sizeof(Atom) + 8);
+  EXPECT_EQ(sizeof(Eqn), 96u);  // docs/PERFORMANCE.md, "A denser Eqn"
 }
 
 }  // namespace
