@@ -20,6 +20,7 @@
 
 #include "io/afg.h"
 #include "value/error.h"
+#include "value/huge_pages.h"
 
 namespace af::io {
 
@@ -151,6 +152,7 @@ Unsealed unseal(std::span<const uint8_t> b) {
   // Not zero-filled: zstd writes every byte, and the size is checked below.
   u.storage.reset(new uint64_t[size_t((content_len + 7) / 8)]);
   u.size = size_t(content_len);
+  advise_huge_pages(u.storage.get(), u.size);
   std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
   if (!dctx) throw std::bad_alloc();
   ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_windowLogMax, 27);  // bounded decoder memory

@@ -311,8 +311,7 @@ Value TreeDef::unflatten(std::span<const Value> leaves) const {
   return rebuild(nodes(), pos, leaf);
 }
 
-bool operator==(const TreeDef& a, const TreeDef& b) noexcept {
-  if (a.nodes_ == b.nodes_) return true;
+bool TreeDef::same_nodes(const TreeDef& a, const TreeDef& b) noexcept {
   if (a.nodes_->hash != b.nodes_->hash) return false;
   const auto& x = a.nodes();
   const auto& y = b.nodes();

@@ -54,7 +54,10 @@ class TreeDef {
   // insertion order of the tree the structure was taken from.
   Value unflatten(std::span<const Value> leaves) const;
 
-  friend bool operator==(const TreeDef& a, const TreeDef& b) noexcept;
+  // One shared block (the common case: canonical shapes) compares inline.
+  friend bool operator==(const TreeDef& a, const TreeDef& b) noexcept {
+    return a.nodes_ == b.nodes_ || same_nodes(a, b);
+  }
   // Computed once, when the structure is made (IRs hash their trees often).
   uint64_t hash() const noexcept { return nodes_->hash; }
   // Human-readable structure with '*' for leaves: [*, {"a": *}].
@@ -76,6 +79,7 @@ class TreeDef {
     return *leaf;
   }
   static const Shared<Block>* flat_list_block(size_t n);
+  static bool same_nodes(const TreeDef& a, const TreeDef& b) noexcept;
   Shared<Block> nodes_;
 };
 
