@@ -26,6 +26,7 @@
 // CPU time, like the Time/CPU columns.
 #include <af/af.h>
 #include <benchmark/benchmark.h>
+#include <sys/resource.h>
 
 #include <span>
 #include <string>
@@ -192,6 +193,7 @@ void call_c(benchmark::State& state, bool growing) {
 void BM_FirstCall_C(benchmark::State& state) {
   const size_t n = size_t(state.range(0));
   af_bench::ChainSpec spec{.n = n, .lit = "", .lit_len = 0};
+  long faults = 0;
   for (auto _ : state) {
     state.PauseTiming();
     af_context_t* ctx = nullptr;
@@ -201,9 +203,13 @@ void BM_FirstCall_C(benchmark::State& state) {
     af_error_t* err = af_context_new(&ctx);
     if (!err) err = af_value_str(ctx, "p", 1, &input);
     if (!err) err = af_trace(ctx, af_bench::chain_fn, &spec, &input, 1, nullptr, &ir);
+    rusage r0, r1;
+    getrusage(RUSAGE_SELF, &r0);
     state.ResumeTiming();
     if (!err) err = af_ir_call(ctx, ir, &input, 1, &out);
     state.PauseTiming();
+    getrusage(RUSAGE_SELF, &r1);
+    faults += r1.ru_minflt - r0.ru_minflt;
     if (err) {
       state.SkipWithError(af_error_message(err));
       af_error_free(err);
@@ -216,6 +222,7 @@ void BM_FirstCall_C(benchmark::State& state) {
     if (err) break;
   }
   set_eqn_counters(state, int64_t(n));
+  state.counters["faults_per_call"] = double(faults) / double(state.iterations());
 }
 BENCHMARK(BM_FirstCall_C)->Arg(10000)->Arg(100000)->Unit(benchmark::kMillisecond);
 

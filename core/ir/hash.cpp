@@ -18,7 +18,9 @@ namespace af {
 
 namespace {
 
-uint64_t mix(uint64_t h, uint64_t v) { return hash_mix(h, v); }
+constexpr uint64_t mix(uint64_t h, uint64_t v) { return hash_mix(h, v); }
+// The hash of no tags and of no params: what most equations have.
+constexpr uint64_t kNoneHash = mix(0, 0);
 uint64_t hash_str(std::string_view s) { return hash_bytes(s); }
 
 const std::vector<std::string> kNoStrings;
@@ -29,22 +31,21 @@ const std::vector<std::string>& string_list(const Tags& t) { return t ? *t : kNo
 // equality and hashing in order is consistent with it.
 bool tags_equal(const Tags& a, const Tags& b) { return string_list(a) == string_list(b); }
 
-uint64_t tags_hash(const Tags& t) {
-  static const uint64_t kNone = mix(0, 0);  // most equations have no tags
-  if (!t || t->empty()) return kNone;
-  const auto& tags = *t;
-  uint64_t h = mix(0, tags.size());
-  for (const std::string& s : tags) h = mix(h, hash_str(s));
+// A list of strings (tags, a name path) after h.
+[[gnu::noinline]] uint64_t strings_hash(uint64_t h, const std::vector<std::string>& list) {
+  h = mix(h, list.size());
+  for (const std::string& s : list) h = mix(h, hash_str(s));
   return h;
+}
+
+uint64_t tags_hash(const Tags& t) {
+  return !t || t->empty() ? kNoneHash : strings_hash(0, *t);
 }
 
 // A name path joins the hash only when there is one, so the hash of an IR
 // without names is what it was before name paths existed.
 uint64_t names_hash(uint64_t h, const NamePath& p) {
-  if (!p || p->empty()) return h;
-  h = mix(mix(h, 0x6e616d65), p->size());
-  for (const std::string& s : *p) h = mix(h, hash_str(s));
-  return h;
+  return !p || p->empty() ? h : strings_hash(mix(h, 0x6e616d65), *p);
 }
 
 bool prim_equal(const Prim* a, const Prim* b) {
@@ -135,6 +136,8 @@ uint64_t param_hash(const Param& p) {
   return h;
 }
 
+uint64_t params_hash(const Params& p) { return p.empty() ? kNoneHash : p.hash(); }
+
 // A var is hashed as the var `alias` maps it to, when given.
 uint64_t atom_hash(const Atom& a, std::span<const VarId> alias = {}) {
   return a.is_var() ? mix(1, alias.empty() ? a.var : alias[a.var]) : mix(2, a.lit.hash());
@@ -181,7 +184,7 @@ uint64_t eqn_identity(uint64_t head, uint64_t params, uint64_t tags, const NameP
 // must not change), and its identity in `id`.
 uint64_t eqn_full_hash(const Eqn& e, uint64_t& id) {
   uint64_t h = eqn_head_hash(e, {});
-  const uint64_t params = e.params.hash(), tags = tags_hash(e.tags());
+  const uint64_t params = params_hash(e.params), tags = tags_hash(e.tags());
   id = eqn_identity(h, params, tags, e.name_path());
   h = mix(h, e.out.size());
   for (VarId v : e.out) h = mix(h, v);
@@ -201,8 +204,7 @@ bool operator==(const Params& a, const Params& b) noexcept {
 }
 
 uint64_t Params::hash() const noexcept {
-  static const uint64_t kNone = mix(0, 0);  // most equations have no params
-  if (!items_ || items_->empty()) return kNone;
+  if (empty()) return kNoneHash;  // most equations have no params
   const Items& v = *items_;
   uint64_t h = mix(0, v.size());
   for (const auto& [name, p] : v) h = mix(mix(h, hash_str(name)), param_hash(p));
@@ -232,7 +234,7 @@ uint64_t ir_hash(const IR& ir, std::vector<uint64_t>* ids) {
 }
 
 uint64_t eqn_hash(const Eqn& e, std::span<const VarId> alias) noexcept {
-  return eqn_identity(eqn_head_hash(e, alias), e.params.hash(), tags_hash(e.tags()), e.name_path());
+  return eqn_identity(eqn_head_hash(e, alias), params_hash(e.params), tags_hash(e.tags()), e.name_path());
 }
 
 bool eqn_same(const Eqn& a, const Eqn& b, std::span<const VarId> alias) noexcept {

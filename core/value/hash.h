@@ -9,7 +9,7 @@
 
 namespace af {
 
-inline uint64_t hash_mix(uint64_t h, uint64_t v) {
+constexpr uint64_t hash_mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
   h ^= h >> 31;
   h *= 0xbf58476d1ce4e5b9ULL;

@@ -208,13 +208,15 @@ bool operator==(const Value& a, const Value& b) noexcept {
 }
 
 uint64_t Value::hash() const noexcept {
+  // Each case starts from its kind's seed, a constant.
+  constexpr auto seed = [](Kind k) { return hash_mix(0, static_cast<uint64_t>(k)); };
   uint64_t h = hash_mix(0, static_cast<uint64_t>(kind_));
   switch (kind_) {
-    case Kind::Null: return h;
-    case Kind::Bool: return hash_mix(h, b_);
-    case Kind::Int: return hash_mix(h, static_cast<uint64_t>(i_));
-    case Kind::Float: return hash_mix(h, hash_double(f_));
-    case Kind::Str: return hash_mix(h, hash_bytes(as_str()));
+    case Kind::Null: return seed(Kind::Null);
+    case Kind::Bool: return hash_mix(seed(Kind::Bool), b_);
+    case Kind::Int: return hash_mix(seed(Kind::Int), static_cast<uint64_t>(i_));
+    case Kind::Float: return hash_mix(seed(Kind::Float), hash_double(f_));
+    case Kind::Str: return hash_mix(seed(Kind::Str), hash_bytes(as_str()));
     case Kind::List:
       for (const Value& v : items()) h = hash_mix(h, v.hash());
       return h;
