@@ -157,13 +157,19 @@ std::shared_ptr<Program> lower_with(IRPtr ir, const Lowering& l, const CompileOp
   const uint32_t n_vars = uint32_t(g.vars.size());
   p.ir = ir;
 
-  // Slots: one per var, then one per literal.
+  // Slots: one per var, then one per literal. An equation's literal
+  // identical to the one before it (a traced loop's constant) shares its
+  // slot; an input's never does (a call writes its leaf there).
+  size_t shared_from = 0;  // constants from here on may be shared
   auto slot_of = [&](const Atom& a) -> uint32_t {
     if (a.is_var()) return l.var_slot[a.var];
+    if (p.constants.size() > shared_from && p.constants.back().identical(a.lit))
+      return n_vars + uint32_t(p.constants.size() - 1);
     p.constants.push_back(a.lit);
     return n_vars + uint32_t(p.constants.size() - 1);
   };
   for (const Atom& a : g.in) p.in_slots.push_back(slot_of(a));
+  shared_from = p.constants.size();
 
   // Nodes with their input / output slots and dependency counts; then the
   // consumer lists as one flat array (counted, then filled).

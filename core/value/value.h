@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -139,6 +140,18 @@ class Value {
   friend bool operator==(const Value& a, const Value& b) noexcept;
   // Deep hash consistent with ==.
   uint64_t hash() const noexcept;
+  // Same kind and payload: the same heap node, or the same scalar bits.
+  // Implies ==, in one comparison (-0.0 and 0.0 are equal, not identical).
+  bool identical(const Value& o) const noexcept {
+    if (kind_ != o.kind_) return false;
+    switch (kind_) {
+      case Kind::Null: return true;
+      case Kind::Bool: return b_ == o.b_;
+      case Kind::Int: return i_ == o.i_;
+      case Kind::Float: return std::bit_cast<uint64_t>(f_) == std::bit_cast<uint64_t>(o.f_);
+      default: return h_ == o.h_;
+    }
+  }
   // True if any leaf is a placeholder (a traced value or a promise).
   bool has_placeholder() const noexcept;
   // Container nesting: 0 for a leaf or null, 1 + the deepest item otherwise.

@@ -76,6 +76,39 @@ TEST(ExecLastUse, GrowingChainIsCorrectAndLeavesSharedValuesAlone) {
   EXPECT_EQ(input.as_str(), "s");  // the caller's value is shared, never appended to
 }
 
+// A literal read by consecutive equations (one Value captured by a traced
+// loop) has one slot, read by all of them and so never moved; a static
+// input's slot (the call writes the leaf there) is never shared, even with
+// an identical literal right after it.
+TEST(ExecLastUse, OneLiteralOfConsecutiveEquationsSharesASlot) {
+  ExecContext ctx;
+  RunEnv env{&ctx};
+  const Value x = Value::str("x");
+  std::vector<Value> ex{Value::str("s"), x};
+  IRPtr ir = trace(
+      [&](std::span<const Value> in) {
+        Value y = op_concat(std::vector<Value>{in[0], in[1]}, env);  // in[1] is the static input
+        for (int i = 0; i < 5; ++i) y = op_concat(std::vector<Value>{y, x}, env);
+        return y;
+      },
+      ex, Value::list({Value::boolean(false), Value::boolean(true)}));
+  auto prog = compile(ir);
+  ASSERT_EQ(prog->constants.size(), 2u);  // the static input's, and one for the six reads of x
+  const uint32_t input_slot = prog->in_slots[1], shared = input_slot + 1;
+  size_t reads = 0;
+  for (size_t i = 0; i < prog->args.size(); ++i) {
+    EXPECT_NE(prog->args[i], input_slot) << "arg " << i;
+    if (prog->args[i] == shared) {
+      ++reads;
+      EXPECT_EQ(prog->last_use[i], 0) << "arg " << i;
+    }
+  }
+  EXPECT_EQ(reads, 6u);
+  for (int round = 0; round < 2; ++round)
+    EXPECT_EQ(to_json(run_sync(env, prog, {Value::str("s"), x})), "\"sxxxxxx\"");
+  EXPECT_EQ(x.as_str(), "x");
+}
+
 TEST(ExecLastUse, ConcatConsumesOnlyOwnedUniqueInputs) {
   const Prim& concat = prim("concat");
   Eqn e;  // concat_impl reads nothing from the equation
