@@ -28,7 +28,6 @@ class Run : public std::enable_shared_from_this<Run> {
   std::vector<Value> slots;
   std::unique_ptr<std::atomic<uint32_t>[]> pending;
   std::atomic<uint32_t> remaining{0};
-  std::atomic<uint64_t> done_count{0};
   std::atomic<bool> finished{false};
   std::unique_ptr<std::shared_ptr<const Error>[]> slot_err;  // keep_going only
   // Inject order: per node, the next node that hits a key an inject scope
@@ -280,7 +279,14 @@ uint32_t complete(const std::shared_ptr<Run>& r, uint32_t node, bool can_continu
   const Program::Node& n = p.nodes[node];
   uint32_t best = kNone;
   auto release = [&](uint32_t c) {
-    if (r->pending[c].fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    // The last release needs no read-modify-write: a count of 1 means no
+    // other producer of c is left to race with (most nodes have one input
+    // producer). The acquire load still sees what earlier producers wrote.
+    std::atomic<uint32_t>& pending = r->pending[c];
+    if (pending.load(std::memory_order_acquire) == 1)
+      pending.store(0, std::memory_order_relaxed);
+    else if (pending.fetch_sub(1, std::memory_order_acq_rel) != 1)
+      return;
     if (r->profile) r->profile->queued(c);
     if (!can_continue) {
       schedule(r, c);
@@ -299,13 +305,10 @@ uint32_t complete(const std::shared_ptr<Run>& r, uint32_t node, bool can_continu
   if (!r->after.empty() && r->after[node] != kNone) release(r->after[node]);
   if (r->opts.progress) {
     std::lock_guard<std::mutex> lock(r->progress_mu);
-    r->done_count.fetch_add(1, std::memory_order_relaxed);
     try {
       r->opts.progress(++r->progress_done, p.nodes.size());
     } catch (...) {
     }
-  } else {
-    r->done_count.fetch_add(1, std::memory_order_relaxed);
   }
   if (r->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     std::vector<Value> outs;
@@ -330,6 +333,11 @@ void execute(const std::shared_ptr<Run>& r, uint32_t node) {
   std::vector<Value>& in = lease.s->in;
   std::vector<Value>& out = lease.s->out;
   const Program& p = *r->prog;
+  // One copy of the run's environment for the nodes this thread runs in a
+  // row (as the sequential interpreter keeps one): a copy per node wrote
+  // two shared counts. No impl changes the environment it is given (those
+  // that run sub-IRs change their own copy, or restore what they set).
+  RunEnv env = r->env;
   while (node != kNone) {
     if (r->finished.load(std::memory_order_acquire)) return;
     const Program::Node& n = p.nodes[node];
@@ -347,8 +355,8 @@ void execute(const std::shared_ptr<Run>& r, uint32_t node) {
     out.assign(n.out_count, Value());
     if (r->profile) r->profile->started(node, engine_thread_index());
     try {
-      RunEnv env = r->env;
       env.eqn = n.eqn_index;
+      env.owned_in = {};
       if (env.scopes->memo_open()) {
         invoke(*n.eqn, in, out, env);  // through memoize scopes (rt/scopes.h)
       } else {

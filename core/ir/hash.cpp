@@ -138,9 +138,24 @@ uint64_t param_hash(const Param& p) {
 
 uint64_t params_hash(const Params& p) { return p.empty() ? kNoneHash : p.hash(); }
 
+// The hash of the literal hashed last, for the next atom: a traced loop's
+// constant is one Value read by many equations, hashed once per IR pass.
+struct LastLiteral {
+  const Value* lit = nullptr;  // in the IR being hashed
+  uint64_t hash = 0;
+  uint64_t of(const Value& v) {
+    if (!lit || !lit->identical(v)) {
+      lit = &v;
+      hash = v.hash();
+    }
+    return hash;
+  }
+};
+
 // A var is hashed as the var `alias` maps it to, when given.
-uint64_t atom_hash(const Atom& a, std::span<const VarId> alias = {}) {
-  return a.is_var() ? mix(1, alias.empty() ? a.var : alias[a.var]) : mix(2, a.lit.hash());
+uint64_t atom_hash(const Atom& a, std::span<const VarId> alias = {}, LastLiteral* last = nullptr) {
+  if (a.is_var()) return mix(1, alias.empty() ? a.var : alias[a.var]);
+  return mix(2, last ? last->of(a.lit) : a.lit.hash());
 }
 
 uint64_t atoms_hash(uint64_t h, const std::vector<Atom>& atoms) {
@@ -170,9 +185,9 @@ bool ir_equal_in(const IR& a, const IR& b, EqualPairs& seen) {
 // read through `alias` when given) and input structure. The first part of
 // both an equation's structural hash and its identity (eqn_hash), so the
 // structural pass yields the identities too (ir_hash's `ids`).
-uint64_t eqn_head_hash(const Eqn& e, std::span<const VarId> alias) {
+uint64_t eqn_head_hash(const Eqn& e, std::span<const VarId> alias, LastLiteral* last = nullptr) {
   uint64_t h = mix(mix(0, prim_hash(e.prim)), e.in.size());
-  for (const Atom& a : e.in) h = mix(h, atom_hash(a, alias));
+  for (const Atom& a : e.in) h = mix(h, atom_hash(a, alias, last));
   return mix(h, e.in_tree.hash());
 }
 
@@ -182,8 +197,8 @@ uint64_t eqn_identity(uint64_t head, uint64_t params, uint64_t tags, const NameP
 
 // The equation's part of ir_hash (a defined function: af_ir_hash's values
 // must not change), and its identity in `id`.
-uint64_t eqn_full_hash(const Eqn& e, uint64_t& id) {
-  uint64_t h = eqn_head_hash(e, {});
+uint64_t eqn_full_hash(const Eqn& e, uint64_t& id, LastLiteral& last) {
+  uint64_t h = eqn_head_hash(e, {}, &last);
   const uint64_t params = params_hash(e.params), tags = tags_hash(e.tags());
   id = eqn_identity(h, params, tags, e.name_path());
   h = mix(h, e.out.size());
@@ -225,8 +240,9 @@ uint64_t ir_hash(const IR& ir, std::vector<uint64_t>* ids) {
   for (InputRole r : ir.in_roles) h = mix(h, uint64_t(r));
   h = mix(h, ir.eqns.size());
   uint64_t id = 0;
+  LastLiteral last;
   for (size_t i = 0; i < ir.eqns.size(); ++i) {
-    h = mix(h, eqn_full_hash(ir.eqns[i], id));
+    h = mix(h, eqn_full_hash(ir.eqns[i], id, last));
     if (ids) (*ids)[i] = id;
   }
   h = atoms_hash(h, ir.out);
