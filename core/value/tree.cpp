@@ -11,8 +11,6 @@ namespace {
 using Node = TreeDef::Node;
 using NodeType = TreeDef::NodeType;
 
-Node leaf_node() { return Node{NodeType::Leaf, 0, 1, 1, {}, {}}; }
-
 void build(const Value& v, std::vector<Node>& nodes) {
   size_t at = nodes.size();
   switch (v.kind()) {
@@ -33,7 +31,7 @@ void build(const Value& v, std::vector<Node>& nodes) {
       for (uint32_t i : v.sorted()) build(v.entries()[i].second, nodes);
       break;
     }
-    default: nodes.push_back(leaf_node()); return;
+    default: nodes.push_back(Node::leaf()); return;
   }
   // Fill subtree totals from the children that follow.
   uint32_t leaves = 0;
@@ -223,7 +221,7 @@ std::vector<Node> flat_list_nodes(size_t n) {
   std::vector<Node> nodes;
   nodes.reserve(n + 1);
   nodes.push_back(Node{NodeType::List, uint32_t(n), uint32_t(n), uint32_t(n + 1), {}, {}});
-  for (size_t i = 0; i < n; ++i) nodes.push_back(leaf_node());
+  for (size_t i = 0; i < n; ++i) nodes.push_back(Node::leaf());
   return nodes;
 }
 

@@ -29,6 +29,7 @@ class TreeDef {
     // dict only: display[i] = sorted position of the i-th key in insertion
     // order, so unflatten restores the order a user wrote. Not structural.
     std::vector<uint32_t> display;
+    static Node leaf() { return Node{NodeType::Leaf, 0, 1, 1, {}, {}}; }
   };
 
   // A single leaf (shared instance). Inline: every equation starts with two.
@@ -75,7 +76,7 @@ class TreeDef {
   explicit TreeDef(Shared<Block> block) : nodes_(std::move(block)) {}
   static const Shared<Block>& leaf_block() {
     // Never destroyed, like the block it holds (Shared::immortal).
-    static const auto* leaf = new Shared<Block>(Shared<Block>::immortal(std::vector<Node>{Node{NodeType::Leaf, 0, 1, 1, {}, {}}}));
+    static const auto* leaf = new Shared<Block>(Shared<Block>::immortal(std::vector<Node>{Node::leaf()}));
     return *leaf;
   }
   static const Shared<Block>* flat_list_block(size_t n);
