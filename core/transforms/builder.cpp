@@ -264,9 +264,8 @@ IRPtr rewire(const IR& ir, std::span<const Aval> new_in, std::span<const size_t>
   return b.finish(std::move(ins), std::move(in_tree), std::move(sel), std::move(out_tree));
 }
 
-bool eqn_has_effects(const Eqn& e) {
-  if (e.prim->flags & (kEffectful | kNoMerge)) return true;
-  return e.params.any_ir([](const IR& ir) {
+bool params_have_effects(const Params& ps) {
+  return ps.any_ir([](const IR& ir) {
     return ir.facts.flag(IRFacts::kEffects, [&] { return has_effects(ir); });
   });
 }
@@ -275,11 +274,6 @@ bool has_effects(const IR& ir) {
   for (const Eqn& e : ir.eqns)
     if (eqn_has_effects(e)) return true;
   return false;
-}
-
-bool mergeable(const Eqn& e, bool merge_nondeterministic) {
-  if (eqn_has_effects(e)) return false;  // also a switch / loop / map holding a checkpoint
-  return !(e.prim->flags & kNondeterministic) || merge_nondeterministic;
 }
 
 TreeDef tree_without(const TreeDef& def, const std::vector<bool>& keep) {
