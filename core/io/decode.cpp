@@ -625,7 +625,7 @@ class Reader {
           if (it == abstract_cache_.end()) it = abstract_cache_.emplace(sig, check_new()).first;
           last = {sig, &it->second};  // unordered_map never moves its elements
         }
-        if (!outputs_match(e, *last.shape, ir.vars)) check_outputs(e, *last.shape, ir.vars, where);
+        check_outputs(e, *last.shape, ir.vars, where);
       } else {
         check_outputs(e, check_new(), ir.vars, where);
       }
@@ -667,24 +667,24 @@ class Reader {
   }
 
   // The declared outputs against what the rule says the primitive produces:
-  // the test inline, the message (which needs `where`) out of line.
-  static bool outputs_match(const Eqn& e, const AbstractOut& shape, const std::vector<Aval>& vars) {
-    if (shape.out.size() != e.out.size() || !(shape.out_tree == e.out_tree)) return false;
-    for (size_t k = 0; k < e.out.size(); ++k)
-      if (!(vars[e.out[k]] == shape.out[k])) return false;
-    return true;
-  }
+  // the test inline (every loaded equation), the message out of line.
   template <class Where>
   static void check_outputs(const Eqn& e, const AbstractOut& shape, const std::vector<Aval>& vars,
                             const Where& where) {
-    if (outputs_match(e, shape, vars)) return;
+    bool match = shape.out.size() == e.out.size() && shape.out_tree == e.out_tree;
+    for (size_t k = 0; match && k < e.out.size(); ++k) match = vars[e.out[k]] == shape.out[k];
+    if (!match) outputs_differ(e, shape, vars, where());
+  }
+  [[noreturn, gnu::noinline]] static void outputs_differ(const Eqn& e, const AbstractOut& shape,
+                                                         const std::vector<Aval>& vars, const std::string& where) {
     if (shape.out.size() != e.out.size() || !(shape.out_tree == e.out_tree))
-      bad(where() + ": the output structure " + e.out_tree.to_string() +
-          " differs from the primitive's " + shape.out_tree.to_string());
+      bad(where + ": the output structure " + e.out_tree.to_string() + " differs from the primitive's " +
+          shape.out_tree.to_string());
     for (size_t k = 0; k < e.out.size(); ++k)
       if (!(vars[e.out[k]] == shape.out[k]))
-        bad(where() + ": output %" + std::to_string(e.out[k]) + " is declared " + aval_name(vars[e.out[k]]) +
+        bad(where + ": output %" + std::to_string(e.out[k]) + " is declared " + aval_name(vars[e.out[k]]) +
             " but the primitive produces " + aval_name(shape.out[k]));
+    bad(where + ": the outputs differ from the primitive's");
   }
 
   // The plan's shape against the program's IR; exec checks its meaning.

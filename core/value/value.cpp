@@ -210,7 +210,7 @@ bool operator==(const Value& a, const Value& b) noexcept {
 uint64_t Value::hash() const noexcept {
   // Each case starts from its kind's seed, a constant.
   constexpr auto seed = [](Kind k) { return hash_mix(0, static_cast<uint64_t>(k)); };
-  uint64_t h = hash_mix(0, static_cast<uint64_t>(kind_));
+  uint64_t h = seed(kind_);  // containers and placeholders
   switch (kind_) {
     case Kind::Null: return seed(Kind::Null);
     case Kind::Bool: return hash_mix(seed(Kind::Bool), b_);
