@@ -97,15 +97,18 @@ void Limiter::release(Call& call, bool completed) {
     std::lock_guard<std::mutex> lock(mu_);
     --in_flight_;
     ++stats_.finished;
+    // Usage only of a completed call: the provider set it on the thread that
+    // completed it. A call failed or cancelled elsewhere may still be having
+    // its usage written by the provider, so it is not read.
     if (completed) {
       stats_.prompt_tokens += call.prompt_tokens;
       stats_.completion_tokens += call.completion_tokens;
-    }
-    // The reply's usage replaces the estimate the start was charged.
-    uint64_t used = call.prompt_tokens + call.completion_tokens;
-    if (tpm_ && call.rate_tokens_ && completed && used) {
-      tokens_level_ =
-          std::min(capacity(tpm_), tokens_level_ + double(call.rate_tokens_) - double(used));
+      // The reply's usage replaces the estimate the start was charged.
+      uint64_t used = call.prompt_tokens + call.completion_tokens;
+      if (tpm_ && call.rate_tokens_ && used) {
+        tokens_level_ =
+            std::min(capacity(tpm_), tokens_level_ + double(call.rate_tokens_) - double(used));
+      }
     }
     free_slots_.push(call.slot);
     started_[size_t(call.slot)].reset();
