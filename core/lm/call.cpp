@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "lm/provider.h"
+#include "lm/schema.h"
 
 namespace af::lm {
 
@@ -32,11 +33,11 @@ std::string Request::to_json() const {
   append_json_string(s, model);
   s += ",\"messages\":";
   append_messages(s, messages);
-  if (!schema.is_null()) {
+  if (schema) {
     s += ",\"schema\":";
-    append_json(s, schema);
+    append_json(s, schema->tree());
     s += ",\"json_schema\":";
-    s += json_schema;
+    s += schema->json_schema();
   }
   if (!sampling.is_null()) {
     s += ",\"params\":";
@@ -61,7 +62,8 @@ std::string Request::key() const {
   s += ",\"messages\":";
   append_messages(s, messages);
   s += ",\"schema\":";
-  append_json(s, schema);
+  if (schema) append_json(s, schema->tree());
+  else s += "null";
   if (!sampling.is_null()) {
     s += ",\"params\":";
     append_json(s, sampling);

@@ -17,6 +17,8 @@
 
 namespace af::lm {
 
+class Schema;
+
 struct Message {
   std::string role;
   std::string content;
@@ -25,10 +27,10 @@ struct Message {
 struct Request {
   std::string model;
   std::vector<Message> messages;
-  // lm_schema_call: the schema node tree (lm/schema.h) and the JSON Schema
-  // sent as response_format; both empty/null for lm_call.
-  Value schema;
-  std::string json_schema;
+  // lm_schema_call: the parsed schema (lm/schema.h: its node tree, the JSON
+  // Schema sent as response_format, the reply's parser); null for lm_call.
+  // Shared: every request of an equation holds the same one.
+  std::shared_ptr<const Schema> schema;
   std::shared_ptr<const std::vector<std::string>> tags;  // may be null
   // The call's sampling parameters (temperature, max_tokens, stop, seed,
   // top_p: the equation's params), a dict, or null when it sets none. A

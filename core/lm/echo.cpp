@@ -38,7 +38,7 @@ class Echo final : public Provider {
   ~Echo() override { shutdown(); }
 
   static std::string answer(const Request& r) {
-    if (!r.schema.is_null()) return schema_of(r.schema)->smallest_reply();
+    if (r.schema) return r.schema->smallest_reply();
     std::string s = r.model;
     s += '|';
     if (!r.messages.empty()) s += r.messages.back().content;

@@ -538,10 +538,9 @@ std::string request_body(const Config& cfg, const Request& r) {
   // a system instruction carries it, joined to the conversation's own
   // system message when it starts with one.
   size_t first = 0;
-  const std::string& grammar_schema = cfg.json_object && !r.schema.is_null() ? schema_of(r.schema)->grammar_json_schema()
-                                                                             : r.json_schema;
-  if (!r.json_schema.empty() && cfg.json_object) {
-    std::string instruction = "Reply with only a JSON value that matches this JSON Schema:\n" + grammar_schema;
+  const std::string* grammar_schema = r.schema ? &r.schema->grammar_json_schema() : nullptr;
+  if (r.schema && cfg.json_object) {
+    std::string instruction = "Reply with only a JSON value that matches this JSON Schema:\n" + *grammar_schema;
     if (!r.messages.empty() && r.messages[0].role == "system") {
       message("system", r.messages[0].content + "\n\n" + instruction);
       first = 1;
@@ -554,11 +553,11 @@ std::string request_body(const Config& cfg, const Request& r) {
     message(r.messages[i].role, r.messages[i].content);
   }
   s += ']';
-  if (!r.json_schema.empty() && cfg.json_object)
-    s += ",\"response_format\":{\"type\":\"json_object\",\"schema\":" + grammar_schema + "}";
-  else if (!r.json_schema.empty())
+  if (r.schema && cfg.json_object)
+    s += ",\"response_format\":{\"type\":\"json_object\",\"schema\":" + *grammar_schema + "}";
+  else if (r.schema)
     s += ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"output\",\"strict\":true,"
-         "\"schema\":" + r.json_schema + "}}";
+         "\"schema\":" + r.schema->json_schema() + "}}";
   if (r.stream) s += ",\"stream\":true,\"stream_options\":{\"include_usage\":true}";
   // The provider's "extra" defaults, then the call's own sampling params
   // (which win over a default of the same name).

@@ -1,5 +1,6 @@
 #include "lm/schema.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <mutex>
@@ -22,6 +23,7 @@ struct SchemaNode {
   std::vector<Value> values;          // enum
   std::vector<std::pair<std::string, SchemaNode>> fields;  // dict (insertion order)
   std::vector<SchemaNode> items;      // list
+  std::vector<std::string> keys;      // dict and list: the reply's property names, in order ("0", "1"... for a list)
   bool is_leaf() const { return type != Dict && type != List; }
   // Declared here, defaulted below where SchemaNode is complete: clang 14
   // with libstdc++ rejects the implicit ones (pair<string, SchemaNode>).
@@ -123,12 +125,17 @@ SchemaNode parse_container(const Value& v, const std::string& path) {
   if (v.kind() == Kind::List) {
     n.type = SchemaNode::List;
     if (v.items().empty()) bad(path, "an empty list has no field to fill");
-    for (size_t i = 0; i < v.items().size(); ++i)
+    for (size_t i = 0; i < v.items().size(); ++i) {
       n.items.push_back(parse_node(v.items()[i], index_path(path, i)));
+      n.keys.push_back(std::to_string(i));
+    }
   } else {
     n.type = SchemaNode::Dict;
     if (v.entries().empty()) bad(path, "an empty dict has no field to fill");
-    for (const auto& [k, x] : v.entries()) n.fields.emplace_back(k, parse_node(x, child_path(path, k)));
+    for (const auto& [k, x] : v.entries()) {
+      n.fields.emplace_back(k, parse_node(x, child_path(path, k)));
+      n.keys.push_back(k);
+    }
   }
   return n;
 }
@@ -326,7 +333,21 @@ std::string bounds(const char* what, std::optional<int64_t> lo, std::optional<in
   return s;
 }
 
-Value validate(const SchemaNode& n, const Value& v, const std::string& path) {
+// Where in the reply a node is, as a chain up to the root: the text
+// ("$.a.b") is built only for an error message, never on the success path.
+struct ReplyPath {
+  const ReplyPath* up;
+  std::string_view key;  // the root's: its whole text
+  std::string str() const { return up ? child_path(up->str(), key) : std::string(key); }
+};
+
+[[noreturn]] void mismatch(const ReplyPath& path, const std::string& expected, const Value& found) {
+  mismatch(path.str(), expected, found);
+}
+
+// Checks v against n and appends its leaves in pre-order (the schema's
+// node order), converted to the node's kind.
+void validate(const SchemaNode& n, const Value& v, const ReplyPath& path, std::vector<Value>& leaves) {
   switch (n.type) {
     case SchemaNode::Str: {
       if (v.kind() != Kind::Str) mismatch(path, "a string", v);
@@ -337,7 +358,8 @@ Value validate(const SchemaNode& n, const Value& v, const std::string& path) {
         mismatch(path, "a string of at most " + std::to_string(kMaxPatternSubjectBytes) + " bytes to match /" +
                            n.pattern + "/ (" + std::to_string(v.as_str().size()) + " bytes)", v);
       if (n.re && !pattern_matches(*n.re, v.as_str())) mismatch(path, "a string matching /" + n.pattern + "/", v);
-      return v;
+      leaves.push_back(v);
+      return;
     }
     case SchemaNode::Int: {
       int64_t i;
@@ -350,7 +372,8 @@ Value validate(const SchemaNode& n, const Value& v, const std::string& path) {
         mismatch(path, bounds("an integer", n.imin, n.imax), v);
       }
       if ((n.imin && i < *n.imin) || (n.imax && i > *n.imax)) mismatch(path, bounds("an integer", n.imin, n.imax), v);
-      return Value::integer(i);
+      leaves.push_back(Value::integer(i));
+      return;
     }
     case SchemaNode::Float: {
       double d;
@@ -364,42 +387,35 @@ Value validate(const SchemaNode& n, const Value& v, const std::string& path) {
         if (n.fmax) e += " <= " + to_json(Value::floating(*n.fmax));
         mismatch(path, e, v);
       }
-      return Value::floating(d);
+      leaves.push_back(Value::floating(d));
+      return;
     }
     case SchemaNode::Bool:
       if (v.kind() != Kind::Bool) mismatch(path, "true or false", v);
-      return v;
+      leaves.push_back(v);
+      return;
     case SchemaNode::Enum:
       for (const Value& x : n.values)
-        if (x == v) return v;
+        if (x == v) return leaves.push_back(v);
       mismatch(path, "one of " + to_json(Value::list(n.values)), v);
     case SchemaNode::Dict:
     case SchemaNode::List: {
       if (v.kind() != Kind::Dict) mismatch(path, "an object", v);
-      std::vector<std::pair<std::string, const SchemaNode*>> want;
-      if (n.type == SchemaNode::Dict)
-        for (const auto& [k, c] : n.fields) want.emplace_back(k, &c);
-      else
-        for (size_t i = 0; i < n.items.size(); ++i) want.emplace_back(std::to_string(i), &n.items[i]);
-      for (const auto& [k, _] : v.entries()) {
-        bool known = false;
-        for (const auto& w : want) known = known || w.first == k;
-        if (!known) fail(Code::Schema, "lm_schema_call: the reply does not match the schema at " +
-                                           child_path(path, k) + ": unexpected property (allowed: " +
-                                           [&] { std::string s; for (auto& w : want) s += (s.empty() ? "" : ", ") + w.first; return s; }() + ")");
-      }
-      std::vector<Value> items;
-      std::vector<Entry> entries;
-      for (const auto& [k, c] : want) {
-        const Value* x = v.find(k);
-        std::string p = child_path(path, k);
-        if (!x) fail(Code::Schema, "lm_schema_call: the reply does not match the schema at " + p +
+      for (const auto& [k, _] : v.entries())
+        if (std::find(n.keys.begin(), n.keys.end(), k) == n.keys.end()) {
+          std::string allowed;
+          for (const std::string& w : n.keys) allowed += (allowed.empty() ? "" : ", ") + w;
+          fail(Code::Schema, "lm_schema_call: the reply does not match the schema at " + child_path(path.str(), k) +
+                                 ": unexpected property (allowed: " + allowed + ")");
+        }
+      for (size_t i = 0; i < n.keys.size(); ++i) {
+        const ReplyPath at{&path, n.keys[i]};
+        const Value* x = v.find(n.keys[i]);
+        if (!x) fail(Code::Schema, "lm_schema_call: the reply does not match the schema at " + at.str() +
                                        ": the required property is missing");
-        Value got = validate(*c, *x, p);
-        if (n.type == SchemaNode::Dict) entries.emplace_back(k, std::move(got));
-        else items.push_back(std::move(got));
+        validate(n.type == SchemaNode::Dict ? n.fields[i].second : n.items[i], *x, at, leaves);
       }
-      return n.type == SchemaNode::Dict ? Value::dict(std::move(entries)) : Value::list(std::move(items));
+      return;
     }
   }
   fail(Code::Internal, "schema: unknown node");
@@ -484,7 +500,14 @@ Schema Schema::parse(const Value& tree) {
   Value shape = shape_of(*root, leaves);
   s.out_tree_ = TreeDef::of(shape);
   auto [order, _] = flatten(shape);
-  for (const Value& i : order) s.kinds_.push_back(kind_of(*leaves[size_t(i.as_int())]));
+  bool identity = true;
+  for (size_t j = 0; j < order.size(); ++j) {
+    const auto i = uint32_t(order[j].as_int());
+    s.kinds_.push_back(kind_of(*leaves[i]));
+    s.leaf_order_.push_back(i);
+    identity = identity && i == j;
+  }
+  if (identity) s.leaf_order_.clear();
   SchemaNode wrap;  // a leaf root travels as {"value": ...}
   if (root->is_leaf()) {
     wrap.type = SchemaNode::Dict;
@@ -493,6 +516,15 @@ Schema Schema::parse(const Value& tree) {
   const SchemaNode& top = root->is_leaf() ? wrap : *root;
   append_json_schema(s.json_schema_, top, false);
   append_json_schema(s.grammar_json_schema_, top, true);
+  // The smallest reply, made once: the echo provider answers it to every
+  // request of the schema.
+  try {
+    Value v = smallest(*root, "$");
+    s.smallest_reply_ = to_json(root->is_leaf() ? Value::dict({{"value", v}}) : v);
+  } catch (const Error& e) {
+    if (e.code() != Code::Provider) throw;
+    s.smallest_error_ = e.what();
+  }
   s.root_ = std::move(root);
   return s;
 }
@@ -506,7 +538,8 @@ std::vector<Value> Schema::parse_reply(std::string_view reply) const {
     fail(Code::Schema, "lm_schema_call: the reply is not valid JSON (" + std::string(e.what()) +
                            "): " + excerpt(reply));
   }
-  Value out;
+  std::vector<Value> leaves;
+  leaves.reserve(kinds_.size());
   if (root_->is_leaf()) {
     if (v.kind() != Kind::Dict) mismatch("$", "an object {\"value\": ...}", v);
     for (const auto& [k, _] : v.entries())
@@ -515,17 +548,20 @@ std::vector<Value> Schema::parse_reply(std::string_view reply) const {
                                ": unexpected property (allowed: value)");
     const Value* x = v.find("value");
     if (!x) fail(Code::Schema, "lm_schema_call: the reply does not match the schema at $.value: the required property is missing");
-    out = validate(*root_, *x, "$.value");
-  } else {
-    out = validate(*root_, v, "$");
+    validate(*root_, *x, ReplyPath{nullptr, "$.value"}, leaves);
+    return leaves;
   }
-  return flatten(out).first;
+  validate(*root_, v, ReplyPath{nullptr, "$"}, leaves);
+  if (leaf_order_.empty()) return leaves;  // node order is flattening order
+  std::vector<Value> out;
+  out.reserve(leaves.size());
+  for (uint32_t i : leaf_order_) out.push_back(std::move(leaves[i]));
+  return out;
 }
 
-std::string Schema::smallest_reply() const {
-  Value v = smallest(*root_, "$");
-  if (root_->is_leaf()) v = Value::dict({{"value", v}});
-  return to_json(v);
+const std::string& Schema::smallest_reply() const {
+  if (!smallest_error_.empty()) fail(Code::Provider, smallest_error_);
+  return smallest_reply_;
 }
 
 std::shared_ptr<const Schema> schema_of(const Value& tree) {

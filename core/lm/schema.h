@@ -57,15 +57,19 @@ class Schema {
   std::vector<Value> parse_reply(std::string_view reply) const;
   // The smallest valid reply (what the echo provider answers), wire form.
   // PROVIDER error if a string pattern defeats the simple synthesis.
-  std::string smallest_reply() const;
+  const std::string& smallest_reply() const;
 
  private:
   Value tree_;
   std::shared_ptr<const SchemaNode> root_;
   TreeDef out_tree_;
   std::vector<Kind> kinds_;
+  // leaf_order_[j]: the schema-order (pre-order) index of the j-th leaf in
+  // flattening order (dict keys sorted); empty when the two orders agree.
+  std::vector<uint32_t> leaf_order_;
   std::string json_schema_;
   std::string grammar_json_schema_;
+  std::string smallest_reply_, smallest_error_;  // one of them is set
 };
 
 // Parsed schemas are cached by tree (equations reuse the same param).

@@ -472,10 +472,7 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
     req.messages.reserve(roles.size());
     for (size_t k = 0; k < roles.size(); ++k)
       req.messages.push_back(lm::Message{roles.items()[k].as_str(), ex.row(i)[k]->as_str()});
-    if (batch->schema) {
-      req.schema = batch->schema->tree();
-      req.json_schema = batch->schema->json_schema();
-    }
+    req.schema = batch->schema;
     req.tags = e.tags();
     req.sampling = sampling;
     req.stream = batch->streams;

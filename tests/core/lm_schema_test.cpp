@@ -91,6 +91,23 @@ TEST(LmSchema, RepliesAreValidatedWithTheirPath) {
   EXPECT_EQ(leaves[4], Value::floating(1.0));
 }
 
+// The leaves come in the output tree's flattening order (dict keys sorted,
+// list items in order) whatever order the schema and the reply use, and a
+// list's element is named by its index.
+TEST(LmSchema, LeavesFollowTheOutputTree) {
+  Schema s = Schema::parse(J(R"({"z":[{"type":"int"},{"type":"str"}],"a":{"b":{"type":"bool"},"a":{"type":"float"}}})"));
+  auto leaves = s.parse_reply(R"({"a":{"b":true,"a":0.5},"z":{"1":"s","0":1}})");
+  std::vector<Value> want = {Value::floating(0.5), Value::boolean(true), Value::integer(1), Value::str("s")};
+  EXPECT_EQ(leaves, want);
+  EXPECT_EQ(to_json(s.out_tree().unflatten(leaves)), R"({"z":[1,"s"],"a":{"b":true,"a":0.5}})");
+  try {
+    s.parse_reply(R"({"a":{"b":true,"a":0.5},"z":{"0":1,"1":2}})");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("$.z.1: expected a string"), std::string::npos) << e.what();
+  }
+}
+
 TEST(LmSchema, SmallestReplyIsValid) {
   for (const char* tree : {R"({"a":{"type":"str","min":3,"pattern":"^[0-9]+$"},"b":{"type":"int","min":5}})",
                            R"([{"type":"float","min":-3.5,"max":-1},{"type":"enum","values":[true]}])",
