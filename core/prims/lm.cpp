@@ -173,9 +173,19 @@ struct Expansion {
   }
 };
 
-void expand(const char* prim, std::vector<const Value*>& row, Shape& shape, Expansion& ex,
-            const std::string& where) {
-  if (ex.item_errors && !where.empty())
+// Where a request is in the batch, for error messages only: " (batch item
+// 3, item 1)", or "" for an unbatched call.
+std::string where_of(std::span<const size_t> at) {
+  std::string w;
+  for (size_t k = 0; k < at.size(); ++k) w += (k ? ", item " : " (batch item ") + std::to_string(at[k]);
+  return at.empty() ? w : w + ")";
+}
+
+// Expands a row of inputs (a request's contents and model, each str or a
+// batched list) into requests. `at` is the row's position in the batch.
+void expand(const char* prim, const std::vector<const Value*>& row, Shape& shape, Expansion& ex,
+            std::vector<size_t>& at) {
+  if (ex.item_errors && !at.empty())
     for (const Value* v : row)
       if (is_error_value(*v)) {
         shape.first = ex.size();
@@ -188,10 +198,10 @@ void expand(const char* prim, std::vector<const Value*>& row, Shape& shape, Expa
     if (v->kind() == Kind::List) {
       if (len != SIZE_MAX && v->size() != len)
         invalid(std::string(prim) + ": batched inputs have different lengths (" + std::to_string(len) + " and " +
-                std::to_string(v->size()) + ")" + where);
+                std::to_string(v->size()) + ")" + where_of(at));
       len = v->size();
     } else if (v->kind() != Kind::Str) {
-      invalid(std::string(prim) + ": an input is " + kind_name(v->kind()) + ", expected str" + where);
+      invalid(std::string(prim) + ": an input is " + kind_name(v->kind()) + ", expected str" + where_of(at));
     }
   shape.first = ex.size();
   if (len == SIZE_MAX) {
@@ -201,12 +211,14 @@ void expand(const char* prim, std::vector<const Value*>& row, Shape& shape, Expa
   }
   shape.leaf = false;
   shape.items.resize(len);
+  std::vector<const Value*> sub(row.size());  // one buffer for the items of this level
+  at.push_back(0);
   for (size_t i = 0; i < len; ++i) {
-    std::vector<const Value*> sub = row;
-    for (const Value*& v : sub)
-      if (v->kind() == Kind::List) v = &v->items()[i];
-    expand(prim, sub, shape.items[i], ex, where + (where.empty() ? " (batch item " : ", item ") + std::to_string(i) + ")");
+    for (size_t k = 0; k < row.size(); ++k) sub[k] = row[k]->kind() == Kind::List ? &row[k]->items()[i] : row[k];
+    at.back() = i;
+    expand(prim, sub, shape.items[i], ex, at);
   }
+  at.pop_back();
 }
 
 std::string quoted(std::string_view s) {
@@ -229,8 +241,8 @@ struct Item {
   bool requested = false;     // false for an item that failed before its request
   std::weak_ptr<lm::Call> call;  // the request in flight, with Batch::mu held
   // Held weakly: a provider freed while its calls fly fails them (CANCELLED)
-  // rather than living on in them.
-  std::vector<std::weak_ptr<lm::Provider>> providers;
+  // rather than living on in them. Shared by the items of one model.
+  std::shared_ptr<const std::vector<std::weak_ptr<lm::Provider>>> providers;
   size_t provider = 0;  // the one asked now
   uint32_t reasks = 0;  // at that provider
   std::shared_ptr<const Error> earlier;  // the previous providers' errors
@@ -296,7 +308,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
       if (cancelled) return;  // the dropped call fails into a finished op
       items[i].call = call;
     }
-    if (auto provider = items[i].providers[items[i].provider].lock())
+    if (auto provider = (*items[i].providers)[items[i].provider].lock())
       provider->submit(std::move(call));
     else
       call->fail(Error(Code::Cancelled, "the provider was freed before the request could start"));
@@ -340,7 +352,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
         std::lock_guard<std::mutex> lock(mu);
         if (cancelled) return;
       }
-      if ((err->code() == Code::Provider || err->code() == Code::Timeout) && it.provider + 1 < it.providers.size()) {
+      if ((err->code() == Code::Provider || err->code() == Code::Timeout) && it.provider + 1 < it.providers->size()) {
         it.earlier = std::make_shared<const Error>(err->code(), err->what(), it.earlier);
         ++it.provider;
         it.reasks = 0;
@@ -352,7 +364,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
       return fail_item(i, Error(err->code(), what() + ": " + err->what() + after, it.earlier ? it.earlier : err->cause_ptr()));
     }
     if (invalid) {
-      auto provider = it.providers[it.provider].lock();
+      auto provider = (*it.providers)[it.provider].lock();
       if (provider && it.reasks < provider->schema_retries()) {
         ++it.reasks;
         lm::Request next = call.request();
@@ -416,7 +428,8 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   row.reserve(in.size());
   for (const Value& v : in) row.push_back(&v);
   ex.width = row.size();
-  expand(prim, row, ex.shape, ex, "");
+  std::vector<size_t> at;
+  expand(prim, row, ex.shape, ex, at);
   batch->shape = std::move(ex.shape);
   const size_t n = ex.size();
   batch->items = std::vector<Item>(n);
@@ -437,25 +450,33 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   lm::Router& router = env.context->router();
   batch->batched = n > 1 || !batch->shape.leaf;
   size_t n_failed = 0;
+  // The route of the model asked last: a batch's items mostly share one.
+  const std::string* routed_model = nullptr;
+  std::shared_ptr<const std::vector<std::weak_ptr<lm::Provider>>> routed;
   for (size_t i = 0; i < n; ++i) {
     if (ex.failed[i]) {
       item_error(i, *ex.failed[i]);
       ++n_failed;
       continue;
     }
-    lm::Router::Providers providers;
-    try {
-      providers = router.resolve(ex.row(i).back()->as_str());
-    } catch (const Error& err) {
-      if (!batch->item_errors || !is_item_failure(err)) throw;
-      item_error(i, error_value(Error(err.code(), std::string(prim) + " (batch item " + std::to_string(i) + "): " +
-                                                      err.what())));
-      ++n_failed;
-      continue;
+    const std::string& model = ex.row(i).back()->as_str();
+    if (!routed_model || *routed_model != model) {
+      try {
+        lm::Router::Providers providers = router.resolve(model);
+        routed = std::make_shared<const std::vector<std::weak_ptr<lm::Provider>>>(providers->begin(),
+                                                                                  providers->end());
+        routed_model = &model;
+      } catch (const Error& err) {
+        if (!batch->item_errors || !is_item_failure(err)) throw;
+        item_error(i, error_value(Error(err.code(), std::string(prim) + " (batch item " + std::to_string(i) + "): " +
+                                                        err.what())));
+        ++n_failed;
+        continue;
+      }
     }
     Item& it = batch->items[i];
     it.requested = true;
-    it.providers.assign(providers->begin(), providers->end());
+    it.providers = routed;
   }
   std::weak_ptr<Batch> weak = batch;
   op->on_cancel([weak] {

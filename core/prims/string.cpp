@@ -70,17 +70,19 @@ const Template& parsed_template(const Value& tmpl) {
 void format_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv&) {
   const Template& t = parsed_template(e.params.value("template"));
   const auto& names = e.params.value("names").items();
-  // Arguments as trees (the flat case needs no rebuilding).
-  std::vector<Value> args;
+  // Arguments as trees (the flat case, the common one, reads the inputs as
+  // they are).
+  std::vector<Value> rebuilt;
   const bool flat = e.in_tree.nodes().size() == e.in_tree.root().n_children + 1 &&
                     e.in_tree.num_leaves() == e.in_tree.root().n_children;
-  if (flat) {
-    args.assign(in.begin(), in.end());
-  } else {
-    args = e.in_tree.unflatten(in).items();
-  }
+  if (!flat) rebuilt = e.in_tree.unflatten(in).items();
+  std::span<const Value> args = flat ? in : std::span<const Value>(rebuilt);
   size_t n_positional = args.size() - names.size();
   std::string s;
+  size_t size = 0;  // the text and the str arguments: one allocation for most prompts
+  for (const TemplatePart& p : t.parts) size += p.text.size();
+  for (const Value& a : args) size += a.kind() == Kind::Str ? a.as_str().size() : 0;
+  s.reserve(size);
   for (const TemplatePart& p : t.parts) {
     s += p.text;
     if (!p.has_field) continue;
