@@ -26,9 +26,20 @@ TimerQueue::~TimerQueue() {
 
 uint64_t TimerQueue::schedule(int64_t at_ns, std::function<void()> fn) {
   State& s = *st_;
+  if (!fn) fn = [] {};  // an empty callback would read as a free slot
   std::lock_guard<std::mutex> lock(s.mu);
-  uint64_t id = s.next_id++;
-  s.fns.emplace(id, std::move(fn));
+  uint32_t index;
+  if (!s.free_slots.empty()) {
+    index = s.free_slots.back();
+    s.free_slots.pop_back();
+  } else {
+    index = uint32_t(s.slots.size());
+    s.slots.emplace_back();
+  }
+  Slot& slot = s.slots[index];
+  slot.fn = std::move(fn);
+  ++s.pending;
+  const uint64_t id = uint64_t(slot.generation) << 32 | index;
   bool earliest = s.heap.empty() || at_ns < s.heap.top().at;
   s.heap.push(Item{at_ns, id});
   if (!thread_.joinable()) thread_ = std::thread([st = st_] { loop(st); });
@@ -37,13 +48,19 @@ uint64_t TimerQueue::schedule(int64_t at_ns, std::function<void()> fn) {
 }
 
 bool TimerQueue::cancel(uint64_t id) {
-  std::lock_guard<std::mutex> lock(st_->mu);
-  return st_->fns.erase(id) > 0;
+  std::function<void()> fn;  // destroyed outside the lock: it may own what frees other queues
+  {
+    std::lock_guard<std::mutex> lock(st_->mu);
+    Slot* slot = st_->find(id);
+    if (!slot) return false;
+    fn = st_->take(*slot);
+  }
+  return true;
 }
 
 size_t TimerQueue::pending() const {
   std::lock_guard<std::mutex> lock(st_->mu);
-  return st_->fns.size();
+  return st_->pending;
 }
 
 void TimerQueue::loop(const std::shared_ptr<State>& st) {
@@ -61,11 +78,10 @@ void TimerQueue::loop(const std::shared_ptr<State>& st) {
       continue;
     }
     while (!s.heap.empty() && s.heap.top().at <= now) {
-      auto it = s.fns.find(s.heap.top().id);
+      Slot* slot = s.find(s.heap.top().id);
       s.heap.pop();
-      if (it == s.fns.end()) continue;  // cancelled
-      due.push_back(std::move(it->second));
-      s.fns.erase(it);
+      if (!slot) continue;  // cancelled
+      due.push_back(s.take(*slot));
     }
     lock.unlock();
     for (auto& fn : due) {
@@ -79,7 +95,7 @@ void TimerQueue::loop(const std::shared_ptr<State>& st) {
   }
   // Pending callbacks are dropped unrun (outside the lock: they may own
   // what frees other queues).
-  auto fns = std::move(s.fns);
+  auto slots = std::move(s.slots);
   lock.unlock();
 }
 

@@ -44,9 +44,13 @@ bool valid_utf8(std::string_view s) noexcept { return simdjson::validate_utf8(s.
 
 Value from_json(std::string_view json) {
   thread_local simdjson::dom::parser parser;
-  simdjson::padded_string padded(json);
+  // The text with the padding simdjson reads past its end, in a buffer
+  // kept per thread: no allocation per document once it is large enough.
+  thread_local std::string padded;
+  padded.assign(json);
+  padded.resize(json.size() + simdjson::SIMDJSON_PADDING, '\0');
   simdjson::dom::element root;
-  auto err = parser.parse(padded).get(root);
+  auto err = parser.parse(padded.data(), json.size(), false).get(root);
   if (err) {
     std::string why = simdjson::error_message(err);
     if (err == simdjson::UTF8_ERROR) why = "the text is not valid UTF-8";

@@ -305,5 +305,29 @@ TEST(LmTimer, RunsInTimeOrderAndCancels) {
   EXPECT_EQ(seen, (std::vector<int>{1, 2, 3}));
 }
 
+// Slots are reused, ids are not: an old id (ran or cancelled) never
+// cancels the callback that took its slot, and no id is 0.
+TEST(LmTimer, IdsOfFinishedCallbacksNeverMatchLaterOnes) {
+  TimerQueue t;
+  const int64_t later = now_ns() + int64_t(60) * 1000000000;  // an hour: never runs in the test
+  uint64_t first = t.schedule(later, [] {});
+  EXPECT_NE(first, 0u);
+  EXPECT_TRUE(t.cancel(first));
+  EXPECT_FALSE(t.cancel(first));
+  uint64_t second = t.schedule(later, [] {});  // takes the freed slot
+  EXPECT_NE(second, first);
+  EXPECT_NE(second, 0u);
+  EXPECT_FALSE(t.cancel(first));
+  EXPECT_EQ(t.pending(), 1u);
+  std::atomic<bool> ran{false};
+  uint64_t soon = t.schedule(now_ns(), [&] { ran = true; });
+  for (int i = 0; i < 400 && !ran; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(ran);
+  EXPECT_FALSE(t.cancel(soon));  // it ran
+  EXPECT_EQ(t.pending(), 1u);
+  EXPECT_TRUE(t.cancel(second));
+  EXPECT_EQ(t.pending(), 0u);
+}
+
 }  // namespace
 }  // namespace af::lm
