@@ -10,6 +10,7 @@
 #include <re2/re2.h>
 
 #include "value/error.h"
+#include "value/json_dom.h"
 
 namespace af::lm {
 
@@ -24,6 +25,7 @@ struct SchemaNode {
   std::vector<std::pair<std::string, SchemaNode>> fields;  // dict (insertion order)
   std::vector<SchemaNode> items;      // list
   std::vector<std::string> keys;      // dict and list: the reply's property names, in order ("0", "1"... for a list)
+  bool wraps_leaf = false;            // the {"value": ...} object a leaf root travels in
   bool is_leaf() const { return type != Dict && type != List; }
   // Declared here, defaulted below where SchemaNode is complete: clang 14
   // with libstdc++ rejects the implicit ones (pair<string, SchemaNode>).
@@ -84,8 +86,8 @@ std::shared_ptr<const re2::RE2> compile_pattern(const std::string& pattern, cons
 
 // Unanchored search, as JSON Schema's "pattern". false for a text too long
 // to match within the bound.
-bool pattern_matches(const re2::RE2& re, const std::string& text) {
-  return text.size() <= kMaxPatternSubjectBytes && re2::RE2::PartialMatch(text, re);
+bool pattern_matches(const re2::RE2& re, std::string_view text) {
+  return text.size() <= kMaxPatternSubjectBytes && re2::RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), re);
 }
 
 SchemaNode parse_node(const Value& v, const std::string& path);
@@ -306,7 +308,7 @@ void append_json_schema(std::string& s, const SchemaNode& n, bool enumerate_ints
   s += '}';
 }
 
-size_t code_points(const std::string& s) {
+size_t code_points(std::string_view s) {
   size_t n = 0;
   for (unsigned char c : s) n += (c & 0xC0) != 0x80;
   return n;
@@ -345,23 +347,46 @@ struct ReplyPath {
   mismatch(path.str(), expected, found);
 }
 
-// Checks v against n and appends its leaves in pre-order (the schema's
-// node order), converted to the node's kind.
-void validate(const SchemaNode& n, const Value& v, const ReplyPath& path, std::vector<Value>& leaves) {
+// What a reply must hold for an int, float, bool or enum node.
+std::string expected_leaf(const SchemaNode& n) {
+  switch (n.type) {
+    case SchemaNode::Int: return bounds("an integer", n.imin, n.imax);
+    case SchemaNode::Float: {
+      std::string e = "a number";
+      if (n.fmin) e += " >= " + to_json(Value::floating(*n.fmin));
+      if (n.fmin && n.fmax) e += " and";
+      if (n.fmax) e += " <= " + to_json(Value::floating(*n.fmax));
+      return e;
+    }
+    case SchemaNode::Bool: return "true or false";
+    case SchemaNode::Enum: return "one of " + to_json(Value::list(n.values));
+    default: return "a string";
+  }
+}
+
+// Checks the reply's element e against n and appends its leaves in
+// pre-order (the schema's node order), converted to the node's kind.
+// Objects are walked in the parsed document; only leaves become Values.
+// json_value's INVALID_ARGUMENT (an integer beyond int64, a duplicate key)
+// means the reply is JSON no Value holds: parse_reply reports it so.
+void validate(const SchemaNode& n, simdjson::dom::element e, const ReplyPath& path, std::vector<Value>& leaves) {
   switch (n.type) {
     case SchemaNode::Str: {
-      if (v.kind() != Kind::Str) mismatch(path, "a string", v);
-      size_t len = code_points(v.as_str());
+      std::string_view s;
+      if (e.get_string().get(s)) mismatch(path, "a string", json_value(e));
+      size_t len = code_points(s);
       if ((n.imin && int64_t(len) < *n.imin) || (n.imax && int64_t(len) > *n.imax))
-        mismatch(path, bounds("a string of length", n.imin, n.imax) + " (length " + std::to_string(len) + ")", v);
-      if (n.re && v.as_str().size() > kMaxPatternSubjectBytes)
+        mismatch(path, bounds("a string of length", n.imin, n.imax) + " (length " + std::to_string(len) + ")",
+                 json_value(e));
+      if (n.re && s.size() > kMaxPatternSubjectBytes)
         mismatch(path, "a string of at most " + std::to_string(kMaxPatternSubjectBytes) + " bytes to match /" +
-                           n.pattern + "/ (" + std::to_string(v.as_str().size()) + " bytes)", v);
-      if (n.re && !pattern_matches(*n.re, v.as_str())) mismatch(path, "a string matching /" + n.pattern + "/", v);
-      leaves.push_back(v);
+                           n.pattern + "/ (" + std::to_string(s.size()) + " bytes)", json_value(e));
+      if (n.re && !pattern_matches(*n.re, s)) mismatch(path, "a string matching /" + n.pattern + "/", json_value(e));
+      leaves.push_back(Value::str(std::string(s)));
       return;
     }
     case SchemaNode::Int: {
+      const Value v = json_value(e);
       int64_t i;
       if (v.kind() == Kind::Int) {
         i = v.as_int();
@@ -369,52 +394,58 @@ void validate(const SchemaNode& n, const Value& v, const ReplyPath& path, std::v
                  std::fabs(v.as_float()) < 9.0e15) {
         i = int64_t(v.as_float());
       } else {
-        mismatch(path, bounds("an integer", n.imin, n.imax), v);
+        mismatch(path, expected_leaf(n), v);
       }
-      if ((n.imin && i < *n.imin) || (n.imax && i > *n.imax)) mismatch(path, bounds("an integer", n.imin, n.imax), v);
+      if ((n.imin && i < *n.imin) || (n.imax && i > *n.imax)) mismatch(path, expected_leaf(n), v);
       leaves.push_back(Value::integer(i));
       return;
     }
     case SchemaNode::Float: {
+      const Value v = json_value(e);
       double d;
       if (v.kind() == Kind::Float) d = v.as_float();
       else if (v.kind() == Kind::Int) d = double(v.as_int());
       else mismatch(path, "a number", v);
-      if ((n.fmin && d < *n.fmin) || (n.fmax && d > *n.fmax)) {
-        std::string e = "a number";
-        if (n.fmin) e += " >= " + to_json(Value::floating(*n.fmin));
-        if (n.fmin && n.fmax) e += " and";
-        if (n.fmax) e += " <= " + to_json(Value::floating(*n.fmax));
-        mismatch(path, e, v);
-      }
+      if ((n.fmin && d < *n.fmin) || (n.fmax && d > *n.fmax)) mismatch(path, expected_leaf(n), v);
       leaves.push_back(Value::floating(d));
       return;
     }
-    case SchemaNode::Bool:
-      if (v.kind() != Kind::Bool) mismatch(path, "true or false", v);
-      leaves.push_back(v);
+    case SchemaNode::Bool: {
+      Value v = json_value(e);
+      if (v.kind() != Kind::Bool) mismatch(path, expected_leaf(n), v);
+      leaves.push_back(std::move(v));
       return;
-    case SchemaNode::Enum:
+    }
+    case SchemaNode::Enum: {
+      Value v = json_value(e);
       for (const Value& x : n.values)
-        if (x == v) return leaves.push_back(v);
-      mismatch(path, "one of " + to_json(Value::list(n.values)), v);
+        if (x == v) return leaves.push_back(std::move(v));
+      mismatch(path, expected_leaf(n), v);
+    }
     case SchemaNode::Dict:
     case SchemaNode::List: {
-      if (v.kind() != Kind::Dict) mismatch(path, "an object", v);
-      for (const auto& [k, _] : v.entries())
-        if (std::find(n.keys.begin(), n.keys.end(), k) == n.keys.end()) {
+      simdjson::dom::object obj;
+      if (e.get_object().get(obj)) mismatch(path, n.wraps_leaf ? "an object {\"value\": ...}" : "an object", json_value(e));
+      size_t fields = 0;
+      for (auto field : obj) {
+        ++fields;
+        if (std::find(n.keys.begin(), n.keys.end(), field.key) == n.keys.end()) {
           std::string allowed;
           for (const std::string& w : n.keys) allowed += (allowed.empty() ? "" : ", ") + w;
-          fail(Code::Schema, "lm_schema_call: the reply does not match the schema at " + child_path(path.str(), k) +
-                                 ": unexpected property (allowed: " + allowed + ")");
+          fail(Code::Schema, "lm_schema_call: the reply does not match the schema at " +
+                                 child_path(path.str(), field.key) + ": unexpected property (allowed: " + allowed + ")");
         }
+      }
       for (size_t i = 0; i < n.keys.size(); ++i) {
         const ReplyPath at{&path, n.keys[i]};
-        const Value* x = v.find(n.keys[i]);
-        if (!x) fail(Code::Schema, "lm_schema_call: the reply does not match the schema at " + at.str() +
-                                       ": the required property is missing");
-        validate(n.type == SchemaNode::Dict ? n.fields[i].second : n.items[i], *x, at, leaves);
+        simdjson::dom::element x;
+        if (obj.at_key(n.keys[i]).get(x))
+          fail(Code::Schema, "lm_schema_call: the reply does not match the schema at " + at.str() +
+                                 ": the required property is missing");
+        validate(n.type == SchemaNode::Dict ? n.fields[i].second : n.items[i], x, at, leaves);
       }
+      // Every property known and present, and more of them: a key twice.
+      if (fields != n.keys.size()) json_value(e);
       return;
     }
   }
@@ -508,14 +539,17 @@ Schema Schema::parse(const Value& tree) {
     identity = identity && i == j;
   }
   if (identity) s.leaf_order_.clear();
-  SchemaNode wrap;  // a leaf root travels as {"value": ...}
+  std::shared_ptr<SchemaNode> wire = root;  // what travels: a leaf root as {"value": ...}
   if (root->is_leaf()) {
-    wrap.type = SchemaNode::Dict;
-    wrap.fields.emplace_back("value", *root);
+    wire = std::make_shared<SchemaNode>();
+    wire->type = SchemaNode::Dict;
+    wire->fields.emplace_back("value", *root);
+    wire->keys.push_back("value");
+    wire->wraps_leaf = true;
   }
-  const SchemaNode& top = root->is_leaf() ? wrap : *root;
-  append_json_schema(s.json_schema_, top, false);
-  append_json_schema(s.grammar_json_schema_, top, true);
+  append_json_schema(s.json_schema_, *wire, false);
+  append_json_schema(s.grammar_json_schema_, *wire, true);
+  s.wire_ = std::move(wire);
   // The smallest reply, made once: the echo provider answers it to every
   // request of the schema.
   try {
@@ -525,33 +559,20 @@ Schema Schema::parse(const Value& tree) {
     if (e.code() != Code::Provider) throw;
     s.smallest_error_ = e.what();
   }
-  s.root_ = std::move(root);
   return s;
 }
 
 std::vector<Value> Schema::parse_reply(std::string_view reply) const {
-  std::string_view body = unfence(reply);
-  Value v;
+  std::vector<Value> leaves;
+  leaves.reserve(kinds_.size());
   try {
-    v = from_json(body);
+    validate(*wire_, parse_json_dom(unfence(reply)), ReplyPath{nullptr, "$"}, leaves);
   } catch (const Error& e) {
+    // parse_json_dom's and json_value's errors: JSON that no Value holds.
+    if (e.code() != Code::InvalidArgument) throw;
     fail(Code::Schema, "lm_schema_call: the reply is not valid JSON (" + std::string(e.what()) +
                            "): " + excerpt(reply));
   }
-  std::vector<Value> leaves;
-  leaves.reserve(kinds_.size());
-  if (root_->is_leaf()) {
-    if (v.kind() != Kind::Dict) mismatch("$", "an object {\"value\": ...}", v);
-    for (const auto& [k, _] : v.entries())
-      if (k != "value")
-        fail(Code::Schema, "lm_schema_call: the reply does not match the schema at " + child_path("$", k) +
-                               ": unexpected property (allowed: value)");
-    const Value* x = v.find("value");
-    if (!x) fail(Code::Schema, "lm_schema_call: the reply does not match the schema at $.value: the required property is missing");
-    validate(*root_, *x, ReplyPath{nullptr, "$.value"}, leaves);
-    return leaves;
-  }
-  validate(*root_, v, ReplyPath{nullptr, "$"}, leaves);
   if (leaf_order_.empty()) return leaves;  // node order is flattening order
   std::vector<Value> out;
   out.reserve(leaves.size());

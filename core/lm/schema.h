@@ -61,7 +61,9 @@ class Schema {
 
  private:
   Value tree_;
-  std::shared_ptr<const SchemaNode> root_;
+  // The schema's root node as a reply carries it: a leaf root inside a
+  // {"value": ...} object.
+  std::shared_ptr<const SchemaNode> wire_;
   TreeDef out_tree_;
   std::vector<Kind> kinds_;
   // leaf_order_[j]: the schema-order (pre-order) index of the j-th leaf in

@@ -3,46 +3,16 @@
 // so they read back as floats.
 #include <charconv>
 #include <cmath>
-#include <simdjson.h>
 
 #include "value/error.h"
+#include "value/json_dom.h"
 #include "value/value.h"
 
 namespace af {
 
-namespace {
-
-Value convert(simdjson::dom::element e) {
-  using T = simdjson::dom::element_type;
-  switch (e.type()) {
-    case T::ARRAY: {
-      std::vector<Value> items;
-      for (auto child : e.get_array()) items.push_back(convert(child));
-      return Value::list(std::move(items));
-    }
-    case T::OBJECT: {
-      std::vector<Entry> entries;
-      for (auto field : e.get_object())
-        entries.emplace_back(std::string(field.key), convert(field.value));
-      return Value::dict(std::move(entries));
-    }
-    case T::INT64: return Value::integer(int64_t(e.get_int64()));
-    case T::UINT64:
-      invalid("JSON integer " + std::to_string(uint64_t(e.get_uint64())) +
-              " is outside the int64 range; write it as a float (e.g. 1.8e19) or a string");
-    case T::DOUBLE: return Value::floating(double(e.get_double()));
-    case T::STRING: return Value::str(std::string(std::string_view(e.get_string())));
-    case T::BOOL: return Value::boolean(bool(e.get_bool()));
-    case T::NULL_VALUE: return Value();
-  }
-  invalid("unsupported JSON element");
-}
-
-}  // namespace
-
 bool valid_utf8(std::string_view s) noexcept { return simdjson::validate_utf8(s.data(), s.size()); }
 
-Value from_json(std::string_view json) {
+simdjson::dom::element parse_json_dom(std::string_view json) {
   thread_local simdjson::dom::parser parser;
   // The text with the padding simdjson reads past its end, in a buffer
   // kept per thread: no allocation per document once it is large enough.
@@ -59,8 +29,36 @@ Value from_json(std::string_view json) {
             "double; write larger numbers as floats or strings)";
     invalid("invalid JSON: " + why);
   }
-  return convert(root);
+  return root;
 }
+
+Value json_value(simdjson::dom::element e) {
+  using T = simdjson::dom::element_type;
+  switch (e.type()) {
+    case T::ARRAY: {
+      std::vector<Value> items;
+      for (auto child : e.get_array()) items.push_back(json_value(child));
+      return Value::list(std::move(items));
+    }
+    case T::OBJECT: {
+      std::vector<Entry> entries;
+      for (auto field : e.get_object())
+        entries.emplace_back(std::string(field.key), json_value(field.value));
+      return Value::dict(std::move(entries));
+    }
+    case T::INT64: return Value::integer(int64_t(e.get_int64()));
+    case T::UINT64:
+      invalid("JSON integer " + std::to_string(uint64_t(e.get_uint64())) +
+              " is outside the int64 range; write it as a float (e.g. 1.8e19) or a string");
+    case T::DOUBLE: return Value::floating(double(e.get_double()));
+    case T::STRING: return Value::str(std::string(std::string_view(e.get_string())));
+    case T::BOOL: return Value::boolean(bool(e.get_bool()));
+    case T::NULL_VALUE: return Value();
+  }
+  invalid("unsupported JSON element");
+}
+
+Value from_json(std::string_view json) { return json_value(parse_json_dom(json)); }
 
 void append_json_string(std::string& out, std::string_view s) {
   static const char* hex = "0123456789abcdef";

@@ -67,6 +67,10 @@ TEST(LmSchema, RepliesAreValidatedWithTheirPath) {
       {R"({"name":"ab","n":1,"x":1,"pick":1,"inner":{"ok":"yes"}})", "$.inner.ok: expected true or false"},
       {R"({"name":"ab","n":1,"x":1,"pick":1,"inner":{}})", "$.inner.ok: the required property is missing"},
       {R"({"name":"ab","n":1,"x":1,"pick":1,"inner":{"ok":true},"more":1})", "$.more: unexpected property"},
+      {R"({"name":{"x":1},"n":1,"x":1,"pick":1,"inner":{"ok":true}})", "$.name: expected a string, found a dict"},
+      {R"({"name":"ab","n":1,"x":1,"pick":1,"inner":[true]})", "$.inner: expected an object, found a list"},
+      {R"({"name":"ab","n":1,"x":1,"pick":1,"inner":{"ok":true,"ok":false}})", "not valid JSON (duplicate dict key"},
+      {R"({"name":"ab","n":18446744073709551615,"x":1,"pick":1,"inner":{"ok":true}})", "not valid JSON (JSON integer"},
       {R"({"name":"ab")", "not valid JSON"},
       {"", "not valid JSON"},
   };
@@ -114,6 +118,19 @@ TEST(LmSchema, SmallestReplyIsValid) {
                            R"({"type":"str"})"}) {
     Schema s = Schema::parse(J(tree));
     EXPECT_NO_THROW(s.parse_reply(s.smallest_reply())) << tree << " -> " << s.smallest_reply();
+  }
+  Schema leaf = Schema::parse(J(R"({"type":"int","max":3})"));
+  EXPECT_EQ(leaf.parse_reply(R"({"value":2})"), std::vector<Value>{Value::integer(2)});
+  for (auto [reply, error] : {std::pair{"2", "$: expected an object {\"value\": ...}, found 2"},
+                              std::pair{R"({"value":4})", "$.value: expected an integer <= 3, found 4"},
+                              std::pair{R"({"value":1,"more":1})", "$.more: unexpected property (allowed: value)"},
+                              std::pair{"{}", "$.value: the required property is missing"}}) {
+    try {
+      leaf.parse_reply(reply);
+      ADD_FAILURE() << reply << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(error), std::string::npos) << e.what();
+    }
   }
   Schema impossible = Schema::parse(J(R"({"a":{"type":"str","pattern":"^x{3}$"}})"));
   try {
