@@ -97,29 +97,13 @@ class Echo final : public Provider {
 
  protected:
   void start(std::shared_ptr<Call> call) noexcept override {
-    std::string content;
-    try {
-      content = answer(call->request());
-    } catch (const Error& e) {
-      call->fail(e);
-      return;
-    } catch (...) {
-      call->fail(Error(Code::Internal, "echo: unexpected failure"));
-      return;
-    }
-    // Deterministic usage: words of every message in, words of the reply out.
-    for (const Message& m : call->request().messages) call->prompt_tokens += words(m.content);
-    call->completion_tokens = words(content);
     double ms = latency_ms(call->request());
-    if (ms <= 0) {
-      answer_call(*call, std::move(content));
-      return;
-    }
+    if (ms <= 0) return reply(*call);
+    // The reply is made when it is due, on the timer's thread, as a server
+    // would make it: issuing a request costs the caller no more than that.
     try {
       int64_t at = now_ns() + int64_t(ms * 1e6);
-      uint64_t id = timer_->schedule(at, [call, content = std::move(content)]() mutable {
-        answer_call(*call, std::move(content));
-      });
+      uint64_t id = timer_->schedule(at, [call] { reply(*call); });
       std::weak_ptr<TimerQueue> timer = timer_;
       call->on_cancel([timer, id] {
         if (auto t = timer.lock()) t->cancel(id);
@@ -130,6 +114,24 @@ class Echo final : public Provider {
   }
 
  private:
+  // Answers the call, with its usage (set on the thread that completes it).
+  static void reply(Call& call) noexcept {
+    std::string content;
+    try {
+      content = answer(call.request());
+    } catch (const Error& e) {
+      call.fail(e);
+      return;
+    } catch (...) {
+      call.fail(Error(Code::Internal, "echo: unexpected failure"));
+      return;
+    }
+    // Deterministic usage: words of every message in, words of the reply out.
+    for (const Message& m : call.request().messages) call.prompt_tokens += words(m.content);
+    call.completion_tokens = words(content);
+    answer_call(call, std::move(content));
+  }
+
   double fixed_ms_, min_ms_, max_ms_;
   uint64_t seed_;
   std::shared_ptr<TimerQueue> timer_ = std::make_shared<TimerQueue>();
