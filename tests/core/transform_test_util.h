@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -46,7 +47,7 @@ class TestContext {
   TestContext();
   ExecContext ctx;
   RunEnv env{&ctx};
-  int upper_calls = 0;
+  std::atomic<int> upper_calls{0};  // batched runs call it from several threads
 };
 
 TestContext& test_context();
