@@ -21,6 +21,8 @@ simdjson::dom::element parse_json_dom(std::string_view json) {
   padded.resize(json.size() + simdjson::SIMDJSON_PADDING, '\0');
   simdjson::dom::element root;
   auto err = parser.parse(padded.data(), json.size(), false).get(root);
+  // The document does not point into its text: a large one's copy goes.
+  if (padded.capacity() > (size_t(1) << 20)) std::string().swap(padded);
   if (err) {
     std::string why = simdjson::error_message(err);
     if (err == simdjson::UTF8_ERROR) why = "the text is not valid UTF-8";

@@ -126,6 +126,19 @@ TEST(Json, StringsMayHoldNul) {
   EXPECT_EQ(v.as_str(), std::string("a\0b", 3));
 }
 
+// Each thread parses through one padded buffer; a document larger than
+// 1 MiB does not stay in it, and what comes after parses alike.
+TEST(Json, LargeAndSmallDocumentsInTurn) {
+  const std::string big(3 << 20, 'x');
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_EQ(from_json("\"" + big + "\""), Value::str(big));
+    EXPECT_EQ(from_json(R"({"a":[1,2.5,"s"]})"),
+              Value::dict({{"a", Value::list({Value::integer(1), Value::floating(2.5), Value::str("s")})}}));
+    EXPECT_THROW(from_json("[1,"), Error);
+    EXPECT_EQ(from_json("7"), Value::integer(7));
+  }
+}
+
 TEST(Json, DictsKeepInsertionOrder) {
   Value v = from_json(R"({"zeta":1,"alpha":2,"mid":3})");
   ASSERT_EQ(v.entries().size(), 3u);
