@@ -41,7 +41,7 @@ uint64_t TimerQueue::schedule(int64_t at_ns, std::function<void()> fn) {
   ++s.pending;
   const uint64_t id = uint64_t(slot.generation) << 32 | index;
   bool earliest = s.heap.empty() || at_ns < s.heap.top().at;
-  s.heap.push(Item{at_ns, id});
+  s.heap.push(Item{at_ns, s.next_seq++, id});
   if (!thread_.joinable()) thread_ = std::thread([st = st_] { loop(st); });
   if (earliest) s.cv.notify_one();
   return id;

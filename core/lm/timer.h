@@ -34,8 +34,9 @@ class TimerQueue {
  private:
   struct Item {
     int64_t at;
+    uint64_t seq;  // schedule order: callbacks due at one time run in it
     uint64_t id;
-    bool operator>(const Item& o) const { return at != o.at ? at > o.at : id > o.id; }
+    bool operator>(const Item& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
   // Callbacks live in reused slots (no allocation per schedule beyond the
   // callback's own): an id is the slot's index and its generation, so an
@@ -51,6 +52,7 @@ class TimerQueue {
     std::vector<Slot> slots;
     std::vector<uint32_t> free_slots;
     size_t pending = 0;
+    uint64_t next_seq = 0;
     bool stop = false;
     // The slot of a pending id, or null.
     Slot* find(uint64_t id) {

@@ -323,6 +323,32 @@ TEST(LmTimer, RunsInTimeOrderAndCancels) {
   EXPECT_EQ(seen, (std::vector<int>{1, 2, 3}));
 }
 
+// Callbacks due at one time run in the order they were scheduled, whatever
+// slots they took.
+TEST(LmTimer, CallbacksDueTogetherRunInScheduleOrder) {
+  TimerQueue t;
+  std::mutex mu;
+  std::vector<int> seen;
+  const int64_t far = now_ns() + int64_t(3600) * 1000000000;
+  std::vector<uint64_t> parked;  // take slots, then free them in another order
+  for (int i = 0; i < 8; ++i) parked.push_back(t.schedule(far, [] {}));
+  for (int i : {5, 1, 7, 3}) EXPECT_TRUE(t.cancel(parked[size_t(i)]));
+  const int64_t at = now_ns() + 5000000;
+  for (int i = 0; i < 6; ++i) t.schedule(at, [&, i] {
+      std::lock_guard<std::mutex> lock(mu);
+      seen.push_back(i);
+    });
+  for (int k = 0; k < 400; ++k) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (seen.size() == 6) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 3, 4, 5}));
+}
+
 // Slots are reused, ids are not: an old id (ran or cancelled) never
 // cancels the callback that took its slot, and no id is 0.
 TEST(LmTimer, IdsOfFinishedCallbacksNeverMatchLaterOnes) {
