@@ -84,7 +84,7 @@ class ProviderLoop {
     if (i >= total_) return;
     af::lm::Request req;
     req.model = "bench";
-    req.messages.push_back({"user", user_text(i)});
+    req.messages.push_back({"user", af::Value::str(user_text(i))});
     int64_t t0 = now_ns();
     auto done = [this, i, t0](af::lm::Call&, const std::string* content, const af::Error* err) {
       lat_[i] = now_ns() - t0;

@@ -21,7 +21,7 @@ void append_messages(std::string& s, const std::vector<Message>& messages) {
     s += "{\"role\":";
     append_json_string(s, messages[i].role);
     s += ",\"content\":";
-    append_json_string(s, messages[i].content);
+    append_json_string(s, messages[i].content.as_str());
     s += '}';
   }
   s += ']';
@@ -74,7 +74,7 @@ std::string Request::key() const {
 
 uint64_t Request::estimated_tokens() const {
   uint64_t n = 0;
-  for (const Message& m : messages) n += 4 + (m.content.size() + 3) / 4;
+  for (const Message& m : messages) n += 4 + (m.content.as_str().size() + 3) / 4;
   if (sampling.kind() == Kind::Dict)
     if (const Value* max = sampling.find("max_tokens"); max && max->kind() == Kind::Int && max->as_int() > 0)
       n += uint64_t(max->as_int());

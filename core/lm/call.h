@@ -21,7 +21,9 @@ class Schema;
 
 struct Message {
   std::string role;
-  std::string content;
+  // A str Value: a request shares its prompt's bytes with the run that made
+  // it (a prompt is not copied per request, however long).
+  Value content;
 };
 
 struct Request {

@@ -41,7 +41,7 @@ class Echo final : public Provider {
     if (r.schema) return r.schema->smallest_reply();
     std::string s = r.model;
     s += '|';
-    if (!r.messages.empty()) s += r.messages.back().content;
+    if (!r.messages.empty()) s += r.messages.back().content.as_str();
     return s;
   }
 
@@ -127,7 +127,7 @@ class Echo final : public Provider {
       return;
     }
     // Deterministic usage: words of every message in, words of the reply out.
-    for (const Message& m : call.request().messages) call.prompt_tokens += words(m.content);
+    for (const Message& m : call.request().messages) call.prompt_tokens += words(m.content.as_str());
     call.completion_tokens = words(content);
     answer_call(call, std::move(content));
   }

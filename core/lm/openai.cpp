@@ -542,7 +542,7 @@ std::string request_body(const Config& cfg, const Request& r) {
   if (r.schema && cfg.json_object) {
     std::string instruction = "Reply with only a JSON value that matches this JSON Schema:\n" + *grammar_schema;
     if (!r.messages.empty() && r.messages[0].role == "system") {
-      message("system", r.messages[0].content + "\n\n" + instruction);
+      message("system", r.messages[0].content.as_str() + "\n\n" + instruction);
       first = 1;
     } else {
       message("system", instruction);
@@ -550,7 +550,7 @@ std::string request_body(const Config& cfg, const Request& r) {
   }
   for (size_t i = first; i < r.messages.size(); ++i) {
     if (s.back() != '[') s += ',';
-    message(r.messages[i].role, r.messages[i].content);
+    message(r.messages[i].role, r.messages[i].content.as_str());
   }
   s += ']';
   if (r.schema && cfg.json_object)

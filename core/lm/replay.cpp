@@ -64,7 +64,7 @@ class Replay final : public Provider {
         std::lock_guard<std::mutex> lock(mu_);
         auto it = answers_.find(key);
         if (it == answers_.end() || it->second.empty()) {
-          std::string last = call->request().messages.empty() ? "" : call->request().messages.back().content;
+          std::string last = call->request().messages.empty() ? "" : call->request().messages.back().content.as_str();
           if (last.size() > 80) last = last.substr(0, 80) + "...";
           std::string m, l;
           append_json_string(m, call->request().model);

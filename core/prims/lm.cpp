@@ -368,8 +368,8 @@ struct Batch : std::enable_shared_from_this<Batch> {
       if (provider && it.reasks < provider->schema_retries()) {
         ++it.reasks;
         lm::Request next = call.request();
-        next.messages.push_back(lm::Message{"assistant", *content});
-        next.messages.push_back(lm::Message{"user", correction(*invalid)});
+        next.messages.push_back(lm::Message{"assistant", Value::str(*content)});
+        next.messages.push_back(lm::Message{"user", Value::str(correction(*invalid))});
         restart_stream(i);
         return submit(i, std::move(next));
       }
@@ -492,7 +492,7 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
     req.model = ex.row(i).back()->as_str();
     req.messages.reserve(roles.size());
     for (size_t k = 0; k < roles.size(); ++k)
-      req.messages.push_back(lm::Message{roles.items()[k].as_str(), ex.row(i)[k]->as_str()});
+      req.messages.push_back(lm::Message{roles.items()[k].as_str(), *ex.row(i)[k]});
     req.schema = batch->schema;
     req.tags = e.tags();
     req.sampling = sampling;
