@@ -106,7 +106,7 @@ bool Call::fail(const Error& err) noexcept {
   return true;
 }
 
-void Call::finish(const std::string* content, const Error* err) noexcept {
+void Call::finish(std::string* content, const Error* err) noexcept {
   finished_ns = now_ns();
   std::shared_ptr<Limiter> lim;
   {

@@ -58,8 +58,9 @@ int64_t now_ns() noexcept;  // steady clock
 
 class Call {
  public:
-  // content != nullptr on success, else err != nullptr. Runs once.
-  using Done = std::function<void(Call& call, const std::string* content, const Error* err)>;
+  // content != nullptr on success (the hook may move the reply out of it),
+  // else err != nullptr. Runs once.
+  using Done = std::function<void(Call& call, std::string* content, const Error* err)>;
   // Streaming: a piece of the reply text, or (data == nullptr) "forget what
   // was streamed so far" (a retry starts the reply over).
   using Delta = std::function<void(const char* data, size_t len)>;
@@ -112,7 +113,7 @@ class Call {
 
  private:
   friend class Limiter;
-  void finish(const std::string* content, const Error* err) noexcept;
+  void finish(std::string* content, const Error* err) noexcept;
   Request req_;
   Done done_hook_;
   Delta delta_hook_;

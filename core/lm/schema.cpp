@@ -26,6 +26,7 @@ struct SchemaNode {
   std::vector<SchemaNode> items;      // list
   std::vector<std::string> keys;      // dict and list: the reply's property names, in order ("0", "1"... for a list)
   bool wraps_leaf = false;            // the {"value": ...} object a leaf root travels in
+  uint32_t out_index = 0;              // a leaf's place among the output's leaves (flattening order)
   bool is_leaf() const { return type != Dict && type != List; }
   // Declared here, defaulted below where SchemaNode is complete: clang 14
   // with libstdc++ rejects the implicit ones (pair<string, SchemaNode>).
@@ -223,18 +224,18 @@ SchemaNode parse_node(const Value& v, const std::string& path) {
 
 // A Value with the output's structure: leaves are their node index in
 // pre-order (insertion order), so flattening gives the leaf order.
-Value shape_of(const SchemaNode& n, std::vector<const SchemaNode*>& leaves) {
+Value shape_of(SchemaNode& n, std::vector<SchemaNode*>& leaves) {
   if (n.is_leaf()) {
     leaves.push_back(&n);
     return Value::integer(int64_t(leaves.size() - 1));
   }
   if (n.type == SchemaNode::List) {
     std::vector<Value> items;
-    for (const SchemaNode& c : n.items) items.push_back(shape_of(c, leaves));
+    for (SchemaNode& c : n.items) items.push_back(shape_of(c, leaves));
     return Value::list(std::move(items));
   }
   std::vector<Entry> entries;
-  for (const auto& [k, c] : n.fields) entries.emplace_back(k, shape_of(c, leaves));
+  for (auto& [k, c] : n.fields) entries.emplace_back(k, shape_of(c, leaves));
   return Value::dict(std::move(entries));
 }
 
@@ -364,8 +365,8 @@ std::string expected_leaf(const SchemaNode& n) {
   }
 }
 
-// Checks the reply's element e against n and appends its leaves in
-// pre-order (the schema's node order), converted to the node's kind.
+// Checks the reply's element e against n and puts its leaves, converted to
+// their nodes' kinds, at their places in `leaves` (out_index).
 // Objects are walked in the parsed document; only leaves become Values.
 // json_value's INVALID_ARGUMENT (an integer beyond int64, a duplicate key)
 // means the reply is JSON no Value holds: parse_reply reports it so.
@@ -382,7 +383,7 @@ void validate(const SchemaNode& n, simdjson::dom::element e, const ReplyPath& pa
         mismatch(path, "a string of at most " + std::to_string(kMaxPatternSubjectBytes) + " bytes to match /" +
                            n.pattern + "/ (" + std::to_string(s.size()) + " bytes)", json_value(e));
       if (n.re && !pattern_matches(*n.re, s)) mismatch(path, "a string matching /" + n.pattern + "/", json_value(e));
-      leaves.push_back(Value::str(std::string(s)));
+      leaves[n.out_index] = Value::str(std::string(s));
       return;
     }
     case SchemaNode::Int: {
@@ -397,7 +398,7 @@ void validate(const SchemaNode& n, simdjson::dom::element e, const ReplyPath& pa
         mismatch(path, expected_leaf(n), v);
       }
       if ((n.imin && i < *n.imin) || (n.imax && i > *n.imax)) mismatch(path, expected_leaf(n), v);
-      leaves.push_back(Value::integer(i));
+      leaves[n.out_index] = Value::integer(i);
       return;
     }
     case SchemaNode::Float: {
@@ -407,19 +408,22 @@ void validate(const SchemaNode& n, simdjson::dom::element e, const ReplyPath& pa
       else if (v.kind() == Kind::Int) d = double(v.as_int());
       else mismatch(path, "a number", v);
       if ((n.fmin && d < *n.fmin) || (n.fmax && d > *n.fmax)) mismatch(path, expected_leaf(n), v);
-      leaves.push_back(Value::floating(d));
+      leaves[n.out_index] = Value::floating(d);
       return;
     }
     case SchemaNode::Bool: {
       Value v = json_value(e);
       if (v.kind() != Kind::Bool) mismatch(path, expected_leaf(n), v);
-      leaves.push_back(std::move(v));
+      leaves[n.out_index] = std::move(v);
       return;
     }
     case SchemaNode::Enum: {
       Value v = json_value(e);
       for (const Value& x : n.values)
-        if (x == v) return leaves.push_back(std::move(v));
+        if (x == v) {
+          leaves[n.out_index] = std::move(v);
+          return;
+        }
       mismatch(path, expected_leaf(n), v);
     }
     case SchemaNode::Dict:
@@ -527,18 +531,15 @@ Schema Schema::parse(const Value& tree) {
   Schema s;
   s.tree_ = tree;
   auto root = std::make_shared<SchemaNode>(parse_node(tree, "$"));
-  std::vector<const SchemaNode*> leaves;
+  std::vector<SchemaNode*> leaves;  // pre-order
   Value shape = shape_of(*root, leaves);
   s.out_tree_ = TreeDef::of(shape);
-  auto [order, _] = flatten(shape);
-  bool identity = true;
+  auto [order, _] = flatten(shape);  // order[j]: the pre-order index of the j-th output leaf
   for (size_t j = 0; j < order.size(); ++j) {
-    const auto i = uint32_t(order[j].as_int());
-    s.kinds_.push_back(kind_of(*leaves[i]));
-    s.leaf_order_.push_back(i);
-    identity = identity && i == j;
+    SchemaNode& leaf = *leaves[size_t(order[j].as_int())];
+    s.kinds_.push_back(kind_of(leaf));
+    leaf.out_index = uint32_t(j);
   }
-  if (identity) s.leaf_order_.clear();
   std::shared_ptr<SchemaNode> wire = root;  // what travels: a leaf root as {"value": ...}
   if (root->is_leaf()) {
     wire = std::make_shared<SchemaNode>();
@@ -563,8 +564,7 @@ Schema Schema::parse(const Value& tree) {
 }
 
 std::vector<Value> Schema::parse_reply(std::string_view reply) const {
-  std::vector<Value> leaves;
-  leaves.reserve(kinds_.size());
+  std::vector<Value> leaves(kinds_.size());
   try {
     validate(*wire_, parse_json_dom(unfence(reply)), ReplyPath{nullptr, "$"}, leaves);
   } catch (const Error& e) {
@@ -573,11 +573,7 @@ std::vector<Value> Schema::parse_reply(std::string_view reply) const {
     fail(Code::Schema, "lm_schema_call: the reply is not valid JSON (" + std::string(e.what()) +
                            "): " + excerpt(reply));
   }
-  if (leaf_order_.empty()) return leaves;  // node order is flattening order
-  std::vector<Value> out;
-  out.reserve(leaves.size());
-  for (uint32_t i : leaf_order_) out.push_back(std::move(leaves[i]));
-  return out;
+  return leaves;
 }
 
 const std::string& Schema::smallest_reply() const {

@@ -66,9 +66,6 @@ class Schema {
   std::shared_ptr<const SchemaNode> wire_;
   TreeDef out_tree_;
   std::vector<Kind> kinds_;
-  // leaf_order_[j]: the schema-order (pre-order) index of the j-th leaf in
-  // flattening order (dict keys sorted); empty when the two orders agree.
-  std::vector<uint32_t> leaf_order_;
   std::string json_schema_;
   std::string grammar_json_schema_;
   std::string smallest_reply_, smallest_error_;  // one of them is set

@@ -300,7 +300,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
     auto self = shared_from_this();
     auto call = std::make_shared<lm::Call>(
         std::move(req),
-        [self, i](lm::Call& c, const std::string* content, const Error* err) { self->answered(i, c, content, err); },
+        [self, i](lm::Call& c, std::string* content, const Error* err) { self->answered(i, c, content, err); },
         op->priority);
     if (streams) call->set_on_delta([self, i](const char* data, size_t len) { self->stream(i, data, len); });
     {
@@ -325,7 +325,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
     cancel_all(Error(Code::Cancelled, "a sibling request of the same equation failed"));
   }
 
-  void answered(size_t i, lm::Call& call, const std::string* content, const Error* err) {
+  void answered(size_t i, lm::Call& call, std::string* content, const Error* err) {
     Item& it = items[i];
     std::vector<Value> parsed;
     std::optional<Error> invalid;  // a reply that fails the schema
@@ -378,7 +378,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
       return fail_item(i, Error(invalid->code(), what() + ": " + invalid->what() + after));
     }
     if (streams) settle_stream(i, *content);
-    it.result = schema ? std::move(parsed) : std::vector<Value>{Value::str(*content)};
+    it.result = schema ? std::move(parsed) : std::vector<Value>{Value::str(std::move(*content))};
     done_one();
   }
 
