@@ -22,14 +22,15 @@ struct SchemaNode {
   std::string pattern;
   std::shared_ptr<const re2::RE2> re;  // linear time: replies are untrusted
   std::vector<Value> values;          // enum
-  std::vector<std::pair<std::string, SchemaNode>> fields;  // dict (insertion order)
-  std::vector<SchemaNode> items;      // list
-  std::vector<std::string> keys;      // dict and list: the reply's property names, in order ("0", "1"... for a list)
+  // Dict and list: the children in order, and their property names in a
+  // reply (a dict's field names in insertion order; "0", "1", ... for a list).
+  std::vector<SchemaNode> items;
+  std::vector<std::string> keys;
   bool wraps_leaf = false;            // the {"value": ...} object a leaf root travels in
   uint32_t out_index = 0;              // a leaf's place among the output's leaves (flattening order)
   bool is_leaf() const { return type != Dict && type != List; }
-  // Declared here, defaulted below where SchemaNode is complete: clang 14
-  // with libstdc++ rejects the implicit ones (pair<string, SchemaNode>).
+  // Declared here, defaulted below where SchemaNode (which holds
+  // SchemaNodes) is complete, as clang 14 with libstdc++ requires.
   SchemaNode();
   SchemaNode(const SchemaNode&);
   SchemaNode(SchemaNode&&) noexcept;
@@ -136,7 +137,7 @@ SchemaNode parse_container(const Value& v, const std::string& path) {
     n.type = SchemaNode::Dict;
     if (v.entries().empty()) bad(path, "an empty dict has no field to fill");
     for (const auto& [k, x] : v.entries()) {
-      n.fields.emplace_back(k, parse_node(x, child_path(path, k)));
+      n.items.push_back(parse_node(x, child_path(path, k)));
       n.keys.push_back(k);
     }
   }
@@ -235,7 +236,7 @@ Value shape_of(SchemaNode& n, std::vector<SchemaNode*>& leaves) {
     return Value::list(std::move(items));
   }
   std::vector<Entry> entries;
-  for (auto& [k, c] : n.fields) entries.emplace_back(k, shape_of(c, leaves));
+  for (size_t i = 0; i < n.items.size(); ++i) entries.emplace_back(n.keys[i], shape_of(n.items[i], leaves));
   return Value::dict(std::move(entries));
 }
 
@@ -295,10 +296,7 @@ void append_json_schema(std::string& s, const SchemaNode& n, bool enumerate_ints
         append_json_schema(s, c, enumerate_ints);
         append_json_string(required, k);
       };
-      if (n.type == SchemaNode::Dict)
-        for (const auto& [k, c] : n.fields) prop(k, c);
-      else
-        for (size_t i = 0; i < n.items.size(); ++i) prop(std::to_string(i), n.items[i]);
+      for (size_t i = 0; i < n.items.size(); ++i) prop(n.keys[i], n.items[i]);
       s += '}';
       field("required"), s += required + "]";
       field("additionalProperties"), s += "false";
@@ -446,7 +444,7 @@ void validate(const SchemaNode& n, simdjson::dom::element e, const ReplyPath& pa
         if (obj.at_key(n.keys[i]).get(x))
           fail(Code::Schema, "lm_schema_call: the reply does not match the schema at " + at.str() +
                                  ": the required property is missing");
-        validate(n.type == SchemaNode::Dict ? n.fields[i].second : n.items[i], x, at, leaves);
+        validate(n.items[i], x, at, leaves);
       }
       // Every property known and present, and more of them: a key twice.
       if (fields != n.keys.size()) json_value(e);
@@ -480,15 +478,12 @@ Value smallest(const SchemaNode& n, const std::string& path) {
     }
     case SchemaNode::Bool: return Value::boolean(false);
     case SchemaNode::Enum: return n.values[0];
-    case SchemaNode::Dict: {
-      std::vector<Entry> e;
-      for (const auto& [k, c] : n.fields) e.emplace_back(k, smallest(c, child_path(path, k)));
-      return Value::dict(std::move(e));
-    }
-    case SchemaNode::List: {
+    case SchemaNode::Dict:
+    case SchemaNode::List: {  // both travel as objects
       std::vector<Entry> e;
       for (size_t i = 0; i < n.items.size(); ++i)
-        e.emplace_back(std::to_string(i), smallest(n.items[i], index_path(path, i)));
+        e.emplace_back(n.keys[i], smallest(n.items[i], n.type == SchemaNode::Dict ? child_path(path, n.keys[i])
+                                                                                  : index_path(path, i)));
       return Value::dict(std::move(e));
     }
   }
@@ -544,7 +539,7 @@ Schema Schema::parse(const Value& tree) {
   if (root->is_leaf()) {
     wire = std::make_shared<SchemaNode>();
     wire->type = SchemaNode::Dict;
-    wire->fields.emplace_back("value", *root);
+    wire->items.push_back(*root);
     wire->keys.push_back("value");
     wire->wraps_leaf = true;
   }
