@@ -38,7 +38,6 @@ uint64_t TimerQueue::schedule(int64_t at_ns, std::function<void()> fn) {
   }
   Slot& slot = s.slots[index];
   slot.fn = std::move(fn);
-  ++s.pending;
   const uint64_t id = uint64_t(slot.generation) << 32 | index;
   bool earliest = s.heap.empty() || at_ns < s.heap.top().at;
   s.heap.push(Item{at_ns, s.next_seq++, id});
@@ -60,7 +59,7 @@ bool TimerQueue::cancel(uint64_t id) {
 
 size_t TimerQueue::pending() const {
   std::lock_guard<std::mutex> lock(st_->mu);
-  return st_->pending;
+  return st_->slots.size() - st_->free_slots.size();
 }
 
 void TimerQueue::loop(const std::shared_ptr<State>& st) {
@@ -96,6 +95,8 @@ void TimerQueue::loop(const std::shared_ptr<State>& st) {
   // Pending callbacks are dropped unrun (outside the lock: they may own
   // what frees other queues).
   auto slots = std::move(s.slots);
+  s.slots.clear();
+  s.free_slots.clear();
   lock.unlock();
 }
 

@@ -50,8 +50,7 @@ class TimerQueue {
     std::condition_variable cv;
     std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap;
     std::vector<Slot> slots;
-    std::vector<uint32_t> free_slots;
-    size_t pending = 0;
+    std::vector<uint32_t> free_slots;  // pending callbacks: slots.size() - free_slots.size()
     uint64_t next_seq = 0;
     bool stop = false;
     // The slot of a pending id, or null.
@@ -67,7 +66,6 @@ class TimerQueue {
       slot.fn = nullptr;
       if (++slot.generation == 0) slot.generation = 1;
       free_slots.push_back(uint32_t(&slot - slots.data()));
-      --pending;
       return fn;
     }
   };
