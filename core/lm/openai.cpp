@@ -538,9 +538,9 @@ std::string request_body(const Config& cfg, const Request& r) {
   // a system instruction carries it, joined to the conversation's own
   // system message when it starts with one.
   size_t first = 0;
-  const std::string* grammar_schema = r.schema ? &r.schema->grammar_json_schema() : nullptr;
   if (r.schema && cfg.json_object) {
-    std::string instruction = "Reply with only a JSON value that matches this JSON Schema:\n" + *grammar_schema;
+    std::string instruction =
+        "Reply with only a JSON value that matches this JSON Schema:\n" + r.schema->grammar_json_schema();
     if (!r.messages.empty() && r.messages[0].role == "system") {
       message("system", r.messages[0].content.as_str() + "\n\n" + instruction);
       first = 1;
@@ -554,7 +554,7 @@ std::string request_body(const Config& cfg, const Request& r) {
   }
   s += ']';
   if (r.schema && cfg.json_object)
-    s += ",\"response_format\":{\"type\":\"json_object\",\"schema\":" + *grammar_schema + "}";
+    s += ",\"response_format\":{\"type\":\"json_object\",\"schema\":" + r.schema->grammar_json_schema() + "}";
   else if (r.schema)
     s += ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"output\",\"strict\":true,"
          "\"schema\":" + r.schema->json_schema() + "}}";
