@@ -43,7 +43,7 @@ struct af_value {
 struct af_ir {
   mutable std::atomic<uint32_t> refs{1};
   af::IRPtr ir;
-  // ir_hash(*ir), computed once: the key of the context's plan cache.
+  // plan_key(*ir), computed once: the key of the context's plan cache.
   std::once_flag hashed;
   uint64_t hash = 0;
 };

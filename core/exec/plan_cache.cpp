@@ -71,8 +71,8 @@ void PlanCache::configure(PlanCacheOptions options) {
   evict_locked();
 }
 
-std::shared_ptr<const Program> PlanCache::find_locked(const IR& ir, uint64_t hash) {
-  auto [lo, hi] = index_.equal_range(hash);
+std::shared_ptr<const Program> PlanCache::find_locked(const IR& ir, uint64_t key) {
+  auto [lo, hi] = index_.equal_range(key);
   for (auto it = lo; it != hi; ++it) {
     Lru::iterator e = it->second;
     if (e->prog->ir.get() != &ir && !ir_equal(*e->prog->ir, ir)) continue;
@@ -82,10 +82,10 @@ std::shared_ptr<const Program> PlanCache::find_locked(const IR& ir, uint64_t has
   return nullptr;
 }
 
-void PlanCache::insert_locked(uint64_t hash, std::shared_ptr<const Program> prog) {
+void PlanCache::insert_locked(uint64_t key, std::shared_ptr<const Program> prog) {
   size_t bytes = program_bytes(*prog);
-  lru_.push_front(Entry{hash, std::move(prog), bytes});
-  index_.emplace(hash, lru_.begin());
+  lru_.push_front(Entry{key, std::move(prog), bytes});
+  index_.emplace(key, lru_.begin());
   stats_.bytes += bytes;
   evict_locked();
 }
@@ -95,7 +95,7 @@ void PlanCache::evict_locked() {
   // is about to use it.
   while (lru_.size() > 1 && (lru_.size() > options_.max_entries || stats_.bytes > options_.max_bytes)) {
     Lru::iterator last = std::prev(lru_.end());
-    auto [lo, hi] = index_.equal_range(last->hash);
+    auto [lo, hi] = index_.equal_range(last->key);
     for (auto it = lo; it != hi; ++it)
       if (it->second == last) {
         index_.erase(it);
@@ -107,11 +107,11 @@ void PlanCache::evict_locked() {
   }
 }
 
-std::shared_ptr<const Program> PlanCache::get(const IRPtr& ir, uint64_t hash, std::span<const uint64_t> eqn_ids) {
+std::shared_ptr<const Program> PlanCache::get(const IRPtr& ir, uint64_t key, std::span<const uint64_t> eqn_ids) {
   std::string dir;
   {
     std::lock_guard lock(mu_);
-    if (auto p = find_locked(*ir, hash)) {
+    if (auto p = find_locked(*ir, key)) {
       ++stats_.hits;
       return p;
     }
@@ -119,6 +119,7 @@ std::shared_ptr<const Program> PlanCache::get(const IRPtr& ir, uint64_t hash, st
   }
   std::shared_ptr<const Program> prog;
   bool from_disk = false;
+  const uint64_t hash = dir.empty() ? 0 : ir_hash(*ir);  // the file's name
   if (!dir.empty() && (prog = load_from_disk(dir, ir, hash))) from_disk = true;
   if (!prog) prog = compile(ir, {}, eqn_ids);
   if (!dir.empty() && !from_disk) save_to_disk(dir, *prog, hash);
@@ -126,8 +127,8 @@ std::shared_ptr<const Program> PlanCache::get(const IRPtr& ir, uint64_t hash, st
   if (from_disk) ++stats_.disk_hits;
   else ++stats_.misses;
   // Another thread may have stored an equal program meanwhile: keep one.
-  if (auto p = find_locked(*ir, hash)) return p;
-  insert_locked(hash, prog);
+  if (auto p = find_locked(*ir, key)) return p;
+  insert_locked(key, prog);
   return prog;
 }
 

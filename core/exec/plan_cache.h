@@ -1,10 +1,11 @@
 // PlanCache: the one cache of compiled programs of a context, shared by
 // af_compile, af_ir_call and the lazy evaluator. The key is an IR's
-// structural hash, always confirmed by structural equality (ir_equal), so a
-// hash collision can only cost a compile, never return a wrong program.
+// plan_key, always confirmed by structural equality (ir_equal), so a key
+// collision can only cost a compile, never return a wrong program.
 // Bounded by entries and bytes, least recently used out first.
 //
-// With a directory, a miss in memory looks for `<dir>/<hash>.afp`: a saved
+// With a directory, a miss in memory looks for `<dir>/<hash>.afp`, named by
+// the IR's defined hash (ir_hash, af_ir_hash): a saved
 // program loaded through every loader check and compared with the IR. A
 // missing, corrupt, truncated or foreign file is a miss whose program is
 // then written there atomically; it is never an error and never a wrong plan.
@@ -43,28 +44,29 @@ class PlanCache {
   void configure(PlanCacheOptions options);
 
   // The compiled program of ir (default CompileOptions): from memory, from
-  // disk, or compiled and stored. `hash` is ir_hash(*ir), and `eqn_ids`
+  // disk, or compiled and stored. `key` is plan_key(*ir), and `eqn_ids`
   // the equations' identities from that pass, or empty (compile's CSE then
   // hashes them itself). Thread-safe; compiling runs outside the lock.
   // Throws what compile throws.
-  std::shared_ptr<const Program> get(const IRPtr& ir, uint64_t hash, std::span<const uint64_t> eqn_ids = {});
+  std::shared_ptr<const Program> get(const IRPtr& ir, uint64_t key, std::span<const uint64_t> eqn_ids = {});
   // Without the identities: most gets hit (the lazy evaluator's), and a hit
   // has no use for them.
-  std::shared_ptr<const Program> get(const IRPtr& ir) { return get(ir, ir_hash(*ir)); }
+  std::shared_ptr<const Program> get(const IRPtr& ir) { return get(ir, plan_key(*ir)); }
 
   PlanCacheStats stats() const;
 
  private:
   struct Entry {
-    uint64_t hash;
+    uint64_t key;  // plan_key
     std::shared_ptr<const Program> prog;
     size_t bytes;
   };
   using Lru = std::list<Entry>;  // most recent first
 
-  std::shared_ptr<const Program> find_locked(const IR& ir, uint64_t hash);
-  void insert_locked(uint64_t hash, std::shared_ptr<const Program> prog);
+  std::shared_ptr<const Program> find_locked(const IR& ir, uint64_t key);
+  void insert_locked(uint64_t key, std::shared_ptr<const Program> prog);
   void evict_locked();
+  // On disk, by the defined hash (ir_hash).
   static std::string file_of(const std::string& dir, uint64_t hash);
   static std::shared_ptr<const Program> load_from_disk(const std::string& dir, const IRPtr& ir,
                                                        uint64_t hash);

@@ -2,9 +2,10 @@
 // they would print, serialize and run the same: same primitives (name +
 // version, not Prim address, so a reloaded graph matches), params, atoms (var
 // ids as numbers), trees, avals, tags and name paths. The plan cache relies on
-// `ir_hash(a) != ir_hash(b)` implying `!ir_equal(a, b)`. Both work on the
+// `plan_key(a) != plan_key(b)` implying `!ir_equal(a, b)`. All work on the
 // DAG of shared sub-IRs without expanding it: a sub-IR's hash is kept with
 // it (IRFacts), and a comparison remembers the pairs it found equal.
+#include <bit>
 #include <set>
 #include <string_view>
 #include <type_traits>
@@ -152,9 +153,8 @@ struct LastLiteral {
   }
 };
 
-// A var is hashed as the var `alias` maps it to, when given.
-uint64_t atom_hash(const Atom& a, std::span<const VarId> alias = {}, LastLiteral* last = nullptr) {
-  if (a.is_var()) return mix(1, alias.empty() ? a.var : alias[a.var]);
+uint64_t atom_hash(const Atom& a, LastLiteral* last = nullptr) {
+  if (a.is_var()) return mix(1, a.var);
   return mix(2, last ? last->of(a.lit) : a.lit.hash());
 }
 
@@ -181,26 +181,19 @@ bool ir_equal_in(const IR& a, const IR& b, EqualPairs& seen) {
   return true;
 }
 
-// What an equation applies to what: its primitive, input atoms (each var
-// read through `alias` when given) and input structure. The first part of
-// both an equation's structural hash and its identity (eqn_hash), so the
-// structural pass yields the identities too (ir_hash's `ids`).
-uint64_t eqn_head_hash(const Eqn& e, std::span<const VarId> alias, LastLiteral* last = nullptr) {
+// What an equation applies to what: its primitive, input atoms and input
+// structure. The first part of an equation's structural hash.
+uint64_t eqn_head_hash(const Eqn& e, LastLiteral& last) {
   uint64_t h = mix(mix(0, prim_hash(e.prim)), e.in.size());
-  for (const Atom& a : e.in) h = mix(h, atom_hash(a, alias, last));
+  for (const Atom& a : e.in) h = mix(h, atom_hash(a, &last));
   return mix(h, e.in_tree.hash());
 }
 
-uint64_t eqn_identity(uint64_t head, uint64_t params, uint64_t tags, const NamePath& names) {
-  return names_hash(mix(mix(head, params), tags), names);
-}
-
 // The equation's part of ir_hash (a defined function: af_ir_hash's values
-// must not change), and its identity in `id`.
-uint64_t eqn_full_hash(const Eqn& e, uint64_t& id, LastLiteral& last) {
-  uint64_t h = eqn_head_hash(e, {}, &last);
+// must not change).
+uint64_t eqn_full_hash(const Eqn& e, LastLiteral& last) {
+  uint64_t h = eqn_head_hash(e, last);
   const uint64_t params = params_hash(e.params), tags = tags_hash(e.tags());
-  id = eqn_identity(h, params, tags, e.name_path());
   h = mix(h, e.out.size());
   for (VarId v : e.out) h = mix(h, v);
   h = mix(h, e.out_tree.hash());
@@ -208,6 +201,43 @@ uint64_t eqn_full_hash(const Eqn& e, uint64_t& id, LastLiteral& last) {
   h = mix(h, tags);
   h = names_hash(h, e.name_path());
   if (e.sched()) h = mix(mix(h, e.sched()->level), hash_double(e.sched()->priority));
+  return h;
+}
+
+// ---- In-process keys: plan_key (the plan cache's) and eqn_hash (CSE's).
+// Not defined functions, unlike ir_hash: they may change with any build and
+// never leave the process, so they take 128 bits per multiply where ir_hash
+// mixes 64 bits at a time: an equation costs two or three multiplies, not
+// sixteen mixes. Equality always confirms a match (ir_equal, eqn_same).
+
+uint64_t fold(uint64_t a, uint64_t b) {
+  const unsigned __int128 p =
+      static_cast<unsigned __int128>(a ^ 0x9e3779b97f4a7c15ULL) * (b ^ 0xc2b2ae3d27d4eb4fULL);
+  return uint64_t(p) ^ uint64_t(p >> 64);
+}
+
+// A var as the var `alias` maps it to (ids are below 2^32); a literal by its
+// value's hash with the top bit set, so the two never meet.
+uint64_t atom_word(const Atom& a, std::span<const VarId> alias, LastLiteral* last) {
+  if (a.is_var()) return alias.empty() ? a.var : alias[a.var];
+  return (last ? last->of(a.lit) : a.lit.hash()) | (uint64_t(1) << 63);
+}
+
+uint64_t eqn_key(const Eqn& e, std::span<const VarId> alias, LastLiteral* last) {
+  const NamePath& names = e.name_path();
+  const uint64_t names_word = !names || names->empty() ? 0 : strings_hash(0, *names);
+  uint64_t h = fold(prim_hash(e.prim) ^ e.in.size() ^ std::rotl(tags_hash(e.tags()), 32),
+                    e.in_tree.hash() ^ params_hash(e.params) ^ std::rotl(names_word, 17));
+  const size_t n = e.in.size();
+  size_t k = 0;
+  for (; k + 1 < n; k += 2) h = fold(h ^ atom_word(e.in[k], alias, last), atom_word(e.in[k + 1], alias, last));
+  if (k < n) h = fold(h ^ atom_word(e.in[k], alias, last), n);
+  return h;
+}
+
+uint64_t atoms_key(uint64_t h, const std::vector<Atom>& atoms) {
+  h = fold(h, atoms.size());
+  for (const Atom& a : atoms) h = fold(h, atom_word(a, {}, nullptr));
   return h;
 }
 
@@ -231,27 +261,44 @@ bool ir_equal(const IR& a, const IR& b) noexcept {
   return ir_equal_in(a, b, seen);
 }
 
-uint64_t ir_hash(const IR& ir, std::vector<uint64_t>* ids) {
-  if (ids) ids->resize(ir.eqns.size());
+uint64_t ir_hash(const IR& ir) {
   uint64_t h = mix(0, ir.vars.size());
   for (const Aval& a : ir.vars) h = mix(h, uint64_t(a.kind) << 8 | a.list_depth);
   h = atoms_hash(h, ir.in);
   h = mix(h, ir.in_tree.hash());
   for (InputRole r : ir.in_roles) h = mix(h, uint64_t(r));
   h = mix(h, ir.eqns.size());
-  uint64_t id = 0;
   LastLiteral last;
-  for (size_t i = 0; i < ir.eqns.size(); ++i) {
-    h = mix(h, eqn_full_hash(ir.eqns[i], id, last));
-    if (ids) (*ids)[i] = id;
-  }
+  for (const Eqn& e : ir.eqns) h = mix(h, eqn_full_hash(e, last));
   h = atoms_hash(h, ir.out);
   return mix(h, ir.out_tree.hash());
 }
 
-uint64_t eqn_hash(const Eqn& e, std::span<const VarId> alias) noexcept {
-  return eqn_identity(eqn_head_hash(e, alias), params_hash(e.params), tags_hash(e.tags()), e.name_path());
+uint64_t plan_key(const IR& ir, std::vector<uint64_t>* ids) {
+  static_assert(sizeof(Aval) == 2 && std::has_unique_object_representations_v<Aval>);
+  if (ids) ids->resize(ir.eqns.size());
+  uint64_t h = fold(ir.vars.size(), ir.eqns.size());
+  h = fold(h, hash_bytes({reinterpret_cast<const char*>(ir.vars.data()), ir.vars.size() * sizeof(Aval)}));
+  h = fold(h ^ ir.in_tree.hash(), ir.out_tree.hash());
+  h = atoms_key(atoms_key(h, ir.in), ir.out);
+  for (InputRole r : ir.in_roles) h = fold(h, uint64_t(r));
+  LastLiteral last;
+  for (size_t i = 0; i < ir.eqns.size(); ++i) {
+    const Eqn& e = ir.eqns[i];
+    const uint64_t id = eqn_key(e, {}, &last);
+    if (ids) (*ids)[i] = id;
+    const size_t n_out = e.out.size();
+    uint64_t outs = e.out_tree.hash() ^ n_out << 56;
+    if (n_out > 0) outs ^= e.out[0];
+    if (n_out > 1) outs ^= uint64_t(e.out[1]) << 32;
+    h = fold(h ^ id, outs);
+    for (size_t k = 2; k < n_out; ++k) h = fold(h, e.out[k]);
+    if (e.sched()) h = fold(h ^ e.sched()->level, hash_double(e.sched()->priority));
+  }
+  return h;
 }
+
+uint64_t eqn_hash(const Eqn& e, std::span<const VarId> alias) noexcept { return eqn_key(e, alias, nullptr); }
 
 bool eqn_same(const Eqn& a, const Eqn& b, std::span<const VarId> alias) noexcept {
   if (!prim_equal(a.prim, b.prim) || a.in.size() != b.in.size() || !(a.in_tree == b.in_tree) ||

@@ -257,9 +257,15 @@ void check_nesting(const Params& params, const std::string& what);
 // Structural equality and hash (var ids compared as numbers: tracing and
 // transforms number variables canonically, in order of definition).
 bool ir_equal(const IR& a, const IR& b) noexcept;
-// With `ids`: each equation's identity (eqn_hash without aliases) as well,
-// from the same pass (compile's CSE takes them instead of hashing again).
-uint64_t ir_hash(const IR& ir, std::vector<uint64_t>* ids = nullptr);
+// ir_hash is a defined function (af_ir_hash): the same value in every
+// process, build and platform, so it can name files (the plan cache's disk).
+uint64_t ir_hash(const IR& ir);
+// The key of the in-memory plan cache: equal IRs get equal keys, as with
+// ir_hash, but it is not a defined function (it may change with any build and
+// never leaves the process), which lets it cost a fraction of ir_hash. With
+// `ids`: each equation's identity (eqn_hash without aliases) as well, from
+// the same pass (compile's CSE takes them instead of hashing again).
+uint64_t plan_key(const IR& ir, std::vector<uint64_t>* ids = nullptr);
 // What a primitive contributes to a hash: its name and version (not its
 // address, so a reloaded graph hashes the same).
 uint64_t prim_identity_hash(std::string_view name, uint32_t version) noexcept;

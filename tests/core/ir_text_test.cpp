@@ -337,7 +337,10 @@ TEST(IrText, DotEscapesLabels) {
 
 // ---------------------------------------------------------------- equality and hash
 
-enum class Change { None, Literal, Param, ParamType, Tag, Aval, Edge, Prim, PrimVersion, Output, SubIr, InputTree };
+enum class Change {
+  None, Literal, Param, ParamType, Tag, Aval, Edge, Prim, PrimVersion, Output, SubIr, InputTree, NamePath, Sched,
+  OutVar
+};
 
 IR variant(Change c) {
   IR ir = hello_ir();
@@ -354,6 +357,16 @@ IR variant(Change c) {
     case Change::PrimVersion: ir.eqns[1].prim = test_prim("irtest.concat", 2); break;
     case Change::Output: ir.out = {V(2)}; break;
     case Change::SubIr: p.set("body", identity_ir()); break;
+    case Change::NamePath:
+      ir.eqns[1].notes = EqnNotes::of(ir.eqns[1].tags(), std::make_shared<std::vector<std::string>>(
+                                                             std::vector<std::string>{"greet"}));
+      break;
+    case Change::Sched: ir.eqns[1].set_sched(EqnSched{1, 2.0}); break;
+    case Change::OutVar:
+      ir.vars.push_back(ir.vars[3]);
+      ir.eqns[1].out[0] = VarId(ir.vars.size() - 1);
+      ir.out = {V(VarId(ir.vars.size() - 1))};
+      break;
     case Change::InputTree:
       ir.in_tree = TreeDef::list_of(std::vector<TreeDef>{
           TreeDef::leaf(), TreeDef::leaf(), TreeDef::of(Value::dict({{"j", Value::integer(0)}}))});
@@ -374,7 +387,19 @@ TEST(IrHash, EqualIrsBuiltTwiceHashEqual) {
   IR a = variant(Change::None), b = variant(Change::None);
   EXPECT_TRUE(ir_equal(a, b));
   EXPECT_EQ(ir_hash(a), ir_hash(b));
+  EXPECT_EQ(plan_key(a), plan_key(b));
   EXPECT_TRUE(ir_equal(a, a));
+}
+
+// plan_key's identities are the equations' eqn_hash (compile's CSE takes
+// them for equations whose inputs no merge aliased, and hashes the others).
+TEST(IrHash, PlanKeyYieldsEachEquationsIdentity) {
+  IR ir = variant(Change::None);
+  std::vector<uint64_t> ids;
+  EXPECT_EQ(plan_key(ir, &ids), plan_key(ir));
+  ASSERT_EQ(ids.size(), ir.eqns.size());
+  for (size_t i = 0; i < ir.eqns.size(); ++i) EXPECT_EQ(ids[i], eqn_hash(ir.eqns[i])) << "equation " << i;
+  EXPECT_NE(ids[0], ids[1]);
 }
 
 class IrHashChanges : public ::testing::TestWithParam<Change> {};
@@ -384,14 +409,17 @@ TEST_P(IrHashChanges, ChangeMakesUnequal) {
   EXPECT_FALSE(ir_equal(base, changed));
   EXPECT_FALSE(ir_equal(changed, base));
   EXPECT_NE(ir_hash(base), ir_hash(changed));
+  EXPECT_NE(plan_key(base), plan_key(changed));
   EXPECT_TRUE(ir_equal(changed, variant(GetParam())));
   EXPECT_EQ(ir_hash(changed), ir_hash(variant(GetParam())));
+  EXPECT_EQ(plan_key(changed), plan_key(variant(GetParam())));
 }
 
 INSTANTIATE_TEST_SUITE_P(IrHash, IrHashChanges,
                          ::testing::Values(Change::Literal, Change::Param, Change::ParamType, Change::Tag,
                                            Change::Aval, Change::Edge, Change::Prim, Change::PrimVersion,
-                                           Change::Output, Change::SubIr, Change::InputTree));
+                                           Change::Output, Change::SubIr, Change::InputTree,
+                                           Change::NamePath, Change::Sched, Change::OutVar));
 
 TEST(IrHash, NullTagsEqualEmptyTags) {
   IR a = hello_ir(), b = hello_ir();
@@ -399,6 +427,8 @@ TEST(IrHash, NullTagsEqualEmptyTags) {
   b.eqns[0].set_tags(tags({}));
   EXPECT_TRUE(ir_equal(a, b));
   EXPECT_EQ(ir_hash(a), ir_hash(b));
+  EXPECT_EQ(plan_key(a), plan_key(b));
+  EXPECT_EQ(eqn_hash(a.eqns[0]), eqn_hash(b.eqns[0]));
 }
 
 TEST(IrHash, PrimsCompareByNameAndVersionNotAddress) {
@@ -407,6 +437,7 @@ TEST(IrHash, PrimsCompareByNameAndVersionNotAddress) {
   b.eqns[0].prim = &copy;
   EXPECT_TRUE(ir_equal(a, b));
   EXPECT_EQ(ir_hash(a), ir_hash(b));
+  EXPECT_EQ(plan_key(a), plan_key(b));
 }
 
 TEST(IrHash, ParamsEqualityAndHash) {
