@@ -63,7 +63,11 @@ Lowering decide(const IR& g, const CompileOptions& o, std::span<const uint64_t> 
     size_t cap = 16;
     while (cap < 2 * n_eqns) cap *= 2;
     std::vector<Slot> table(cap);
+    // The table outgrows the caches for large IRs: fetch the slot a few
+    // equations ahead is likely to probe (its identity is known already).
+    constexpr size_t kAhead = 8;
     for (size_t i = 0; i < n_eqns; ++i) {
+      if (i + kAhead < ids.size()) __builtin_prefetch(&table[size_t(ids[i + kAhead]) & (cap - 1)]);
       const Eqn& e = g.eqns[i];
       if (!mergeable(e, o.cse_nondeterministic)) continue;
       const uint64_t h = ids.empty() || aliased(e, l.var_slot) ? eqn_hash(e, l.var_slot) : ids[i];
@@ -185,7 +189,9 @@ std::shared_ptr<Program> lower_with(IRPtr ir, const Lowering& l, const CompileOp
   p.results.reserve(n_results);
   for (uint32_t i : l.live) {
     const Eqn& e = g.eqns[i];
-    Program::Node n{};
+    // Built in place (reserved above): a node built aside and copied in
+    // stalled on reading back its own just-written fields.
+    Program::Node& n = p.nodes.emplace_back();
     n.eqn = &e;
     n.eqn_index = i;
     n.in_begin = uint32_t(p.args.size());
@@ -202,9 +208,8 @@ std::shared_ptr<Program> lower_with(IRPtr ir, const Lowering& l, const CompileOp
     }
     for (VarId v : e.out) {
       p.results.push_back(v);
-      producer[v] = uint32_t(p.nodes.size());
+      producer[v] = uint32_t(p.nodes.size() - 1);
     }
-    p.nodes.push_back(n);
   }
   for (const Atom& a : g.out) p.out_slots.push_back(slot_of(a));
   p.n_slots = n_vars + uint32_t(p.constants.size());
