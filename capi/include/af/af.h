@@ -402,14 +402,15 @@ AF_API void af_value_free(af_value_t* v);
  * wait for that evaluation). Tag scopes are per thread.
  *
  * The plan cache (every context has one): af_compile, af_ir_call and the
- * lazy evaluator take compiled programs from it. Its key is the IR's
- * structural hash (af_ir_hash), always confirmed by structural equality
- * (af_ir_equal), so equal structures with other input data share one plan and
- * a hash collision never returns a wrong plan. With a "dir", a program
- * missing in memory is looked for in DIR/<hash>.afp (loaded through every
- * check of af_program_load and compared with the IR; a corrupt, truncated
- * or foreign file is a miss and is rewritten) and compiled programs are
- * written there atomically. */
+ * lazy evaluator take compiled programs from it. Its key is a structural
+ * hash (in memory, a faster one than af_ir_hash that never leaves the
+ * process), always confirmed by structural equality (af_ir_equal), so equal
+ * structures with other input data share one plan and a hash collision never
+ * returns a wrong plan. With a "dir", a program missing in memory is looked
+ * for in DIR/<hash>.afp, <hash> being af_ir_hash in 16 hex digits (loaded
+ * through every check of af_program_load and compared with the IR; a
+ * corrupt, truncated or foreign file is a miss and is rewritten) and
+ * compiled programs are written there atomically. */
 
 /* Evaluates the promises among values (deep; concrete values are ignored),
  * plus ctx's pending observable operations, as one run. Failed operations do
