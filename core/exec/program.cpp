@@ -120,37 +120,28 @@ std::shared_ptr<const Program> compile_with(IRPtr ir, const CompileOptions& o, S
   return prog;
 }
 
-// Compiles the sub-IRs of p's live equations (once each, through memo) and
-// decides which nodes run async: a node runs through its primitive's
+// Compiles the sub-IRs an equation holds (once each per compile, through
+// memo) and decides whether its node runs async: through its primitive's
 // impl_async when it has one and — for control flow — one of its compiled
 // sub-IRs waits on async work. Control flow over cheap work runs inline;
 // around LM calls it holds no thread while they fly.
-void compile_subs(Program& p, const CompileOptions& o, SubMemo& memo) {
-  for (Program::Node& n : p.nodes) {
-    const Eqn& e = *n.eqn;
-    bool holds_irs = false, waits = false;
-    e.params.any_ir([&](const IR& sub) {
-      holds_irs = true;
-      auto [it, fresh] = memo.try_emplace(&sub);
-      if (fresh) {
-        // Sub-IRs are validated with their parent; params own them (shared_ptr aliasing keeps
-        // the IR alive through its program).
-        it->second = compile_with(IRPtr(p.ir, &sub), o, memo);
-      }
-      p.subs.emplace_back(&sub, it->second);
-      waits = waits || it->second->n_async > 0;
-      return false;
-    });
-    n.async = e.prim->impl_async && (!holds_irs || waits);
-    if (!e.prim->impl && !e.prim->impl_async)
-      invalid("compile: primitive " + e.prim->name + " has no implementation");
-    p.n_async += n.async;
-  }
-  std::sort(p.subs.begin(), p.subs.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  p.subs.erase(std::unique(p.subs.begin(), p.subs.end(),
-                           [](const auto& a, const auto& b) { return a.first == b.first; }),
-               p.subs.end());
+bool compile_subs_of(Program& p, const Eqn& e, const CompileOptions& o, SubMemo& memo) {
+  bool holds_irs = false, waits = false;
+  e.params.any_ir([&](const IR& sub) {
+    holds_irs = true;
+    auto [it, fresh] = memo.try_emplace(&sub);
+    if (fresh) {
+      // Sub-IRs are validated with their parent; params own them (shared_ptr aliasing keeps
+      // the IR alive through its program).
+      it->second = compile_with(IRPtr(p.ir, &sub), o, memo);
+    }
+    p.subs.emplace_back(&sub, it->second);
+    waits = waits || it->second->n_async > 0;
+    return false;
+  });
+  if (!e.prim->impl && !e.prim->impl_async)
+    invalid("compile: primitive " + e.prim->name + " has no implementation");
+  return e.prim->impl_async && (!holds_irs || waits);
 }
 
 std::shared_ptr<Program> lower_with(IRPtr ir, const Lowering& l, const CompileOptions& o,
@@ -175,18 +166,15 @@ std::shared_ptr<Program> lower_with(IRPtr ir, const Lowering& l, const CompileOp
   for (const Atom& a : g.in) p.in_slots.push_back(slot_of(a));
   shared_from = p.constants.size();
 
-  // Nodes with their input / output slots and dependency counts; then the
-  // consumer lists as one flat array (counted, then filled).
+  // Nodes with their input / output slots, dependency counts and compiled
+  // sub-IRs; then the consumer lists as one flat array (counted, then
+  // filled). One pass reads the equations: on a first call of a large IR,
+  // each pass over them streams ~100 bytes per equation from memory.
   std::vector<uint32_t> producer(n_vars, UINT32_MAX);  // slot -> node
   std::vector<uint32_t> n_cons(l.live.size(), 0);
-  size_t n_args = 0, n_results = 0;
-  for (uint32_t i : l.live) {
-    n_args += g.eqns[i].in.size();
-    n_results += g.eqns[i].out.size();
-  }
   p.nodes.reserve(l.live.size());
-  p.args.reserve(n_args);
-  p.results.reserve(n_results);
+  p.args.reserve(2 * l.live.size());  // most equations have one or two of each
+  p.results.reserve(l.live.size());
   for (uint32_t i : l.live) {
     const Eqn& e = g.eqns[i];
     // Built in place (reserved above): a node built aside and copied in
@@ -210,7 +198,14 @@ std::shared_ptr<Program> lower_with(IRPtr ir, const Lowering& l, const CompileOp
       p.results.push_back(v);
       producer[v] = uint32_t(p.nodes.size() - 1);
     }
+    n.async = compile_subs_of(p, e, o, memo);
+    p.n_async += n.async;
   }
+  std::sort(p.subs.begin(), p.subs.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  p.subs.erase(std::unique(p.subs.begin(), p.subs.end(),
+                           [](const auto& a, const auto& b) { return a.first == b.first; }),
+               p.subs.end());
   for (const Atom& a : g.out) p.out_slots.push_back(slot_of(a));
   p.n_slots = n_vars + uint32_t(p.constants.size());
 
@@ -238,8 +233,6 @@ std::shared_ptr<Program> lower_with(IRPtr ir, const Lowering& l, const CompileOp
   for (uint32_t s : p.out_slots) reads[s] += 2;
   p.last_use.resize(p.args.size());
   for (size_t i = 0; i < p.args.size(); ++i) p.last_use[i] = reads[p.args[i]] == 1;
-
-  compile_subs(p, o, memo);
 
   // Priorities in reverse order (nodes are topological): the given ones, or
   // the cost-weighted longest path to an output.
