@@ -215,15 +215,15 @@ std::shared_ptr<Program> lower_with(IRPtr ir, const Lowering& l, const CompileOp
     at += n_cons[id];
   }
   p.consumers.resize(at);
-  std::fill(producer.begin(), producer.end(), UINT32_MAX);
+  // Each var is produced once, before its reads (SSA, topological order):
+  // `producer` already names every arg's producing node.
   for (size_t id = 0; id < p.nodes.size(); ++id) {
-    Program::Node& n = p.nodes[id];
+    const Program::Node& n = p.nodes[id];
     for (uint32_t k = 0; k < n.in_count; ++k) {
       const uint32_t s = p.args[n.in_begin + k];
       const uint32_t from = s < n_vars ? producer[s] : UINT32_MAX;
       if (from != UINT32_MAX) p.consumers[p.nodes[from].cons_begin + p.nodes[from].cons_count++] = uint32_t(id);
     }
-    for (uint32_t k = 0; k < n.out_count; ++k) producer[p.results[n.out_begin + k]] = uint32_t(id);
   }
 
   // Last uses: only single reads move (consumers of one slot may run
