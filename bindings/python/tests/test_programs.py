@@ -227,12 +227,18 @@ def test_ctrl_c_while_waiting_cancels_the_run(ctx: libaf.Context) -> None:
         gate.saw_cancel.wait(3)
         gate.release.set()
 
+    # A process started in the background by a non-interactive shell
+    # inherits SIGINT ignored, and Python then leaves it ignored: make it
+    # raise KeyboardInterrupt here whatever started the tests.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Thread(target=interrupt, daemon=True).start()
     interrupted = False
     try:
         program("q")
     except KeyboardInterrupt:
         interrupted = True
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert interrupted, (
         f"no KeyboardInterrupt (request started: {gate.started.is_set()}, SIGINT sent: {sent.is_set()})"
     )
