@@ -63,11 +63,7 @@ Lowering decide(const IR& g, const CompileOptions& o, std::span<const uint64_t> 
     size_t cap = 16;
     while (cap < 2 * n_eqns) cap *= 2;
     std::vector<Slot> table(cap);
-    // The table outgrows the caches for large IRs: fetch the slot a few
-    // equations ahead is likely to probe (its identity is known already).
-    constexpr size_t kAhead = 8;
     for (size_t i = 0; i < n_eqns; ++i) {
-      if (i + kAhead < ids.size()) __builtin_prefetch(&table[size_t(ids[i + kAhead]) & (cap - 1)]);
       const Eqn& e = g.eqns[i];
       if (!mergeable(e, o.cse_nondeterministic)) continue;
       const uint64_t h = ids.empty() || aliased(e, l.var_slot) ? eqn_hash(e, l.var_slot) : ids[i];
