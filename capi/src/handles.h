@@ -44,8 +44,8 @@ struct af_ir {
   mutable std::atomic<uint32_t> refs{1};
   af::IRPtr ir;
   // plan_key(*ir), computed once: the key of the context's plan cache.
-  std::once_flag hashed;
-  uint64_t hash = 0;
+  std::once_flag keyed;
+  uint64_t key = 0;
 };
 
 struct af_walk {

@@ -17,8 +17,8 @@ af_ir* wrap(IRPtr ir) {
 std::shared_ptr<const Program> program_of(af_context_t* ctx, const af_ir* h) {
   auto* m = const_cast<af_ir*>(h);  // the key is computed once
   std::vector<uint64_t> ids;       // and with it, the equations' identities a compile needs
-  std::call_once(m->hashed, [m, &ids] { m->hash = plan_key(*m->ir, &ids); });
-  return ctx->core.plans.get(h->ir, h->hash, ids);
+  std::call_once(m->keyed, [m, &ids] { m->key = plan_key(*m->ir, &ids); });
+  return ctx->core.plans.get(h->ir, h->key, ids);
 }
 
 }  // namespace af::capi
