@@ -55,12 +55,20 @@ class Run : public std::enable_shared_from_this<Run> {
   };
   std::priority_queue<LocalTask> local;  // caller-driven runs
   uint64_t local_seq = 0;
-  std::mutex progress_mu;
+  // The user's callbacks (opts.progress, opts.stream) are released when the
+  // run finishes, before it reports completion (release_callbacks), so they
+  // are called and reset only under these locks; the unlocked "is there
+  // one" checks read has_progress / has_stream, fixed at make_run. Each
+  // lock is held while its callback runs; finish() takes both, so no
+  // callback runs after the run finished. Recursive: a callback may end the
+  // run (cancel) on its own thread; in_progress / in_stream then tell
+  // finish() to leave the release to the callback's caller.
+  bool has_progress = false, has_stream = false;
+  std::recursive_mutex progress_mu;
+  bool in_progress = false;
   uint64_t progress_done = 0;
-  // Held while the stream callback runs; finish() takes it once, so no
-  // callback runs after the run finished. Recursive: the callback may end
-  // the run (cancel) on its own thread.
   std::recursive_mutex stream_mu;
+  bool in_stream = false;
 };
 
 namespace {
@@ -180,7 +188,7 @@ class ExecOp final : public AsyncOp {
   bool streams(const Eqn& e) const noexcept override {
     const RunOptions& o = run_->opts;
     if (auto parent = o.stream_parent.lock()) return parent->streams(e);
-    if (!o.stream) return false;
+    if (!run_->has_stream) return false;
     auto tagged = [&o](const Eqn& x) {
       const Tags& t = x.tags();
       return t && std::find(t->begin(), t->end(), o.stream_tag) != t->end();
@@ -190,19 +198,24 @@ class ExecOp final : public AsyncOp {
   bool streaming() const noexcept override {
     const RunOptions& o = run_->opts;
     if (auto parent = o.stream_parent.lock()) return parent->streaming();
-    return bool(o.stream);
+    return run_->has_stream;
   }
   void stream(uint64_t item, const char* data, size_t len) noexcept override {
     Run& r = *run_;
     if (r.opts.stream_item >= 0) item = uint64_t(r.opts.stream_item);
     if (auto parent = r.opts.stream_parent.lock()) return parent->stream(item, data, len);
-    if (!r.opts.stream) return;
+    if (!r.has_stream) return;
+    std::function<void(uint32_t, uint64_t, const char*, size_t)> ended;  // released after the lock
     std::lock_guard<std::recursive_mutex> lock(r.stream_mu);
-    if (r.finished.load(std::memory_order_acquire)) return;
+    if (r.finished.load(std::memory_order_acquire) || !r.opts.stream) return;
+    r.in_stream = true;
     try {
       r.opts.stream(r.prog->nodes[node_].eqn_index, item, data, len);
     } catch (...) {
     }
+    r.in_stream = false;
+    // The callback ended the run: finish() left its release to us.
+    if (r.finished.load(std::memory_order_acquire)) ended.swap(r.opts.stream);
   }
 
  protected:
@@ -303,11 +316,18 @@ uint32_t complete(const std::shared_ptr<Run>& r, uint32_t node, bool can_continu
   };
   for (uint32_t k = 0; k < n.cons_count; ++k) release(p.consumers[n.cons_begin + k]);
   if (!r->after.empty() && r->after[node] != kNone) release(r->after[node]);
-  if (r->opts.progress) {
-    std::lock_guard<std::mutex> lock(r->progress_mu);
-    try {
-      r->opts.progress(++r->progress_done, p.nodes.size());
-    } catch (...) {
+  if (r->has_progress) {
+    std::function<void(uint64_t, uint64_t)> ended;  // released after the lock
+    std::lock_guard<std::recursive_mutex> lock(r->progress_mu);
+    if (r->opts.progress) {
+      r->in_progress = true;
+      try {
+        r->opts.progress(++r->progress_done, p.nodes.size());
+      } catch (...) {
+      }
+      r->in_progress = false;
+      // The callback ended the run: finish() left its release to us.
+      if (r->finished.load(std::memory_order_acquire)) ended.swap(r->opts.progress);
     }
   }
   if (r->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
@@ -376,10 +396,29 @@ void execute(const std::shared_ptr<Run>& r, uint32_t node) {
   }
 }
 
+// The user's callbacks go when the run finishes, before it reports
+// completion: a binding's callable or a C caller's user_data is released by
+// the time the caller has the result (af.h: progress_destroy,
+// stream_destroy). Taking each lock also waits for a callback running on
+// another thread; one running on this thread (it ended the run) is
+// released by its caller when it returns.
+void release_callbacks(Run& r) noexcept {
+  std::function<void(uint64_t, uint64_t)> progress;
+  std::function<void(uint32_t, uint64_t, const char*, size_t)> stream;
+  {
+    std::lock_guard<std::recursive_mutex> lock(r.progress_mu);
+    if (!r.in_progress) progress.swap(r.opts.progress);
+  }
+  {
+    std::lock_guard<std::recursive_mutex> lock(r.stream_mu);
+    if (!r.in_stream) stream.swap(r.opts.stream);
+  }
+}
+
 void finish(const std::shared_ptr<Run>& r, Value* result, const Error* err) noexcept {
   bool expected = false;
   if (!r->finished.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) return;
-  { std::lock_guard<std::recursive_mutex> wait_for_stream(r->stream_mu); }
+  release_callbacks(*r);
   if (r->opts.summary) r->opts.summary->stop();
   try {
     if (uint64_t id = r->timer_id.load(std::memory_order_acquire)) r->sched->cancel_timer(id);
@@ -471,6 +510,8 @@ std::shared_ptr<Run> make_run(RunEnv env, std::shared_ptr<const Program> prog, s
   if (!r->env.rank) r->env.rank = run_rank();  // a sub-run has its parent's path
   r->env.item_errors = env.item_errors || opts.item_errors;
   r->opts = std::move(opts);
+  r->has_progress = bool(r->opts.progress);
+  r->has_stream = bool(r->opts.stream);
   r->caller_driven = caller_driven;
   const Program& p = *prog;
   r->slots.resize(p.n_slots);

@@ -494,6 +494,76 @@ static void progress_reports_every_equation(void) {
   af_provider_free(echo);
 }
 
+/* A progress callback's destroy runs before the run reports completion:
+ * once af_program_call_with returns, or af_future_wait does, the user data
+ * is free to go (a binding's callable may be collected then). With latency,
+ * the last equation finishes on the provider's thread, not the caller's. */
+struct released_log {
+  int calls, destroyed;  /* destroyed: written by libaf threads (atomics) */
+  af_cancel_t* cancel_at_first; /* the callback cancels the run */
+};
+static void count_progress(void* ud, uint64_t done, uint64_t total) {
+  struct released_log* l = (struct released_log*)ud;
+  (void)done;
+  (void)total;
+  __atomic_add_fetch(&l->calls, 1, __ATOMIC_SEQ_CST);
+  if (l->cancel_at_first) af_cancel_trigger(l->cancel_at_first);
+}
+static void count_destroy(void* ud) {
+  __atomic_add_fetch(&((struct released_log*)ud)->destroyed, 1, __ATOMIC_SEQ_CST);
+}
+static int destroyed_of(struct released_log* l) { return __atomic_load_n(&l->destroyed, __ATOMIC_SEQ_CST); }
+
+static void callbacks_are_released_before_the_run_reports_done(void) {
+  int n = 4, i;
+  af_provider_t* echo = echo_with("{\"latency_ms\":2}");
+  af_ir_t* ir = TRACE(fan_out, &n, "[\"q\",\"m\"]", NULL);
+  af_program_t* p = compile_ir(ir);
+  af_run_options_t o;
+  struct released_log log;
+  af_value_t* out = NULL;
+  double t0;
+  if (!p) return;
+  route("*", echo);
+  memset(&log, 0, sizeof log);
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.progress = count_progress;
+  o.progress_user_data = &log;
+  o.progress_destroy = count_destroy;
+  for (i = 0; i < 20; i++) {
+    af_future_t* f = NULL;
+    CHECK_OK(call_program(p, "[\"a\",\"m\"]", &o, &out));
+    af_value_free(out);
+    out = NULL;
+    CHECK_INT_EQ(destroyed_of(&log), 2 * i + 1); /* released before the call returned */
+    if (!CHECK_OK(start_program(p, "[\"a\",\"m\"]", &o, &f))) break;
+    CHECK_OK(af_future_wait(f, &out));
+    CHECK_INT_EQ(destroyed_of(&log), 2 * i + 2); /* released before the wait returned */
+    CHECK_INT_EQ(af_future_ready(f), 1);
+    af_value_free(out);
+    out = NULL;
+    af_future_free(f);
+  }
+  CHECK_INT_EQ(log.calls, 40 * 2 * n);
+  /* A callback that ends the run (cancels it) is released once, when it
+   * returns: after the run reported CANCELLED, possibly. */
+  memset(&log, 0, sizeof log);
+  if (CHECK_OK(af_cancel_new(&log.cancel_at_first))) {
+    o.cancel = log.cancel_at_first;
+    CHECK_ERR(call_program(p, "[\"a\",\"m\"]", &o, &out), AF_ERR_CANCELLED, "");
+    t0 = now_ms();
+    while (destroyed_of(&log) < 1 && now_ms() - t0 < 5000) sleep_ms(1);
+    sleep_ms(20);
+    CHECK_INT_EQ(destroyed_of(&log), 1);
+    CHECK_INT_EQ(__atomic_load_n(&log.calls, __ATOMIC_SEQ_CST), 1); /* never called once finished */
+    af_cancel_free(log.cancel_at_first);
+  }
+  af_program_free(p);
+  af_ir_free(ir);
+  af_provider_free(echo);
+}
+
 static char* read_file(const char* path) {
   FILE* f = fopen(path, "rb");
   long n;
@@ -1151,6 +1221,7 @@ int main(int argc, char** argv) {
       CASE(timeout_fails_the_run_quickly),
       CASE(cancel_token_stops_a_blocking_call),
       CASE(progress_reports_every_equation),
+      CASE(callbacks_are_released_before_the_run_reports_done),
       CASE(profile_is_chrome_trace_json),
       CASE(errors_cancel_the_rest_or_keep_going),
       CASE(item_errors_isolate_batch_items),

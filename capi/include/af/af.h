@@ -856,7 +856,15 @@ AF_API void af_cancel_free(af_cancel_t* c);
 #define AF_RUN_SUMMARY 8u     /* record a run summary (af_future_summary_json) */
 
 /* Progress: done and total equations. Called from libaf threads, never
- * concurrently for one run, after each equation; must be quick. */
+ * concurrently for one run, nor once the run has finished, after each
+ * equation; must be quick (it may cancel the run).
+ * A run's progress_destroy and stream_destroy run once, when the run
+ * finishes and before it reports completion: by the time af_program_call_with
+ * returns, or af_future_wait / af_future_ready report the run done, its
+ * user_data is released (a binding's callable may be collected). When the
+ * callback itself ended the run (cancelled it), its destroy runs as that
+ * callback returns. A run that never starts (bad inputs or options) runs
+ * them before the call returns. */
 typedef void (*af_progress_fn)(void* user_data, uint64_t done, uint64_t total);
 
 /* Streaming: a piece of an LM reply as it arrives. eqn is the equation's
@@ -883,7 +891,7 @@ typedef struct af_run_options {
   uint64_t timeout_ms;     /* 0 = none; the run fails with TIMEOUT */
   af_progress_fn progress; /* NULL = none */
   void* progress_user_data;
-  void (*progress_destroy)(void* user_data); /* runs once, when the run is gone */
+  void (*progress_destroy)(void* user_data); /* runs once, when the run finishes (above) */
   /* Where to write the profile as Chrome trace JSON (opens in Perfetto and
    * chrome://tracing): one track per engine thread, one per provider slot,
    * every equation queued -> started -> finished. Written before the run
@@ -905,8 +913,8 @@ typedef struct af_run_options {
   /* NULL = no streaming. With a stream function, LM requests are made in
    * streaming mode (the openai provider reads server-sent events) and their
    * text goes to stream as it arrives; the run's result is the same as
-   * without it. stream_destroy(stream_user_data) runs once, when the run is
-   * gone. */
+   * without it. stream_destroy(stream_user_data) runs once, when the run
+   * finishes (see af_progress_fn). */
   af_stream_fn stream;
   void* stream_user_data;
   void (*stream_destroy)(void* user_data);
