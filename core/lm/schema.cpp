@@ -368,7 +368,7 @@ std::string expected_leaf(const SchemaNode& n) {
 // Objects are walked in the parsed document; only leaves become Values.
 // json_value's INVALID_ARGUMENT (an integer beyond int64, a duplicate key)
 // means the reply is JSON no Value holds: parse_reply reports it so.
-void validate(const SchemaNode& n, simdjson::dom::element e, const ReplyPath& path, std::vector<Value>& leaves) {
+void validate(const SchemaNode& n, simdjson::dom::element e, const ReplyPath& path, std::span<Value> leaves) {
   switch (n.type) {
     case SchemaNode::Str: {
       std::string_view s;
@@ -560,6 +560,14 @@ Schema Schema::parse(const Value& tree) {
 
 std::vector<Value> Schema::parse_reply(std::string_view reply) const {
   std::vector<Value> leaves(kinds_.size());
+  parse_reply(reply, leaves);
+  return leaves;
+}
+
+void Schema::parse_reply(std::string_view reply, std::span<Value> leaves) const {
+  if (leaves.size() != kinds_.size())
+    fail(Code::Internal, "lm_schema_call: " + std::to_string(leaves.size()) + " places for " +
+                             std::to_string(kinds_.size()) + " reply leaves");
   try {
     validate(*wire_, parse_json_dom(unfence(reply)), ReplyPath{nullptr, "$"}, leaves);
   } catch (const Error& e) {
@@ -568,7 +576,6 @@ std::vector<Value> Schema::parse_reply(std::string_view reply) const {
     fail(Code::Schema, "lm_schema_call: the reply is not valid JSON (" + std::string(e.what()) +
                            "): " + excerpt(reply));
   }
-  return leaves;
 }
 
 const std::string& Schema::smallest_reply() const {

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,8 @@ class Schema {
   // Parses and validates a reply; returns the output leaves in flattening
   // order. SCHEMA error with the JSON path, the expectation and the finding.
   std::vector<Value> parse_reply(std::string_view reply) const;
+  // The same into `leaves` (leaf_kinds().size() places), allocating none.
+  void parse_reply(std::string_view reply, std::span<Value> leaves) const;
   // The smallest valid reply (what the echo provider answers), wire form.
   // PROVIDER error if a string pattern defeats the simple synthesis.
   const std::string& smallest_reply() const;

@@ -237,7 +237,6 @@ std::string correction(const Error& invalid) {
 // route's providers in order (the next after a PROVIDER or TIMEOUT error)
 // and, for schema calls, re-asks after a reply that fails validation.
 struct Item {
-  std::vector<Value> result;  // the item's outputs (or error values), once done
   bool requested = false;     // false for an item that failed before its request
   std::weak_ptr<lm::Call> call;  // the request in flight, with Batch::mu held
   // Held weakly: a provider freed while its calls fly fails them (CANCELLED)
@@ -250,16 +249,30 @@ struct Item {
   std::string streamed;  // what the host was streamed since the last restart
 };
 
-Value assemble(const Shape& s, const std::vector<Item>& items, size_t leaf) {
-  if (s.leaf) return items[s.first].result[leaf];
+// Output `leaf` in the batch's shape, moving each request's value out of
+// `results` (request i's outputs at [i * n_out, (i + 1) * n_out)).
+Value assemble(const Shape& s, std::vector<Value>& results, size_t n_out, size_t leaf) {
+  if (s.leaf) return std::move(results[s.first * n_out + leaf]);
   std::vector<Value> out;
   out.reserve(s.items.size());
-  for (const Shape& c : s.items) out.push_back(assemble(c, items, leaf));
+  for (const Shape& c : s.items) out.push_back(assemble(c, results, n_out, leaf));
   return Value::list(std::move(out));
 }
 
-// The shared state of one equation's requests.
+// The shared state of one equation's requests. It keeps itself alive
+// (`self`) while it issues requests and while any request's done hook is
+// still to run (`holds`), so a done hook needs only a plain pointer to it:
+// a hook that small is stored inside its std::function, with no
+// allocation per request. (A Call runs its done hook exactly once, even
+// when it is dropped unfinished: lm/call.h.)
 struct Batch : std::enable_shared_from_this<Batch> {
+  std::atomic<size_t> holds{1};  // the issuer's, plus one per request not yet answered
+  std::shared_ptr<Batch> self;
+  // Drops one hold; the last one frees the batch (touch nothing after).
+  void release() {
+    if (holds.fetch_sub(1, std::memory_order_acq_rel) == 1) std::shared_ptr<Batch> last = std::move(self);
+  }
+
   std::shared_ptr<AsyncOp> op;
   std::shared_ptr<const lm::Schema> schema;  // null for lm_call
   const char* prim = "";
@@ -269,6 +282,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
   Shape shape;
   size_t n_out = 1;
   std::vector<Item> items;  // one per request, made at once (an Item does not move)
+  std::vector<Value> results;  // request i's outputs (or error values): [i * n_out, (i + 1) * n_out)
   std::atomic<size_t> remaining{0};
   std::mutex mu;
   bool cancelled = false;  // with mu held
@@ -280,7 +294,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
   void finish() {
     std::vector<Value> out;
     out.reserve(n_out);
-    for (size_t k = 0; k < n_out; ++k) out.push_back(assemble(shape, items, k));
+    for (size_t k = 0; k < n_out; ++k) out.push_back(assemble(shape, results, n_out, k));
     op->succeed(std::move(out));
   }
 
@@ -295,14 +309,24 @@ struct Batch : std::enable_shared_from_this<Batch> {
     for (auto& c : cs) c->cancel(why);
   }
 
-  // Sends item i's request to its current provider.
+  // Item i's outputs, all set to `v`.
+  void set_result(size_t i, const Value& v) { std::fill_n(results.begin() + ptrdiff_t(i * n_out), n_out, v); }
+
+  // Sends item i's request to its current provider. The request's done
+  // hook holds the batch (see `holds`); a delta hook may run on a provider
+  // thread while the call is being cancelled elsewhere, so it holds a
+  // reference of its own.
   void submit(size_t i, lm::Request req) {
-    auto self = shared_from_this();
+    holds.fetch_add(1, std::memory_order_relaxed);
     auto call = std::make_shared<lm::Call>(
         std::move(req),
-        [self, i](lm::Call& c, std::string* content, const Error* err) { self->answered(i, c, content, err); },
+        [b = this, i](lm::Call& c, std::string* content, const Error* err) {
+          b->answered(i, c, content, err);
+          b->release();
+        },
         op->priority);
-    if (streams) call->set_on_delta([self, i](const char* data, size_t len) { self->stream(i, data, len); });
+    if (streams)
+      call->set_on_delta([self = shared_from_this(), i](const char* data, size_t len) { self->stream(i, data, len); });
     {
       std::lock_guard<std::mutex> lock(mu);
       if (cancelled) return;  // the dropped call fails into a finished op
@@ -318,7 +342,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
   // per-item errors, becomes its item's error value.
   void fail_item(size_t i, const Error& e) {
     if (item_errors && is_item_failure(e)) {
-      items[i].result = std::vector<Value>(n_out, error_value(e));
+      set_result(i, error_value(e));
       return done_one();
     }
     op->fail(e);
@@ -327,13 +351,14 @@ struct Batch : std::enable_shared_from_this<Batch> {
 
   void answered(size_t i, lm::Call& call, std::string* content, const Error* err) {
     Item& it = items[i];
-    std::vector<Value> parsed;
+    const std::span<Value> result(results.data() + i * n_out, n_out);
     std::optional<Error> invalid;  // a reply that fails the schema
     if (content && schema) {
       try {
-        parsed = schema->parse_reply(*content);
+        schema->parse_reply(*content, result);
       } catch (const Error& e) {
         invalid.emplace(detached(e));
+        std::fill(result.begin(), result.end(), Value());  // what it had put there
       }
     }
     if (op->profiling())
@@ -378,7 +403,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
       return fail_item(i, Error(invalid->code(), what() + ": " + invalid->what() + after));
     }
     if (streams) settle_stream(i, *content);
-    it.result = schema ? std::move(parsed) : std::vector<Value>{Value::str(std::move(*content))};
+    if (!schema) result[0] = Value::str(std::move(*content));
     done_one();
   }
 
@@ -416,6 +441,11 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   const Value& roles = roles_of(e.params);
   const Value sampling = sampling_of(e.params);
   auto batch = std::make_shared<Batch>();
+  batch->self = batch;
+  struct Issuing {  // the issuer's hold on the batch, dropped however this returns
+    Batch& b;
+    ~Issuing() { b.release(); }
+  } issuing{*batch};
   batch->op = op;
   batch->prim = prim;
   if (const Param* s = e.params.find("schema")) {
@@ -433,6 +463,7 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   batch->shape = std::move(ex.shape);
   const size_t n = ex.size();
   batch->items = std::vector<Item>(n);
+  batch->results.resize(n * batch->n_out);
   batch->remaining.store(n);
   if (n == 0) {  // an empty batch: empty lists out
     std::vector<Value> out(batch->n_out, Value::list({}));
@@ -442,9 +473,7 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   // Per-item errors apply to the items of a batched call only.
   batch->item_errors = env.item_errors && !batch->shape.leaf;
   batch->streams = op->streams(e);
-  auto item_error = [&batch](size_t i, Value error) {
-    batch->items[i].result = std::vector<Value>(batch->n_out, std::move(error));
-  };
+  auto item_error = [&batch](size_t i, const Value& error) { batch->set_result(i, error); };
   // Route every request first: a missing route fails before anything runs
   // (with per-item errors, fails its item).
   lm::Router& router = env.context->router();
