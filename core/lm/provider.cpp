@@ -93,6 +93,7 @@ Limiter::Stats Limiter::stats() const {
 }
 
 void Limiter::release(Call& call, bool completed) {
+  bool waiting;  // only then is there anything for the freed slot to start
   {
     std::lock_guard<std::mutex> lock(mu_);
     --in_flight_;
@@ -112,8 +113,9 @@ void Limiter::release(Call& call, bool completed) {
     }
     free_slots_.push(call.slot);
     started_[size_t(call.slot)].reset();
+    waiting = !waiting_.empty();
   }
-  pump();
+  if (waiting) pump();
 }
 
 int64_t Limiter::rate_wait_until(const Call& call) {
