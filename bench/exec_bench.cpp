@@ -22,6 +22,13 @@
 //                          critical path; engine memory per ticket in
 //                          flight and threads at the peak; CPU per call
 //                          and the floor it puts under the makespan.
+//  BM_Exec_BatchedLoop     a loop around an LM call (three passes, each
+//                          asks model "m" to revise the last answer) batched
+//                          over N items, L ms per call (args N, L): every
+//                          item runs its loop on its own (a map over the
+//                          while_loop: a sub-run per item and per pass), so
+//                          this measures control flow's sub-runs at scale;
+//                          reported as BatchedTriage is.
 //
 // Scenario benchmarks run one iteration each (manual time = the makespan).
 #include <af/af.h>
@@ -482,6 +489,95 @@ BENCHMARK(BM_Exec_BatchedTriage)
     ->Args({2000, 50})
     ->Args({10000, 100})
     ->Args({100000, 100})
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+// ---- a loop around an LM call, batched
+
+// looped(q) = while (true, 3 passes) q = lm_call(model "m", [user: q])
+af_error_t* always_true(void*, af_context_t* c, const af_value_t* const*, size_t, af_value_t** out) {
+  return af_value_bool(c, 1, out);
+}
+af_error_t* revise(void*, af_context_t* c, const af_value_t* const* in, size_t, af_value_t** out) {
+  af_value_t* model = str(c, "m");
+  af_value_t* msgs = messages(c, {const_cast<af_value_t*>(in[0])});
+  af_error_t* e = af_lm_call(c, msgs, model, out);
+  af_value_free(msgs);
+  af_value_free(model);
+  return e;
+}
+af_error_t* looped(void*, af_context_t* c, const af_value_t* const* in, size_t, af_value_t** out) {
+  af_ir_t *cond = nullptr, *body = nullptr;
+  af_error_t* e = af_trace(c, always_true, nullptr, in, 1, nullptr, &cond);
+  if (!e) e = af_trace(c, revise, nullptr, in, 1, nullptr, &body);
+  if (!e) e = af_while_loop(c, cond, body, in[0], 3, out);
+  af_ir_free(cond);
+  af_ir_free(body);
+  return e;
+}
+
+void BM_Exec_BatchedLoop(benchmark::State& state) {
+  const int n = int(state.range(0));
+  const int64_t latency_ms = state.range(1);
+  Ctx c;
+  af_provider_t* p = echo("{\"latency_ms\":" + std::to_string(latency_ms) + "}");
+  af_error_free(af_context_route(c.ctx, "*", 1, p));
+  af_value_t* ex = str(c.ctx, "q");
+  af_ir_t *one = nullptr, *ir = nullptr;
+  af_program_t* prog = nullptr;
+  if (!ok(state, af_trace(c.ctx, looped, nullptr, &ex, 1, nullptr, &one), "trace") ||
+      !ok(state, af_batch(c.ctx, one, nullptr, &ir), "batch") ||
+      !ok(state, af_compile(c.ctx, ir, &prog), "compile"))
+    return;
+  std::vector<af_value_t*> items;
+  for (int i = 0; i < n; ++i) items.push_back(str(c.ctx, "draft " + std::to_string(i)));
+  af_value_t* list = nullptr;
+  af_error_free(af_value_list(c.ctx, items.data(), items.size(), &list));
+  double makespan = 0, cpu_ms = 0;
+  std::atomic<int> peak_threads{0};
+  for (auto _ : state) {
+    malloc_trim(0);
+    std::atomic<bool> done{false};
+    std::thread watch([&] {
+      while (!done) {
+        peak_threads = std::max(peak_threads.load(), threads_now() - 1 /* this watcher */);
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    });
+    auto t0 = std::chrono::steady_clock::now();
+    const double cpu0 = process_cpu_ms();
+    af_value_t* out = nullptr;
+    af_error_t* e = af_program_call(c.ctx, prog, &list, 1, &out);
+    makespan = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    cpu_ms = process_cpu_ms() - cpu0;
+    done = true;
+    watch.join();
+    af_value_free(out);
+    if (!ok(state, e, "call")) break;
+    state.SetIterationTime(makespan / 1000.0);
+  }
+  const double critical_ms = 3.0 * double(latency_ms);  // three passes, one call each
+  const double cores = std::max(1u, std::thread::hardware_concurrency());
+  state.counters["makespan_ms"] = makespan;
+  state.counters["over_critical_path"] = makespan / critical_ms;
+  state.counters["cpu_us_per_call"] = cpu_ms * 1e3 / (3.0 * n);
+  state.counters["cpu_floor"] = cpu_ms / cores / critical_ms;
+  state.counters["peak_in_flight"] = double(stat(p, "peak_in_flight"));
+  state.counters["threads_peak"] = peak_threads.load();
+  for (af_value_t* v : items) af_value_free(v);
+  af_value_free(list);
+  af_value_free(ex);
+  af_program_free(prog);
+  af_ir_free(ir);
+  af_ir_free(one);
+  af_provider_free(p);
+}
+
+BENCHMARK(BM_Exec_BatchedLoop)
+    ->ArgNames({"items", "latency_ms"})
+    ->Args({1000, 100})
+    ->Args({10000, 100})
     ->Iterations(1)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
