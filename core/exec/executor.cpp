@@ -20,8 +20,18 @@ constexpr uint32_t kNone = UINT32_MAX;
 
 class Run : public std::enable_shared_from_this<Run> {
  public:
+  // A run that ends without finishing (nothing will ever complete it) still
+  // leaves the scheduler's list of runs.
+  ~Run() {
+    if (listed) sched->remove_run(this);
+  }
   std::shared_ptr<const Program> prog;
   std::shared_ptr<Scheduler> sched;
+  // The scheduler's list of active runs (Scheduler::runs_mu_), for shutdown
+  // to cancel: linked in by begin(), out by finish().
+  Run* prev_run = nullptr;
+  Run* next_run = nullptr;
+  bool listed = false;
   RunEnv env;
   RunOptions opts;
   bool caller_driven = false;
@@ -528,7 +538,7 @@ std::shared_ptr<Run> make_run(RunEnv env, std::shared_ptr<const Program> prog, s
 }
 
 void begin(const std::shared_ptr<Run>& r) {
-  r->sched->add_run(r.get(), r);
+  r->sched->add_run(r.get());
   const Program& p = *r->prog;
   if (p.nodes.empty()) {
     std::vector<Value> outs;
@@ -633,15 +643,26 @@ void Scheduler::worker(int index) {
   }
 }
 
-void Scheduler::add_run(Run* r, const std::shared_ptr<Run>& sp) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (stop_) fail(Code::Cancelled, "the context is being freed; no new run can start");
-  runs_.emplace(r, sp);
+// The list of active runs has a lock of its own: a map of LM calls starts
+// and finishes a sub-run per item, and under the queue's lock these
+// registrations contended with every push and pop of a task.
+void Scheduler::add_run(Run* r) {
+  std::lock_guard<std::mutex> lock(runs_mu_);
+  if (runs_closed_) fail(Code::Cancelled, "the context is being freed; no new run can start");
+  r->prev_run = nullptr;
+  r->next_run = runs_;
+  if (runs_) runs_->prev_run = r;
+  runs_ = r;
+  r->listed = true;
 }
 
 void Scheduler::remove_run(Run* r) {
-  std::lock_guard<std::mutex> lock(mu_);
-  runs_.erase(r);
+  std::lock_guard<std::mutex> lock(runs_mu_);
+  if (!r->listed) return;
+  (r->prev_run ? r->prev_run->next_run : runs_) = r->next_run;
+  if (r->next_run) r->next_run->prev_run = r->prev_run;
+  r->prev_run = r->next_run = nullptr;
+  r->listed = false;
 }
 
 void Scheduler::shutdown() noexcept {
@@ -651,8 +672,14 @@ void Scheduler::shutdown() noexcept {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return;
     stop_ = true;
-    for (auto& [_, w] : runs_)
-      if (auto r = w.lock()) live.push_back(std::move(r));
+  }
+  {
+    std::lock_guard<std::mutex> lock(runs_mu_);
+    runs_closed_ = true;
+    // A run being destroyed (its count at zero) waits on this lock to
+    // unlink itself: lock() gives nothing for it.
+    for (Run* r = runs_; r; r = r->next_run)
+      if (auto sp = r->weak_from_this().lock()) live.push_back(std::move(sp));
   }
   Error why(Code::Cancelled, "the context was freed while the run was in flight");
   for (auto& r : live) finish(r, nullptr, &why);

@@ -26,7 +26,6 @@
 #include <queue>
 #include <string>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "rt/async.h"
@@ -151,7 +150,7 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
 
   // Used by runs (exec/executor.cpp).
   void push(Task t);
-  void add_run(Run* r, const std::shared_ptr<Run>& sp);
+  void add_run(Run* r);
   void remove_run(Run* r);
   lm::TimerQueue& timer();
   void cancel_timer(uint64_t id);
@@ -167,7 +166,9 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
   size_t idle_ = 0;
   size_t max_workers_;
   bool stop_ = false;
-  std::unordered_map<Run*, std::weak_ptr<Run>> runs_;
+  std::mutex runs_mu_;
+  Run* runs_ = nullptr;  // the active runs, linked through Run::next_run
+  bool runs_closed_ = false;
   std::once_flag timer_once_;
   std::unique_ptr<lm::TimerQueue> timer_;
 };
