@@ -517,7 +517,11 @@ std::shared_ptr<Run> make_run(RunEnv env, std::shared_ptr<const Program> prog, s
   r->env.program = prog.get();  // control flow runs its compiled sub-IRs
   // The starting thread's scopes, fixed for the run (sub-runs pass theirs).
   if (!r->env.scopes) r->env.scopes = env.context->scopes.current();
-  if (!r->env.rank) r->env.rank = run_rank();  // a sub-run has its parent's path
+  // A path in program order (a sub-run has its parent's) while a checkpoint
+  // scope is open: only those read it (as in the sequential driver).
+  if (!r->env.rank)
+    if (const RunScopes* scopes = scopes_of(r->env); scopes && scopes->any_checkpoint_scope())
+      r->env.rank = run_rank();
   r->env.item_errors = env.item_errors || opts.item_errors;
   r->opts = std::move(opts);
   r->has_progress = bool(r->opts.progress);

@@ -29,6 +29,7 @@ void Router::route(std::string pattern, ProviderPtr provider) {
 
 void Router::route(std::string pattern, std::vector<ProviderPtr> fallbacks) {
   if (fallbacks.empty()) invalid("a route needs at least one provider");
+  auto weak = std::make_shared<const std::vector<std::weak_ptr<Provider>>>(fallbacks.begin(), fallbacks.end());
   auto providers = std::make_shared<const std::vector<ProviderPtr>>(std::move(fallbacks));
   size_t literal = 0;
   for (char c : pattern) literal += c != '*' && c != '?';
@@ -39,7 +40,7 @@ void Router::route(std::string pattern, std::vector<ProviderPtr> fallbacks) {
       routes_.erase(it);
       break;
     }
-  routes_.push_back(Route{std::move(pattern), std::move(providers), literal, exact});
+  routes_.push_back(Route{std::move(pattern), std::move(providers), std::move(weak), literal, exact});
 }
 
 const Router::Route* Router::match(std::string_view model) const {
@@ -58,11 +59,11 @@ ProviderPtr Router::find(std::string_view model) const {
   return r ? r->providers->front() : nullptr;
 }
 
-Router::Providers Router::resolve(std::string_view model) const {
+Router::WeakProviders Router::resolve(std::string_view model) const {
   std::string known;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (const Route* r = match(model)) return r->providers;
+    if (const Route* r = match(model)) return r->weak;
     for (const Route& r : routes_) {
       if (!known.empty()) known += ", ";
       append_json_string(known, r.pattern);

@@ -19,17 +19,22 @@ namespace af::lm {
 class Router {
  public:
   using Providers = std::shared_ptr<const std::vector<ProviderPtr>>;  // non-empty
+  // What a request holds: the route's providers, weakly (a provider freed
+  // while its calls fly fails them rather than living on in them). Made
+  // once per route, shared by every request routed by it.
+  using WeakProviders = std::shared_ptr<const std::vector<std::weak_ptr<Provider>>>;
   void route(std::string pattern, ProviderPtr provider);
   void route(std::string pattern, std::vector<ProviderPtr> fallbacks);
   // NOT_FOUND naming the model and the patterns there are.
-  Providers resolve(std::string_view model) const;
+  WeakProviders resolve(std::string_view model) const;
   // The first provider; nullptr when no pattern matches.
   ProviderPtr find(std::string_view model) const;
 
  private:
   struct Route {
     std::string pattern;
-    Providers providers;
+    Providers providers;  // the route holds its providers
+    WeakProviders weak;   // the same, handed to requests
     size_t literal;  // non-wildcard characters
     bool exact;
   };

@@ -241,7 +241,7 @@ struct Item {
   std::weak_ptr<lm::Call> call;  // the request in flight, with Batch::mu held
   // Held weakly: a provider freed while its calls fly fails them (CANCELLED)
   // rather than living on in them. Shared by the items of one model.
-  std::shared_ptr<const std::vector<std::weak_ptr<lm::Provider>>> providers;
+  lm::Router::WeakProviders providers;
   size_t provider = 0;  // the one asked now
   uint32_t reasks = 0;  // at that provider
   std::shared_ptr<const Error> earlier;  // the previous providers' errors
@@ -481,7 +481,7 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   size_t n_failed = 0;
   // The route of the model asked last: a batch's items mostly share one.
   const std::string* routed_model = nullptr;
-  std::shared_ptr<const std::vector<std::weak_ptr<lm::Provider>>> routed;
+  lm::Router::WeakProviders routed;
   for (size_t i = 0; i < n; ++i) {
     if (ex.failed[i]) {
       item_error(i, *ex.failed[i]);
@@ -491,9 +491,7 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
     const std::string& model = ex.row(i).back()->as_str();
     if (!routed_model || *routed_model != model) {
       try {
-        lm::Router::Providers providers = router.resolve(model);
-        routed = std::make_shared<const std::vector<std::weak_ptr<lm::Provider>>>(providers->begin(),
-                                                                                  providers->end());
+        routed = router.resolve(model);
         routed_model = &model;
       } catch (const Error& err) {
         if (!batch->item_errors || !is_item_failure(err)) throw;
