@@ -18,13 +18,15 @@ namespace af {
 
 constexpr uint32_t kNone = UINT32_MAX;
 
-class Run : public std::enable_shared_from_this<Run> {
+// A run; a sub-run's handle too (run_sub_async): cancelling it finishes it.
+class Run : public SubRun, public std::enable_shared_from_this<Run> {
  public:
   // A run that ends without finishing (nothing will ever complete it) still
   // leaves the scheduler's list of runs.
-  ~Run() {
+  ~Run() override {
     if (listed) sched->remove_run(this);
   }
+  void cancel() noexcept override;
   std::shared_ptr<const Program> prog;
   std::shared_ptr<Scheduler> sched;
   // The scheduler's list of active runs (Scheduler::runs_mu_), for shutdown
@@ -54,6 +56,9 @@ class Run : public std::enable_shared_from_this<Run> {
   Value result;
   std::optional<Error> error;
   std::vector<std::function<void()>> callbacks;
+  // A sub-run's completion (run_sub_async): its flat output leaves or its
+  // error, called once by finish() after the result is published.
+  SubRunDone done;
   std::vector<std::shared_ptr<AsyncOp>> inflight;
   struct LocalTask {
     double priority;
@@ -425,6 +430,27 @@ void release_callbacks(Run& r) noexcept {
   }
 }
 
+// A finished sub-run reports to the equation that started it. Its result
+// and error are fixed once published, so they are read without the lock.
+void sub_run_done(Run& r) noexcept {
+  SubRunDone done;
+  done.swap(r.done);
+  if (!done) return;
+  try {
+    if (r.error) {
+      done(nullptr, &*r.error);
+    } else {
+      std::vector<Value> out = r.result.items();
+      done(&out, nullptr);
+    }
+  } catch (const Error& e) {
+    done(nullptr, &e);
+  } catch (...) {
+    Error oom(Code::OutOfMemory, "out of memory while finishing a sub-run");
+    done(nullptr, &oom);
+  }
+}
+
 void finish(const std::shared_ptr<Run>& r, Value* result, const Error* err) noexcept {
   bool expected = false;
   if (!r->finished.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) return;
@@ -475,6 +501,7 @@ void finish(const std::shared_ptr<Run>& r, Value* result, const Error* err) noex
     }
     r->cv.notify_all();
   }
+  sub_run_done(*r);
   r->sched->remove_run(r.get());
 }
 
@@ -713,6 +740,28 @@ ExecContext::~ExecContext() {
 }
 
 // ---- runs
+
+void Run::cancel() noexcept {
+  Error e(Code::Cancelled, "the run was cancelled");
+  finish(shared_from_this(), nullptr, &e);
+}
+
+std::shared_ptr<SubRun> run_sub_async(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Value> leaves,
+                                      RunOptions options, SubRunDone done) {
+  std::shared_ptr<Run> r;
+  try {
+    options.flat_output = true;
+    r = make_run(env, std::move(prog), std::move(leaves), std::move(options), false);
+    r->done = std::move(done);
+    begin(r);
+  } catch (const Error& e) {
+    // Nothing ran (begin fails only before the first node): report here.
+    if (r) done.swap(r->done);
+    if (done) done(nullptr, &e);
+    return nullptr;
+  }
+  return r;
+}
 
 Future run_async(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Value> leaves, RunOptions options) {
   auto r = make_run(env, std::move(prog), std::move(leaves), std::move(options), false);

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "rt/async.h"
+#include "rt/context.h"
 #include "rt/env.h"
 #include "exec/program.h"
 #include "rt/error_value.h"
@@ -178,5 +179,11 @@ Future run_async(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Va
                  RunOptions options = {});
 Value run_sync(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Value> leaves,
                RunOptions options = {});
+// A sub-run of control flow (ExecContext::run_sub) on the scheduler: `done`
+// gets its flat output leaves, or its error, once, from whichever thread
+// finishes it (also when it cannot start: then here, and nullptr is
+// returned). The handle cancels it.
+std::shared_ptr<SubRun> run_sub_async(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Value> leaves,
+                                      RunOptions options, SubRunDone done);
 
 }  // namespace af

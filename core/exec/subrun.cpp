@@ -12,15 +12,6 @@ namespace af {
 
 namespace {
 
-class FutureSubRun final : public SubRun {
- public:
-  explicit FutureSubRun(Future f) : f_(std::move(f)) {}
-  void cancel() noexcept override { f_.cancel(); }
-
- private:
-  Future f_;
-};
-
 // The compiled sub-IR: from the running program (compiled with it), or
 // compiled now for an IR built at run time or run outside any program.
 std::shared_ptr<const Program> program_for(const IRPtr& ir, const RunEnv& env) {
@@ -72,7 +63,6 @@ std::shared_ptr<SubRun> ExecContext::run_sub(const IRPtr& ir, std::span<const Va
     return nullptr;
   }
   RunOptions o;
-  o.flat_output = true;
   if (parent && parent->profiling()) {
     std::weak_ptr<AsyncOp> weak = parent;
     o.on_span = [weak](const CallSpan& span) {
@@ -81,26 +71,8 @@ std::shared_ptr<SubRun> ExecContext::run_sub(const IRPtr& ir, std::span<const Va
   }
   o.stream_parent = parent;
   o.stream_item = item;
-  sub.stop = nullptr;  // a run of its own: run_async sets its own flag
-  Future f;
-  try {
-    f = run_async(sub, std::move(prog), std::move(leaves), std::move(o));
-  } catch (const Error& e) {
-    done(nullptr, &e);
-    return nullptr;
-  }
-  f.on_done([f, done = std::move(done)] {
-    std::vector<Value> out;
-    try {
-      Value v = f.wait();  // finished: does not block
-      out = v.items();
-    } catch (const Error& e) {
-      done(nullptr, &e);
-      return;
-    }
-    done(&out, nullptr);
-  });
-  return std::make_shared<FutureSubRun>(std::move(f));
+  sub.stop = nullptr;  // a run of its own: it sets its own flag
+  return run_sub_async(sub, std::move(prog), std::move(leaves), std::move(o), std::move(done));
 }
 
 bool ExecContext::runs_async(const IRPtr& ir, const RunEnv& env) { return program_for(ir, env)->n_async > 0; }
