@@ -416,20 +416,16 @@ BENCHMARK(BM_Exec_Overhead)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseR
 
 // ---- control flow around LM calls, batched
 
-void BM_Exec_BatchedTriage(benchmark::State& state) {
-  const int n = int(state.range(0));
-  const int64_t latency_ms = state.range(1);
-  Ctx c;
-  af_provider_t* p = echo("{\"latency_ms\":" + std::to_string(latency_ms) + "}");
-  af_error_free(af_context_route(c.ctx, "*", 1, p));
-  af_ir_t* ir = nullptr;
-  af_program_t* prog = nullptr;
-  if (!ok(state, triage_batched_trace(c.ctx, &ir), "trace") || !ok(state, af_compile(c.ctx, ir, &prog), "compile"))
-    return;
-  std::vector<af_value_t*> tickets;
-  for (int i = 0; i < n; ++i) tickets.push_back(str(c.ctx, "ticket " + std::to_string(i)));
+// Runs `prog` (a batched program of three dependent LM calls per item, on
+// echo with `latency_ms` per call) once per iteration on n items: the
+// makespan against the 3 L critical path, the CPU the run took, engine
+// memory per item in flight and threads at the peak.
+void run_batched(benchmark::State& state, af_context_t* ctx, const af_program_t* prog, const af_provider_t* p,
+                 const std::string& item_prefix, int n, int64_t latency_ms) {
+  std::vector<af_value_t*> items;
+  for (int i = 0; i < n; ++i) items.push_back(str(ctx, item_prefix + std::to_string(i)));
   af_value_t* list = nullptr;
-  af_error_free(af_value_list(c.ctx, tickets.data(), tickets.size(), &list));
+  af_error_free(af_value_list(ctx, items.data(), items.size(), &list));
   double makespan = 0, rss0 = 0, cpu_ms = 0;
   std::atomic<double> rss_peak{0};
   std::atomic<int> peak_threads{0};
@@ -447,7 +443,7 @@ void BM_Exec_BatchedTriage(benchmark::State& state) {
     auto t0 = std::chrono::steady_clock::now();
     const double cpu0 = process_cpu_ms();
     af_value_t* out = nullptr;
-    af_error_t* e = af_program_call(c.ctx, prog, &list, 1, &out);
+    af_error_t* e = af_program_call(ctx, prog, &list, 1, &out);
     makespan = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     cpu_ms = process_cpu_ms() - cpu0;
     done = true;
@@ -456,7 +452,7 @@ void BM_Exec_BatchedTriage(benchmark::State& state) {
     if (!ok(state, e, "call")) break;
     state.SetIterationTime(makespan / 1000.0);
   }
-  const double critical_ms = 3.0 * double(latency_ms);  // three dependent calls per ticket
+  const double critical_ms = 3.0 * double(latency_ms);  // three dependent calls per item
   state.counters["makespan_ms"] = makespan;
   state.counters["over_critical_path"] = makespan / critical_ms;
   // The CPU the run took, all threads: no schedule on this machine's cores
@@ -469,14 +465,27 @@ void BM_Exec_BatchedTriage(benchmark::State& state) {
   state.counters["cpu_floor"] = cpu_ms / cores / critical_ms;
   state.counters["peak_in_flight"] = double(stat(p, "peak_in_flight"));
   // Resident memory sampled every 10 ms during the run, less the state
-  // before it (the tickets and the program exist already): what the engine
-  // holds per ticket in flight, requests, replies and outputs included.
+  // before it (the items and the program exist already): what the engine
+  // holds per item in flight, requests, replies and outputs included.
   // (mallinfo2 would count heap bytes exactly, but it walks every arena
   // under its lock and slowed the run it measured.)
-  state.counters["rss_bytes_per_ticket"] = (rss_peak - rss0) / n;
+  state.counters["rss_bytes_per_item"] = (rss_peak - rss0) / n;
   state.counters["threads_peak"] = peak_threads.load();
-  for (af_value_t* t : tickets) af_value_free(t);
+  for (af_value_t* v : items) af_value_free(v);
   af_value_free(list);
+}
+
+void BM_Exec_BatchedTriage(benchmark::State& state) {
+  const int n = int(state.range(0));
+  const int64_t latency_ms = state.range(1);
+  Ctx c;
+  af_provider_t* p = echo("{\"latency_ms\":" + std::to_string(latency_ms) + "}");
+  af_error_free(af_context_route(c.ctx, "*", 1, p));
+  af_ir_t* ir = nullptr;
+  af_program_t* prog = nullptr;
+  if (!ok(state, triage_batched_trace(c.ctx, &ir), "trace") || !ok(state, af_compile(c.ctx, ir, &prog), "compile"))
+    return;
+  run_batched(state, c.ctx, prog, p, "ticket ", n, latency_ms);
   af_program_free(prog);
   af_ir_free(ir);
   af_provider_free(p);
@@ -530,43 +539,7 @@ void BM_Exec_BatchedLoop(benchmark::State& state) {
       !ok(state, af_batch(c.ctx, one, nullptr, &ir), "batch") ||
       !ok(state, af_compile(c.ctx, ir, &prog), "compile"))
     return;
-  std::vector<af_value_t*> items;
-  for (int i = 0; i < n; ++i) items.push_back(str(c.ctx, "draft " + std::to_string(i)));
-  af_value_t* list = nullptr;
-  af_error_free(af_value_list(c.ctx, items.data(), items.size(), &list));
-  double makespan = 0, cpu_ms = 0;
-  std::atomic<int> peak_threads{0};
-  for (auto _ : state) {
-    malloc_trim(0);
-    std::atomic<bool> done{false};
-    std::thread watch([&] {
-      while (!done) {
-        peak_threads = std::max(peak_threads.load(), threads_now() - 1 /* this watcher */);
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
-    });
-    auto t0 = std::chrono::steady_clock::now();
-    const double cpu0 = process_cpu_ms();
-    af_value_t* out = nullptr;
-    af_error_t* e = af_program_call(c.ctx, prog, &list, 1, &out);
-    makespan = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    cpu_ms = process_cpu_ms() - cpu0;
-    done = true;
-    watch.join();
-    af_value_free(out);
-    if (!ok(state, e, "call")) break;
-    state.SetIterationTime(makespan / 1000.0);
-  }
-  const double critical_ms = 3.0 * double(latency_ms);  // three passes, one call each
-  const double cores = std::max(1u, std::thread::hardware_concurrency());
-  state.counters["makespan_ms"] = makespan;
-  state.counters["over_critical_path"] = makespan / critical_ms;
-  state.counters["cpu_us_per_call"] = cpu_ms * 1e3 / (3.0 * n);
-  state.counters["cpu_floor"] = cpu_ms / cores / critical_ms;
-  state.counters["peak_in_flight"] = double(stat(p, "peak_in_flight"));
-  state.counters["threads_peak"] = peak_threads.load();
-  for (af_value_t* v : items) af_value_free(v);
-  af_value_free(list);
+  run_batched(state, c.ctx, prog, p, "draft ", n, latency_ms);
   af_value_free(ex);
   af_program_free(prog);
   af_ir_free(ir);
