@@ -21,7 +21,9 @@
 //                          call (args N, L): makespan against the 3 L
 //                          critical path; engine memory per ticket in
 //                          flight and threads at the peak; CPU per call
-//                          and the floor it puts under the makespan.
+//                          and the floor it puts under the makespan. The
+//                          third arg splits the tickets into that many
+//                          concurrent calls (af_program_call_async).
 //  BM_Exec_BatchedLoop     a loop around an LM call (three passes, each
 //                          asks model "m" to revise the last answer) batched
 //                          over N items, L ms per call (args N, L): every
@@ -417,15 +419,19 @@ BENCHMARK(BM_Exec_Overhead)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseR
 // ---- control flow around LM calls, batched
 
 // Runs `prog` (a batched program of three dependent LM calls per item, on
-// echo with `latency_ms` per call) once per iteration on n items: the
-// makespan against the 3 L critical path, the CPU the run took, engine
+// echo with `latency_ms` per call) once per iteration on n items, as
+// `splits` concurrent calls on consecutive slices of them (1: one call):
+// the makespan against the 3 L critical path, the CPU the run took, engine
 // memory per item in flight and threads at the peak.
 void run_batched(benchmark::State& state, af_context_t* ctx, const af_program_t* prog, const af_provider_t* p,
-                 const std::string& item_prefix, int n, int64_t latency_ms) {
+                 const std::string& item_prefix, int n, int64_t latency_ms, int splits = 1) {
   std::vector<af_value_t*> items;
   for (int i = 0; i < n; ++i) items.push_back(str(ctx, item_prefix + std::to_string(i)));
-  af_value_t* list = nullptr;
-  af_error_free(af_value_list(ctx, items.data(), items.size(), &list));
+  std::vector<af_value_t*> lists(size_t(splits), nullptr);
+  for (size_t k = 0; k < lists.size(); ++k) {
+    const size_t from = items.size() * k / lists.size(), to = items.size() * (k + 1) / lists.size();
+    af_error_free(af_value_list(ctx, items.data() + from, to - from, &lists[k]));
+  }
   double makespan = 0, rss0 = 0, cpu_ms = 0;
   std::atomic<double> rss_peak{0};
   std::atomic<int> peak_threads{0};
@@ -442,13 +448,26 @@ void run_batched(benchmark::State& state, af_context_t* ctx, const af_program_t*
     });
     auto t0 = std::chrono::steady_clock::now();
     const double cpu0 = process_cpu_ms();
-    af_value_t* out = nullptr;
-    af_error_t* e = af_program_call(ctx, prog, &list, 1, &out);
+    af_error_t* e = nullptr;
+    std::vector<af_future_t*> runs(lists.size() > 1 ? lists.size() : 0, nullptr);
+    if (runs.empty()) {  // one call: the calling thread runs it (af_program_call)
+      af_value_t* out = nullptr;
+      e = af_program_call(ctx, prog, &lists[0], 1, &out);
+      af_value_free(out);
+    }
+    for (size_t k = 0; k < runs.size() && !e; ++k) e = af_program_call_async(ctx, prog, &lists[k], 1, &runs[k]);
+    for (af_future_t* f : runs) {
+      af_value_t* out = nullptr;
+      af_error_t* w = f ? af_future_wait(f, &out) : nullptr;
+      if (!e) e = w;
+      else af_error_free(w);
+      af_value_free(out);
+      af_future_free(f);
+    }
     makespan = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     cpu_ms = process_cpu_ms() - cpu0;
     done = true;
     watch.join();
-    af_value_free(out);
     if (!ok(state, e, "call")) break;
     state.SetIterationTime(makespan / 1000.0);
   }
@@ -472,7 +491,7 @@ void run_batched(benchmark::State& state, af_context_t* ctx, const af_program_t*
   state.counters["rss_bytes_per_item"] = (rss_peak - rss0) / n;
   state.counters["threads_peak"] = peak_threads.load();
   for (af_value_t* v : items) af_value_free(v);
-  af_value_free(list);
+  for (af_value_t* l : lists) af_value_free(l);
 }
 
 void BM_Exec_BatchedTriage(benchmark::State& state) {
@@ -485,19 +504,20 @@ void BM_Exec_BatchedTriage(benchmark::State& state) {
   af_program_t* prog = nullptr;
   if (!ok(state, triage_batched_trace(c.ctx, &ir), "trace") || !ok(state, af_compile(c.ctx, ir, &prog), "compile"))
     return;
-  run_batched(state, c.ctx, prog, p, "ticket ", n, latency_ms);
+  run_batched(state, c.ctx, prog, p, "ticket ", n, latency_ms, state.range(2));
   af_program_free(prog);
   af_ir_free(ir);
   af_provider_free(p);
 }
 BENCHMARK(BM_Exec_BatchedTriage)
-    ->ArgNames({"tickets", "latency_ms"})
-    ->Args({1, 50})
-    ->Args({16, 50})
-    ->Args({256, 50})
-    ->Args({2000, 50})
-    ->Args({10000, 100})
-    ->Args({100000, 100})
+    ->ArgNames({"tickets", "latency_ms", "calls"})
+    ->Args({1, 50, 1})
+    ->Args({16, 50, 1})
+    ->Args({256, 50, 1})
+    ->Args({2000, 50, 1})
+    ->Args({10000, 100, 1})
+    ->Args({100000, 100, 1})
+    ->Args({100000, 100, 100})  // the same tickets as 100 concurrent calls of 1 000
     ->Iterations(1)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
