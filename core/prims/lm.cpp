@@ -25,6 +25,7 @@
 #include "transforms/pullback.h"
 #include "transforms/pushforward.h"
 #include "value/error.h"
+#include "value/small_vec.h"
 
 namespace af {
 
@@ -156,19 +157,23 @@ struct Shape {
   size_t first = 0;          // index of the first request under this node
 };
 
+// A row of inputs: the contents and the model of one request, or of a batch
+// level. Inline: an unbatched call (in a loop, a map item) allocates none.
+using Row = SmallVec<const Value*, 4>;
+
 struct Expansion {
-  size_t width = 0;                 // inputs per request: content..., model
-  std::vector<const Value*> cells;  // request i's inputs: [i * width, (i + 1) * width)
+  size_t width = 0;  // inputs per request: content..., model
+  Row cells;         // request i's inputs: [i * width, (i + 1) * width)
   // Per request: with per-item errors, the error value an earlier step left
   // in the batch item's inputs (the request is not made), else null.
-  std::vector<const Value*> failed;
+  SmallVec<const Value*, 1> failed;
   Shape shape;
   bool item_errors = false;
 
   size_t size() const { return failed.size(); }
   std::span<const Value* const> row(size_t i) const { return {cells.data() + i * width, width}; }
-  void add(const std::vector<const Value*>& row, const Value* failed_by) {
-    cells.insert(cells.end(), row.begin(), row.end());
+  void add(std::span<const Value* const> row, const Value* failed_by) {
+    for (const Value* v : row) cells.push_back(v);
     failed.push_back(failed_by);
   }
 };
@@ -183,7 +188,7 @@ std::string where_of(std::span<const size_t> at) {
 
 // Expands a row of inputs (a request's contents and model, each str or a
 // batched list) into requests. `at` is the row's position in the batch.
-void expand(const char* prim, const std::vector<const Value*>& row, Shape& shape, Expansion& ex,
+void expand(const char* prim, std::span<const Value* const> row, Shape& shape, Expansion& ex,
             std::vector<size_t>& at) {
   if (ex.item_errors && !at.empty())
     for (const Value* v : row)
@@ -211,7 +216,8 @@ void expand(const char* prim, const std::vector<const Value*>& row, Shape& shape
   }
   shape.leaf = false;
   shape.items.resize(len);
-  std::vector<const Value*> sub(row.size());  // one buffer for the items of this level
+  Row sub;  // one buffer for the items of this level
+  for (const Value* v : row) sub.push_back(v);
   at.push_back(0);
   for (size_t i = 0; i < len; ++i) {
     for (size_t k = 0; k < row.size(); ++k) sub[k] = row[k]->kind() == Kind::List ? &row[k]->items()[i] : row[k];
@@ -251,7 +257,7 @@ struct Item {
 
 // Output `leaf` in the batch's shape, moving each request's value out of
 // `results` (request i's outputs at [i * n_out, (i + 1) * n_out)).
-Value assemble(const Shape& s, std::vector<Value>& results, size_t n_out, size_t leaf) {
+Value assemble(const Shape& s, std::span<Value> results, size_t n_out, size_t leaf) {
   if (s.leaf) return std::move(results[s.first * n_out + leaf]);
   std::vector<Value> out;
   out.reserve(s.items.size());
@@ -282,19 +288,22 @@ struct Batch : std::enable_shared_from_this<Batch> {
   Shape shape;
   size_t n_out = 1;
   std::vector<Item> items;  // one per request, made at once (an Item does not move)
-  std::vector<Value> results;  // request i's outputs (or error values): [i * n_out, (i + 1) * n_out)
+  // Request i's outputs (or error values): [i * n_out, (i + 1) * n_out).
+  // Inline for an unbatched call of up to two outputs.
+  SmallVec<Value, 2> results;
   std::atomic<size_t> remaining{0};
   std::mutex mu;
   bool cancelled = false;  // with mu held
 
-  // Request i's outputs are in items[i].result: the last one finishes the op.
+  // Request i's outputs are in `results`: the last one finishes the op.
   void done_one() {
     if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) finish();
   }
   void finish() {
     std::vector<Value> out;
     out.reserve(n_out);
-    for (size_t k = 0; k < n_out; ++k) out.push_back(assemble(shape, results, n_out, k));
+    const std::span<Value> all(results.data(), results.size());
+    for (size_t k = 0; k < n_out; ++k) out.push_back(assemble(shape, all, n_out, k));
     op->succeed(std::move(out));
   }
 
@@ -310,7 +319,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
   }
 
   // Item i's outputs, all set to `v`.
-  void set_result(size_t i, const Value& v) { std::fill_n(results.begin() + ptrdiff_t(i * n_out), n_out, v); }
+  void set_result(size_t i, const Value& v) { std::fill_n(results.begin() + i * n_out, n_out, v); }
 
   // Sends item i's request to its current provider. The request's done
   // hook holds the batch (see `holds`); a delta hook may run on a provider
@@ -454,8 +463,7 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   }
   Expansion ex;
   ex.item_errors = env.item_errors;
-  std::vector<const Value*> row;
-  row.reserve(in.size());
+  Row row;
   for (const Value& v : in) row.push_back(&v);
   ex.width = row.size();
   std::vector<size_t> at;
@@ -463,7 +471,8 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   batch->shape = std::move(ex.shape);
   const size_t n = ex.size();
   batch->items = std::vector<Item>(n);
-  batch->results.resize(n * batch->n_out);
+  batch->results.reserve(n * batch->n_out);
+  for (size_t k = 0; k < n * batch->n_out; ++k) batch->results.emplace_back();
   batch->remaining.store(n);
   if (n == 0) {  // an empty batch: empty lists out
     std::vector<Value> out(batch->n_out, Value::list({}));
