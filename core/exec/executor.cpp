@@ -763,13 +763,34 @@ std::shared_ptr<SubRun> run_sub_async(RunEnv env, std::shared_ptr<const Program>
   return r;
 }
 
+namespace {
+
+// A batched program over more items than a slice holds runs in its sliced
+// form (Program::sliced: its LM stages overlap across slices), unless the
+// run streams (pieces are reported per equation of the program as
+// written), keeps going past failures (the outputs a failure does not
+// reach come back) or a collect or inject scope is open (checkpoint hits in
+// program order).
+std::shared_ptr<const Program> form_to_run(std::shared_ptr<const Program> prog, const std::vector<Value>& leaves,
+                                           const RunEnv& env, const RunOptions& o) {
+  if (!prog->sliced || o.stream || o.keep_going || prog->slice_leaf >= leaves.size()) return prog;
+  const Value& batch = leaves[prog->slice_leaf];
+  if (batch.kind() != Kind::List || batch.size() <= uint64_t(prog->slice_items)) return prog;
+  if (const RunScopes* scopes = scopes_of(env); scopes && scopes->any_checkpoint_scope()) return prog;
+  return prog->sliced;
+}
+
+}  // namespace
+
 Future run_async(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Value> leaves, RunOptions options) {
+  prog = form_to_run(std::move(prog), leaves, env, options);
   auto r = make_run(env, std::move(prog), std::move(leaves), std::move(options), false);
   begin(r);
   return Future(r);
 }
 
 Value run_sync(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Value> leaves, RunOptions options) {
+  prog = form_to_run(std::move(prog), leaves, env, options);
   auto r = make_run(env, std::move(prog), std::move(leaves), std::move(options), true);
   begin(r);
   for (;;) {

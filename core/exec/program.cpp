@@ -10,6 +10,7 @@
 
 #include "rt/scopes.h"
 #include "transforms/builder.h"
+#include "transforms/pipeline.h"
 #include "value/error.h"
 
 namespace af {
@@ -27,7 +28,7 @@ bool is_urgent(const Eqn& e) {
 // several equations (or levels) is compiled once.
 using SubMemo = std::unordered_map<const IR*, std::shared_ptr<const Program>>;
 
-std::shared_ptr<const Program> compile_with(IRPtr ir, const CompileOptions& o, SubMemo& memo,
+std::shared_ptr<Program> compile_with(IRPtr ir, const CompileOptions& o, SubMemo& memo,
                                             std::span<const uint64_t> eqn_ids = {});
 std::shared_ptr<Program> lower_with(IRPtr ir, const Lowering& l, const CompileOptions& o,
                                     SubMemo& memo);
@@ -106,7 +107,7 @@ Lowering decide(const IR& g, const CompileOptions& o, std::span<const uint64_t> 
   return l;
 }
 
-std::shared_ptr<const Program> compile_with(IRPtr ir, const CompileOptions& o, SubMemo& memo,
+std::shared_ptr<Program> compile_with(IRPtr ir, const CompileOptions& o, SubMemo& memo,
                                             std::span<const uint64_t> eqn_ids) {
   size_t merged = 0, removed = 0;
   Lowering l = decide(*ir, o, eqn_ids, merged, removed);
@@ -270,7 +271,22 @@ std::shared_ptr<const Program> compile(IRPtr ir, const CompileOptions& o, std::s
     fail(Code::Internal, "compile: " + std::to_string(eqn_ids.size()) + " equation identities for " +
                              std::to_string(ir->eqns.size()) + " equations");
   SubMemo memo;
-  return compile_with(std::move(ir), o, memo, eqn_ids);
+  std::shared_ptr<Program> prog = compile_with(std::move(ir), o, memo, eqn_ids);
+  attach_sliced(*prog, o);
+  return prog;
+}
+
+void attach_sliced(Program& p, const CompileOptions& o) {
+  IRPtr form = pipeline_form(p.ir);
+  if (!form) return;
+  const Atom& first = p.ir->eqns[0].in[0];  // batch_check's first batched input
+  for (size_t k = 0; k < p.ir->in.size(); ++k)
+    if (first.is_var() && p.ir->in[k].is_var() && p.ir->in[k].var == first.var) {
+      p.slice_leaf = uint32_t(k);
+      p.slice_items = slice_items(*p.ir);
+      p.sliced = compile(std::move(form), o);
+      return;
+    }
 }
 
 std::shared_ptr<Program> lower(IRPtr ir, const Lowering& l) {

@@ -143,6 +143,7 @@ std::shared_ptr<const Program> program_from_plan(IRPtr ir, const SavedPlan& s) {
   std::shared_ptr<Program> prog = lower(std::move(ir), Lowering{s.live, s.var_slot, s.priority});
   prog->removed_dce = size_t(s.removed_dce);
   prog->merged_cse = size_t(s.merged_cse);
+  attach_sliced(*prog);
   return prog;
 }
 

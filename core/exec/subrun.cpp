@@ -36,8 +36,8 @@ std::shared_ptr<SubRun> ExecContext::run_sub(const IRPtr& ir, std::span<const Va
     done(nullptr, &e);
     return nullptr;
   }
-  // The sub-run's environment: the caller's context, scopes, stop flag and
-  // per-item errors, its place in program order (only checkpoint scopes
+  // The sub-run's environment: the caller's context, scopes, stop flag,
+  // per-item errors and batch base, its place in program order (only checkpoint scopes
   // read it: built while one is open); not the caller's owned inputs (they
   // are its equation's).
   RunEnv sub;
@@ -47,6 +47,7 @@ std::shared_ptr<SubRun> ExecContext::run_sub(const IRPtr& ir, std::span<const Va
     sub.rank = sub_rank(env, index);
   sub.stop = env.stop;
   sub.item_errors = env.item_errors;
+  sub.batch_base = env.batch_base;
   if (prog->n_async == 0) {
     std::vector<Value> out;
     try {

@@ -7,8 +7,11 @@
 //       item at once (map_impl_async); a body that is one switch with a
 //       batched key runs each branch once on the items that take it
 //       (map_switch_by_branch).
-//   batch_check[paths](lists...) -> lists      the batch's entry check: every
-//       batched input holds the same, non-zero number of items.
+//   batch_check[paths, pipeline](lists...) -> lists      the batch's entry
+//       check: every batched input holds the same, non-zero number of items.
+//       `pipeline` (set by batch on its output, dropped by the other
+//       transforms' rules): what follows depends on the batch item by item,
+//       and may run on slices of that many items (transforms/pipeline.h).
 //   broadcast(x, like) -> list                x once per item of `like`.
 //
 // Each has all of its rules here; map's push / pull / dce recurse into the
@@ -16,6 +19,8 @@
 // is itself transformable.
 #include <algorithm>
 #include <mutex>
+
+#include "prims/batching.h"
 
 #include "ir/registry.h"
 #include "prims/builtins.h"
@@ -32,16 +37,35 @@
 
 namespace af {
 
-namespace {
-
-Aval up(Aval a) { return Aval{a.kind, uint8_t(a.list_depth + 1)}; }
-
 std::vector<bool> bools(const Value& list) {
   std::vector<bool> out;
   out.reserve(list.size());
   for (const Value& v : list.items()) out.push_back(v.as_bool());
   return out;
 }
+
+size_t batch_length(const char* prim, std::span<const Value> in, const std::vector<bool>& axes) {
+  size_t n = SIZE_MAX, first = 0;
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (!axes[k]) continue;
+    if (in[k].kind() != Kind::List)
+      invalid(std::string(prim) + ": batched input " + std::to_string(k) + " is " + kind_name(in[k].kind()) +
+              ", not a list of items");
+    if (n == SIZE_MAX) {
+      n = in[k].size();
+      first = k;
+    } else if (in[k].size() != n) {
+      invalid(std::string(prim) + ": batched inputs have different lengths: input " + std::to_string(first) +
+              " has " + std::to_string(n) + " items, input " + std::to_string(k) + " has " +
+              std::to_string(in[k].size()));
+    }
+  }
+  return n == SIZE_MAX ? 0 : n;
+}
+
+namespace {
+
+Aval up(Aval a) { return Aval{a.kind, uint8_t(a.list_depth + 1)}; }
 
 // ---- map
 
@@ -66,26 +90,6 @@ AbstractOut map_abstract(const Params& params, std::span<const Aval> in, const T
   for (const Aval& a : out_avals(*body)) out.out.push_back(up(a));
   out.out_tree = body->out_tree;
   return out;
-}
-
-// Number of items of the batched inputs (equal lengths checked).
-size_t batch_length(const char* prim, std::span<const Value> in, const std::vector<bool>& axes) {
-  size_t n = SIZE_MAX, first = 0;
-  for (size_t k = 0; k < in.size(); ++k) {
-    if (!axes[k]) continue;
-    if (in[k].kind() != Kind::List)
-      invalid(std::string(prim) + ": batched input " + std::to_string(k) + " is " + kind_name(in[k].kind()) +
-              ", not a list of items");
-    if (n == SIZE_MAX) {
-      n = in[k].size();
-      first = k;
-    } else if (in[k].size() != n) {
-      invalid(std::string(prim) + ": batched inputs have different lengths: input " + std::to_string(first) +
-              " has " + std::to_string(n) + " items, input " + std::to_string(k) + " has " +
-              std::to_string(in[k].size()));
-    }
-  }
-  return n == SIZE_MAX ? 0 : n;
 }
 
 // Per-item errors (RunEnv::item_errors). The error value an earlier map left
@@ -652,9 +656,29 @@ void batch_check_impl(const Eqn& e, std::span<const Value> in, std::span<Value> 
   for (size_t k = 0; k < in.size(); ++k) out[k] = in[k];
 }
 
-void batch_check_push(PushCtx& ctx, const Eqn&) {
-  std::vector<Atom> o = ctx.emit_primal();
-  for (size_t k = 0; k < o.size(); ++k) ctx.tangent_out(k, ctx.tangent(k));
+// batch_check's params without the mark batch puts on its output
+// (`pipeline`, transforms/pipeline.h): what other transforms make of a
+// batched program is not item by item any more (a pullback sums the items'
+// feedback), so they drop it.
+Params unmarked(const Params& p) {
+  Params out;
+  if (const Param* paths = p.find("paths")) out.set("paths", std::get<Value>(*paths));
+  return out;
+}
+
+void batch_check_push(PushCtx& ctx, const Eqn& e) {
+  static const Prim& check = prim("batch_check");
+  std::vector<Atom> o = ctx.b.emit(check, unmarked(e.params), ctx.primals, e.in_tree);
+  for (size_t k = 0; k < o.size(); ++k) {
+    ctx.primal_out(k, o[k]);
+    ctx.tangent_out(k, ctx.tangent(k));
+  }
+}
+
+void batch_check_pull_fwd(PullCtx& ctx, const Eqn& e) {
+  static const Prim& check = prim("batch_check");
+  std::vector<Atom> o = ctx.b.emit(check, unmarked(e.params), ctx.primals, e.in_tree);
+  for (size_t k = 0; k < o.size(); ++k) ctx.forward_out(k, o[k]);
 }
 
 void pass_pull_bwd(PullCtx& ctx, const Eqn&) {
@@ -703,12 +727,13 @@ void add_batching_prims(std::vector<Prim>& out) {
   out.push_back(Prim{
       .name = "batch_check",
       .cost = 0.0,
-      .params = {{.name = "paths", .value_kind = Kind::List, .optional = true}},
+      .params = {{.name = "paths", .value_kind = Kind::List, .optional = true},
+                 {.name = "pipeline", .value_kind = Kind::Int, .optional = true}},
       .impl = batch_check_impl,
       .abstract_eval = batch_check_abstract,
       .batch = batch_by_map,
       .pushforward = batch_check_push,
-      .pullback_fwd = pull_fwd_copy,
+      .pullback_fwd = batch_check_pull_fwd,
       .pullback_bwd = pass_pull_bwd,
       .dce = dce_whole,
   });

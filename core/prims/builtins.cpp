@@ -11,6 +11,7 @@ void add_builtin_prims(std::vector<Prim>& out) {
   add_control_flow_prims(out);
   add_scan_prims(out);
   add_batching_prims(out);
+  add_pipeline_prims(out);
   add_linear_prims(out);
   add_host_prims(out);
 }

@@ -15,6 +15,7 @@ void add_lm_prims(std::vector<Prim>& out);              // prims/lm.cpp: lm_call
 void add_control_flow_prims(std::vector<Prim>& out);  // prims/control_flow.cpp: switch, while_loop
 void add_scan_prims(std::vector<Prim>& out);          // prims/scan.cpp: while_scan, scan
 void add_batching_prims(std::vector<Prim>& out);      // prims/batching.cpp: map, batch_check, broadcast
+void add_pipeline_prims(std::vector<Prim>& out);      // prims/pipeline.cpp: pipeline
 void add_linear_prims(std::vector<Prim>& out);        // prims/linear.cpp: accumulate, zeros_like, ...
 void add_host_prims(std::vector<Prim>& out);          // prims/host.cpp: host_call
 

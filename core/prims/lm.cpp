@@ -179,17 +179,19 @@ struct Expansion {
 };
 
 // Where a request is in the batch, for error messages only: " (batch item
-// 3, item 1)", or "" for an unbatched call.
-std::string where_of(std::span<const size_t> at) {
+// 3, item 1)", or "" for an unbatched call. `base`: the place of this
+// level's first item in the whole batch (RunEnv::batch_base).
+std::string where_of(std::span<const size_t> at, uint64_t base) {
   std::string w;
-  for (size_t k = 0; k < at.size(); ++k) w += (k ? ", item " : " (batch item ") + std::to_string(at[k]);
+  for (size_t k = 0; k < at.size(); ++k)
+    w += (k ? ", item " : " (batch item ") + std::to_string(k ? at[k] : base + at[k]);
   return at.empty() ? w : w + ")";
 }
 
 // Expands a row of inputs (a request's contents and model, each str or a
 // batched list) into requests. `at` is the row's position in the batch.
 void expand(const char* prim, std::span<const Value* const> row, Shape& shape, Expansion& ex,
-            std::vector<size_t>& at) {
+            std::vector<size_t>& at, uint64_t base) {
   if (ex.item_errors && !at.empty())
     for (const Value* v : row)
       if (is_error_value(*v)) {
@@ -203,10 +205,10 @@ void expand(const char* prim, std::span<const Value* const> row, Shape& shape, E
     if (v->kind() == Kind::List) {
       if (len != SIZE_MAX && v->size() != len)
         invalid(std::string(prim) + ": batched inputs have different lengths (" + std::to_string(len) + " and " +
-                std::to_string(v->size()) + ")" + where_of(at));
+                std::to_string(v->size()) + ")" + where_of(at, base));
       len = v->size();
     } else if (v->kind() != Kind::Str) {
-      invalid(std::string(prim) + ": an input is " + kind_name(v->kind()) + ", expected str" + where_of(at));
+      invalid(std::string(prim) + ": an input is " + kind_name(v->kind()) + ", expected str" + where_of(at, base));
     }
   shape.first = ex.size();
   if (len == SIZE_MAX) {
@@ -222,7 +224,7 @@ void expand(const char* prim, std::span<const Value* const> row, Shape& shape, E
   for (size_t i = 0; i < len; ++i) {
     for (size_t k = 0; k < row.size(); ++k) sub[k] = row[k]->kind() == Kind::List ? &row[k]->items()[i] : row[k];
     at.back() = i;
-    expand(prim, sub, shape.items[i], ex, at);
+    expand(prim, sub, shape.items[i], ex, at, base);
   }
   at.pop_back();
 }
@@ -284,7 +286,8 @@ struct Batch : std::enable_shared_from_this<Batch> {
   const char* prim = "";
   bool item_errors = false;
   bool streams = false;
-  bool batched = false;  // items are named in errors: " (batch item i)"
+  bool batched = false;  // items are named in errors: " (batch item base + i)"
+  uint64_t base = 0;      // RunEnv::batch_base
   Shape shape;
   size_t n_out = 1;
   std::vector<Item> items;  // one per request, made at once (an Item does not move)
@@ -379,7 +382,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
     if (op->finished()) return;
     auto what = [&] {
       std::string w = std::string(prim) + " to model " + quoted(call.request().model);
-      return batched ? w + " (batch item " + std::to_string(i) + ")" : w;
+      return batched ? w + " (batch item " + std::to_string(base + i) + ")" : w;
     };
     if (err) {
       if (err->code() == Code::Cancelled) {
@@ -467,7 +470,7 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   for (const Value& v : in) row.push_back(&v);
   ex.width = row.size();
   std::vector<size_t> at;
-  expand(prim, row, ex.shape, ex, at);
+  expand(prim, row, ex.shape, ex, at, env.batch_base);
   batch->shape = std::move(ex.shape);
   const size_t n = ex.size();
   batch->items = std::vector<Item>(n);
@@ -487,6 +490,7 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   // (with per-item errors, fails its item).
   lm::Router& router = env.context->router();
   batch->batched = n > 1 || !batch->shape.leaf;
+  batch->base = env.batch_base;
   size_t n_failed = 0;
   // The route of the model asked last: a batch's items mostly share one.
   const std::string* routed_model = nullptr;
@@ -504,7 +508,8 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
         routed_model = &model;
       } catch (const Error& err) {
         if (!batch->item_errors || !is_item_failure(err)) throw;
-        item_error(i, error_value(Error(err.code(), std::string(prim) + " (batch item " + std::to_string(i) + "): " +
+        item_error(i, error_value(Error(err.code(), std::string(prim) + " (batch item " +
+                                                        std::to_string(env.batch_base + i) + "): " +
                                                         err.what())));
         ++n_failed;
         continue;

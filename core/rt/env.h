@@ -75,6 +75,13 @@ struct RunEnv {
   // Inherited by the sub-runs control flow and map start.
   bool item_errors = false;
 
+  // The place, in the whole batch, of the first item of the batched lists
+  // this level runs on: a pipeline runs its body on consecutive slices of
+  // the batch (prims/pipeline.cpp), and an error names a batch item by its
+  // place in the whole batch (base + index in the slice). Inherited by
+  // sub-runs.
+  uint64_t batch_base = 0;
+
   // in[k] as a value the impl may consume (e.g. append to a string nothing
   // else shares), or nullptr when `in` is not the owned input list.
   Value* owned(std::span<const Value> in, size_t k) const noexcept {

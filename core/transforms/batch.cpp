@@ -2,6 +2,7 @@
 
 #include "ir/registry.h"
 #include "transforms/memo.h"
+#include "transforms/pipeline.h"
 #include "value/error.h"
 
 namespace af {
@@ -258,6 +259,9 @@ IRPtr batch(const IRPtr& ir, const Value& in_axes) {
   // before anything reads it.
   Params check_params;
   check_params.set("paths", Value::list(std::move(checked_paths)));
+  // The program is batch(ir): what follows depends on the batch item by
+  // item, so the executor may run it on slices of the batch (kSliceItems).
+  check_params.set("pipeline", Value::integer(kSliceItems));
   std::vector<Atom> checked = b.emit(batch_check, std::move(check_params), checked_in);
   for (size_t k = 0, c = 0; k < in.size(); ++k)
     if (batched[k]) bound[k] = checked[c++];

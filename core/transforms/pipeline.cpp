@@ -1,0 +1,151 @@
+#include "transforms/pipeline.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "ir/registry.h"
+#include "transforms/builder.h"
+
+namespace af {
+
+namespace {
+
+// What an equation's run involves, through its sub-IRs: waiting on work
+// outside the engine (an LM call or a host function: a primitive with only
+// an asynchronous implementation and no sub-IR), and combining the items of
+// a batch (kAcrossItems). Each distinct sub-IR is looked at once.
+struct Traits {
+  bool waits = false, across = false;
+  Traits& operator|=(const Traits& o) {
+    waits = waits || o.waits;
+    across = across || o.across;
+    return *this;
+  }
+};
+using Seen = std::unordered_map<const IR*, Traits>;
+Traits eqn_traits(const Eqn& e, Seen& seen);
+Traits ir_traits(const IR& ir, Seen& seen) {
+  if (auto it = seen.find(&ir); it != seen.end()) return it->second;
+  Traits t;
+  for (const Eqn& e : ir.eqns) t |= eqn_traits(e, seen);
+  return seen[&ir] = t;
+}
+Traits eqn_traits(const Eqn& e, Seen& seen) {
+  bool has_sub = false;
+  Traits t;
+  e.params.any_ir([&](const IR& s) {
+    has_sub = true;
+    t |= ir_traits(s, seen);
+    return false;
+  });
+  if (!has_sub) t.waits = e.prim->impl_async && !e.prim->impl;
+  t.across = t.across || (e.prim->flags & kAcrossItems);
+  return t;
+}
+
+const Prim& batch_check() {
+  static const Prim& p = prim("batch_check");
+  return p;
+}
+
+}  // namespace
+
+int64_t slice_items(const IR& ir) {
+  if (ir.eqns.empty() || ir.eqns[0].prim != &batch_check()) return 0;
+  const Param* p = ir.eqns[0].params.find("pipeline");
+  return p && std::holds_alternative<Value>(*p) && std::get<Value>(*p).kind() == Kind::Int
+             ? std::get<Value>(*p).as_int()
+             : 0;
+}
+
+IRPtr pipeline_form(const IRPtr& ir) {
+  static const Prim& pipeline = prim("pipeline");
+  const int64_t chunk = slice_items(*ir);
+  if (chunk < 1) return nullptr;
+  const IR& src = *ir;
+  std::vector<bool> batched(src.vars.size(), false), in_body(src.vars.size(), false);
+  for (VarId v : src.eqns[0].out) batched[v] = true;
+  std::vector<bool> eqn_in_body(src.eqns.size(), false);
+  Seen seen;
+  bool body_waits = false;
+  for (size_t i = 1; i < src.eqns.size(); ++i) {
+    const Eqn& e = src.eqns[i];
+    bool dep = false;
+    for (const Atom& a : e.in) dep = dep || (a.is_var() && batched[a.var]);
+    const Traits t = eqn_traits(e, seen);
+    if (!dep) {
+      if (t.waits) return nullptr;
+      continue;
+    }
+    if (t.across) return nullptr;
+    eqn_in_body[i] = true;
+    body_waits = body_waits || t.waits;
+    for (VarId v : e.out) batched[v] = in_body[v] = true;
+  }
+  if (!body_waits) return nullptr;
+  for (const Atom& a : src.out)
+    if (!a.is_var() || !batched[a.var] || src.vars[a.var].list_depth == 0) return nullptr;
+
+  // The outer program: the inputs, batch_check (unmarked: this form is
+  // final), the equations that do not depend on the batch.
+  Builder outer;
+  std::vector<Atom> at(src.vars.size());  // a var's atom in `outer`
+  std::vector<Atom> in;
+  for (const Atom& a : src.in) {
+    if (a.is_var()) in.push_back(at[a.var] = Atom::of_var(outer.var(src.vars[a.var])));
+    else in.push_back(a);
+  }
+  for (size_t i = 0; i < src.eqns.size(); ++i) {
+    if (eqn_in_body[i]) continue;
+    const Eqn& e = src.eqns[i];
+    std::vector<Atom> ins;
+    for (const Atom& a : e.in) ins.push_back(a.is_var() ? at[a.var] : a);
+    std::vector<Atom> o;
+    if (i == 0) {
+      Params p;
+      if (const Param* paths = e.params.find("paths")) p.set("paths", std::get<Value>(*paths));
+      o = outer.emit(batch_check(), std::move(p), std::move(ins), e.in_tree);
+    } else {
+      o = outer.copy(src, e, std::move(ins));
+    }
+    for (size_t k = 0; k < o.size(); ++k) at[e.out[k]] = o[k];
+  }
+  // The body: what the batch-dependent equations read from outside them
+  // are its inputs (batched: batch_check's outputs; shared: the rest).
+  Builder inner;
+  std::vector<Atom> body_at(src.vars.size());
+  std::vector<bool> bound(src.vars.size(), false);
+  std::vector<Atom> body_in, pipe_in;
+  std::vector<Value> axes;
+  auto bind = [&](const Atom& a) {
+    if (!a.is_var()) return a;
+    if (!in_body[a.var] && !bound[a.var]) {
+      bound[a.var] = true;
+      body_at[a.var] = Atom::of_var(inner.var(src.vars[a.var]));
+      body_in.push_back(body_at[a.var]);
+      pipe_in.push_back(at[a.var]);
+      axes.push_back(Value::boolean(batched[a.var]));
+    }
+    return body_at[a.var];
+  };
+  for (size_t i = 1; i < src.eqns.size(); ++i) {
+    if (!eqn_in_body[i]) continue;
+    const Eqn& e = src.eqns[i];
+    std::vector<Atom> ins;
+    for (const Atom& a : e.in) ins.push_back(bind(a));
+    std::vector<Atom> o = inner.copy(src, e, std::move(ins));
+    for (size_t k = 0; k < o.size(); ++k) body_at[e.out[k]] = o[k];
+  }
+  std::vector<Atom> body_out;
+  for (const Atom& a : src.out) body_out.push_back(bind(a));
+  const size_t n_in = body_in.size(), n_out = body_out.size();
+  Params params;
+  params.set("axes", Value::list(std::move(axes)));
+  params.set("body", inner.finish(std::move(body_in), TreeDef::flat_list(n_in), std::move(body_out),
+                                  TreeDef::flat_list(n_out)));
+  params.set("chunk", Value::integer(chunk));
+  std::vector<Atom> out = outer.emit(pipeline, std::move(params), std::move(pipe_in));
+  return outer.finish(std::move(in), src.in_tree, std::move(out), src.out_tree, src.in_roles);
+}
+
+}  // namespace af
