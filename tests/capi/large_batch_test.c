@@ -202,11 +202,46 @@ done:
   af_ir_free(b);
 }
 
+static void a_sliced_run_times_out_and_cancels_its_slices(void) {
+  af_ir_t* b = batched_ask("[true, false]");
+  af_program_t* p = NULL;
+  af_value_t *qs = items("q", N_ITEMS), *model = mk_str("m"), *out = NULL;
+  af_provider_t* slow = echo_with("{\"latency_ms\": 5000}");
+  const af_value_t* in[2];
+  af_run_options_t o;
+  double t0;
+  if (slow) route("*", slow);
+  if (!b || !slow || !CHECK_OK(af_compile(ctx, b, &p))) goto done;
+  in[0] = qs;
+  in[1] = model;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.timeout_ms = 100;
+  t0 = now_ms();
+  CHECK_ERR(af_program_call_with(ctx, p, in, 2, &o, &out), AF_ERR_TIMEOUT, "");
+  CHECK(now_ms() - t0 < 2000);
+  /* Every slice's requests were cancelled, none is left in flight. */
+  {
+    int waited = 0;
+    while (stat_field(slow, "in_flight") != 0 && waited++ < 200) sleep_ms(10);
+    CHECK_INT_EQ(stat_field(slow, "in_flight"), 0);
+    CHECK(stat_field(slow, "submitted") > 0);
+  }
+done:
+  af_value_free(out);
+  af_value_free(qs);
+  af_value_free(model);
+  af_program_free(p);
+  af_ir_free(b);
+  af_provider_free(slow);
+}
+
 int main(int argc, char** argv) {
   static const struct test_case cases[] = {
       CASE(a_large_batch_runs_in_slices_with_the_result_as_written),
       CASE(a_saved_batched_graph_runs_in_slices),
       CASE(a_failing_item_is_named_by_its_place_in_the_whole_batch),
+      CASE(a_sliced_run_times_out_and_cancels_its_slices),
   };
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }
