@@ -768,7 +768,10 @@ AF_API af_error_t* af_ir_cost_json(const af_ir_t* ir, int64_t batch, af_bytes_t*
  * do not depend on a batched input are repeated). At run time the batched
  * lists must have one equal, non-zero length (INVALID_ARGUMENT naming both
  * lengths, or "empty"). Static input leaves are never batched; with no
- * batched input the result is the same program. */
+ * batched input the result is the same program. A run over more than 1 024
+ * items runs in slices whose LM stages overlap, with the same result
+ * (docs/SEMANTICS.md §4 "Large batches"; not while the run streams or keeps
+ * going, nor inside a collect or inject scope). */
 AF_API af_error_t* af_batch(af_context_t* ctx, const af_ir_t* ir, const af_value_t* in_axes,
                             af_ir_t** out);
 /* pushforward (jvp). The result takes two positional inputs (primals,
