@@ -29,7 +29,7 @@ bool is_urgent(const Eqn& e) {
 using SubMemo = std::unordered_map<const IR*, std::shared_ptr<const Program>>;
 
 std::shared_ptr<Program> compile_with(IRPtr ir, const CompileOptions& o, SubMemo& memo,
-                                            std::span<const uint64_t> eqn_ids = {});
+                                      std::span<const uint64_t> eqn_ids = {});
 std::shared_ptr<Program> lower_with(IRPtr ir, const Lowering& l, const CompileOptions& o,
                                     SubMemo& memo);
 
@@ -108,7 +108,7 @@ Lowering decide(const IR& g, const CompileOptions& o, std::span<const uint64_t> 
 }
 
 std::shared_ptr<Program> compile_with(IRPtr ir, const CompileOptions& o, SubMemo& memo,
-                                            std::span<const uint64_t> eqn_ids) {
+                                      std::span<const uint64_t> eqn_ids) {
   size_t merged = 0, removed = 0;
   Lowering l = decide(*ir, o, eqn_ids, merged, removed);
   std::shared_ptr<Program> prog = lower_with(std::move(ir), l, o, memo);
@@ -283,7 +283,7 @@ void attach_sliced(Program& p, const CompileOptions& o) {
   for (size_t k = 0; k < p.ir->in.size(); ++k)
     if (first.is_var() && p.ir->in[k].is_var() && p.ir->in[k].var == first.var) {
       p.slice_leaf = uint32_t(k);
-      p.slice_items = slice_items(*p.ir);
+      p.slice_items = p.ir->slice_items;
       p.sliced = compile(std::move(form), o);
       return;
     }

@@ -37,9 +37,9 @@ std::shared_ptr<SubRun> ExecContext::run_sub(const IRPtr& ir, std::span<const Va
     return nullptr;
   }
   // The sub-run's environment: the caller's context, scopes, stop flag,
-  // per-item errors and batch base, its place in program order (only checkpoint scopes
-  // read it: built while one is open); not the caller's owned inputs (they
-  // are its equation's).
+  // per-item errors and batch base, its place in program order (only
+  // checkpoint scopes read it: built while one is open); not the caller's
+  // owned inputs (they are its equation's).
   RunEnv sub;
   sub.context = env.context;
   sub.scopes = env.scopes;

@@ -491,6 +491,9 @@ class Reader {
       bad(ir_name + ": " + std::to_string(ir.in.size()) + " input atoms for an input structure of " +
           std::to_string(ir.in_tree.num_leaves()) + " leaves");
 
+    if (r->slice_items() < 0)
+      bad(ir_name + ": slice_items is " + std::to_string(r->slice_items()) + ", expected 0 (none) or more");
+    ir.slice_items = r->slice_items();
     if (const auto* roles = r->in_roles()) {
       if (roles->size() != ir.in.size())
         bad(ir_name + ": " + std::to_string(roles->size()) + " input roles for " + std::to_string(ir.in.size()) +

@@ -90,6 +90,7 @@ class Encoder {
     atoms(ir.in, r.in_atoms);
     r.in_tree = tree(ir.in_tree);
     for (InputRole role : ir.in_roles) r.in_roles.push_back(uint8_t(role));
+    r.slice_items = ir.slice_items;
     const size_t n = ir.eqns.size();
     for (auto* col : {&r.eqn_prim, &r.eqn_in_end, &r.eqn_in_tree, &r.eqn_out_end, &r.eqn_out_tree,
                       &r.eqn_params, &r.eqn_tags, &r.eqn_name_path})
@@ -485,6 +486,7 @@ class Writer {
     }
     if (!in_roles.IsNull()) b.add_in_roles(in_roles);
     if (!name_path.IsNull()) b.add_eqn_name_path(name_path);
+    if (r.slice_items) b.add_slice_items(r.slice_items);
     return b.Finish();
   }
 };

@@ -194,6 +194,7 @@ class JsonWriter {
       for (size_t i = 0; i < r.in_roles.size(); ++i) out_ += (i ? "," : "") + std::to_string(r.in_roles[i]);
       out_ += ']';
     }
+    if (r.slice_items) out_ += ",\n      \"slice_items\": " + std::to_string(r.slice_items);
     out_ += ",\n      \"eqns\": [";
     uint32_t in_pos = 0, out_pos = 0;
     for (size_t j = 0; j < r.n_eqns(); ++j) {
@@ -471,7 +472,7 @@ class JsonReader {
   }
 
   void ir(const Value& v, const std::string& where) {
-    only_keys(v, {"vars", "in", "in_roles", "eqns", "out"}, where);
+    only_keys(v, {"vars", "in", "in_roles", "slice_items", "eqns", "out"}, where);
     RawIr r;
     for (const Value& k : list_of(field(v, "vars", where), where + ".vars"))
       r.vars.push_back(pack_aval(parse_aval(str_of(k, where + ".vars"), where + ".vars")));
@@ -482,6 +483,10 @@ class JsonReader {
         if (x > uint32_t(InputRole::Cotangent)) bad(where + ".in_roles", "expected 0 (primal), 1 (tangent) or 2 (cotangent)");
         r.in_roles.push_back(uint8_t(x));
       }
+    if (const Value* slices = v.find("slice_items")) {
+      if (slices->kind() != Kind::Int || slices->as_int() < 0) bad(where + ".slice_items", "expected an int >= 0");
+      r.slice_items = slices->as_int();
+    }
     if (const Value* eqns = v.find("eqns")) {
       const auto& list = list_of(*eqns, where + ".eqns");
       for (size_t j = 0; j < list.size(); ++j) eqn(r, list[j], where + ".eqns[" + std::to_string(j) + "]");

@@ -38,6 +38,7 @@ struct RawIr {
   std::vector<double> eqn_sched_priority;
   std::vector<uint8_t> in_roles;             // empty = every input primal
   std::vector<uint32_t> eqn_name_path;       // 0 = none, k = RawGraph::name_paths[k - 1]
+  int64_t slice_items = 0;                   // IR::slice_items
   size_t n_eqns() const { return eqn_prim.size(); }
 };
 

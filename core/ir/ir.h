@@ -220,6 +220,14 @@ struct IR {
   // One per input leaf, or empty when every input is a primal (the
   // canonical form: set it with set_input_roles).
   std::vector<InputRole> in_roles;
+  // Set by batch on its output (0 otherwise): the equations after the
+  // first (its batch_check) depend on the batch item by item, so a run over
+  // more than this many items may run them on slices of the batch
+  // (transforms/pipeline.h). Saved, but not part of the IR's value (never
+  // compared or hashed): it is a fact about the equations, true of any IR
+  // that has the same ones. Whatever copies equations into another program
+  // (another transform, a call inlined into a trace) makes an IR without it.
+  int64_t slice_items = 0;
   IRFacts facts;  // not part of the IR's value: never compared, hashed or saved
   // Built through libaf's own rules — traced (every equation recorded
   // through its primitive's abstract rule), made by a transform (Builder)

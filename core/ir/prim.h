@@ -35,10 +35,6 @@ enum PrimFlags : uint32_t {
   // scopes, a host function reaches the host, depends orders effects): the
   // lazy evaluator runs it even when no one reads its result.
   kObservable = 1u << 3,
-  // Its result combines the items of a batched input (accumulate_items): a
-  // batched program holding one does not run as slices of its batch
-  // (transforms/pipeline.h).
-  kAcrossItems = 1u << 4,
 };
 
 // The kinds of param a primitive takes: the alternatives of af::Param, in

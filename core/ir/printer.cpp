@@ -251,7 +251,9 @@ void append_ir(std::string& out, const IR& ir, const std::string& indent, Shared
   out += indent + "ir (";
   append_structure(out, ir.in_tree, ir.in.size(), true, "IR input",
                    [&](std::string& o, size_t k) { append_atom(o, ir, ir.in[k], true); });
-  out += ") {\n";
+  out += ')';
+  if (ir.slice_items) out += " @slices=" + std::to_string(ir.slice_items);
+  out += " {\n";
   for (size_t i = 0; i < ir.eqns.size(); ++i) append_eqn(out, ir, i, indent + "  ", shared);
   out += indent + "  return ";
   append_structure(out, ir.out_tree, ir.out.size(), false, "IR output",

@@ -7,20 +7,17 @@
 //       item at once (map_impl_async); a body that is one switch with a
 //       batched key runs each branch once on the items that take it
 //       (map_switch_by_branch).
-//   batch_check[paths, pipeline](lists...) -> lists      the batch's entry
-//       check: every batched input holds the same, non-zero number of items.
-//       `pipeline` (set by batch on its output, dropped by the other
-//       transforms' rules): what follows depends on the batch item by item,
-//       and may run on slices of that many items (transforms/pipeline.h).
+//   batch_check[paths](lists...) -> lists      the batch's entry check: every
+//       batched input holds the same, non-zero number of items.
 //   broadcast(x, like) -> list                x once per item of `like`.
 //
 // Each has all of its rules here; map's push / pull / dce recurse into the
 // body (pushforward_flat, pullback_split, dce_flat), so a batched program
 // is itself transformable.
+#include "prims/batching.h"
+
 #include <algorithm>
 #include <mutex>
-
-#include "prims/batching.h"
 
 #include "ir/registry.h"
 #include "prims/builtins.h"
@@ -656,29 +653,9 @@ void batch_check_impl(const Eqn& e, std::span<const Value> in, std::span<Value> 
   for (size_t k = 0; k < in.size(); ++k) out[k] = in[k];
 }
 
-// batch_check's params without the mark batch puts on its output
-// (`pipeline`, transforms/pipeline.h): what other transforms make of a
-// batched program is not item by item any more (a pullback sums the items'
-// feedback), so they drop it.
-Params unmarked(const Params& p) {
-  Params out;
-  if (const Param* paths = p.find("paths")) out.set("paths", std::get<Value>(*paths));
-  return out;
-}
-
-void batch_check_push(PushCtx& ctx, const Eqn& e) {
-  static const Prim& check = prim("batch_check");
-  std::vector<Atom> o = ctx.b.emit(check, unmarked(e.params), ctx.primals, e.in_tree);
-  for (size_t k = 0; k < o.size(); ++k) {
-    ctx.primal_out(k, o[k]);
-    ctx.tangent_out(k, ctx.tangent(k));
-  }
-}
-
-void batch_check_pull_fwd(PullCtx& ctx, const Eqn& e) {
-  static const Prim& check = prim("batch_check");
-  std::vector<Atom> o = ctx.b.emit(check, unmarked(e.params), ctx.primals, e.in_tree);
-  for (size_t k = 0; k < o.size(); ++k) ctx.forward_out(k, o[k]);
+void batch_check_push(PushCtx& ctx, const Eqn&) {
+  std::vector<Atom> o = ctx.emit_primal();
+  for (size_t k = 0; k < o.size(); ++k) ctx.tangent_out(k, ctx.tangent(k));
 }
 
 void pass_pull_bwd(PullCtx& ctx, const Eqn&) {
@@ -727,13 +704,12 @@ void add_batching_prims(std::vector<Prim>& out) {
   out.push_back(Prim{
       .name = "batch_check",
       .cost = 0.0,
-      .params = {{.name = "paths", .value_kind = Kind::List, .optional = true},
-                 {.name = "pipeline", .value_kind = Kind::Int, .optional = true}},
+      .params = {{.name = "paths", .value_kind = Kind::List, .optional = true}},
       .impl = batch_check_impl,
       .abstract_eval = batch_check_abstract,
       .batch = batch_by_map,
       .pushforward = batch_check_push,
-      .pullback_fwd = batch_check_pull_fwd,
+      .pullback_fwd = pull_fwd_copy,
       .pullback_bwd = pass_pull_bwd,
       .dce = dce_whole,
   });

@@ -169,7 +169,6 @@ void add_linear_prims(std::vector<Prim>& out) {
   });
   out.push_back(Prim{
       .name = "accumulate_items",
-      .flags = kAcrossItems,
       .cost = 0.0,
       .params = {},
       .impl = accumulate_items_impl,

@@ -147,7 +147,8 @@ void pipeline_impl_async(const Eqn& e, std::span<const Value> in, std::shared_pt
         continue;
       }
       const std::vector<Value>& items = in[i].items();
-      slice[i] = Value::list(std::vector<Value>(items.begin() + ptrdiff_t(from[j]), items.begin() + ptrdiff_t(from[j + 1])));
+      slice[i] = Value::list(
+          std::vector<Value>(items.begin() + ptrdiff_t(from[j]), items.begin() + ptrdiff_t(from[j + 1])));
     }
     slice_env.batch_base = env.batch_base + from[j];
     auto done = [op, join, j, n, n_out, cancel_all](std::vector<Value>* out, const Error* err) {

@@ -259,16 +259,17 @@ IRPtr batch(const IRPtr& ir, const Value& in_axes) {
   // before anything reads it.
   Params check_params;
   check_params.set("paths", Value::list(std::move(checked_paths)));
-  // The program is batch(ir): what follows depends on the batch item by
-  // item, so the executor may run it on slices of the batch (kSliceItems).
-  check_params.set("pipeline", Value::integer(kSliceItems));
   std::vector<Atom> checked = b.emit(batch_check, std::move(check_params), checked_in);
   for (size_t k = 0, c = 0; k < in.size(); ++k)
     if (batched[k]) bound[k] = checked[c++];
   BatchRun run = batch_into(b, *ir, bound, batched);
   for (size_t k = 0; k < run.out.size(); ++k)
     if (!run.out_batched[k]) run.out[k] = broadcast_like(b, run.out[k], checked[0]);
-  return b.finish(std::move(in), ir->in_tree, std::move(run.out), ir->out_tree, ir->in_roles);
+  std::shared_ptr<IR> out = b.finish(std::move(in), ir->in_tree, std::move(run.out), ir->out_tree, ir->in_roles);
+  // batch(ir) depends on the batch item by item: a large batch may run in
+  // slices (transforms/pipeline.h).
+  out->slice_items = kSliceItems;
+  return out;
 }
 
 }  // namespace af

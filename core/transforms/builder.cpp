@@ -82,8 +82,8 @@ std::vector<Atom> Builder::copy(const IR& src, const Eqn& from, std::vector<Atom
   return atoms;
 }
 
-IRPtr Builder::finish(std::vector<Atom> in, TreeDef in_tree, std::vector<Atom> out,
-                      TreeDef out_tree, std::vector<InputRole> roles) {
+std::shared_ptr<IR> Builder::finish(std::vector<Atom> in, TreeDef in_tree, std::vector<Atom> out,
+                                    TreeDef out_tree, std::vector<InputRole> roles) {
   std::shared_ptr<IR> res = extract_ir(0, ir_.eqns.size(), std::move(in), std::move(in_tree), std::move(out),
                                        std::move(out_tree));
   if (!roles.empty() && roles.size() != res->in.size())

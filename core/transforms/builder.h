@@ -56,8 +56,8 @@ class Builder {
   // are dropped. INTERNAL if an equation or output uses an undefined var.
   // Moves the equations out: the builder is done with them.
   // `roles`: one per input leaf (IR::in_roles), or empty for all Primal.
-  IRPtr finish(std::vector<Atom> in, TreeDef in_tree, std::vector<Atom> out, TreeDef out_tree,
-               std::vector<InputRole> roles = {});
+  std::shared_ptr<IR> finish(std::vector<Atom> in, TreeDef in_tree, std::vector<Atom> out, TreeDef out_tree,
+                             std::vector<InputRole> roles = {});
   // The same for the equations [first, last) only, whose inputs are `in`
   // (vars defined before `first` that the range reads must be among them).
   // Moves those equations out (extract disjoint ranges only).

@@ -10,59 +10,35 @@ namespace af {
 
 namespace {
 
-// What an equation's run involves, through its sub-IRs: waiting on work
-// outside the engine (an LM call or a host function: a primitive with only
-// an asynchronous implementation and no sub-IR), and combining the items of
-// a batch (kAcrossItems). Each distinct sub-IR is looked at once.
-struct Traits {
-  bool waits = false, across = false;
-  Traits& operator|=(const Traits& o) {
-    waits = waits || o.waits;
-    across = across || o.across;
-    return *this;
-  }
-};
-using Seen = std::unordered_map<const IR*, Traits>;
-Traits eqn_traits(const Eqn& e, Seen& seen);
-Traits ir_traits(const IR& ir, Seen& seen) {
+// Whether running e waits on work outside the engine: an LM call or a host
+// function (a primitive with only an asynchronous implementation and no
+// sub-IR), or control flow around one. Each distinct sub-IR is looked at
+// once (`seen`).
+using Seen = std::unordered_map<const IR*, bool>;
+bool eqn_waits(const Eqn& e, Seen& seen);
+bool ir_waits(const IR& ir, Seen& seen) {
   if (auto it = seen.find(&ir); it != seen.end()) return it->second;
-  Traits t;
-  for (const Eqn& e : ir.eqns) t |= eqn_traits(e, seen);
-  return seen[&ir] = t;
+  const bool w = std::any_of(ir.eqns.begin(), ir.eqns.end(), [&](const Eqn& e) { return eqn_waits(e, seen); });
+  return seen[&ir] = w;
 }
-Traits eqn_traits(const Eqn& e, Seen& seen) {
-  bool has_sub = false;
-  Traits t;
+bool eqn_waits(const Eqn& e, Seen& seen) {
+  bool has_sub = false, sub_waits = false;
   e.params.any_ir([&](const IR& s) {
     has_sub = true;
-    t |= ir_traits(s, seen);
+    sub_waits = sub_waits || ir_waits(s, seen);
     return false;
   });
-  if (!has_sub) t.waits = e.prim->impl_async && !e.prim->impl;
-  t.across = t.across || (e.prim->flags & kAcrossItems);
-  return t;
-}
-
-const Prim& batch_check() {
-  static const Prim& p = prim("batch_check");
-  return p;
+  return has_sub ? sub_waits : e.prim->impl_async && !e.prim->impl;
 }
 
 }  // namespace
 
-int64_t slice_items(const IR& ir) {
-  if (ir.eqns.empty() || ir.eqns[0].prim != &batch_check()) return 0;
-  const Param* p = ir.eqns[0].params.find("pipeline");
-  return p && std::holds_alternative<Value>(*p) && std::get<Value>(*p).kind() == Kind::Int
-             ? std::get<Value>(*p).as_int()
-             : 0;
-}
-
 IRPtr pipeline_form(const IRPtr& ir) {
   static const Prim& pipeline = prim("pipeline");
-  const int64_t chunk = slice_items(*ir);
-  if (chunk < 1) return nullptr;
+  static const Prim& batch_check = prim("batch_check");
   const IR& src = *ir;
+  const int64_t chunk = src.slice_items;
+  if (chunk < 1 || src.eqns.empty() || src.eqns[0].prim != &batch_check) return nullptr;
   std::vector<bool> batched(src.vars.size(), false), in_body(src.vars.size(), false);
   for (VarId v : src.eqns[0].out) batched[v] = true;
   std::vector<bool> eqn_in_body(src.eqns.size(), false);
@@ -72,22 +48,21 @@ IRPtr pipeline_form(const IRPtr& ir) {
     const Eqn& e = src.eqns[i];
     bool dep = false;
     for (const Atom& a : e.in) dep = dep || (a.is_var() && batched[a.var]);
-    const Traits t = eqn_traits(e, seen);
+    const bool waits = eqn_waits(e, seen);
     if (!dep) {
-      if (t.waits) return nullptr;
+      if (waits) return nullptr;
       continue;
     }
-    if (t.across) return nullptr;
     eqn_in_body[i] = true;
-    body_waits = body_waits || t.waits;
+    body_waits = body_waits || waits;
     for (VarId v : e.out) batched[v] = in_body[v] = true;
   }
   if (!body_waits) return nullptr;
   for (const Atom& a : src.out)
     if (!a.is_var() || !batched[a.var] || src.vars[a.var].list_depth == 0) return nullptr;
 
-  // The outer program: the inputs, batch_check (unmarked: this form is
-  // final), the equations that do not depend on the batch.
+  // The outer program (unmarked: this form is final): the inputs,
+  // batch_check, the equations that do not depend on the batch.
   Builder outer;
   std::vector<Atom> at(src.vars.size());  // a var's atom in `outer`
   std::vector<Atom> in;
@@ -100,14 +75,7 @@ IRPtr pipeline_form(const IRPtr& ir) {
     const Eqn& e = src.eqns[i];
     std::vector<Atom> ins;
     for (const Atom& a : e.in) ins.push_back(a.is_var() ? at[a.var] : a);
-    std::vector<Atom> o;
-    if (i == 0) {
-      Params p;
-      if (const Param* paths = e.params.find("paths")) p.set("paths", std::get<Value>(*paths));
-      o = outer.emit(batch_check(), std::move(p), std::move(ins), e.in_tree);
-    } else {
-      o = outer.copy(src, e, std::move(ins));
-    }
+    std::vector<Atom> o = outer.copy(src, e, std::move(ins));
     for (size_t k = 0; k < o.size(); ++k) at[e.out[k]] = o[k];
   }
   // The body: what the batch-dependent equations read from outside them

@@ -1,8 +1,8 @@
 // The sliced form of a batched program: how the executor runs a large batch
 // so that its LM stages overlap (docs/SEMANTICS.md §4 batch, "Large
-// batches"). batch marks its output's batch_check with `pipeline` = the
-// items per slice: everything after the check depends on the batch item by
-// item. pipeline_form rewrites such a program as
+// batches"). batch marks its output (IR::slice_items = the items per slice):
+// everything after its batch_check depends on the batch item by item.
+// pipeline_form rewrites such a program as
 //
 //   [batch_check, the equations that do not depend on the batch,
 //    pipeline[axes, body = the equations that do, chunk](...)]
@@ -22,16 +22,13 @@ namespace af {
 // batch of 10^4-10^5 items runs as tens of slices whose LM stages overlap.
 inline constexpr int64_t kSliceItems = 1024;
 
-// The sliced form of `ir`, or null when it has none: its first equation is
-// not a batch_check marked by batch (other transforms drop the mark: their
-// output is no longer item by item), the part that depends on the batch
-// waits on nothing (no LM call, no host function: slicing would only add
-// work) or combines items (accumulate_items), or a part that does not
-// depend on the batch waits (the pipeline would wait for it before its
-// first stage, where the program as written overlaps the two).
+// The sliced form of `ir`, or null when it has none: ir is not marked by
+// batch (nor is what other transforms make of a batched program: a
+// pullback, say, sums the items' feedback), the part that depends on the
+// batch waits on nothing (no LM call, no host function: slicing would only
+// add work), or a part that does not depend on the batch waits (the
+// pipeline would wait for it before its first stage, where the program as
+// written overlaps the two).
 IRPtr pipeline_form(const IRPtr& ir);
-
-// The mark: the items per slice of ir's batch, or 0 when ir is not marked.
-int64_t slice_items(const IR& ir);
 
 }  // namespace af

@@ -92,7 +92,7 @@ static void a_large_batch_runs_in_slices_with_the_result_as_written(void) {
   route_echo("*");
   if (!b || !CHECK_OK(af_compile(ctx, b, &p))) goto done;
   text = ir_text(b);
-  if (text) CHECK_CONTAINS(text, "pipeline=1024"); /* batch's mark on batch_check */
+  if (text) CHECK_CONTAINS(text, ") @slices=1024 {"); /* batch's mark */
   sliced = run_counted(p, qs, model, 0, &sliced_total);
   /* keep-going runs the program as written (what does not depend on a
    * failure must come back): the reference. */

@@ -22,6 +22,7 @@
 #include "transforms/pipeline.h"
 #include "transforms/pullback.h"
 #include "transforms/pushforward.h"
+#include "io/afg.h"
 
 namespace af {
 namespace {
@@ -33,7 +34,9 @@ struct Env {
   RunEnv env{&ctx};
 };
 
-Value user_turn(const Value& content) { return Value::list({Value::dict({{"role", Value::str("user")}, {"content", content}})}); }
+Value user_turn(const Value& content) {
+  return Value::list({Value::dict({{"role", Value::str("user")}, {"content", content}})});
+}
 
 // f(q, model) = lm_call([user: "Q: {q}"], model): batched over q when
 // `shared_model`, else over both.
@@ -69,12 +72,12 @@ TEST(Pipeline, BatchMarksItsOutputAndCompileKeepsTheSlicedForm) {
   Env e;
   IRPtr b = ask(e);
   EXPECT_EQ(b->eqns[0].prim->name, "batch_check");
-  EXPECT_EQ(slice_items(*b), kSliceItems);
+  EXPECT_EQ(b->slice_items, kSliceItems);
   IRPtr form = pipeline_form(b);
   ASSERT_TRUE(form);
   // [batch_check (unmarked: the form is final), pipeline[body = the rest]]
   ASSERT_EQ(form->eqns.size(), 2u);
-  EXPECT_EQ(slice_items(*form), 0);
+  EXPECT_EQ(form->slice_items, 0);
   EXPECT_EQ(form->eqns[1].prim->name, "pipeline");
   EXPECT_EQ(form->eqns[1].params.value("chunk").as_int(), kSliceItems);
   EXPECT_EQ(to_json(form->eqns[1].params.value("axes")), "[true,false]");  // the model is shared
@@ -134,7 +137,7 @@ TEST(Pipeline, WhatIsNotSlicedStaysAsWritten) {
   IRPtr text = batch(trace([&](std::span<const Value> in) { return op_format("<{}>", in, Value(), e.env); },
                            std::vector<Value>{Value::str("q")}, Value()),
                      Value());
-  EXPECT_EQ(slice_items(*text), kSliceItems);
+  EXPECT_EQ(text->slice_items, kSliceItems);
   EXPECT_FALSE(pipeline_form(text));
   EXPECT_FALSE(compile(text)->sliced);
   // An LM call that does not depend on the batch: the pipeline would wait
@@ -189,15 +192,30 @@ IRPtr batched_text(Env& e) {
                Value());
 }
 
-TEST(Pipeline, OtherTransformsDropTheMark) {
+TEST(Pipeline, WhatCopiesTheEquationsElsewhereDropsTheMark) {
   Env e;
   // A pullback sums the items' feedback for shared inputs: not item by item.
-  EXPECT_EQ(slice_items(*pullback(*batched_text(e))), 0);
+  EXPECT_EQ(pullback(*batched_text(e))->slice_items, 0);
   IRPtr b = ask(e);
-  EXPECT_EQ(slice_items(*pushforward(*b)), 0);
+  EXPECT_EQ(pushforward(*b)->slice_items, 0);
   EXPECT_FALSE(compile(pushforward(*b))->sliced);
-  // dce keeps the program item by item; batch after pullback marks anew.
-  EXPECT_EQ(slice_items(*dce(*b, Value())), kSliceItems);
+  EXPECT_EQ(dce(*b, Value())->slice_items, 0);
+  // A traced program that calls the batched program records its equations,
+  // then may do with the lists what it likes (a host function could rank
+  // them): it is not marked.
+  IRPtr traced = trace([&](std::span<const Value> in) { return inline_ir(*b, in); },
+                       std::vector<Value>{Value::list({Value::str("q")}), Value::str("m")}, Value(),
+                       from_json("[true, false]"));
+  EXPECT_EQ(traced->eqns[0].prim->name, "batch_check");
+  EXPECT_EQ(traced->slice_items, 0);
+  EXPECT_FALSE(compile(traced)->sliced);
+  // The mark is saved and loaded; it is not part of the IR's value (it is
+  // a fact about the equations, which the traced program shares).
+  const std::string saved = io::save_ir(*b);
+  EXPECT_EQ(io::load({reinterpret_cast<const uint8_t*>(saved.data()), saved.size()}).ir->slice_items, kSliceItems);
+  EXPECT_EQ(io::graph_from_json(io::graph_to_json(*b)).ir->slice_items, kSliceItems);
+  EXPECT_TRUE(ir_equal(*traced, *b));
+  EXPECT_NE(to_text(*b).find(") @slices=1024 {"), std::string::npos);
 }
 
 TEST(Pipeline, UnderATransformAPipelineIsItsBody) {
