@@ -4,10 +4,9 @@
 //
 // It means its body, run on its inputs. What it adds is how a large batch
 // runs: the body is a batched program whose every output is a list with one
-// item per batch item, elementwise in the inputs `axes` marks (the batch
-// transform makes such bodies and wraps them in a pipeline, transforms/
-// batch.cpp), so it can run on consecutive slices of the batch as well as
-// on the whole. On more than `chunk` items the body runs once per slice of
+// item per batch item, item by item in the inputs `axes` marks (the sliced
+// form of batch's output, transforms/pipeline.h, wraps such a body), so it
+// can run on consecutive slices of the batch as well as on the whole. On more than `chunk` items the body runs once per slice of
 // about `chunk` items, every slice a sub-run of its own, all in flight
 // together, and the outputs are put back together in item order. Each
 // slice then goes from one LM stage to the next as soon as its own replies

@@ -43,7 +43,7 @@ IRPtr pipeline_form(const IRPtr& ir) {
   for (VarId v : src.eqns[0].out) batched[v] = true;
   std::vector<bool> eqn_in_body(src.eqns.size(), false);
   Seen seen;
-  bool body_waits = false;
+  size_t body_waits = 0;  // stages: equations of the body that wait
   for (size_t i = 1; i < src.eqns.size(); ++i) {
     const Eqn& e = src.eqns[i];
     bool dep = false;
@@ -54,10 +54,10 @@ IRPtr pipeline_form(const IRPtr& ir) {
       continue;
     }
     eqn_in_body[i] = true;
-    body_waits = body_waits || waits;
+    body_waits += waits;
     for (VarId v : e.out) batched[v] = in_body[v] = true;
   }
-  if (!body_waits) return nullptr;
+  if (body_waits < 2) return nullptr;  // one stage has no other to overlap with
   for (const Atom& a : src.out)
     if (!a.is_var() || !batched[a.var] || src.vars[a.var].list_depth == 0) return nullptr;
 

@@ -24,11 +24,12 @@ inline constexpr int64_t kSliceItems = 1024;
 
 // The sliced form of `ir`, or null when it has none: ir is not marked by
 // batch (nor is what other transforms make of a batched program: a
-// pullback, say, sums the items' feedback), the part that depends on the
-// batch waits on nothing (no LM call, no host function: slicing would only
-// add work), or a part that does not depend on the batch waits (the
-// pipeline would wait for it before its first stage, where the program as
-// written overlaps the two).
+// pullback, say, sums the items' feedback), fewer than two equations of the
+// part that depends on the batch wait on something (an LM call, a host
+// function, control flow around one: with one stage or none there is
+// nothing to overlap, and slicing would only add work), or a part that does
+// not depend on the batch waits (the pipeline would wait for it before its
+// first stage, where the program as written overlaps the two).
 IRPtr pipeline_form(const IRPtr& ir);
 
 }  // namespace af

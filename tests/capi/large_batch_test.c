@@ -21,19 +21,26 @@ static void count_total(void* ud, uint64_t done, uint64_t total) {
   *(uint64_t*)ud = total;
 }
 
-/* (q, model) -> lm_call([user: "Q: " + q], model). */
+/* (q, model) -> two LM stages: lm_call([user: lm_call([user: "Q: " + q],
+ * model)], model). */
 static af_error_t* ask_formatted(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
                                  af_value_t** out) {
-  af_value_t *prompt = NULL, *msgs = NULL;
+  af_value_t *prompt = NULL, *msgs = NULL, *draft = NULL, *msgs2 = NULL;
   af_error_t* e = af_format(c, "Q: {}", 5, in, 1, NULL, &prompt);
   (void)ud;
   (void)n;
   if (!e) {
     msgs = user_turn(c, prompt);
-    e = af_lm_call(c, msgs, in[1], out);
+    e = af_lm_call(c, msgs, in[1], &draft);
+  }
+  if (!e) {
+    msgs2 = user_turn(c, draft);
+    e = af_lm_call(c, msgs2, in[1], out);
   }
   af_value_free(prompt);
   af_value_free(msgs);
+  af_value_free(draft);
+  af_value_free(msgs2);
   return e;
 }
 
@@ -100,11 +107,11 @@ static void a_large_batch_runs_in_slices_with_the_result_as_written(void) {
   few_out = run_counted(p, few, model, 0, &few_total);
   if (sliced && whole) {
     CHECK_STR_EQ(sliced, whole);
-    CHECK_CONTAINS(sliced, "\"m|Q: q0\",\"m|Q: q1\",");
-    CHECK_CONTAINS(sliced, "\"m|Q: q1023\",\"m|Q: q1024\",\"m|Q: q1025\",");
-    CHECK_CONTAINS(sliced, "\"m|Q: q2499\"]");
+    CHECK_CONTAINS(sliced, "\"m|m|Q: q0\",\"m|m|Q: q1\",");
+    CHECK_CONTAINS(sliced, "\"m|m|Q: q1023\",\"m|m|Q: q1024\",\"m|m|Q: q1025\",");
+    CHECK_CONTAINS(sliced, "\"m|m|Q: q2499\"]");
   }
-  /* batch_check and the pipeline, against batch_check, format and the call. */
+  /* batch_check and the pipeline, against batch_check, format and the calls. */
   CHECK_INT_EQ(sliced_total, 2);
   CHECK(whole_total > sliced_total);
   CHECK_INT_EQ(few_total, whole_total); /* ten items: one slice, as written */
@@ -150,7 +157,7 @@ static void a_saved_batched_graph_runs_in_slices(void) {
     goto done;
   out = run_counted(p, qs, model, 0, &total);
   CHECK_INT_EQ(total, 2);
-  if (out) CHECK_CONTAINS(out, "\"m|Q: q1024\",");
+  if (out) CHECK_CONTAINS(out, "\"m|m|Q: q1024\",");
 done:
   if (fd >= 0) unlink(path);
   free(out);

@@ -38,13 +38,14 @@ Value user_turn(const Value& content) {
   return Value::list({Value::dict({{"role", Value::str("user")}, {"content", content}})});
 }
 
-// f(q, model) = lm_call([user: "Q: {q}"], model): batched over q when
-// `shared_model`, else over both.
+// f(q, model) = two LM stages: lm_call([user: lm_call([user: "Q: {q}"],
+// model)], model); batched over q when `shared_model`, else over both.
 IRPtr ask(Env& e, bool shared_model = true) {
   IRPtr one = trace(
       [&](std::span<const Value> in) {
         Value prompt = op_format("Q: {}", std::vector<Value>{in[0]}, Value(), e.env);
-        return op_lm_call(user_turn(prompt), in[1], Value(), e.env);
+        Value draft = op_lm_call(user_turn(prompt), in[1], Value(), e.env);
+        return op_lm_call(user_turn(draft), in[1], Value(), e.env);
       },
       std::vector<Value>{Value::str("q"), Value::str("m")}, Value());
   return batch(one, from_json(shared_model ? "[true, false]" : "[true, true]"));
@@ -133,6 +134,15 @@ TEST(Pipeline, AFailingItemIsNamedByItsPlaceInTheWholeBatch) {
 
 TEST(Pipeline, WhatIsNotSlicedStaysAsWritten) {
   Env e;
+  // One stage (a single LM call): nothing to overlap.
+  IRPtr one_stage = batch(trace(
+                              [&](std::span<const Value> in) {
+                                return op_lm_call(user_turn(in[0]), Value::str("m"), Value(), e.env);
+                              },
+                              std::vector<Value>{Value::str("q")}, Value()),
+                          Value());
+  EXPECT_EQ(one_stage->slice_items, kSliceItems);
+  EXPECT_FALSE(pipeline_form(one_stage));
   // No LM call, no host function: slicing would only add work.
   IRPtr text = batch(trace([&](std::span<const Value> in) { return op_format("<{}>", in, Value(), e.env); },
                            std::vector<Value>{Value::str("q")}, Value()),
@@ -159,7 +169,8 @@ TEST(Pipeline, WhatIsNotSlicedStaysAsWritten) {
           [&](std::span<const Value> in) {
             Value intro = op_format("[{}]", std::vector<Value>{in[1]}, Value(), e.env);
             Value prompt = op_format("{} {}", std::vector<Value>{intro, in[0]}, Value(), e.env);
-            return op_lm_call(user_turn(prompt), Value::str("m"), Value(), e.env);
+            Value draft = op_lm_call(user_turn(prompt), Value::str("m"), Value(), e.env);
+            return op_lm_call(user_turn(draft), Value::str("m"), Value(), e.env);
           },
           std::vector<Value>{Value::str("q"), Value::str("ctx")}, Value()),
       from_json("[true, false]"));
