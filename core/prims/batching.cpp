@@ -60,6 +60,50 @@ size_t batch_length(const char* prim, std::span<const Value> in, const std::vect
   return n == SIZE_MAX ? 0 : n;
 }
 
+void SubRunSet::track(std::shared_ptr<SubRun> run) {
+  if (!run) return;
+  std::lock_guard<std::mutex> lock(mu);
+  if (left_ != 0) runs_.push_back(std::move(run));
+}
+
+bool SubRunSet::finish_one_locked() {
+  if (--left_ != 0) return false;
+  runs_.clear();  // the runs are done; drop the references
+  return true;
+}
+
+void SubRunSet::cancel_all() {
+  std::vector<std::shared_ptr<SubRun>> runs;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    runs = runs_;
+  }
+  for (const auto& r : runs) r->cancel();
+}
+
+void dce_axes_body(DceCtx& ctx, const Eqn& e) {
+  const std::vector<bool> axes = bools(e.params.value("axes"));
+  DcedIR d = dce_flat(e.params.ir("body"), ctx.out_used);
+  Eqn k;
+  k.prim = e.prim;
+  std::vector<Value> new_axes;
+  for (size_t i = 0; i < e.in.size(); ++i)
+    if (d.used_in[i]) {
+      k.in.push_back(e.in[i]);
+      new_axes.push_back(Value::boolean(axes[i]));
+    }
+  if (std::none_of(new_axes.begin(), new_axes.end(), [](const Value& v) { return v.as_bool(); })) return;
+  k.in_tree = TreeDef::flat_list(k.in.size());
+  for (size_t o = 0; o < e.out.size(); ++o)
+    if (ctx.out_used[o]) k.out.push_back(e.out[o]);
+  k.out_tree = TreeDef::flat_list(k.out.size());
+  k.params = e.params;
+  k.params.set("axes", Value::list(std::move(new_axes)));
+  k.params.set("body", drop_inputs(d.ir, d.used_in));
+  k.notes = e.notes;
+  ctx.replace(std::move(k));
+}
+
 namespace {
 
 Aval up(Aval a) { return Aval{a.kind, uint8_t(a.list_depth + 1)}; }
@@ -289,29 +333,19 @@ bool map_switch_by_branch(const Eqn& e, std::span<const Value> in, const std::ve
     g.batched = batch_flat(*g.branch, op_axes, {});
   }
 
-  struct Join {
-    std::mutex mu;
+  struct Join : SubRunSet {
+    using SubRunSet::SubRunSet;
     std::vector<std::vector<Value>> cols;
-    size_t left = 0;
-    std::vector<std::shared_ptr<SubRun>> runs;
   };
-  auto join = std::make_shared<Join>();
+  auto join = std::make_shared<Join>(groups.size());
   join->cols = std::move(cols);
-  join->left = groups.size();
   if (groups.empty()) {
     std::vector<Value> out;
     for (auto& c : join->cols) out.push_back(Value::list(std::move(c)));
     op->succeed(std::move(out));
     return true;
   }
-  auto cancel_all = [join] {
-    std::vector<std::shared_ptr<SubRun>> runs;
-    {
-      std::lock_guard<std::mutex> lock(join->mu);
-      runs = join->runs;
-    }
-    for (const auto& r : runs) r->cancel();
-  };
+  auto cancel_all = [join] { join->cancel_all(); };
   op->on_cancel(cancel_all);
   const bool item_errors = env.item_errors;
   for (Group& g : groups) {
@@ -359,8 +393,7 @@ bool map_switch_by_branch(const Eqn& e, std::span<const Value> in, const std::ve
             cell = (*out)[o].items()[p];
         }
       }
-      if (--join->left != 0) return;
-      join->runs.clear();
+      if (!join->finish_one_locked()) return;
       std::vector<Value> cols;
       for (auto& c : join->cols) cols.push_back(Value::list(std::move(c)));
       lock.unlock();
@@ -369,11 +402,7 @@ bool map_switch_by_branch(const Eqn& e, std::span<const Value> in, const std::ve
     // Index: the group's place (no checkpoint scope is open here, so no hit
     // is ranked by it).
     const uint64_t index = uint64_t(&g - groups.data());
-    std::shared_ptr<SubRun> run =
-        env.context->run_sub(g.batched.ir, sub, env, op, index, std::move(done), -1);
-    if (!run) continue;
-    std::lock_guard<std::mutex> lock(join->mu);
-    if (join->left != 0) join->runs.push_back(std::move(run));
+    join->track(env.context->run_sub(g.batched.ir, sub, env, op, index, std::move(done), -1));
   }
   return true;
 }
@@ -446,23 +475,12 @@ void map_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asy
   if (!env.context) fail(Code::Internal, "map: no context to run the body");
   if (scopes && scopes->injected().hit_by(*body))
     return std::make_shared<MapInOrder>(e, in, axes, n, std::move(op), env)->start();
-  struct Join {
-    std::mutex mu;
+  struct Join : SubRunSet {
+    explicit Join(size_t n) : SubRunSet(n), rows(n) {}
     std::vector<std::vector<Value>> rows;  // per item, its flat outputs
-    size_t left = 0;
-    std::vector<std::shared_ptr<SubRun>> runs;
   };
-  auto join = std::make_shared<Join>();
-  join->rows.resize(n);
-  join->left = n;
-  auto cancel_all = [join] {
-    std::vector<std::shared_ptr<SubRun>> runs;
-    {
-      std::lock_guard<std::mutex> lock(join->mu);
-      runs = join->runs;
-    }
-    for (const auto& r : runs) r->cancel();
-  };
+  auto join = std::make_shared<Join>(n);
+  auto cancel_all = [join] { join->cancel_all(); };
   if (n == 0) {
     op->succeed(std::vector<Value>(n_out, Value::list(std::vector<Value>{})));
     return;
@@ -472,9 +490,7 @@ void map_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asy
   auto finish = [op, join, n_out](size_t i, std::vector<Value> row) {
     std::lock_guard<std::mutex> lock(join->mu);
     join->rows[i] = std::move(row);
-    if (--join->left != 0) return;
-    join->runs.clear();  // the runs are done; drop the references
-    succeed_with_columns(*op, join->rows, n_out);
+    if (join->finish_one_locked()) succeed_with_columns(*op, join->rows, n_out);
   };
   std::vector<Value> item(in.size());
   for (size_t i = 0; i < n && !op->finished(); ++i) {
@@ -494,11 +510,7 @@ void map_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asy
       }
       finish(i, std::move(*out));
     };
-    std::shared_ptr<SubRun> run =
-        env.context->run_sub(body, item, env, op, i, std::move(done), int64_t(i));
-    if (!run) continue;
-    std::lock_guard<std::mutex> lock(join->mu);
-    if (join->left != 0) join->runs.push_back(std::move(run));
+    join->track(env.context->run_sub(body, item, env, op, i, std::move(done), int64_t(i)));
   }
 }
 
@@ -594,32 +606,6 @@ void map_pull_bwd(PullCtx& ctx, const Eqn& e) {
   }
 }
 
-void map_dce(DceCtx& ctx, const Eqn& e) {
-  const std::vector<bool> axes = bools(e.params.value("axes"));
-  DcedIR d = dce_flat(e.params.ir("body"), ctx.out_used);
-  Eqn k;
-  k.prim = e.prim;
-  std::vector<Value> new_axes;
-  for (size_t i = 0; i < e.in.size(); ++i)
-    if (d.used_in[i]) {
-      k.in.push_back(e.in[i]);
-      new_axes.push_back(Value::boolean(axes[i]));
-    }
-  if (new_axes.empty() || std::none_of(new_axes.begin(), new_axes.end(), [](const Value& v) { return v.as_bool(); })) {
-    // Nothing batched is read any more: keep the equation as it was (its
-    // outputs must still be one list item per batch element).
-    return;
-  }
-  k.in_tree = TreeDef::flat_list(k.in.size());
-  for (size_t o = 0; o < e.out.size(); ++o)
-    if (ctx.out_used[o]) k.out.push_back(e.out[o]);
-  k.out_tree = TreeDef::flat_list(k.out.size());
-  k.params.set("axes", Value::list(std::move(new_axes)));
-  k.params.set("body", drop_inputs(d.ir, d.used_in));
-  k.notes = e.notes;
-  ctx.replace(std::move(k));
-}
-
 // ---- batch_check
 
 AbstractOut batch_check_abstract(const Params&, std::span<const Aval> in, const TreeDef&) {
@@ -699,7 +685,7 @@ void add_batching_prims(std::vector<Prim>& out) {
       .pushforward = map_push,
       .pullback_fwd = map_pull_fwd,
       .pullback_bwd = map_pull_bwd,
-      .dce = map_dce,
+      .dce = dce_axes_body,
   });
   out.push_back(Prim{
       .name = "batch_check",

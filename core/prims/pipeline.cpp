@@ -114,27 +114,15 @@ void pipeline_impl_async(const Eqn& e, std::span<const Value> in, std::shared_pt
   }
   // As many slices as `chunk` makes, of equal sizes.
   const size_t k = (n + chunk - 1) / chunk;
-  struct Join {
-    std::mutex mu;
+  struct Join : SubRunSet {
+    explicit Join(size_t k) : SubRunSet(k), from(k + 1), rows(k) {}
     std::vector<size_t> from;              // slice j: items [from[j], from[j + 1])
     std::vector<std::vector<Value>> rows;  // per slice, its flat outputs
-    size_t left = 0;
-    std::vector<std::shared_ptr<SubRun>> runs;
   };
-  auto join = std::make_shared<Join>();
-  join->from.resize(k + 1);
+  auto join = std::make_shared<Join>(k);
   for (size_t j = 0; j <= k; ++j) join->from[j] = n * j / k;
   const std::vector<size_t>& from = join->from;
-  join->rows.resize(k);
-  join->left = k;
-  auto cancel_all = [join] {
-    std::vector<std::shared_ptr<SubRun>> runs;
-    {
-      std::lock_guard<std::mutex> lock(join->mu);
-      runs = join->runs;
-    }
-    for (const auto& r : runs) r->cancel();
-  };
+  auto cancel_all = [join] { join->cancel_all(); };
   op->on_cancel(cancel_all);
   RunEnv slice_env = env;
   slice_env.owned_in = {};
@@ -157,14 +145,9 @@ void pipeline_impl_async(const Eqn& e, std::span<const Value> in, std::shared_pt
       }
       std::lock_guard<std::mutex> lock(join->mu);
       join->rows[j] = std::move(*out);
-      if (--join->left != 0) return;
-      join->runs.clear();  // the runs are done; drop the references
-      join_slices(*op, join->rows, join->from, n, n_out);
+      if (join->finish_one_locked()) join_slices(*op, join->rows, join->from, n, n_out);
     };
-    std::shared_ptr<SubRun> run = env.context->run_sub(body, slice, slice_env, op, j, std::move(done), -1);
-    if (!run) continue;
-    std::lock_guard<std::mutex> lock(join->mu);
-    if (join->left != 0) join->runs.push_back(std::move(run));
+    join->track(env.context->run_sub(body, slice, slice_env, op, j, std::move(done), -1));
   }
 }
 
@@ -203,31 +186,6 @@ void pipeline_pull_bwd(PullCtx& ctx, const Eqn& e) {
     if (s.nz_in[k]) ctx.add_cotangent(k, o[j++]);
 }
 
-void pipeline_dce(DceCtx& ctx, const Eqn& e) {
-  const std::vector<bool> axes = bools(e.params.value("axes"));
-  DcedIR d = dce_flat(e.params.ir("body"), ctx.out_used);
-  Eqn k;
-  k.prim = e.prim;
-  std::vector<Value> new_axes;
-  for (size_t i = 0; i < e.in.size(); ++i)
-    if (d.used_in[i]) {
-      k.in.push_back(e.in[i]);
-      new_axes.push_back(Value::boolean(axes[i]));
-    }
-  // Nothing batched is read any more: the outputs could not be sliced; keep
-  // the equation as it was.
-  if (std::none_of(new_axes.begin(), new_axes.end(), [](const Value& v) { return v.as_bool(); })) return;
-  k.in_tree = TreeDef::flat_list(k.in.size());
-  for (size_t o = 0; o < e.out.size(); ++o)
-    if (ctx.out_used[o]) k.out.push_back(e.out[o]);
-  k.out_tree = TreeDef::flat_list(k.out.size());
-  k.params.set("axes", Value::list(std::move(new_axes)));
-  k.params.set("body", drop_inputs(d.ir, d.used_in));
-  k.params.set("chunk", e.params.value("chunk"));
-  k.notes = e.notes;
-  ctx.replace(std::move(k));
-}
-
 }  // namespace
 
 void add_pipeline_prims(std::vector<Prim>& out) {
@@ -243,7 +201,7 @@ void add_pipeline_prims(std::vector<Prim>& out) {
       .pushforward = pipeline_push,
       .pullback_fwd = pipeline_pull_fwd,
       .pullback_bwd = pipeline_pull_bwd,
-      .dce = pipeline_dce,
+      .dce = dce_axes_body,
   });
 }
 
