@@ -6,12 +6,13 @@
 // runs: the body is a batched program whose every output is a list with one
 // item per batch item, item by item in the inputs `axes` marks (the sliced
 // form of batch's output, transforms/pipeline.h, wraps such a body), so it
-// can run on consecutive slices of the batch as well as on the whole. On more than `chunk` items the body runs once per slice of
-// about `chunk` items, every slice a sub-run of its own, all in flight
-// together, and the outputs are put back together in item order. Each
-// slice then goes from one LM stage to the next as soon as its own replies
-// are in, instead of every stage waiting for the last reply of the whole
-// batch: the stages overlap.
+// can run on consecutive slices of the batch as well as on the whole. On
+// more than `chunk` items the body runs once per slice of about `chunk`
+// items, every slice a sub-run of its own, all in flight together, and the
+// outputs are put back together in item order. Each slice then goes from
+// one LM stage to the next as soon as its own replies are in, instead of
+// every stage waiting for the last reply of the whole batch: the stages
+// overlap.
 //
 // The body runs whole (one sub-run) on `chunk` items or fewer, when it
 // waits on nothing (no LM call, no host function: slicing would only add
@@ -32,7 +33,6 @@
 #include "rt/context.h"
 #include "rt/scopes.h"
 #include "transforms/batch.h"
-#include "transforms/dce.h"
 #include "transforms/pullback.h"
 #include "transforms/pushforward.h"
 #include "value/error.h"
