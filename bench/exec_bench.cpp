@@ -80,6 +80,13 @@ af_provider_t* echo(const std::string& opts) {
   return p;
 }
 
+// An echo provider answering after latency_ms, routed for every model.
+af_provider_t* echo_routed(af_context_t* ctx, int64_t latency_ms) {
+  af_provider_t* p = echo("{\"latency_ms\":" + std::to_string(latency_ms) + "}");
+  af_error_free(af_context_route(ctx, "*", 1, p));
+  return p;
+}
+
 long stat(const af_provider_t* p, const char* field) {
   af_bytes_t b{nullptr, 0};
   if (af_provider_stats(p, &b)) return -1;
@@ -498,8 +505,7 @@ void BM_Exec_BatchedTriage(benchmark::State& state) {
   const int n = int(state.range(0));
   const int64_t latency_ms = state.range(1);
   Ctx c;
-  af_provider_t* p = echo("{\"latency_ms\":" + std::to_string(latency_ms) + "}");
-  af_error_free(af_context_route(c.ctx, "*", 1, p));
+  af_provider_t* p = echo_routed(c.ctx, latency_ms);
   af_ir_t* ir = nullptr;
   af_program_t* prog = nullptr;
   if (!ok(state, triage_batched_trace(c.ctx, &ir), "trace") || !ok(state, af_compile(c.ctx, ir, &prog), "compile"))
@@ -550,8 +556,7 @@ void BM_Exec_BatchedLoop(benchmark::State& state) {
   const int n = int(state.range(0));
   const int64_t latency_ms = state.range(1);
   Ctx c;
-  af_provider_t* p = echo("{\"latency_ms\":" + std::to_string(latency_ms) + "}");
-  af_error_free(af_context_route(c.ctx, "*", 1, p));
+  af_provider_t* p = echo_routed(c.ctx, latency_ms);
   af_value_t* ex = str(c.ctx, "q");
   af_ir_t *one = nullptr, *ir = nullptr;
   af_program_t* prog = nullptr;

@@ -775,7 +775,7 @@ std::shared_ptr<const Program> form_to_run(std::shared_ptr<const Program> prog, 
                                            const RunEnv& env, const RunOptions& o) {
   if (!prog->sliced || o.stream || o.keep_going || prog->slice_leaf >= leaves.size()) return prog;
   const Value& batch = leaves[prog->slice_leaf];
-  if (batch.kind() != Kind::List || batch.size() <= uint64_t(prog->slice_items)) return prog;
+  if (batch.kind() != Kind::List || batch.size() <= uint64_t(prog->ir->slice_items)) return prog;
   if (const RunScopes* scopes = scopes_of(env); scopes && scopes->any_checkpoint_scope()) return prog;
   return prog->sliced;
 }

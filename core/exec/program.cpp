@@ -279,14 +279,12 @@ std::shared_ptr<const Program> compile(IRPtr ir, const CompileOptions& o, std::s
 void attach_sliced(Program& p, const CompileOptions& o) {
   IRPtr form = pipeline_form(p.ir);
   if (!form) return;
-  const Atom& first = p.ir->eqns[0].in[0];  // batch_check's first batched input
-  for (size_t k = 0; k < p.ir->in.size(); ++k)
-    if (first.is_var() && p.ir->in[k].is_var() && p.ir->in[k].var == first.var) {
-      p.slice_leaf = uint32_t(k);
-      p.slice_items = p.ir->slice_items;
-      p.sliced = compile(std::move(form), o);
-      return;
-    }
+  // The batch's length is that of batch_check's first input, an input leaf.
+  const Atom& first = p.ir->eqns[0].in[0];
+  const auto leaf = std::find(p.ir->in.begin(), p.ir->in.end(), first);
+  if (!first.is_var() || leaf == p.ir->in.end()) return;
+  p.slice_leaf = uint32_t(leaf - p.ir->in.begin());
+  p.sliced = compile(std::move(form), o);
 }
 
 std::shared_ptr<Program> lower(IRPtr ir, const Lowering& l) {

@@ -56,14 +56,13 @@ struct Program {
   size_t n_async = 0;                // nodes that run async (0: the program never waits)
   size_t removed_dce = 0, merged_cse = 0;
 
-  // A batched program (af_batch's output) over more than `slice_items`
-  // items may run as this instead: the same program in its sliced form
-  // (transforms/pipeline.h), whose pipeline equation runs the batch in
-  // slices whose LM stages overlap. Null when the program has no sliced
-  // form. `slice_leaf`: the input leaf whose length is the batch's.
+  // A batched program (af_batch's output) over more than
+  // `ir->slice_items` items may run as this instead: the same program in
+  // its sliced form (transforms/pipeline.h), whose pipeline equation runs
+  // the batch in slices whose LM stages overlap. Null when the program has
+  // no sliced form. `slice_leaf`: the input leaf whose length is the batch's.
   std::shared_ptr<const Program> sliced;
   uint32_t slice_leaf = 0;
-  int64_t slice_items = 0;
 
   // The compiled program of each sub-IR the live equations hold, by IR
   // object, sorted by address: what control flow runs (ExecContext::run_sub).
@@ -73,7 +72,7 @@ struct Program {
   const std::shared_ptr<const Program>* sub(const IR* ir) const noexcept;
 };
 
-// Sets p.sliced (and slice_leaf, slice_items) when p's IR has a sliced
+// Sets p.sliced (and slice_leaf) when p's IR has a sliced
 // form. compile() and program_from_plan() call it on the programs they
 // return (not on sub-IRs': only a run of its own slices).
 void attach_sliced(Program& p, const CompileOptions& options = {});

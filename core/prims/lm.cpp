@@ -178,14 +178,17 @@ struct Expansion {
   }
 };
 
+// " (batch item i)": how an error names a batch item, by its place in the
+// whole batch (`base`: RunEnv::batch_base, where this level's lists start).
+std::string batch_item(uint64_t base, size_t i) { return " (batch item " + std::to_string(base + i) + ")"; }
+
 // Where a request is in the batch, for error messages only: " (batch item
-// 3, item 1)", or "" for an unbatched call. `base`: the place of this
-// level's first item in the whole batch (RunEnv::batch_base).
+// 3, item 1)", or "" for an unbatched call.
 std::string where_of(std::span<const size_t> at, uint64_t base) {
-  std::string w;
-  for (size_t k = 0; k < at.size(); ++k)
-    w += (k ? ", item " : " (batch item ") + std::to_string(k ? at[k] : base + at[k]);
-  return at.empty() ? w : w + ")";
+  if (at.empty()) return "";
+  std::string w = batch_item(base, at[0]);
+  for (size_t k = 1; k < at.size(); ++k) w.insert(w.size() - 1, ", item " + std::to_string(at[k]));
+  return w;
 }
 
 // Expands a row of inputs (a request's contents and model, each str or a
@@ -382,7 +385,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
     if (op->finished()) return;
     auto what = [&] {
       std::string w = std::string(prim) + " to model " + quoted(call.request().model);
-      return batched ? w + " (batch item " + std::to_string(base + i) + ")" : w;
+      return batched ? w + batch_item(base, i) : w;
     };
     if (err) {
       if (err->code() == Code::Cancelled) {
@@ -508,8 +511,7 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
         routed_model = &model;
       } catch (const Error& err) {
         if (!batch->item_errors || !is_item_failure(err)) throw;
-        item_error(i, error_value(Error(err.code(), std::string(prim) + " (batch item " +
-                                                        std::to_string(env.batch_base + i) + "): " +
+        item_error(i, error_value(Error(err.code(), std::string(prim) + batch_item(batch->base, i) + ": " +
                                                         err.what())));
         ++n_failed;
         continue;
