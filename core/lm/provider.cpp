@@ -22,19 +22,23 @@ TimerQueue& wake_timer() {
 }
 }  // namespace
 
-void Limiter::submit(std::shared_ptr<Call> call) {
+void Limiter::submit(std::shared_ptr<Call> call) { submit(std::span<std::shared_ptr<Call>>(&call, 1)); }
+
+void Limiter::submit(std::span<std::shared_ptr<Call>> calls) {
+  bool queued = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!provider_) {
-      // fall through to fail outside the lock
-    } else {
-      waiting_.push(Waiting{call->priority(), seq_++, std::move(call)});
-      ++stats_.submitted;
-      call = nullptr;
+    if (provider_) {
+      for (auto& call : calls) {
+        const double priority = call->priority();
+        waiting_.push(Waiting{priority, seq_++, std::move(call)});
+      }
+      stats_.submitted += calls.size();
+      queued = true;
     }
   }
-  if (call) {
-    call->fail(Error(Code::Provider, "the provider was freed before the request could start"));
+  if (!queued) {  // failed outside the lock
+    for (auto& call : calls) call->fail(Error(Code::Provider, "the provider was freed before the request could start"));
     return;
   }
   pump();
@@ -161,69 +165,83 @@ void Limiter::wake_at(int64_t at) {
 // that finds another pumping leaves the work to it (the pumper re-checks the
 // state under the lock before it stops), so completions that happen inside
 // start() never recurse. A call the rates or a pause hold back stops the
-// pump until a timer wakes it.
+// pump until a timer wakes it. Each round takes every call that may start
+// under the lock and starts them outside it: a batch's requests take the
+// lock once per round, not once each.
 void Limiter::pump() {
   std::unique_lock<std::mutex> lock(mu_);
   if (pumping_) return;
   pumping_ = true;
-  while (provider_ && !waiting_.empty() && (max_ == 0 || in_flight_ < max_)) {
-    std::shared_ptr<Call> call = waiting_.top().call;
-    if (call->finished()) {  // cancelled while it waited
+  for (;;) {
+    while (provider_ && !waiting_.empty() && (max_ == 0 || in_flight_ < max_)) {
+      Call& call = *waiting_.top().call;
+      if (call.finished()) {  // cancelled while it waited
+        waiting_.pop();
+        continue;
+      }
+      if (int64_t at = rate_wait_until(call)) {
+        if (!call.rate_held_) ++stats_.rate_waits;
+        call.rate_held_ = true;
+        wake_at(at);
+        break;
+      }
+      uint64_t tokens = 0;
+      if (rpm_) requests_level_ -= 1.0;
+      if (tpm_) {
+        tokens = call.request().estimated_tokens();
+        tokens_level_ -= double(tokens);
+      }
+      int slot;
+      if (!free_slots_.empty()) {
+        // Lowest free slot first keeps profile tracks compact.
+        slot = free_slots_.top();
+        free_slots_.pop();
+      } else {
+        slot = next_slot_++;
+        started_.resize(size_t(next_slot_));
+      }
+      started_[size_t(slot)] = waiting_.top().call;
+      round_.push_back(Starting{std::move(const_cast<Waiting&>(waiting_.top()).call), slot, tokens});
       waiting_.pop();
-      continue;
+      ++in_flight_;
+      ++starting_;
+      ++stats_.started;
     }
-    if (int64_t at = rate_wait_until(*call)) {
-      if (!call->rate_held_) ++stats_.rate_waits;
-      call->rate_held_ = true;
-      wake_at(at);
-      break;
-    }
-    waiting_.pop();
-    uint64_t tokens = 0;
-    if (rpm_) requests_level_ -= 1.0;
-    if (tpm_) {
-      tokens = call->request().estimated_tokens();
-      tokens_level_ -= double(tokens);
-    }
-    int slot;
-    if (!free_slots_.empty()) {
-      // Lowest free slot first keeps profile tracks compact.
-      slot = free_slots_.top();
-      free_slots_.pop();
-    } else {
-      slot = next_slot_++;
-      started_.resize(size_t(next_slot_));
-    }
-    started_[size_t(slot)] = call;
-    ++in_flight_;
-    ++starting_;
-    ++stats_.started;
+    if (round_.empty()) break;
     if (in_flight_ > stats_.peak_in_flight) stats_.peak_in_flight = in_flight_;
+    // detach() waits for starting_ to reach 0: the provider outlives the round.
     Provider* p = provider_;
     lock.unlock();
-    bool raced;
-    {
-      std::lock_guard<std::mutex> cl(call->mu_);
-      raced = call->finished();
-      if (!raced) {
-        call->slot = slot;
-        call->limiter_ = shared_from_this();
-        call->rate_tokens_ = tokens;
-        call->started_ns = now_ns();
-        call->provider_name = p->name();
+    const std::shared_ptr<Limiter> self = shared_from_this();
+    size_t raced = 0;
+    for (Starting& s : round_) {  // only the pumping thread touches round_
+      Call& call = *s.call;
+      {
+        std::lock_guard<std::mutex> cl(call.mu_);
+        if (call.finished()) {
+          ++raced;
+          continue;  // keeps s.call: its slot is freed below
+        }
+        call.slot = s.slot;
+        call.limiter_ = self;
+        call.rate_tokens_ = s.tokens;
+        call.started_ns = now_ns();
+        call.provider_name = p->name();
       }
+      p->start(std::move(s.call));
     }
-    if (raced) {
-      lock.lock();
-      --in_flight_;
-      ++stats_.finished;
-      free_slots_.push(slot);
-      started_[size_t(slot)].reset();
-    } else {
-      p->start(std::move(call));
-      lock.lock();
-    }
-    if (--starting_ == 0) idle_.notify_all();
+    lock.lock();
+    if (raced)
+      for (Starting& s : round_)
+        if (s.call) {
+          --in_flight_;
+          ++stats_.finished;
+          free_slots_.push(s.slot);
+          started_[size_t(s.slot)].reset();
+        }
+    starting_ -= uint32_t(round_.size());
+    if (starting_ == 0) idle_.notify_all();
+    round_.clear();
   }
   pumping_ = false;
 }

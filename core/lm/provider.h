@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <queue>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,9 @@ class Limiter : public std::enable_shared_from_this<Limiter> {
   };
   Limiter(Provider* p, uint32_t max_in_flight) : provider_(p), max_(max_in_flight) {}
   void submit(std::shared_ptr<Call> call);
+  // Queues every call (moved from `calls`) under one lock: a batch's
+  // requests pay for the limiter's lock once, not once each.
+  void submit(std::span<std::shared_ptr<Call>> calls);
   void set_max_in_flight(uint32_t n);
   uint32_t max_in_flight() const;
   // 0 = unlimited.
@@ -85,6 +89,14 @@ class Limiter : public std::enable_shared_from_this<Limiter> {
   std::priority_queue<int, std::vector<int>, std::greater<int>> free_slots_;
   int next_slot_ = 0;
   std::vector<std::weak_ptr<Call>> started_;  // by slot: the calls in flight
+  // The calls one round of pump() starts outside the lock: touched only by
+  // the pumping thread (pumping_), kept for its capacity.
+  struct Starting {
+    std::shared_ptr<Call> call;
+    int slot;
+    uint64_t tokens;
+  };
+  std::vector<Starting> round_;
   std::priority_queue<Waiting> waiting_;
   Stats stats_;
   // Rates: token buckets (level may go below 0 when a request costs more
@@ -105,6 +117,7 @@ class Provider {
 
   // Queues the call (any thread). The call finishes through its done hook.
   void submit(std::shared_ptr<Call> call) { limiter_->submit(std::move(call)); }
+  void submit(std::span<std::shared_ptr<Call>> calls) { limiter_->submit(calls); }
   const std::string& name() const noexcept { return name_; }
   Limiter& limiter() noexcept { return *limiter_; }
   // How many times a schema call re-asks this provider after a reply that

@@ -331,7 +331,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
   // hook holds the batch (see `holds`); a delta hook may run on a provider
   // thread while the call is being cancelled elsewhere, so it holds a
   // reference of its own.
-  void submit(size_t i, lm::Request req) {
+  std::shared_ptr<lm::Call> make_call(size_t i, lm::Request req) {
     holds.fetch_add(1, std::memory_order_relaxed);
     auto call = std::make_shared<lm::Call>(
         std::move(req),
@@ -342,15 +342,36 @@ struct Batch : std::enable_shared_from_this<Batch> {
         op->priority);
     if (streams)
       call->set_on_delta([self = shared_from_this(), i](const char* data, size_t len) { self->stream(i, data, len); });
+    return call;
+  }
+  void submit(size_t i, lm::Request req) {
+    std::shared_ptr<lm::Call> call = make_call(i, std::move(req));
+    submit_calls(std::span<std::shared_ptr<lm::Call>>(&call, 1), std::span<const size_t>(&i, 1));
+  }
+  // Sends calls[k] (item at[k]'s request) to each item's current provider:
+  // the calls of items that share one go in one submission. A dropped
+  // call (the batch was cancelled, its provider freed) fails into its
+  // done hook.
+  void submit_calls(std::span<std::shared_ptr<lm::Call>> calls, std::span<const size_t> at) {
     {
       std::lock_guard<std::mutex> lock(mu);
-      if (cancelled) return;  // the dropped call fails into a finished op
-      items[i].call = call;
+      if (cancelled) return;
+      for (size_t k = 0; k < calls.size(); ++k) items[at[k]].call = calls[k];
     }
-    if (auto provider = (*items[i].providers)[items[i].provider].lock())
-      provider->submit(std::move(call));
-    else
-      call->fail(Error(Code::Cancelled, "the provider was freed before the request could start"));
+    for (size_t from = 0; from < calls.size();) {
+      const Item& first = items[at[from]];
+      size_t to = from + 1;
+      while (to < calls.size() && items[at[to]].providers == first.providers && items[at[to]].provider == first.provider)
+        ++to;
+      auto group = calls.subspan(from, to - from);
+      if (auto provider = (*first.providers)[first.provider].lock()) {
+        provider->submit(group);
+      } else {
+        for (auto& call : group)
+          call->fail(Error(Code::Cancelled, "the provider was freed before the request could start"));
+      }
+      from = to;
+    }
   }
 
   // A failed request fails the equation and cancels its siblings, or, with
@@ -528,8 +549,11 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   // Items that failed already are done; when every item has, no request runs.
   batch->remaining.store(n - n_failed);
   if (n_failed == n) return batch->finish();
+  std::vector<std::shared_ptr<lm::Call>> calls;
+  std::vector<size_t> called;
+  calls.reserve(n - n_failed);
+  called.reserve(n - n_failed);
   for (size_t i = 0; i < n; ++i) {
-    if (op->finished()) break;
     if (!batch->items[i].requested) continue;
     lm::Request req;
     req.model = ex.row(i).back()->as_str();
@@ -540,8 +564,10 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
     req.tags = e.tags();
     req.sampling = sampling;
     req.stream = batch->streams;
-    batch->submit(i, std::move(req));
+    calls.push_back(batch->make_call(i, std::move(req)));
+    called.push_back(i);
   }
+  batch->submit_calls(calls, called);
 }
 
 void lm_batch(BatchCtx& ctx, const Eqn& e);
