@@ -213,6 +213,7 @@ void Limiter::pump() {
     Provider* p = provider_;
     lock.unlock();
     const std::shared_ptr<Limiter> self = shared_from_this();
+    const int64_t started = now_ns();  // the round's calls start together
     size_t raced = 0;
     for (Starting& s : round_) {  // only the pumping thread touches round_
       Call& call = *s.call;
@@ -225,7 +226,7 @@ void Limiter::pump() {
         call.slot = s.slot;
         call.limiter_ = self;
         call.rate_tokens_ = s.tokens;
-        call.started_ns = now_ns();
+        call.started_ns = started;
         call.provider_name = p->name();
       }
       p->start(std::move(s.call));

@@ -25,34 +25,49 @@ TimerQueue::~TimerQueue() {
 }
 
 uint64_t TimerQueue::schedule(int64_t at_ns, std::function<void()> fn) {
-  State& s = *st_;
   if (!fn) fn = [] {};  // an empty callback would read as a free slot
+  return enqueue(at_ns, Callback{std::move(fn), nullptr, nullptr});
+}
+
+uint64_t TimerQueue::schedule(int64_t at_ns, std::shared_ptr<Call> call, void (*fn)(Call&)) {
+  return enqueue(at_ns, Callback{nullptr, std::move(call), fn});
+}
+
+uint64_t TimerQueue::enqueue(int64_t at_ns, Callback cb) {
+  State& s = *st_;
   std::lock_guard<std::mutex> lock(s.mu);
-  uint32_t index;
-  if (!s.free_slots.empty()) {
-    index = s.free_slots.back();
-    s.free_slots.pop_back();
-  } else {
-    index = uint32_t(s.slots.size());
-    s.slots.emplace_back();
-  }
-  Slot& slot = s.slots[index];
-  slot.fn = std::move(fn);
-  const uint64_t id = uint64_t(slot.generation) << 32 | index;
-  bool earliest = s.heap.empty() || at_ns < s.heap.top().at;
-  s.heap.push(Item{at_ns, s.next_seq++, id});
+  const bool earliest = !s.any() || at_ns < s.next().at;
+  const uint64_t id = s.add(at_ns, std::move(cb));
   if (!thread_.joinable()) thread_ = std::thread([st = st_] { loop(st); });
   if (earliest) s.cv.notify_one();
   return id;
 }
 
+uint64_t TimerQueue::State::add(int64_t at_ns, Callback cb) {
+  uint32_t index;
+  if (!free_slots.empty()) {
+    index = free_slots.back();
+    free_slots.pop_back();
+  } else {
+    index = uint32_t(slots.size());
+    slots.emplace_back();
+  }
+  Slot& slot = slots[index];
+  slot.cb = std::move(cb);
+  const uint64_t id = uint64_t(slot.generation) << 32 | index;
+  const Item item{at_ns, next_seq++, id};
+  if (in_order.empty() || at_ns >= in_order.back().at) in_order.push_back(item);
+  else heap.push(item);
+  return id;
+}
+
 bool TimerQueue::cancel(uint64_t id) {
-  std::function<void()> fn;  // destroyed outside the lock: it may own what frees other queues
+  Callback cb;  // destroyed outside the lock: it may own what frees other queues
   {
     std::lock_guard<std::mutex> lock(st_->mu);
     Slot* slot = st_->find(id);
     if (!slot) return false;
-    fn = st_->take(*slot);
+    cb = st_->take(*slot);
   }
   return true;
 }
@@ -65,27 +80,27 @@ size_t TimerQueue::pending() const {
 void TimerQueue::loop(const std::shared_ptr<State>& st) {
   State& s = *st;
   std::unique_lock<std::mutex> lock(s.mu);
-  std::vector<std::function<void()>> due;
+  std::vector<Callback> due;
   while (!s.stop) {
-    if (s.heap.empty()) {
+    if (!s.any()) {
       s.cv.wait(lock);
       continue;
     }
     int64_t now = now_ns();
-    if (s.heap.top().at > now) {
-      s.cv.wait_for(lock, std::chrono::nanoseconds(s.heap.top().at - now));
+    if (s.next().at > now) {
+      s.cv.wait_for(lock, std::chrono::nanoseconds(s.next().at - now));
       continue;
     }
-    while (!s.heap.empty() && s.heap.top().at <= now) {
-      Slot* slot = s.find(s.heap.top().id);
-      s.heap.pop();
+    while (s.any() && s.next().at <= now) {
+      Slot* slot = s.find(s.next().id);
+      s.pop_next();
       if (!slot) continue;  // cancelled
       due.push_back(s.take(*slot));
     }
     lock.unlock();
-    for (auto& fn : due) {
+    for (auto& cb : due) {
       try {
-        fn();
+        cb();
       } catch (...) {
       }
     }

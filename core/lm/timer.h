@@ -7,6 +7,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -15,6 +16,8 @@
 #include <vector>
 
 namespace af::lm {
+
+class Call;
 
 class TimerQueue {
  public:
@@ -27,6 +30,10 @@ class TimerQueue {
   // cancel(), never 0 (callers may keep 0 for "none"). Never runs fn on the
   // calling thread.
   uint64_t schedule(int64_t at_ns, std::function<void()> fn);
+  // The same for a provider's call: runs fn(*call) at `at_ns`, holding the
+  // call until then. Nothing is allocated per call (a std::function that
+  // holds a shared_ptr is).
+  uint64_t schedule(int64_t at_ns, std::shared_ptr<Call> call, void (*fn)(Call&));
   // Drops a pending callback; false if it already ran or is running.
   bool cancel(uint64_t id);
   size_t pending() const;
@@ -41,13 +48,28 @@ class TimerQueue {
   // Callbacks live in reused slots (no allocation per schedule beyond the
   // callback's own): an id is the slot's index and its generation, so an
   // id of a callback that ran or was cancelled never matches a later one.
+  // A pending callback: fn, or on_call(*call).
+  struct Callback {
+    std::function<void()> fn;
+    std::shared_ptr<Call> call;
+    void (*on_call)(Call&) = nullptr;
+    explicit operator bool() const noexcept { return fn || call; }
+    void operator()() const {
+      if (call) on_call(*call);
+      else fn();
+    }
+  };
   struct Slot {
-    std::function<void()> fn;  // empty: free
+    Callback cb;  // empty: free
     uint32_t generation = 1;  // never 0: no id is 0
   };
   struct State {
     std::mutex mu;
     std::condition_variable cv;
+    // Callbacks scheduled in time order (a fixed latency after each
+    // request) queue in `in_order`, taken from its front in O(1); the
+    // others go to the heap. The next due is the earlier of the two fronts.
+    std::deque<Item> in_order;
     std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap;
     std::vector<Slot> slots;
     std::vector<uint32_t> free_slots;  // pending callbacks: slots.size() - free_slots.size()
@@ -58,17 +80,30 @@ class TimerQueue {
       const auto index = uint32_t(id);
       if (index >= slots.size()) return nullptr;
       Slot& slot = slots[index];
-      return slot.fn && slot.generation == uint32_t(id >> 32) ? &slot : nullptr;
+      return slot.cb && slot.generation == uint32_t(id >> 32) ? &slot : nullptr;
     }
     // Empties a slot and returns its callback.
-    std::function<void()> take(Slot& slot) {
-      std::function<void()> fn = std::move(slot.fn);
-      slot.fn = nullptr;
+    Callback take(Slot& slot) {
+      Callback cb = std::move(slot.cb);
+      slot.cb = Callback{};
       if (++slot.generation == 0) slot.generation = 1;
       free_slots.push_back(uint32_t(&slot - slots.data()));
-      return fn;
+      return cb;
+    }
+    uint64_t add(int64_t at_ns, Callback cb);  // with mu held
+    bool any() const { return !in_order.empty() || !heap.empty(); }
+    // With any(): the next item due.
+    const Item& next() const {
+      if (heap.empty()) return in_order.front();
+      if (in_order.empty()) return heap.top();
+      return in_order.front() > heap.top() ? heap.top() : in_order.front();
+    }
+    void pop_next() {
+      if (!heap.empty() && (in_order.empty() || in_order.front() > heap.top())) heap.pop();
+      else in_order.pop_front();
     }
   };
+  uint64_t enqueue(int64_t at_ns, Callback cb);
   static void loop(const std::shared_ptr<State>& st);
   std::shared_ptr<State> st_;
   std::thread thread_;  // guarded by st_->mu until it is joined
