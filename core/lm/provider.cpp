@@ -1,6 +1,7 @@
 #include "lm/provider.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "lm/options.h"
 #include "lm/timer.h"
@@ -96,6 +97,28 @@ Limiter::Stats Limiter::stats() const {
   return s;
 }
 
+void Limiter::FreeSlots::put(int slot) {
+  const auto word = size_t(slot) / 64;
+  if (word >= words_.size()) {
+    words_.resize(word + 1, 0);
+    summary_.resize(words_.size() / 64 + 1, 0);
+  }
+  words_[word] |= uint64_t(1) << (size_t(slot) % 64);
+  summary_[word / 64] |= uint64_t(1) << (word % 64);
+  first_ = std::min(first_, word / 64);
+  ++free_;
+}
+
+int Limiter::FreeSlots::take() {
+  while (summary_[first_] == 0) ++first_;
+  const size_t word = first_ * 64 + size_t(std::countr_zero(summary_[first_]));
+  const auto bit = size_t(std::countr_zero(words_[word]));
+  words_[word] &= words_[word] - 1;  // clears the lowest set bit
+  if (words_[word] == 0) summary_[first_] &= summary_[first_] - 1;
+  --free_;
+  return int(word * 64 + bit);
+}
+
 void Limiter::release(Call& call, bool completed) {
   bool waiting;  // only then is there anything for the freed slot to start
   {
@@ -115,7 +138,7 @@ void Limiter::release(Call& call, bool completed) {
             std::min(capacity(tpm_), tokens_level_ + double(call.rate_tokens_) - double(used));
       }
     }
-    free_slots_.push(call.slot);
+    free_slots_.put(call.slot);
     started_[size_t(call.slot)].reset();
     waiting = !waiting_.empty();
   }
@@ -193,16 +216,13 @@ void Limiter::pump() {
       }
       int slot;
       if (!free_slots_.empty()) {
-        // Lowest free slot first keeps profile tracks compact.
-        slot = free_slots_.top();
-        free_slots_.pop();
+        slot = free_slots_.take();
       } else {
         slot = next_slot_++;
         started_.resize(size_t(next_slot_));
       }
       started_[size_t(slot)] = waiting_.top().call;
-      round_.push_back(Starting{std::move(const_cast<Waiting&>(waiting_.top()).call), slot, tokens});
-      waiting_.pop();
+      round_.push_back(Starting{waiting_.pop().call, slot, tokens});
       ++in_flight_;
       ++starting_;
       ++stats_.started;
@@ -237,7 +257,7 @@ void Limiter::pump() {
         if (s.call) {
           --in_flight_;
           ++stats_.finished;
-          free_slots_.push(s.slot);
+          free_slots_.put(s.slot);
           started_[size_t(s.slot)].reset();
         }
     starting_ -= uint32_t(round_.size());
@@ -248,20 +268,17 @@ void Limiter::pump() {
 }
 
 void Limiter::detach(const Error& why) {
-  std::priority_queue<Waiting> left;
+  OrderedQueue<Waiting, Waiting::Before> left;
   std::vector<std::shared_ptr<Call>> running;
   {
     std::unique_lock<std::mutex> lock(mu_);
     provider_ = nullptr;
-    left.swap(waiting_);
+    std::swap(left, waiting_);
     idle_.wait(lock, [&] { return starting_ == 0; });
     for (const auto& w : started_)
       if (auto c = w.lock()) running.push_back(std::move(c));
   }
-  while (!left.empty()) {
-    left.top().call->fail(why);
-    left.pop();
-  }
+  while (!left.empty()) left.pop().call->fail(why);
   // Cancelled (not dropped): the provider's cancel hooks stop its work while
   // the provider still exists, and nobody waits on a request it will never
   // finish.

@@ -36,7 +36,7 @@ uint64_t TimerQueue::schedule(int64_t at_ns, std::shared_ptr<Call> call, void (*
 uint64_t TimerQueue::enqueue(int64_t at_ns, Callback cb) {
   State& s = *st_;
   std::lock_guard<std::mutex> lock(s.mu);
-  const bool earliest = !s.any() || at_ns < s.next().at;
+  const bool earliest = s.due.empty() || at_ns < s.due.top().at;
   const uint64_t id = s.add(at_ns, std::move(cb));
   if (!thread_.joinable()) thread_ = std::thread([st = st_] { loop(st); });
   if (earliest) s.cv.notify_one();
@@ -55,9 +55,7 @@ uint64_t TimerQueue::State::add(int64_t at_ns, Callback cb) {
   Slot& slot = slots[index];
   slot.cb = std::move(cb);
   const uint64_t id = uint64_t(slot.generation) << 32 | index;
-  const Item item{at_ns, next_seq++, id};
-  if (in_order.empty() || at_ns >= in_order.back().at) in_order.push_back(item);
-  else heap.push(item);
+  due.push(Item{at_ns, next_seq++, id});
   return id;
 }
 
@@ -80,31 +78,30 @@ size_t TimerQueue::pending() const {
 void TimerQueue::loop(const std::shared_ptr<State>& st) {
   State& s = *st;
   std::unique_lock<std::mutex> lock(s.mu);
-  std::vector<Callback> due;
+  std::vector<Callback> run;
   while (!s.stop) {
-    if (!s.any()) {
+    if (s.due.empty()) {
       s.cv.wait(lock);
       continue;
     }
     int64_t now = now_ns();
-    if (s.next().at > now) {
-      s.cv.wait_for(lock, std::chrono::nanoseconds(s.next().at - now));
+    if (s.due.top().at > now) {
+      s.cv.wait_for(lock, std::chrono::nanoseconds(s.due.top().at - now));
       continue;
     }
-    while (s.any() && s.next().at <= now) {
-      Slot* slot = s.find(s.next().id);
-      s.pop_next();
+    while (!s.due.empty() && s.due.top().at <= now) {
+      Slot* slot = s.find(s.due.pop().id);
       if (!slot) continue;  // cancelled
-      due.push_back(s.take(*slot));
+      run.push_back(s.take(*slot));
     }
     lock.unlock();
-    for (auto& cb : due) {
+    for (auto& cb : run) {
       try {
         cb();
       } catch (...) {
       }
     }
-    due.clear();
+    run.clear();
     lock.lock();
   }
   // Pending callbacks are dropped unrun (outside the lock: they may own

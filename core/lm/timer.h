@@ -7,13 +7,13 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <queue>
 #include <thread>
 #include <vector>
+
+#include "lm/ordered_queue.h"
 
 namespace af::lm {
 
@@ -43,11 +43,10 @@ class TimerQueue {
     int64_t at;
     uint64_t seq;  // schedule order: callbacks due at one time run in it
     uint64_t id;
-    bool operator>(const Item& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+    struct Before {
+      bool operator()(const Item& a, const Item& b) const { return a.at != b.at ? a.at < b.at : a.seq < b.seq; }
+    };
   };
-  // Callbacks live in reused slots (no allocation per schedule beyond the
-  // callback's own): an id is the slot's index and its generation, so an
-  // id of a callback that ran or was cancelled never matches a later one.
   // A pending callback: fn, or on_call(*call).
   struct Callback {
     std::function<void()> fn;
@@ -59,6 +58,9 @@ class TimerQueue {
       else fn();
     }
   };
+  // Callbacks live in reused slots (no allocation per schedule beyond the
+  // callback's own): an id is the slot's index and its generation, so an
+  // id of a callback that ran or was cancelled never matches a later one.
   struct Slot {
     Callback cb;  // empty: free
     uint32_t generation = 1;  // never 0: no id is 0
@@ -66,11 +68,7 @@ class TimerQueue {
   struct State {
     std::mutex mu;
     std::condition_variable cv;
-    // Callbacks scheduled in time order (a fixed latency after each
-    // request) queue in `in_order`, taken from its front in O(1); the
-    // others go to the heap. The next due is the earlier of the two fronts.
-    std::deque<Item> in_order;
-    std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap;
+    OrderedQueue<Item, Item::Before> due;  // mostly scheduled in time order
     std::vector<Slot> slots;
     std::vector<uint32_t> free_slots;  // pending callbacks: slots.size() - free_slots.size()
     uint64_t next_seq = 0;
@@ -91,17 +89,6 @@ class TimerQueue {
       return cb;
     }
     uint64_t add(int64_t at_ns, Callback cb);  // with mu held
-    bool any() const { return !in_order.empty() || !heap.empty(); }
-    // With any(): the next item due.
-    const Item& next() const {
-      if (heap.empty()) return in_order.front();
-      if (in_order.empty()) return heap.top();
-      return in_order.front() > heap.top() ? heap.top() : in_order.front();
-    }
-    void pop_next() {
-      if (!heap.empty() && (in_order.empty() || in_order.front() > heap.top())) heap.pop();
-      else in_order.pop_front();
-    }
   };
   uint64_t enqueue(int64_t at_ns, Callback cb);
   static void loop(const std::shared_ptr<State>& st);

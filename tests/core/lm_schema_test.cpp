@@ -5,9 +5,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <queue>
+#include <random>
 #include <thread>
 
 #include "lm/call.h"
+#include "lm/ordered_queue.h"
 #include "lm/provider.h"
 #include "lm/router.h"
 #include "lm/schema.h"
@@ -279,6 +282,44 @@ TEST(LmLimiter, StartsWaitingCallsByPriorityWithinTheLimit) {
   EXPECT_EQ(done.size(), 4u);
 }
 
+// A batch's calls submitted together start as single submissions would:
+// by priority, then in submission order, within the limit.
+TEST(LmLimiter, CallsSubmittedTogetherStartByPriority) {
+  auto p = std::make_shared<Manual>(2);
+  std::vector<std::string> done;
+  std::vector<std::shared_ptr<Call>> calls = {call_for("a", 0, &done), call_for("b", 5, &done),
+                                              call_for("c", 5, &done), call_for("d", 9, &done)};
+  p->submit(calls);
+  EXPECT_EQ(p->order, (std::vector<std::string>{"d", "b"}));
+  EXPECT_EQ(p->limiter().stats().submitted, 4u);
+  for (int i = 0; i < 4; ++i) {
+    std::shared_ptr<Call> c;
+    {
+      std::lock_guard<std::mutex> lock(p->mu);
+      c = p->started[size_t(i)];
+    }
+    c->complete("ok");
+  }
+  EXPECT_EQ(p->order, (std::vector<std::string>{"d", "b", "c", "a"}));
+  EXPECT_EQ(done.size(), 4u);
+}
+
+// A call takes the lowest free slot (profile tracks stay compact), with
+// many calls in flight and slots freed in any order.
+TEST(LmLimiter, StartsTakeTheLowestFreeSlot) {
+  std::vector<std::string> done;  // outlives p, whose end fails the calls still in flight
+  auto p = std::make_shared<Manual>(0);
+  for (int i = 0; i < 300; ++i) p->submit(call_for("m", 0, &done));
+  ASSERT_EQ(p->started.size(), 300u);
+  for (int i = 0; i < 300; ++i) EXPECT_EQ(p->started[size_t(i)]->slot, i);
+  for (int s : {270, 64, 5, 130, 63}) p->started[size_t(s)]->complete("ok");
+  for (int expect : {5, 63, 64, 130, 270, 300}) {
+    p->submit(call_for("n", 0, &done));
+    EXPECT_EQ(p->started.back()->slot, expect);
+  }
+  EXPECT_EQ(p->limiter().stats().in_flight, 301u);
+}
+
 TEST(LmCall, FirstFinishWinsAndDroppedCallsFail) {
   std::vector<std::string> done;
   auto c = call_for("m", 0, &done);
@@ -371,6 +412,62 @@ TEST(LmTimer, IdsOfFinishedCallbacksNeverMatchLaterOnes) {
   EXPECT_EQ(t.pending(), 1u);
   EXPECT_TRUE(t.cancel(second));
   EXPECT_EQ(t.pending(), 0u);
+}
+
+// A provider's call waits in the queue without a std::function: it runs
+// with the call, which the queue holds until then (or until cancelled).
+TEST(LmTimer, HoldsACallUntilItsCallbackRuns) {
+  TimerQueue t;
+  std::vector<std::string> done;
+  auto ran = call_for("ran", 0, &done);
+  auto dropped = call_for("dropped", 0, &done);
+  const int64_t later = now_ns() + int64_t(3600) * 1000000000;
+  uint64_t id = t.schedule(later, dropped, [](Call& c) { c.complete("never"); });
+  EXPECT_EQ(dropped.use_count(), 2);
+  EXPECT_TRUE(t.cancel(id));
+  EXPECT_EQ(dropped.use_count(), 1);  // the queue let it go
+  t.schedule(now_ns(), ran, [](Call& c) { c.complete("on time"); });
+  ran = nullptr;  // the queue holds it
+  for (int i = 0; i < 400 && done.empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(done, std::vector<std::string>{"ran:on time"});
+}
+
+// OrderedQueue leaves in the order a heap would, whether items arrive in
+// order (the FIFO), out of it (the heap) or mixed, with pops in between.
+TEST(LmOrderedQueue, LeavesInPriorityOrder) {
+  struct Item {
+    int key;
+    int seq;
+  };
+  struct Before {
+    bool operator()(const Item& a, const Item& b) const { return a.key != b.key ? a.key < b.key : a.seq < b.seq; }
+  };
+  struct After {
+    bool operator()(const Item& a, const Item& b) const { return Before{}(b, a); }
+  };
+  std::mt19937 rng(7);
+  OrderedQueue<Item, Before> q;
+  std::priority_queue<Item, std::vector<Item>, After> ref;
+  int seq = 0, key = 0;
+  for (int step = 0; step < 20000; ++step) {
+    const unsigned r = rng() % 10;
+    if (r < 6) {  // mostly in order, sometimes earlier than the last
+      key += r < 5 ? int(rng() % 3) : -int(rng() % 50);
+      q.push(Item{key, seq});
+      ref.push(Item{key, seq});
+      ++seq;
+    } else if (!ref.empty()) {
+      ASSERT_EQ(q.size(), ref.size());
+      EXPECT_EQ(q.top().seq, ref.top().seq);
+      EXPECT_EQ(q.pop().seq, ref.top().seq);
+      ref.pop();
+    }
+  }
+  while (!ref.empty()) {
+    EXPECT_EQ(q.pop().seq, ref.top().seq);
+    ref.pop();
+  }
+  EXPECT_TRUE(q.empty());
 }
 
 }  // namespace
