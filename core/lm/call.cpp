@@ -14,7 +14,7 @@ int64_t now_ns() noexcept {
 }
 
 namespace {
-void append_messages(std::string& s, const std::vector<Message>& messages) {
+void append_messages(std::string& s, const SmallVec<Message, 2>& messages) {
   s += '[';
   for (size_t i = 0; i < messages.size(); ++i) {
     if (i) s += ',';

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "value/error.h"
+#include "value/small_vec.h"
 #include "value/value.h"
 
 namespace af::lm {
@@ -28,7 +29,9 @@ struct Message {
 
 struct Request {
   std::string model;
-  std::vector<Message> messages;
+  // Inline for up to two (a prompt, or a system turn and a prompt): a
+  // request allocates no array of its own.
+  SmallVec<Message, 2> messages;
   // lm_schema_call: the parsed schema (lm/schema.h: its node tree, the JSON
   // Schema sent as response_format, the reply's parser); null for lm_call.
   // Shared: every request of an equation holds the same one.

@@ -101,14 +101,13 @@ class Echo final : public Provider {
     if (ms <= 0) return reply(*call);
     // The reply is made when it is due, on the timer's thread, as a server
     // would make it: issuing a request costs the caller no more than that.
+    // A cancelled call is finished at once (its caller goes on); like a
+    // server that does not see the client leave, echo keeps it until due
+    // and then drops it. (A cancel hook per call cost an allocation and
+    // ~9 % of the engine's instructions per LM call.)
     try {
       // From the start the limiter stamped on it (one clock read less per call).
-      const int64_t at = call->started_ns + int64_t(ms * 1e6);
-      uint64_t id = timer_->schedule(at, call, reply);
-      std::weak_ptr<TimerQueue> timer = timer_;
-      call->on_cancel([timer, id] {
-        if (auto t = timer.lock()) t->cancel(id);
-      });
+      timer_->schedule(call->started_ns + int64_t(ms * 1e6), call, reply);
     } catch (...) {
       call->fail(Error(Code::OutOfMemory, "echo: out of memory"));
     }
@@ -117,6 +116,7 @@ class Echo final : public Provider {
  private:
   // Answers the call, with its usage (set on the thread that completes it).
   static void reply(Call& call) noexcept {
+    if (call.finished()) return;  // cancelled while it waited
     std::string content;
     try {
       content = answer(call.request());

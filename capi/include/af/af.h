@@ -1059,7 +1059,8 @@ AF_API void af_walk_free(af_walk_t* w);
  * last message>"; lm_schema_call the smallest valid instance of the schema.
  * Options: "latency_ms" (fixed), or "latency_min_ms" + "latency_max_ms" +
  * "seed" (a latency drawn per request from a hash of the request and seed,
- * so runs are reproducible). */
+ * so runs are reproducible). A cancelled request ends at once for its
+ * caller; echo holds it until its latency runs out, then drops it. */
 AF_API af_error_t* af_provider_echo_new(const char* options_json, size_t len,
                                         af_provider_t** out);
 /* openai: any OpenAI-compatible chat-completions endpoint, over libcurl.
