@@ -107,8 +107,8 @@ class Call {
   int64_t finished_ns = 0;
   std::string provider_name;
   // Token usage the provider reports (the OpenAI usage block; echo counts
-  // words), set before complete() on the completing thread, and read only
-  // for a completed call (a call failed elsewhere may still be having them
+  // words), set by the provider before complete(), and read only for a
+  // completed call (a call failed elsewhere may still be having them
   // written); the limiter adds it to the provider's stats when the call
   // releases its slot. 0 when unknown.
   uint64_t prompt_tokens = 0;

@@ -97,6 +97,9 @@ class Echo final : public Provider {
 
  protected:
   void start(std::shared_ptr<Call> call) noexcept override {
+    // The prompt's usage is counted here, the reply's when it is made: the
+    // thread that makes every reply does no more than that.
+    for (const Message& m : call->request().messages) call->prompt_tokens += words(m.content.as_str());
     double ms = latency_ms(call->request());
     if (ms <= 0) return reply(*call);
     // The reply is made when it is due, on the timer's thread, as a server
@@ -127,8 +130,8 @@ class Echo final : public Provider {
       call.fail(Error(Code::Internal, "echo: unexpected failure"));
       return;
     }
-    // Deterministic usage: words of every message in, words of the reply out.
-    for (const Message& m : call.request().messages) call.prompt_tokens += words(m.content.as_str());
+    // Deterministic usage: words of every message in (counted at the
+    // start), words of the reply out.
     call.completion_tokens = words(content);
     answer_call(call, std::move(content));
   }
