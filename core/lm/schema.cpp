@@ -416,6 +416,16 @@ void validate(const SchemaNode& n, simdjson::dom::element e, const ReplyPath& pa
       return;
     }
     case SchemaNode::Enum: {
+      // A string (the usual enum) is compared where it lies and the leaf
+      // is the schema's own value: no Value is made per reply.
+      if (std::string_view s; !e.get_string().get(s)) {
+        for (const Value& x : n.values)
+          if (x.kind() == Kind::Str && x.as_str() == s) {
+            leaves[n.out_index] = x;
+            return;
+          }
+        mismatch(path, expected_leaf(n), json_value(e));
+      }
       Value v = json_value(e);
       for (const Value& x : n.values)
         if (x == v) {

@@ -53,16 +53,15 @@ AbstractOut format_abstract(const Params& params, std::span<const Aval> in, cons
 }
 
 // The parsed template of a format equation. Batched runs call the impl once
-// per item with the same params, so the last parse is kept (per thread).
+// per item with the same params, so the last parse is kept (per thread),
+// with the template it parsed: holding that string keeps it alive, so the
+// same address is the same text (no comparison of the text per item).
 const Template& parsed_template(const Value& tmpl) {
-  thread_local const std::string* key = nullptr;
-  thread_local std::string text;
+  thread_local Value held;
   thread_local Template parsed;
-  const std::string& s = tmpl.as_str();
-  if (key != &s || text != s) {
-    parsed = parse_template(s);
-    text = s;
-    key = &s;
+  if (held.is_null() || &held.as_str() != &tmpl.as_str()) {
+    parsed = parse_template(tmpl.as_str());
+    held = tmpl;
   }
   return parsed;
 }

@@ -101,6 +101,23 @@ TEST(LmSchema, RepliesAreValidatedWithTheirPath) {
 // The leaves come in the output tree's flattening order (dict keys sorted,
 // list items in order) whatever order the schema and the reply use, and a
 // list's element is named by its index.
+// A string enum is matched in place; its leaf is the schema's value.
+TEST(LmSchema, StringEnumsMatchWithoutACopy) {
+  Schema s = Schema::parse(J(R"({"team":{"type":"enum","values":["billing","technical"]}})"));
+  EXPECT_EQ(s.parse_reply(R"({"team":"technical"})")[0], Value::str("technical"));
+  for (const char* bad : {R"({"team":"sales"})", R"({"team":1})", R"({"team":"billing "})"}) {
+    SCOPED_TRACE(bad);
+    try {
+      s.parse_reply(bad);
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Code::Schema);
+      EXPECT_NE(std::string(e.what()).find("$.team: expected one of [\"billing\",\"technical\"]"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(LmSchema, LeavesFollowTheOutputTree) {
   Schema s = Schema::parse(J(R"({"z":[{"type":"int"},{"type":"str"}],"a":{"b":{"type":"bool"},"a":{"type":"float"}}})"));
   auto leaves = s.parse_reply(R"({"a":{"b":true,"a":0.5},"z":{"1":"s","0":1}})");
