@@ -256,8 +256,12 @@ struct Item {
   size_t provider = 0;  // the one asked now
   uint32_t reasks = 0;  // at that provider
   std::shared_ptr<const Error> earlier;  // the previous providers' errors
-  std::mutex mu;        // streamed
-  std::string streamed;  // what the host was streamed since the last restart
+};
+
+// What a streaming batch's item sent the host since its last restart.
+struct Streamed {
+  std::mutex mu;
+  std::string text;
 };
 
 // Output `leaf` in the batch's shape, moving each request's value out of
@@ -294,6 +298,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
   Shape shape;
   size_t n_out = 1;
   std::vector<Item> items;  // one per request, made at once (an Item does not move)
+  std::unique_ptr<Streamed[]> streamed;  // one per request, for a streaming batch only
   // Request i's outputs (or error values): [i * n_out, (i + 1) * n_out).
   // Inline for an unbatched call of up to two outputs.
   SmallVec<Value, 2> results;
@@ -445,29 +450,29 @@ struct Batch : std::enable_shared_from_this<Batch> {
 
   // Streaming: the provider's pieces of item i go to the run as they come.
   void stream(size_t i, const char* data, size_t len) {
-    Item& it = items[i];
+    Streamed& it = streamed[i];
     std::lock_guard<std::mutex> lock(it.mu);
-    if (data) it.streamed.append(data, len);
-    else it.streamed.clear();
+    if (data) it.text.append(data, len);
+    else it.text.clear();
     op->stream(i, data, len);
   }
   void restart_stream(size_t i) {
     if (!streams) return;
-    Item& it = items[i];
+    Streamed& it = streamed[i];
     std::lock_guard<std::mutex> lock(it.mu);
-    if (it.streamed.empty()) return;
-    it.streamed.clear();
+    if (it.text.empty()) return;
+    it.text.clear();
     op->stream(i, nullptr, 0);
   }
   // What was streamed for item i ends up equal to its reply, whatever the
   // provider streamed (providers that do not stream send it here whole).
   void settle_stream(size_t i, const std::string& content) {
-    Item& it = items[i];
+    Streamed& it = streamed[i];
     std::lock_guard<std::mutex> lock(it.mu);
-    if (it.streamed == content) return;
-    if (!it.streamed.empty()) op->stream(i, nullptr, 0);
+    if (it.text == content) return;
+    if (!it.text.empty()) op->stream(i, nullptr, 0);
     if (!content.empty()) op->stream(i, content.data(), content.size());
-    it.streamed = content;
+    it.text = content;
   }
 };
 
@@ -509,6 +514,7 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   // Per-item errors apply to the items of a batched call only.
   batch->item_errors = env.item_errors && !batch->shape.leaf;
   batch->streams = op->streams(e);
+  if (batch->streams) batch->streamed = std::make_unique<Streamed[]>(n);
   auto item_error = [&batch](size_t i, const Value& error) { batch->set_result(i, error); };
   // Route every request first: a missing route fails before anything runs
   // (with per-item errors, fails its item).
