@@ -117,7 +117,7 @@ class Echo final : public Provider {
   }
 
  private:
-  // Answers the call, with its usage (set on the thread that completes it).
+  // Answers the call, with the reply's usage (set on the thread that completes it).
   static void reply(Call& call) noexcept {
     if (call.finished()) return;  // cancelled while it waited
     std::string content;

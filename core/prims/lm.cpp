@@ -332,10 +332,9 @@ struct Batch : std::enable_shared_from_this<Batch> {
   // Item i's outputs, all set to `v`.
   void set_result(size_t i, const Value& v) { std::fill_n(results.begin() + i * n_out, n_out, v); }
 
-  // Sends item i's request to its current provider. The request's done
-  // hook holds the batch (see `holds`); a delta hook may run on a provider
-  // thread while the call is being cancelled elsewhere, so it holds a
-  // reference of its own.
+  // Item i's call for `req`. Its done hook holds the batch (see `holds`);
+  // a delta hook may run on a provider thread while the call is being
+  // cancelled elsewhere, so it holds a reference of its own.
   std::shared_ptr<lm::Call> make_call(size_t i, lm::Request req) {
     holds.fetch_add(1, std::memory_order_relaxed);
     auto call = std::make_shared<lm::Call>(
@@ -349,6 +348,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
       call->set_on_delta([self = shared_from_this(), i](const char* data, size_t len) { self->stream(i, data, len); });
     return call;
   }
+  // Sends item i's request (a retry, a re-ask) to its current provider.
   void submit(size_t i, lm::Request req) {
     std::shared_ptr<lm::Call> call = make_call(i, std::move(req));
     submit_calls(std::span<std::shared_ptr<lm::Call>>(&call, 1), std::span<const size_t>(&i, 1));

@@ -433,6 +433,7 @@ TEST(LmTimer, IdsOfFinishedCallbacksNeverMatchLaterOnes) {
 
 // A provider's call waits in the queue without a std::function: it runs
 // with the call, which the queue holds until then (or until cancelled).
+std::atomic<int> g_timer_replies{0};
 TEST(LmTimer, HoldsACallUntilItsCallbackRuns) {
   TimerQueue t;
   std::vector<std::string> done;
@@ -443,9 +444,14 @@ TEST(LmTimer, HoldsACallUntilItsCallbackRuns) {
   EXPECT_EQ(dropped.use_count(), 2);
   EXPECT_TRUE(t.cancel(id));
   EXPECT_EQ(dropped.use_count(), 1);  // the queue let it go
-  t.schedule(now_ns(), ran, [](Call& c) { c.complete("on time"); });
+  t.schedule(now_ns(), ran, [](Call& c) {
+    c.complete("on time");
+    g_timer_replies.fetch_add(1, std::memory_order_release);  // after `done` was written
+  });
   ran = nullptr;  // the queue holds it
-  for (int i = 0; i < 400 && done.empty(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 400 && g_timer_replies.load(std::memory_order_acquire) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(g_timer_replies.load(std::memory_order_acquire), 1);
   EXPECT_EQ(done, std::vector<std::string>{"ran:on time"});
 }
 
