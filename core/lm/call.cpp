@@ -81,7 +81,7 @@ uint64_t Request::estimated_tokens() const {
   return n;
 }
 
-Call::Call(Request req, Done done, double priority)
+Call::Call(Request&& req, Done done, double priority)
     : req_(std::move(req)), done_hook_(std::move(done)), priority_(priority) {
   queued_ns = now_ns();
 }

@@ -68,7 +68,7 @@ class Call {
   // was streamed so far" (a retry starts the reply over).
   using Delta = std::function<void(const char* data, size_t len)>;
 
-  Call(Request req, Done done, double priority);
+  Call(Request&& req, Done done, double priority);
   // A call dropped unfinished (its provider went away) fails with PROVIDER,
   // so nobody waits for it forever.
   ~Call();

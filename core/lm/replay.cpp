@@ -88,7 +88,7 @@ class Replay final : public Provider {
   void record(std::shared_ptr<Call> call) {
     std::weak_ptr<Call> weak = call;
     auto up = std::make_shared<Call>(
-        call->request(),
+        Request(call->request()),
         [sink = sink_, call](Call& u, const std::string* content, const Error* err) {
           call->attempts = u.attempts.load();
           if (err) {

@@ -555,8 +555,9 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   // Items that failed already are done; when every item has, no request runs.
   batch->remaining.store(n - n_failed);
   if (n_failed == n) return batch->finish();
-  std::vector<std::shared_ptr<lm::Call>> calls;
-  std::vector<size_t> called;
+  // Inline for an unbatched call: it allocates no arrays of its own.
+  SmallVec<std::shared_ptr<lm::Call>, 1> calls;
+  SmallVec<size_t, 1> called;
   calls.reserve(n - n_failed);
   called.reserve(n - n_failed);
   for (size_t i = 0; i < n; ++i) {
@@ -573,7 +574,8 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
     calls.push_back(batch->make_call(i, std::move(req)));
     called.push_back(i);
   }
-  batch->submit_calls(calls, called);
+  batch->submit_calls(std::span<std::shared_ptr<lm::Call>>(calls.data(), calls.size()),
+                      std::span<const size_t>(called.data(), called.size()));
 }
 
 void lm_batch(BatchCtx& ctx, const Eqn& e);
