@@ -23,7 +23,10 @@
 //                          flight and threads at the peak; CPU per call
 //                          and the floor it puts under the makespan. The
 //                          third arg splits the tickets into that many
-//                          concurrent calls (af_program_call_async).
+//                          concurrent calls (af_program_call_async). The
+//                          100 000-ticket rows add the steady state
+//                          (steady_*: the median of three more runs in
+//                          the same process) beside the first run.
 //  BM_Exec_BatchedLoop     a loop around an LM call (three passes, each
 //                          asks model "m" to revise the last answer) batched
 //                          over N items, L ms per call (args N, L): every
