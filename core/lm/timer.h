@@ -30,9 +30,9 @@ class TimerQueue {
   // cancel(), never 0 (callers may keep 0 for "none"). Never runs fn on the
   // calling thread.
   uint64_t schedule(int64_t at_ns, std::function<void()> fn);
-  // The same for a provider's call: runs fn(*call) at `at_ns`, holding the
-  // call until then. Nothing is allocated per call (a std::function that
-  // holds a shared_ptr is).
+  // The same for a provider's call (not null): runs fn(*call) at `at_ns`,
+  // holding the call until then. Nothing is allocated per call (a
+  // std::function that holds a shared_ptr is).
   uint64_t schedule(int64_t at_ns, std::shared_ptr<Call> call, void (*fn)(Call&));
   // Drops a pending callback; false if it already ran or is running.
   bool cancel(uint64_t id);

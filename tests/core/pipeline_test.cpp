@@ -85,6 +85,7 @@ TEST(Pipeline, BatchMarksItsOutputAndCompileKeepsTheSlicedForm) {
   auto p = compile(b);
   ASSERT_TRUE(p->sliced);
   EXPECT_EQ(p->slice_leaf, 0u);
+  EXPECT_EQ(p->ir->slice_items, kSliceItems);  // what a run reads to choose the sliced form
   EXPECT_FALSE(p->sliced->sliced);
 }
 
