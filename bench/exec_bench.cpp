@@ -506,6 +506,14 @@ void run_batched(benchmark::State& state, af_context_t* ctx, const af_program_t*
   state.counters["cpu_ms"] = cpu_ms;
   state.counters["cpu_us_per_call"] = cpu_ms * 1e3 / (3.0 * n);
   state.counters["cpu_floor"] = cpu_ms / cores / critical_ms;
+  // A tighter bound, from the program's three stages: no second-stage reply
+  // is due before 2 L, and the last third-stage request can go only once
+  // every item's second reply is read and its third request made — a third
+  // of the run's CPU (one LM call's worth per item) on `cores` cores; its
+  // reply is due L later. So no schedule finishes before
+  // 3 L + cpu / 3 / cores: `stage_floor` is that over the critical path.
+  auto stage_floor = [&](double cpu) { return (critical_ms + cpu / 3.0 / cores) / critical_ms; };
+  state.counters["stage_floor"] = stage_floor(cpu_ms);
   if (!steady.empty()) {
     auto median = [](std::vector<double> xs) {
       std::sort(xs.begin(), xs.end());
@@ -513,6 +521,7 @@ void run_batched(benchmark::State& state, af_context_t* ctx, const af_program_t*
     };
     state.counters["steady_over_critical_path"] = median(steady) / critical_ms;
     state.counters["steady_cpu_us_per_call"] = median(steady_cpu) * 1e3 / (3.0 * n);
+    state.counters["steady_stage_floor"] = stage_floor(median(steady_cpu));
   }
   state.counters["peak_in_flight"] = double(stat(p, "peak_in_flight"));
   // Resident memory sampled every 10 ms during the first run, less the
