@@ -508,9 +508,9 @@ void run_batched(benchmark::State& state, af_context_t* ctx, const af_program_t*
   state.counters["cpu_floor"] = cpu_ms / cores / critical_ms;
   // A tighter bound, from the program's three stages: no second-stage reply
   // is due before 2 L, and the last third-stage request can go only once
-  // every item's second reply is read and its third request made — a third
-  // of the run's CPU (one LM call's worth per item) on `cores` cores; its
-  // reply is due L later. So no schedule finishes before
+  // every item's second reply is read and its third request made — about a
+  // third of the run's CPU (one LM call's worth per item) on `cores` cores;
+  // its reply is due L later. So no schedule finishes much before
   // 3 L + cpu / 3 / cores: `stage_floor` is that over the critical path.
   auto stage_floor = [&](double cpu) { return (critical_ms + cpu / 3.0 / cores) / critical_ms; };
   state.counters["stage_floor"] = stage_floor(cpu_ms);
