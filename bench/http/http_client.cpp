@@ -83,7 +83,7 @@ class ProviderLoop {
     uint64_t i = next_.fetch_add(1);
     if (i >= total_) return;
     af::lm::Request req;
-    req.model = "bench";
+    req.model = af::Value::str("bench");
     req.messages.push_back({"user", af::Value::str(user_text(i))});
     int64_t t0 = now_ns();
     auto done = [this, i, t0](af::lm::Call&, const std::string* content, const af::Error* err) {

@@ -30,7 +30,7 @@ void append_messages(std::string& s, const SmallVec<Message, 2>& messages) {
 
 std::string Request::to_json() const {
   std::string s = "{\"model\":";
-  append_json_string(s, model);
+  append_json_string(s, model.as_str());
   s += ",\"messages\":";
   append_messages(s, messages);
   if (schema) {
@@ -58,7 +58,7 @@ std::string Request::to_json() const {
 
 std::string Request::key() const {
   std::string s = "{\"model\":";
-  append_json_string(s, model);
+  append_json_string(s, model.as_str());
   s += ",\"messages\":";
   append_messages(s, messages);
   s += ",\"schema\":";
@@ -89,7 +89,7 @@ Call::Call(Request&& req, Done done, double priority)
 Call::~Call() {
   if (!done_.exchange(true, std::memory_order_acq_rel)) {
     Error err(Code::Provider, "provider " + (provider_name.empty() ? std::string("?") : provider_name) +
-                                  " dropped the request for model \"" + req_.model + "\" unanswered");
+                                  " dropped the request for model \"" + req_.model.as_str() + "\" unanswered");
     finish(nullptr, &err);
   }
 }

@@ -28,7 +28,9 @@ struct Message {
 };
 
 struct Request {
-  std::string model;
+  // A str Value, shared with the run that asked (like a message's content):
+  // a request does not copy its model's name.
+  Value model;
   // Inline for up to two (a prompt, or a system turn and a prompt): a
   // request allocates no array of its own.
   SmallVec<Message, 2> messages;

@@ -39,7 +39,7 @@ class Echo final : public Provider {
 
   static std::string answer(const Request& r) {
     if (r.schema) return r.schema->smallest_reply();
-    std::string s = r.model;
+    std::string s = r.model.as_str();
     s += '|';
     if (!r.messages.empty()) s += r.messages.back().content.as_str();
     return s;

@@ -523,7 +523,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
 
 std::string request_body(const Config& cfg, const Request& r) {
   std::string s = "{\"model\":";
-  append_json_string(s, r.model);
+  append_json_string(s, r.model.as_str());
   s += ",\"messages\":[";
   auto message = [&s](const std::string& role, const std::string& content) {
     s += "{\"role\":";

@@ -67,7 +67,7 @@ class Replay final : public Provider {
           std::string last = call->request().messages.empty() ? "" : call->request().messages.back().content.as_str();
           if (last.size() > 80) last = last.substr(0, 80) + "...";
           std::string m, l;
-          append_json_string(m, call->request().model);
+          append_json_string(m, call->request().model.as_str());
           append_json_string(l, last);
           call->fail(Error(Code::NotFound, "replay provider: no recorded answer in " + path_ + " for model " + m +
                                                " with last message " + l + " (record it with mode \"record\")"));

@@ -405,12 +405,12 @@ struct Batch : std::enable_shared_from_this<Batch> {
     if (op->profiling())
       op->record_span(CallSpan{
           call.provider_name, call.slot, call.queued_ns, call.started_ns, call.finished_ns,
-          call.request().model, err ? int32_t(err->code()) : invalid ? int32_t(invalid->code()) : 0,
+          call.request().model.as_str(), err ? int32_t(err->code()) : invalid ? int32_t(invalid->code()) : 0,
           call.attempts.load(), err ? 0 : call.prompt_tokens, err ? 0 : call.completion_tokens,
           nullptr, nullptr});
     if (op->finished()) return;
     auto what = [&] {
-      std::string w = std::string(prim) + " to model " + quoted(call.request().model);
+      std::string w = std::string(prim) + " to model " + quoted(call.request().model.as_str());
       return batched ? w + batch_item(base, i) : w;
     };
     if (err) {
@@ -563,7 +563,7 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   for (size_t i = 0; i < n; ++i) {
     if (!batch->items[i].requested) continue;
     lm::Request req;
-    req.model = ex.row(i).back()->as_str();
+    req.model = *ex.row(i).back();
     req.messages.reserve(roles.size());
     for (size_t k = 0; k < roles.size(); ++k)
       req.messages.push_back(lm::Message{roles.items()[k].as_str(), *ex.row(i)[k]});

@@ -262,17 +262,17 @@ class Manual final : public Provider {
  protected:
   void start(std::shared_ptr<Call> call) noexcept override {
     std::lock_guard<std::mutex> lock(mu);
-    order.push_back(call->request().model);
+    order.push_back(call->request().model.as_str());
     started.push_back(std::move(call));
   }
 };
 
 std::shared_ptr<Call> call_for(const std::string& model, double prio, std::vector<std::string>* done) {
   Request r;
-  r.model = model;
+  r.model = Value::str(model);
   return std::make_shared<Call>(std::move(r),
                                 [done](Call& c, const std::string* content, const Error* err) {
-                                  done->push_back(c.request().model + (err ? ":err" : ":" + *content));
+                                  done->push_back(c.request().model.as_str() + (err ? ":err" : ":" + *content));
                                 },
                                 prio);
 }
