@@ -39,9 +39,13 @@ class Echo final : public Provider {
 
   static std::string answer(const Request& r) {
     if (r.schema) return r.schema->smallest_reply();
-    std::string s = r.model.as_str();
+    const std::string& model = r.model.as_str();
+    const std::string& last = r.messages.empty() ? model : r.messages.back().content.as_str();
+    std::string s;
+    s.reserve(model.size() + 1 + (r.messages.empty() ? 0 : last.size()));  // one allocation
+    s += model;
     s += '|';
-    if (!r.messages.empty()) s += r.messages.back().content.as_str();
+    if (!r.messages.empty()) s += last;
     return s;
   }
 
@@ -96,12 +100,32 @@ class Echo final : public Provider {
   }
 
  protected:
-  void start(std::shared_ptr<Call> call) noexcept override {
-    // The prompt's usage is counted here, the reply's when it is made: the
-    // thread that makes every reply does no more than that.
-    for (const Message& m : call->request().messages) call->prompt_tokens += words(m.content.as_str());
-    double ms = latency_ms(call->request());
-    if (ms <= 0) return reply(*call);
+  void start(std::shared_ptr<Call> call) noexcept override { start_all({&call, 1}); }
+
+  // A round's replies are queued on the timer under one lock.
+  void start_all(std::span<std::shared_ptr<Call>> calls) noexcept override {
+    std::vector<int64_t> due;  // calls[k]'s reply is due at due[k]
+    try {
+      due.reserve(calls.size());
+    } catch (...) {
+      for (auto& call : calls) call->fail(Error(Code::OutOfMemory, "echo: out of memory"));
+      return;
+    }
+    size_t waits = 0;  // the calls that wait go first in `calls`, in order
+    for (auto& call : calls) {
+      // The prompt's usage is counted here, the reply's when it is made: the
+      // thread that makes every reply does no more than that.
+      for (const Message& m : call->request().messages) call->prompt_tokens += words(m.content.as_str());
+      const double ms = latency_ms(call->request());
+      if (ms <= 0) {
+        reply(*call);
+        call.reset();
+        continue;
+      }
+      // From the start the limiter stamped on it (one clock read less per call).
+      due.push_back(call->started_ns + int64_t(ms * 1e6));
+      calls[waits++] = std::move(call);
+    }
     // The reply is made when it is due, on the timer's thread, as a server
     // would make it: issuing a request costs the caller no more than that.
     // A cancelled call is finished at once (its caller goes on); like a
@@ -109,10 +133,10 @@ class Echo final : public Provider {
     // and then drops it. (A cancel hook per call cost an allocation and
     // ~9 % of the engine's instructions per LM call.)
     try {
-      // From the start the limiter stamped on it (one clock read less per call).
-      timer_->schedule(call->started_ns + int64_t(ms * 1e6), call, reply);
+      timer_->schedule(due, calls.first(waits), reply);
     } catch (...) {
-      call->fail(Error(Code::OutOfMemory, "echo: out of memory"));
+      for (auto& call : calls.first(waits))
+        if (call) call->fail(Error(Code::OutOfMemory, "echo: out of memory"));
     }
   }
 

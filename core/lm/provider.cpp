@@ -14,6 +14,12 @@ constexpr double kNsPerMinute = 60e9;
 // starts are spread over the minute instead of bursting at its beginning.
 double capacity(uint64_t per_minute) { return std::max(1.0, double(per_minute) / 60.0); }
 
+// A round of this many calls counts its hold on the limiter itself.
+constexpr size_t kOwnCountAt = 64;
+
+// How many start_all() calls this thread is inside (see submit()).
+thread_local int t_starting = 0;
+
 // The wake-ups of every limiter held back by a rate or a pause: one thread,
 // made on first use and never destroyed (a limiter may go away from inside
 // its own wake-up, which must not free the queue running it).
@@ -26,22 +32,32 @@ TimerQueue& wake_timer() {
 void Limiter::submit(std::shared_ptr<Call> call) { submit(std::span<std::shared_ptr<Call>>(&call, 1)); }
 
 void Limiter::submit(std::span<std::shared_ptr<Call>> calls) {
-  bool queued = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (provider_) {
-      for (auto& call : calls) {
-        const double priority = call->priority();
-        waiting_.push(Waiting{priority, seq_++, std::move(call)});
-      }
-      stats_.submitted += calls.size();
-      queued = true;
-    }
-  }
-  if (!queued) {  // failed outside the lock
+  SmallVec<Starting, 1> own;
+  SmallVec<std::shared_ptr<Call>, 1> going;
+  own.reserve(calls.size());  // before the lock: the fast path below allocates nothing under it
+  going.reserve(calls.size());
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!provider_) {  // failed outside the lock
+    lock.unlock();
     for (auto& call : calls) call->fail(Error(Code::Provider, "the provider was freed before the request could start"));
     return;
   }
+  stats_.submitted += calls.size();
+  // Nothing limits the provider and nothing waits: the calls start now, on
+  // this thread. (Through pump(), one thread at a time started every
+  // thread's calls: 100 000 requests made on three threads started on one.)
+  // Not from inside a start (a reply made at once, whose done hook asks
+  // again): that one queues, and the pump takes it in its loop, so a chain
+  // of instant replies does not recurse.
+  if (max_ == 0 && !rpm_ && !tpm_ && !paused_until_ns_ && waiting_.empty() && !t_starting) {
+    for (auto& call : calls) own.push_back(take_slot(std::move(call), 0));
+    return start_taken(own, going, lock);
+  }
+  for (auto& call : calls) {
+    const double priority = call->priority();
+    waiting_.push(Waiting{priority, seq_++, std::move(call)});
+  }
+  lock.unlock();
   pump();
 }
 
@@ -184,6 +200,71 @@ void Limiter::wake_at(int64_t at) {
   });
 }
 
+Limiter::Starting Limiter::take_slot(std::shared_ptr<Call> call, uint64_t tokens) {
+  int slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.take();
+  } else {
+    slot = next_slot_++;
+    started_.resize(size_t(next_slot_));
+  }
+  started_[size_t(slot)] = call;
+  ++in_flight_;
+  ++starting_;
+  ++stats_.started;
+  if (in_flight_ > stats_.peak_in_flight) stats_.peak_in_flight = in_flight_;
+  return Starting{std::move(call), slot, tokens};
+}
+
+template <class Taken, class Going>
+void Limiter::start_taken(Taken& taken, Going& going, std::unique_lock<std::mutex>& lock) {
+  // detach() waits for starting_ to reach 0: the provider outlives the round.
+  Provider* p = provider_;
+  lock.unlock();
+  const int64_t started = now_ns();  // the round's calls start together
+  // A call holds the limiter (to release its slot however late it
+  // finishes). A large round's calls hold it through a count of their own:
+  // one count that every call takes and drops, on every thread, made each
+  // wait for its cache line.
+  std::shared_ptr<Limiter> self = shared_from_this();
+  if (taken.size() >= kOwnCountAt) {
+    auto holder = std::make_shared<const std::shared_ptr<Limiter>>(std::move(self));
+    self = std::shared_ptr<Limiter>(holder, this);
+  }
+  size_t raced = 0;
+  for (Starting& s : taken) {
+    Call& call = *s.call;
+    {
+      std::lock_guard<std::mutex> cl(call.mu_);
+      if (call.finished()) {
+        ++raced;
+        continue;  // keeps s.call: its slot is freed below
+      }
+      call.slot = s.slot;
+      call.limiter_ = self;
+      call.rate_tokens_ = s.tokens;
+      call.started_ns = started;
+      call.provider_name = p->name();
+    }
+    going.push_back(std::move(s.call));
+  }
+  ++t_starting;
+  p->start_all(std::span<std::shared_ptr<Call>>(going.data(), going.size()));
+  --t_starting;
+  going.clear();
+  lock.lock();
+  if (raced)
+    for (Starting& s : taken)
+      if (s.call) {
+        --in_flight_;
+        ++stats_.finished;
+        free_slots_.put(s.slot);
+        started_[size_t(s.slot)].reset();
+      }
+  starting_ -= uint32_t(taken.size());
+  if (starting_ == 0) idle_.notify_all();
+}
+
 // One thread at a time starts waiting calls while slots are free; a thread
 // that finds another pumping leaves the work to it (the pumper re-checks the
 // state under the lock before it stops), so completions that happen inside
@@ -214,53 +295,10 @@ void Limiter::pump() {
         tokens = call.request().estimated_tokens();
         tokens_level_ -= double(tokens);
       }
-      int slot;
-      if (!free_slots_.empty()) {
-        slot = free_slots_.take();
-      } else {
-        slot = next_slot_++;
-        started_.resize(size_t(next_slot_));
-      }
-      started_[size_t(slot)] = waiting_.top().call;
-      round_.push_back(Starting{waiting_.pop().call, slot, tokens});
-      ++in_flight_;
-      ++starting_;
-      ++stats_.started;
+      round_.push_back(take_slot(waiting_.pop().call, tokens));
     }
     if (round_.empty()) break;
-    if (in_flight_ > stats_.peak_in_flight) stats_.peak_in_flight = in_flight_;
-    // detach() waits for starting_ to reach 0: the provider outlives the round.
-    Provider* p = provider_;
-    lock.unlock();
-    const int64_t started = now_ns();  // the round's calls start together
-    size_t raced = 0;
-    for (Starting& s : round_) {  // only the pumping thread touches round_
-      Call& call = *s.call;
-      {
-        std::lock_guard<std::mutex> cl(call.mu_);
-        if (call.finished()) {
-          ++raced;
-          continue;  // keeps s.call: its slot is freed below
-        }
-        call.slot = s.slot;
-        call.limiter_ = shared_from_this();  // (a shared copy per round cost two atomics more per call)
-        call.rate_tokens_ = s.tokens;
-        call.started_ns = started;
-        call.provider_name = p->name();
-      }
-      p->start(std::move(s.call));
-    }
-    lock.lock();
-    if (raced)
-      for (Starting& s : round_)
-        if (s.call) {
-          --in_flight_;
-          ++stats_.finished;
-          free_slots_.put(s.slot);
-          started_[size_t(s.slot)].reset();
-        }
-    starting_ -= uint32_t(round_.size());
-    if (starting_ == 0) idle_.notify_all();
+    start_taken(round_, going_, lock);
     round_.clear();
   }
   pumping_ = false;

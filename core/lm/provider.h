@@ -27,6 +27,7 @@
 
 #include "lm/call.h"
 #include "lm/ordered_queue.h"
+#include "value/small_vec.h"
 
 namespace af::lm {
 
@@ -64,6 +65,14 @@ class Limiter : public std::enable_shared_from_this<Limiter> {
   friend class Call;
   void release(Call& call, bool completed);
   void pump();
+  struct Starting;
+  // With mu_ held: a slot for `call`, which starts now, counted.
+  Starting take_slot(std::shared_ptr<Call> call, uint64_t tokens);
+  // Starts the calls `taken` (moved into `going`) outside the lock, which
+  // is held again when it returns; frees the slots of those that finished
+  // before they could start.
+  template <class Taken, class Going>
+  void start_taken(Taken& taken, Going& going, std::unique_lock<std::mutex>& lock);
   // With mu_ held: refills the buckets to now; returns 0 when `call` may
   // start now, else the time to try again.
   int64_t rate_wait_until(const Call& call);
@@ -105,14 +114,16 @@ class Limiter : public std::enable_shared_from_this<Limiter> {
   FreeSlots free_slots_;
   int next_slot_ = 0;
   std::vector<std::weak_ptr<Call>> started_;  // by slot: the calls in flight
-  // The calls one round of pump() starts outside the lock: touched only by
-  // the pumping thread (pumping_), kept for its capacity.
+  // A call that starts (a slot taken for it). The calls one round of pump()
+  // starts outside the lock: touched only by the pumping thread
+  // (pumping_), kept for their capacity.
   struct Starting {
     std::shared_ptr<Call> call;
     int slot;
     uint64_t tokens;
   };
   std::vector<Starting> round_;
+  std::vector<std::shared_ptr<Call>> going_;  // the round's calls that start
   OrderedQueue<Waiting, Waiting::Before> waiting_;
   Stats stats_;
   // Rates: token buckets (level may go below 0 when a request costs more
@@ -155,6 +166,12 @@ class Provider {
   // Starts the call; must not throw (fail the call instead) and must not
   // block for long. Called without locks held, possibly from many threads.
   virtual void start(std::shared_ptr<Call> call) noexcept = 0;
+  // Starts a round of calls the limiter lets go together (moved from, in
+  // order); each one, unless a provider does it for less at once (echo
+  // queues a round's replies under one lock).
+  virtual void start_all(std::span<std::shared_ptr<Call>> calls) noexcept {
+    for (auto& call : calls) start(std::move(call));
+  }
   // Derived destructors call this first, before their members go away.
   void shutdown();
 

@@ -29,8 +29,17 @@ uint64_t TimerQueue::schedule(int64_t at_ns, std::function<void()> fn) {
   return enqueue(at_ns, Callback{std::move(fn), nullptr, nullptr});
 }
 
-uint64_t TimerQueue::schedule(int64_t at_ns, std::shared_ptr<Call> call, void (*fn)(Call&)) {
-  return enqueue(at_ns, Callback{nullptr, std::move(call), fn});
+void TimerQueue::schedule(std::span<const int64_t> at_ns, std::span<std::shared_ptr<Call>> calls,
+                          void (*fn)(Call&)) {
+  State& s = *st_;
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!thread_.joinable()) thread_ = std::thread([st = st_] { loop(st); });
+  bool earliest = false;
+  for (size_t k = 0; k < calls.size(); ++k) {
+    earliest = earliest || s.due.empty() || at_ns[k] < s.due.top().at;
+    s.add(at_ns[k], Callback{nullptr, std::move(calls[k]), fn});
+  }
+  if (earliest) s.cv.notify_one();
 }
 
 uint64_t TimerQueue::enqueue(int64_t at_ns, Callback cb) {

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -30,10 +31,12 @@ class TimerQueue {
   // cancel(), never 0 (callers may keep 0 for "none"). Never runs fn on the
   // calling thread.
   uint64_t schedule(int64_t at_ns, std::function<void()> fn);
-  // The same for a provider's call (not null): runs fn(*call) at `at_ns`,
-  // holding the call until then. Nothing is allocated per call (a
-  // std::function that holds a shared_ptr is).
-  uint64_t schedule(int64_t at_ns, std::shared_ptr<Call> call, void (*fn)(Call&));
+  // The same for a provider's calls (not null), many under one lock: runs
+  // fn(*calls[k]) at at_ns[k], holding each call until then. Nothing is
+  // allocated per call (a std::function that holds a shared_ptr is). Moves
+  // each call it schedules: after an exception (out of memory) the calls
+  // left in `calls` were not.
+  void schedule(std::span<const int64_t> at_ns, std::span<std::shared_ptr<Call>> calls, void (*fn)(Call&));
   // Drops a pending callback; false if it already ran or is running.
   bool cancel(uint64_t id);
   size_t pending() const;

@@ -12,6 +12,7 @@
 #include "lm/call.h"
 #include "lm/ordered_queue.h"
 #include "lm/provider.h"
+#include "lm/providers.h"
 #include "lm/router.h"
 #include "lm/schema.h"
 #include "lm/timer.h"
@@ -337,6 +338,32 @@ TEST(LmLimiter, StartsTakeTheLowestFreeSlot) {
   EXPECT_EQ(p->limiter().stats().in_flight, 301u);
 }
 
+// Calls an unlimited provider answers at once, each asked from the done
+// hook of the one before: the chain runs in a loop, not in a recursion as
+// deep as it is long (a call starts on the thread that asks for it, so
+// without care every next call would start inside the last one's reply).
+TEST(LmLimiter, AChainOfInstantRepliesDoesNotNest) {
+  ProviderPtr echo = make_echo(Value::dict({}));
+  constexpr int kChain = 100000;
+  int answered = 0, depth = 0, deepest = 0;
+  std::function<void()> ask = [&] {
+    Request r;
+    r.model = Value::str("m");
+    r.messages.push_back(Message{"user", Value::str("hi")});
+    echo->submit(std::make_shared<Call>(
+        std::move(r),
+        [&](Call&, const std::string* content, const Error*) {
+          deepest = std::max(deepest, ++depth);
+          if (content && *content == "m|hi" && ++answered < kChain) ask();
+          --depth;
+        },
+        0));
+  };
+  ask();
+  EXPECT_EQ(answered, kChain);
+  EXPECT_LE(deepest, 2);
+}
+
 TEST(LmCall, FirstFinishWinsAndDroppedCallsFail) {
   std::vector<std::string> done;
   auto c = call_for("m", 0, &done);
@@ -431,28 +458,37 @@ TEST(LmTimer, IdsOfFinishedCallbacksNeverMatchLaterOnes) {
   EXPECT_EQ(t.pending(), 0u);
 }
 
-// A provider's call waits in the queue without a std::function: it runs
-// with the call, which the queue holds until then (or until cancelled).
+// A provider's calls wait in the queue without a std::function, many
+// scheduled under one lock: each runs with its call, which the queue holds
+// until then (or until the queue goes, dropping it unrun).
 std::atomic<int> g_timer_replies{0};
-TEST(LmTimer, HoldsACallUntilItsCallbackRuns) {
-  TimerQueue t;
+TEST(LmTimer, HoldsItsCallsUntilTheirCallbacksRun) {
   std::vector<std::string> done;
   auto ran = call_for("ran", 0, &done);
   auto dropped = call_for("dropped", 0, &done);
-  const int64_t later = now_ns() + int64_t(3600) * 1000000000;
-  uint64_t id = t.schedule(later, dropped, [](Call& c) { c.complete("never"); });
-  EXPECT_EQ(dropped.use_count(), 2);
-  EXPECT_TRUE(t.cancel(id));
-  EXPECT_EQ(dropped.use_count(), 1);  // the queue let it go
-  t.schedule(now_ns(), ran, [](Call& c) {
-    c.complete("on time");
-    g_timer_replies.fetch_add(1, std::memory_order_release);  // after `done` was written
-  });
-  ran = nullptr;  // the queue holds it
-  for (int i = 0; i < 400 && g_timer_replies.load(std::memory_order_acquire) == 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  ASSERT_EQ(g_timer_replies.load(std::memory_order_acquire), 1);
-  EXPECT_EQ(done, std::vector<std::string>{"ran:on time"});
+  std::weak_ptr<Call> ran_weak = ran;
+  {
+    TimerQueue t;
+    const int64_t now = now_ns();
+    const int64_t at[2] = {now + int64_t(3600) * 1000000000, now};
+    std::shared_ptr<Call> calls[2] = {dropped, ran};
+    t.schedule(at, calls, [](Call& c) {
+      c.complete("on time");
+      g_timer_replies.fetch_add(1, std::memory_order_release);  // after `done` was written
+    });
+    EXPECT_EQ(calls[0], nullptr);  // moved into the queue
+    EXPECT_EQ(calls[1], nullptr);
+    EXPECT_EQ(dropped.use_count(), 2);
+    ran = nullptr;  // the queue holds it
+    for (int i = 0; i < 400 && g_timer_replies.load(std::memory_order_acquire) == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_EQ(g_timer_replies.load(std::memory_order_acquire), 1);
+    EXPECT_EQ(done, std::vector<std::string>{"ran:on time"});
+    EXPECT_EQ(t.pending(), 1u);
+  }
+  EXPECT_TRUE(ran_weak.expired());    // let go once its callback ran
+  EXPECT_EQ(dropped.use_count(), 1);  // the queue went: dropped unrun
+  EXPECT_EQ(g_timer_replies.load(), 1);
 }
 
 // OrderedQueue leaves in the order a heap would, whether items arrive in
