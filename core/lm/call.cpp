@@ -81,10 +81,8 @@ uint64_t Request::estimated_tokens() const {
   return n;
 }
 
-Call::Call(Request&& req, Done done, double priority)
-    : req_(std::move(req)), done_hook_(std::move(done)), priority_(priority) {
-  queued_ns = now_ns();
-}
+Call::Call(Request&& req, Done done, double priority, int64_t queued_at)
+    : queued_ns(queued_at), req_(std::move(req)), done_hook_(std::move(done)), priority_(priority) {}
 
 Call::~Call() {
   if (!done_.exchange(true, std::memory_order_acq_rel)) {
@@ -107,7 +105,7 @@ bool Call::fail(const Error& err) noexcept {
 }
 
 void Call::finish(std::string* content, const Error* err) noexcept {
-  finished_ns = now_ns();
+  if (timed) finished_ns = now_ns();
   std::shared_ptr<Limiter> lim;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -251,8 +251,11 @@ struct Item {
   bool requested = false;     // false for an item that failed before its request
   std::weak_ptr<lm::Call> call;  // the request in flight, with Batch::mu held
   // Held weakly: a provider freed while its calls fly fails them (CANCELLED)
-  // rather than living on in them. Shared by the items of one model.
-  lm::Router::WeakProviders providers;
+  // rather than living on in them. The route of the item's model, held by
+  // the batch (Batch::routes): an item does not count a reference to it
+  // (a count shared by every request of a model, on every thread, cost as
+  // much as the rest of making the request).
+  const std::vector<std::weak_ptr<lm::Provider>>* providers = nullptr;
   size_t provider = 0;  // the one asked now
   uint32_t reasks = 0;  // at that provider
   std::shared_ptr<const Error> earlier;  // the previous providers' errors
@@ -294,10 +297,13 @@ struct Batch : std::enable_shared_from_this<Batch> {
   bool item_errors = false;
   bool streams = false;
   bool batched = false;  // items are named in errors: " (batch item base + i)"
+  bool profiling = false;  // the op records its calls' spans
+  int64_t queued_at = 0;   // when its requests were made
   uint64_t base = 0;      // RunEnv::batch_base
   Shape shape;
   size_t n_out = 1;
   std::vector<Item> items;  // one per request, made at once (an Item does not move)
+  std::vector<lm::Router::WeakProviders> routes;  // of the items' models (Item::providers)
   std::unique_ptr<Streamed[]> streamed;  // one per request, for a streaming batch only
   // Request i's outputs (or error values): [i * n_out, (i + 1) * n_out).
   // Inline for an unbatched call of up to two outputs.
@@ -343,7 +349,8 @@ struct Batch : std::enable_shared_from_this<Batch> {
           b->answered(i, c, content, err);
           b->release();
         },
-        op->priority);
+        op->priority, queued_at);
+    call->timed = profiling;
     if (streams)
       call->set_on_delta([self = shared_from_this(), i](const char* data, size_t len) { self->stream(i, data, len); });
     return call;
@@ -402,7 +409,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
         std::fill(result.begin(), result.end(), Value());  // what it had put there
       }
     }
-    if (op->profiling())
+    if (profiling)
       op->record_span(CallSpan{
           call.provider_name, call.slot, call.queued_ns, call.started_ns, call.finished_ns,
           call.request().model.as_str(), err ? int32_t(err->code()) : invalid ? int32_t(invalid->code()) : 0,
@@ -476,6 +483,18 @@ struct Batch : std::enable_shared_from_this<Batch> {
   }
 };
 
+// A batch of this many requests or more counts what they share itself.
+constexpr size_t kOwnCountsAt = 64;
+
+// p behind a count of its own: copies of the result count there, not in
+// p's shared count.
+template <class T>
+std::shared_ptr<T> own_count(const std::shared_ptr<T>& p) {
+  if (!p) return p;
+  auto holder = std::make_shared<const std::shared_ptr<T>>(p);
+  return std::shared_ptr<T>(holder, p.get());
+}
+
 void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, RunEnv& env) {
   const char* prim = e.prim->name.c_str();
   if (!env.context) fail(Code::Internal, std::string(prim) + ": no context to route the model");
@@ -514,6 +533,8 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   // Per-item errors apply to the items of a batched call only.
   batch->item_errors = env.item_errors && !batch->shape.leaf;
   batch->streams = op->streams(e);
+  batch->profiling = op->profiling();
+  batch->queued_at = lm::now_ns();
   if (batch->streams) batch->streamed = std::make_unique<Streamed[]>(n);
   auto item_error = [&batch](size_t i, const Value& error) { batch->set_result(i, error); };
   // Route every request first: a missing route fails before anything runs
@@ -524,7 +545,6 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   size_t n_failed = 0;
   // The route of the model asked last: a batch's items mostly share one.
   const std::string* routed_model = nullptr;
-  lm::Router::WeakProviders routed;
   for (size_t i = 0; i < n; ++i) {
     if (ex.failed[i]) {
       item_error(i, *ex.failed[i]);
@@ -532,9 +552,9 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
       continue;
     }
     const std::string& model = ex.row(i).back()->as_str();
-    if (!routed_model || *routed_model != model) {
+    if (!routed_model || (routed_model != &model && *routed_model != model)) {
       try {
-        routed = router.resolve(model);
+        batch->routes.push_back(router.resolve(model));
         routed_model = &model;
       } catch (const Error& err) {
         if (!batch->item_errors || !is_item_failure(err)) throw;
@@ -546,7 +566,7 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
     }
     Item& it = batch->items[i];
     it.requested = true;
-    it.providers = routed;
+    it.providers = batch->routes.back().get();
   }
   std::weak_ptr<Batch> weak = batch;
   op->on_cancel([weak] {
@@ -560,15 +580,31 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   SmallVec<size_t, 1> called;
   calls.reserve(n - n_failed);
   called.reserve(n - n_failed);
+  // What the requests of a large batch share (the model's name, the schema,
+  // the tags) is counted per batch: copies of one count that every request
+  // of the program takes and drops, on every thread, made each request
+  // wait for that count's cache line (most of this function's own time).
+  // The batch copies a model's name once and holds the schema and tags
+  // through counts of its own.
+  const bool own_counts = n - n_failed >= kOwnCountsAt;
+  const std::shared_ptr<const lm::Schema> schema = own_counts ? own_count(batch->schema) : batch->schema;
+  const auto tags = own_counts ? own_count(e.tags()) : e.tags();
+  const std::string* model_of = nullptr;  // the model whose name `model` holds
+  Value model;
   for (size_t i = 0; i < n; ++i) {
     if (!batch->items[i].requested) continue;
     lm::Request req;
-    req.model = *ex.row(i).back();
+    const Value& asked = *ex.row(i).back();
+    if (&asked.as_str() != model_of) {
+      model_of = &asked.as_str();
+      model = own_counts ? Value::str(asked.as_str()) : asked;
+    }
+    req.model = model;
     req.messages.reserve(roles.size());
     for (size_t k = 0; k < roles.size(); ++k)
       req.messages.push_back(lm::Message{roles.items()[k].as_str(), *ex.row(i)[k]});
-    req.schema = batch->schema;
-    req.tags = e.tags();
+    req.schema = schema;
+    req.tags = tags;
     req.sampling = sampling;
     req.stream = batch->streams;
     calls.push_back(batch->make_call(i, std::move(req)));
