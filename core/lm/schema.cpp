@@ -11,6 +11,7 @@
 
 #include "value/error.h"
 #include "value/json_dom.h"
+#include "value/small_vec.h"
 
 namespace af::lm {
 
@@ -438,26 +439,38 @@ void validate(const SchemaNode& n, simdjson::dom::element e, const ReplyPath& pa
     case SchemaNode::List: {
       simdjson::dom::object obj;
       if (e.get_object().get(obj)) mismatch(path, n.wraps_leaf ? "an object {\"value\": ...}" : "an object", json_value(e));
-      size_t fields = 0;
+      // Each property's value by the schema's key order, in one pass over
+      // the object (finding each key again cost more than the rest).
+      SmallVec<simdjson::dom::element, 8> at_key;
+      SmallVec<bool, 8> found;
+      at_key.reserve(n.keys.size());
+      found.reserve(n.keys.size());
+      for (size_t i = 0; i < n.keys.size(); ++i) {
+        at_key.emplace_back();
+        found.push_back(false);
+      }
+      bool twice = false;
       for (auto field : obj) {
-        ++fields;
-        if (std::find(n.keys.begin(), n.keys.end(), field.key) == n.keys.end()) {
+        const auto key = std::find(n.keys.begin(), n.keys.end(), field.key);
+        if (key == n.keys.end()) {
           std::string allowed;
           for (const std::string& w : n.keys) allowed += (allowed.empty() ? "" : ", ") + w;
           fail(Code::Schema, "lm_schema_call: the reply does not match the schema at " +
                                  child_path(path.str(), field.key) + ": unexpected property (allowed: " + allowed + ")");
         }
+        const auto i = size_t(key - n.keys.begin());
+        twice = twice || found[i];
+        if (!found[i]) at_key[i] = field.value;  // the first, as a lookup by key finds
+        found[i] = true;
       }
       for (size_t i = 0; i < n.keys.size(); ++i) {
         const ReplyPath at{&path, n.keys[i]};
-        simdjson::dom::element x;
-        if (obj.at_key(n.keys[i]).get(x))
+        if (!found[i])
           fail(Code::Schema, "lm_schema_call: the reply does not match the schema at " + at.str() +
                                  ": the required property is missing");
-        validate(n.items[i], x, at, leaves);
+        validate(n.items[i], at_key[i], at, leaves);
       }
-      // Every property known and present, and more of them: a key twice.
-      if (fields != n.keys.size()) json_value(e);
+      if (twice) json_value(e);  // INVALID_ARGUMENT: a key twice
       return;
     }
   }
