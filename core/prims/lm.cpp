@@ -584,22 +584,23 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   // the tags) is counted per batch: copies of one count that every request
   // of the program takes and drops, on every thread, made each request
   // wait for that count's cache line (most of this function's own time).
-  // The batch copies a model's name once and holds the schema and tags
-  // through counts of its own.
+  // The batch copies the first request's model name once (requests asking
+  // another model share its count, as before) and holds the schema and
+  // tags through counts of its own.
   const bool own_counts = n - n_failed >= kOwnCountsAt;
   const std::shared_ptr<const lm::Schema> schema = own_counts ? own_count(batch->schema) : batch->schema;
   const auto tags = own_counts ? own_count(e.tags()) : e.tags();
-  const std::string* model_of = nullptr;  // the model whose name `model` holds
-  Value model;
+  const std::string* own_of = nullptr;  // the model name `own_model` copies
+  Value own_model;
   for (size_t i = 0; i < n; ++i) {
     if (!batch->items[i].requested) continue;
     lm::Request req;
     const Value& asked = *ex.row(i).back();
-    if (&asked.as_str() != model_of) {
-      model_of = &asked.as_str();
-      model = own_counts ? Value::str(asked.as_str()) : asked;
+    if (own_counts && !own_of) {
+      own_of = &asked.as_str();
+      own_model = Value::str(*own_of);
     }
-    req.model = model;
+    req.model = &asked.as_str() == own_of ? own_model : asked;
     req.messages.reserve(roles.size());
     for (size_t k = 0; k < roles.size(); ++k)
       req.messages.push_back(lm::Message{roles.items()[k].as_str(), *ex.row(i)[k]});

@@ -158,6 +158,45 @@ done:
   af_provider_free(host);
 }
 
+/* A large batch asking two models, one per item in turn: each item goes to
+ * its model's provider, and its reply names its model (a large batch
+ * shares a copy of a model's name among its requests: the other model's
+ * requests keep their own). */
+static void a_large_batch_asks_each_items_model(void) {
+  af_provider_t *a = echo_with("{\"name\":\"echo-a\"}"), *b = echo_with("{\"name\":\"echo-b\"}");
+  af_ir_t *ir = TRACE(lm_ask, NULL, "[\"q\", \"m\"]", NULL), *batched = NULL;
+  af_value_t* axes = mk_json("[true, true]");
+  af_value_t* out = NULL;
+  static char json[8192];
+  char want[64];
+  int i, n = 0, ok = 1;
+  route("model-a", a);
+  route("model-b", b);
+  if (!ir || !CHECK_OK(af_batch(ctx, ir, axes, &batched))) goto done;
+  n += snprintf(json + n, sizeof json - n, "[[");
+  for (i = 0; i < 100; i++) n += snprintf(json + n, sizeof json - n, "%s\"q%d\"", i ? "," : "", i);
+  n += snprintf(json + n, sizeof json - n, "], [");
+  for (i = 0; i < 100; i++) n += snprintf(json + n, sizeof json - n, "%s\"model-%c\"", i ? "," : "", i % 2 ? 'b' : 'a');
+  snprintf(json + n, sizeof json - n, "]]");
+  if (!CHECK_OK(call_json(batched, json, &out))) goto done;
+  for (i = 0; i < 100 && ok; i++) {
+    af_value_t* item = NULL;
+    ok = CHECK_OK(af_value_index(out, (size_t)i, &item));
+    snprintf(want, sizeof want, "\"model-%c|q%d\"", i % 2 ? 'b' : 'a', i);
+    if (ok) ok = CHECK_JSON(item, want);
+    af_value_free(item);
+  }
+  CHECK_INT_EQ(stat_field(a, "finished"), 50);
+  CHECK_INT_EQ(stat_field(b, "finished"), 50);
+done:
+  af_value_free(out);
+  af_value_free(axes);
+  af_ir_free(batched);
+  af_ir_free(ir);
+  af_provider_free(a);
+  af_provider_free(b);
+}
+
 /* ---- rate limits ---------------------------------------------------------- */
 
 /* 25 calls at 600 requests per minute: 10 start at once (a second's worth),
@@ -535,6 +574,7 @@ int main(int argc, char** argv) {
       CASE(loaded_sampling_params_are_checked),
       CASE(sampling_params_reach_the_request),
       CASE(host_providers_see_the_params),
+      CASE(a_large_batch_asks_each_items_model),
       CASE(requests_per_minute_spreads_the_calls),
       CASE(tokens_per_minute_uses_the_replys_usage),
       CASE(a_429_pauses_the_whole_provider),
