@@ -43,7 +43,8 @@ void Limiter::submit(std::span<std::shared_ptr<Call>> calls) {
     return;
   }
   stats_.submitted += calls.size();
-  // Nothing limits the provider and nothing waits: the calls start now, on
+  // Nothing limits the provider (no rate, no pause: the first start after
+  // a pause's end clears it) and nothing waits: the calls start now, on
   // this thread. (Through pump(), one thread at a time started every
   // thread's calls: 100 000 requests made on three threads started on one.)
   // Not from inside a start (a reply made at once, whose done hook asks
@@ -170,7 +171,8 @@ int64_t Limiter::rate_wait_until(const Call& call) {
     if (tpm_) tokens_level_ = std::min(capacity(tpm_), tokens_level_ + minutes * double(tpm_));
   }
   refilled_ns_ = now;
-  int64_t at = paused_until_ns_ > now ? paused_until_ns_ : 0;
+  if (paused_until_ns_ <= now) paused_until_ns_ = 0;  // over: starts read no clock for it again
+  int64_t at = paused_until_ns_;
   // The time until a bucket holds `need` (+1 ns: never earlier than that).
   auto when = [&](double level, double need, uint64_t per_minute) {
     if (level >= need) return int64_t(0);
