@@ -35,7 +35,8 @@ class TimerQueue {
   // fn(*calls[k]) at at_ns[k], holding each call until then. Nothing is
   // allocated per call (a std::function that holds a shared_ptr is). Moves
   // each call it schedules: after an exception (out of memory) the calls
-  // left in `calls` were not.
+  // left in `calls` were not, and the one being added was dropped (a
+  // dropped call fails: lm/call.h).
   void schedule(std::span<const int64_t> at_ns, std::span<std::shared_ptr<Call>> calls, void (*fn)(Call&));
   // Drops a pending callback; false if it already ran or is running.
   bool cancel(uint64_t id);
