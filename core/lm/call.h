@@ -61,6 +61,20 @@ class Limiter;
 
 int64_t now_ns() noexcept;  // steady clock
 
+// Many requests made together (a batch, a round of starts; from this many
+// on) share what they point to through a count of their own: copies of
+// one count that every request of a program takes, and another thread
+// drops, made each request wait for that count's cache line.
+inline constexpr size_t kOwnCountFrom = 64;
+// p behind a count of its own: copies of the result count there, not in
+// p's shared count (which the result holds once).
+template <class T>
+std::shared_ptr<T> own_count(std::shared_ptr<T> p) {
+  if (!p) return p;
+  T* raw = p.get();
+  return std::shared_ptr<T>(std::make_shared<const std::shared_ptr<T>>(std::move(p)), raw);
+}
+
 class Call {
  public:
   // content != nullptr on success (the hook may move the reply out of it),

@@ -40,12 +40,12 @@ class Echo final : public Provider {
   static std::string answer(const Request& r) {
     if (r.schema) return r.schema->smallest_reply();
     const std::string& model = r.model.as_str();
-    const std::string& last = r.messages.empty() ? model : r.messages.back().content.as_str();
+    const std::string* last = r.messages.empty() ? nullptr : &r.messages.back().content.as_str();
     std::string s;
-    s.reserve(model.size() + 1 + (r.messages.empty() ? 0 : last.size()));  // one allocation
+    s.reserve(model.size() + 1 + (last ? last->size() : 0));  // one allocation
     s += model;
     s += '|';
-    if (!r.messages.empty()) s += last;
+    if (last) s += *last;
     return s;
   }
 
@@ -104,7 +104,7 @@ class Echo final : public Provider {
 
   // A round's replies are queued on the timer under one lock.
   void start_all(std::span<std::shared_ptr<Call>> calls) noexcept override {
-    std::vector<int64_t> due;  // calls[k]'s reply is due at due[k]
+    SmallVec<int64_t, 1> due;  // calls[k]'s reply is due at due[k] (inline for one start)
     try {
       due.reserve(calls.size());
     } catch (...) {
@@ -133,7 +133,7 @@ class Echo final : public Provider {
     // and then drops it. (A cancel hook per call cost an allocation and
     // ~9 % of the engine's instructions per LM call.)
     try {
-      timer_->schedule(due, calls.first(waits), reply);
+      timer_->schedule({due.data(), due.size()}, calls.first(waits), reply);
     } catch (...) {
       for (auto& call : calls.first(waits))
         if (call) call->fail(Error(Code::OutOfMemory, "echo: out of memory"));

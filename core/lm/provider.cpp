@@ -14,9 +14,6 @@ constexpr double kNsPerMinute = 60e9;
 // starts are spread over the minute instead of bursting at its beginning.
 double capacity(uint64_t per_minute) { return std::max(1.0, double(per_minute) / 60.0); }
 
-// A round of this many calls counts its hold on the limiter itself.
-constexpr size_t kOwnCountAt = 64;
-
 // How many start_all() calls this thread is inside (see submit()).
 thread_local int t_starting = 0;
 
@@ -225,14 +222,9 @@ void Limiter::start_taken(Taken& taken, Going& going, std::unique_lock<std::mute
   lock.unlock();
   const int64_t started = now_ns();  // the round's calls start together
   // A call holds the limiter (to release its slot however late it
-  // finishes). A large round's calls hold it through a count of their own:
-  // one count that every call takes and drops, on every thread, made each
-  // wait for its cache line.
+  // finishes); a large round's calls through a count of their own.
   std::shared_ptr<Limiter> self = shared_from_this();
-  if (taken.size() >= kOwnCountAt) {
-    auto holder = std::make_shared<const std::shared_ptr<Limiter>>(std::move(self));
-    self = std::shared_ptr<Limiter>(holder, this);
-  }
+  if (taken.size() >= kOwnCountFrom) self = own_count(std::move(self));
   size_t raced = 0;
   for (Starting& s : taken) {
     Call& call = *s.call;

@@ -483,18 +483,6 @@ struct Batch : std::enable_shared_from_this<Batch> {
   }
 };
 
-// A batch of this many requests or more counts what they share itself.
-constexpr size_t kOwnCountsAt = 64;
-
-// p behind a count of its own: copies of the result count there, not in
-// p's shared count.
-template <class T>
-std::shared_ptr<T> own_count(const std::shared_ptr<T>& p) {
-  if (!p) return p;
-  auto holder = std::make_shared<const std::shared_ptr<T>>(p);
-  return std::shared_ptr<T>(holder, p.get());
-}
-
 void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, RunEnv& env) {
   const char* prim = e.prim->name.c_str();
   if (!env.context) fail(Code::Internal, std::string(prim) + ": no context to route the model");
@@ -580,16 +568,14 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   SmallVec<size_t, 1> called;
   calls.reserve(n - n_failed);
   called.reserve(n - n_failed);
-  // What the requests of a large batch share (the model's name, the schema,
-  // the tags) is counted per batch: copies of one count that every request
-  // of the program takes and drops, on every thread, made each request
-  // wait for that count's cache line (most of this function's own time).
-  // The batch copies the first request's model name once (requests asking
+  // What the requests of a large batch share is counted per batch
+  // (lm::own_count; those waits were most of this function's own time):
+  // the batch copies the first request's model name once (requests asking
   // another model share its count, as before) and holds the schema and
   // tags through counts of its own.
-  const bool own_counts = n - n_failed >= kOwnCountsAt;
-  const std::shared_ptr<const lm::Schema> schema = own_counts ? own_count(batch->schema) : batch->schema;
-  const auto tags = own_counts ? own_count(e.tags()) : e.tags();
+  const bool own_counts = n - n_failed >= lm::kOwnCountFrom;
+  const std::shared_ptr<const lm::Schema> schema = own_counts ? lm::own_count(batch->schema) : batch->schema;
+  const auto tags = own_counts ? lm::own_count(e.tags()) : e.tags();
   const std::string* own_of = nullptr;  // the model name `own_model` copies
   Value own_model;
   for (size_t i = 0; i < n; ++i) {
