@@ -15,6 +15,7 @@
 #include "rt/async.h"
 #include "rt/context.h"
 #include "rt/error_value.h"
+#include "lm/call_arena.h"
 #include "lm/router.h"
 #include "lm/schema.h"
 #include "ir/registry.h"
@@ -341,15 +342,17 @@ struct Batch : std::enable_shared_from_this<Batch> {
   // Item i's call for `req`. Its done hook holds the batch (see `holds`);
   // a delta hook may run on a provider thread while the call is being
   // cancelled elsewhere, so it holds a reference of its own.
-  std::shared_ptr<lm::Call> make_call(size_t i, lm::Request req) {
+  // From `arena` when given (the batch's first requests; only the thread
+  // that issues them carves it).
+  std::shared_ptr<lm::Call> make_call(size_t i, lm::Request req, lm::CallArena* arena = nullptr) {
     holds.fetch_add(1, std::memory_order_relaxed);
-    auto call = std::make_shared<lm::Call>(
-        std::move(req),
-        [b = this, i](lm::Call& c, std::string* content, const Error* err) {
-          b->answered(i, c, content, err);
-          b->release();
-        },
-        op->priority, queued_at);
+    auto done = [b = this, i](lm::Call& c, std::string* content, const Error* err) {
+      b->answered(i, c, content, err);
+      b->release();
+    };
+    auto call = arena ? std::allocate_shared<lm::Call>(lm::CallArena::Allocator<lm::Call>(arena), std::move(req),
+                                                        std::move(done), op->priority, queued_at)
+                      : std::make_shared<lm::Call>(std::move(req), std::move(done), op->priority, queued_at);
     call->timed = profiling;
     if (streams)
       call->set_on_delta([self = shared_from_this(), i](const char* data, size_t len) { self->stream(i, data, len); });
@@ -578,8 +581,14 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   const auto tags = own_counts ? lm::own_count(e.tags()) : e.tags();
   const std::string* own_of = nullptr;  // the model name `own_model` copies
   Value own_model;
+  // Their calls come from arenas of up to lm::kCallsPerArena calls
+  // (lm/call_arena.h: freed on the provider's thread a block at a time).
+  lm::CallArenaHold arena;
+  size_t made = 0;
   for (size_t i = 0; i < n; ++i) {
     if (!batch->items[i].requested) continue;
+    if (own_counts && made % lm::kCallsPerArena == 0)
+      arena.reset(lm::CallArena::make(std::min(lm::kCallsPerArena, n - n_failed - made)));
     lm::Request req;
     const Value& asked = *ex.row(i).back();
     if (own_counts && !own_of) {
@@ -594,8 +603,9 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
     req.tags = tags;
     req.sampling = sampling;
     req.stream = batch->streams;
-    calls.push_back(batch->make_call(i, std::move(req)));
+    calls.push_back(batch->make_call(i, std::move(req), arena.get()));
     called.push_back(i);
+    ++made;
   }
   batch->submit_calls(std::span<std::shared_ptr<lm::Call>>(calls.data(), calls.size()),
                       std::span<const size_t>(called.data(), called.size()));

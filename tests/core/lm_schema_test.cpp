@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "lm/call.h"
+#include "lm/call_arena.h"
 #include "lm/ordered_queue.h"
 #include "lm/provider.h"
 #include "lm/providers.h"
@@ -387,6 +388,39 @@ TEST(LmCall, FirstFinishWinsAndDroppedCallsFail) {
   p->started.back()->complete("x");
   EXPECT_EQ(p->order, std::vector<std::string>{"busy"});
   EXPECT_EQ(p->limiter().stats().in_flight, 0u);
+}
+
+// Calls made from an arena behave as calls made alone: each is destroyed
+// with its last reference (one dropped unfinished still fails), the arena
+// outlives its maker's hold while any call holds it, and a call made when
+// it is full comes from elsewhere. (Under ASan a block freed too early or
+// never is an error.)
+TEST(LmCallArena, CallsOutliveTheArenasMaker) {
+  std::vector<std::string> done;
+  auto make = [&](CallArena* a, const std::string& model) {
+    Request r;
+    r.model = Value::str(model);
+    return std::allocate_shared<Call>(
+        CallArena::Allocator<Call>(a), std::move(r),
+        [&done](Call& c, const std::string* content, const Error* err) {
+          done.push_back(c.request().model.as_str() + (err ? ":err" : ":" + *content));
+        },
+        0);
+  };
+  CallArenaHold hold(CallArena::make(2));
+  auto a = make(hold.get(), "a"), b = make(hold.get(), "b"), c = make(hold.get(), "c");
+  const auto* pa = reinterpret_cast<const char*>(a.get());
+  const auto* pb = reinterpret_cast<const char*>(b.get());
+  EXPECT_LT(pb - pa, 2 * ptrdiff_t(sizeof(Call)));  // b follows a in the block
+  std::weak_ptr<Call> wb = b;
+  hold.reset();
+  EXPECT_TRUE(b->complete("ok"));
+  b.reset();
+  EXPECT_TRUE(wb.expired());
+  a.reset();  // dropped unfinished: fails into its hook
+  EXPECT_TRUE(c->complete("late"));
+  c.reset();
+  EXPECT_EQ(done, (std::vector<std::string>{"b:ok", "a:err", "c:late"}));
 }
 
 TEST(LmTimer, RunsInTimeOrderAndCancels) {
