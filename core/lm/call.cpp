@@ -85,7 +85,11 @@ Call::Call(Request&& req, Done done, double priority, int64_t queued_at)
     : queued_ns(queued_at), req_(std::move(req)), done_hook_(std::move(done)), priority_(priority) {}
 
 Call::~Call() {
-  if (!done_.exchange(true, std::memory_order_acq_rel)) {
+  // The last reference is going: nobody else can finish the call now, so a
+  // load does (an exchange, a locked instruction, was 40 % of this
+  // destructor's time on echo's reply thread).
+  if (!done_.load(std::memory_order_acquire)) {
+    done_.store(true, std::memory_order_relaxed);
     Error err(Code::Provider, "provider " + (provider_name.empty() ? std::string("?") : provider_name) +
                                   " dropped the request for model \"" + req_.model.as_str() + "\" unanswered");
     finish(nullptr, &err);
