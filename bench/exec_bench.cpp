@@ -40,6 +40,7 @@
 #include <benchmark/benchmark.h>
 #include <dirent.h>
 #include <malloc.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -114,6 +115,15 @@ double rss_bytes() {
     std::fclose(f);
   }
   return double(resident) * double(sysconf(_SC_PAGESIZE));
+}
+
+// The cores this process may run on (its affinity: `taskset -c 0` gives 1),
+// which bound what any schedule of its CPU can reach.
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return int(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 int threads_now() {
@@ -498,11 +508,12 @@ void run_batched(benchmark::State& state, af_context_t* ctx, const af_program_t*
   const double critical_ms = 3.0 * double(latency_ms);  // three dependent calls per item
   state.counters["makespan_ms"] = makespan;
   state.counters["over_critical_path"] = makespan / critical_ms;
-  // The CPU the run took, all threads: no schedule on this machine's cores
+  // The CPU the run took, all threads: no schedule on the cores it may use
   // can finish in less than cpu / cores, so `cpu_floor` (that bound over the
   // critical path) is the least over_critical_path could be at this cost
   // per call.
-  const double cores = std::max(1u, std::thread::hardware_concurrency());
+  const double cores = usable_cores();
+  state.counters["cores"] = cores;
   state.counters["cpu_ms"] = cpu_ms;
   state.counters["cpu_us_per_call"] = cpu_ms * 1e3 / (3.0 * n);
   state.counters["cpu_floor"] = cpu_ms / cores / critical_ms;
