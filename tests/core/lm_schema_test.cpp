@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <queue>
 #include <random>
 #include <thread>
@@ -337,6 +338,54 @@ TEST(LmLimiter, StartsTakeTheLowestFreeSlot) {
     EXPECT_EQ(p->started.back()->slot, expect);
   }
   EXPECT_EQ(p->limiter().stats().in_flight, 301u);
+}
+
+// A provider whose start of a call for model "hold" waits until released.
+class Gate final : public Provider {
+ public:
+  Gate() : Provider("gate", 0) {}
+  ~Gate() override { shutdown(); }
+  std::mutex mu;
+  std::condition_variable cv;
+  bool holding = false, released = false;
+  std::vector<std::string> started;
+
+ protected:
+  void start(std::shared_ptr<Call> call) noexcept override {
+    std::unique_lock<std::mutex> lock(mu);
+    started.push_back(call->request().model.as_str());
+    if (call->request().model.as_str() == "hold") {
+      holding = true;
+      cv.notify_all();
+      cv.wait_for(lock, std::chrono::seconds(10), [&] { return released; });
+    }
+    lock.unlock();
+    call->complete("ok");
+  }
+};
+
+// Once a pause (a 429's) has ended, an unlimited provider again starts
+// calls on the thread that submits them: a call submitted while another
+// thread is inside a start does not wait for that start to return.
+TEST(LmLimiter, AfterAPauseEndsCallsStartOnTheSubmittingThread) {
+  std::vector<std::string> done, other;  // outlive p
+  auto p = std::make_shared<Gate>();
+  p->limiter().pause(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::thread holder([&] { p->submit(call_for("hold", 0, &done)); });
+  {
+    std::unique_lock<std::mutex> lock(p->mu);
+    ASSERT_TRUE(p->cv.wait_for(lock, std::chrono::seconds(10), [&] { return p->holding; }));
+  }
+  p->submit(call_for("other", 0, &other));
+  {
+    std::lock_guard<std::mutex> lock(p->mu);
+    EXPECT_EQ(p->started, (std::vector<std::string>{"hold", "other"}));
+    p->released = true;
+  }
+  p->cv.notify_all();
+  holder.join();
+  EXPECT_EQ(other, std::vector<std::string>{"other:ok"});
 }
 
 // Calls an unlimited provider answers at once, each asked from the done
