@@ -31,28 +31,28 @@ uint64_t TimerQueue::schedule(int64_t at_ns, std::function<void()> fn) {
 
 void TimerQueue::schedule(std::span<const int64_t> at_ns, std::span<std::shared_ptr<Call>> calls,
                           void (*fn)(Call&)) {
-  State& s = *st_;
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (!thread_.joinable()) thread_ = std::thread([st = st_] { loop(st); });
+  std::lock_guard<std::mutex> lock(st_->mu);
+  start_locked();
   bool earliest = false;
-  for (size_t k = 0; k < calls.size(); ++k) {
-    earliest = earliest || s.due.empty() || at_ns[k] < s.due.top().at;
-    s.add(at_ns[k], Callback{nullptr, std::move(calls[k]), fn});
-  }
-  if (earliest) s.cv.notify_one();
+  for (size_t k = 0; k < calls.size(); ++k) st_->add(at_ns[k], Callback{nullptr, std::move(calls[k]), fn}, earliest);
+  if (earliest) st_->cv.notify_one();
 }
 
 uint64_t TimerQueue::enqueue(int64_t at_ns, Callback cb) {
-  State& s = *st_;
-  std::lock_guard<std::mutex> lock(s.mu);
-  const bool earliest = s.due.empty() || at_ns < s.due.top().at;
-  const uint64_t id = s.add(at_ns, std::move(cb));
-  if (!thread_.joinable()) thread_ = std::thread([st = st_] { loop(st); });
-  if (earliest) s.cv.notify_one();
+  std::lock_guard<std::mutex> lock(st_->mu);
+  start_locked();
+  bool earliest = false;
+  const uint64_t id = st_->add(at_ns, std::move(cb), earliest);
+  if (earliest) st_->cv.notify_one();
   return id;
 }
 
-uint64_t TimerQueue::State::add(int64_t at_ns, Callback cb) {
+void TimerQueue::start_locked() {
+  if (!thread_.joinable()) thread_ = std::thread([st = st_] { loop(st); });
+}
+
+uint64_t TimerQueue::State::add(int64_t at_ns, Callback cb, bool& earliest) {
+  earliest = earliest || due.empty() || at_ns < due.top().at;
   uint32_t index;
   if (!free_slots.empty()) {
     index = free_slots.back();

@@ -92,9 +92,14 @@ class TimerQueue {
       free_slots.push_back(uint32_t(&slot - slots.data()));
       return cb;
     }
-    uint64_t add(int64_t at_ns, Callback cb);  // with mu held
+    // With mu held: adds cb; sets `earliest` when it is due before every
+    // other pending callback (the loop must wake for it).
+    uint64_t add(int64_t at_ns, Callback cb, bool& earliest);
   };
   uint64_t enqueue(int64_t at_ns, Callback cb);
+  // With st_->mu held, before adding (a thread that cannot start fails
+  // the schedule with nothing added): the loop's thread, on first use.
+  void start_locked();
   static void loop(const std::shared_ptr<State>& st);
   std::shared_ptr<State> st_;
   std::thread thread_;  // guarded by st_->mu until it is joined
