@@ -443,9 +443,9 @@ TEST(LmCall, FirstFinishWinsAndDroppedCallsFail) {
 
 // Calls made from an arena behave as calls made alone: each is destroyed
 // with its last reference (one dropped unfinished still fails), the arena
-// outlives its maker's hold while any call holds it, and a call made when
-// it is full comes from elsewhere. (Under ASan a block freed too early or
-// never is an error.)
+// outlives its maker's hold while any call holds it, and a call made past
+// its room (c) works the same and holds it too. (Under ASan a block freed
+// too early or never is an error.)
 TEST(LmCallArena, CallsOutliveTheArenasMaker) {
   std::vector<std::string> done;
   auto make = [&](CallArena* a, const std::string& model) {
