@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/local_model.sh without the model: a package that cannot be fetched
 # fails the install with a clear message (and leaves no venv marked
-# installed), misuse says how to use it, and `busy` (how the integration
+# installed), misuse says how to use it, a server that dies on its first
+# request (or fails it) is reported with the reason, and `busy` (how the integration
 # suite tells a slow model from a hang of libaf's) sees whether a process
 # computes. Run by tools/test.sh; needs python3 with venv, no network.
 set -uo pipefail
@@ -48,6 +49,26 @@ pids+=($!)
 check busy-idle 1 '' -- env AF_LOCAL_MODEL_PID=${pids[1]} bash "$SCRIPT" busy
 kill "${pids[1]}"; wait "${pids[1]}" 2>/dev/null
 check busy-gone 1 'is gone' -- env AF_LOCAL_MODEL_PID=${pids[1]} bash "$SCRIPT" busy
+
+# Starting the server: it counts as up only once it has answered a completion. The real
+# packages are replaced by stand-ins (standin/: a server taking the real one's command line,
+# a .gguf file) in a venv marked installed.
+mkdir -p "$T/fake/bin"
+ln -s "$(command -v python3)" "$T/fake/bin/python"
+touch "$T/fake/.installed"
+standin() {  # standin MODE CMD...: the script with the stand-in server in MODE
+  local mode=$1; shift
+  env AF_LOCAL_MODEL_VENV="$T/fake" PYTHONPATH="$(dirname "$0")/standin" AF_STANDIN_MODE="$mode" \
+    AF_LOCAL_MODEL_LOG="$T/server-$mode.log" AF_LOCAL_MODEL_START_TIMEOUT=20 bash "$SCRIPT" "$@"
+}
+check start-ok 0 'SmolLM2-135M-Instruct at http://127.0.0.1:' -- standin ok run true
+# A build the CPU cannot run dies of SIGILL on its first request: the reason, not a
+# connection error, and the log's last lines.
+check start-sigill 1 'was killed by signal 4 (SIGILL) on its first completion: this llama.cpp build uses an instruction this CPU lacks' -- \
+  standin sigill run true
+grep -qF '  | stand-in: computing the first completion' "$T/err.txt" ||
+  { echo "FAIL start-sigill: the server log's last lines are not shown"; fails=$((fails + 1)); }
+check start-error 1 'the model server did not complete a first request' -- standin error run true
 
 echo "$fails failed"
 [ "$fails" = 0 ]
