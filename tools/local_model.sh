@@ -4,6 +4,7 @@
 # server on a free 127.0.0.1 port.
 #
 #   tools/local_model.sh install         install into a cached venv (once), print the model path
+#   tools/local_model.sh check-build     check the installed llama.cpp for AVX-512/AMX code
 #   tools/local_model.sh run CMD [ARG..] start the server, run CMD with it, stop the server;
 #                                        CMD sees AF_LOCAL_MODEL_URL (the base_url),
 #                                        AF_LOCAL_MODEL_OPTIONS (openai provider options for it)
@@ -62,13 +63,15 @@ check_cpu() {
 # A library of the build that holds an AVX-512 (zmm register) or AMX (tile) instruction
 # would die with SIGILL on a CPU (or kernel) without them: the build is refused.
 check_portable() {
-  local lib hits
+  local lib hits checked=0
   command -v objdump >/dev/null || { echo "local_model: objdump missing, the built llama.cpp is not checked for AVX-512/AMX" >&2; return 0; }
   for lib in "$VENV"/lib/python*/site-packages/llama_cpp/lib/*.so*; do
-    [ -f "$lib" ] || continue
+    [ -f "$lib" ] && [ ! -L "$lib" ] || continue
     hits=$(objdump -d --no-show-raw-insn "$lib" | grep -cE '%zmm|tileloadd|tilestored|ldtilecfg|tdpb') || true
     [ "$hits" = 0 ] || die "$lib holds $hits AVX-512/AMX instructions: the build was not portable (CMAKE_ARGS: $LLAMA_CMAKE_ARGS)"
+    checked=$((checked + 1))
   done
+  [ "$checked" -gt 0 ] || die "no llama.cpp library in $VENV (run: tools/local_model.sh install)"
 }
 
 install() {
@@ -192,6 +195,10 @@ case "$cmd" in
     install
     model_path
     ;;
+  check-build)
+    check_portable
+    echo "local_model: the llama.cpp build in $VENV holds no AVX-512 or AMX instruction" >&2
+    ;;
   run)
     [ $# -gt 0 ] || die "run: give the command to run, e.g. tools/local_model.sh run env | grep AF_LOCAL"
     install
@@ -213,7 +220,7 @@ case "$cmd" in
     [ $(((after - before) * 20)) -ge "$(getconf CLK_TCK)" ]
     ;;
   *)
-    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

@@ -44,6 +44,7 @@ std::string Request::to_json() const {
     append_json(s, sampling);
   }
   if (stream) s += ",\"stream\":true";
+  if (reask) s += ",\"reask\":" + std::to_string(reask);
   if (tags && !tags->empty()) {
     s += ",\"tags\":[";
     for (size_t i = 0; i < tags->size(); ++i) {
@@ -70,6 +71,29 @@ std::string Request::key() const {
   }
   s += '}';
   return s;
+}
+
+Value sampling_for(const Value& defaults, const Request& r) {
+  const bool has_defaults = defaults.kind() == Kind::Dict, has_own = r.sampling.kind() == Kind::Dict;
+  if (!r.reask && !has_defaults) return r.sampling;
+  if (!r.reask && !has_own) return defaults;
+  std::vector<Entry> merged;
+  if (has_defaults)
+    for (const auto& [k, v] : defaults.entries())
+      if (!has_own || !r.sampling.find(k)) merged.emplace_back(k, v);
+  if (has_own)
+    for (const auto& e : r.sampling.entries()) merged.push_back(e);
+  for (auto& [k, v] : merged) {
+    if (!r.reask) break;
+    if (k == "seed" && v.kind() == Kind::Int) {
+      v = Value::integer(int64_t(uint64_t(v.as_int()) + r.reask));  // wraps rather than overflows
+    } else if (k == "temperature" && (v.kind() == Kind::Int || v.kind() == Kind::Float)) {
+      const double t = v.kind() == Kind::Int ? double(v.as_int()) : v.as_float();
+      const double floor = r.reask >= 4 ? 1.0 : double(3 * r.reask) / 10;  // 0.3 k, exactly as written
+      if (!(t >= floor)) v = Value::floating(floor);
+    }
+  }
+  return merged.empty() ? Value() : Value::dict(std::move(merged));
 }
 
 uint64_t Request::estimated_tokens() const {

@@ -4,6 +4,7 @@
 // it) receives the reply or the error.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -45,6 +46,9 @@ struct Request {
   Value sampling;
   // The run wants the reply's text as it arrives (Call::delta).
   bool stream = false;
+  // 0 for a call's first asking; k for its k-th re-ask after an invalid
+  // structured reply (sampling_for steps the sampling with it).
+  uint32_t reask = 0;
 
   // {"model":..., "messages":[{"role","content"}...], "schema":..., "json_schema":..., "params":{...},
   // "stream":true, "tags":[...]} (schema keys only for schema calls, the others only when set).
@@ -56,6 +60,13 @@ struct Request {
   // a token per 4 bytes of every message, 4 per message, plus max_tokens.
   uint64_t estimated_tokens() const;
 };
+
+// The sampling params a provider sends for r: its own defaults (a dict or
+// null) with the call's params over them, and for a re-ask (r.reask = k >= 1)
+// the draw stepped, since a greedy model asked again gives the same reply:
+// "temperature", when set, at least min(1, 0.3 k); "seed", when set, plus k.
+// A dict, or null when nothing is set.
+Value sampling_for(const Value& defaults, const Request& r);
 
 class Limiter;
 
@@ -135,6 +146,15 @@ class Call {
   // releases its slot. 0 when unknown.
   uint64_t prompt_tokens = 0;
   uint64_t completion_tokens = 0;
+
+  // A token count a server reports, as a provider may store it above: a
+  // count below 1 is unknown (0), and one beyond any model's context is
+  // clamped (a server's number is never trusted whole: one reply claiming
+  // 10^18 tokens would wrap the stats and stall a rate-limited provider).
+  static constexpr uint64_t kMaxReplyTokens = uint64_t(1) << 24;
+  static uint64_t reply_tokens(int64_t n) noexcept {
+    return n <= 0 ? 0 : std::min(uint64_t(n), kMaxReplyTokens);
+  }
 
  private:
   friend class Limiter;

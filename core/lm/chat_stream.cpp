@@ -1,5 +1,6 @@
 #include "lm/chat_stream.h"
 
+#include "lm/call.h"
 #include "value/error.h"
 #include "value/value.h"
 
@@ -85,7 +86,7 @@ bool ChatStream::event() {
   if (const Value* usage = v.find("usage"); usage && usage->kind() == Kind::Dict) {
     auto count = [&](const char* k) -> uint64_t {
       const Value* n = usage->find(k);
-      return n && n->kind() == Kind::Int && n->as_int() > 0 ? uint64_t(n->as_int()) : 0;
+      return n && n->kind() == Kind::Int ? Call::reply_tokens(n->as_int()) : 0;
     };
     prompt_tokens_ = count("prompt_tokens");
     completion_tokens_ = count("completion_tokens");

@@ -420,7 +420,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
     if (simdjson::dom::object usage; root["usage"].get(usage) == simdjson::SUCCESS) {
       auto count = [&](const char* k) -> uint64_t {
         int64_t n = 0;
-        return usage[k].get(n) == simdjson::SUCCESS && n > 0 ? uint64_t(n) : 0;
+        return usage[k].get(n) == simdjson::SUCCESS ? Call::reply_tokens(n) : 0;
       };
       t->call->prompt_tokens = count("prompt_tokens");
       t->call->completion_tokens = count("completion_tokens");
@@ -560,19 +560,15 @@ std::string request_body(const Config& cfg, const Request& r) {
          "\"schema\":" + r.schema->json_schema() + "}}";
   if (r.stream) s += ",\"stream\":true,\"stream_options\":{\"include_usage\":true}";
   // The provider's "extra" defaults, then the call's own sampling params
-  // (which win over a default of the same name).
-  auto add = [&s](const std::string& k, const Value& v) {
-    s += ',';
-    append_json_string(s, k);
-    s += ':';
-    append_json(s, v);
-  };
-  const bool sampled = r.sampling.kind() == Kind::Dict;
-  if (cfg.extra.kind() == Kind::Dict)
-    for (const auto& [k, v] : cfg.extra.entries())
-      if (!sampled || !r.sampling.find(k)) add(k, v);
-  if (sampled)
-    for (const auto& [k, v] : r.sampling.entries()) add(k, v);
+  // (which win over a default of the same name), stepped for a re-ask.
+  const Value sampling = sampling_for(cfg.extra, r);
+  if (sampling.kind() == Kind::Dict)
+    for (const auto& [k, v] : sampling.entries()) {
+      s += ',';
+      append_json_string(s, k);
+      s += ':';
+      append_json(s, v);
+    }
   s += '}';
   return s;
 }

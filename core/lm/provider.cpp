@@ -145,11 +145,14 @@ void Limiter::release(Call& call, bool completed) {
     if (completed) {
       stats_.prompt_tokens += call.prompt_tokens;
       stats_.completion_tokens += call.completion_tokens;
-      // The reply's usage replaces the estimate the start was charged.
+      // The reply's usage replaces the estimate the start was charged. The
+      // bucket's debt is at most its capacity (a second's worth): whatever a
+      // server claims its replies used, the provider waits at most about
+      // two seconds for it.
       uint64_t used = call.prompt_tokens + call.completion_tokens;
       if (tpm_ && call.rate_tokens_ && used) {
-        tokens_level_ =
-            std::min(capacity(tpm_), tokens_level_ + double(call.rate_tokens_) - double(used));
+        tokens_level_ = std::clamp(tokens_level_ + double(call.rate_tokens_) - double(used), -capacity(tpm_),
+                                   capacity(tpm_));
       }
     }
     free_slots_.put(call.slot);
@@ -170,10 +173,12 @@ int64_t Limiter::rate_wait_until(const Call& call) {
   refilled_ns_ = now;
   if (paused_until_ns_ <= now) paused_until_ns_ = 0;  // over: starts read no clock for it again
   int64_t at = paused_until_ns_;
-  // The time until a bucket holds `need` (+1 ns: never earlier than that).
+  // The time until a bucket holds `need` (+1 ns: never earlier than that),
+  // at most a day away (a wait is converted to int64 only within range).
   auto when = [&](double level, double need, uint64_t per_minute) {
     if (level >= need) return int64_t(0);
-    return now + int64_t((need - level) / double(per_minute) * kNsPerMinute) + 1;
+    const double wait_ns = (need - level) / double(per_minute) * kNsPerMinute;
+    return now + int64_t(std::min(wait_ns, 24 * 60 * kNsPerMinute)) + 1;
   };
   if (rpm_) at = std::max(at, when(requests_level_, 1.0, rpm_));
   // A request larger than the bucket starts when the bucket is full.

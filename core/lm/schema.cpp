@@ -543,6 +543,61 @@ std::string_view unfence(std::string_view s) {
   return s;
 }
 
+// A raw control character (U+0000..U+001F) inside a JSON string, written as
+// its escape: what Python's json.loads(strict=False) reads. Models, and the
+// grammars that constrain them, let raw newlines into strings, and what they
+// mean is unambiguous. Nothing else strict JSON refuses is changed. False when
+// the text has no such character (out is then untouched).
+bool escape_raw_controls(std::string_view s, std::string& out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  bool in_string = false, changed = false;
+  size_t copied = 0;  // s[0, copied) is in out
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (!in_string) {
+      in_string = c == '"';
+      continue;
+    }
+    if (c == '\\') {
+      ++i;  // the escaped character, whatever it is
+    } else if (c == '"') {
+      in_string = false;
+    } else if (c < 0x20) {
+      if (!changed) out.reserve(s.size() + 16);
+      out.append(s.substr(copied, i - copied));
+      switch (c) {
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        default: out += "\\u00"; out += kHex[c >> 4]; out += kHex[c & 15];
+      }
+      copied = i + 1;
+      changed = true;
+    }
+  }
+  if (changed) out.append(s.substr(copied));
+  return changed;
+}
+
+// A reply's JSON document: strict JSON, or (only when that fails) the same
+// text with raw control characters in strings escaped. A reply that fails
+// both is reported with the strict parser's reason.
+simdjson::dom::element parse_reply_json(std::string_view text) {
+  try {
+    return parse_json_dom(text);
+  } catch (const Error& e) {
+    std::string escaped;
+    if (e.code() != Code::InvalidArgument || !escape_raw_controls(text, escaped)) throw;
+    try {
+      return parse_json_dom(escaped);  // the document does not point into its text
+    } catch (const Error&) {
+      throw e;
+    }
+  }
+}
+
 }  // namespace
 
 Schema Schema::parse(const Value& tree) {
@@ -592,7 +647,7 @@ void Schema::parse_reply(std::string_view reply, std::span<Value> leaves) const 
     fail(Code::Internal, "lm_schema_call: " + std::to_string(leaves.size()) + " places for " +
                              std::to_string(kinds_.size()) + " reply leaves");
   try {
-    validate(*wire_, parse_json_dom(unfence(reply)), ReplyPath{nullptr, "$"}, leaves);
+    validate(*wire_, parse_reply_json(unfence(reply)), ReplyPath{nullptr, "$"}, leaves);
   } catch (const Error& e) {
     // parse_json_dom's and json_value's errors: JSON that no Value holds.
     if (e.code() != Code::InvalidArgument) throw;

@@ -239,6 +239,22 @@ std::string quoted(std::string_view s) {
   return q;
 }
 
+// How much of an invalid structured reply a re-ask sends back (af.h): a
+// server answering ~64 MiB of invalid JSON every time must not make each
+// re-ask's request grow by that much.
+constexpr size_t kReaskReplyBytes = 16 << 10;
+
+// The invalid reply as the re-ask's assistant turn: whole up to
+// kReaskReplyBytes, else its start, cut on a character boundary (the reply
+// is valid UTF-8), with a note of its length.
+std::string resent_reply(std::string_view reply) {
+  if (reply.size() <= kReaskReplyBytes) return std::string(reply);
+  size_t cut = kReaskReplyBytes;
+  while (cut && (static_cast<unsigned char>(reply[cut]) & 0xC0) == 0x80) --cut;  // a continuation byte
+  return std::string(reply.substr(0, cut)) + "\n[... the reply was cut here: " + std::to_string(reply.size()) +
+         " bytes in all]";
+}
+
 // The turn that re-asks after an invalid structured reply.
 std::string correction(const Error& invalid) {
   return std::string("Your reply does not match the required JSON schema: ") + invalid.what() +
@@ -444,7 +460,14 @@ struct Batch : std::enable_shared_from_this<Batch> {
       if (provider && it.reasks < provider->schema_retries()) {
         ++it.reasks;
         lm::Request next = call.request();
-        next.messages.push_back(lm::Message{"assistant", Value::str(*content)});
+        // The original conversation and only the last invalid reply: an
+        // earlier re-ask's two turns are dropped, not sent again.
+        if (next.reask) {
+          next.messages.pop_back();
+          next.messages.pop_back();
+        }
+        next.reask = it.reasks;
+        next.messages.push_back(lm::Message{"assistant", Value::str(resent_reply(*content))});
         next.messages.push_back(lm::Message{"user", Value::str(correction(*invalid))});
         restart_stream(i);
         return submit(i, std::move(next));

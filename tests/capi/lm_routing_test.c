@@ -264,6 +264,48 @@ done:
   af_provider_free(echo);
 }
 
+/* A reply's usage is a server's number, clamped before it is counted or
+ * charged: replies claiming 10^9 and 2^63-1 tokens neither wrap the stats
+ * nor hold a rate-limited provider back for more than a second's worth of
+ * tokens (they stalled every later request for days). */
+static void absurd_usage_is_clamped(void) {
+  struct server s = server_start();
+  af_provider_t* p = openai_for(&s, "\"tokens_per_minute\":6000");
+  af_ir_t* ir = TRACE(lm_ask, NULL, "[\"q\", \"m\"]", NULL);
+  af_program_t* prog = NULL;
+  af_value_t *out = NULL, *in[2] = {NULL, NULL};
+  const char* models[] = {"usage-max", "usage-huge", "ok"};
+  af_run_options_t o;
+  double t0 = 0;
+  int i;
+  if (!p || !ir || !CHECK_OK(af_compile(ctx, ir, &prog))) goto done;
+  route("*", p);
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.timeout_ms = 10000; /* a stalled provider fails the test, not hangs it */
+  in[0] = mk_str("a");
+  for (i = 0; i < 3; i++) {
+    af_value_free(in[1]);
+    in[1] = mk_str(models[i]);
+    if (i == 2) t0 = now_ms();
+    if (CHECK_OK(af_program_call_with(ctx, prog, (const af_value_t* const*)in, 2, &o, &out)) && i == 0) {
+      CHECK_INT_EQ(stat_field(p, "prompt_tokens"), 16777216); /* 2^24: no model reads more */
+      CHECK_INT_EQ(stat_field(p, "completion_tokens"), 16777216);
+    }
+    af_value_free(out);
+    out = NULL;
+  }
+  CHECK(now_ms() - t0 < 5000);
+  CHECK_INT_EQ(stat_field(p, "finished"), 3);
+done:
+  af_value_free(in[0]);
+  af_value_free(in[1]);
+  af_program_free(prog);
+  af_ir_free(ir);
+  af_provider_free(p);
+  server_stop(&s);
+}
+
 /* A 429 with Retry-After: 3 pauses the whole provider: a call made while
  * the first waits for its retry starts only after the pause. */
 static void a_429_pauses_the_whole_provider(void) {
@@ -527,10 +569,34 @@ static void schema_reasks_correct_an_invalid_reply(void) {
   CHECK_ERR(call_json(ir, "[\"rate\", \"schema-bad\"]", &out), AF_ERR_SCHEMA, "$.score", "99",
             "after 2 re-asks");
   CHECK_INT_EQ(stat_field(p, "finished"), 5);
+  /* A greedy model repeats its reply whatever the correction says: a re-ask
+   * also steps the sampling (temperature 0 -> 0.3, seed 7 -> 8), so it can
+   * answer otherwise. */
+  af_provider_free(p);
+  p = openai_for(&s, "\"schema_retries\":1,\"extra\":{\"temperature\":0,\"seed\":7}");
+  if (!p) goto done;
+  route("*", p);
+  CHECK_OK(call_json(ir, "[\"rate\", \"schema-greedy\"]", &out));
+  CHECK_JSON(out, "{\"answer\":\"fine\",\"score\":7}");
+  CHECK_INT_EQ(server_attempts(&s, "schema-greedy", "rate"), 1);
+  CHECK_INT_EQ(stat_field(p, "finished"), 2);
+  af_value_free(out);
+  out = NULL;
+  /* A server answering 1 MiB of invalid JSON every time: each re-ask sends
+   * the original conversation, the last reply cut to 16 KiB and the
+   * correction — not every earlier reply again. */
+  CHECK_OK(set_options(p, "{\"schema_retries\":3}"));
+  CHECK_ERR(call_json(ir, "[\"rate\", \"schema-huge-bad\"]", &out), AF_ERR_SCHEMA, "$.score", "after 3 re-asks");
+  CHECK_INT_EQ(stat_field(p, "finished"), 6);
+  {
+    long max_body = server_stat(&s, "schema-huge-bad", "rate", "max_body");
+    CHECK(max_body > 16384 && max_body < 24576);
+    if (!(max_body > 16384 && max_body < 24576)) fprintf(stderr, "  the largest re-ask was %ld bytes\n", max_body);
+  }
   /* Off: one attempt. */
   CHECK_OK(set_options(p, "{\"schema_retries\":0}"));
   CHECK_ERR(call_json(ir, "[\"again\", \"schema-fix\"]", &out), AF_ERR_SCHEMA, "$.score");
-  CHECK_INT_EQ(stat_field(p, "finished"), 6);
+  CHECK_INT_EQ(stat_field(p, "finished"), 7);
 done:
   af_value_free(out);
   af_value_free(in[0]);
@@ -577,6 +643,7 @@ int main(int argc, char** argv) {
       CASE(a_large_batch_asks_each_items_model),
       CASE(requests_per_minute_spreads_the_calls),
       CASE(tokens_per_minute_uses_the_replys_usage),
+      CASE(absurd_usage_is_clamped),
       CASE(a_429_pauses_the_whole_provider),
       CASE(provider_options_can_be_changed),
       CASE(fallback_routes_try_the_next_provider),

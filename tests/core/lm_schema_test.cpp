@@ -101,6 +101,74 @@ TEST(LmSchema, RepliesAreValidatedWithTheirPath) {
   EXPECT_EQ(leaves[4], Value::floating(1.0));
 }
 
+// A raw control character inside a string is read as its escape (as
+// Python's json.loads(strict=False) does); nothing else strict JSON refuses
+// is accepted.
+TEST(LmSchema, RawControlCharactersInStringsAreReadAsEscaped) {
+  Schema review = Schema::parse(J(R"({"ok":{"type":"bool"},"note":{"type":"str","max":80}})"));
+  // A local model's reviewer reply: a raw newline inside the note.
+  auto leaves = review.parse_reply("{\"ok\": true, \"note\": \"Polite and clear.\nAdd the refund date.\"}");
+  EXPECT_EQ(leaves[0], Value::str("Polite and clear.\nAdd the refund date."));
+  EXPECT_EQ(leaves[1], Value::boolean(true));
+  // Every control character, after an escaped quote and an escaped backslash.
+  leaves = review.parse_reply("{\"ok\":false,\"note\":\"q\\\" \\\\\t\r\b\f\x01\x1f\"}");
+  EXPECT_EQ(leaves[0], Value::str("q\" \\\t\r\b\f\x01\x1f"));
+  for (const char* bad : {
+           "{\"ok\":true,\x01\"note\":\"a\"}",        // a control character outside a string
+           "{\"ok\":true,\"note\":\"a\nb\",}",        // a trailing comma, with a raw newline too
+           "{'ok':true,\"note\":\"a\nb\"}",             // a single-quoted key
+           "{\"ok\":true,\"note\":\"a\nb}",            // an unterminated string
+       }) {
+    SCOPED_TRACE(bad);
+    try {
+      review.parse_reply(bad);
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Code::Schema);
+      EXPECT_NE(std::string(e.what()).find("not valid JSON"), std::string::npos) << e.what();
+    }
+  }
+  // Read as escaped, the reply is still validated: a raw newline counts as one character.
+  try {
+    review.parse_reply("{\"ok\":true,\"note\":\"" + std::string(80, 'x') + "\n\"}");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("$.note: expected a string of length <= 80"), std::string::npos) << e.what();
+  }
+}
+
+// A re-ask steps the draw over the provider's defaults and the call's own
+// params: a greedy model asked again would repeat itself.
+TEST(LmSchema, ReasksStepTheSampling) {
+  const Value defaults = J(R"({"temperature":0,"seed":7,"max_tokens":128})");
+  Request r;
+  r.model = Value::str("m");
+  EXPECT_EQ(to_json(sampling_for(defaults, r)), R"({"temperature":0,"seed":7,"max_tokens":128})");
+  EXPECT_TRUE(sampling_for(Value(), r).is_null());
+  const char* want[] = {R"({"temperature":0.3,"seed":8,"max_tokens":128})",
+                        R"({"temperature":0.6,"seed":9,"max_tokens":128})",
+                        R"({"temperature":0.9,"seed":10,"max_tokens":128})",
+                        R"({"temperature":1.0,"seed":11,"max_tokens":128})"};
+  for (uint32_t k = 1; k <= 4; ++k) {
+    r.reask = k;
+    EXPECT_EQ(to_json(sampling_for(defaults, r)), want[k - 1]) << "re-ask " << k;
+  }
+  // The call's own params win over the defaults; a temperature already above
+  // the step stays; what is not set is not invented.
+  r.reask = 1;
+  r.sampling = J(R"({"temperature":0.8})");
+  EXPECT_EQ(to_json(sampling_for(defaults, r)), R"({"seed":8,"max_tokens":128,"temperature":0.8})");
+  EXPECT_TRUE(sampling_for(Value(), Request{}).is_null());
+  Request bare;
+  bare.reask = 2;
+  EXPECT_TRUE(sampling_for(Value(), bare).is_null());
+  // Host providers see the re-ask's number in the request.
+  bare.model = Value::str("m");
+  EXPECT_NE(bare.to_json().find(R"("reask":2)"), std::string::npos) << bare.to_json();
+  bare.reask = 0;
+  EXPECT_EQ(bare.to_json().find("reask"), std::string::npos);
+}
+
 // The leaves come in the output tree's flattening order (dict keys sorted,
 // list items in order) whatever order the schema and the reply use, and a
 // list's element is named by its index.

@@ -34,6 +34,13 @@ so tests do not disturb each other):
   html            200 with an HTML page (Content-Type text/html)
   schema-fix      schema-bad, then (once the request carries a correction
                   turn: an assistant message) the schema-ok reply
+  schema-huge-bad schema-bad with a 1 MiB "answer" (non-ASCII characters)
+  usage-huge      ok, with a usage block claiming 10^9 prompt tokens
+  usage-max       ok, with a usage block claiming 2^63-1 prompt and
+                  completion tokens
+  schema-greedy   a greedy model: schema-bad while the request's
+                  "temperature" is 0 or absent (whatever the messages say),
+                  schema-ok once it is above 0
 
 A request with "stream": true gets its reply as server-sent events (the
 content in pieces of 4 characters, a finish_reason chunk, a usage chunk,
@@ -46,7 +53,8 @@ then "data: [DONE]"), and these models misbehave mid-stream:
   stream-html     200 with an HTML page (not an event stream)
 
 GET /stats?key=<model>|<content> returns {"attempts": N, "aborted": N,
-"times": [seconds since the server started, per attempt]}.
+"times": [seconds since the server started, per attempt], "max_body": the
+largest request body received for <model>, in bytes}.
 Prints "PORT <n>" on stdout once listening on 127.0.0.1 (port 0 = any free
 port). Bounded: exits after --lifetime seconds, when its parent process
 goes away, or on POST /shutdown.
@@ -67,6 +75,7 @@ LOCK = threading.Lock()
 ATTEMPTS = {}
 ABORTED = {}
 TIMES = {}
+MAX_BODY = {}  # per model: the largest request body received
 START = time.time()
 
 
@@ -113,6 +122,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send(200, json.dumps(body))
 
     def usage(self, model, content):
+        if model == "usage-huge":
+            return {"prompt_tokens": 10**9, "completion_tokens": 1, "total_tokens": 10**9 + 1}
+        if model == "usage-max":
+            return {"prompt_tokens": 2**63 - 1, "completion_tokens": 2**63 - 1, "total_tokens": 2**63 - 1}
         return {"prompt_tokens": len(model), "completion_tokens": len(content),
                 "total_tokens": len(model) + len(content)}
 
@@ -187,7 +200,7 @@ class Handler(BaseHTTPRequestHandler):
             key = parse_qs(url.query).get("key", [""])[0]
             with LOCK:
                 out = {"attempts": ATTEMPTS.get(key, 0), "aborted": ABORTED.get(key, 0),
-                       "times": TIMES.get(key, [])}
+                       "times": TIMES.get(key, []), "max_body": MAX_BODY.get(key.split("|")[0], 0)}
             self.send(200, json.dumps(out))
             return
         self.send(404, json.dumps({"error": {"message": "not found"}}))
@@ -265,6 +278,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send(400, json.dumps({"error": {"message": "bad request body"}}))
             return
         key = model + "|" + last
+        with LOCK:
+            MAX_BODY[model] = max(MAX_BODY.get(model, 0), length)
         n = count(key)
         self.streaming = req.get("stream") is True
         if model == "chaos":
@@ -321,6 +336,13 @@ class Handler(BaseHTTPRequestHandler):
         elif model == "schema-fix":
             corrected = any(m.get("role") == "assistant" for m in req["messages"])
             self.reply(model, json.dumps({"answer": "fine", "score": 7} if corrected else {"answer": "x", "score": 99}))
+            return
+        elif model == "schema-huge-bad":
+            self.reply(model, json.dumps({"answer": "\u00e9" * (1 << 19), "score": 99}, ensure_ascii=False))
+            return
+        elif model == "schema-greedy":
+            sampled = (req.get("temperature") or 0) > 0
+            self.reply(model, json.dumps({"answer": "fine", "score": 7} if sampled else {"answer": "x", "score": 99}))
             return
         elif model == "html":
             self.send(200, "<html><body>Gateway says hello</body></html>", ctype="text/html")

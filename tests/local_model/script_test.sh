@@ -70,5 +70,18 @@ grep -qF '  | stand-in: computing the first completion' "$T/err.txt" ||
   { echo "FAIL start-sigill: the server log's last lines are not shown"; fails=$((fails + 1)); }
 check start-error 1 'the model server did not complete a first request' -- standin error run true
 
+# The installed build is checked for AVX-512 and AMX code: a library with one
+# zmm instruction is refused, one without passes.
+lib=$T/built/lib/python3/site-packages/llama_cpp/lib
+mkdir -p "$lib"
+printf 'void f(void) { __asm__ volatile("vpxord %%zmm0, %%zmm0, %%zmm0"); }\n' >"$T/avx512.c"
+printf 'void f(void) { __asm__ volatile("vpxor %%ymm0, %%ymm0, %%ymm0"); }\n' >"$T/avx2.c"
+cc -shared -fPIC -o "$lib/libggml-cpu.so" "$T/avx512.c"
+check check-build-avx512 1 'holds 1 AVX-512/AMX instructions: the build was not portable' -- \
+  env AF_LOCAL_MODEL_VENV="$T/built" bash "$SCRIPT" check-build
+cc -shared -fPIC -o "$lib/libggml-cpu.so" "$T/avx2.c"
+check check-build-avx2 0 'holds no AVX-512 or AMX instruction' -- env AF_LOCAL_MODEL_VENV="$T/built" bash "$SCRIPT" check-build
+check check-build-empty 1 'no llama.cpp library' -- env AF_LOCAL_MODEL_VENV="$T/none" bash "$SCRIPT" check-build
+
 echo "$fails failed"
 [ "$fails" = 0 ]

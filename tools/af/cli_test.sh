@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The af CLI end to end, as a user runs it: demo, verify (good, truncated,
 # bit-flipped, JSON), show, dot, convert both ways (byte-exact), run with
-# and without a provider, a profile, and usage errors.
+# and without a provider, per-item errors, a profile, and usage errors.
 # Usage: cli_test.sh AF_BINARY SOURCE_DIR
 set -uo pipefail
 AF=$(realpath "$1")
@@ -35,6 +35,39 @@ check demo-every-ticket-runs 0 '300 LM calls' -- "$AF" demo --save t6.afg $(seq 
 check demo-invalid-utf8 1 'UTF-8' -- "$AF" demo --save t7.afg "$(printf 'bad \377 byte')"
 check run-demo-saved 0 '"urgency":[1]' -- "$AF" run triage.afg --input '[["x"]]' --provider echo
 check run-demo-empty-batch 1 'empty' -- "$AF" run triage.afg --input '[[]]' --provider echo
+# --item-errors: a batched program's item whose switch key is unknown gets
+# its error in its place, the other item its answer; exit 3 says one failed.
+cp "$GRAPHS/batched_control_flow.afg" bcf.afg
+check run-item-errors 3 'af: item 1 failed: NOT_FOUND: ' -- \
+  "$AF" run bcf.afg --input '[["loud","nope"],["a","b"]]' --item-errors
+check run-item-errors-output 3 '{"switched":["a!",{"error":{"code":' -- \
+  "$AF" run bcf.afg --input '[["loud","nope"],["a","b"]]' --item-errors
+check run-item-errors-all-ok 0 '"switched":["a!","(b)"]' -- \
+  "$AF" run bcf.afg --input '[["loud","quiet"],["a","b"]]' --item-errors
+check run-without-item-errors 1 'no branch is named "nope"' -- "$AF" run bcf.afg --input '[["loud","nope"],["a","b"]]'
+# A deadline, and SIGTERM / SIGINT, end a run whose calls take 5 s: at once,
+# cleanly (the run's error, the summary, exit 1 / 143 / 130).
+slow='{"latency_ms":5000}'
+check run-timeout 1 'did not finish within its timeout of 300 ms' -- "$AF" run triage.afg --input '[["x"]]' --provider echo --provider-options "$slow" --timeout-ms 300
+check run-timeout-usage 2 '--timeout-ms takes a positive integer' -- "$AF" run triage.afg --input '[["x"]]' --timeout-ms -5
+for sig in TERM INT; do
+  started=$(date +%s%N)
+  "$AF" run triage.afg --input '[["x"]]' --provider echo --provider-options "$slow" >out.txt 2>err.txt &
+  pid=$!
+  sleep 0.5
+  kill -$sig $pid
+  wait $pid
+  got=$?
+  ms=$((($(date +%s%N) - started) / 1000000))
+  want=$([ $sig = TERM ] && echo 143 || echo 130)
+  if [ "$got" = "$want" ] && grep -q "cancelled by SIG$sig" err.txt && grep -q "error 8: the run was cancelled" err.txt && [ "$ms" -lt 3000 ]; then
+    echo "ok   run-sig$sig"
+  else
+    echo "FAIL run-sig$sig: status $got (want $want) after $ms ms"
+    sed 's/^/  | /' out.txt err.txt
+    fails=$((fails + 1))
+  fi
+done
 # The rest works on the golden hello graph (format, concat, a literal).
 cp "$GRAPHS/hello.afg" hello.afg
 check run-saved 0 '"Hello, Ada!?"' -- "$AF" run hello.afg --input '["Ada"]'

@@ -6,10 +6,11 @@
  *                                   (examples/triage), print its IR, batch
  *                                   it, save it (default triage.afg) and run
  *                                   the saved file on the tickets (echo, or
- *                                   the provider given)
+ *                                   the provider given) with per-item
+ *                                   errors (as run --item-errors)
  *   af run FILE --input JSON [--provider echo|openai|replay
  *          [--provider-options JSON] [--model PATTERN]] [--profile OUT.json]
- *          [--stream [--stream-tag TAG]]
+ *          [--stream [--stream-tag TAG]] [--item-errors] [--timeout-ms N]
  *                                   load a saved graph or program and run it
  *                                   on the positional inputs (a JSON list);
  *                                   LM calls go to the provider (models
@@ -19,7 +20,15 @@
  *                                   they arrive, on stderr), then the run
  *                                   summary on stderr (LM calls, tokens,
  *                                   retries, time queued and in flight, per
- *                                   model when several)
+ *                                   model when several); with
+ *                                   --item-errors each item of a batched
+ *                                   program gets its answer or its error
+ *                                   (AF_RUN_ITEM_ERRORS: the error value in
+ *                                   its place, each failed item named on
+ *                                   stderr) and the others complete;
+ *                                   --timeout-ms bounds the run (TIMEOUT),
+ *                                   and SIGINT or SIGTERM cancels it (its
+ *                                   LM requests aborted, the summary shown)
  *   af show FILE [--json]           the IR text of a saved graph, or its
  *                                   inspection JSON (docs/INSPECT.md)
  *   af slice FILE --outputs PATH... [--inputs PATH...] -o OUT
@@ -30,9 +39,13 @@
  *   af verify FILE                  every load check; exit 1 with the reason
  *   af convert FILE --to json [-o OUT]     .afg -> readable JSON
  *   af convert FILE --from json [-o OUT]   JSON -> .afg
- * Exit status: 0 success, 1 an error (printed with its code), 2 bad usage.
+ * Exit status: 0 success, 1 an error (printed with its code), 2 bad usage,
+ * 3 a run with --item-errors (or demo) completed but some items failed,
+ * 130 / 143 a run cancelled by SIGINT / SIGTERM.
  */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime, isatty */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, isatty, sigwait */
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -61,9 +74,12 @@ static void usage(FILE* f) {
           "                                  trace the example LM program, batch it, save it\n"
           "                                  (default triage.afg) and run the saved file\n"
           "  run FILE --input JSON [--provider echo|openai|replay [--provider-options JSON]\n"
-          "      [--model PATTERN]] [--profile OUT.json] [--stream [--stream-tag TAG]]\n"
+          "      [--model PATTERN]] [--profile OUT.json] [--stream [--stream-tag TAG]] [--item-errors]\n"
           "                                  run a saved graph on a JSON list of inputs;\n"
           "                                  --stream prints LM replies on stderr as they arrive\n"
+          "                                  --item-errors: each batch item's answer or error (exit 3 if any failed)\n"
+          "                                  --timeout-ms N: the run fails with TIMEOUT after N ms;\n"
+          "                                  SIGINT/SIGTERM cancel it (exit 130/143)\n"
           "  show FILE [--json]              print the IR text (or inspection JSON) of a saved graph\n"
           "  slice FILE --outputs PATH... [--inputs PATH...] -o OUT\n"
           "                                  save the part computing the chosen outputs\n"
@@ -161,7 +177,116 @@ struct run_opts {
   const char* profile;          /* Chrome trace JSON output, NULL = none */
   int stream;                   /* print LM replies as they arrive */
   const char* stream_tag;       /* only equations with this tag, NULL = all */
+  int item_errors;              /* AF_RUN_ITEM_ERRORS: per-item answers or errors */
+  uint64_t timeout_ms;          /* 0 = none */
 };
+
+/* SIGINT and SIGTERM cancel the run: blocked in every thread from the start
+ * of main (libaf's threads inherit the mask), they are taken by one thread
+ * that waits for them with sigwait and triggers the run's cancel token —
+ * nothing runs in a signal handler. The process's exit ends that thread. */
+static struct {
+  af_cancel_t* cancel;  /* NULL when signals keep their default action */
+  sigset_t set;
+  volatile sig_atomic_t signo; /* the signal that cancelled the run, 0 if none */
+} g_signals;
+
+static void* signal_wait(void* arg) {
+  int signo = 0;
+  (void)arg;
+  while (sigwait(&g_signals.set, &signo) == 0) {
+    g_signals.signo = signo;
+    af_cancel_trigger(g_signals.cancel);
+  }
+  return NULL;
+}
+
+/* Before any libaf call that may start a thread. Where it cannot be set up,
+ * the signals keep their default action (they end the process). */
+static void cancel_on_signals(void) {
+  pthread_t thread;
+  af_error_t* err = af_cancel_new(&g_signals.cancel);
+  if (err) {
+    af_error_free(err);
+    return;
+  }
+  sigemptyset(&g_signals.set);
+  sigaddset(&g_signals.set, SIGINT);
+  sigaddset(&g_signals.set, SIGTERM);
+  if (pthread_sigmask(SIG_BLOCK, &g_signals.set, NULL) == 0) {
+    if (pthread_create(&thread, NULL, signal_wait, NULL) == 0 && pthread_detach(thread) == 0) return;
+    pthread_sigmask(SIG_UNBLOCK, &g_signals.set, NULL);
+  }
+  af_cancel_free(g_signals.cancel);
+  g_signals.cancel = NULL;
+}
+
+/* Exit status of a run that completed with failed items (--item-errors). */
+#define AF_CLI_ITEMS_FAILED 3
+
+/* Whether err is an error (freed: only the fact is wanted). */
+static int is_err(af_error_t* err) {
+  af_error_free(err);
+  return err != NULL;
+}
+
+/* An error value in an item's place: {"error": {"code", "name", "message"}}.
+ * Its name and message (borrowed from v) when it is one. */
+static int error_value(const af_value_t* v, const char** name, size_t* name_len, const char** msg,
+                       size_t* msg_len) {
+  af_value_t *e = NULL, *n = NULL, *m = NULL;
+  size_t len = 0;
+  int is = 0;
+  if (af_value_kind(v) != AF_KIND_DICT || is_err(af_value_len(v, &len)) || len != 1) return 0;
+  if (!is_err(af_value_key(v, "error", 5, &e)) && af_value_kind(e) == AF_KIND_DICT &&
+      !is_err(af_value_key(e, "name", 4, &n)) && !is_err(af_value_key(e, "message", 7, &m)) &&
+      !is_err(af_value_get_str(n, name, name_len)) && !is_err(af_value_get_str(m, msg, msg_len)))
+    is = 1;
+  /* The strings stay valid: v holds e, e holds n and m. */
+  af_value_free(m);
+  af_value_free(n);
+  af_value_free(e);
+  return is;
+}
+
+/* Which items failed: item i of every output list that holds an error value
+ * in place i. `failed` grows to the longest list seen. */
+struct item_failures {
+  unsigned char* failed;
+  size_t n;
+  size_t count;
+};
+
+static void find_failed_items(const af_value_t* v, int in_item, size_t item, struct item_failures* f) {
+  const char *name, *msg;
+  size_t name_len, msg_len, len = 0, i;
+  int kind = af_value_kind(v);
+  if (in_item && error_value(v, &name, &name_len, &msg, &msg_len)) {
+    if (item >= f->n) {
+      unsigned char* grown = realloc(f->failed, item + 1);
+      if (!grown) return;
+      memset(grown + f->n, 0, item + 1 - f->n);
+      f->failed = grown;
+      f->n = item + 1;
+    }
+    if (!f->failed[item]) {
+      f->failed[item] = 1;
+      f->count++;
+      fprintf(stderr, "af: item %zu failed: %.*s: %.*s\n", item, (int)name_len, name, (int)msg_len, msg);
+    }
+    return;
+  }
+  if (kind != AF_KIND_LIST && kind != AF_KIND_DICT) return;
+  if (is_err(af_value_len(v, &len))) return;
+  for (i = 0; i < len; i++) {
+    af_value_t* c = NULL;
+    if (is_err(af_value_index(v, i, &c))) continue;
+    /* The first list on the way down is the batch's: its index is the item. */
+    if (in_item) find_failed_items(c, 1, item, f);
+    else find_failed_items(c, kind == AF_KIND_LIST, kind == AF_KIND_LIST ? i : 0, f);
+    af_value_free(c);
+  }
+}
 
 /* --stream: each LM reply's text on stderr as it arrives, under a header
  * naming its equation and batch item whenever another one speaks. */
@@ -315,7 +440,9 @@ static int run(const char* path, const struct run_opts* o) {
   af_run_options_t ro;
   struct progress bar = {now_s(), 0, 0};
   struct stream_state streamed = {0, 0, 0};
+  struct item_failures failures = {NULL, 0, 0};
   size_t n = 0, i;
+  int rc;
   af_error_t* err = af_context_new(&ctx);
   if (!err) err = route_provider(ctx, o, &provider);
   if (!err) err = af_program_load(ctx, path, strlen(path), &prog);
@@ -333,6 +460,8 @@ static int run(const char* path, const struct run_opts* o) {
   memset(&ro, 0, sizeof ro);
   ro.struct_size = sizeof ro;
   ro.summary = &summary;
+  ro.timeout_ms = o->timeout_ms;
+  ro.cancel = g_signals.cancel;
   if (o->stream) {
     ro.stream = stream_print;
     ro.stream_user_data = &streamed;
@@ -344,8 +473,9 @@ static int run(const char* path, const struct run_opts* o) {
     ro.progress = progress_draw;
     ro.progress_user_data = &bar;
   }
+  if (o->item_errors) ro.flags |= AF_RUN_ITEM_ERRORS;
   if (o->profile) {
-    ro.flags = AF_RUN_PROFILE;
+    ro.flags |= AF_RUN_PROFILE;
     ro.profile_path = o->profile;
     ro.profile_path_len = strlen(o->profile);
   }
@@ -353,6 +483,12 @@ static int run(const char* path, const struct run_opts* o) {
   if (bar.drawn || streamed.started) fputc('\n', stderr);
   if (!err) err = af_value_to_json(result, &json);
   if (!err) printf("%s\n", (const char*)json.data);
+  if (!err && o->item_errors) {
+    fflush(stdout);
+    find_failed_items(result, 0, 0, &failures);
+    if (failures.count) fprintf(stderr, "af: %zu item(s) failed, the others completed\n", failures.count);
+    free(failures.failed);
+  }
   if (summary.data) print_summary(ctx, &summary); /* also for a failed run: its calls cost too */
   if (!err && o->profile) fprintf(stderr, "af: profile written to %s (open it in Perfetto)\n", o->profile);
   for (i = 0; items && i < n; i++) af_value_free(items[i]);
@@ -364,7 +500,12 @@ static int run(const char* path, const struct run_opts* o) {
   af_program_free(prog);
   af_provider_free(provider);
   af_context_free(ctx);
-  return err ? fail(err) : 0;
+  rc = err ? fail(err) : failures.count ? AF_CLI_ITEMS_FAILED : 0;
+  if (g_signals.signo) {
+    fprintf(stderr, "af: cancelled by %s\n", g_signals.signo == SIGINT ? "SIGINT" : "SIGTERM");
+    rc = 128 + g_signals.signo;
+  }
+  return rc;
 }
 
 /* The tickets as the program's one positional input, [[t1, t2, ...]], as
@@ -436,9 +577,10 @@ static int demo(const char* const* tickets, size_t n, const char* save, struct r
     run_with.provider_options = "{\"latency_ms\":100}";
   }
   run_with.input = (const char*)input.data;
+  run_with.item_errors = 1;
   printf("== af run %s --input '%s' --provider %s", save, run_with.input, run_with.provider);
   if (run_with.provider_options) printf(" --provider-options '%s'", run_with.provider_options);
-  printf("%s\n", run_with.stream ? " --stream" : "");
+  printf("%s --item-errors\n", run_with.stream ? " --stream" : "");
   fflush(stdout);
   t0 = now_s();
   rc = run(save, &run_with);
@@ -543,6 +685,7 @@ int main(int argc, char** argv) {
   const char* cmd = argc > 1 ? argv[1] : NULL;
   int i;
   if (!cmd) return usage_error("missing command");
+  if (strcmp(cmd, "demo") == 0 || strcmp(cmd, "run") == 0) cancel_on_signals();
   if (strcmp(cmd, "version") == 0) {
     printf("af %s (abi %u)\n", af_version(), (unsigned)af_abi_version());
     return 0;
@@ -554,7 +697,7 @@ int main(int argc, char** argv) {
   if (strcmp(cmd, "demo") == 0) {
     const char* save = "triage.afg";
     const char** tickets = calloc((size_t)argc, sizeof *tickets);
-    struct run_opts o = {NULL, NULL, NULL, "*", NULL, 0, NULL};
+    struct run_opts o = {NULL, NULL, NULL, "*", NULL, 0, NULL, 0, 0};
     size_t n = 0;
     int rc;
     if (!tickets) return fail(af_error_new(AF_ERR_OUT_OF_MEMORY, "out of memory", 13));
@@ -635,15 +778,27 @@ int main(int argc, char** argv) {
   }
   if (strcmp(cmd, "verify") == 0 && argc == 3) return verify(file);
   if (strcmp(cmd, "run") == 0) {
-    struct run_opts o = {NULL, NULL, NULL, "*", NULL, 0, NULL};
+    struct run_opts o = {NULL, NULL, NULL, "*", NULL, 0, NULL, 0, 0};
     for (i = 3; i < argc; i++) {
       if (strcmp(argv[i], "--stream") == 0) {
         o.stream = 1;
         continue;
       }
+      if (strcmp(argv[i], "--item-errors") == 0) {
+        o.item_errors = 1;
+        continue;
+      }
       if (i + 1 >= argc) return usage_error("run: an option is missing its value");
       if (strcmp(argv[i], "--input") == 0) {
         o.input = argv[++i];
+      } else if (strcmp(argv[i], "--timeout-ms") == 0) {
+        char* end = NULL;
+        unsigned long long ms;
+        errno = 0;
+        ms = strtoull(argv[++i], &end, 10);
+        if (!*argv[i] || *end || errno || argv[i][0] == '-' || ms == 0)
+          return usage_error("run: --timeout-ms takes a positive integer (milliseconds)");
+        o.timeout_ms = (uint64_t)ms;
       } else if (strcmp(argv[i], "--provider") == 0) {
         o.provider = argv[++i];
       } else if (strcmp(argv[i], "--provider-options") == 0) {

@@ -1045,12 +1045,31 @@ AF_API void af_walk_free(af_walk_t* w);
  *   "tokens_per_minute"    0 = unlimited; a request counts a token per 4
  *                          bytes of its messages (+4 per message) plus its
  *                          max_tokens when it starts, corrected by the
- *                          reply's usage when it finishes
+ *                          reply's usage when it finishes (a count over 2^24
+ *                          is taken as 2^24, and the correction leaves the
+ *                          bucket at most one second's worth in debt: a
+ *                          server claiming absurd usage cannot stall the
+ *                          provider)
  *   "schema_retries"       0..10, default 0: how many times a schema call
  *                          re-asks after a reply that fails validation (the
  *                          invalid reply and the error — path, expected,
  *                          found — go back to the model as a correction
- *                          turn); the last error is returned if all fail
+ *                          turn); the last error is returned if all fail.
+ *                          Each re-ask sends the original conversation, the
+ *                          last invalid reply only (its first 16 KiB, cut on
+ *                          a character boundary, when it is longer) and the
+ *                          correction: its size does not grow per re-ask.
+ *                          A greedy model asked again would repeat itself,
+ *                          so re-ask k (1, 2, ...) also steps the sampling
+ *                          the openai provider sends (its "extra" with the
+ *                          call's params over it): "temperature", when set,
+ *                          becomes at least min(1, 0.3 k); "seed", when set,
+ *                          becomes seed + k. Host providers see "reask": k
+ *                          in the request (af_lm_request_json).
+ * A structured reply is JSON as RFC 8259 has it, except that a raw control
+ * character (U+0000..U+001F) inside a string is read as its escape (as
+ * Python's json.loads(strict=False) reads it: models let raw newlines into
+ * strings); anything else strict JSON refuses is a SCHEMA error.
  * Rates are spread evenly (a bucket holds one second's worth, at least one
  * request), and requests wait for them, highest priority first; they never
  * fail because of a limit. */
@@ -1110,9 +1129,10 @@ AF_API af_error_t* af_provider_host_new(af_provider_submit_fn fn, void* user_dat
                                         void (*destroy)(void*), af_provider_t** out);
 /* The request as JSON (owned bytes): {"model": str, "messages": [{"role",
  * "content"}...], "schema": node tree, "json_schema": JSON Schema,
- * "params": {sampling params}, "stream": true, "tags": [...]} — schema keys
- * only for schema calls, the others only when set ("stream" when the run
- * streams: the host may then send the reply in pieces). */
+ * "params": {sampling params}, "stream": true, "reask": k, "tags": [...]} —
+ * schema keys only for schema calls, the others only when set ("stream" when
+ * the run streams: the host may then send the reply in pieces; "reask" on a
+ * schema call's k-th re-ask, when the host may vary its sampling). */
 AF_API af_error_t* af_lm_request_json(const af_lm_request_t* req, af_bytes_t* out);
 /* 1 if the run no longer wants the answer (cancelled, timed out, failed);
  * the host may stop working on it but must still finish the handle. */
