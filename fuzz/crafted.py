@@ -11,6 +11,13 @@ mode byte 2 (the JSON form, see graph_harness.h) + graph JSON.
                                      equations once expanded, within every
                                      limit; every pass must work on the DAG
   corpus/graph/template_fields_json  a format template of exactly 10000 fields
+  corpus/graph/format_bomb_json      two such formats in a row: 4 KB in, 400 GB
+                                     out when run (each format checks the run's
+                                     max_value_bytes before it allocates)
+  corpus/graph/long_names_fan_json   switches 18 deep with two 250-byte branch
+                                     names sharing the level below: a deep
+                                     related query would answer ~3 GB (refused
+                                     by its size)
 
 and the hand-made seeds of the other targets (corpus/value_json: JSON
 text; corpus/schema: schema JSON, a NUL byte, the reply):
@@ -73,6 +80,27 @@ def many_fields(n):
                                "out": "%1"}]}
 
 
+def format_bomb():
+    template = {"value": "{0}" * 10000}
+    return {"afg": 1, "irs": [{"vars": ["str", "str", "str"], "in": ["%0"], "eqns": [
+        {"prim": "format", "out": "%1", "in": ["%0"], "params": {"names": {"value": []}, "template": template}},
+        {"prim": "format", "out": "%2", "in": ["%1"], "params": {"names": {"value": []}, "template": template}}],
+        "out": "%2"}]}
+
+
+def long_names_fan(depth, name_len):
+    # IR 0: (key, x) -> concat(x, "!"); IR k: (key, x) -> concat(switch(key) {A: IR k-1, B: IR k-1}(key, x), "?").
+    a, b = "a" * name_len, "b" * name_len
+    irs = [{"vars": ["str", "str", "str"], "in": ["%0", "%1"],
+            "eqns": [{"prim": "concat", "out": "%2", "in": ["%1", {"lit": "!"}]}], "out": "%2"}]
+    for k in range(1, depth + 1):
+        irs.append({"vars": ["str", "str", "str", "str"], "in": ["%0", "%1"], "eqns": [
+            {"prim": "switch", "out": "%2", "in": ["%0", "%0", "%1"],
+             "params": {"branches": {"ir_map": {a: k - 1, b: k - 1}}}},
+            {"prim": "concat", "out": "%3", "in": ["%2", {"lit": "?"}]}], "out": "%3"})
+    return {"afg": 1, "irs": irs}
+
+
 def write(rel, graph):
     with open(os.path.join(HERE, rel), "wb") as f:
         f.write(b"\x02" + json.dumps(graph, separators=(",", ":")).encode())
@@ -122,6 +150,8 @@ write("regressions/template_fields_json", many_fields(10001))
 write("corpus/graph/deep_sub_irs_64_json", nested_switches(64))
 write("corpus/graph/fan_sub_irs_json", fan(19))
 write("corpus/graph/template_fields_json", many_fields(10000))
+write("corpus/graph/format_bomb_json", format_bomb())
+write("corpus/graph/long_names_fan_json", long_names_fan(18, 250))
 for name, text in value_seeds():
     write_raw("corpus/value_json/" + name, text)
 for name, text in schema_seeds():

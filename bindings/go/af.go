@@ -23,10 +23,14 @@
 //   - Handles (*Engine, *Value, *IR, *Walk, *Program, *Future, *Provider,
 //     *CancelToken) own a libaf reference. Call Close when done; a finalizer
 //     releases a forgotten handle as a backstop. Close is idempotent and may
-//     be called from several goroutines at once (the pointer is swapped out
-//     atomically, so it is freed once). Using a handle while another
-//     goroutine closes it is still an error. A run started with CallAsync
-//     keeps its Engine, Program and inputs alive until it finishes.
+//     be called from several goroutines at once (the handle is freed once).
+//     A method racing Close on the same handle never touches freed memory:
+//     each method holds the handle open for its C calls, Close marks it
+//     closed at once (later calls return the closed-handle error,
+//     CodeInvalidArgument) and the last call in progress frees it. Close
+//     never waits, so it may be called from a callback running inside a
+//     call on the same handle. A run started with CallAsync keeps its
+//     Engine, Program and inputs alive until it finishes.
 //   - Values and IRs are immutable and may be used from several goroutines at
 //     once; an Engine serializes its own mutations.
 //   - Tracing is per OS thread in libaf. Trace locks the calling goroutine to

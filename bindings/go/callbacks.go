@@ -8,7 +8,6 @@ import "C"
 
 import (
 	"fmt"
-	"runtime"
 	"runtime/cgo"
 	"unsafe"
 )
@@ -71,7 +70,7 @@ func afgoHostCallback(h C.uintptr_t, args **C.af_value_t, n C.size_t, out **C.af
 	var err error
 	panicked, panicVal, goexited := runGuarded(func() { res, err = fn(ins) })
 	for _, v := range ins {
-		v.ptr.Take() // borrowed for the call only
+		v.ptr.Invalidate() // borrowed for the call only
 	}
 	switch {
 	case panicked:
@@ -83,9 +82,11 @@ func afgoHostCallback(h C.uintptr_t, args **C.af_value_t, n C.size_t, out **C.af
 	}
 	var resPtr *C.af_value_t
 	if err == nil {
-		p, herr := res.handle()
+		p, herr := res.acquire()
 		if herr != nil {
 			err = &Error{Message: "host function returned a closed *Value", code: CodeInvalidArgument}
+		} else {
+			defer res.release()
 		}
 		resPtr = p
 	}
@@ -96,7 +97,6 @@ func afgoHostCallback(h C.uintptr_t, args **C.af_value_t, n C.size_t, out **C.af
 	}
 	// libaf takes ownership of *out: it gets its own reference.
 	*out = C.af_value_clone(resPtr)
-	runtime.KeepAlive(res)
 	return nil
 }
 

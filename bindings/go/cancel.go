@@ -14,7 +14,7 @@ import (
 // blocking CallWith. Close it when done (runs already started keep their own
 // reference); a finalizer frees a forgotten one.
 type CancelToken struct {
-	ptr cPtr[*C.af_cancel_t] // nil once closed; swapped so Close frees once
+	ptr cPtr[*C.af_cancel_t] // guarded: freed once closed and no use is in progress
 }
 
 // NewCancelToken makes an untriggered token.
@@ -24,52 +24,57 @@ func NewCancelToken() (*CancelToken, error) {
 		return nil, err
 	}
 	t := &CancelToken{}
-	t.ptr.Store(p)
+	t.ptr.init(p)
 	runtime.SetFinalizer(t, (*CancelToken).Close)
 	return t, nil
 }
 
 // Trigger cancels the token's runs; later runs with it end at once.
-// Idempotent.
+// Idempotent; a no-op on a closed token.
 func (t *CancelToken) Trigger() {
-	p := t.load()
-	if p == nil {
+	p, err := t.acquire()
+	if err != nil {
 		return
 	}
+	defer t.release()
 	C.af_cancel_trigger(p)
-	runtime.KeepAlive(t)
 }
 
-// Triggered reports whether Trigger was called.
+// Triggered reports whether Trigger was called (false for a closed token).
 func (t *CancelToken) Triggered() bool {
-	p := t.load()
-	if p == nil {
+	p, err := t.acquire()
+	if err != nil {
 		return false
 	}
-	r := C.af_cancel_triggered(p) != 0
-	runtime.KeepAlive(t)
-	return r
+	defer t.release()
+	return C.af_cancel_triggered(p) != 0
 }
 
 // Close frees the handle. Idempotent, also from several goroutines at
-// once; must not race with Trigger.
+// once; a Trigger racing it either triggers or is a no-op.
 func (t *CancelToken) Close() {
 	if t == nil {
 		return
 	}
-	// Swap, not load-then-store: two goroutines closing at once must not
-	// both free the pointer.
-	if p, ok := t.ptr.Take(); ok {
-		C.af_cancel_free(p)
+	// Frees once however many goroutines close at once, and only after the
+	// uses in progress (see cPtr).
+	if t.ptr.Close(freeCancel) {
 		runtime.SetFinalizer(t, nil)
 	}
 }
 
-// load is the token's C handle, nil for a nil or closed token.
-func (t *CancelToken) load() *C.af_cancel_t {
-	if t == nil {
-		return nil
+func freeCancel(p *C.af_cancel_t) { C.af_cancel_free(p) }
+
+// acquire holds t open for a C call (see cPtr): its C handle, or the
+// closed-handle error for a nil or closed token. Release it with release.
+func (t *CancelToken) acquire() (*C.af_cancel_t, error) {
+	if t != nil {
+		if p, ok := t.ptr.Acquire(); ok {
+			return p, nil
+		}
 	}
-	p, _ := t.ptr.Get()
-	return p
+	return nil, errClosed("cancel token")
 }
+
+// release ends a use begun by a successful acquire.
+func (t *CancelToken) release() { t.ptr.Release(freeCancel) }

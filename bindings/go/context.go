@@ -18,7 +18,7 @@ import (
 // It is called Engine in Go so that "ctx" stays the context.Context that
 // blocking calls take first (see Engine.Call).
 type Engine struct {
-	ptr cPtr[*C.af_context_t] // nil once closed; swapped so Close frees once
+	ptr cPtr[*C.af_context_t] // guarded: freed once closed and no use is in progress
 }
 
 // Context is the former name of Engine.
@@ -45,32 +45,49 @@ func NewContext() (*Engine, error) { return NewEngine() }
 // wrapEngine owns a new af_context_t* (closed by Close or the finalizer).
 func wrapEngine(p *C.af_context_t) *Engine {
 	eng := &Engine{}
-	eng.ptr.Store(p)
+	eng.ptr.init(p)
 	runtime.SetFinalizer(eng, (*Engine).Close)
 	return eng
 }
 
 // Close frees the engine. It is idempotent. Values, IRs and walks made
-// with the engine stay valid (they are not tied to it), but do not Close an
-// engine while a call that uses it (Trace, Call, a Walk step) is running.
+// with the engine stay valid (they are not tied to it; a Walk's Eval runs
+// on it, though, and returns the closed-handle error once it is closed). A
+// call that uses the engine (Trace, Call, a Walk step) and is running when
+// Close is called keeps it until it returns: the engine is freed then (new
+// calls fail with the closed-handle error at once).
 func (eng *Engine) Close() {
 	if eng == nil {
 		return
 	}
-	// Swap, not load-then-store: two goroutines closing at once must not
-	// both free the pointer.
-	if p, ok := eng.ptr.Take(); ok {
-		C.af_context_free(p)
+	// Frees once however many goroutines close at once, and only after the
+	// uses in progress (see cPtr).
+	if eng.ptr.Close(freeEngine) {
 		runtime.SetFinalizer(eng, nil)
 	}
 }
 
-func (eng *Engine) handle() (*C.af_context_t, error) {
-	if eng == nil {
-		return nil, errClosed("engine")
-	}
-	if p, ok := eng.ptr.Get(); ok {
-		return p, nil
+func freeEngine(p *C.af_context_t) { C.af_context_free(p) }
+
+// freeEngineLater frees an engine closed while calls used it, when the last
+// of them returns. That call may run in a callback libaf is waiting for (a
+// host function calling eng.Str during a CallAsync run), and
+// af_context_free cancels the engine's runs and joins its threads, that
+// callback's thread among them: never from a libaf callback, af.h says. So
+// the last releaser hands the free to a goroutine of its own, which waits
+// for nobody the callback waits for.
+func freeEngineLater(p *C.af_context_t) { go freeEngine(p) }
+
+// acquire holds eng open for a C call (see cPtr): its C handle, or the
+// closed-handle error for a nil or closed Engine. Release it with release.
+func (eng *Engine) acquire() (*C.af_context_t, error) {
+	if eng != nil {
+		if p, ok := eng.ptr.Acquire(); ok {
+			return p, nil
+		}
 	}
 	return nil, errClosed("engine")
 }
+
+// release ends a use begun by a successful acquire.
+func (eng *Engine) release() { eng.ptr.Release(freeEngineLater) }

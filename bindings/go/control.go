@@ -26,18 +26,21 @@ type Branch struct {
 // Recorded inside a trace, evaluated outside. CodeNotFound (when it runs)
 // for a key no branch has.
 func (eng *Engine) Switch(key *Value, branches []Branch, operands ...*Value) (*Value, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
-	kp, err := key.handle()
+	defer eng.release()
+	kp, err := key.acquire()
 	if err != nil {
 		return nil, err
 	}
-	ops, err := cValues(operands)
+	defer key.release()
+	ops, held, err := acquireValues(operands)
 	if err != nil {
 		return nil, err
 	}
+	defer releaseValues(held)
 	// The arrays live in C memory: an array of pointers into Go strings
 	// would be Go memory holding Go pointers, which cgo forbids.
 	n := len(branches)
@@ -52,10 +55,19 @@ func (eng *Engine) Switch(key *Value, branches []Branch, operands ...*Value) (*V
 			C.free(unsafe.Pointer(p)) // NULL for names never set
 		}
 	}()
+	// Each branch's IR is held open for the call; the IRs held are kept
+	// apart, so that the ones released are the ones acquired.
+	heldIRs := make([]*IR, 0, n)
+	defer func() {
+		for _, ir := range heldIRs {
+			ir.release()
+		}
+	}()
 	for i, b := range branches {
-		if irs[i], err = b.IR.handle(); err != nil {
+		if irs[i], err = b.IR.acquire(); err != nil {
 			return nil, err
 		}
+		heldIRs = append(heldIRs, b.IR)
 		names[i] = C.CString(b.Name)
 		lens[i] = C.size_t(len(b.Name))
 	}
@@ -67,38 +79,34 @@ func (eng *Engine) Switch(key *Value, branches []Branch, operands ...*Value) (*V
 	}
 	var out *C.af_value_t
 	e := C.af_switch(cp, kp, np, lp, ip, C.size_t(n), cArray(ops), C.size_t(len(ops)), &out)
-	runtime.KeepAlive(eng)
-	runtime.KeepAlive(key)
-	runtime.KeepAlive(branches)
-	runtime.KeepAlive(operands)
 	return takeValue(e, out)
 }
 
 // WhileLoop: state = init; while cond(state) is true and fewer than
 // maxIters iterations ran, state = body(state); returns the state.
 func (eng *Engine) WhileLoop(cond, body *IR, init *Value, maxIters uint64) (*Value, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
-	condp, err := cond.handle()
+	defer eng.release()
+	condp, err := cond.acquire()
 	if err != nil {
 		return nil, err
 	}
-	bodyp, err := body.handle()
+	defer cond.release()
+	bodyp, err := body.acquire()
 	if err != nil {
 		return nil, err
 	}
-	ip, err := init.handle()
+	defer body.release()
+	ip, err := init.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer init.release()
 	var out *C.af_value_t
 	e := C.af_while_loop(cp, condp, bodyp, ip, C.uint64_t(maxIters), &out)
-	runtime.KeepAlive(eng)
-	runtime.KeepAlive(cond)
-	runtime.KeepAlive(body)
-	runtime.KeepAlive(init)
 	return takeValue(e, out)
 }
 
@@ -138,19 +146,19 @@ func (eng *Engine) RegisterFunction(name string, resultKinds *Value, fn HostFunc
 // called at once outside. CodeNotFound if name is not registered,
 // CodeCallback if the function failed.
 func (eng *Engine) HostCall(name string, args ...*Value) (*Value, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
-	ps, err := cValues(args)
+	defer eng.release()
+	ps, held, err := acquireValues(args)
 	if err != nil {
 		return nil, err
 	}
+	defer releaseValues(held)
 	p, n := cstr(name)
 	var out *C.af_value_t
 	e := C.af_host_call(cp, p, n, cArray(ps), C.size_t(len(ps)), &out)
-	runtime.KeepAlive(eng)
-	runtime.KeepAlive(args)
 	runtime.KeepAlive(name)
 	return takeValue(e, out)
 }
@@ -186,14 +194,14 @@ func unscoped(pop func() error) error {
 // PushCollect opens a collect scope: every checkpoint of collection that
 // runs appends its value under its key.
 func (eng *Engine) PushCollect(collection string) error {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return err
 	}
+	defer eng.release()
 	return scoped(func() error {
 		p, n := cstr(collection)
 		e := C.af_collect_push(cp, p, n)
-		runtime.KeepAlive(eng)
 		runtime.KeepAlive(collection)
 		return takeError(e)
 	})
@@ -203,15 +211,15 @@ func (eng *Engine) PushCollect(collection string) error {
 // {key: [values in program order]} (docs/SEMANTICS.md §4), however the run
 // was scheduled.
 func (eng *Engine) PopCollect() (*Value, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer eng.release()
 	var v *Value
 	err = unscoped(func() error {
 		var out *C.af_value_t
 		e := C.af_collect_pop(cp, &out)
-		runtime.KeepAlive(eng)
 		var perr error
 		v, perr = takeValue(e, out)
 		return perr
@@ -223,19 +231,19 @@ func (eng *Engine) PopCollect() (*Value, error) {
 // checkpoint of collection with a queued value yields it instead, the queued
 // values going to the hits in program order.
 func (eng *Engine) PushInject(collection string, values *Value) error {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return err
 	}
-	vp, err := values.handle()
+	defer eng.release()
+	vp, err := values.acquire()
 	if err != nil {
 		return err
 	}
+	defer values.release()
 	return scoped(func() error {
 		p, n := cstr(collection)
 		e := C.af_inject_push(cp, p, n, vp)
-		runtime.KeepAlive(eng)
-		runtime.KeepAlive(values)
 		runtime.KeepAlive(collection)
 		return takeError(e)
 	})
@@ -243,39 +251,39 @@ func (eng *Engine) PushInject(collection string, values *Value) error {
 
 // PopInject closes the innermost inject scope.
 func (eng *Engine) PopInject() error {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return err
 	}
+	defer eng.release()
 	return unscoped(func() error {
 		e := C.af_inject_pop(cp)
-		runtime.KeepAlive(eng)
 		return takeError(e)
 	})
 }
 
 // PushMemoize opens a memoize scope: identical calls run once.
 func (eng *Engine) PushMemoize() error {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return err
 	}
+	defer eng.release()
 	return scoped(func() error {
 		e := C.af_memoize_push(cp)
-		runtime.KeepAlive(eng)
 		return takeError(e)
 	})
 }
 
 // PopMemoize closes the innermost memoize scope.
 func (eng *Engine) PopMemoize() error {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return err
 	}
+	defer eng.release()
 	return unscoped(func() error {
 		e := C.af_memoize_pop(cp)
-		runtime.KeepAlive(eng)
 		return takeError(e)
 	})
 }

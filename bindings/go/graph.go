@@ -12,13 +12,13 @@ import (
 
 // Save writes the IR to path as a saved graph (.afg), atomically.
 func (ir *IR) Save(path string) error {
-	ip, err := ir.handle()
+	ip, err := ir.acquire()
 	if err != nil {
 		return err
 	}
+	defer ir.release()
 	p, n := cstr(path)
 	e := C.af_ir_save(ip, p, n)
-	runtime.KeepAlive(ir)
 	runtime.KeepAlive(path)
 	return takeError(e)
 }
@@ -26,14 +26,14 @@ func (ir *IR) Save(path string) error {
 // LoadIR reads and checks the saved graph at path (CodeFormat, CodeVersion,
 // CodeIO).
 func LoadIR(eng *Engine, path string) (*IR, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer eng.release()
 	p, n := cstr(path)
 	var out *C.af_ir_t
 	e := C.af_ir_load(cp, p, n, &out)
-	runtime.KeepAlive(eng)
 	runtime.KeepAlive(path)
 	if err := takeError(e); err != nil {
 		return nil, err
@@ -43,13 +43,13 @@ func LoadIR(eng *Engine, path string) (*IR, error) {
 
 // Bytes is the IR as .afg bytes (the same IR gives the same bytes).
 func (ir *IR) Bytes() ([]byte, error) {
-	ip, err := ir.handle()
+	ip, err := ir.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer ir.release()
 	var b C.af_bytes_t
 	e := C.af_ir_to_bytes(ip, &b)
-	runtime.KeepAlive(ir)
 	if err := takeError(e); err != nil {
 		return nil, err
 	}
@@ -67,14 +67,14 @@ func bytesArg(data []byte) (*C.uint8_t, C.size_t) {
 
 // IRFromBytes builds an IR from .afg bytes after every check.
 func IRFromBytes(eng *Engine, data []byte) (*IR, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer eng.release()
 	p, n := bytesArg(data)
 	var out *C.af_ir_t
 	e := C.af_ir_from_bytes(cp, p, n, &out)
-	runtime.KeepAlive(eng)
 	runtime.KeepAlive(data)
 	if err := takeError(e); err != nil {
 		return nil, err
@@ -84,13 +84,13 @@ func IRFromBytes(eng *Engine, data []byte) (*IR, error) {
 
 // graphBytes runs one af_graph_* call with data and returns its owned bytes.
 func graphBytes(eng *Engine, f func(c *C.af_context_t, out *C.af_bytes_t) *C.af_error_t) (string, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return "", err
 	}
+	defer eng.release()
 	var b C.af_bytes_t
 	e := f(cp, &b)
-	runtime.KeepAlive(eng)
 	if err := takeError(e); err != nil {
 		return "", err
 	}
@@ -133,13 +133,13 @@ func GraphFromJSON(eng *Engine, json string) ([]byte, error) {
 // LoadProgram runs it without compiling again. The file also loads with
 // LoadIR.
 func (p *Program) Save(path string) error {
-	pp, err := p.handle()
+	pp, err := p.acquire()
 	if err != nil {
 		return err
 	}
+	defer p.release()
 	cp, n := cstr(path)
 	e := C.af_program_save(pp, cp, n)
-	runtime.KeepAlive(p)
 	runtime.KeepAlive(path)
 	return takeError(e)
 }
@@ -147,14 +147,14 @@ func (p *Program) Save(path string) error {
 // LoadProgram reads a program saved by Program.Save (its plan is checked
 // against the IR; a graph saved from an IR is compiled here).
 func LoadProgram(eng *Engine, path string) (*Program, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer eng.release()
 	p, n := cstr(path)
 	var out *C.af_program_t
 	e := C.af_program_load(cp, p, n, &out)
-	runtime.KeepAlive(eng)
 	runtime.KeepAlive(path)
 	if err := takeError(e); err != nil {
 		return nil, err

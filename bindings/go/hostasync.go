@@ -60,19 +60,19 @@ func (eng *Engine) RegisterFunctionAsync(name string, resultKinds *Value, fn Asy
 // for fn (deleted by libaf's destroy callback, also on error).
 func (eng *Engine) registerHost(name string, resultKinds *Value, fn any,
 	register func(*C.af_context_t, *C.char, C.size_t, C.uintptr_t, *C.af_value_t) *C.af_error_t) error {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return err
 	}
-	kp, err := resultKinds.handle()
+	defer eng.release()
+	kp, err := resultKinds.acquire()
 	if err != nil {
 		return err
 	}
+	defer resultKinds.release()
 	h := cgo.NewHandle(fn)
 	p, n := cstr(name)
 	e := register(cp, p, n, C.uintptr_t(h), kp)
-	runtime.KeepAlive(eng)
-	runtime.KeepAlive(resultKinds)
 	runtime.KeepAlive(name)
 	return takeError(e)
 }
@@ -126,11 +126,11 @@ func runAsyncHost(fn AsyncHostFunc, args []*Value, req *C.af_host_request_t) {
 		err = &Error{Message: "host function returned a nil *Value and a nil error", code: CodeInvalidArgument}
 	}
 	if err == nil {
-		p, herr := res.handle()
+		p, herr := res.acquire()
 		if herr == nil {
 			// A refusal (wrong kinds) already failed the call with the same error.
 			C.af_error_free(C.af_host_request_complete(req, p))
-			runtime.KeepAlive(res)
+			res.release()
 			return
 		}
 		err = &Error{Message: "host function returned a closed *Value", code: CodeInvalidArgument}

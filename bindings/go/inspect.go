@@ -7,7 +7,6 @@ package af
 import "C"
 
 import (
-	"runtime"
 	"unsafe"
 )
 
@@ -23,13 +22,13 @@ const (
 
 // irJSON runs one JSON-returning query on the IR.
 func (ir *IR) irJSON(f func(p *C.af_ir_t, b *C.af_bytes_t) *C.af_error_t) (string, error) {
-	p, err := ir.handle()
+	p, err := ir.acquire()
 	if err != nil {
 		return "", err
 	}
+	defer ir.release()
 	var b C.af_bytes_t
 	e := f(p, &b)
-	runtime.KeepAlive(ir)
 	if err := takeError(e); err != nil {
 		return "", err
 	}
@@ -74,15 +73,15 @@ func (ir *IR) CostJSON(batch int64) (string, error) {
 
 // Sub is the sub-IR at path of equation i ("body", "branches/billing").
 func (ir *IR) Sub(i int, path string) (*IR, error) {
-	p, err := ir.handle()
+	p, err := ir.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer ir.release()
 	cs := C.CString(path)
 	defer C.free(unsafe.Pointer(cs))
 	var out *C.af_ir_t
 	e := C.af_ir_sub(p, C.size_t(i), cs, C.size_t(len(path)), &out)
-	runtime.KeepAlive(ir)
 	if err := takeError(e); err != nil {
 		return nil, err
 	}
@@ -114,10 +113,11 @@ func cPaths(paths []string) (**C.char, *C.size_t, func()) {
 // ("answer", "0/x") from the inputs at paths inputs; nil inputs means the
 // IR's own inputs. CodeInvalidArgument when the inputs do not suffice.
 func (ir *IR) Slice(outputs []string, inputs []string) (*IR, error) {
-	p, err := ir.handle()
+	p, err := ir.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer ir.release()
 	op, ol, ofree := cPaths(outputs)
 	defer ofree()
 	var ip **C.char
@@ -129,7 +129,6 @@ func (ir *IR) Slice(outputs []string, inputs []string) (*IR, error) {
 	}
 	var out *C.af_ir_t
 	e := C.af_ir_slice(p, op, ol, C.size_t(len(outputs)), ip, il, C.size_t(len(inputs)), &out)
-	runtime.KeepAlive(ir)
 	if err := takeError(e); err != nil {
 		return nil, err
 	}

@@ -46,17 +46,17 @@ func NewLazyContext() (*Engine, error) { return NewLazyEngine() }
 // failed operation does not fail Eval: reading its promises returns its
 // error. With no values it runs just the pending observable operations.
 func (eng *Engine) Eval(values ...*Value) error {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return err
 	}
-	ps, err := cValues(values)
+	defer eng.release()
+	ps, held, err := acquireValues(values)
 	if err != nil {
 		return err
 	}
+	defer releaseValues(held)
 	e := C.af_eval(cp, cArray(ps), C.size_t(len(ps)))
-	runtime.KeepAlive(eng)
-	runtime.KeepAlive(values)
 	return takeError(e)
 }
 
@@ -64,13 +64,13 @@ func (eng *Engine) Eval(values ...*Value) error {
 // "misses", "disk_hits", "evictions", "entries", "bytes"}, "lazy":
 // {"recorded", "evaluated", "dropped", "pending"}}.
 func (eng *Engine) Stats() (string, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return "", err
 	}
+	defer eng.release()
 	var b C.af_bytes_t
 	e := C.af_context_stats(cp, &b)
-	runtime.KeepAlive(eng)
 	if err := takeError(e); err != nil {
 		return "", err
 	}
@@ -81,11 +81,11 @@ func (eng *Engine) Stats() (string, error) {
 // promise in it has been evaluated (with a result or an error). False for a
 // closed Value.
 func (v *Value) Ready() bool {
-	p, err := v.handle()
+	p, err := v.acquire()
 	if err != nil {
 		return false
 	}
+	defer v.release()
 	r := C.af_value_ready(p) != 0
-	runtime.KeepAlive(v)
 	return r
 }

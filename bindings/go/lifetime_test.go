@@ -1,9 +1,12 @@
 package af_test
 
 import (
+	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -211,4 +214,372 @@ func TestGoexitInTraceFunctionLeavesTheContextUsable(t *testing.T) {
 		return ir.Call(ctx, js(t, ctx, `"ab"`))
 	}))(t)
 	wantJSON(t, out, `"abab"`)
+}
+
+// errSawClosed is what a use whose method has no error result returns when
+// that result says the handle was closed (KindInvalid, 0, false).
+var errSawClosed = errors.New("the method reported a closed handle")
+
+// wantClosedOrNil accepts nil, errSawClosed and the binding's closed-handle
+// error (CodeInvalidArgument, "<handle> is closed ..."); anything else is
+// returned as a failure.
+func wantClosedOrNil(err error) error {
+	if err == nil || err == errSawClosed {
+		return nil
+	}
+	var ae *af.Error
+	if errors.As(err, &ae) && ae.Code() == af.CodeInvalidArgument && strings.Contains(ae.Message, " is closed") {
+		return nil
+	}
+	return fmt.Errorf("want a result or the closed-handle error, got %v", err)
+}
+
+// result is err, or a failure naming what when ok is false.
+func result(err error, ok bool, what string, got any) error {
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("unexpected %s: %v", what, got)
+	}
+	return nil
+}
+
+// orClosed turns the "closed" result of a method without an error result
+// into errSawClosed, and any other unexpected result into a failure.
+func orClosed(closed bool, what string, got any) error {
+	if closed {
+		return errSawClosed
+	}
+	return fmt.Errorf("unexpected %s: %v", what, got)
+}
+
+// raceUsesWithClose makes rounds objects with mk; on each, readers
+// goroutines call use (up to maxUses times, stopping once it reports the
+// handle closed) while another goroutine calls close after a varying number
+// of yields, so that the Close lands before, during and after the uses.
+// Every use must complete normally or report the handle closed; a use that
+// touched freed memory would crash the process (or corrupt the heap)
+// instead. After the round, a use must report the handle closed.
+func raceUsesWithClose(t *testing.T, rounds, readers, maxUses int, mk func() (use func() error, close func())) {
+	t.Helper()
+	var report sync.Once
+	mixed := 0 // rounds where some uses completed and some saw the handle closed
+	for r := 0; r < rounds && !t.Failed(); r++ {
+		use, closeFn := mk()
+		var completed, closed atomic.Int32
+		var start, wg sync.WaitGroup
+		start.Add(1)
+		for g := 0; g < readers; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				start.Wait()
+				for i := 0; i < maxUses; i++ {
+					err := use()
+					if ferr := wantClosedOrNil(err); ferr != nil {
+						report.Do(func() { t.Errorf("round %d: %v", r, ferr) })
+						return
+					}
+					if err != nil {
+						closed.Add(1)
+						return // closed: every later use is closed too
+					}
+					completed.Add(1)
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start.Wait()
+			for i := 0; i < r%16; i++ {
+				runtime.Gosched()
+			}
+			closeFn()
+		}()
+		start.Done()
+		wg.Wait()
+		if completed.Load() > 0 && closed.Load() > 0 {
+			mixed++
+		}
+		if err := use(); err == nil {
+			t.Fatalf("round %d: a use after Close succeeded", r)
+		} else if ferr := wantClosedOrNil(err); ferr != nil {
+			t.Fatalf("round %d: %v", r, ferr)
+		}
+	}
+	t.Logf("%d rounds, %d with the Close among the uses", rounds, mixed)
+}
+
+// TestCloseRacingUse: for every handle type, methods racing Close on the
+// same object complete normally or return the closed-handle error; none
+// touches freed memory (which would crash the process: cgo has no
+// recoverable error for it).
+func TestCloseRacingUse(t *testing.T) {
+	rounds := 300
+	if testing.Short() {
+		rounds = 50
+	}
+	const readers = 4
+	eng := newCtx(t)
+	echo := must(af.NewEchoProvider(""))(t)
+	defer echo.Close()
+	must(0, eng.Route("*", echo))(t)
+	ir := askIR(t, eng)
+	eqns := ir.EqnCount()
+	irBytes := must(ir.Bytes())(t)
+	prog := must(af.Compile(eng, ir))(t)
+	defer prog.Close()
+	q, m := js(t, eng, `"q"`), js(t, eng, `"m"`)
+	const answer = `"m|Q:q"`
+	// valueIs checks (and closes) a value a use made.
+	valueIs := func(v *af.Value, err error, want string) error {
+		if err != nil {
+			return err
+		}
+		defer v.Close()
+		got, err := v.JSON()
+		return result(err, got == want, "JSON", got)
+	}
+
+	t.Run("Value", func(t *testing.T) {
+		raceUsesWithClose(t, rounds, readers, 200, func() (func() error, func()) {
+			v := must(eng.FromJSON(`["a",1]`))(t)
+			return func() error {
+				if s, err := v.JSON(); err != nil || s != `["a",1]` {
+					return result(err, false, "JSON", s)
+				}
+				if k := v.Kind(); k != af.KindList {
+					return orClosed(k == af.KindInvalid, "Kind", k)
+				}
+				if n, err := v.Len(); err != nil || n != 2 {
+					return result(err, false, "Len", n)
+				}
+				if !v.Ready() {
+					return errSawClosed // false only for a closed value here
+				}
+				if s := v.String(); s != `["a",1]` {
+					return orClosed(s == "<af.Value closed>", "String", s)
+				}
+				item, err := v.Index(0)
+				return valueIs(item, err, `"a"`)
+			}, v.Close
+		})
+	})
+	t.Run("Context", func(t *testing.T) {
+		raceUsesWithClose(t, rounds, readers, 100, func() (func() error, func()) {
+			e := must(af.NewEngine())(t)
+			return func() error {
+				if s, err := e.Stats(); err != nil || !strings.Contains(s, "plan_cache") {
+					return result(err, false, "Stats", s)
+				}
+				v, err := e.Str("x")
+				return valueIs(v, err, `"x"`)
+			}, e.Close
+		})
+	})
+	t.Run("IR", func(t *testing.T) {
+		raceUsesWithClose(t, rounds, readers, 100, func() (func() error, func()) {
+			// A new IR, not a Clone: Close then frees the C object itself.
+			c := must(af.IRFromBytes(eng, irBytes))(t)
+			return func() error {
+				if s, err := c.Text(); err != nil || s == "" {
+					return result(err, false, "Text", s)
+				}
+				if s, err := c.JSON(); err != nil || !strings.Contains(s, "eqns") {
+					return result(err, false, "JSON", s)
+				}
+				if n := c.EqnCount(); n != eqns {
+					return orClosed(n == 0, "EqnCount", n)
+				}
+				if !c.Equal(ir) {
+					return errSawClosed // false only for a closed IR here
+				}
+				return nil
+			}, c.Close
+		})
+	})
+	t.Run("Program", func(t *testing.T) {
+		raceUsesWithClose(t, rounds, readers, 50, func() (func() error, func()) {
+			fresh := must(af.IRFromBytes(eng, irBytes))(t)
+			p := must(af.Compile(eng, fresh))(t)
+			fresh.Close()
+			return func() error {
+				c, err := p.Clone()
+				if err != nil {
+					return err
+				}
+				c.Close()
+				v, err := p.Call(eng, q, m)
+				return valueIs(v, err, answer)
+			}, p.Close
+		})
+	})
+	t.Run("Provider", func(t *testing.T) {
+		raceUsesWithClose(t, rounds, readers, 200, func() (func() error, func()) {
+			p := must(af.NewEchoProvider(""))(t)
+			return func() error {
+				s, err := p.Stats()
+				return result(err, strings.Contains(s, "in_flight"), "Stats", s)
+			}, p.Close
+		})
+	})
+	t.Run("CancelToken", func(t *testing.T) {
+		// Triggered is quick: more uses, yielding, so that the Close lands
+		// among them.
+		raceUsesWithClose(t, rounds, readers, 1000, func() (func() error, func()) {
+			tok := must(af.NewCancelToken())(t)
+			// Triggered reports false for an open and a closed token alike:
+			// the flag ends the uses once Close has returned.
+			var closed atomic.Bool
+			return func() error {
+				if tok.Triggered() {
+					return fmt.Errorf("triggered without Trigger")
+				}
+				runtime.Gosched()
+				return orClosedIf(closed.Load())
+			}, func() { tok.Close(); closed.Store(true) }
+		})
+	})
+	t.Run("Walk", func(t *testing.T) {
+		raceUsesWithClose(t, rounds, readers, 100, func() (func() error, func()) {
+			w := must(ir.Walk(eng, q, m))(t)
+			first, in, err := w.Next()
+			must(0, err)(t)
+			in.Close()
+			return func() error {
+				// Next is read-only until Eval or Send: the same equation.
+				eqn, in, err := w.Next()
+				if err != nil {
+					return err
+				}
+				in.Close()
+				return result(nil, eqn == first, "equation", eqn)
+			}, w.Close
+		})
+	})
+	t.Run("Future", func(t *testing.T) {
+		raceUsesWithClose(t, rounds, readers, 50, func() (func() error, func()) {
+			f := must(prog.CallAsync(eng, &af.RunOptions{Summary: true}, q, m))(t)
+			return func() error {
+				f.Ready()
+				if s, err := f.Summary(); err != nil || !strings.Contains(s, "wall_ms") {
+					return result(err, false, "Summary", s)
+				}
+				v, err := f.Wait()
+				return valueIs(v, err, answer)
+			}, f.Close
+		})
+	})
+}
+
+// orClosedIf is errSawClosed when closed, else nil.
+func orClosedIf(closed bool) error {
+	if closed {
+		return errSawClosed
+	}
+	return nil
+}
+
+// wantClosed asserts that err is the closed-handle error.
+func wantClosed(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("want the closed-handle error, got nil")
+	}
+	if ferr := wantClosedOrNil(err); ferr != nil {
+		t.Fatal(ferr)
+	}
+}
+
+// A Close called from inside a callback that runs during a use of the same
+// handle returns at once (it does not wait for the use it runs in, which
+// would deadlock); the handle is freed when that use ends.
+func TestCloseInsideCallbackDuringUse(t *testing.T) {
+	t.Run("EngineFromTraceFunction", func(t *testing.T) {
+		eng := must(af.NewEngine())(t)
+		x := must(eng.Str("x"))(t)
+		defer x.Close()
+		ir, err := callWithin(t, 10*time.Second, func() (*af.IR, error) {
+			return af.Trace(eng, func(e *af.Engine, in []*af.Value) (*af.Value, error) {
+				e.Close() // Trace holds e: marked closed, freed when Trace returns
+				if _, err := e.Str("y"); err == nil {
+					return nil, errors.New("an operation on the closed engine succeeded")
+				} else if ferr := wantClosedOrNil(err); ferr != nil {
+					return nil, ferr
+				}
+				return in[0], nil
+			}, x)
+		})
+		if err != nil {
+			t.Fatalf("Trace: %v", err)
+		}
+		ir.Close()
+		_, err = eng.Str("z")
+		wantClosed(t, err)
+	})
+	t.Run("ValueFromHostFunction", func(t *testing.T) {
+		eng := newCtx(t)
+		v := must(eng.Str("arg"))(t)
+		must(0, eng.RegisterFunction("closer", js(t, eng, `"str"`), func(args []*af.Value) (*af.Value, error) {
+			v.Close() // HostCall holds v: marked closed, freed when it returns
+			return args[0].Clone()
+		}))(t)
+		out := must(callWithin(t, 10*time.Second, func() (*af.Value, error) { return eng.HostCall("closer", v) }))(t)
+		defer out.Close()
+		wantJSON(t, out, `"arg"`)
+		_, err := v.JSON()
+		wantClosed(t, err)
+	})
+}
+
+// An engine closed while a host function of one of its async runs is in a
+// call on it is freed when that call returns, by a goroutine of its own:
+// af_context_free joins the engine's threads, the one waiting for that host
+// function among them, so freeing it from the host function would hang.
+func TestEngineClosedDuringHostFunctionCall(t *testing.T) {
+	eng := must(af.NewEngine())(t)
+	entered, proceed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	kinds := must(eng.FromJSON(`"str"`))(t)
+	defer kinds.Close()
+	must(0, eng.RegisterFunction("inner", kinds, func(args []*af.Value) (*af.Value, error) {
+		once.Do(func() { close(entered) })
+		<-proceed
+		return args[0].Clone()
+	}))(t)
+	outerReturned := make(chan struct{})
+	must(0, eng.RegisterFunction("outer", kinds, func(args []*af.Value) (*af.Value, error) {
+		v, err := eng.HostCall("inner", args[0]) // holds eng while inner runs
+		close(outerReturned)
+		return v, err
+	}))(t)
+	x := must(eng.Str("x"))(t)
+	defer x.Close()
+	ir := must(af.Trace(eng, func(e *af.Engine, in []*af.Value) (*af.Value, error) {
+		return e.HostCall("outer", in[0])
+	}, x))(t)
+	defer ir.Close()
+	prog := must(af.Compile(eng, ir))(t)
+	defer prog.Close()
+	f := must(prog.CallAsync(eng, nil, x))(t)
+	defer f.Close()
+	<-entered
+	callWithin(t, 10*time.Second, func() (struct{}, error) { eng.Close(); return struct{}{}, nil })
+	_, err := eng.Str("y")
+	wantClosed(t, err)
+	close(proceed)
+	// HostCall's release frees the engine: had it called af_context_free
+	// itself, that would wait for this very host function to return, and
+	// HostCall would never return.
+	select {
+	case <-outerReturned:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the host call holding the closed engine did not return")
+	}
+	// The run ends (with its value, or cancelled by the engine's free).
+	if out, err := callWithin(t, 10*time.Second, f.Wait); err == nil {
+		out.Close()
+	}
 }

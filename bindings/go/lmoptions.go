@@ -26,28 +26,33 @@ func (eng *Engine) LMSchemaCallWith(messages, model, schema, params *Value) (*Va
 // lmCall makes every LM call: af_lm_call / af_lm_schema_call without params,
 // their _ex forms with them (a nil schema is a plain call).
 func (eng *Engine) lmCall(messages, model, schema, params *Value) (*Value, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
-	mp, err := messages.handle()
+	defer eng.release()
+	mp, err := messages.acquire()
 	if err != nil {
 		return nil, err
 	}
-	modp, err := model.handle()
+	defer messages.release()
+	modp, err := model.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer model.release()
 	var pp, sp *C.af_value_t
 	if params != nil {
-		if pp, err = params.handle(); err != nil {
+		if pp, err = params.acquire(); err != nil {
 			return nil, err
 		}
+		defer params.release()
 	}
 	if schema != nil {
-		if sp, err = schema.handle(); err != nil {
+		if sp, err = schema.acquire(); err != nil {
 			return nil, err
 		}
+		defer schema.release()
 	}
 	var out *C.af_value_t
 	var e *C.af_error_t
@@ -61,11 +66,6 @@ func (eng *Engine) lmCall(messages, model, schema, params *Value) (*Value, error
 	default:
 		e = C.af_lm_schema_call_ex(cp, mp, modp, sp, pp, &out)
 	}
-	runtime.KeepAlive(eng)
-	runtime.KeepAlive(messages)
-	runtime.KeepAlive(model)
-	runtime.KeepAlive(schema)
-	runtime.KeepAlive(params)
 	return takeValue(e, out)
 }
 
@@ -74,25 +74,33 @@ func (eng *Engine) lmCall(messages, model, schema, params *Value) (*Value, error
 // own retries) is sent to the next one. The engine keeps a reference to
 // each.
 func (eng *Engine) RouteFallback(pattern string, providers ...*Provider) error {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return err
 	}
+	defer eng.release()
 	// C pointers in Go memory: allowed to cross (no Go pointer inside).
+	// Each provider is held open for the call; the ones held are kept apart,
+	// so that the ones released are the ones acquired.
 	list := make([]*C.af_provider_t, len(providers))
+	held := make([]*Provider, 0, len(providers))
+	defer func() {
+		for _, p := range held {
+			p.release()
+		}
+	}()
 	for i, p := range providers {
-		if list[i], err = p.handle(); err != nil {
+		if list[i], err = p.acquire(); err != nil {
 			return err
 		}
+		held = append(held, p)
 	}
 	var first **C.af_provider_t
 	if len(list) > 0 {
 		first = &list[0]
 	}
 	p, n := cstr(pattern)
-	e := C.af_context_route_fallback(cp, p, n, first, C.size_t(len(providers)))
-	runtime.KeepAlive(eng)
-	runtime.KeepAlive(providers)
+	e := C.af_context_route_fallback(cp, p, n, first, C.size_t(len(list)))
 	runtime.KeepAlive(pattern)
 	return takeError(e)
 }
@@ -101,13 +109,13 @@ func (eng *Engine) RouteFallback(pattern string, providers ...*Provider) error {
 // "requests_per_minute", "tokens_per_minute", "schema_retries"), e.g.
 // {"requests_per_minute": 500}; keys not given keep their values.
 func (p *Provider) SetOptions(optionsJSON string) error {
-	pp, err := p.handle()
+	pp, err := p.acquire()
 	if err != nil {
 		return err
 	}
+	defer p.release()
 	s, n := cstr(optionsJSON)
 	e := C.af_provider_set_options(pp, s, n)
-	runtime.KeepAlive(p)
 	runtime.KeepAlive(optionsJSON)
 	return takeError(e)
 }

@@ -5,8 +5,6 @@ package af
 */
 import "C"
 
-import "runtime"
-
 // Operations are recorded as equations when called from a trace function
 // (on its goroutine) and evaluated at once otherwise.
 
@@ -22,126 +20,126 @@ func (eng *Engine) Format(template string, args ...*Value) (*Value, error) {
 // FormatNamed is Format with named arguments ("{name}"): named is a dict,
 // or nil for none.
 func (eng *Engine) FormatNamed(template string, named *Value, args ...*Value) (*Value, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
-	ps, err := cValues(args)
+	defer eng.release()
+	ps, held, err := acquireValues(args)
 	if err != nil {
 		return nil, err
 	}
+	defer releaseValues(held)
 	var np *C.af_value_t
 	if named != nil {
-		if np, err = named.handle(); err != nil {
+		if np, err = named.acquire(); err != nil {
 			return nil, err
 		}
+		defer named.release()
 	}
 	var out *C.af_value_t
 	t, tn := cstr(template)
 	e := C.af_format(cp, t, tn, cArray(ps), C.size_t(len(ps)), np, &out)
-	runtime.KeepAlive(eng)
-	runtime.KeepAlive(args)
-	runtime.KeepAlive(named)
 	return takeValue(e, out)
 }
 
 // Concat concatenates strings (every argument must be a str).
 func (eng *Engine) Concat(args ...*Value) (*Value, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
-	ps, err := cValues(args)
+	defer eng.release()
+	ps, held, err := acquireValues(args)
 	if err != nil {
 		return nil, err
 	}
+	defer releaseValues(held)
 	var out *C.af_value_t
 	e := C.af_concat(cp, cArray(ps), C.size_t(len(ps)), &out)
-	runtime.KeepAlive(eng)
-	runtime.KeepAlive(args)
 	return takeValue(e, out)
 }
 
 // Match is string equality: a bool value.
 func (eng *Engine) Match(a, b *Value) (*Value, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
-	ap, err := a.handle()
+	defer eng.release()
+	ap, err := a.acquire()
 	if err != nil {
 		return nil, err
 	}
-	bp, err := b.handle()
+	defer a.release()
+	bp, err := b.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer b.release()
 	var out *C.af_value_t
 	e := C.af_match(cp, ap, bp, &out)
-	runtime.KeepAlive(eng)
-	runtime.KeepAlive(a)
-	runtime.KeepAlive(b)
 	return takeValue(e, out)
 }
 
 // StopGradient is the identity on a tree; tangents and cotangents through
 // it are zero.
 func (eng *Engine) StopGradient(v *Value) (*Value, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
-	vp, err := v.handle()
+	defer eng.release()
+	vp, err := v.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer v.release()
 	var out *C.af_value_t
 	e := C.af_stop_gradient(cp, vp, &out)
-	runtime.KeepAlive(eng)
-	runtime.KeepAlive(v)
 	return takeValue(e, out)
 }
 
 // Depends is value, produced only after every dep exists (keeps the deps
 // alive through dead-code elimination).
 func (eng *Engine) Depends(value *Value, deps ...*Value) (*Value, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
-	vp, err := value.handle()
+	defer eng.release()
+	vp, err := value.acquire()
 	if err != nil {
 		return nil, err
 	}
-	ps, err := cValues(deps)
+	defer value.release()
+	ps, held, err := acquireValues(deps)
 	if err != nil {
 		return nil, err
 	}
+	defer releaseValues(held)
 	var out *C.af_value_t
 	e := C.af_depends(cp, vp, cArray(ps), C.size_t(len(ps)), &out)
-	runtime.KeepAlive(eng)
-	runtime.KeepAlive(value)
-	runtime.KeepAlive(deps)
 	return takeValue(e, out)
 }
 
 // Checkpoint is the identity that marks v as checkpoint key of collection
 // (the hook of collect/inject). Never removed by DCE nor merged by CSE.
 func (eng *Engine) Checkpoint(v *Value, key, collection string) (*Value, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
-	vp, err := v.handle()
+	defer eng.release()
+	vp, err := v.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer v.release()
 	var out *C.af_value_t
 	k, kn := cstr(key)
 	col, coln := cstr(collection)
 	e := C.af_checkpoint(cp, vp, k, kn, col, coln, &out)
-	runtime.KeepAlive(eng)
-	runtime.KeepAlive(v)
 	return takeValue(e, out)
 }
 
@@ -151,25 +149,25 @@ func (eng *Engine) Checkpoint(v *Value, key, collection string) (*Value, error) 
 // trace of this thread carries the tag until the matching PopTag (nested
 // scopes union). CodeInvalidArgument outside a trace. Prefer WithTag.
 func (eng *Engine) PushTag(tag string) error {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return err
 	}
+	defer eng.release()
 	t, n := cstr(tag)
 	e := C.af_tag_push(cp, t, n)
-	runtime.KeepAlive(eng)
 	return takeError(e)
 }
 
 // PopTag ends the innermost tag scope; CodeInvalidArgument without a
 // matching PushTag.
 func (eng *Engine) PopTag() error {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return err
 	}
+	defer eng.release()
 	e := C.af_tag_pop(cp)
-	runtime.KeepAlive(eng)
 	return takeError(e)
 }
 
@@ -193,25 +191,25 @@ func (eng *Engine) WithTag(tag string, fn func() error) (err error) {
 // CodeInvalidArgument outside a trace on an eager context, for an empty
 // name or one holding '/'. Prefer WithName.
 func (c *Context) PushName(name string) error {
-	cp, err := c.handle()
+	cp, err := c.acquire()
 	if err != nil {
 		return err
 	}
+	defer c.release()
 	s, n := cstr(name)
 	e := C.af_name_push(cp, s, n)
-	runtime.KeepAlive(c)
 	return takeError(e)
 }
 
 // PopName ends the innermost name scope; CodeInvalidArgument without a
 // matching PushName.
 func (c *Context) PopName() error {
-	cp, err := c.handle()
+	cp, err := c.acquire()
 	if err != nil {
 		return err
 	}
+	defer c.release()
 	e := C.af_name_pop(cp)
-	runtime.KeepAlive(c)
 	return takeError(e)
 }
 
@@ -233,23 +231,23 @@ func (c *Context) WithName(name string, fn func() error) (err error) {
 // whose input is a placeholder then fails with CodeInvalidArgument.
 // Prefer Folded.
 func (eng *Engine) PushFold() error {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return err
 	}
+	defer eng.release()
 	e := C.af_fold_push(cp)
-	runtime.KeepAlive(eng)
 	return takeError(e)
 }
 
 // PopFold ends the innermost fold scope.
 func (eng *Engine) PopFold() error {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return err
 	}
+	defer eng.release()
 	e := C.af_fold_pop(cp)
-	runtime.KeepAlive(eng)
 	return takeError(e)
 }
 

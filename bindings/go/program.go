@@ -24,24 +24,24 @@ import (
 // is immutable and may be run from several goroutines at once. Close it
 // when done (a finalizer frees a forgotten one).
 type Program struct {
-	ptr cPtr[*C.af_program_t] // nil once closed; swapped so Close frees once
+	ptr cPtr[*C.af_program_t] // guarded: freed once closed and no use is in progress
 }
 
 // Compile compiles ir (validate, DCE, CSE, plan). CodeInvalidArgument if the
 // IR does not validate.
 func Compile(eng *Engine, ir *IR) (*Program, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
-	ip, err := ir.handle()
+	defer eng.release()
+	ip, err := ir.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer ir.release()
 	var out *C.af_program_t
 	e := C.af_compile(cp, ip, &out)
-	runtime.KeepAlive(eng)
-	runtime.KeepAlive(ir)
 	if err := takeError(e); err != nil {
 		return nil, err
 	}
@@ -50,7 +50,7 @@ func Compile(eng *Engine, ir *IR) (*Program, error) {
 
 func newProgram(p *C.af_program_t) *Program {
 	prog := &Program{}
-	prog.ptr.Store(p)
+	prog.ptr.init(p)
 	runtime.SetFinalizer(prog, (*Program).Close)
 	return prog
 }
@@ -60,34 +60,39 @@ func (p *Program) Close() {
 	if p == nil {
 		return
 	}
-	// Swap, not load-then-store: two goroutines closing at once must not
-	// both free the pointer.
-	if p, ok := p.ptr.Take(); ok {
-		C.af_program_free(p)
+	// Frees once however many goroutines close at once, and only after the
+	// uses in progress (see cPtr).
+	if p.ptr.Close(freeProgram) {
 		runtime.SetFinalizer(p, nil)
 	}
 }
 
+func freeProgram(p *C.af_program_t) { C.af_program_free(p) }
+
 // Clone returns a new handle to the same program.
 func (p *Program) Clone() (*Program, error) {
-	pp, err := p.handle()
+	pp, err := p.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer p.release()
 	out := newProgram(C.af_program_clone(pp))
-	runtime.KeepAlive(p)
 	return out, nil
 }
 
-func (p *Program) handle() (*C.af_program_t, error) {
-	if p == nil {
-		return nil, errClosed("program")
-	}
-	if p, ok := p.ptr.Get(); ok {
-		return p, nil
+// acquire holds p open for a C call (see cPtr): its C handle, or the
+// closed-handle error for a nil or closed Program. Release it with release.
+func (p *Program) acquire() (*C.af_program_t, error) {
+	if p != nil {
+		if pp, ok := p.ptr.Acquire(); ok {
+			return pp, nil
+		}
 	}
 	return nil, errClosed("program")
 }
+
+// release ends a use begun by a successful acquire.
+func (p *Program) release() { p.ptr.Release(freeProgram) }
 
 // RunOptions are the options of a run; the zero value (or nil) is the
 // default.
@@ -124,7 +129,8 @@ type RunOptions struct {
 }
 
 // cOptions fills a C options struct (in C memory: it holds C pointers) for
-// o. free releases what it holds unless libaf took it.
+// o. free releases what it holds unless libaf took it, and the cancel token
+// it holds open for the call: call it once the C call has returned.
 func (o *RunOptions) cOptions() (opts *C.af_run_options_t, free func()) {
 	if o == nil {
 		return nil, func() {}
@@ -154,8 +160,12 @@ func (o *RunOptions) cOptions() (opts *C.af_run_options_t, free func()) {
 		opts.profile_path = C.CString(o.ProfilePath)
 		opts.profile_path_len = C.size_t(len(o.ProfilePath))
 	}
-	if o.Cancel != nil {
-		opts.cancel = o.Cancel.load() // the run takes its own reference
+	// A closed token stops nothing: the run goes without one, as before.
+	tok := o.Cancel // read once: the token held is the token released
+	if p, err := tok.acquire(); err == nil {
+		opts.cancel = p // the run takes its own reference during the call
+	} else {
+		tok = nil
 	}
 	if o.Progress != nil {
 		// libaf runs progress_destroy (deleting the handle) exactly once,
@@ -174,6 +184,9 @@ func (o *RunOptions) cOptions() (opts *C.af_run_options_t, free func()) {
 		C.free(unsafe.Pointer(opts.profile_path))
 		C.free(unsafe.Pointer(opts.stream_tag))
 		C.free(unsafe.Pointer(opts))
+		if tok != nil {
+			tok.release()
+		}
 	}
 }
 
@@ -213,18 +226,21 @@ func (p *Program) CallWithSummary(eng *Engine, opts *RunOptions, inputs ...*Valu
 // call runs and waits; with summarize, the summary libaf wrote (opts is
 // then non-nil).
 func (p *Program) call(eng *Engine, opts *RunOptions, summarize bool, inputs []*Value) (*Value, string, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, "", err
 	}
-	pp, err := p.handle()
+	defer eng.release()
+	pp, err := p.acquire()
 	if err != nil {
 		return nil, "", err
 	}
-	ps, err := cValues(inputs)
+	defer p.release()
+	ps, held, err := acquireValues(inputs)
 	if err != nil {
 		return nil, "", err
 	}
+	defer releaseValues(held)
 	co, free := opts.cOptions()
 	defer free()
 	var summary *C.af_bytes_t
@@ -240,9 +256,6 @@ func (p *Program) call(eng *Engine, opts *RunOptions, summarize bool, inputs []*
 	} else {
 		e = C.af_program_call_with(cp, pp, cArray(ps), C.size_t(len(ps)), co, &out)
 	}
-	runtime.KeepAlive(eng)
-	runtime.KeepAlive(p)
-	runtime.KeepAlive(inputs)
 	s := ""
 	if summary != nil && summary.data != nil {
 		s = takeBytes(summary)
@@ -269,21 +282,24 @@ func (p *Program) Run(goctx context.Context, eng *Engine, opts *RunOptions, inpu
 // CallAsync starts the program on eng's scheduler and returns at once.
 // Input errors are returned here, run errors by Future.Wait. The run keeps
 // eng, p and inputs reachable until it finishes, even if the caller drops
-// every reference (the Future too); an explicit eng.Close during the run is
-// still the caller's error.
+// every reference (the Future too); an explicit eng.Close during the run
+// cancels it (libaf cancels a freed engine's runs in flight).
 func (p *Program) CallAsync(eng *Engine, opts *RunOptions, inputs ...*Value) (*Future, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
-	pp, err := p.handle()
+	defer eng.release()
+	pp, err := p.acquire()
 	if err != nil {
 		return nil, err
 	}
-	ps, err := cValues(inputs)
+	defer p.release()
+	ps, held, err := acquireValues(inputs)
 	if err != nil {
 		return nil, err
 	}
+	defer releaseValues(held)
 	co, free := opts.cOptions()
 	defer free()
 	var out *C.af_future_t
@@ -293,9 +309,6 @@ func (p *Program) CallAsync(eng *Engine, opts *RunOptions, inputs ...*Value) (*F
 	} else {
 		e = C.af_program_call_async_with(cp, pp, cArray(ps), C.size_t(len(ps)), co, &out)
 	}
-	runtime.KeepAlive(eng)
-	runtime.KeepAlive(p)
-	runtime.KeepAlive(inputs)
 	if err := takeError(e); err != nil {
 		return nil, err
 	}
@@ -308,7 +321,7 @@ func (p *Program) CallAsync(eng *Engine, opts *RunOptions, inputs ...*Value) (*F
 		return nil, err
 	}
 	f := &Future{done: pins.done}
-	f.ptr.Store(out)
+	f.ptr.init(out)
 	runtime.SetFinalizer(f, (*Future).Close)
 	return f, nil
 }
@@ -330,7 +343,7 @@ type runPins struct {
 // Future is a run in flight. Its methods may be called from several
 // goroutines. Close it when done (closing does not cancel the run).
 type Future struct {
-	ptr  cPtr[*C.af_future_t] // nil once closed; swapped so Close frees once
+	ptr  cPtr[*C.af_future_t] // guarded: freed once closed and no use is in progress
 	done chan struct{}
 }
 
@@ -339,12 +352,12 @@ func (f *Future) Done() <-chan struct{} { return f.done }
 
 // Ready reports whether the run has finished (Wait will not block).
 func (f *Future) Ready() bool {
-	p, err := f.handle()
+	p, err := f.acquire()
 	if err != nil {
 		return false
 	}
+	defer f.release()
 	r := C.af_future_ready(p) != 0
-	runtime.KeepAlive(f)
 	return r
 }
 
@@ -352,13 +365,13 @@ func (f *Future) Ready() bool {
 // (CodeCancelled after Cancel, CodeTimeout, or the run's). It may be called
 // again and gives the same result.
 func (f *Future) Wait() (*Value, error) {
-	p, err := f.handle()
+	p, err := f.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer f.release()
 	var out *C.af_value_t
 	e := C.af_future_wait(p, &out)
-	runtime.KeepAlive(f)
 	return takeValue(e, out)
 }
 
@@ -375,24 +388,24 @@ func (f *Future) WaitContext(goctx context.Context) (*Value, error) {
 // Cancel finishes the run with CodeCancelled and cancels its in-flight
 // work. A no-op once finished.
 func (f *Future) Cancel() {
-	p, err := f.handle()
+	p, err := f.acquire()
 	if err != nil {
 		return
 	}
+	defer f.release()
 	C.af_future_cancel(p)
-	runtime.KeepAlive(f)
 }
 
 // Profile is the run's profile as Chrome trace JSON (CodeInvalidArgument if
 // the run was started without Profile or ProfilePath).
 func (f *Future) Profile() (string, error) {
-	p, err := f.handle()
+	p, err := f.acquire()
 	if err != nil {
 		return "", err
 	}
+	defer f.release()
 	var b C.af_bytes_t
 	e := C.af_future_profile(p, &b)
-	runtime.KeepAlive(f)
 	if err := takeError(e); err != nil {
 		return "", err
 	}
@@ -403,13 +416,13 @@ func (f *Future) Profile() (string, error) {
 // once the run finished, so far before. CodeInvalidArgument if the run was
 // started without RunOptions.Summary.
 func (f *Future) Summary() (string, error) {
-	p, err := f.handle()
+	p, err := f.acquire()
 	if err != nil {
 		return "", err
 	}
+	defer f.release()
 	var b C.af_bytes_t
 	e := C.af_future_summary_json(p, &b)
-	runtime.KeepAlive(f)
 	if err := takeError(e); err != nil {
 		return "", err
 	}
@@ -417,26 +430,32 @@ func (f *Future) Summary() (string, error) {
 }
 
 // Close frees the handle (the run, if still going, completes unobserved).
-// Idempotent, also from several goroutines at once; must not race with the
-// other methods.
+// Idempotent, also from several goroutines at once. A method running when
+// Close is called (a Wait, say) completes normally and the handle is freed
+// when it returns; later calls return the closed-handle error.
 func (f *Future) Close() {
 	if f == nil {
 		return
 	}
-	// Swap, not load-then-store: two goroutines closing at once must not
-	// both free the pointer.
-	if p, ok := f.ptr.Take(); ok {
-		C.af_future_free(p)
+	// Frees once however many goroutines close at once, and only after the
+	// uses in progress (see cPtr).
+	if f.ptr.Close(freeFuture) {
 		runtime.SetFinalizer(f, nil)
 	}
 }
 
-func (f *Future) handle() (*C.af_future_t, error) {
-	if f == nil {
-		return nil, errClosed("future")
-	}
-	if p, ok := f.ptr.Get(); ok {
-		return p, nil
+func freeFuture(p *C.af_future_t) { C.af_future_free(p) }
+
+// acquire holds f open for a C call (see cPtr): its C handle, or the
+// closed-handle error for a nil or closed Future. Release it with release.
+func (f *Future) acquire() (*C.af_future_t, error) {
+	if f != nil {
+		if p, ok := f.ptr.Acquire(); ok {
+			return p, nil
+		}
 	}
 	return nil, errClosed("future")
 }
+
+// release ends a use begun by a successful acquire.
+func (f *Future) release() { f.ptr.Release(freeFuture) }

@@ -19,18 +19,25 @@ import (
 // (a finalizer frees a forgotten one); a routed provider stays alive in its
 // engines.
 type Provider struct {
-	ptr cPtr[*C.af_provider_t] // nil once closed; swapped so Close frees once
+	ptr cPtr[*C.af_provider_t] // guarded: freed once closed and no use is in progress
 }
 
 func newProvider(e *C.af_error_t, p *C.af_provider_t) (*Provider, error) {
 	if err := takeError(e); err != nil {
 		return nil, err
 	}
-	prov := &Provider{}
-	prov.ptr.Store(p)
-	runtime.SetFinalizer(prov, (*Provider).Close)
-	return prov, nil
+	return wrapProvider(p), nil
 }
+
+// wrapProvider owns a new af_provider_t* (closed by Close or the finalizer).
+func wrapProvider(p *C.af_provider_t) *Provider {
+	prov := &Provider{}
+	prov.ptr.init(p)
+	runtime.SetFinalizer(prov, (*Provider).Close)
+	return prov
+}
+
+func freeProvider(p *C.af_provider_t) { C.af_provider_free(p) }
 
 // NewEchoProvider is deterministic and offline: lm_call answers
 // "<model>|<content of the last message>". optionsJSON: a JSON object
@@ -82,45 +89,46 @@ func (p *Provider) Close() {
 	if p == nil {
 		return
 	}
-	// Swap, not load-then-store: two goroutines closing at once must not
-	// both free the pointer.
-	if p, ok := p.ptr.Take(); ok {
-		C.af_provider_free(p)
+	// Frees once however many goroutines close at once, and only after the
+	// uses in progress (see cPtr).
+	if p.ptr.Close(freeProvider) {
 		runtime.SetFinalizer(p, nil)
 	}
 }
 
 // Clone returns a new handle (a new reference) to the same provider.
 func (p *Provider) Clone() (*Provider, error) {
-	pp, err := p.handle()
+	pp, err := p.acquire()
 	if err != nil {
 		return nil, err
 	}
-	out := &Provider{}
-	out.ptr.Store(C.af_provider_clone(pp))
-	runtime.KeepAlive(p)
-	runtime.SetFinalizer(out, (*Provider).Close)
-	return out, nil
+	defer p.release()
+	return wrapProvider(C.af_provider_clone(pp)), nil
 }
 
-func (p *Provider) handle() (*C.af_provider_t, error) {
-	if p == nil {
-		return nil, errClosed("provider")
-	}
-	if p, ok := p.ptr.Get(); ok {
-		return p, nil
+// acquire holds p open for a C call (see cPtr): its C handle, or the
+// closed-handle error for a nil or closed Provider. Release it with
+// release.
+func (p *Provider) acquire() (*C.af_provider_t, error) {
+	if p != nil {
+		if pp, ok := p.ptr.Acquire(); ok {
+			return pp, nil
+		}
 	}
 	return nil, errClosed("provider")
 }
 
+// release ends a use begun by a successful acquire.
+func (p *Provider) release() { p.ptr.Release(freeProvider) }
+
 // SetMaxInFlight changes the provider's limit (0 = unlimited).
 func (p *Provider) SetMaxInFlight(n uint32) error {
-	pp, err := p.handle()
+	pp, err := p.acquire()
 	if err != nil {
 		return err
 	}
+	defer p.release()
 	e := C.af_provider_set_max_in_flight(pp, C.uint32_t(n))
-	runtime.KeepAlive(p)
 	return takeError(e)
 }
 
@@ -128,13 +136,13 @@ func (p *Provider) SetMaxInFlight(n uint32) error {
 // in_flight, queued, peak_in_flight, max_in_flight, prompt_tokens,
 // completion_tokens (usage of completed requests; echo counts words).
 func (p *Provider) Stats() (string, error) {
-	pp, err := p.handle()
+	pp, err := p.acquire()
 	if err != nil {
 		return "", err
 	}
+	defer p.release()
 	var b C.af_bytes_t
 	e := C.af_provider_stats(pp, &b)
-	runtime.KeepAlive(p)
 	if err := takeError(e); err != nil {
 		return "", err
 	}
@@ -230,18 +238,18 @@ func (r *LMRequest) Fail(err error) error {
 // Route routes models matching pattern ('*' any run, '?' one character) to
 // provider; the engine keeps a reference.
 func (eng *Engine) Route(pattern string, provider *Provider) error {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return err
 	}
-	pp, err := provider.handle()
+	defer eng.release()
+	pp, err := provider.acquire()
 	if err != nil {
 		return err
 	}
+	defer provider.release()
 	p, n := cstr(pattern)
 	e := C.af_context_route(cp, p, n, pp)
-	runtime.KeepAlive(eng)
-	runtime.KeepAlive(provider)
 	runtime.KeepAlive(pattern)
 	return takeError(e)
 }

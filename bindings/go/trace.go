@@ -113,24 +113,28 @@ func trace(eng *Engine, fn TraceFunc, staticMask, listMask *Value, with bool, ex
 	if fn == nil {
 		return nil, &Error{Message: "trace: fn is nil", code: CodeInvalidArgument}
 	}
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
-	ps, err := cValues(examples)
+	defer eng.release()
+	ps, held, err := acquireValues(examples)
 	if err != nil {
 		return nil, err
 	}
+	defer releaseValues(held)
 	var mp, lp *C.af_value_t
 	if staticMask != nil {
-		if mp, err = staticMask.handle(); err != nil {
+		if mp, err = staticMask.acquire(); err != nil {
 			return nil, err
 		}
+		defer staticMask.release()
 	}
 	if listMask != nil {
-		if lp, err = listMask.handle(); err != nil {
+		if lp, err = listMask.acquire(); err != nil {
 			return nil, err
 		}
+		defer listMask.release()
 	}
 
 	st := &traceState{eng: eng, fn: fn}
@@ -148,10 +152,6 @@ func trace(eng *Engine, fn TraceFunc, staticMask, listMask *Value, with bool, ex
 		e = C.afgo_trace(cp, C.uintptr_t(h), cArray(ps), C.size_t(len(ps)), mp, &out)
 	}
 	runtime.UnlockOSThread()
-	runtime.KeepAlive(eng)
-	runtime.KeepAlive(examples)
-	runtime.KeepAlive(staticMask)
-	runtime.KeepAlive(listMask)
 
 	err = takeError(e)
 	if st.panicked {
@@ -187,7 +187,7 @@ func afgoTraceCallback(h C.uintptr_t, inputs **C.af_value_t, n C.size_t, out **C
 	// use-after-free. (Deferred first, so it runs after the recover below.)
 	defer func() {
 		for _, v := range ins {
-			v.ptr.Take()
+			v.ptr.Invalidate()
 		}
 	}()
 	defer func() {
@@ -204,9 +204,10 @@ func afgoTraceCallback(h C.uintptr_t, inputs **C.af_value_t, n C.size_t, out **C
 	if err == nil {
 		if res == nil {
 			err = &Error{Message: "trace function returned a nil *Value and a nil error", code: CodeInvalidArgument}
-		} else if p, herr := res.handle(); herr != nil {
+		} else if p, herr := res.acquire(); herr != nil {
 			err = &Error{Message: "trace function returned a closed *Value", code: CodeInvalidArgument}
 		} else {
+			defer res.release()
 			resPtr = p
 		}
 	}
@@ -218,6 +219,5 @@ func afgoTraceCallback(h C.uintptr_t, inputs **C.af_value_t, n C.size_t, out **C
 	// libaf takes ownership of *out: give it its own reference so the Go
 	// handle (and its finalizer) stay valid.
 	*out = C.af_value_clone(resPtr)
-	runtime.KeepAlive(res)
 	return nil
 }

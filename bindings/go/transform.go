@@ -5,30 +5,28 @@ package af
 */
 import "C"
 
-import "runtime"
-
 // transform runs one IR -> IR transform with the handles of eng, ir and an
 // optional value argument.
 func transform(eng *Engine, ir *IR, arg *Value, f func(c *C.af_context_t, i *C.af_ir_t, a *C.af_value_t, out **C.af_ir_t) *C.af_error_t) (*IR, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
-	ip, err := ir.handle()
+	defer eng.release()
+	ip, err := ir.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer ir.release()
 	var ap *C.af_value_t
 	if arg != nil {
-		if ap, err = arg.handle(); err != nil {
+		if ap, err = arg.acquire(); err != nil {
 			return nil, err
 		}
+		defer arg.release()
 	}
 	var out *C.af_ir_t
 	e := f(cp, ip, ap, &out)
-	runtime.KeepAlive(eng)
-	runtime.KeepAlive(ir)
-	runtime.KeepAlive(arg)
 	if err := takeError(e); err != nil {
 		return nil, err
 	}
@@ -98,14 +96,14 @@ func (ir *IR) Sched(eng *Engine) (*IR, error) {
 // EqnSched is the (level, priority) of equation i of a scheduled IR
 // (CodeNotFound if the IR was not scheduled).
 func (ir *IR) EqnSched(i int) (level uint32, priority float64, err error) {
-	ip, err := ir.handle()
+	ip, err := ir.acquire()
 	if err != nil {
 		return 0, 0, err
 	}
+	defer ir.release()
 	var l C.uint32_t
 	var p C.double
 	e := C.af_ir_eqn_sched(ip, C.size_t(i), &l, &p)
-	runtime.KeepAlive(ir)
 	if err := takeError(e); err != nil {
 		return 0, 0, err
 	}
@@ -115,11 +113,11 @@ func (ir *IR) EqnSched(i int) (level uint32, priority float64, err error) {
 // Validate checks SSA, arity and kinds (CodeInvalidArgument naming the
 // first problem).
 func (ir *IR) Validate() error {
-	ip, err := ir.handle()
+	ip, err := ir.acquire()
 	if err != nil {
 		return err
 	}
+	defer ir.release()
 	e := C.af_ir_validate(ip)
-	runtime.KeepAlive(ir)
 	return takeError(e)
 }

@@ -60,24 +60,27 @@ func (k Kind) String() string {
 // finalizer frees a forgotten one). The input Values a trace function
 // receives are borrowed instead: see TraceFunc.
 type Value struct {
-	ptr      cPtr[*C.af_value_t] // nil once closed; swapped so Close frees once
+	ptr      cPtr[*C.af_value_t] // guarded: freed once closed and no use is in progress
 	borrowed bool
 }
 
 // newValue wraps an owned af_value_t*.
 func newValue(p *C.af_value_t) *Value {
 	v := &Value{}
-	v.ptr.Store(p)
+	v.ptr.init(p)
 	runtime.SetFinalizer(v, (*Value).Close)
 	return v
 }
 
-// borrowValue wraps a borrowed af_value_t* (no reference, no finalizer).
+// borrowValue wraps a borrowed af_value_t* (no reference, no finalizer;
+// invalidated when its callback returns).
 func borrowValue(p *C.af_value_t) *Value {
 	v := &Value{borrowed: true}
-	v.ptr.Store(p)
+	v.ptr.initBorrowed(p)
 	return v
 }
+
+func freeValue(p *C.af_value_t) { C.af_value_free(p) }
 
 // takeValue finishes a call that produced an owned value in *out.
 func takeValue(e *C.af_error_t, out *C.af_value_t) (*Value, error) {
@@ -93,10 +96,9 @@ func (v *Value) Close() {
 	if v == nil || v.borrowed {
 		return
 	}
-	// Swap, not load-then-store: two goroutines closing at once must not
-	// both free the pointer.
-	if p, ok := v.ptr.Take(); ok {
-		C.af_value_free(p)
+	// Frees once however many goroutines close at once, and only after the
+	// uses in progress (see cPtr).
+	if v.ptr.Close(freeValue) {
 		runtime.SetFinalizer(v, nil)
 	}
 }
@@ -104,40 +106,53 @@ func (v *Value) Close() {
 // Clone returns a new owned handle to the same value (which stays valid
 // after a trace function returns, even for a borrowed input).
 func (v *Value) Clone() (*Value, error) {
-	p, err := v.handle()
+	p, err := v.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer v.release()
 	out := newValue(C.af_value_clone(p))
-	runtime.KeepAlive(v)
 	return out, nil
 }
 
-func (v *Value) handle() (*C.af_value_t, error) {
-	if v == nil {
-		return nil, errClosed("value")
-	}
-	if p, ok := v.ptr.Get(); ok {
-		return p, nil
+// acquire holds v open for a C call (see cPtr): its C handle, or the
+// closed-handle error for a nil or closed Value. Release it with release.
+func (v *Value) acquire() (*C.af_value_t, error) {
+	if v != nil {
+		if p, ok := v.ptr.Acquire(); ok {
+			return p, nil
+		}
 	}
 	return nil, errClosed("value")
 }
 
-// cValues returns the C handles of vs (nil for an empty slice). The
-// caller must keep vs alive (runtime.KeepAlive) until the C call returns.
-func cValues(vs []*Value) ([]*C.af_value_t, error) {
+// release ends a use begun by a successful acquire.
+func (v *Value) release() { v.ptr.Release(freeValue) }
+
+// acquireValues holds every value of vs open for a C call and returns their
+// C handles (nil for an empty slice) and the values held, to be released
+// with releaseValues(held): a copy of vs, so that a caller changing vs
+// meanwhile cannot make it release other values. On error none is held.
+func acquireValues(vs []*Value) (ps []*C.af_value_t, held []*Value, err error) {
 	if len(vs) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	ps := make([]*C.af_value_t, len(vs))
-	for i, v := range vs {
-		p, err := v.handle()
-		if err != nil {
-			return nil, err
+	held = append([]*Value(nil), vs...)
+	ps = make([]*C.af_value_t, len(held))
+	for i, v := range held {
+		if ps[i], err = v.acquire(); err != nil {
+			releaseValues(held[:i])
+			return nil, nil, err
 		}
-		ps[i] = p
 	}
-	return ps, nil
+	return ps, held, nil
+}
+
+// releaseValues releases the values acquireValues held.
+func releaseValues(held []*Value) {
+	for _, v := range held {
+		v.release()
+	}
 }
 
 // cArray returns a pointer to the first handle (NULL when empty). The
@@ -155,119 +170,120 @@ func cArray(ps []*C.af_value_t) **C.af_value_t {
 // exponent stay float. CodeInvalidArgument for malformed JSON, duplicate
 // keys or integers outside int64.
 func (eng *Engine) FromJSON(json string) (*Value, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer eng.release()
 	var out *C.af_value_t
 	s, n := cstr(json)
 	e := C.af_value_from_json(cp, s, n, &out)
-	runtime.KeepAlive(eng)
 	return takeValue(e, out)
 }
 
 // Null makes a null value.
 func (eng *Engine) Null() (*Value, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer eng.release()
 	var out *C.af_value_t
 	e := C.af_value_null(cp, &out)
-	runtime.KeepAlive(eng)
 	return takeValue(e, out)
 }
 
 // Bool makes a bool value.
 func (eng *Engine) Bool(b bool) (*Value, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer eng.release()
 	var i C.int32_t
 	if b {
 		i = 1
 	}
 	var out *C.af_value_t
 	e := C.af_value_bool(cp, i, &out)
-	runtime.KeepAlive(eng)
 	return takeValue(e, out)
 }
 
 // Int makes an int value.
 func (eng *Engine) Int(i int64) (*Value, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer eng.release()
 	var out *C.af_value_t
 	e := C.af_value_int(cp, C.int64_t(i), &out)
-	runtime.KeepAlive(eng)
 	return takeValue(e, out)
 }
 
 // Float makes a float value (its JSON keeps a '.', "2.0").
 func (eng *Engine) Float(f float64) (*Value, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer eng.release()
 	var out *C.af_value_t
 	e := C.af_value_float(cp, C.double(f), &out)
-	runtime.KeepAlive(eng)
 	return takeValue(e, out)
 }
 
 // Str makes a str value; CodeInvalidArgument if s is not valid UTF-8.
 func (eng *Engine) Str(s string) (*Value, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer eng.release()
 	var out *C.af_value_t
 	p, n := cstr(s)
 	e := C.af_value_str(cp, p, n, &out)
-	runtime.KeepAlive(eng)
 	return takeValue(e, out)
 }
 
 // List makes a list of items (the list takes its own references; the
 // caller still owns and should Close the items).
 func (eng *Engine) List(items ...*Value) (*Value, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
-	ps, err := cValues(items)
+	defer eng.release()
+	ps, held, err := acquireValues(items)
 	if err != nil {
 		return nil, err
 	}
+	defer releaseValues(held)
 	var out *C.af_value_t
 	e := C.af_value_list(cp, cArray(ps), C.size_t(len(ps)), &out)
-	runtime.KeepAlive(eng)
-	runtime.KeepAlive(items)
 	return takeValue(e, out)
 }
 
 // Dict makes a dict with keys[i] -> values[i], in that order.
 // CodeInvalidArgument on a duplicate key or when the lengths differ.
 func (eng *Engine) Dict(keys []string, values []*Value) (*Value, error) {
-	cp, err := eng.handle()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer eng.release()
 	if len(keys) != len(values) {
 		return nil, &Error{Message: "dict: " + itoa(len(keys)) + " keys but " + itoa(len(values)) + " values", code: CodeInvalidArgument}
 	}
-	ps, err := cValues(values)
+	ps, held, err := acquireValues(values)
 	if err != nil {
 		return nil, err
 	}
+	defer releaseValues(held)
 	n := len(keys)
 	var out *C.af_value_t
 	if n == 0 {
 		e := C.af_value_dict(cp, nil, nil, nil, 0, &out)
-		runtime.KeepAlive(eng)
 		return takeValue(e, out)
 	}
 	// The key pointers must live in C memory (a Go array of pointers into Go
@@ -295,8 +311,6 @@ func (eng *Engine) Dict(keys []string, values []*Value) (*Value, error) {
 		off += len(k)
 	}
 	e := C.af_value_dict(cp, &kptrs[0], &klens[0], cArray(ps), C.size_t(n), &out)
-	runtime.KeepAlive(eng)
-	runtime.KeepAlive(values)
 	return takeValue(e, out)
 }
 
@@ -305,26 +319,30 @@ func (eng *Engine) Dict(keys []string, values []*Value) (*Value, error) {
 // Kind is the kind of v (KindInvalid for a nil or closed Value). It never
 // reads a placeholder's content.
 func (v *Value) Kind() Kind {
-	p, err := v.handle()
+	p, err := v.acquire()
 	if err != nil {
 		return KindInvalid
 	}
+	defer v.release()
 	k := Kind(C.af_value_kind(p))
-	runtime.KeepAlive(v)
 	return k
 }
 
 // Len is the number of items of a list or dict; CodeInvalidArgument for
 // other kinds.
 func (v *Value) Len() (int, error) {
-	p, err := v.handle()
+	p, err := v.acquire()
 	if err != nil {
 		return 0, err
 	}
+	defer v.release()
+	return valueLen(p)
+}
+
+// valueLen is Len of a held value.
+func valueLen(p *C.af_value_t) (int, error) {
 	var n C.size_t
-	e := C.af_value_len(p, &n)
-	runtime.KeepAlive(v)
-	if err := takeError(e); err != nil {
+	if err := takeError(C.af_value_len(p, &n)); err != nil {
 		return 0, err
 	}
 	return int(n), nil
@@ -333,65 +351,72 @@ func (v *Value) Len() (int, error) {
 // Index is item i of a list, or the value of the i-th entry of a dict
 // (insertion order).
 func (v *Value) Index(i int) (*Value, error) {
-	p, err := v.handle()
+	p, err := v.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer v.release()
 	if i < 0 {
 		return nil, &Error{Message: "index " + itoa(i) + " is negative", code: CodeInvalidArgument}
 	}
 	var out *C.af_value_t
 	e := C.af_value_index(p, C.size_t(i), &out)
-	runtime.KeepAlive(v)
 	return takeValue(e, out)
 }
 
 // Key is the value under key in a dict; CodeNotFound if absent.
 func (v *Value) Key(key string) (*Value, error) {
-	p, err := v.handle()
+	p, err := v.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer v.release()
 	var out *C.af_value_t
 	s, n := cstr(key)
 	e := C.af_value_key(p, s, n, &out)
-	runtime.KeepAlive(v)
 	return takeValue(e, out)
 }
 
 // KeyAt is the i-th key of a dict (insertion order).
 func (v *Value) KeyAt(i int) (string, error) {
-	p, err := v.handle()
+	p, err := v.acquire()
 	if err != nil {
 		return "", err
 	}
+	defer v.release()
+	return valueKeyAt(p, i)
+}
+
+// valueKeyAt is KeyAt of a held value.
+func valueKeyAt(p *C.af_value_t, i int) (string, error) {
 	if i < 0 {
 		return "", &Error{Message: "index " + itoa(i) + " is negative", code: CodeInvalidArgument}
 	}
 	var s *C.char
 	var n C.size_t
-	e := C.af_value_key_at(p, C.size_t(i), &s, &n)
-	if err := takeError(e); err != nil {
-		runtime.KeepAlive(v)
+	if err := takeError(C.af_value_key_at(p, C.size_t(i), &s, &n)); err != nil {
 		return "", err
 	}
-	key := goString(s, n) // copied while v is alive: the bytes are borrowed
-	runtime.KeepAlive(v)
-	return key, nil
+	return goString(s, n), nil // copied while the value is held: the bytes are borrowed
 }
 
 // Keys are the keys of a dict in insertion order.
 func (v *Value) Keys() ([]string, error) {
-	n, err := v.Len()
+	p, err := v.acquire() // held across every read below
 	if err != nil {
 		return nil, err
 	}
-	if v.Kind() != KindDict {
-		return nil, &Error{Message: "keys: expected a dict, found " + v.Kind().String(), code: CodeInvalidArgument}
+	defer v.release()
+	n, err := valueLen(p)
+	if err != nil {
+		return nil, err
+	}
+	if k := Kind(C.af_value_kind(p)); k != KindDict {
+		return nil, &Error{Message: "keys: expected a dict, found " + k.String(), code: CodeInvalidArgument}
 	}
 	keys := make([]string, n)
 	for i := range keys {
-		if keys[i], err = v.KeyAt(i); err != nil {
+		if keys[i], err = valueKeyAt(p, i); err != nil {
 			return nil, err
 		}
 	}
@@ -400,31 +425,30 @@ func (v *Value) Keys() ([]string, error) {
 
 // AsString is the content of a str (copied into Go memory).
 func (v *Value) AsString() (string, error) {
-	p, err := v.handle()
+	p, err := v.acquire()
 	if err != nil {
 		return "", err
 	}
+	defer v.release()
 	var s *C.char
 	var n C.size_t
 	e := C.af_value_get_str(p, &s, &n)
 	if err := takeError(e); err != nil {
-		runtime.KeepAlive(v)
 		return "", err
 	}
 	str := goString(s, n)
-	runtime.KeepAlive(v)
 	return str, nil
 }
 
 // AsInt is the content of an int.
 func (v *Value) AsInt() (int64, error) {
-	p, err := v.handle()
+	p, err := v.acquire()
 	if err != nil {
 		return 0, err
 	}
+	defer v.release()
 	var out C.int64_t
 	e := C.af_value_get_int(p, &out)
-	runtime.KeepAlive(v)
 	if err := takeError(e); err != nil {
 		return 0, err
 	}
@@ -433,13 +457,13 @@ func (v *Value) AsInt() (int64, error) {
 
 // AsFloat is the content of a float.
 func (v *Value) AsFloat() (float64, error) {
-	p, err := v.handle()
+	p, err := v.acquire()
 	if err != nil {
 		return 0, err
 	}
+	defer v.release()
 	var out C.double
 	e := C.af_value_get_float(p, &out)
-	runtime.KeepAlive(v)
 	if err := takeError(e); err != nil {
 		return 0, err
 	}
@@ -448,13 +472,13 @@ func (v *Value) AsFloat() (float64, error) {
 
 // AsBool is the content of a bool.
 func (v *Value) AsBool() (bool, error) {
-	p, err := v.handle()
+	p, err := v.acquire()
 	if err != nil {
 		return false, err
 	}
+	defer v.release()
 	var out C.int32_t
 	e := C.af_value_get_bool(p, &out)
-	runtime.KeepAlive(v)
 	if err := takeError(e); err != nil {
 		return false, err
 	}
@@ -465,14 +489,18 @@ func (v *Value) AsBool() (bool, error) {
 // and keep a '.' ("2.0"). CodeInvalidArgument for NaN, infinities and
 // placeholders.
 func (v *Value) JSON() (string, error) {
-	p, err := v.handle()
+	p, err := v.acquire()
 	if err != nil {
 		return "", err
 	}
+	defer v.release()
+	return valueJSON(p)
+}
+
+// valueJSON is JSON of a held value.
+func valueJSON(p *C.af_value_t) (string, error) {
 	var b C.af_bytes_t
-	e := C.af_value_to_json(p, &b)
-	runtime.KeepAlive(v)
-	if err := takeError(e); err != nil {
+	if err := takeError(C.af_value_to_json(p, &b)); err != nil {
 		return "", err
 	}
 	return takeBytes(&b), nil
@@ -481,12 +509,14 @@ func (v *Value) JSON() (string, error) {
 // String is the JSON of v, or a description when v has none (placeholder,
 // closed value), for fmt and debugging.
 func (v *Value) String() string {
-	if v == nil || v.ptr.Closed() {
+	p, err := v.acquire() // held across both reads: one open value
+	if err != nil {
 		return "<af.Value closed>"
 	}
-	s, err := v.JSON()
+	defer v.release()
+	s, err := valueJSON(p)
 	if err != nil {
-		return "<af.Value " + v.Kind().String() + ">"
+		return "<af.Value " + Kind(C.af_value_kind(p)).String() + ">"
 	}
 	return s
 }

@@ -20,7 +20,7 @@ const WalkDone = -1
 // themselves. A Walk is not safe for concurrent use. Close it when done (a
 // finalizer frees a forgotten one).
 type Walk struct {
-	ptr cPtr[*C.af_walk_t] // nil once closed; swapped so Close frees once
+	ptr cPtr[*C.af_walk_t] // guarded: freed once closed and no use is in progress
 	// Keep the Go handles the walk was made from reachable for its
 	// lifetime, so their finalizers cannot run while it may use them.
 	eng *Engine
@@ -29,28 +29,28 @@ type Walk struct {
 
 // Walk starts a walk of ir on inputs (checked as in Call).
 func (ir *IR) Walk(eng *Engine, inputs ...*Value) (*Walk, error) {
-	p, err := ir.handle()
+	p, err := ir.acquire()
 	if err != nil {
 		return nil, err
 	}
-	cp, err := eng.handle()
+	defer ir.release()
+	cp, err := eng.acquire()
 	if err != nil {
 		return nil, err
 	}
-	ps, err := cValues(inputs)
+	defer eng.release()
+	ps, held, err := acquireValues(inputs)
 	if err != nil {
 		return nil, err
 	}
+	defer releaseValues(held)
 	var out *C.af_walk_t
 	e := C.af_walk_new(cp, p, cArray(ps), C.size_t(len(ps)), &out)
-	runtime.KeepAlive(ir)
-	runtime.KeepAlive(eng)
-	runtime.KeepAlive(inputs)
 	if err := takeError(e); err != nil {
 		return nil, err
 	}
 	w := &Walk{eng: eng, ir: ir}
-	w.ptr.Store(out)
+	w.ptr.init(out)
 	runtime.SetFinalizer(w, (*Walk).Close)
 	return w, nil
 }
@@ -60,37 +60,42 @@ func (w *Walk) Close() {
 	if w == nil {
 		return
 	}
-	// Swap, not load-then-store: two goroutines closing at once must not
-	// both free the pointer.
-	if p, ok := w.ptr.Take(); ok {
-		C.af_walk_free(p)
+	// Frees once however many goroutines close at once, and only after the
+	// uses in progress (see cPtr).
+	if w.ptr.Close(freeWalk) {
 		runtime.SetFinalizer(w, nil)
 	}
 }
 
-func (w *Walk) handle() (*C.af_walk_t, error) {
-	if w == nil {
-		return nil, errClosed("walk")
-	}
-	if p, ok := w.ptr.Get(); ok {
-		return p, nil
+func freeWalk(p *C.af_walk_t) { C.af_walk_free(p) }
+
+// acquire holds w open for a C call (see cPtr): its C handle, or the
+// closed-handle error for a nil or closed Walk. Release it with release.
+func (w *Walk) acquire() (*C.af_walk_t, error) {
+	if w != nil {
+		if p, ok := w.ptr.Acquire(); ok {
+			return p, nil
+		}
 	}
 	return nil, errClosed("walk")
 }
+
+// release ends a use begun by a successful acquire.
+func (w *Walk) release() { w.ptr.Release(freeWalk) }
 
 // Next returns the index of the next equation (use IR.EqnPrim for its
 // primitive) and its input tree with values, or WalkDone and a nil Value
 // when finished. Calling it again before Eval or Send returns the same
 // equation.
 func (w *Walk) Next() (eqn int, inputs *Value, err error) {
-	p, err := w.handle()
+	p, err := w.acquire()
 	if err != nil {
 		return 0, nil, err
 	}
+	defer w.release()
 	var idx C.size_t
 	var in *C.af_value_t
 	e := C.af_walk_next(p, &idx, &in)
-	runtime.KeepAlive(w)
 	if err := takeError(e); err != nil {
 		return 0, nil, err
 	}
@@ -101,43 +106,50 @@ func (w *Walk) Next() (eqn int, inputs *Value, err error) {
 	return int(idx), newValue(in), nil
 }
 
-// Eval evaluates the current equation with libaf's implementation.
+// Eval evaluates the current equation with libaf's implementation, with
+// the engine the walk was made with (held open for the step: a closed
+// engine is the closed-handle error).
 func (w *Walk) Eval() error {
-	p, err := w.handle()
+	p, err := w.acquire()
 	if err != nil {
 		return err
 	}
+	defer w.release()
+	// The walk runs the equation on its engine's run-time state: hold it.
+	if _, err := w.eng.acquire(); err != nil {
+		return err
+	}
+	defer w.eng.release()
 	e := C.af_walk_eval(p)
-	runtime.KeepAlive(w)
 	return takeError(e)
 }
 
 // Send supplies the current equation's outputs: its output tree with
 // concrete leaves of the declared kinds (CodeInvalidArgument otherwise).
 func (w *Walk) Send(outputs *Value) error {
-	p, err := w.handle()
+	p, err := w.acquire()
 	if err != nil {
 		return err
 	}
-	op, err := outputs.handle()
+	defer w.release()
+	op, err := outputs.acquire()
 	if err != nil {
 		return err
 	}
+	defer outputs.release()
 	e := C.af_walk_send(p, op)
-	runtime.KeepAlive(w)
-	runtime.KeepAlive(outputs)
 	return takeError(e)
 }
 
 // Outputs is the program's output tree; CodeInvalidArgument if equations
 // remain.
 func (w *Walk) Outputs() (*Value, error) {
-	p, err := w.handle()
+	p, err := w.acquire()
 	if err != nil {
 		return nil, err
 	}
+	defer w.release()
 	var out *C.af_value_t
 	e := C.af_walk_outputs(p, &out)
-	runtime.KeepAlive(w)
 	return takeValue(e, out)
 }

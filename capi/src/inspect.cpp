@@ -72,7 +72,8 @@ af_error_t* af_ir_sub(const af_ir_t* ir, size_t i, const char* path, size_t path
   });
 }
 
-af_error_t* af_ir_related_json(const af_ir_t* ir, size_t i, uint32_t flags, af_bytes_t* out) {
+af_error_t* af_ir_related_json_with(const af_ir_t* ir, size_t i, uint32_t flags, uint64_t max_bytes,
+                                    af_bytes_t* out) {
   if (out) *out = af_bytes_t{nullptr, 0};
   return guard([&] {
     require(ir, "af_ir_related_json", "ir");
@@ -80,9 +81,15 @@ af_error_t* af_ir_related_json(const af_ir_t* ir, size_t i, uint32_t flags, af_b
     if (flags & ~uint32_t(AF_IR_DESCENDANTS | AF_IR_DEEP))
       invalid("af_ir_related_json: unknown flags " + std::to_string(flags));
     naming("af_ir_related_json", [&] {
-      to_bytes(related_json(*ir->ir, i, !(flags & AF_IR_DESCENDANTS), (flags & AF_IR_DEEP) != 0), out);
+      to_bytes(related_json(*ir->ir, i, !(flags & AF_IR_DESCENDANTS), (flags & AF_IR_DEEP) != 0,
+                            max_bytes ? max_bytes : kDefaultInspectBytes),
+               out);
     });
   });
+}
+
+af_error_t* af_ir_related_json(const af_ir_t* ir, size_t i, uint32_t flags, af_bytes_t* out) {
+  return af_ir_related_json_with(ir, i, flags, 0, out);
 }
 
 af_error_t* af_ir_slice(const af_ir_t* ir, const char* const* outputs, const size_t* output_lens,

@@ -85,6 +85,7 @@ RunOptions run_options(const af_run_options_t* o, const char* fn, af_bytes_t** s
   r.keep_going = c.flags & AF_RUN_KEEP_GOING;
   r.profile = c.flags & AF_RUN_PROFILE;
   r.item_errors = c.flags & AF_RUN_ITEM_ERRORS;
+  r.max_value_bytes = c.max_value_bytes;
   if (c.progress) {
     af_progress_fn progress = c.progress;
     r.progress = [ud, progress](uint64_t done, uint64_t total) { progress(ud->data, done, total); };

@@ -113,9 +113,6 @@ void finish(const std::shared_ptr<Run>& r, Value* result, const Error* err) noex
 uint32_t complete(const std::shared_ptr<Run>& r, uint32_t node, bool can_continue);
 void execute(const std::shared_ptr<Run>& r, uint32_t node);
 
-Error internal_error(const std::exception& e) {
-  return Error(Code::Internal, std::string("internal error: ") + e.what());
-}
 
 void schedule(const std::shared_ptr<Run>& r, uint32_t node) {
   double prio = r->prog->nodes[node].priority;
@@ -256,7 +253,7 @@ class ExecOp final : public AsyncOp {
     } catch (const Error& e) {
       finish(r, nullptr, &e);
     } catch (const std::exception& e) {
-      Error ie = internal_error(e);
+      Error ie = error_from(e);
       finish(r, nullptr, &ie);
     }
   }
@@ -295,7 +292,7 @@ void start_async(const std::shared_ptr<Run>& r, uint32_t node) {
   } catch (const Error& e) {
     op->fail(e);
   } catch (const std::exception& e) {
-    op->fail(internal_error(e));
+    op->fail(error_from(e));
   }
 }
 
@@ -402,7 +399,7 @@ void execute(const std::shared_ptr<Run>& r, uint32_t node) {
       node = fail_node(r, node, e, true);
       continue;
     } catch (const std::exception& e) {
-      node = fail_node(r, node, internal_error(e), true);
+      node = fail_node(r, node, error_from(e), true);
       continue;
     }
     for (uint32_t k = 0; k < n.out_count; ++k) r->slots[p.results[n.out_begin + k]] = std::move(out[k]);
@@ -550,6 +547,7 @@ std::shared_ptr<Run> make_run(RunEnv env, std::shared_ptr<const Program> prog, s
     if (const RunScopes* scopes = scopes_of(r->env); scopes && scopes->any_checkpoint_scope())
       r->env.rank = run_rank();
   r->env.item_errors = env.item_errors || opts.item_errors;
+  if (opts.max_value_bytes) r->env.max_value_bytes = opts.max_value_bytes;
   r->opts = std::move(opts);
   r->has_progress = bool(r->opts.progress);
   r->has_stream = bool(r->opts.stream);

@@ -70,6 +70,9 @@ struct RunOptions {
   // item's outputs, later maps pass it through without running the item,
   // and the other items complete.
   bool item_errors = false;
+  // The largest value one equation may build (RunEnv::max_value_bytes);
+  // 0 = the caller's environment's (1 GiB unless a run set another).
+  uint64_t max_value_bytes = 0;
   // Called after each equation finishes (never concurrently for one run),
   // from whichever engine or provider thread finished it.
   std::function<void(uint64_t done, uint64_t total)> progress;

@@ -47,6 +47,7 @@ std::shared_ptr<SubRun> ExecContext::run_sub(const IRPtr& ir, std::span<const Va
     sub.rank = sub_rank(env, index);
   sub.stop = env.stop;
   sub.item_errors = env.item_errors;
+  sub.max_value_bytes = env.max_value_bytes;
   sub.batch_base = env.batch_base;
   if (prog->n_async == 0) {
     std::vector<Value> out;
@@ -56,7 +57,7 @@ std::shared_ptr<SubRun> ExecContext::run_sub(const IRPtr& ir, std::span<const Va
       done(nullptr, &e);
       return nullptr;
     } catch (const std::exception& e) {
-      Error ie(Code::Internal, std::string("internal error: ") + e.what());
+      Error ie = error_from(e);
       done(nullptr, &ie);
       return nullptr;
     }

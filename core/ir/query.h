@@ -45,8 +45,11 @@ std::string ir_json(const IR& ir);
 // Ancestors (`up`) or descendants of equation i, as JSON:
 // {"eqns": [indices]} and, when `deep`, also "nested": the path of every
 // equation inside the sub-IRs of those equations ("3/body/0"). Without
-// `deep` the query stops at sub-IR boundaries.
-std::string related_json(const IR& ir, size_t i, bool up, bool deep);
+// `deep` the query stops at sub-IR boundaries. An answer of more than
+// max_bytes (counted on the graph of distinct sub-IRs, before anything is
+// built) is INVALID_ARGUMENT.
+inline constexpr uint64_t kDefaultInspectBytes = uint64_t(64) << 20;
+std::string related_json(const IR& ir, size_t i, bool up, bool deep, uint64_t max_bytes = kDefaultInspectBytes);
 
 // The part of ir that computes the outputs at `outputs` (tree paths into
 // the output structure) from the inputs at `inputs` (tree paths into the

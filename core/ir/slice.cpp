@@ -16,16 +16,39 @@ namespace {
 // is refused past this many paths (docs/INSPECT.md).
 constexpr uint64_t kMaxNestedPaths = uint64_t(1) << 20;
 
-// How many paths nested_paths would list for ir, counted on the DAG (each
-// distinct sub-IR once) and saturating just past the limit.
-uint64_t nested_count(const IR& ir, std::unordered_map<const IR*, uint64_t>& counted) {
-  uint64_t n = 0;
-  for (const Eqn& e : ir.eqns) {
-    n = std::min(n + 1, kMaxNestedPaths + 1);
-    for (const auto& [name, sub] : sub_irs(e)) {
-      auto it = counted.find(sub.get());
-      if (it == counted.end()) it = counted.emplace(sub.get(), nested_count(*sub, counted)).first;
-      n = std::min(n + it->second, kMaxNestedPaths + 1);
+// What nested_paths would list for an IR: how many paths, and their bytes
+// as JSON string content (a long branch name repeats in every path below
+// it). Counted on the DAG (each distinct sub-IR once), saturating.
+struct NestedSize {
+  uint64_t paths = 0;
+  uint64_t bytes = 0;
+};
+
+uint64_t saturating_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+uint64_t saturating_mul(uint64_t a, uint64_t b) { return b && a > UINT64_MAX / b ? UINT64_MAX : a * b; }
+
+// The escaped length of a path segment (as append_json_string writes it).
+uint64_t json_length(std::string_view s) {
+  std::string q;
+  append_json_string(q, s);
+  return q.size() - 2;
+}
+
+// sub's paths listed under `prefix_bytes` bytes of prefix each.
+void add_under(NestedSize& n, const NestedSize& sub, uint64_t prefix_bytes) {
+  n.paths = saturating_add(n.paths, sub.paths);
+  n.bytes = saturating_add(n.bytes, saturating_add(saturating_mul(sub.paths, prefix_bytes), sub.bytes));
+}
+
+NestedSize nested_size(const IR& ir, std::unordered_map<const IR*, NestedSize>& sized) {
+  NestedSize n;
+  for (size_t j = 0; j < ir.eqns.size(); ++j) {
+    const uint64_t digits = std::to_string(j).size();
+    add_under(n, NestedSize{1, 0}, digits);
+    for (const auto& [name, sub] : sub_irs(ir.eqns[j])) {
+      auto it = sized.find(sub.get());
+      if (it == sized.end()) it = sized.emplace(sub.get(), nested_size(*sub, sized)).first;
+      add_under(n, it->second, digits + 1 + json_length(name) + 1);  // "j/name/"
     }
   }
   return n;
@@ -42,22 +65,30 @@ void nested_paths(const IR& ir, const std::string& prefix, std::vector<std::stri
 
 }  // namespace
 
-std::string related_json(const IR& ir, size_t i, bool up, bool deep) {
+std::string related_json(const IR& ir, size_t i, bool up, bool deep, uint64_t max_bytes) {
   std::vector<size_t> eqns = up ? ancestors(ir, i) : descendants(ir, i);
   std::string out = "{\"eqns\":[";
   for (size_t k = 0; k < eqns.size(); ++k) out += (k ? "," : "") + std::to_string(eqns[k]);
   out += ']';
   if (deep) {
-    std::unordered_map<const IR*, uint64_t> counted;
-    uint64_t n = 0;
+    std::unordered_map<const IR*, NestedSize> sized;
+    NestedSize n;
     for (size_t j : eqns)
       for (const auto& [name, sub] : sub_irs(ir.eqns[j]))
-        n = std::min(n + nested_count(*sub, counted), kMaxNestedPaths + 1);
-    if (n > kMaxNestedPaths)
+        add_under(n, nested_size(*sub, sized), std::to_string(j).size() + 1 + json_length(name) + 1);
+    if (n.paths > kMaxNestedPaths)
       invalid("related: a deep query would list more than " + std::to_string(kMaxNestedPaths) +
               " nested equations (sub-IRs shared along many paths repeat on each); open the "
-              "sub-IRs one at a "
-              "time instead");
+              "sub-IRs one at a time instead");
+    // The answer's exact size: what is written so far, ,"nested":[ and ]},
+    // each path quoted, commas between them.
+    const uint64_t framing = out.size() + 11 + 2 + (n.paths ? n.paths - 1 : 0);
+    const uint64_t total = saturating_add(saturating_add(framing, n.bytes), saturating_mul(n.paths, 2));
+    if (total > max_bytes)
+      invalid("related: a deep query's answer would be " + (total == UINT64_MAX ? std::string("over 2^64") : std::to_string(total)) +
+              " bytes, over the limit of " + std::to_string(max_bytes) +
+              " (long sub-IR names repeat in every path below them); open the sub-IRs one at a time, or raise "
+              "max_bytes (af_ir_related_json_with)");
     std::vector<std::string> paths;
     for (size_t j : eqns)
       for (const auto& [name, sub] : sub_irs(ir.eqns[j])) nested_paths(*sub, std::to_string(j) + "/" + name + "/", paths);

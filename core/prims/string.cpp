@@ -66,7 +66,7 @@ const Template& parsed_template(const Value& tmpl) {
   return parsed;
 }
 
-void format_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv&) {
+void format_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
   const Template& t = parsed_template(e.params.value("template"));
   const auto& names = e.params.value("names").items();
   // Arguments as trees (the flat case, the common one, reads the inputs as
@@ -76,28 +76,36 @@ void format_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, 
                     e.in_tree.num_leaves() == e.in_tree.root().n_children;
   if (!flat) rebuilt = e.in_tree.unflatten(in).items();
   std::span<const Value> args = flat ? in : std::span<const Value>(rebuilt);
-  size_t n_positional = args.size() - names.size();
+  const size_t n_positional = args.size() - names.size();
+  // The argument index of part p's field.
+  auto arg_of = [&](const TemplatePart& p) -> size_t {
+    if (p.index >= 0) {
+      if (size_t(p.index) < n_positional) return size_t(p.index);
+    } else {
+      for (size_t k = 0; k < names.size(); ++k)
+        if (names[k].as_str() == p.name) return n_positional + k;
+    }
+    fail(Code::Internal, "format: field without argument survived tracing");
+  };
+  // Other kinds than str as text, once each (a field may repeat).
+  std::vector<std::string> texts;
+  auto text_of = [&](size_t a) -> std::string_view {
+    if (args[a].kind() == Kind::Str) return args[a].as_str();
+    if (texts.empty()) texts.resize(args.size());
+    if (texts[a].empty()) texts[a] = stringify(args[a]);
+    return texts[a];
+  };
+  // The exact size first: a template repeating a large argument must fail
+  // before it allocates (10 000 fields of 40 MB are 400 GB), and most
+  // prompts then take one allocation.
+  uint64_t size = 0;
+  for (const TemplatePart& p : t.parts) size += p.text.size() + (p.has_field ? text_of(arg_of(p)).size() : 0);
+  env.check_value_bytes("format", size);
   std::string s;
-  size_t size = 0;  // the text and the str arguments: one allocation for most prompts
-  for (const TemplatePart& p : t.parts) size += p.text.size();
-  for (const Value& a : args) size += a.kind() == Kind::Str ? a.as_str().size() : 0;
   s.reserve(size);
   for (const TemplatePart& p : t.parts) {
     s += p.text;
-    if (!p.has_field) continue;
-    const Value* arg = nullptr;
-    if (p.index >= 0) {
-      if (size_t(p.index) < n_positional) arg = &args[size_t(p.index)];
-    } else {
-      for (size_t k = 0; k < names.size() && !arg; ++k)
-        if (names[k].as_str() == p.name) arg = &args[n_positional + k];
-    }
-    if (!arg) fail(Code::Internal, "format: field without argument survived tracing");
-    if (arg->kind() == Kind::Str) {
-      s += arg->as_str();
-    } else {
-      s += stringify(*arg);
-    }
+    if (p.has_field) s += text_of(arg_of(p));
   }
   out[0] = Value::str(std::move(s));
 }
@@ -110,6 +118,9 @@ AbstractOut concat_abstract(const Params&, std::span<const Aval> in, const TreeD
 }
 
 void concat_impl(const Eqn&, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
+  uint64_t n = 0;
+  for (const Value& v : in) n += v.as_str().size();
+  env.check_value_bytes("concat", n);  // a loop doubling a string meets it after 30 rounds
   // Append in place when the run handed over the only copy of the first
   // string (a growing chain then costs the appended bytes, not its length).
   if (Value* first = env.owned(in, 0))
@@ -118,8 +129,6 @@ void concat_impl(const Eqn&, std::span<const Value> in, std::span<Value> out, Ru
       out[0] = std::move(*first);
       return;
     }
-  size_t n = 0;
-  for (const Value& v : in) n += v.as_str().size();
   std::string s;
   s.reserve(n);
   for (const Value& v : in) s += v.as_str();

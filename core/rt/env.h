@@ -6,6 +6,7 @@
 #include <atomic>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "ir/ir.h"
@@ -69,6 +70,20 @@ struct RunEnv {
   // so it may stay null where none is open (and is outside any run).
   std::shared_ptr<const std::vector<uint64_t>> rank = nullptr;
   uint32_t eqn = 0;
+
+  // The largest value (a string's bytes) one equation may build
+  // (RunOptions::max_value_bytes); a primitive whose output can be larger
+  // than its inputs checks it before it allocates. Inherited by sub-runs.
+  uint64_t max_value_bytes = kDefaultMaxValueBytes;
+  static constexpr uint64_t kDefaultMaxValueBytes = uint64_t(1) << 30;
+  // OUT_OF_MEMORY when `bytes` is over max_value_bytes: what `prim` was about
+  // to build, named with the limit and how to raise it.
+  void check_value_bytes(const char* prim, uint64_t bytes) const {
+    if (bytes > max_value_bytes)
+      fail(Code::OutOfMemory, std::string(prim) + ": the result would be " + std::to_string(bytes) +
+                                  " bytes, over the run's max_value_bytes of " + std::to_string(max_value_bytes) +
+                                  " (a run option: raise it, or check the program builds what you meant)");
+  }
 
   // Per-item errors (RunOptions::item_errors): a batch item that fails
   // becomes an error value in map's outputs instead of failing the equation.

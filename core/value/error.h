@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -42,6 +43,16 @@ class Error : public std::runtime_error {
 }
 [[noreturn]] inline void invalid(std::string message) {
   throw Error(Code::InvalidArgument, std::move(message));
+}
+
+// The Error for an exception that is not one, caught where a run's work
+// ends: an allocation that failed is OUT_OF_MEMORY (never INTERNAL);
+// anything else is a bug of libaf's, INTERNAL.
+inline Error error_from(const std::exception& e) {
+  if (dynamic_cast<const std::bad_alloc*>(&e))
+    return Error(Code::OutOfMemory, "out of memory while running the program (a run option, max_value_bytes, "
+                                    "bounds what one equation builds; a deadline bounds the rest)");
+  return Error(Code::Internal, std::string("internal error: ") + e.what());
 }
 
 }  // namespace af

@@ -1,6 +1,7 @@
 /* chaos_test.c — the openai provider against a hostile endpoint: 1000
  * requests to the local fault server's "chaos" model (429, 500, connection
- * resets, slow and cut bodies, garbage, hangs, drawn at random per attempt),
+ * resets, slow and cut bodies, garbage, hangs, absurd usage claims, drawn at
+ * random per attempt),
  * 100 runs in flight at a time, some cancelled midway. Every run ends with
  * an answer or a coded error before its deadline, and nothing is left in
  * flight (the ASan suite checks that nothing leaks). */
@@ -47,8 +48,10 @@ static af_error_t* ask(void* ud, af_context_t* c, const af_value_t* const* in, s
 static void every_request_ends_coded_and_in_time(void) {
   struct server s = server_start();
   /* Short per-attempt timeout and backoff; Retry-After: 1 is clamped to
-   * backoff_max_ms. */
-  af_provider_t* p = openai_for(&s, "\"backoff_max_ms\":50,\"max_in_flight\":64");
+   * backoff_max_ms. A token rate no honest reply reaches: a reply claiming
+   * 2^63-1 tokens must neither stall the provider nor overflow its wait. */
+  af_provider_t* p =
+      openai_for(&s, "\"backoff_max_ms\":50,\"max_in_flight\":64,\"tokens_per_minute\":60000000000");
   af_ir_t* ir = NULL;
   af_program_t* prog = NULL;
   long counts[AF_ERR_INTERNAL + 1] = {0};

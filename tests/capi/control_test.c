@@ -4,6 +4,7 @@
 #include "check.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -464,6 +465,89 @@ static void loops_without_lm_calls_stop(void) {
   af_ir_free(l.body);
 }
 
+/* ---- the run's byte budget ------------------------------------------------ */
+
+/* Two formats of 10 000 "{0}" fields each (a 425-byte graph once saved):
+ * 4 KB in, 40 MB after the first, 400 GB after the second. It ran for 11 s
+ * past a 1 s deadline to 2.6 GB before it was stopped. Now each format
+ * checks the result's size before it allocates. */
+static char* format_bomb_json(void) {
+  const char* head = "{\"afg\":1,\"irs\":[{\"vars\":[\"str\",\"str\",\"str\"],\"in\":[\"%0\"],\"eqns\":[";
+  const char* eqn = "{\"prim\":\"format\",\"out\":\"%%%d\",\"in\":[\"%%%d\"],\"params\":{\"names\":"
+                    "{\"value\":[]},\"template\":{\"value\":\"%s\"}}}";
+  char* tmpl = malloc(30001);
+  char* json = malloc(61000);
+  size_t n = 0, i;
+  if (!tmpl || !json) {
+    free(tmpl);
+    free(json);
+    return NULL;
+  }
+  for (i = 0; i < 10000; i++) memcpy(tmpl + 3 * i, "{0}", 3);
+  tmpl[30000] = 0;
+  n += (size_t)sprintf(json + n, "%s", head);
+  n += (size_t)sprintf(json + n, eqn, 1, 0, tmpl);
+  n += (size_t)sprintf(json + n, ",");
+  n += (size_t)sprintf(json + n, eqn, 2, 1, tmpl);
+  sprintf(json + n, "],\"out\":\"%%2\"}]}");
+  free(tmpl);
+  return json;
+}
+
+static void values_past_the_byte_budget_fail_out_of_memory(void) {
+  char* json = format_bomb_json();
+  char* big = malloc(4097);
+  af_bytes_t bytes = {NULL, 0};
+  af_ir_t* ir = NULL;
+  af_program_t* p = NULL;
+  af_value_t *in = NULL, *out = NULL;
+  af_run_options_t o;
+  size_t len = 0;
+  if (!json || !big || !CHECK_OK(af_graph_from_json(ctx, json, strlen(json), &bytes)) ||
+      !CHECK_OK(af_ir_from_bytes(ctx, bytes.data, bytes.len, &ir)) || !CHECK_OK(af_compile(ctx, ir, &p)))
+    goto done;
+  memset(big, 'a', 4096);
+  big[4096] = 0;
+  in = mk_str(big);
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.timeout_ms = 1000;
+  /* The default budget, 1 GiB: the second format fails before allocating. */
+  CHECK_ERR(af_program_call_with(ctx, p, (const af_value_t* const*)&in, 1, &o, &out), AF_ERR_OUT_OF_MEMORY,
+            "format: the result would be 409600000000 bytes, over the run's max_value_bytes of 1073741824");
+  CHECK_NULLED(out, af_value_free);
+  /* A smaller budget stops the first. */
+  o.max_value_bytes = 1000000;
+  CHECK_ERR(af_program_call_with(ctx, p, (const af_value_t* const*)&in, 1, &o, &out), AF_ERR_OUT_OF_MEMORY,
+            "40960000 bytes, over the run's max_value_bytes of 1000000");
+  /* Within it, the program runs: 1 byte -> 10 000 -> 10^8. */
+  af_value_free(in);
+  in = mk_str("a");
+  o.max_value_bytes = 100000000;
+  if (CHECK_OK(af_program_call_with(ctx, p, (const af_value_t* const*)&in, 1, &o, &out))) {
+    const char* s = NULL;
+    CHECK_OK(af_value_get_str(out, &s, &len));
+    CHECK_INT_EQ((long)len, 100000000L);
+  }
+  af_value_free(out);
+  out = NULL;
+  /* One byte less is refused; and an older caller's shorter struct (no
+   * max_value_bytes field) gets the default. */
+  o.max_value_bytes = 99999999;
+  CHECK_ERR(af_program_call_with(ctx, p, (const af_value_t* const*)&in, 1, &o, &out), AF_ERR_OUT_OF_MEMORY,
+            "100000000 bytes");
+  o.struct_size = offsetof(af_run_options_t, max_value_bytes);
+  CHECK_OK(af_program_call_with(ctx, p, (const af_value_t* const*)&in, 1, &o, &out));
+done:
+  af_value_free(out);
+  af_value_free(in);
+  af_program_free(p);
+  af_ir_free(ir);
+  af_bytes_free(&bytes);
+  free(big);
+  free(json);
+}
+
 /* ---- host functions ---------------------------------------------------- */
 
 struct counter {
@@ -866,6 +950,7 @@ int main(int argc, char** argv) {
       CASE(while_loop_runs_and_stops),
       CASE(while_loop_body_must_keep_the_state),
       CASE(loops_without_lm_calls_stop),
+      CASE(values_past_the_byte_budget_fail_out_of_memory),
       CASE(host_function_in_and_out_of_traces),
       CASE(host_function_destroy_runs_on_context_free),
       CASE(host_function_errors),

@@ -380,6 +380,64 @@ static void deep_queries_enter_sub_irs(void) {
   af_ir_free(ir);
 }
 
+/* A graph of 11 KB whose deep query lists 786 428 paths (under the 2^20
+ * path limit) of up to 4.4 KB each: switches 18 deep, each with two branches
+ * of 250-byte names sharing the level below. Its answer (about 3 GB) is
+ * refused by its size before anything is built; a query within a limit it
+ * sets is answered exactly up to it. */
+static char* long_names_fan_json(void) {
+  char* json = malloc(20000);
+  char a[251], b[251];
+  size_t n = 0;
+  int k;
+  if (!json) return NULL;
+  memset(a, 'a', 250);
+  memset(b, 'b', 250);
+  a[250] = b[250] = 0;
+  n += (size_t)sprintf(json + n, "{\"afg\":1,\"irs\":[{\"vars\":[\"str\",\"str\",\"str\"],\"in\":[\"%%0\",\"%%1\"],"
+                                 "\"eqns\":[{\"prim\":\"concat\",\"out\":\"%%2\",\"in\":[\"%%1\",{\"lit\":\"!\"}]}],\"out\":\"%%2\"}");
+  for (k = 1; k <= 18; k++)
+    n += (size_t)sprintf(json + n,
+                         ",{\"vars\":[\"str\",\"str\",\"str\",\"str\"],\"in\":[\"%%0\",\"%%1\"],\"eqns\":["
+                         "{\"prim\":\"switch\",\"out\":\"%%2\",\"in\":[\"%%0\",\"%%0\",\"%%1\"],"
+                         "\"params\":{\"branches\":{\"ir_map\":{\"%s\":%d,\"%s\":%d}}}},"
+                         "{\"prim\":\"concat\",\"out\":\"%%3\",\"in\":[\"%%2\",{\"lit\":\"?\"}]}],\"out\":\"%%3\"}",
+                         a, k - 1, b, k - 1);
+  sprintf(json + n, "]}");
+  return json;
+}
+
+static void deep_queries_are_bounded_in_bytes(void) {
+  char* json = long_names_fan_json();
+  af_bytes_t g = {NULL, 0}, b = {NULL, 0}, exact = {NULL, 0};
+  af_ir_t *fan = NULL, *ir = triage();
+  size_t n = af_ir_eqn_count(ir);
+  if (json && CHECK_OK(af_graph_from_json(ctx, json, strlen(json), &g)) &&
+      CHECK_OK(af_ir_from_bytes(ctx, g.data, g.len, &fan))) {
+    CHECK_ERR(af_ir_related_json(fan, 1, AF_IR_ANCESTORS | AF_IR_DEEP, &b), AF_ERR_INVALID_ARGUMENT,
+              "over the limit of 67108864", "af_ir_related_json_with");
+    CHECK_ERR(af_ir_related_json_with(fan, 1, AF_IR_ANCESTORS | AF_IR_DEEP, 1000000, &b), AF_ERR_INVALID_ARGUMENT,
+              "over the limit of 1000000");
+    /* Shallow, it is small. */
+    CHECK_OK(af_ir_related_json(fan, 1, AF_IR_ANCESTORS, &b));
+    af_bytes_free(&b);
+  }
+  /* The size checked is the answer's own: a limit of exactly its length
+   * passes, one byte less is refused. */
+  if (ir && CHECK_OK(af_ir_related_json(ir, n - 1, AF_IR_ANCESTORS | AF_IR_DEEP, &exact))) {
+    if (CHECK_OK(af_ir_related_json_with(ir, n - 1, AF_IR_ANCESTORS | AF_IR_DEEP, exact.len, &b)))
+      CHECK_MEM_EQ((const char*)b.data, b.len, (const char*)exact.data);
+    af_bytes_free(&b);
+    CHECK_ERR(af_ir_related_json_with(ir, n - 1, AF_IR_ANCESTORS | AF_IR_DEEP, exact.len - 1, &b),
+              AF_ERR_INVALID_ARGUMENT, "over the limit");
+  }
+  af_bytes_free(&exact);
+  af_bytes_free(&g);
+  af_ir_free(fan);
+  af_ir_free(ir);
+  free(json);
+}
+
 static void cost_counts_calls_per_model(void) {
   af_ir_t* ir = triage();
   af_bytes_t b = {0};
@@ -736,6 +794,7 @@ int main(int argc, char** argv) {
                                            CASE(failing_equations_name_their_path),
                                            CASE(name_scopes_reject_bad_input),
                                            CASE(bad_saved_name_paths_are_format_errors),
-                                           CASE(lazy_operations_carry_name_paths)};
+                                           CASE(lazy_operations_carry_name_paths),
+                                           CASE(deep_queries_are_bounded_in_bytes)};
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -25,10 +25,11 @@ so tests do not disturb each other):
   show-format     200, content {"answer": <the request's response_format as
                   JSON text>, "score": 1} (valid for the tests' schema)
   chaos           a fault drawn at random for each attempt (seeded by the
-                  model, content and attempt, so a run repeats): ok 40%,
-                  429 (Retry-After: 1), 500, a connection reset, a body sent
-                  slowly, a garbage body, a body cut short (10% each), a
-                  hang of 5 s (10%)
+                  model, content and attempt, so a run repeats), in 105
+                  parts: ok 40, 429 (Retry-After: 1), 500, a connection
+                  reset, a body sent slowly, a garbage body, a body cut
+                  short, a hang of 5 s (10 each), an answer whose usage
+                  claims 2^63-1 tokens each way (5)
   show-messages   200, content {"answer": <the request's messages as JSON
                   text>, "score": 1}
   html            200 with an HTML page (Content-Type text/html)
@@ -224,8 +225,8 @@ class Handler(BaseHTTPRequestHandler):
     def chaos(self, model, last, key, n):
         """One attempt of the "chaos" model: a random fault, or an answer."""
         rng = random.Random(key + "|" + str(n))
-        fault = rng.choices(["ok", "429", "500", "reset", "slow", "garbage", "cut", "hang"],
-                            [40, 10, 10, 10, 10, 10, 10, 10])[0]
+        fault = rng.choices(["ok", "429", "500", "reset", "slow", "garbage", "cut", "hang", "usage"],
+                            [40, 10, 10, 10, 10, 10, 10, 10, 5])[0]
         if fault == "429":
             self.send(429, json.dumps({"error": {"message": "rate limited"}}), {"Retry-After": "1"})
         elif fault == "500":
@@ -257,6 +258,8 @@ class Handler(BaseHTTPRequestHandler):
         elif fault == "hang":
             if self.sleep_or_abort(5, key):
                 self.reply(model, model + "|" + last)
+        elif fault == "usage":  # an answer claiming 2^63-1 tokens each way
+            self.reply("usage-max", model + "|" + last)
         else:
             self.reply(model, model + "|" + last)
 

@@ -724,9 +724,14 @@ AF_API af_error_t* af_ir_sub(const af_ir_t* ir, size_t i, const char* path, size
 /* The equations equation i transitively reads (ancestors) or that read it
  * (descendants): {"eqns": [sorted indices]}, and with AF_IR_DEEP also
  * "nested": ["3/body/0", ...], every equation inside their sub-IRs (on
- * every path to a shared sub-IR: more than 2^20 paths is INVALID_ARGUMENT).
+ * every path to a shared sub-IR: more than 2^20 paths, or an answer of more
+ * than 64 MiB, is INVALID_ARGUMENT, found before anything is built).
  * Without AF_IR_DEEP the query stops at sub-IR boundaries. */
 AF_API af_error_t* af_ir_related_json(const af_ir_t* ir, size_t i, uint32_t flags, af_bytes_t* out);
+/* af_ir_related_json with the largest answer accepted, in bytes (0 = the
+ * default, 64 MiB): INVALID_ARGUMENT names the answer's size past it. */
+AF_API af_error_t* af_ir_related_json_with(const af_ir_t* ir, size_t i, uint32_t flags, uint64_t max_bytes,
+                                           af_bytes_t* out);
 /* The slice of ir that computes the outputs at paths `outputs` from the
  * inputs at paths `inputs`: a new IR whose output is the list of the chosen
  * output subtrees and whose input is the list of the chosen input subtrees
@@ -926,6 +931,14 @@ typedef struct af_run_options {
    * it; needs stream. */
   const char* stream_tag;
   size_t stream_tag_len;
+  /* The largest value one equation may build, in bytes (a format or concat
+   * result, ...; 0 = the default, 1 GiB). A primitive whose output can be
+   * larger than its inputs checks it before it allocates: past it, the
+   * equation fails with OUT_OF_MEMORY naming the primitive and the size. An
+   * allocation that fails anywhere in a run is OUT_OF_MEMORY too, never
+   * INTERNAL. (A caller built against an af.h without this field passes a
+   * smaller struct_size and gets the default.) */
+  uint64_t max_value_bytes;
 } af_run_options_t;
 
 /* Runs p and waits. inputs are checked as in af_ir_call; inside a trace the
