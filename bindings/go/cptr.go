@@ -23,14 +23,17 @@ import (
 // the outer call holds) safe: waiting there would wait for the very call
 // the callback runs in, a deadlock. With the last releaser freeing, that
 // Close returns at once and the outer call frees the object when it ends.
-// Nothing here blocks, so there is nothing to deadlock on.
+// Nothing here blocks, so there is nothing to deadlock on. (A free that a
+// Release runs may itself wait for libaf's threads: af_context_free joins
+// them. The Engine's late free therefore runs on a goroutine of its own;
+// see freeEngineLater.)
 //
 // A finalizer may call Close: it runs only once no goroutine can use the
 // handle (each use keeps the handle reachable until its Release), so it
 // finds no use in progress and frees directly.
 //
 // The state is one atomic word: the open flag, the no-free flag (a
-// borrowed pointer, see Invalidate) and the number of uses in progress.
+// borrowed pointer, see initBorrowed) and the number of uses in progress.
 // The object is freed by whoever moves the word to exactly zero (not open,
 // not borrowed, no use), which happens once: a closed handle never opens
 // again and its count only goes down. (libaf's handle types are incomplete
@@ -44,7 +47,7 @@ type cPtr[P any] struct {
 
 const (
 	cPtrOpen   uint64 = 1 << 63        // set by init, cleared by Close and Invalidate
-	cPtrNoFree uint64 = 1 << 62        // set by Invalidate: the pointer is not ours to free
+	cPtrNoFree uint64 = 1 << 62        // set by initBorrowed: the pointer is not ours to free
 	cPtrUses          = cPtrNoFree - 1 // the uses in progress
 )
 
