@@ -113,7 +113,6 @@ void finish(const std::shared_ptr<Run>& r, Value* result, const Error* err) noex
 uint32_t complete(const std::shared_ptr<Run>& r, uint32_t node, bool can_continue);
 void execute(const std::shared_ptr<Run>& r, uint32_t node);
 
-
 void schedule(const std::shared_ptr<Run>& r, uint32_t node) {
   double prio = r->prog->nodes[node].priority;
   if (r->caller_driven) {

@@ -84,7 +84,7 @@ Value sampling_for(const Value& defaults, const Request& r) {
   if (has_own)
     for (const auto& e : r.sampling.entries()) merged.push_back(e);
   for (auto& [k, v] : merged) {
-    if (!r.reask) break;
+    if (!r.reask) break;  // merged only
     if (k == "seed" && v.kind() == Kind::Int) {
       v = Value::integer(int64_t(uint64_t(v.as_int()) + r.reask));  // wraps rather than overflows
     } else if (k == "temperature" && (v.kind() == Kind::Int || v.kind() == Kind::Float)) {
