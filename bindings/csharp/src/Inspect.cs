@@ -46,6 +46,14 @@ namespace Af
         public string RelatedJson(int i, Related flags) =>
             Json((IntPtr p, out AfBytes o) => Native.af_ir_related_json(p, Index(i), (uint)flags, out o));
 
+        /// <summary>RelatedJson with the largest answer of a Related.Deep
+        /// query accepted, in UTF-8 bytes (0 = the default, 64 MiB): a larger
+        /// one (sub-IRs shared along many paths, long names repeated in each)
+        /// is INVALID_ARGUMENT "over the limit of N", found before it is
+        /// built.</summary>
+        public string RelatedJson(int i, Related flags, ulong maxBytes) =>
+            Json((IntPtr p, out AfBytes o) => Native.af_ir_related_json_with(p, Index(i), (uint)flags, maxBytes, out o));
+
         /// <summary>Dry-run LM cost for batch examples.</summary>
         public string CostJson(long batch) => Json((IntPtr p, out AfBytes o) => Native.af_ir_cost_json(p, batch, out o));
 

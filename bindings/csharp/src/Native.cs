@@ -347,6 +347,10 @@ namespace Af
         public static extern IntPtr af_ir_related_json(IntPtr ir, UIntPtr i, uint flags, out AfBytes bytes);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_ir_related_json_with(IntPtr ir, UIntPtr i, uint flags, ulong maxBytes,
+                                                            out AfBytes bytes);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern IntPtr af_ir_slice(IntPtr ir, IntPtr[] outputs, UIntPtr[] outputLens, UIntPtr nOutputs,
                                                 IntPtr[] inputs, UIntPtr[] inputLens, UIntPtr nInputs, out IntPtr output);
 
@@ -462,6 +466,7 @@ namespace Af
             public IntPtr StreamDestroy;
             public IntPtr StreamTag;
             public UIntPtr StreamTagLen;
+            public ulong MaxValueBytes; // 0 = the default, 1 GiB
         }
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

@@ -52,6 +52,12 @@ namespace Af
         /// <summary>Only LM equations carrying this tag stream (null = all).</summary>
         public string StreamTag { get; set; }
 
+        /// <summary>The largest value one equation may build, in bytes (a
+        /// format or concat result, ...; 0 = the default, 1 GiB). Past it the
+        /// run fails with OUT_OF_MEMORY (AfOutOfMemoryException) naming the
+        /// primitive and the size.</summary>
+        public ulong MaxValueBytes { get; set; }
+
         // Rooted for the life of the process (see Context.s_freeHandle).
         private static readonly Native.ProgressFn s_progress = ProgressTrampoline;
         private static readonly Native.StreamFn s_stream = StreamTrampoline;
@@ -113,6 +119,7 @@ namespace Af
                 Marshal.Copy(p, 0, n.ProfilePath, p.Length);
                 n.ProfilePathLen = Utf8.Len(p);
             }
+            n.MaxValueBytes = o.MaxValueBytes;
             if (o.Cancel != null) n.Cancel = b.Add(o.Cancel.Handle);
             if (o.Progress != null)
             {
@@ -134,6 +141,15 @@ namespace Af
                 n.StreamDestroy = Marshal.GetFunctionPointerForDelegate(Context.s_freeHandle);
             }
             return n;
+        }
+
+        /// <summary>A copy of o (null = the defaults) with every option kept
+        /// but Cancel, which becomes cancel.</summary>
+        internal static RunOptions WithCancel(RunOptions o, CancelToken cancel)
+        {
+            var copy = o == null ? new RunOptions() : (RunOptions)o.MemberwiseClone();
+            copy.Cancel = cancel;
+            return copy;
         }
 
         internal static void FreeNative(ref Native.AfRunOptions n)
@@ -322,19 +338,7 @@ namespace Af
             using (var token = new CancelToken())
             using (ct.Register(token.Trigger))
             {
-                var o = options ?? new RunOptions();
-                var withToken = new RunOptions
-                {
-                    KeepGoing = o.KeepGoing,
-                    Profile = o.Profile,
-                    ItemErrors = o.ItemErrors,
-                    Timeout = o.Timeout,
-                    ProfilePath = o.ProfilePath,
-                    Progress = o.Progress,
-                    Cancel = token,
-                    Summary = o.Summary,
-                };
-                return Call(ctx, withToken, inputs);
+                return Call(ctx, RunOptions.WithCancel(options, token), inputs);
             }
         }
 

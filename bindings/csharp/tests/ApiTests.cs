@@ -325,6 +325,36 @@ namespace Af.Tests
         }
 
         [Test]
+        public void MaxValueBytesBoundsTheValuesARunBuilds()
+        {
+            // f(s) = format("{0}" x 1000, s): 1000 bytes from a 1-byte input.
+            string template = string.Concat(Enumerable.Repeat("{0}", 1000));
+            using (var ir = ctx.Trace((c, a) => c.Format(template, a[0]), J("\"s\"")))
+            using (var p = Program.Compile(ctx, ir))
+            {
+                string want = "\"" + new string('x', 1000) + "\"";
+                JsonIs(want, p.Call(ctx, J("\"x\"")), "no options");
+                JsonIs(want, p.Call(ctx, new RunOptions(), J("\"x\"")), "the default budget, 1 GiB");
+                JsonIs(want, p.Call(ctx, new RunOptions { MaxValueBytes = 1000 }, J("\"x\"")), "a budget of exactly its size");
+
+                var small = new RunOptions { MaxValueBytes = 100 };
+                var ex = Assert.ThrowsAf(ErrorCode.OutOfMemory, () => p.Call(ctx, small, J("\"x\"")));
+                Assert.True(ex is AfOutOfMemoryException, "thrown as AfOutOfMemoryException");
+                Assert.Contains("max_value_bytes", ex.Message);
+                Assert.Contains("format", ex.Message, "the primitive is named");
+                Assert.Contains("1000 bytes", ex.Message, "the size is named");
+                using (var run = p.Start(ctx, small, J("\"x\"")))
+                    Assert.ThrowsAf(ErrorCode.OutOfMemory, () => run.Wait(), "an asynchronous run");
+                // A cancellation token replaces Cancel but keeps the budget.
+                using (var cts = new CancellationTokenSource())
+                {
+                    var e2 = Assert.ThrowsAf(ErrorCode.OutOfMemory, () => ir.Call(ctx, small, cts.Token, J("\"x\"")));
+                    Assert.Contains("max_value_bytes", e2.Message);
+                }
+            }
+        }
+
+        [Test]
         public void CancelTokenStopsABlockingCall()
         {
             using (var slow = Provider.Echo("{\"latency_ms\": 5000}")) ctx.Route("*", slow);

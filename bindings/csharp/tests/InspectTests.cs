@@ -121,6 +121,56 @@ namespace Af.Tests
             }
         }
 
+        // switched(k, x) = switch(k, {a: "A" + x, b: x + x}, x) + "!"
+        private Ir Switched()
+        {
+            var branches = new Dictionary<string, Ir>();
+            using (var k = ctx.Str("k"))
+            using (var x = ctx.Str("x"))
+            {
+                try
+                {
+                    branches["a"] = ctx.Trace((c, a) => c.Format("A{}", a[0]), x);
+                    branches["b"] = ctx.Trace((c, a) => c.Concat(a[0], a[0]), x);
+                    return ctx.Trace((c, a) =>
+                    {
+                        using (var s = c.Switch(a[0], branches, a[1]))
+                        using (var bang = c.Str("!"))
+                            return c.Concat(s, bang);
+                    }, k, x);
+                }
+                finally
+                {
+                    foreach (var b in branches.Values) b.Dispose();
+                }
+            }
+        }
+
+        [Test]
+        public void DeepRelatedQueriesAreBoundedInBytes()
+        {
+            using (var ir = Switched())
+            {
+                int last = ir.EqnCount - 1;
+                Assert.Equal("switch", ir.EqnPrim(0));
+                var deep = Related.Ancestors | Related.Deep;
+                string answer = ir.RelatedJson(last, deep);
+                Assert.Contains("\"nested\":[\"0/branches/", answer, "the branches' equations are listed");
+                ulong len = (ulong)System.Text.Encoding.UTF8.GetByteCount(answer);
+                Assert.Equal(answer, ir.RelatedJson(last, deep, 0), "0 = the default limit");
+                Assert.Equal(answer, ir.RelatedJson(last, deep, len), "a limit of exactly the answer's length");
+                var e = Assert.ThrowsAf(ErrorCode.InvalidArgument, () => ir.RelatedJson(last, deep, len - 1));
+                Assert.Contains("over the limit of " + (len - 1), e.Message);
+                e = Assert.ThrowsAf(ErrorCode.InvalidArgument, () => ir.RelatedJson(last, deep, 1));
+                Assert.Contains("over the limit", e.Message);
+                Assert.True(e is AfInvalidArgumentException, "thrown as AfInvalidArgumentException");
+                // The limit bounds the deep answer (the nested paths); a
+                // shallow answer is at most the IR's equation list.
+                Assert.Equal(ir.RelatedJson(last, Related.Ancestors), ir.RelatedJson(last, Related.Ancestors, 1));
+                Assert.ThrowsAf(ErrorCode.InvalidArgument, () => ir.RelatedJson(99, deep, 1000));
+            }
+        }
+
         // named(q) = lm(q, m1) inside the name scopes triage, ask.
         private Ir Named()
         {
