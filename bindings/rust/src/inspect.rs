@@ -4,7 +4,7 @@
 use std::os::raw::c_char;
 use std::ptr;
 
-use crate::error::{check, Result};
+use crate::error::{check, Error, ErrorCode, Result};
 use crate::ir::Ir;
 use crate::sys;
 use crate::transform::make_ir;
@@ -17,6 +17,18 @@ pub enum Direction {
     Ancestors,
     /// What transitively reads the equation.
     Descendants,
+}
+
+fn related_flags(dir: Direction, deep: bool) -> u32 {
+    let flags = match dir {
+        Direction::Ancestors => sys::AF_IR_ANCESTORS,
+        Direction::Descendants => sys::AF_IR_DESCENDANTS,
+    };
+    if deep {
+        flags | sys::AF_IR_DEEP
+    } else {
+        flags
+    }
 }
 
 fn json_of(f: impl FnOnce(*mut sys::af_bytes_t) -> *mut sys::af_error_t) -> Result<String> {
@@ -58,15 +70,35 @@ impl Ir {
 
     /// Ancestors or descendants of equation `i`: `{"eqns": [...]}`, and with
     /// `deep` also `"nested"`, the paths of the equations in their sub-IRs.
+    /// Without `deep` the query stops at sub-IR boundaries; a deep
+    /// answer of more than 64 MiB is `InvalidArgument` (see
+    /// [`related_json_with`](Self::related_json_with)).
     pub fn related_json(&self, i: usize, dir: Direction, deep: bool) -> Result<String> {
-        let mut flags = match dir {
-            Direction::Ancestors => sys::AF_IR_ANCESTORS,
-            Direction::Descendants => sys::AF_IR_DESCENDANTS,
-        };
-        if deep {
-            flags |= sys::AF_IR_DEEP;
-        }
+        let flags = related_flags(dir, deep);
         json_of(|b| unsafe { sys::af_ir_related_json(self.as_ptr(), i, flags, b) })
+    }
+
+    /// [`related_json`](Self::related_json) accepting an answer of at most
+    /// `max_bytes` bytes (UTF-8) instead of the default 64 MiB: a larger one
+    /// (a deep query through shared sub-IRs can be huge) is
+    /// `InvalidArgument` naming its size, found before it is built.
+    /// `max_bytes` 0 is `InvalidArgument` (0 means the default in C; use
+    /// `related_json` for that).
+    pub fn related_json_with(
+        &self,
+        i: usize,
+        dir: Direction,
+        deep: bool,
+        max_bytes: u64,
+    ) -> Result<String> {
+        if max_bytes == 0 {
+            return Err(Error::new(
+                ErrorCode::InvalidArgument,
+                "Ir::related_json_with: max_bytes must be positive (Ir::related_json uses the default, 64 MiB)",
+            ));
+        }
+        let flags = related_flags(dir, deep);
+        json_of(|b| unsafe { sys::af_ir_related_json_with(self.as_ptr(), i, flags, max_bytes, b) })
     }
 
     /// The slice computing the outputs at `outputs` (paths) from the inputs

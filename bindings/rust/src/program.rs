@@ -66,6 +66,11 @@ pub struct RunOptions {
     pub stream: Option<Arc<StreamFn>>,
     /// Only LM equations carrying this tag stream (`None`: every one).
     pub stream_tag: Option<String>,
+    /// The largest value one equation may build, in bytes (a format or
+    /// concat result, ...; `None`: the default, 1 GiB). Past it the run
+    /// fails with `OutOfMemory` naming the primitive and the size. `Some(0)`
+    /// is `InvalidArgument` (0 means the default in C).
+    pub max_value_bytes: Option<u64>,
 }
 
 /// A cancel token: one [`trigger`](Self::trigger) cancels every run given it
@@ -155,6 +160,16 @@ fn raw_options(opts: &RunOptions) -> Result<(sys::af_run_options_t, Vec<u8>)> {
     let timeout_ms = opts.timeout.map_or(0, |d| {
         u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
     });
+    let max_value_bytes = match opts.max_value_bytes {
+        None => 0,
+        Some(0) => {
+            return Err(Error::new(
+                ErrorCode::InvalidArgument,
+                "RunOptions::max_value_bytes must be positive (None = the default, 1 GiB)",
+            ))
+        }
+        Some(n) => n,
+    };
     let (progress, user_data, destroy): (sys::af_progress_fn, *mut c_void, sys::af_destroy_fn) =
         match &opts.progress {
             Some(f) => (
@@ -204,6 +219,7 @@ fn raw_options(opts: &RunOptions) -> Result<(sys::af_run_options_t, Vec<u8>)> {
             tag.as_ptr().cast()
         },
         stream_tag_len: tag.len(),
+        max_value_bytes,
     };
     Ok((raw, path))
 }

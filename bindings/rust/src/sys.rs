@@ -122,6 +122,9 @@ pub struct af_run_options {
     pub stream_destroy: af_destroy_fn,
     pub stream_tag: *const c_char,
     pub stream_tag_len: usize,
+    /// The largest value one equation may build, in bytes (0 = the default,
+    /// 1 GiB); past it the equation fails with OUT_OF_MEMORY.
+    pub max_value_bytes: u64,
 }
 pub type af_run_options_t = af_run_options;
 
@@ -402,6 +405,13 @@ extern "C" {
         ir: *const af_ir_t,
         i: usize,
         flags: u32,
+        out: *mut af_bytes_t,
+    ) -> *mut af_error_t;
+    pub fn af_ir_related_json_with(
+        ir: *const af_ir_t,
+        i: usize,
+        flags: u32,
+        max_bytes: u64,
         out: *mut af_bytes_t,
     ) -> *mut af_error_t;
     pub fn af_ir_slice(

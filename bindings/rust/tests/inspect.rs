@@ -262,3 +262,69 @@ fn run_summaries_add_up_echo_usage() {
     assert_eq!(out.unwrap_err().code, ErrorCode::InvalidArgument);
     assert!(summary.is_none());
 }
+
+#[test]
+fn related_json_with_bounds_a_deep_answer_in_bytes() {
+    let ctx = Context::new().unwrap();
+    let a = ctx
+        .trace(
+            |ctx, i| ctx.concat(&[Value::from("A"), i[0].clone()]),
+            &[Value::from("x")],
+            None,
+        )
+        .unwrap();
+    let b = ctx
+        .trace(
+            |ctx, i| ctx.concat(&[i[0].clone(), i[0].clone()]),
+            &[Value::from("x")],
+            None,
+        )
+        .unwrap();
+    // g(k, x) = concat(switch(k, a, b)(x), "!"): the last equation reads
+    // the switch, whose branches hold one equation each.
+    let ir = ctx
+        .trace(
+            |ctx, i| {
+                let s = ctx.switch(&i[0], &[("a", &a), ("b", &b)], &i[1..])?;
+                ctx.concat(&[s, Value::from("!")])
+            },
+            &[Value::from("k"), Value::from("x")],
+            None,
+        )
+        .unwrap();
+    let last = ir.eqn_count() - 1;
+    let deep = ir.related_json(last, Direction::Ancestors, true).unwrap();
+    assert!(deep.contains(r#""nested""#), "{deep}");
+    assert!(deep.contains("branches/"), "{deep}");
+
+    let err = ir
+        .related_json_with(last, Direction::Ancestors, true, 1)
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgument, "{err}");
+    assert!(err.message.contains("over the limit"), "{err}");
+
+    // Exactly the default answer's length is enough, and gives that answer.
+    let n = deep.len() as u64;
+    assert_eq!(
+        ir.related_json_with(last, Direction::Ancestors, true, n)
+            .unwrap(),
+        deep
+    );
+    let err = ir
+        .related_json_with(last, Direction::Ancestors, true, n - 1)
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgument, "{err}");
+    assert!(err.message.contains("over the limit"), "{err}");
+    // A shallow query under the same limit, and 0 (the default in C) refused.
+    assert_eq!(
+        ir.related_json_with(last, Direction::Ancestors, false, n)
+            .unwrap(),
+        ir.related_json(last, Direction::Ancestors, false).unwrap()
+    );
+    assert_eq!(
+        ir.related_json_with(last, Direction::Ancestors, true, 0)
+            .unwrap_err()
+            .code,
+        ErrorCode::InvalidArgument
+    );
+}

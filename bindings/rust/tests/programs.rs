@@ -501,3 +501,61 @@ fn pullback_of_a_schema_call_takes_text_feedback_on_int_and_bool_fields() {
     assert!(err.message.contains("feedback must be text"), "{err}");
     assert!(err.message.contains(r#"input[1]["n"]"#), "{err}");
 }
+
+#[test]
+fn max_value_bytes_bounds_the_values_a_run_builds() {
+    let ctx = Context::new().unwrap();
+    // format("{0}{0}...{0}", x): 1000 copies of x, 1000 bytes for x = "a".
+    let tmpl = "{0}".repeat(1000);
+    let ir = ctx
+        .trace(
+            |ctx, i| ctx.format(&tmpl, &i[..1], None),
+            &[Value::from("x")],
+            None,
+        )
+        .unwrap();
+    let p = Program::compile(&ctx, &ir).unwrap();
+    let a = [Value::from("a")];
+
+    let small = RunOptions {
+        max_value_bytes: Some(100),
+        ..RunOptions::default()
+    };
+    let err = p.call_with(&ctx, &a, &small).unwrap_err();
+    assert_eq!(err.code, ErrorCode::OutOfMemory, "{err}");
+    assert!(err.message.contains("max_value_bytes"), "{err}");
+    assert!(err.message.contains("format"), "{err}");
+    // The asynchronous run carries the option too.
+    let err = p
+        .call_async_with(&ctx, &a, &small)
+        .unwrap()
+        .wait()
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::OutOfMemory, "{err}");
+
+    // The default (1 GiB), and a budget the result fits exactly.
+    let out = p.call_with(&ctx, &a, &RunOptions::default()).unwrap();
+    assert_eq!(out.as_str().unwrap(), "a".repeat(1000));
+    let exact = RunOptions {
+        max_value_bytes: Some(1000),
+        ..RunOptions::default()
+    };
+    assert_eq!(
+        p.call_with(&ctx, &a, &exact)
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .len(),
+        1000
+    );
+
+    // 0 would mean the default in C: refused rather than surprising.
+    let zero = RunOptions {
+        max_value_bytes: Some(0),
+        ..RunOptions::default()
+    };
+    assert_eq!(
+        p.call_with(&ctx, &a, &zero).unwrap_err().code,
+        ErrorCode::InvalidArgument
+    );
+}
