@@ -178,6 +178,22 @@ int main() {
   expect(pair.slice({"b"}).eqn_count() == 2, "a slice from all inputs");
   expect(pair.cost_json(2).find("\"calls\":0") != std::string::npos, "no LM calls: " + pair.cost_json(2));
   expect_error(af::Code::NotFound, [&] { (void)pair.sub(0, "body"); }, "concat has no sub-IR");
+  // A deep query bounded in bytes: what reads reply's match (eqn 0), the
+  // switch's branches included. The limit counts the answer itself, so
+  // exactly its length passes.
+  {
+    const uint32_t down = AF_IR_DESCENDANTS | AF_IR_DEEP;
+    std::string deep = reply.related_json(0, down);
+    expect(deep.find("\"nested\":[\"") != std::string::npos, "a deep query lists the branches' equations: " + deep);
+    expect(reply.related_json(0, down, deep.size()) == deep, "a limit of exactly the answer's length returns it");
+    expect(reply.related_json(0, down, 0) == deep, "a limit of 0 is the default");
+    af::Error over = expect_error(
+        af::Code::InvalidArgument, [&] { (void)reply.related_json(0, down, 1); }, "a deep query over max_bytes");
+    expect(over.message().find("over the limit of 1 ") != std::string::npos, "it names the limit: " + over.message());
+    expect_error(
+        af::Code::InvalidArgument, [&] { (void)reply.related_json(0, down, deep.size() - 1); },
+        "one byte less is refused");
+  }
 
   // Async run with cancellation, on a host provider that parks the request.
   std::atomic<bool> submitted{false};
@@ -215,6 +231,30 @@ int main() {
   af::Provider echo = af::Provider::echo();
   ctx.route("*", echo);
   expect(ask.call_async(ctx, {ctx.str("hi")}).wait().str() == "m|Q:hi", "an async run completes");
+
+  // A run's byte budget: 1000 copies of a 5-byte input (5000 bytes) is over
+  // a max_value_bytes of 100, and fine with the default (1 GiB).
+  {
+    std::string tmpl;
+    for (int k = 0; k < 1000; ++k) tmpl += "{0}";
+    af::Program many = af::Program::compile(
+        ctx, ctx.trace([&](af::Context& c, const std::vector<af::Value>& in) { return c.format(tmpl, {in[0]}); },
+                       {ctx.str("x")}));
+    af::RunOptions budget;
+    budget.max_value_bytes = 100;
+    af::Error oom = expect_error(af::Code::OutOfMemory, [&] { many.call(ctx, {ctx.str("hello")}, budget); },
+                                 "a value over max_value_bytes");
+    expect(oom.message().find("max_value_bytes") != std::string::npos &&
+               oom.message().find("format") != std::string::npos,
+           "it names the option and the primitive: " + oom.message());
+    expect_error(af::Code::OutOfMemory, [&] { many.call_async(ctx, {ctx.str("hello")}, budget).wait(); },
+                 "and in an async run");
+    std::string want;
+    for (int k = 0; k < 1000; ++k) want += "hello";
+    expect(many.call(ctx, {ctx.str("hello")}, af::RunOptions()).str() == want, "the default budget lets it through");
+    budget.max_value_bytes = want.size();
+    expect(many.call(ctx, {ctx.str("hello")}, budget).str() == want, "a budget of exactly its size too");
+  }
 
   // Name paths, and run summaries (echo counts words: "hi there" in, "m|hi
   // there" out, 2 tokens each).

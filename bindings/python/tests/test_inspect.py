@@ -3,6 +3,8 @@ reference, a valid topological order, a slice that runs, the dry-run cost."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import libaf
@@ -48,6 +50,34 @@ def test_queries_match_a_naive_reference(ctx: libaf.Context) -> None:
         ir.eqn(99)
     with pytest.raises(IndexError):
         ir.eqn(-1)
+
+
+def test_deep_queries_are_bounded_in_bytes(ctx: libaf.Context) -> None:
+    # route(k, t) = switch(k, {shout: t + "!", ask: t + "?"}) + "."
+    def program(k: libaf.Value, t: libaf.Value) -> libaf.Value:
+        out = libaf.switch(k, {"shout": lambda x: libaf.concat(x, "!"), "ask": lambda x: libaf.concat(x, "?")}, t)
+        return libaf.concat(out, ".")
+
+    ir = libaf.trace(program, "k", "t", ctx=ctx)
+    last = ir.eqn_count - 1
+    want = ir.ancestors(last, deep=True)
+    assert want["nested"]  # the branches' equations, under the switch
+    # The answer is compact JSON: its exact length is the limit it needs.
+    size = len(json.dumps(want, separators=(",", ":")).encode("utf-8"))
+    assert ir.ancestors(last, deep=True, max_bytes=size) == want
+    with pytest.raises(libaf.InvalidArgument, match="over the limit of 1") as e:
+        ir.ancestors(last, deep=True, max_bytes=1)
+    assert e.value.code == 1 and e.value.name == "INVALID_ARGUMENT"
+    with pytest.raises(libaf.InvalidArgument, match=f"would be {size} bytes, over the limit of {size - 1}"):
+        ir.ancestors(last, deep=True, max_bytes=size - 1)
+    first = ir.prims.index("switch")
+    down = ir.descendants(first, deep=True)
+    assert ir.descendants(first, deep=True, max_bytes=10**6) == down
+    with pytest.raises(libaf.InvalidArgument, match="over the limit"):
+        ir.descendants(first, deep=True, max_bytes=1)
+    for bad in (0, -1, 2**64, 1.5, True):
+        with pytest.raises(ValueError, match="max_bytes"):
+            ir.ancestors(last, deep=True, max_bytes=bad)
 
 
 def test_eqn_describes_literals_and_params(ctx: libaf.Context) -> None:

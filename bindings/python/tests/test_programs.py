@@ -92,6 +92,30 @@ def test_timeout_progress_and_profile(ctx: libaf.Context, tmp_path: Path) -> Non
         _ask(ctx)("q", options=libaf.RunOptions(), keep_going=True)
 
 
+def test_max_value_bytes_bounds_what_one_equation_builds(ctx: libaf.Context) -> None:
+    # 1000 copies of a 5-byte input: 5000 bytes, over a budget of 100.
+    program = libaf.trace(lambda x: libaf.format("{0}" * 1000, x), "x", ctx=ctx).compile(ctx)
+    with pytest.raises(libaf.OutOfMemory, match="max_value_bytes") as e:
+        program("hello", max_value_bytes=100)
+    assert e.value.code == 11 and e.value.name == "OUT_OF_MEMORY"
+    assert "format" in str(e.value)  # names the primitive
+    with pytest.raises(MemoryError):  # the Python base it is caught by
+        program.call("hello", options=libaf.RunOptions(max_value_bytes=100))
+
+    async def over_budget() -> None:
+        await program.call_async("hello", max_value_bytes=100)
+
+    with pytest.raises(libaf.OutOfMemory, match="max_value_bytes"):
+        asyncio.run(over_budget())
+    # The default budget (1 GiB), and one large enough, let it through.
+    assert program("hello").to_py() == "hello" * 1000
+    assert program("hello", max_value_bytes=5000).to_py() == "hello" * 1000
+    assert program.start("hello", max_value_bytes=10**6).wait().to_py() == "hello" * 1000
+    for bad in (0, -1, 2**64, 1.5, True):
+        with pytest.raises(ValueError, match="max_value_bytes"):
+            program("hello", max_value_bytes=bad)
+
+
 def test_cancel_token_and_future_cancel(ctx: libaf.Context) -> None:
     gate = Gate()
     ctx.route("gate", libaf.Provider.host(gate))

@@ -481,6 +481,12 @@ class Ir {
   std::string related_json(size_t i, uint32_t flags) const {
     return take([&](af_bytes_t* b) { return af_ir_related_json(ptr(), i, flags, b); });
   }
+  /* With the largest answer accepted, in bytes (0 = the default, 64 MiB);
+   * past it INVALID_ARGUMENT ("... over the limit of N"), found before
+   * anything is built. */
+  std::string related_json(size_t i, uint32_t flags, uint64_t max_bytes) const {
+    return take([&](af_bytes_t* b) { return af_ir_related_json_with(ptr(), i, flags, max_bytes, b); });
+  }
   /* The slice computing `outputs` from ir's own inputs. */
   Ir slice(const std::vector<std::string>& outputs) const { return slice_impl(outputs, nullptr); }
   /* The slice computing `outputs` from `inputs` only. */
@@ -1121,6 +1127,10 @@ struct RunOptions {
    * is dropped. */
   std::function<void(uint32_t, uint64_t, std::optional<std::string_view>)> stream;
   std::string stream_tag; /* only LM equations with this tag stream ("" = all) */
+  /* The largest value one equation may build, in bytes (a format or concat
+   * result; 0 = the default, 1 GiB): past it the run fails with
+   * OUT_OF_MEMORY naming the primitive and the size. */
+  uint64_t max_value_bytes = 0;
 };
 
 /* A run in flight. Destroying it cancels the run (nobody can read the
@@ -1257,6 +1267,7 @@ class Program {
       raw.flags = (o.keep_going ? AF_RUN_KEEP_GOING : 0u) | (o.profile ? AF_RUN_PROFILE : 0u) |
                   (o.item_errors ? AF_RUN_ITEM_ERRORS : 0u);
       raw.timeout_ms = o.timeout_ms;
+      raw.max_value_bytes = o.max_value_bytes;
       if (!o.profile_path.empty()) {
         raw.profile_path = o.profile_path.data();
         raw.profile_path_len = o.profile_path.size();

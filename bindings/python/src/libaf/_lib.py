@@ -103,6 +103,7 @@ class RunOptionsC(Structure):
         ("stream_destroy", DESTROY_FN),
         ("stream_tag", c_char_p),
         ("stream_tag_len", c_size_t),
+        ("max_value_bytes", c_uint64),
     ]
 
 
@@ -202,6 +203,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "af_ir_var_json": (ERR, [P, c_uint32, POINTER(Bytes)]),
     "af_ir_sub": (ERR, [P, c_size_t, c_char_p, c_size_t, PP]),
     "af_ir_related_json": (ERR, [P, c_size_t, c_uint32, POINTER(Bytes)]),
+    "af_ir_related_json_with": (ERR, [P, c_size_t, c_uint32, c_uint64, POINTER(Bytes)]),
     "af_ir_slice": (ERR, [P, POINTER(c_char_p), POINTER(c_size_t), c_size_t, POINTER(c_char_p), POINTER(c_size_t), c_size_t, PP]),
     "af_ir_cost_json": (ERR, [P, c_int64, POINTER(Bytes)]),
     "af_switch": (ERR, [P, P, POINTER(c_char_p), POINTER(c_size_t), PP, c_size_t, PP, c_size_t, PP]),

@@ -141,14 +141,26 @@ class Ir:
         p = path.encode("utf-8")
         return _ir_out(lambda out: lib.af_ir_sub(self._ptr, _index(i), p, len(p), out))
 
-    def ancestors(self, i: int, deep: bool = False) -> dict[str, Any]:
-        """{"eqns": [...]} equation i transitively reads; with deep also
-        "nested": the paths of the equations inside their sub-IRs."""
-        return self._json(lambda b: lib.af_ir_related_json(self._ptr, _index(i), 2 if deep else 0, b))  # type: ignore[no-any-return]
+    def _related(self, i: int, flags: int, max_bytes: int | None) -> dict[str, Any]:
+        idx = _index(i)
+        if max_bytes is None:
+            return self._json(lambda b: lib.af_ir_related_json(self._ptr, idx, flags, b))  # type: ignore[no-any-return]
+        # 0 would mean the default in C: reject it rather than surprise.
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or not 0 < max_bytes < 2**64:
+            raise ValueError(f"max_bytes must be a positive int (bytes), got {max_bytes!r}")
+        return self._json(lambda b: lib.af_ir_related_json_with(self._ptr, idx, flags, max_bytes, b))  # type: ignore[no-any-return]
 
-    def descendants(self, i: int, deep: bool = False) -> dict[str, Any]:
+    def ancestors(self, i: int, deep: bool = False, *, max_bytes: int | None = None) -> dict[str, Any]:
+        """{"eqns": [...]} equation i transitively reads; with deep also
+        "nested": the paths of the equations inside their sub-IRs.
+        max_bytes: the largest answer accepted, in bytes of its JSON (None =
+        the default, 64 MiB); a larger one raises InvalidArgument ("over the
+        limit of N") before anything is built."""
+        return self._related(i, 2 if deep else 0, max_bytes)
+
+    def descendants(self, i: int, deep: bool = False, *, max_bytes: int | None = None) -> dict[str, Any]:
         """{"eqns": [...]} that transitively read equation i (see ancestors)."""
-        return self._json(lambda b: lib.af_ir_related_json(self._ptr, _index(i), 3 if deep else 1, b))  # type: ignore[no-any-return]
+        return self._related(i, 3 if deep else 1, max_bytes)
 
     def slice(self, outputs: Sequence[str], inputs: Sequence[str] | None = None) -> "Ir":
         """The part of the IR computing the outputs at paths ``outputs`` from

@@ -62,6 +62,9 @@ class RunOptions:
       batch item and the next piece, or None when what that equation and
       item streamed so far does not count. The result is the same as without.
     stream_tag: only LM equations carrying this tag stream (None = all).
+    max_value_bytes: the largest value one equation may build, in bytes (a
+      format or concat result; None = the default, 1 GiB); past it the run
+      fails with libaf.OutOfMemory naming the primitive and the size.
     """
 
     keep_going: bool = False
@@ -74,6 +77,7 @@ class RunOptions:
     summary: bool = False
     stream: Optional[Callable[[int, int, Optional[str]], None]] = None
     stream_tag: Optional[str] = None
+    max_value_bytes: Optional[int] = None
 
     def _to_c(self) -> tuple[_lib.RunOptionsC, list]:
         """The C struct and what must stay alive while the run may use it."""
@@ -85,6 +89,12 @@ class RunOptions:
             if self.timeout <= 0:
                 raise ValueError(f"timeout must be positive seconds, got {self.timeout!r}")
             o.timeout_ms = max(1, int(self.timeout * 1000))
+        if self.max_value_bytes is not None:
+            # 0 would mean the default in C: reject it rather than surprise.
+            if (isinstance(self.max_value_bytes, bool) or not isinstance(self.max_value_bytes, int)
+                    or not 0 < self.max_value_bytes < 2**64):
+                raise ValueError(f"max_value_bytes must be a positive int (bytes), got {self.max_value_bytes!r}")
+            o.max_value_bytes = self.max_value_bytes
         keep: list = []
         if self.profile_path is not None:
             p = os.fsencode(self.profile_path)
