@@ -142,11 +142,13 @@ if [ "$go_rc" != 0 ] && [ "$go_fail" = 0 ]; then tail -30 "$LOG/go.log"; go_fail
 grep -E -- "--- FAIL" "$LOG/go.log" | head -20
 count "$go_pass" "$go_fail" "go"
 # The handle lifetimes under the race detector: concurrent Close of every
-# handle type and async runs whose context only the run still references
-# (~5 s with a warm Go build cache; the first run builds the race runtime).
+# handle type, Close racing a use of the same handle (the use completes or
+# reports the handle closed), Close from inside a callback, and async runs
+# whose context only the run still references (~10 s with a warm Go build
+# cache; the first run builds the race runtime).
 check go-race bash -c "cd bindings/go && CGO_ENABLED=1 GOFLAGS=-mod=mod PKG_CONFIG_PATH='$ROOT/build' \
   CGO_LDFLAGS='-L$LIBDIR -Wl,-rpath,$LIBDIR' \
-  go test -race -count=1 -run 'TestConcurrentClose|TestAsyncRun' ./..."
+  go test -race -count=1 -run 'TestConcurrentClose|TestAsyncRun|TestCloseRacingUse|TestCloseInsideCallback|TestEngineClosedDuring' ./..."
 
 note "C# binding"
 AF_LIB_DIR=$LIBDIR AF_CS_OUT=$ROOT/build/csharp bash bindings/csharp/build.sh >"$LOG/csharp.log" 2>&1
