@@ -210,3 +210,68 @@ func TestFormerNamesStillWork(t *testing.T) {
 	_, err := prog.Run(ctx, old, nil, js(t, eng, `"a"`), js(t, eng, `"m"`))
 	wantCode(t, err, af.CodeCancelled)
 }
+
+// RunOptions.MaxValueBytes bounds the value one equation builds: a format
+// of 1000 "{0}" fields over "x" builds 1000 bytes, and fails with
+// CodeOutOfMemory naming the option and the primitive past the limit, on
+// every call path that takes options.
+func TestRunOptionsMaxValueBytes(t *testing.T) {
+	eng := newCtx(t)
+	tmpl := strings.Repeat("{0}", 1000)
+	ir := must(af.Trace(eng, func(eng *af.Engine, in []*af.Value) (*af.Value, error) {
+		return eng.Format(tmpl, in[0])
+	}, js(t, eng, `"x"`)))(t)
+	defer ir.Close()
+	prog := must(af.Compile(eng, ir))(t)
+	defer prog.Close()
+	want := `"` + strings.Repeat("x", 1000) + `"`
+	cancellable, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	paths := []struct {
+		name string
+		call func(opts *af.RunOptions) (*af.Value, error)
+	}{
+		{"Program.CallWith", func(o *af.RunOptions) (*af.Value, error) {
+			return prog.CallWith(eng, o, js(t, eng, `"x"`))
+		}},
+		{"Program.CallWithSummary", func(o *af.RunOptions) (*af.Value, error) {
+			v, _, err := prog.CallWithSummary(eng, o, js(t, eng, `"x"`))
+			return v, err
+		}},
+		{"Engine.CallWith, program", func(o *af.RunOptions) (*af.Value, error) {
+			return eng.CallWith(context.Background(), prog, o, js(t, eng, `"x"`))
+		}},
+		{"Engine.CallWith, IR, cancellable ctx", func(o *af.RunOptions) (*af.Value, error) {
+			return eng.CallWith(cancellable, ir, o, js(t, eng, `"x"`))
+		}},
+		{"Program.CallAsync", func(o *af.RunOptions) (*af.Value, error) {
+			f, err := prog.CallAsync(eng, o, js(t, eng, `"x"`))
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			return f.Wait()
+		}},
+	}
+	for _, p := range paths {
+		for _, limit := range []uint64{100, 999} {
+			_, err := p.call(&af.RunOptions{MaxValueBytes: limit})
+			ae := wantCode(t, err, af.CodeOutOfMemory)
+			if !strings.Contains(ae.Message, "max_value_bytes") || !strings.Contains(ae.Message, "format") {
+				t.Fatalf("%s, limit %d: message %q", p.name, limit, ae.Message)
+			}
+			if !errors.Is(err, af.ErrOutOfMemory) {
+				t.Fatalf("%s: errors.Is(err, ErrOutOfMemory) is false: %v", p.name, err)
+			}
+		}
+		// The default (nil options, 0), exactly the result's size, and more.
+		for _, o := range []*af.RunOptions{nil, {}, {MaxValueBytes: 1000}, {MaxValueBytes: 1 << 20}} {
+			out, err := p.call(o)
+			if err != nil {
+				t.Fatalf("%s, options %+v: %v", p.name, o, err)
+			}
+			wantJSON(t, out, want)
+			out.Close()
+		}
+	}
+}

@@ -198,6 +198,8 @@ var bindingNames = strings.NewReplacer(
 	"af_register_function_async", "(*Engine).RegisterFunctionAsync",
 	"af_register_function", "(*Engine).RegisterFunction",
 	"af_context_route", "(*Engine).Route",
+	"af_ir_related_json_with", "(*IR).RelatedJSONWith",
+	"af_ir_related_json", "(*IR).RelatedJSON",
 )
 
 // newCError makes an owned af_error_t* for a Go error returned by a

@@ -57,10 +57,23 @@ func (ir *IR) VarJSON(v uint32) (string, error) {
 }
 
 // RelatedJSON lists the ancestors or descendants of equation i
-// (flags: Ancestors or Descendants, optionally |Deep).
+// (flags: Ancestors or Descendants, optionally |Deep): {"eqns": [...]},
+// and with Deep also "nested": the paths of the equations inside their
+// sub-IRs. A Deep answer over 64 MiB is CodeInvalidArgument; see
+// RelatedJSONWith.
 func (ir *IR) RelatedJSON(i int, flags uint32) (string, error) {
 	return ir.irJSON(func(p *C.af_ir_t, b *C.af_bytes_t) *C.af_error_t {
 		return C.af_ir_related_json(p, C.size_t(i), C.uint32_t(flags), b)
+	})
+}
+
+// RelatedJSONWith is RelatedJSON with the largest answer accepted, in
+// bytes (0 = libaf's default, 64 MiB). Only a Deep query is bounded: past
+// the limit it fails with CodeInvalidArgument ("over the limit of N"),
+// found before the answer is built.
+func (ir *IR) RelatedJSONWith(i int, flags uint32, maxBytes uint64) (string, error) {
+	return ir.irJSON(func(p *C.af_ir_t, b *C.af_bytes_t) *C.af_error_t {
+		return C.af_ir_related_json_with(p, C.size_t(i), C.uint32_t(flags), C.uint64_t(maxBytes), b)
 	})
 }
 

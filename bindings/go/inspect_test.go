@@ -2,6 +2,7 @@ package af_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -304,4 +305,72 @@ func TestRunSummariesAddUpEchoUsage(t *testing.T) {
 	if summary != "" {
 		t.Fatalf("summary %q of a call that did not run", summary)
 	}
+}
+
+// RelatedJSONWith bounds a Deep query's answer: at exactly the default
+// answer's length it returns that answer, one byte less (or 1) is
+// CodeInvalidArgument "over the limit of N"; a shallow query is not bounded.
+func TestRelatedJSONWithBoundsDeepAnswers(t *testing.T) {
+	ctx := newCtx(t)
+	br := branchIRs(t, ctx)
+	// f(k, x) = concat(s, s) where s = switch(format("{}", k), {a, b}, x)
+	ir := must(af.Trace(ctx, func(ctx *af.Context, in []*af.Value) (*af.Value, error) {
+		key, err := ctx.Format("{}", in[0])
+		if err != nil {
+			return nil, err
+		}
+		defer key.Close()
+		s, err := ctx.Switch(key, br, in[1])
+		if err != nil {
+			return nil, err
+		}
+		defer s.Close()
+		return ctx.Concat(s, s)
+	}, js(t, ctx, `"k"`), js(t, ctx, `"x"`)))(t)
+	defer ir.Close()
+	if ir.EqnCount() != 3 || ir.EqnPrim(1) != "switch" || ir.EqnPrim(2) != "concat" {
+		t.Fatalf("ir: %s", ir)
+	}
+	deep := must(ir.RelatedJSON(2, af.Ancestors|af.Deep))(t)
+	doc := decode[struct {
+		Eqns   []int    `json:"eqns"`
+		Nested []string `json:"nested"`
+	}](t, deep)
+	if len(doc.Eqns) != 2 || len(doc.Nested) != 2 || doc.Nested[0] != "1/branches/a/0" {
+		t.Fatalf("deep ancestors of the concat: %s", deep)
+	}
+	// 0 is the default limit.
+	if got := must(ir.RelatedJSONWith(2, af.Ancestors|af.Deep, 0))(t); got != deep {
+		t.Fatalf("max 0: %s, want %s", got, deep)
+	}
+	n := uint64(len(deep))
+	if got := must(ir.RelatedJSONWith(2, af.Ancestors|af.Deep, n))(t); got != deep {
+		t.Fatalf("max %d: %s, want %s", n, got, deep)
+	}
+	for _, limit := range []uint64{1, n - 1} {
+		_, err := ir.RelatedJSONWith(2, af.Ancestors|af.Deep, limit)
+		ae := wantCode(t, err, af.CodeInvalidArgument)
+		if !strings.Contains(ae.Message, fmt.Sprintf("over the limit of %d", limit)) {
+			t.Fatalf("max %d: message %q", limit, ae.Message)
+		}
+		// The hint names this package's method, not the C function.
+		if strings.Contains(ae.Message, "af_ir_related_json") || !strings.Contains(ae.Message, "(*IR).RelatedJSONWith") {
+			t.Fatalf("max %d: message %q", limit, ae.Message)
+		}
+	}
+	// Descendants too; a shallow query is not bounded.
+	down := must(ir.RelatedJSON(0, af.Descendants|af.Deep))(t)
+	_, err := ir.RelatedJSONWith(0, af.Descendants|af.Deep, uint64(len(down))-1)
+	wantCode(t, err, af.CodeInvalidArgument)
+	if got := must(ir.RelatedJSONWith(0, af.Descendants|af.Deep, uint64(len(down))))(t); got != down {
+		t.Fatalf("descendants: %s, want %s", got, down)
+	}
+	if got := must(ir.RelatedJSONWith(2, af.Ancestors, 1))(t); got != `{"eqns":[0,1]}` {
+		t.Fatalf("shallow query with max 1: %s", got)
+	}
+	_, err = ir.RelatedJSONWith(99, af.Deep, 0)
+	wantCode(t, err, af.CodeInvalidArgument)
+	ir.Close()
+	_, err = ir.RelatedJSONWith(2, af.Deep, 0)
+	wantCode(t, err, af.CodeInvalidArgument) // closed
 }

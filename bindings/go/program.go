@@ -126,6 +126,11 @@ type RunOptions struct {
 	Stream func(eqn uint32, item uint64, text string, restart bool)
 	// StreamTag: only LM equations carrying this tag stream ("" = all).
 	StreamTag string
+	// MaxValueBytes is the largest value one equation may build, in bytes
+	// (a format or concat result, ...; 0 = libaf's default, 1 GiB). Past it
+	// the equation fails with CodeOutOfMemory, naming the primitive and the
+	// size, before it allocates.
+	MaxValueBytes uint64
 }
 
 // cOptions fills a C options struct (in C memory: it holds C pointers) for
@@ -156,6 +161,7 @@ func (o *RunOptions) cOptions() (opts *C.af_run_options_t, free func()) {
 		}
 		opts.timeout_ms = C.uint64_t(ms)
 	}
+	opts.max_value_bytes = C.uint64_t(o.MaxValueBytes)
 	if o.ProfilePath != "" {
 		opts.profile_path = C.CString(o.ProfilePath)
 		opts.profile_path_len = C.size_t(len(o.ProfilePath))
