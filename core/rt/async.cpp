@@ -1,7 +1,9 @@
 #include "rt/async.h"
 
+#include <chrono>
 #include <condition_variable>
 #include <optional>
+#include <string>
 
 #include "rt/env.h"
 #include "ir/prim.h"
@@ -80,6 +82,15 @@ void run_async_blocking(const Eqn& e, std::span<const Value> in, std::span<Value
     op->fail(err);
   }
   std::unique_lock<std::mutex> lock(op->mu);
+  if (env.eager_timeout_ms > 0 &&
+      !op->cv.wait_for(lock, std::chrono::milliseconds(env.eager_timeout_ms), [&] { return op->done; })) {
+    lock.unlock();
+    // The request learns it is no longer wanted (af_host_request_cancelled,
+    // an LM transfer aborted); its late answer is ignored.
+    op->cancel(Error(Code::Timeout, e.prim->name + ": no result within the context's eager_timeout_ms of " +
+                                        std::to_string(env.eager_timeout_ms) + " ms; the request was cancelled"));
+    lock.lock();
+  }
   op->cv.wait(lock, [&] { return op->done; });
   if (op->err) throw detached(*op->err);
   if (op->out.size() != out.size())

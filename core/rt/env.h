@@ -85,6 +85,12 @@ struct RunEnv {
                                   " (a run option: raise it, or check the program builds what you meant)");
   }
 
+  // How long an operation run eagerly (outside any run: af_host_call,
+  // af_lm_call on an eager context) waits for an asynchronous result; 0 = no
+  // limit. Past it the request is cancelled and the operation fails with
+  // TIMEOUT (the context option "eager_timeout_ms").
+  int64_t eager_timeout_ms = 0;
+
   // Per-item errors (RunOptions::item_errors): a batch item that fails
   // becomes an error value in map's outputs instead of failing the equation.
   // Inherited by the sub-runs control flow and map start.

@@ -409,6 +409,45 @@ static void eager_calls_wait_for_async_tools(void) {
   tool_done(&t);
 }
 
+/* A context's eager_timeout_ms bounds an eager af_host_call: an async
+ * request never finished (it blocked forever) and a blocking function still
+ * working both end with TIMEOUT; the async tool sees itself cancelled, and
+ * its late answer is ignored. */
+static void eager_calls_honour_the_contexts_timeout(void) {
+  static const char opts[] = "{\"eager_timeout_ms\":100}";
+  struct tool waits, sleeps;
+  af_context_t* c = NULL;
+  af_value_t *arg = NULL, *out = NULL, *kinds = mk_str("str");
+  double t0;
+  tool_init(&waits, 0);
+  waits.wait_for_cancel = 1;
+  tool_init(&sleeps, 400);
+  if (!CHECK_OK(af_context_new_with(opts, strlen(opts), &c))) goto done;
+  CHECK_OK(af_register_function_async(c, "waits", 5, slow_async, &waits, NULL, kinds));
+  CHECK_OK(af_register_function_blocking(c, "sleeps", 6, slow_sync, &sleeps, NULL, kinds));
+  CHECK_OK(af_value_int(c, 7, &arg));
+  t0 = now_ms();
+  CHECK_ERR(af_host_call(c, "waits", 5, (const af_value_t* const*)&arg, 1, &out), AF_ERR_TIMEOUT,
+            "eager_timeout_ms of 100 ms", "cancelled");
+  CHECK(now_ms() - t0 < 2000); /* the tool would wait 5 s */
+  CHECK_ERR(af_host_call(c, "sleeps", 6, (const af_value_t* const*)&arg, 1, &out), AF_ERR_TIMEOUT,
+            "eager_timeout_ms of 100 ms");
+  CHECK_NULLED(out, af_value_free);
+  {
+    af_context_t* bad = NULL;
+    CHECK_ERR(af_context_new_with("{\"eager_timeout_ms\":-1}", 23, &bad), AF_ERR_INVALID_ARGUMENT, "eager_timeout_ms");
+    CHECK_NULLED(bad, af_context_free);
+  }
+done:
+  af_value_free(arg);
+  af_value_free(kinds);
+  tool_done(&waits);
+  af_context_free(c); /* waits for the blocking call still sleeping */
+  tool_done(&sleeps);
+  CHECK_INT_EQ(waits.saw_cancelled, 1);
+  CHECK_INT_EQ(waits.late_complete_code, 0);
+}
+
 static void blocking_failures_and_bad_registrations(void) {
   af_value_t* kinds = mk_str("str");
   af_value_t* arg = mk_str("not an int");
@@ -444,6 +483,7 @@ int main(int argc, char** argv) {
       CASE(a_timeout_reaches_an_async_tool_in_program_call),
       CASE(a_wrong_result_names_the_function),
       CASE(eager_calls_wait_for_async_tools),
+      CASE(eager_calls_honour_the_contexts_timeout),
       CASE(blocking_failures_and_bad_registrations),
   };
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);

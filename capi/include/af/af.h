@@ -147,13 +147,19 @@ AF_API af_error_t* af_context_new(af_context_t** out);
 /* A context with options, a JSON object (NULL/0 = defaults):
  *   {"lazy": false,
  *    "plan_cache": {"max_entries": 1024, "max_bytes": 268435456, "dir": ""},
- *    "host_threads": 8}
+ *    "host_threads": 8, "eager_timeout_ms": 0}
  * "lazy": true makes operations outside a trace record promises instead of
  * running (see "Lazy evaluation" below). "plan_cache" bounds the context's
  * cache of compiled programs (least recently used out first) and, with
  * "dir", keeps them on disk too, shared between processes (created if
  * missing). "host_threads" (1..256) bounds the pool that runs blocking host
- * functions (af_register_function_blocking). INVALID_ARGUMENT: malformed
+ * functions (af_register_function_blocking). "eager_timeout_ms" (0 = no
+ * limit) bounds how long an operation made eagerly, outside any run, waits
+ * for an asynchronous result — af_host_call of an async or blocking host
+ * function, af_lm_call / af_lm_schema_call on an eager context: past it the
+ * request is cancelled (af_host_request_cancelled reports 1, an LM transfer
+ * is aborted; a late answer is ignored) and the call fails with TIMEOUT. A
+ * sync host function runs on the calling thread and is not interrupted. INVALID_ARGUMENT: malformed
  * JSON, unknown key, wrong kind, value out of range (max_entries >= 1); IO: dir cannot be created or written. */
 AF_API af_error_t* af_context_new_with(const char* options_json, size_t len,
                                        af_context_t** out);
@@ -210,7 +216,8 @@ typedef void (*af_host_async_fn)(void* user_data, const af_value_t* const* args,
                                  af_host_request_t* req);
 /* Registers an async host function (see af_register_function for name,
  * result_kinds, destroy and errors). Outside a trace on an eager context,
- * af_host_call waits for the request to finish. */
+ * af_host_call waits for the request to finish, at most the context's
+ * "eager_timeout_ms" when set (af_context_new_with): then TIMEOUT. */
 AF_API af_error_t* af_register_function_async(af_context_t* ctx, const char* name,
                                               size_t name_len, af_host_async_fn fn,
                                               void* user_data, void (*destroy)(void*),
