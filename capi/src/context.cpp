@@ -9,7 +9,7 @@ using namespace af::capi;
 namespace {
 
 // {"lazy": bool, "plan_cache": {"max_entries", "max_bytes", "dir"},
-//  "host_threads": int, "eager_timeout_ms": int}: unknown
+//  "host_threads": int, "eager_timeout_ms": int, "host_wait_ms": int}: unknown
 // keys and wrong kinds are INVALID_ARGUMENT naming the key.
 void configure(af_context* ctx, std::string_view json) {
   const char* fn = "af_context_new_with";
@@ -27,6 +27,7 @@ void configure(af_context* ctx, std::string_view json) {
   const int64_t host_threads = o.integer("host_threads", int64_t(HostPool::kDefaultThreads), 1,
                                          int64_t(HostPool::kMaxThreads));
   ctx->env.eager_timeout_ms = o.integer("eager_timeout_ms", 0, 0, INT64_MAX / 1000000);
+  ctx->core.hosts.pool().set_wait_ms(o.integer("host_wait_ms", 0, 0, INT64_MAX / 1000000));
   o.finish();
   ctx->core.hosts.pool().set_max_threads(size_t(host_threads));
   ctx->core.plans.configure(std::move(cache));

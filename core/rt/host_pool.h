@@ -6,6 +6,7 @@
 
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -23,8 +24,12 @@ class HostPool {
   static constexpr size_t kMaxThreads = 256;
 
   HostPool() = default;
-  // Fails the waiting calls with CANCELLED and joins the threads (a call
-  // already running is waited for).
+  // Fails the waiting calls with CANCELLED, then waits for the calls still
+  // running — without limit, or at most wait_ms (set_wait_ms) — and joins
+  // their threads; past the limit it abandons the threads of calls that are
+  // still running: each finishes its call on its own, holding what the call
+  // uses (its host function, whose destroy then runs when the call returns,
+  // and the pool's state), and ends.
   ~HostPool();
   HostPool(const HostPool&) = delete;
   HostPool& operator=(const HostPool&) = delete;
@@ -33,6 +38,8 @@ class HostPool {
   // until the pool goes; new ones start only below the new bound.
   void set_max_threads(size_t n);
   size_t max_threads() const;
+  // How long the destructor waits for running calls (0 = without limit).
+  void set_wait_ms(int64_t ms);
 
   // Runs work(), which finishes op, on a pool thread. Skipped when op is
   // already finished by the time a thread takes it.
@@ -47,15 +54,23 @@ class HostPool {
     std::shared_ptr<AsyncOp> op;
     std::function<void()> work;
   };
-  void loop();
+  // What the pool's threads use: shared with them, so that a thread the
+  // destructor abandoned still finds it when its call returns.
+  struct State {
+    std::mutex mu;
+    std::condition_variable work;    // a job queued, or stop
+    std::condition_variable exited;  // a thread left its loop
+    std::deque<Job> queue;
+    size_t idle = 0;  // threads waiting for a job
+    size_t live = 0;  // threads not yet out of their loop
+    size_t max = kDefaultThreads;
+    int64_t wait_ms = 0;
+    bool stop = false;
+  };
+  static void loop(const std::shared_ptr<State>& s);
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Job> queue_;
-  std::vector<std::thread> threads_;
-  size_t idle_ = 0;
-  size_t max_ = kDefaultThreads;
-  bool stop_ = false;
+  std::shared_ptr<State> s_ = std::make_shared<State>();
+  std::vector<std::thread> threads_;  // guarded by s_->mu
 };
 
 }  // namespace af

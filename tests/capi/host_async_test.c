@@ -448,6 +448,53 @@ done:
   CHECK_INT_EQ(waits.late_complete_code, 0);
 }
 
+/* A context's host_wait_ms bounds how long af_context_free waits for a
+ * blocking host function still running (it waited forever): past it the
+ * call's thread is abandoned, the call goes on to its end, and only then
+ * does the function's destroy run. */
+static int g_destroyed;
+static void count_destroy(void* ud) {
+  (void)ud;
+  __atomic_add_fetch(&g_destroyed, 1, __ATOMIC_SEQ_CST);
+}
+
+static void context_free_abandons_a_hung_blocking_call(void) {
+  static const char opts[] = "{\"host_wait_ms\":100,\"eager_timeout_ms\":50}";
+  struct tool sleeps;
+  af_context_t* c = NULL;
+  af_value_t *arg = NULL, *out = NULL, *kinds = mk_str("str");
+  double t0;
+  int waited = 0;
+  tool_init(&sleeps, 1500);
+  g_destroyed = 0;
+  if (!CHECK_OK(af_context_new_with(opts, strlen(opts), &c))) goto done;
+  CHECK_OK(af_register_function_blocking(c, "sleeps", 6, slow_sync, &sleeps, count_destroy, kinds));
+  CHECK_OK(af_value_int(c, 1, &arg));
+  /* The eager call gives up after 50 ms; the call itself sleeps on. */
+  CHECK_ERR(af_host_call(c, "sleeps", 6, (const af_value_t* const*)&arg, 1, &out), AF_ERR_TIMEOUT, "eager_timeout_ms");
+  pthread_mutex_lock(&sleeps.mu);
+  while (sleeps.started < 1) pthread_cond_wait(&sleeps.cv, &sleeps.mu);
+  pthread_mutex_unlock(&sleeps.mu);
+  t0 = now_ms();
+  af_context_free(c);
+  c = NULL;
+  CHECK(now_ms() - t0 < 1000); /* not the call's 1.5 s */
+  CHECK_INT_EQ(__atomic_load_n(&g_destroyed, __ATOMIC_SEQ_CST), 0); /* the running call holds its function */
+  pthread_mutex_lock(&sleeps.mu);
+  while (sleeps.finished < 1) pthread_cond_wait(&sleeps.cv, &sleeps.mu);
+  pthread_mutex_unlock(&sleeps.mu);
+  while (__atomic_load_n(&g_destroyed, __ATOMIC_SEQ_CST) == 0 && waited < 5000) {
+    sleep_ms(5);
+    waited += 5;
+  }
+  CHECK_INT_EQ(__atomic_load_n(&g_destroyed, __ATOMIC_SEQ_CST), 1);
+done:
+  af_value_free(arg);
+  af_value_free(kinds);
+  af_context_free(c);
+  tool_done(&sleeps);
+}
+
 static void blocking_failures_and_bad_registrations(void) {
   af_value_t* kinds = mk_str("str");
   af_value_t* arg = mk_str("not an int");
@@ -484,6 +531,7 @@ int main(int argc, char** argv) {
       CASE(a_wrong_result_names_the_function),
       CASE(eager_calls_wait_for_async_tools),
       CASE(eager_calls_honour_the_contexts_timeout),
+      CASE(context_free_abandons_a_hung_blocking_call),
       CASE(blocking_failures_and_bad_registrations),
   };
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);

@@ -147,7 +147,7 @@ AF_API af_error_t* af_context_new(af_context_t** out);
 /* A context with options, a JSON object (NULL/0 = defaults):
  *   {"lazy": false,
  *    "plan_cache": {"max_entries": 1024, "max_bytes": 268435456, "dir": ""},
- *    "host_threads": 8, "eager_timeout_ms": 0}
+ *    "host_threads": 8, "eager_timeout_ms": 0, "host_wait_ms": 0}
  * "lazy": true makes operations outside a trace record promises instead of
  * running (see "Lazy evaluation" below). "plan_cache" bounds the context's
  * cache of compiled programs (least recently used out first) and, with
@@ -159,11 +159,19 @@ AF_API af_error_t* af_context_new(af_context_t** out);
  * function, af_lm_call / af_lm_schema_call on an eager context: past it the
  * request is cancelled (af_host_request_cancelled reports 1, an LM transfer
  * is aborted; a late answer is ignored) and the call fails with TIMEOUT. A
- * sync host function runs on the calling thread and is not interrupted. INVALID_ARGUMENT: malformed
+ * sync host function runs on the calling thread and is not interrupted.
+ * "host_wait_ms" (0 = no limit) bounds how long af_context_free waits for
+ * blocking host functions still running: past it, it returns and abandons
+ * their threads — each call goes on until it returns (its result is
+ * dropped; it must not use the freed context), and the function's destroy
+ * runs after the last such call returns, on that call's thread. INVALID_ARGUMENT: malformed
  * JSON, unknown key, wrong kind, value out of range (max_entries >= 1); IO: dir cannot be created or written. */
 AF_API af_error_t* af_context_new_with(const char* options_json, size_t len,
                                        af_context_t** out);
-/* Frees ctx: cancels its runs in flight and joins its threads. Promises of a
+/* Frees ctx: cancels its runs in flight and joins its threads (a blocking
+ * host function still running is waited for, at most "host_wait_ms" when
+ * set; a sync host function runs on libaf's threads and must return: one
+ * that may hang belongs in af_register_function_blocking). Promises of a
  * lazy ctx not yet evaluated can no longer be (reading one is
  * INVALID_ARGUMENT), and observable operations still pending are not run:
  * call af_eval(ctx, NULL, 0) first to run them. Never call it from a libaf
