@@ -162,3 +162,27 @@ def test_async_tool_wrong_result_names_the_tool(ctx: libaf.Context) -> None:
         ctx.host_call("t.wrong", 1)
     with pytest.raises(ValueError, match="blocking=True"):
         ctx.register_function("t.both", wrong, "str", blocking=True)
+
+
+def test_eager_timeout_and_host_wait_bound_a_hung_tool() -> None:
+    """eager_timeout bounds an eager tool call; host_wait bounds how long
+    closing the context waits for a blocking tool still running."""
+    release = threading.Event()
+
+    def hangs(s: libaf.Value) -> libaf.Value:
+        release.wait(10)
+        return s
+
+    ctx = libaf.Context(eager_timeout=0.1, host_wait=0.1)
+    ctx.register_function("t.hangs", hangs, "str", blocking=True)
+    t0 = time.monotonic()
+    with pytest.raises(libaf.Timeout, match="eager_timeout_ms of 100 ms"):
+        ctx.host_call("t.hangs", "x")
+    t1 = time.monotonic()
+    ctx.close()  # the tool still hangs: its thread is abandoned
+    t2 = time.monotonic()
+    release.set()
+    assert t1 - t0 < 5 and t2 - t1 < 5, (t1 - t0, t2 - t1)
+    for bad in (0, -1, "1", True):
+        with pytest.raises(ValueError, match="positive seconds"):
+            libaf.Context(eager_timeout=bad)  # type: ignore[arg-type]

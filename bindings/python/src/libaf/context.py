@@ -33,24 +33,43 @@ class Context:
     tools, scopes, and the scheduler shared by its runs. Thread-safe."""
 
     def __init__(
-        self, *, lazy: bool = False, plan_cache: dict | None = None, host_threads: int | None = None
+        self,
+        *,
+        lazy: bool = False,
+        plan_cache: dict | None = None,
+        host_threads: int | None = None,
+        eager_timeout: float | None = None,
+        host_wait: float | None = None,
     ) -> None:
         """lazy=True: operations outside a trace record promises (Values whose
         kind is known at once) that run when read or at :meth:`eval`, their
         independent LM calls together. plan_cache: {"max_entries",
         "max_bytes", "dir"} bounds the cache of compiled programs and, with
         "dir", keeps them on disk across processes. host_threads (1..256,
-        default 8): how many blocking host tools run at once."""
+        default 8): how many blocking host tools run at once.
+        eager_timeout (seconds, None = no limit): how long an operation made
+        outside a trace and a run (a host tool call, an LM call) waits for
+        its result before it is cancelled and raises Timeout. host_wait
+        (seconds, None = no limit): how long closing the context waits for
+        blocking host tools still running before it abandons their threads
+        (each call runs to its end)."""
         self._ptr = None
         out = ctypes.c_void_p()
-        if not lazy and plan_cache is None and host_threads is None:
+        options: dict[str, Any] = {}
+        if lazy:
+            options["lazy"] = True
+        if plan_cache is not None:
+            options["plan_cache"] = plan_cache
+        if host_threads is not None:
+            options["host_threads"] = host_threads
+        for key, seconds in (("eager_timeout_ms", eager_timeout), ("host_wait_ms", host_wait)):
+            if seconds is not None:
+                if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+                    raise ValueError(f"{key[:-3]} must be positive seconds, got {seconds!r}")
+                options[key] = max(1, int(seconds * 1000))
+        if not options:
             check(lib.af_context_new(ctypes.byref(out)))
         else:
-            options: dict[str, Any] = {"lazy": bool(lazy)}
-            if plan_cache is not None:
-                options["plan_cache"] = plan_cache
-            if host_threads is not None:
-                options["host_threads"] = host_threads
             data = json.dumps(options).encode("utf-8")
             check(lib.af_context_new_with(data, len(data), ctypes.byref(out)))
         self._ptr = out.value
