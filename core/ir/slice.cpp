@@ -88,7 +88,7 @@ std::string related_json(const IR& ir, size_t i, bool up, bool deep, uint64_t ma
       invalid("related: a deep query's answer would be " + (total == UINT64_MAX ? std::string("over 2^64") : std::to_string(total)) +
               " bytes, over the limit of " + std::to_string(max_bytes) +
               " (long sub-IR names repeat in every path below them); open the sub-IRs one at a time, or raise "
-              "max_bytes (af_ir_related_json_with)");
+              "max_bytes with af_ir_related_json_with");
     std::vector<std::string> paths;
     for (size_t j : eqns)
       for (const auto& [name, sub] : sub_irs(ir.eqns[j])) nested_paths(*sub, std::to_string(j) + "/" + name + "/", paths);
