@@ -11,6 +11,7 @@
 #include "transforms/pullback.h"
 #include "transforms/pushforward.h"
 #include "trace/trace.h"
+#include "value/small_vec.h"
 #include "value/error.h"
 
 namespace af {
@@ -77,35 +78,42 @@ void format_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, 
   if (!flat) rebuilt = e.in_tree.unflatten(in).items();
   std::span<const Value> args = flat ? in : std::span<const Value>(rebuilt);
   const size_t n_positional = args.size() - names.size();
-  // The argument index of part p's field.
-  auto arg_of = [&](const TemplatePart& p) -> size_t {
-    if (p.index >= 0) {
-      if (size_t(p.index) < n_positional) return size_t(p.index);
-    } else {
-      for (size_t k = 0; k < names.size(); ++k)
-        if (names[k].as_str() == p.name) return n_positional + k;
-    }
-    fail(Code::Internal, "format: field without argument survived tracing");
-  };
   // Other kinds than str as text, once each (a field may repeat).
   std::vector<std::string> texts;
-  auto text_of = [&](size_t a) -> std::string_view {
-    if (args[a].kind() == Kind::Str) return args[a].as_str();
-    if (texts.empty()) texts.resize(args.size());
-    if (texts[a].empty()) texts[a] = stringify(args[a]);
-    return texts[a];
-  };
-  // The exact size first: a template repeating a large argument must fail
-  // before it allocates (10 000 fields of 40 MB are 400 GB), and most
-  // prompts then take one allocation.
+  // Each part's field text (empty for a part without one), found once, and
+  // the exact size: a template repeating a large argument must fail before
+  // it allocates (10 000 fields of 40 MB are 400 GB), and most prompts then
+  // take one allocation.
+  SmallVec<std::string_view, 8> fields;
   uint64_t size = 0;
-  for (const TemplatePart& p : t.parts) size += p.text.size() + (p.has_field ? text_of(arg_of(p)).size() : 0);
+  for (const TemplatePart& p : t.parts) {
+    std::string_view field;
+    if (p.has_field) {
+      size_t a = args.size();
+      if (p.index >= 0) {
+        if (size_t(p.index) < n_positional) a = size_t(p.index);
+      } else {
+        for (size_t k = 0; k < names.size() && a == args.size(); ++k)
+          if (names[k].as_str() == p.name) a = n_positional + k;
+      }
+      if (a == args.size()) fail(Code::Internal, "format: field without argument survived tracing");
+      if (args[a].kind() == Kind::Str) {
+        field = args[a].as_str();
+      } else {
+        if (texts.empty()) texts.resize(args.size());
+        if (texts[a].empty()) texts[a] = stringify(args[a]);
+        field = texts[a];
+      }
+    }
+    fields.push_back(field);
+    size += p.text.size() + field.size();
+  }
   env.check_value_bytes("format", size);
   std::string s;
   s.reserve(size);
-  for (const TemplatePart& p : t.parts) {
-    s += p.text;
-    if (p.has_field) s += text_of(arg_of(p));
+  for (size_t k = 0; k < t.parts.size(); ++k) {
+    s += t.parts[k].text;
+    s += fields[k];
   }
   out[0] = Value::str(std::move(s));
 }

@@ -412,7 +412,7 @@ static void eager_calls_wait_for_async_tools(void) {
 /* A context's eager_timeout_ms bounds an eager af_host_call: an async
  * request never finished (it blocked forever) and a blocking function still
  * working both end with TIMEOUT; the async tool sees itself cancelled, and
- * its late answer is ignored. */
+ * its late answer is ignored. An eager LM call is bounded the same way. */
 static void eager_calls_honour_the_contexts_timeout(void) {
   static const char opts[] = "{\"eager_timeout_ms\":100}";
   struct tool waits, sleeps;
@@ -433,6 +433,20 @@ static void eager_calls_honour_the_contexts_timeout(void) {
   CHECK_ERR(af_host_call(c, "sleeps", 6, (const af_value_t* const*)&arg, 1, &out), AF_ERR_TIMEOUT,
             "eager_timeout_ms of 100 ms");
   CHECK_NULLED(out, af_value_free);
+  {
+    static const char slow[] = "{\"latency_ms\":5000}";
+    af_provider_t* echo = NULL;
+    af_value_t* msgs = mk_json("[{\"role\":\"user\",\"content\":\"hi\"}]");
+    af_value_t* model = mk_str("m");
+    if (CHECK_OK(af_provider_echo_new(slow, strlen(slow), &echo)) && CHECK_OK(af_context_route(c, "*", 1, echo))) {
+      t0 = now_ms();
+      CHECK_ERR(af_lm_call(c, msgs, model, &out), AF_ERR_TIMEOUT, "eager_timeout_ms of 100 ms");
+      CHECK(now_ms() - t0 < 2000); /* the reply would take 5 s */
+    }
+    af_provider_free(echo);
+    af_value_free(msgs);
+    af_value_free(model);
+  }
   {
     af_context_t* bad = NULL;
     CHECK_ERR(af_context_new_with("{\"eager_timeout_ms\":-1}", 23, &bad), AF_ERR_INVALID_ARGUMENT, "eager_timeout_ms");

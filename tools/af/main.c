@@ -75,6 +75,7 @@ static void usage(FILE* f) {
           "                                  (default triage.afg) and run the saved file\n"
           "  run FILE --input JSON [--provider echo|openai|replay [--provider-options JSON]\n"
           "      [--model PATTERN]] [--profile OUT.json] [--stream [--stream-tag TAG]] [--item-errors]\n"
+          "      [--timeout-ms N]\n"
           "                                  run a saved graph on a JSON list of inputs;\n"
           "                                  --stream prints LM replies on stderr as they arrive\n"
           "                                  --item-errors: each batch item's answer or error (exit 3 if any failed)\n"
@@ -442,7 +443,7 @@ static int run(const char* path, const struct run_opts* o) {
   struct stream_state streamed = {0, 0, 0};
   struct item_failures failures = {NULL, 0, 0};
   size_t n = 0, i;
-  int rc;
+  int rc, cancelled;
   af_error_t* err = af_context_new(&ctx);
   if (!err) err = route_provider(ctx, o, &provider);
   if (!err) err = af_program_load(ctx, path, strlen(path), &prog);
@@ -500,8 +501,10 @@ static int run(const char* path, const struct run_opts* o) {
   af_program_free(prog);
   af_provider_free(provider);
   af_context_free(ctx);
+  /* A signal that came after the run had ended changes nothing. */
+  cancelled = err && af_error_code(err) == AF_ERR_CANCELLED && g_signals.signo;
   rc = err ? fail(err) : failures.count ? AF_CLI_ITEMS_FAILED : 0;
-  if (g_signals.signo) {
+  if (cancelled) {
     fprintf(stderr, "af: cancelled by %s\n", g_signals.signo == SIGINT ? "SIGINT" : "SIGTERM");
     rc = 128 + g_signals.signo;
   }

@@ -266,20 +266,7 @@ fn run_summaries_add_up_echo_usage() {
 #[test]
 fn related_json_with_bounds_a_deep_answer_in_bytes() {
     let ctx = Context::new().unwrap();
-    let a = ctx
-        .trace(
-            |ctx, i| ctx.concat(&[Value::from("A"), i[0].clone()]),
-            &[Value::from("x")],
-            None,
-        )
-        .unwrap();
-    let b = ctx
-        .trace(
-            |ctx, i| ctx.concat(&[i[0].clone(), i[0].clone()]),
-            &[Value::from("x")],
-            None,
-        )
-        .unwrap();
+    let (a, b) = common::branches(&ctx);
     // g(k, x) = concat(switch(k, a, b)(x), "!"): the last equation reads
     // the switch, whose branches hold one equation each.
     let ir = ctx

@@ -116,28 +116,10 @@ fn dce_cse_sched_and_validate() {
     assert_eq!(err.code, ErrorCode::InvalidArgument);
 }
 
-fn branches(ctx: &Context) -> (Ir, Ir) {
-    let a = ctx
-        .trace(
-            |ctx, i| ctx.format("A{}", &i[..1], None),
-            &[Value::from("x")],
-            None,
-        )
-        .unwrap();
-    let b = ctx
-        .trace(
-            |ctx, i| ctx.concat(&[i[0].clone(), i[0].clone()]),
-            &[Value::from("x")],
-            None,
-        )
-        .unwrap();
-    (a, b)
-}
-
 #[test]
 fn switch_runs_the_named_branch_and_unknown_keys_are_not_found() {
     let ctx = Context::new().unwrap();
-    let (a, b) = branches(&ctx);
+    let (a, b) = common::branches(&ctx);
     let ir = ctx
         .trace(
             |ctx, i| ctx.switch(&i[0], &[("a", &a), ("b", &b)], &i[1..]),

@@ -14,3 +14,22 @@ pub fn trace_hello(ctx: &Context) -> Ir {
     )
     .expect("tracing hello")
 }
+
+/// Two one-equation branches of x: a(x) = format("A{}", x), b(x) = concat(x, x).
+pub fn branches(ctx: &Context) -> (Ir, Ir) {
+    let a = ctx
+        .trace(
+            |ctx, i| ctx.format("A{}", &i[..1], None),
+            &[Value::from("x")],
+            None,
+        )
+        .unwrap();
+    let b = ctx
+        .trace(
+            |ctx, i| ctx.concat(&[i[0].clone(), i[0].clone()]),
+            &[Value::from("x")],
+            None,
+        )
+        .unwrap();
+    (a, b)
+}
