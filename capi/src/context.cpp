@@ -2,14 +2,16 @@
 // evaluator's af_eval / af_value_ready, and the context's counters.
 #include "handles.h"
 #include "lm/options.h"
+#include "run_options.h"
 
 using namespace af;
 using namespace af::capi;
 
 namespace {
 
-// {"lazy": bool, "plan_cache": {"max_entries", "max_bytes", "dir"},
-//  "host_threads": int, "eager_timeout_ms": int, "host_wait_ms": int}: unknown
+// {"lazy": bool, "plan_cache": {"max_entries", "max_bytes", "dir",
+//  "max_disk_bytes"}, "host_threads": int, "eager_timeout_ms": int,
+//  "host_wait_ms": int, "eval_timeout_ms": int}: unknown
 // keys and wrong kinds are INVALID_ARGUMENT naming the key.
 void configure(af_context* ctx, std::string_view json) {
   const char* fn = "af_context_new_with";
@@ -22,17 +24,21 @@ void configure(af_context* ctx, std::string_view json) {
     cache.max_entries = size_t(c.integer("max_entries", int64_t(cache.max_entries), 1, INT64_MAX));
     cache.max_bytes = size_t(c.integer("max_bytes", int64_t(cache.max_bytes), 0, INT64_MAX));
     cache.dir = c.str("dir", "");
+    cache.max_disk_bytes =
+        uint64_t(c.integer("max_disk_bytes", int64_t(cache.max_disk_bytes), 0, INT64_MAX));
     c.finish();
   }
   const int64_t host_threads = o.integer("host_threads", int64_t(HostPool::kDefaultThreads), 1,
                                          int64_t(HostPool::kMaxThreads));
   ctx->env.eager_timeout_ms = o.integer("eager_timeout_ms", 0, 0, INT64_MAX / 1000000);
   ctx->core.hosts.pool().set_wait_ms(o.integer("host_wait_ms", 0, 0, INT64_MAX / 1000000));
+  const int64_t eval_timeout_ms = o.integer("eval_timeout_ms", 0, 0, INT64_MAX / 1000000);
   o.finish();
   ctx->core.hosts.pool().set_max_threads(size_t(host_threads));
   ctx->core.plans.configure(std::move(cache));
   if (lazy) {
     ctx->lazy = std::make_shared<lazy::Graph>(ctx->core);
+    ctx->lazy->set_eval_timeout_ms(eval_timeout_ms);
     ctx->env.recorder = ctx->lazy.get();
   }
 }
@@ -66,14 +72,35 @@ af_error_t* af_context_new_with(const char* options_json, size_t len, af_context
   });
 }
 
-void af_context_free(af_context_t* ctx) { delete ctx; }
+void af_context_free(af_context_t* ctx) {
+  if (!ctx) return;
+  // Evaluations in progress on other threads stop, and stop touching ctx,
+  // before it goes.
+  if (ctx->lazy) ctx->lazy->close();
+  delete ctx;
+}
 
 af_error_t* af_eval(af_context_t* ctx, af_value_t* const* values, size_t n) {
+  return af_eval_with(ctx, values, n, nullptr);
+}
+
+af_error_t* af_eval_with(af_context_t* ctx, af_value_t* const* values, size_t n,
+                         const af_run_options_t* options) {
+  const char* fn = options ? "af_eval_with" : "af_eval";
+  af_bytes_t* summary_out = nullptr;
   return guard([&] {
-    require(ctx, "af_eval", "ctx");
-    std::vector<Value> vs = unwrap_all(values, n, "af_eval", "values");
+    require(ctx, fn, "ctx");
+    std::vector<Value> vs = unwrap_all(values, n, fn, "values");
+    RunOptions opts = run_options(options, fn, &summary_out);
     if (ctx->lazy) {
-      ctx->lazy->eval(vs, /*strict=*/true);
+      std::shared_ptr<RunSummary> summary = opts.summary;
+      try {
+        ctx->lazy->eval(vs, /*strict=*/true, std::move(opts));
+      } catch (...) {
+        write_summary(summary.get(), summary_out);
+        throw;
+      }
+      write_summary(summary.get(), summary_out);
       return;
     }
     // An eager context holds no pending work; promises of lazy contexts
@@ -98,11 +125,18 @@ af_error_t* af_context_stats(const af_context_t* ctx, af_bytes_t* out) {
                                      {"disk_hits", n(c.disk_hits)},
                                      {"evictions", n(c.evictions)},
                                      {"entries", n(c.entries)},
-                                     {"bytes", n(c.bytes)}})},
+                                     {"bytes", n(c.bytes)},
+                                     {"not_kept", n(c.not_kept)},
+                                     {"disk_files", n(c.disk_files)},
+                                     {"disk_bytes", n(c.disk_bytes)},
+                                     {"disk_evictions", n(c.disk_evictions)}})},
          {"lazy", Value::dict({{"recorded", n(l.recorded)},
                                {"evaluated", n(l.evaluated)},
                                {"dropped", n(l.dropped)},
-                               {"pending", n(l.pending)}})}});
+                               {"pending", n(l.pending)},
+                               {"evaluations", n(l.evaluations)},
+                               {"timed_out", n(l.timed_out)},
+                               {"cancelled", n(l.cancelled)}})}});
     to_bytes(to_json(stats), out);
   });
 }

@@ -170,7 +170,9 @@ uint32_t fail_node(const std::shared_ptr<Run>& r, uint32_t node, const Error& ca
     finish(r, nullptr, &err);
     return kNone;
   }
-  mark_outputs_failed(*r, r->prog->nodes[node], std::make_shared<const Error>(err));
+  auto shared = std::make_shared<const Error>(err);
+  if (r->opts.on_eqn_error) r->opts.on_eqn_error(r->prog->nodes[node].eqn_index, shared);
+  mark_outputs_failed(*r, r->prog->nodes[node], std::move(shared));
   return complete(r, node, can_continue);
 }
 

@@ -93,6 +93,11 @@ struct RunOptions {
   // keep_going only: called with the index of each failed flat output leaf
   // and its error (cause chain intact) before the run reports completion.
   std::function<void(size_t leaf, const std::shared_ptr<const Error>&)> on_output_error;
+  // keep_going only: called with the IR index of each equation that failed
+  // itself (not through a failed input) and its error, the very object its
+  // dependents' outputs then carry; from engine threads, possibly at once
+  // for different equations, before the run reports completion.
+  std::function<void(uint32_t eqn, const std::shared_ptr<const Error>&)> on_eqn_error;
   // Streaming: pieces of LM replies as they arrive, with the index of the
   // equation in the program's IR (for a call inside control flow, of the
   // equation holding it), its batch item (a map item for calls inside a

@@ -1,7 +1,12 @@
 #include "exec/plan_cache.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
 
 #include <cerrno>
 #include <cstdio>
@@ -10,6 +15,7 @@
 
 #include "io/afg.h"
 #include "value/error.h"
+#include "value/file.h"
 
 namespace af {
 
@@ -37,7 +43,7 @@ void make_dirs(const std::string& dir) {
     pos = dir.find('/', pos + 1);
     path = dir.substr(0, pos);
     if (path.empty()) continue;
-    if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST)
+    if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
       fail(Code::IO, "plan cache: cannot create the directory \"" + path + "\": " + std::strerror(errno));
   }
   struct stat st{};
@@ -66,9 +72,15 @@ void PlanCache::configure(PlanCacheOptions options) {
     if (options.dir.find('\0') != std::string::npos) invalid("plan cache: dir contains a NUL byte");
     make_dirs(options.dir);
   }
-  std::lock_guard lock(mu_);
-  options_ = std::move(options);
-  evict_locked();
+  {
+    std::lock_guard lock(mu_);
+    options_ = options;
+    max_disk_bytes_ = options.max_disk_bytes;
+    evict_locked();
+  }
+  std::lock_guard disk(disk_mu_);
+  disk_files_ = disk_bytes_ = 0;
+  if (!options.dir.empty()) scan_disk_locked(options.dir, disk_bytes_ > options.max_disk_bytes);
 }
 
 std::shared_ptr<const Program> PlanCache::find_locked(const IR& ir, uint64_t key) {
@@ -84,6 +96,10 @@ std::shared_ptr<const Program> PlanCache::find_locked(const IR& ir, uint64_t key
 
 void PlanCache::insert_locked(uint64_t key, std::shared_ptr<const Program> prog) {
   size_t bytes = program_bytes(*prog);
+  if (bytes > options_.max_bytes) {  // it would push out everything else, and itself
+    ++stats_.not_kept;
+    return;
+  }
   lru_.push_front(Entry{key, std::move(prog), bytes});
   index_.emplace(key, lru_.begin());
   stats_.bytes += bytes;
@@ -91,9 +107,7 @@ void PlanCache::insert_locked(uint64_t key, std::shared_ptr<const Program> prog)
 }
 
 void PlanCache::evict_locked() {
-  // The newest entry stays even when it alone is over max_bytes: the caller
-  // is about to use it.
-  while (lru_.size() > 1 && (lru_.size() > options_.max_entries || stats_.bytes > options_.max_bytes)) {
+  while (!lru_.empty() && (lru_.size() > options_.max_entries || stats_.bytes > options_.max_bytes)) {
     Lru::iterator last = std::prev(lru_.end());
     auto [lo, hi] = index_.equal_range(last->key);
     for (auto it = lo; it != hi; ++it)
@@ -148,6 +162,7 @@ std::shared_ptr<const Program> PlanCache::load_from_disk(const std::string& dir,
     // A file of another IR under this name (a collision, a renamed or
     // foreign file) is a miss: the compiled program replaces it.
     if (!ir_equal(*prog->ir, *ir)) return nullptr;
+    ::utimes(path.c_str(), nullptr);  // recently used: trimmed last
     return prog;
   } catch (const Error&) {
     return nullptr;  // corrupt or truncated: recompiled and rewritten
@@ -155,18 +170,77 @@ std::shared_ptr<const Program> PlanCache::load_from_disk(const std::string& dir,
 }
 
 void PlanCache::save_to_disk(const std::string& dir, const Program& prog, uint64_t hash) {
+  size_t size;
   try {
-    io::write_file_atomic(file_of(dir, hash), save_program(prog));
+    std::string bytes = save_program(prog);
+    size = bytes.size();
+    write_file_atomic(file_of(dir, hash), bytes, "plan cache", 0600, /*clean=*/false);
   } catch (const Error&) {
     // An IR no graph can hold, or a full disk: the memory level still has
     // the program; the next process compiles it again.
+    return;
   }
+  disk_files_.fetch_add(1, std::memory_order_relaxed);
+  if (disk_bytes_.fetch_add(size, std::memory_order_relaxed) + size > max_disk_bytes_.load(std::memory_order_relaxed)) {
+    std::lock_guard disk(disk_mu_);
+    if (disk_bytes_.load(std::memory_order_relaxed) > max_disk_bytes_.load(std::memory_order_relaxed))
+      scan_disk_locked(dir, /*trim=*/true);
+  }
+}
+
+void PlanCache::scan_disk_locked(const std::string& dir, bool trim) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  struct File {
+    std::string path;
+    uint64_t bytes;
+    struct timespec used;
+  };
+  std::vector<File> files;
+  const time_t now = ::time(nullptr);
+  while (dirent* ent = ::readdir(d)) {
+    std::string_view name = ent->d_name;
+    const bool temp = name.find(".afp.tmp.") != std::string_view::npos;
+    if (!temp && (name.size() != 20 || !name.ends_with(".afp"))) continue;
+    std::string path = dir + "/" + std::string(name);
+    struct stat st{};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    // A temporary file a killed process left (a save takes milliseconds).
+    if (temp) {
+      if (now - st.st_mtime > 600) ::unlink(path.c_str());
+      continue;
+    }
+    files.push_back(File{std::move(path), uint64_t(st.st_size), st.st_mtim});
+  }
+  ::closedir(d);
+  uint64_t total = 0;
+  for (const File& f : files) total += f.bytes;
+  uint64_t removed = 0;
+  const uint64_t bound = max_disk_bytes_.load(std::memory_order_relaxed);
+  if (trim && total > bound) {
+    std::sort(files.begin(), files.end(), [](const File& a, const File& b) {
+      return a.used.tv_sec != b.used.tv_sec ? a.used.tv_sec < b.used.tv_sec : a.used.tv_nsec < b.used.tv_nsec;
+    });
+    const uint64_t target = bound / 4 * 3;
+    for (const File& f : files) {
+      if (total <= target) break;
+      if (::unlink(f.path.c_str()) != 0) continue;
+      total -= f.bytes;
+      ++removed;
+    }
+  }
+  disk_files_ = files.size() - removed;
+  disk_bytes_ = total;
+  disk_evictions_.fetch_add(removed, std::memory_order_relaxed);
 }
 
 PlanCacheStats PlanCache::stats() const {
   std::lock_guard lock(mu_);
   PlanCacheStats s = stats_;
   s.entries = lru_.size();
+  s.disk_files = disk_files_.load(std::memory_order_relaxed);
+  s.disk_bytes = disk_bytes_.load(std::memory_order_relaxed);
+  s.disk_evictions = disk_evictions_.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -4,13 +4,20 @@
 // collision can only cost a compile, never return a wrong program.
 // Bounded by entries and bytes, least recently used out first.
 //
+// A program larger than max_bytes runs but is not kept.
+//
 // With a directory, a miss in memory looks for `<dir>/<hash>.afp`, named by
 // the IR's defined hash (ir_hash, af_ir_hash): a saved
 // program loaded through every loader check and compared with the IR. A
 // missing, corrupt, truncated or foreign file is a miss whose program is
 // then written there atomically; it is never an error and never a wrong plan.
+// The directory is private (made 0700, files 0600) and bounded: the cache
+// counts the bytes it finds there once and those it writes, and past
+// max_disk_bytes scans it and removes the least recently used files (a hit
+// touches its file) down to three quarters of the bound. No save scans it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -26,11 +33,13 @@ struct PlanCacheOptions {
   size_t max_entries = 1024;
   size_t max_bytes = size_t(256) << 20;
   std::string dir;  // "" = memory only
+  uint64_t max_disk_bytes = uint64_t(1) << 30;
 };
 
 struct PlanCacheStats {
-  uint64_t hits = 0, misses = 0, disk_hits = 0, evictions = 0;
+  uint64_t hits = 0, misses = 0, disk_hits = 0, evictions = 0, not_kept = 0;
   size_t entries = 0, bytes = 0;
+  uint64_t disk_files = 0, disk_bytes = 0, disk_evictions = 0;
 };
 
 // Approximate memory a compiled program holds (its IR included).
@@ -53,6 +62,24 @@ class PlanCache {
   // has no use for them.
   std::shared_ptr<const Program> get(const IRPtr& ir) { return get(ir, plan_key(*ir)); }
 
+  // The program stored under `key` whose IR `same` accepts, counted as a
+  // hit; nullptr (counting nothing: the caller goes on with get) if none.
+  // For callers that can confirm a structure without building its IR (the
+  // lazy evaluator compares its pending nodes); `same` runs under the lock.
+  template <class Same>
+  std::shared_ptr<const Program> find(uint64_t key, Same&& same) {
+    std::lock_guard lock(mu_);
+    auto [lo, hi] = index_.equal_range(key);
+    for (auto it = lo; it != hi; ++it) {
+      Lru::iterator e = it->second;
+      if (!same(*e->prog->ir)) continue;
+      lru_.splice(lru_.begin(), lru_, e);
+      ++stats_.hits;
+      return e->prog;
+    }
+    return nullptr;
+  }
+
   PlanCacheStats stats() const;
 
  private:
@@ -70,9 +97,16 @@ class PlanCache {
   static std::string file_of(const std::string& dir, uint64_t hash);
   static std::shared_ptr<const Program> load_from_disk(const std::string& dir, const IRPtr& ir,
                                                        uint64_t hash);
-  static void save_to_disk(const std::string& dir, const Program& prog, uint64_t hash);
+  void save_to_disk(const std::string& dir, const Program& prog, uint64_t hash);
+  // Counts the directory's plan files (and removes stale temporary ones);
+  // with `trim`, removes the least recently used down to 3/4 of the bound.
+  // Called with disk_mu_ held.
+  void scan_disk_locked(const std::string& dir, bool trim);
 
   mutable std::mutex mu_;
+  std::mutex disk_mu_;  // scans and trims of the directory; never held with mu_
+  std::atomic<uint64_t> disk_files_{0}, disk_bytes_{0}, disk_evictions_{0};
+  std::atomic<uint64_t> max_disk_bytes_{0};
   PlanCacheOptions options_;
   Lru lru_;
   std::unordered_multimap<uint64_t, Lru::iterator> index_;

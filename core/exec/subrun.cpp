@@ -49,6 +49,7 @@ std::shared_ptr<SubRun> ExecContext::run_sub(const IRPtr& ir, std::span<const Va
   sub.item_errors = env.item_errors;
   sub.max_value_bytes = env.max_value_bytes;
   sub.batch_base = env.batch_base;
+  sub.evaluation = env.evaluation;
   if (prog->n_async == 0) {
     std::vector<Value> out;
     try {

@@ -165,16 +165,16 @@ uint64_t atoms_hash(uint64_t h, const std::vector<Atom>& atoms) {
 }
 
 bool eqn_equal(const Eqn& a, const Eqn& b, EqualPairs& seen) {
-  return prim_equal(a.prim, b.prim) && a.in == b.in && a.in_tree == b.in_tree && a.out == b.out &&
-         a.out_tree == b.out_tree && params_equal(a.params, b.params, seen) &&
+  return prim_equal(a.prim, b.prim) && a.in == b.in && identical(a.in_tree, b.in_tree) && a.out == b.out &&
+         identical(a.out_tree, b.out_tree) && params_equal(a.params, b.params, seen) &&
          tags_equal(a.tags(), b.tags()) && string_list(a.name_path()) == string_list(b.name_path()) &&
          a.sched() == b.sched();
 }
 
 bool ir_equal_in(const IR& a, const IR& b, EqualPairs& seen) {
   if (&a == &b) return true;
-  if (a.vars != b.vars || a.in != b.in || !(a.in_tree == b.in_tree) || a.out != b.out ||
-      !(a.out_tree == b.out_tree) || a.in_roles != b.in_roles || a.eqns.size() != b.eqns.size())
+  if (a.vars != b.vars || a.in != b.in || !identical(a.in_tree, b.in_tree) || a.out != b.out ||
+      !identical(a.out_tree, b.out_tree) || a.in_roles != b.in_roles || a.eqns.size() != b.eqns.size())
     return false;
   for (size_t i = 0; i < a.eqns.size(); ++i)
     if (!eqn_equal(a.eqns[i], b.eqns[i], seen)) return false;
@@ -186,7 +186,7 @@ bool ir_equal_in(const IR& a, const IR& b, EqualPairs& seen) {
 uint64_t eqn_head_hash(const Eqn& e, LastLiteral& last) {
   uint64_t h = mix(mix(0, prim_hash(e.prim)), e.in.size());
   for (const Atom& a : e.in) h = mix(h, atom_hash(a, &last));
-  return mix(h, e.in_tree.hash());
+  return mix(h, e.in_tree.identity_hash());
 }
 
 // The equation's part of ir_hash (a defined function: af_ir_hash's values
@@ -196,7 +196,7 @@ uint64_t eqn_full_hash(const Eqn& e, LastLiteral& last) {
   const uint64_t params = params_hash(e.params), tags = tags_hash(e.tags());
   h = mix(h, e.out.size());
   for (VarId v : e.out) h = mix(h, v);
-  h = mix(h, e.out_tree.hash());
+  h = mix(h, e.out_tree.identity_hash());
   h = mix(h, params);
   h = mix(h, tags);
   h = names_hash(h, e.name_path());
@@ -227,7 +227,7 @@ uint64_t eqn_key(const Eqn& e, std::span<const VarId> alias, LastLiteral* last) 
   const NamePath& names = e.name_path();
   const uint64_t names_word = !names || names->empty() ? 0 : strings_hash(0, *names);
   uint64_t h = fold(prim_hash(e.prim) ^ e.in.size() ^ std::rotl(tags_hash(e.tags()), 32),
-                    e.in_tree.hash() ^ params_hash(e.params) ^ std::rotl(names_word, 17));
+                    e.in_tree.identity_hash() ^ params_hash(e.params) ^ std::rotl(names_word, 17));
   const size_t n = e.in.size();
   size_t k = 0;
   for (; k + 1 < n; k += 2) h = fold(h ^ atom_word(e.in[k], alias, last), atom_word(e.in[k + 1], alias, last));
@@ -265,13 +265,13 @@ uint64_t ir_hash(const IR& ir) {
   uint64_t h = mix(0, ir.vars.size());
   for (const Aval& a : ir.vars) h = mix(h, uint64_t(a.kind) << 8 | a.list_depth);
   h = atoms_hash(h, ir.in);
-  h = mix(h, ir.in_tree.hash());
+  h = mix(h, ir.in_tree.identity_hash());
   for (InputRole r : ir.in_roles) h = mix(h, uint64_t(r));
   h = mix(h, ir.eqns.size());
   LastLiteral last;
   for (const Eqn& e : ir.eqns) h = mix(h, eqn_full_hash(e, last));
   h = atoms_hash(h, ir.out);
-  return mix(h, ir.out_tree.hash());
+  return mix(h, ir.out_tree.identity_hash());
 }
 
 uint64_t plan_key(const IR& ir, std::vector<uint64_t>* ids) {
@@ -279,7 +279,7 @@ uint64_t plan_key(const IR& ir, std::vector<uint64_t>* ids) {
   if (ids) ids->resize(ir.eqns.size());
   uint64_t h = fold(ir.vars.size(), ir.eqns.size());
   h = fold(h, hash_bytes({reinterpret_cast<const char*>(ir.vars.data()), ir.vars.size() * sizeof(Aval)}));
-  h = fold(h ^ ir.in_tree.hash(), ir.out_tree.hash());
+  h = fold(h ^ ir.in_tree.identity_hash(), ir.out_tree.identity_hash());
   h = atoms_key(atoms_key(h, ir.in), ir.out);
   for (InputRole r : ir.in_roles) h = fold(h, uint64_t(r));
   LastLiteral last;
@@ -288,7 +288,7 @@ uint64_t plan_key(const IR& ir, std::vector<uint64_t>* ids) {
     const uint64_t id = eqn_key(e, {}, &last);
     if (ids) (*ids)[i] = id;
     const size_t n_out = e.out.size();
-    uint64_t outs = e.out_tree.hash() ^ n_out << 56;
+    uint64_t outs = e.out_tree.identity_hash() ^ n_out << 56;
     if (n_out > 0) outs ^= e.out[0];
     if (n_out > 1) outs ^= uint64_t(e.out[1]) << 32;
     h = fold(h ^ id, outs);
@@ -301,7 +301,7 @@ uint64_t plan_key(const IR& ir, std::vector<uint64_t>* ids) {
 uint64_t eqn_hash(const Eqn& e, std::span<const VarId> alias) noexcept { return eqn_key(e, alias, nullptr); }
 
 bool eqn_same(const Eqn& a, const Eqn& b, std::span<const VarId> alias) noexcept {
-  if (!prim_equal(a.prim, b.prim) || a.in.size() != b.in.size() || !(a.in_tree == b.in_tree) ||
+  if (!prim_equal(a.prim, b.prim) || a.in.size() != b.in.size() || !identical(a.in_tree, b.in_tree) ||
       !(a.params == b.params) || !tags_equal(a.tags(), b.tags()) ||
       string_list(a.name_path()) != string_list(b.name_path()))
     return false;

@@ -1,6 +1,10 @@
 #include "lazy/graph.h"
 
 #include <algorithm>
+#include <chrono>
+#include <unordered_map>
+
+#include "value/hash.h"
 
 #include "exec/executor.h"
 
@@ -13,13 +17,50 @@ namespace {
           "(af_eval, or read it) before freeing its context");
 }
 
+// A node's structural key (Node::shape): everything of it an equation of
+// the cut holds, but which inputs are promises.
+uint64_t shape_of(const Node& n) {
+  uint64_t h = hash_mix(reinterpret_cast<uintptr_t>(n.prim), n.params.hash());
+  h = hash_mix(hash_mix(h, n.in_tree.identity_hash()), n.out_tree.identity_hash());
+  for (const Aval& a : n.out_avals) h = hash_mix(h, uint64_t(a.kind) << 8 | a.list_depth);
+  if (n.tags)
+    for (const std::string& t : *n.tags) h = hash_mix(h, hash_bytes(t));
+  for (size_t k = 0; k < n.literal.size(); ++k)
+    if (n.literal[k]) h = hash_mix(h ^ k, n.in[k].hash());
+  return hash_mix(h, n.in.size());
+}
+
 }  // namespace
 
 // ---- Node and Cell
 
+namespace {
+
+// The inputs of nodes being freed on this thread. Releasing a node's inputs
+// may free the node before it in a chain, and so on: instead of recursing
+// once per node, a node freed while another is being freed leaves its
+// inputs here, and the outermost release empties the list in a loop.
+thread_local std::vector<std::vector<Value>>* t_releasing = nullptr;
+
+}  // namespace
+
 Node::~Node() {
-  if (state.load(std::memory_order_acquire) != State::Pending) return;
-  if (auto g = graph.lock()) g->dropped_.fetch_add(1, std::memory_order_relaxed);
+  if (state.load(std::memory_order_acquire) == State::Pending)
+    if (auto g = graph.lock()) g->dropped_.fetch_add(1, std::memory_order_relaxed);
+  if (in.empty()) return;
+  if (t_releasing) {
+    t_releasing->push_back(std::move(in));
+    return;
+  }
+  std::vector<std::vector<Value>> queue;
+  t_releasing = &queue;
+  queue.push_back(std::move(in));
+  while (!queue.empty()) {
+    std::vector<Value> inputs = std::move(queue.back());
+    queue.pop_back();
+    inputs.clear();  // may free nodes: their inputs join the queue
+  }
+  t_releasing = nullptr;
 }
 
 std::string Node::where() const {
@@ -34,7 +75,11 @@ std::string Node::where() const {
 }
 
 Cell::Cell(std::shared_ptr<Node> n, uint32_t i)
-    : PromiseHeap(n->out_avals[i].kind, n->out_avals[i].list_depth), node(std::move(n)), index(i) {}
+    : PromiseHeap(n->out_avals[i].kind, n->out_avals[i].list_depth), node(std::move(n)), index(i) {
+  node->cells[index].store(this, std::memory_order_release);
+}
+
+Cell::~Cell() { node->cells[index].store(nullptr, std::memory_order_release); }
 
 void Cell::evaluate(std::span<const Value> leaves) const {
   std::shared_ptr<Graph> g = node->graph.lock();
@@ -61,7 +106,7 @@ const Cell* cell_of(const Value& leaf) noexcept {
 
 // ---- Recording
 
-Graph::Graph(ExecContext& ctx) : ctx_(ctx), run_env_{&ctx} {}
+Graph::Graph(ExecContext& ctx) : ctx_(ctx) {}
 
 void Graph::check_input(const Value& leaf, const Prim& p) const {
   if (leaf.kind() != Kind::Placeholder) return;
@@ -91,19 +136,22 @@ NamePath Graph::current_names() {
 }
 
 std::shared_ptr<Node> Graph::new_node(const Prim& p, Params params, std::vector<Value> leaves,
-                                      TreeDef in_tree, std::vector<Aval> out_avals,
-                                      TreeDef out_tree) {
+                                      std::vector<uint8_t> literal, TreeDef in_tree,
+                                      std::vector<Aval> out_avals, TreeDef out_tree) {
   auto n = std::make_shared<Node>();
   n->prim = &p;
   n->params = std::move(params);
   n->in_tree = std::move(in_tree);
   n->out_tree = std::move(out_tree);
   n->in = std::move(leaves);
+  n->literal = std::move(literal);
   n->out_avals = std::move(out_avals);
   n->tags = current_tags();
   n->name_path = current_names();
+  n->cells = std::make_unique<std::atomic<const Cell*>[]>(n->out_avals.size());
   n->graph = weak_from_this();
   n->seq = recorded_.fetch_add(1, std::memory_order_relaxed) + 1;
+  n->shape = shape_of(*n);
   if (p.flags & kObservable) {
     std::lock_guard lock(mu_);
     observable_.push_back(n);
@@ -126,7 +174,7 @@ Value Graph::record(const Prim& p, Params params, std::vector<Value> leaves, Tre
     avals.push_back(aval_of(leaf));
   }
   AbstractOut shape = p.abstract_eval(params, avals, in_tree);
-  return outputs_of(new_node(p, std::move(params), std::move(leaves), std::move(in_tree),
+  return outputs_of(new_node(p, std::move(params), std::move(leaves), {}, std::move(in_tree),
                              std::move(shape.out), std::move(shape.out_tree)));
 }
 
@@ -152,9 +200,12 @@ Value Graph::record_ir(const IR& ir, std::span<const Value> inputs) {
     }
     std::vector<Aval> out_avals;
     for (VarId v : e.out) out_avals.push_back(ir.vars[v]);
-    auto n = new_node(*e.prim, e.params, std::move(in), e.in_tree, std::move(out_avals), e.out_tree);
-    n->literal = std::move(literal);
-    n->tags = union_tags(e.tags(), n->tags);
+    auto n = new_node(*e.prim, e.params, std::move(in), std::move(literal), e.in_tree, std::move(out_avals),
+                      e.out_tree);
+    if (e.tags()) {
+      n->tags = union_tags(e.tags(), n->tags);
+      n->shape = shape_of(*n);
+    }
     n->name_path = join_names(n->name_path, e.name_path());
     auto [leaf_outs, tree] = flatten(outputs_of(n));
     for (size_t k = 0; k < e.out.size(); ++k) vars[e.out[k]] = leaf_outs[k];
@@ -195,7 +246,158 @@ void Graph::pop_name() {
 
 // ---- Evaluation
 
-void Graph::eval(std::span<const Value> leaves, bool strict) {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void reentrant(const Node& n) {
+  invalid("a host function read a promise that the evaluation calling it is running (" + n.where() +
+          "): it would wait for itself. Pass the value to the host function as an argument, or read it "
+          "after the evaluation");
+}
+
+bool same_tags(const Tags& a, const Tags& b) noexcept {
+  const bool ea = !a || a->empty(), eb = !b || b->empty();
+  if (ea || eb) return ea == eb;
+  return a == b || *a == *b;
+}
+
+}  // namespace
+
+// What an evaluation cuts out of the batch it claimed: enough to find and
+// confirm a cached program without building its IR, and to build the IR on
+// a miss. Variables are numbered in the order the IR gets them: per node,
+// its inputs that are not results of this cut, then its outputs.
+struct Graph::Cut {
+  static constexpr uint32_t kLiteral = UINT32_MAX;
+  std::vector<Node*> nodes;     // one equation each, in order
+  std::vector<uint32_t> refs;   // per input of each node: its variable, or kLiteral
+  std::vector<Aval> vars;       // per variable
+  std::vector<uint32_t> uses;   // per variable: uses by nodes of the cut
+  std::vector<Value> inputs;    // the IR's inputs, in order
+  std::vector<VarId> in_vars, out_vars;
+  uint64_t key = 0;
+
+  VarId new_var(Aval a) {
+    vars.push_back(a);
+    uses.push_back(0);
+    return VarId(vars.size() - 1);
+  }
+
+  // The nodes of `batch` not failed by an earlier failure, keyed. An output
+  // is an output of the IR only when someone outside the cut still holds its
+  // promise (or the node is observable, so compile keeps it): a chain then
+  // keeps no intermediate result alive, and strings are appended in place.
+  explicit Cut(const std::vector<std::shared_ptr<Node>>& batch) {
+    nodes.reserve(batch.size());
+    uint64_t h = batch.size();
+    for (const auto& np : batch) {
+      Node& n = *np;
+      for (const Value& leaf : n.in)
+        if (const Cell* c = cell_of(leaf); c && c->node->error) {  // failed earlier, or in this batch
+          n.error = c->node->error;
+          break;
+        }
+      if (n.error) continue;
+      h = hash_mix(h, n.shape);
+      for (size_t k = 0; k < n.in.size(); ++k) {
+        const Value& leaf = n.in[k];
+        const Cell* c = cell_of(leaf);
+        uint32_t var;
+        if (!n.literal.empty() && n.literal[k]) {
+          var = kLiteral;
+        } else if (c && c->node->first_var != kNoVar) {
+          var = c->node->first_var + c->index;
+          ++uses[var];
+        } else {
+          const Value& v = c ? c->node->out[c->index] : leaf;  // evaluated earlier, or concrete
+          var = new_var(aval_of(v));
+          inputs.push_back(v);
+          in_vars.push_back(var);
+          h = hash_mix(h, uint64_t(vars[var].kind) << 8 | vars[var].list_depth);
+        }
+        refs.push_back(var);
+        h = hash_mix(h, var);
+      }
+      n.first_var = VarId(vars.size());
+      for (const Aval& a : n.out_avals) new_var(a);
+      nodes.push_back(&n);
+    }
+    for (Node* n : nodes) {
+      const bool observable = n->prim->flags & kObservable;
+      for (uint32_t i = 0; i < n->out_avals.size(); ++i) {
+        const VarId var = n->first_var + i;
+        const Cell* c = n->cells[i].load(std::memory_order_acquire);
+        // With uses, the cell is alive (this cut's nodes hold it) and held
+        // elsewhere too when it has more references than uses.
+        if (observable || (c && (uses[var] == 0 || c->refs.load(std::memory_order_acquire) > uses[var]))) {
+          out_vars.push_back(var);
+          h = hash_mix(h, var);
+        }
+      }
+    }
+    key = hash_mix(h, out_vars.size());
+  }
+
+  // Whether ir is the IR this cut builds: compared field by field against
+  // the nodes, without building it.
+  bool same(const IR& ir) const {
+    if (ir.eqns.size() != nodes.size() || ir.vars.size() != vars.size() || ir.in.size() != in_vars.size() ||
+        ir.out.size() != out_vars.size() || !std::equal(vars.begin(), vars.end(), ir.vars.begin()))
+      return false;
+    for (size_t k = 0; k < in_vars.size(); ++k)
+      if (ir.in[k].var != in_vars[k]) return false;
+    for (size_t k = 0; k < out_vars.size(); ++k)
+      if (ir.out[k].var != out_vars[k]) return false;
+    size_t r = 0;
+    for (size_t j = 0; j < nodes.size(); ++j) {
+      const Eqn& e = ir.eqns[j];
+      const Node& n = *nodes[j];
+      if (e.prim != n.prim || e.in.size() != n.in.size() || e.out.size() != n.out_avals.size()) return false;
+      for (size_t i = 0; i < e.out.size(); ++i)
+        if (e.out[i] != n.first_var + i) return false;
+      for (size_t k = 0; k < n.in.size(); ++k, ++r) {
+        const Atom& a = e.in[k];
+        if (refs[r] == kLiteral ? a.is_var() || !(a.lit == n.in[k]) : a.var != refs[r]) return false;
+      }
+      if (!identical(e.in_tree, n.in_tree) || !identical(e.out_tree, n.out_tree) || !same_tags(e.tags(), n.tags) ||
+          !(e.params == n.params))
+        return false;
+    }
+    return true;
+  }
+
+  IRPtr build() const {
+    auto ir = std::make_shared<IR>();
+    ir->checked = true;  // each node was recorded through its primitive's abstract rule
+    ir->vars = vars;
+    for (VarId v : in_vars) ir->in.push_back(Atom::of_var(v));
+    for (VarId v : out_vars) ir->out.push_back(Atom::of_var(v));
+    ir->in_tree = TreeDef::flat_list(ir->in.size());
+    ir->out_tree = TreeDef::flat_list(ir->out.size());
+    ir->eqns.reserve(nodes.size());
+    Shared<EqnNotes> notes;  // shared by consecutive nodes of the same tags
+    size_t r = 0;
+    for (const Node* n : nodes) {
+      Eqn e;
+      e.prim = n->prim;
+      e.params = n->params;
+      e.in_tree = n->in_tree;
+      e.out_tree = n->out_tree;
+      // (Not the name path: it only words errors, through where().)
+      if (!notes || notes->tags != n->tags) notes = EqnNotes::of(n->tags, nullptr);
+      e.notes = notes;
+      e.in.reserve(n->in.size());
+      for (size_t k = 0; k < n->in.size(); ++k, ++r)
+        e.in.push_back(refs[r] == kLiteral ? Atom::literal(n->in[k]) : Atom::of_var(refs[r]));
+      for (uint32_t i = 0; i < n->out_avals.size(); ++i) e.out.push_back(n->first_var + i);
+      ir->eqns.push_back(std::move(e));
+    }
+    return ir;
+  }
+};
+
+void Graph::eval(std::span<const Value> leaves, bool strict, RunOptions opts) {
   std::vector<Value> promises;
   for (const Value& v : leaves) collect_promises(v, promises);
   std::vector<std::shared_ptr<Node>> roots;
@@ -209,10 +411,40 @@ void Graph::eval(std::span<const Value> leaves, bool strict) {
     }
     roots.push_back(c->node);
   }
-  std::vector<std::shared_ptr<Node>> batch = claim(std::move(roots));
-  if (batch.empty()) return;
+  if (opts.timeout_ms == 0) opts.timeout_ms = eval_timeout_ms_.load(std::memory_order_relaxed);
+  const Clock::time_point deadline =
+      opts.timeout_ms ? Clock::now() + std::chrono::milliseconds(opts.timeout_ms) : Clock::time_point::max();
+  uint64_t id;
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) fail(Code::Cancelled, "the context is being freed: no evaluation can start");
+    ++active_;
+    id = ++eval_ids_;
+  }
+  struct Leave {
+    Graph& g;
+    ~Leave() {
+      std::lock_guard lock(g.mu_);
+      if (--g.active_ == 0 && g.closed_) g.cv_.notify_all();
+    }
+  } leave{*this};
+  std::vector<std::shared_ptr<Node>> batch;
   try {
-    run(batch);
+    batch = claim(std::move(roots), id, opts, deadline);
+  } catch (const Error& e) {
+    if (e.code() == Code::Timeout) timed_out_.fetch_add(1, std::memory_order_relaxed);
+    if (e.code() == Code::Cancelled) cancelled_.fetch_add(1, std::memory_order_relaxed);
+    throw;
+  }
+  if (batch.empty()) return;
+  evaluations_.fetch_add(1, std::memory_order_relaxed);
+  if (opts.timeout_ms) {  // what waiting for other evaluations took counts
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    opts.timeout_ms = std::max<int64_t>(1, left);
+  }
+  std::shared_ptr<const Error> stopped;
+  try {
+    stopped = run(batch, id, std::move(opts));
   } catch (...) {
     // Whatever escaped (out of memory building the IR) fails the batch:
     // no promise of it may stay Running forever.
@@ -223,13 +455,33 @@ void Graph::eval(std::span<const Value> leaves, bool strict) {
     throw;
   }
   finish(batch);
+  if (stopped) {
+    (stopped->code() == Code::Timeout ? timed_out_ : cancelled_).fetch_add(1, std::memory_order_relaxed);
+    throw *stopped;
+  }
 }
 
-std::vector<std::shared_ptr<Node>> Graph::claim(std::vector<std::shared_ptr<Node>> roots) {
+void Graph::close() {
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+  }
+  cv_.notify_all();  // evaluations waiting for others give up
+  // Runs in flight end with CANCELLED and no new one starts; evaluations
+  // still cutting or compiling then fail at their run's start.
+  ctx_.scheduler()->shutdown();
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return active_ == 0; });
+}
+
+std::vector<std::shared_ptr<Node>> Graph::claim(std::vector<std::shared_ptr<Node>> roots, uint64_t eval_id,
+                                                const RunOptions& opts, Clock::time_point deadline) {
+  const std::shared_ptr<const Evaluation>& serving = serving_evaluation();
   std::unique_lock lock(mu_);
   std::vector<std::shared_ptr<Node>> batch;
   std::vector<const std::shared_ptr<Node>*> stack;
   for (;;) {
+    if (closed_) fail(Code::Cancelled, "the context was freed while this evaluation waited for another");
     batch.clear();
     bool busy = false;
     const uint64_t visit = ++claims_;
@@ -241,7 +493,10 @@ std::vector<std::shared_ptr<Node>> Graph::claim(std::vector<std::shared_ptr<Node
       if (n->visit == visit) continue;
       n->visit = visit;
       Node::State s = n->state.load(std::memory_order_acquire);
-      if (s == Node::State::Running) busy = true;
+      if (s == Node::State::Running) {
+        if (serving && serving->within(n->eval_id)) reentrant(*n);
+        busy = true;
+      }
       if (s != Node::State::Pending) continue;
       batch.push_back(n);
       for (const Value& leaf : n->in)
@@ -250,9 +505,19 @@ std::vector<std::shared_ptr<Node>> Graph::claim(std::vector<std::shared_ptr<Node
     // Another evaluation runs part of what is needed: wait for it, then
     // look again (it may have failed, or finished what we would run).
     if (!busy) break;
-    cv_.wait(lock);
+    if (opts.cancel && opts.cancel->cancelled())
+      fail(Code::Cancelled, "the evaluation was cancelled while it waited for another");
+    // A cancel token has no way to wake this wait: look at it every 20 ms.
+    Clock::time_point until = opts.cancel ? std::min(deadline, Clock::now() + std::chrono::milliseconds(20)) : deadline;
+    if (until == Clock::time_point::max()) cv_.wait(lock);
+    else if (cv_.wait_until(lock, until) == std::cv_status::timeout && Clock::now() >= deadline)
+      fail(Code::Timeout, "the evaluation's deadline passed while it waited for another evaluation running "
+                          "what it needs (it goes on; read again later)");
   }
-  for (auto& n : batch) n->state.store(Node::State::Running, std::memory_order_relaxed);
+  for (auto& n : batch) {
+    n->state.store(Node::State::Running, std::memory_order_relaxed);
+    n->eval_id = eval_id;
+  }
   std::erase_if(observable_, [](const std::shared_ptr<Node>& n) {
     return n->state.load(std::memory_order_relaxed) != Node::State::Pending;
   });
@@ -260,110 +525,60 @@ std::vector<std::shared_ptr<Node>> Graph::claim(std::vector<std::shared_ptr<Node
   return batch;
 }
 
-void Graph::run(const std::vector<std::shared_ptr<Node>>& batch) {
-  // Cut the batch out as an IR: concrete leaves (and results of earlier
-  // evaluations) become inputs, in order of use; each node one equation.
-  auto ir = std::make_shared<IR>();
-  ir->checked = true;  // each node was recorded through its primitive's abstract rule
-  ir->eqns.reserve(batch.size());
-  std::vector<Value> inputs;
-  std::vector<const Node*> eqn_node;
-  eqn_node.reserve(batch.size());
-  auto new_var = [&](Aval a) {
-    ir->vars.push_back(a);
-    return VarId(ir->vars.size() - 1);
-  };
-  auto input = [&](const Value& v) {
-    VarId var = new_var(aval_of(v));
-    ir->in.push_back(Atom::of_var(var));
-    inputs.push_back(v);
-    return Atom::of_var(var);
-  };
-  Shared<EqnNotes> notes;  // shared by consecutive nodes of the same tags
-  for (const auto& n : batch) {
-    // An input from a failed evaluation fails this node without running.
-    for (const Value& leaf : n->in) {
-      const Cell* c = cell_of(leaf);
-      if (c && c->node->state.load(std::memory_order_acquire) == Node::State::Failed) {
-        n->error = c->node->error;
-        break;
-      }
-      if (c && c->node->error) {  // failed in this batch, before running
-        n->error = c->node->error;
-        break;
-      }
-    }
-    if (n->error) continue;
-    Eqn e;
-    e.prim = n->prim;
-    e.params = n->params;
-    e.in_tree = n->in_tree;
-    e.out_tree = n->out_tree;
-    // (Not the name path: it only words errors, through where().)
-    if (!notes || notes->tags != n->tags) notes = EqnNotes::of(n->tags, nullptr);
-    e.notes = notes;
-    e.in.reserve(n->in.size());
-    for (size_t k = 0; k < n->in.size(); ++k) {
-      const Value& leaf = n->in[k];
-      const Cell* c = cell_of(leaf);
-      if (!n->literal.empty() && n->literal[k]) e.in.push_back(Atom::literal(leaf));
-      else if (!c) e.in.push_back(input(leaf));
-      else if (c->node->first_var != kNoVar) e.in.push_back(Atom::of_var(c->node->first_var + c->index));
-      else e.in.push_back(input(c->node->out[c->index]));  // evaluated earlier
-    }
-    n->first_var = VarId(ir->vars.size());
-    e.out.reserve(n->out_avals.size());
-    for (const Aval& a : n->out_avals) e.out.push_back(new_var(a));
-    for (VarId v : e.out) ir->out.push_back(Atom::of_var(v));
-    ir->eqns.push_back(std::move(e));
-    eqn_node.push_back(n.get());
-  }
-  if (ir->eqns.empty()) return;
-  ir->in_tree = TreeDef::flat_list(ir->in.size());
-  ir->out_tree = TreeDef::flat_list(ir->out.size());
-  std::vector<std::shared_ptr<const Error>> errors(ir->out.size());
-  RunOptions opts;
+std::shared_ptr<const Error> Graph::run(const std::vector<std::shared_ptr<Node>>& batch, uint64_t eval_id,
+                                        RunOptions opts) {
+  Cut cut(batch);
+  if (cut.nodes.empty()) return nullptr;
+  std::vector<std::shared_ptr<const Error>> out_errors(cut.out_vars.size()), own(cut.nodes.size());
   opts.keep_going = true;
   opts.flat_output = true;
-  opts.on_output_error = [&errors](size_t k, const std::shared_ptr<const Error>& e) { errors[k] = e; };
+  opts.on_output_error = [&out_errors](size_t k, const std::shared_ptr<const Error>& e) { out_errors[k] = e; };
+  opts.on_eqn_error = [&own](uint32_t eqn, const std::shared_ptr<const Error>& e) { own[eqn] = e; };
+  RunEnv env;
+  env.context = &ctx_;
+  env.evaluation = std::make_shared<const Evaluation>(Evaluation{eval_id, serving_evaluation()});
   Value result;
   try {
-    std::shared_ptr<const Program> prog = ctx_.plans.get(ir);
-    result = run_sync(run_env_, std::move(prog), std::move(inputs), std::move(opts));
+    std::shared_ptr<const Program> prog = ctx_.plans.find(cut.key, [&](const IR& ir) { return cut.same(ir); });
+    if (!prog) prog = ctx_.plans.get(cut.build(), cut.key);
+    result = run_sync(std::move(env), std::move(prog), std::move(cut.inputs), std::move(opts));
   } catch (const Error& e) {
-    // The run as a whole failed (invalid program, timeout): so does every
-    // node of it.
+    // The run as a whole failed (deadline, cancel, invalid program): so does
+    // every node of it.
     auto cause = std::make_shared<const Error>(e);
-    for (const Node* n : eqn_node) {
-      auto* m = const_cast<Node*>(n);
-      m->error = std::make_shared<const Error>(
-          e.code(), "evaluating " + n->where() + " failed: " + e.what(), cause);
-    }
-    return;
+    for (Node* n : cut.nodes)
+      n->error = std::make_shared<const Error>(e.code(), "evaluating " + n->where() + " failed: " + e.what(), cause);
+    return e.code() == Code::Timeout || e.code() == Code::Cancelled ? cause : nullptr;
   }
-  // Write back: each node its outputs, or the error of the operation that
-  // failed first. A node whose input failed gets that origin's error.
-  size_t k = 0;
-  for (const Node* n : eqn_node) {
-    auto* m = const_cast<Node*>(n);
-    std::shared_ptr<const Error> failed;
-    for (size_t i = 0; i < n->out_avals.size(); ++i)
-      if (errors[k + i] && !failed) failed = errors[k + i];
-    if (failed) {
-      for (const Value& leaf : n->in)
-        if (const Cell* c = cell_of(leaf); c && c->node->error) {
-          m->error = c->node->error;
-          break;
-        }
-      if (!m->error)
-        m->error = std::make_shared<const Error>(failed->code(), n->where() + " failed: " + failed->what(),
-                                                 failed);
-    } else {
-      m->out.assign(result.items().begin() + ptrdiff_t(k),
-                    result.items().begin() + ptrdiff_t(k + n->out_avals.size()));
+  // Write back, in recording order: a node that failed itself gets an error
+  // naming it; one whose input failed, that input's error; else its wanted
+  // outputs (an output failing with neither is a merged twin's failure).
+  std::unordered_map<const Error*, std::shared_ptr<const Error>> origin;
+  auto named = [](const Node& n, const std::shared_ptr<const Error>& e) {
+    return std::make_shared<const Error>(e->code(), n.where() + " failed: " + e->what(), e);
+  };
+  std::span<const Value> items = result.items();
+  size_t o = 0;  // into cut.out_vars
+  for (size_t j = 0; j < cut.nodes.size(); ++j) {
+    Node& n = *cut.nodes[j];
+    if (own[j]) {
+      n.error = named(n, own[j]);
+      origin.emplace(own[j].get(), n.error);
     }
-    k += n->out_avals.size();
+    for (size_t k = 0; k < n.in.size() && !n.error; ++k)
+      if (const Cell* c = cell_of(n.in[k]); c && c->node->error) n.error = c->node->error;
+    n.out.assign(n.out_avals.size(), Value());
+    for (uint32_t i = 0; i < n.out_avals.size(); ++i) {
+      if (o == cut.out_vars.size() || cut.out_vars[o] != n.first_var + i) continue;
+      if (const auto& e = out_errors[o]; e && !n.error) {
+        auto it = origin.find(e.get());
+        n.error = it != origin.end() ? it->second : named(n, e);
+      }
+      n.out[i] = items[o++];
+    }
+    if (n.error) n.out.clear();
   }
+  return nullptr;
 }
 
 void Graph::finish(const std::vector<std::shared_ptr<Node>>& batch) {
@@ -387,6 +602,9 @@ GraphStats Graph::stats() const {
   s.evaluated = evaluated_.load(std::memory_order_relaxed);
   s.dropped = dropped_.load(std::memory_order_relaxed);
   s.pending = s.recorded - std::min(s.recorded, s.evaluated + s.dropped);
+  s.evaluations = evaluations_.load(std::memory_order_relaxed);
+  s.timed_out = timed_out_.load(std::memory_order_relaxed);
+  s.cancelled = cancelled_.load(std::memory_order_relaxed);
   return s;
 }
 

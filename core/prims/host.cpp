@@ -67,24 +67,32 @@ void host_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<As
   std::shared_ptr<const HostFunction> fn = env.context->hosts.require(name);
   const Value& declared = e.params.value("result");
   std::vector<Value> args = e.in_tree.unflatten(in).items();
+  // The function's thread serves the run's lazy evaluation, if any, while
+  // it runs: reading a promise that evaluation runs then fails at once
+  // (core/lazy) instead of waiting for itself.
   switch (fn->mode) {
-    case HostFunction::Mode::Sync:
+    case HostFunction::Mode::Sync: {
+      ServingScope serving(env.evaluation);
       call_and_finish(*fn, declared, args, *op);
       return;
+    }
     case HostFunction::Mode::Blocking: {
       HostPool& pool = env.context->hosts.pool();
       if (pool.on_pool_thread()) {  // called from a blocking function: see HostPool::on_pool_thread
+        ServingScope serving(env.evaluation);
         call_and_finish(*fn, declared, args, *op);
         return;
       }
       AsyncOp* raw = op.get();  // the job holds op alive while it runs
-      pool.submit(std::move(op), [fn, declared, args = std::move(args), raw] {
+      pool.submit(std::move(op), [fn, declared, args = std::move(args), raw, ev = env.evaluation] {
+        ServingScope serving(ev);
         call_and_finish(*fn, declared, args, *raw);
       });
       return;
     }
     case HostFunction::Mode::Async: {
       auto req = std::make_shared<HostRequest>(op, name, declared);
+      ServingScope serving(env.evaluation);
       fn->start(args, std::move(req));
       return;
     }

@@ -12,6 +12,7 @@ PassLoop::PassLoop(std::shared_ptr<AsyncOp> op, const RunEnv& env) : op_(std::mo
   env_.scopes = env.scopes;
   env_.stop = env.stop;
   env_.item_errors = env.item_errors;
+  env_.evaluation = env.evaluation;
   env_.rank = env.rank;
   env_.eqn = env.eqn;
 }

@@ -33,6 +33,35 @@ class Recorder {
   ~Recorder() = default;
 };
 
+// A lazy evaluation (core/lazy), as the runs it starts carry it: its id and
+// the evaluation whose host function started it (a host function may read a
+// pending promise, which evaluates it, nested).
+struct Evaluation {
+  uint64_t id = 0;
+  std::shared_ptr<const Evaluation> outer;
+  bool within(uint64_t eval_id) const noexcept {
+    for (const Evaluation* e = this; e; e = e->outer.get())
+      if (e->id == eval_id) return true;
+    return false;
+  }
+};
+
+// The evaluation whose run called the host function this thread is in (null
+// outside one): set by prims/host.cpp around each call, read by the lazy
+// evaluator so that a read of a promise that very evaluation runs fails
+// instead of waiting for itself.
+const std::shared_ptr<const Evaluation>& serving_evaluation() noexcept;
+class ServingScope {
+ public:
+  explicit ServingScope(const std::shared_ptr<const Evaluation>& e) noexcept;
+  ~ServingScope();
+  ServingScope(const ServingScope&) = delete;
+  ServingScope& operator=(const ServingScope&) = delete;
+
+ private:
+  const std::shared_ptr<const Evaluation>* prev_;
+};
+
 struct RunEnv {
   Context* context = nullptr;
   // The program this equation belongs to while a run executes it (its
@@ -95,6 +124,10 @@ struct RunEnv {
   // becomes an error value in map's outputs instead of failing the equation.
   // Inherited by the sub-runs control flow and map start.
   bool item_errors = false;
+
+  // The lazy evaluation this run serves (null for other runs); inherited by
+  // sub-runs. Host functions called by the run mark their thread with it.
+  std::shared_ptr<const Evaluation> evaluation = nullptr;
 
   // The place, in the whole batch, of the first item of the batched lists
   // this level runs on: a pipeline runs its body on consecutive slices of

@@ -66,12 +66,12 @@ void remove_stale_temps(const std::string& dir, const std::string& name) {
 }
 
 // Creates a fresh temporary file beside path; returns its name, fd in f.
-std::string create_temp(const std::string& path, const char* what, Fd& f) {
+std::string create_temp(const std::string& path, const char* what, Fd& f, unsigned mode = 0644) {
   static std::atomic<uint64_t> counter{0};
   std::string tmp;
   for (int tries = 0;; ++tries) {
     tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
-    f.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    f.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (f.fd >= 0) return tmp;
     if (errno != EEXIST || tries >= 100) io_error(what, "cannot create", tmp, errno);
   }
@@ -86,12 +86,13 @@ void sync_dir(const std::string& dir) {
 
 }  // namespace
 
-void write_file_atomic(const std::string& path, std::string_view bytes, const char* what) {
+void write_file_atomic(const std::string& path, std::string_view bytes, const char* what, unsigned mode,
+                       bool clean) {
   check_path(path, what);
   auto [dir, name] = split(path);
-  remove_stale_temps(dir, name);
+  if (clean) remove_stale_temps(dir, name);
   Fd f;
-  const std::string tmp = create_temp(path, what, f);
+  const std::string tmp = create_temp(path, what, f, mode);
   auto abandon = [&](const char* doing, const std::string& shown) {
     int err = errno;
     if (f.fd >= 0) ::close(f.fd);

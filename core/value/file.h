@@ -14,8 +14,11 @@ namespace af {
 // created with O_EXCL | O_NOFOLLOW in the same directory, fsync, rename onto
 // path, fsync of the directory. Temporary files of this name left by
 // processes that no longer exist (a killed save) are removed first. `what`
-// starts each IO error ("save graph", "profile").
-void write_file_atomic(const std::string& path, std::string_view bytes, const char* what);
+// starts each IO error ("save graph", "profile"). `mode`: the new file's
+// permissions (before the umask). `clean`: false skips the look for stale
+// temporary files (a directory scan), for callers that clean up themselves.
+void write_file_atomic(const std::string& path, std::string_view bytes, const char* what,
+                       unsigned mode = 0644, bool clean = true);
 
 // IO unless a file could be written at `path` (the directory exists and is
 // writable): checked by creating and removing a temporary file as above,

@@ -18,8 +18,9 @@ constexpr uint64_t hash_mix(uint64_t h, uint64_t v) {
 
 uint64_t hash_bytes(std::string_view s) noexcept;  // XXH3-64, seed 0
 
-// Bit pattern of a double with -0.0 folded into 0.0 and every NaN into one
-// (both are equal under Value's ==, so they must hash alike).
+// Bit pattern of a double with -0.0 folded into 0.0 and every NaN into one,
+// for numbers compared by value (a schedule's priority; values themselves
+// hash their bits: Value::hash).
 uint64_t hash_double(double f) noexcept;
 
 }  // namespace af

@@ -227,10 +227,13 @@ std::vector<Node> flat_list_nodes(size_t n) {
 
 }  // namespace
 
-TreeDef::Block::Block(std::vector<Node> n) : nodes(std::move(n)), hash(0) {
-  for (const Node& node : nodes) {
+TreeDef::Block::Block(std::vector<Node> n) : nodes(std::move(n)), hash(0), display(0) {
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& node = nodes[i];
     hash = hash_mix(hash, uint64_t(node.type) << 32 | node.n_children);
     for (const auto& k : node.keys) hash = hash_mix(hash, hash_bytes(k));
+    for (uint32_t d = 0; d < node.display.size(); ++d)
+      if (node.display[d] != d) display = hash_mix(display ^ i, uint64_t(d) << 32 | node.display[d]);
   }
 }
 
@@ -320,6 +323,18 @@ bool TreeDef::same_nodes(const TreeDef& a, const TreeDef& b) noexcept {
   return true;
 }
 
+
+bool TreeDef::same_display(const TreeDef& a, const TreeDef& b) noexcept {
+  const auto& x = a.nodes();
+  const auto& y = b.nodes();
+  // (An empty display is the sorted order.)
+  auto at = [](const Node& n, uint32_t c) { return n.display.empty() ? c : n.display[c]; };
+  for (size_t i = 0; i < x.size(); ++i)
+    if (x[i].type == NodeType::Dict)
+      for (uint32_t c = 0; c < x[i].n_children; ++c)
+        if (at(x[i], c) != at(y[i], c)) return false;
+  return true;
+}
 
 std::string TreeDef::to_string() const {
   std::string out;

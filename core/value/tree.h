@@ -55,12 +55,22 @@ class TreeDef {
   // insertion order of the tree the structure was taken from.
   Value unflatten(std::span<const Value> leaves) const;
 
-  // One shared block (the common case: canonical shapes) compares inline.
+  // The same structure: what a value must have to fit (dict keys compared
+  // as sets, the order they were written in ignored). One shared block (the
+  // common case: canonical shapes) compares inline.
   friend bool operator==(const TreeDef& a, const TreeDef& b) noexcept {
     return a.nodes_ == b.nodes_ || same_nodes(a, b);
   }
   // Computed once, when the structure is made (IRs hash their trees often).
   uint64_t hash() const noexcept { return nodes_->hash; }
+  // The same structure with dict keys in the same written order: what
+  // unflatten builds is printed alike. IR identity (ir_equal, ir_hash, the
+  // plan cache) uses this, since the order shows when a dict is printed.
+  friend bool identical(const TreeDef& a, const TreeDef& b) noexcept {
+    return a.nodes_ == b.nodes_ || (a.nodes_->display == b.nodes_->display && same_nodes(a, b) && same_display(a, b));
+  }
+  // Consistent with identical: hash() when every dict is in sorted order.
+  uint64_t identity_hash() const noexcept { return nodes_->hash ^ nodes_->display; }
   // Human-readable structure with '*' for leaves: [*, {"a": *}].
   std::string to_string() const;
 
@@ -70,6 +80,7 @@ class TreeDef {
     explicit Block(std::vector<Node> n);
     std::vector<Node> nodes;
     uint64_t hash;
+    uint64_t display;  // hash of the dicts' written orders; 0 when all are sorted
   };
   // The shared block of a leaf or a small flat list when nodes is one.
   explicit TreeDef(std::vector<Node> nodes);
@@ -81,6 +92,7 @@ class TreeDef {
   }
   static const Shared<Block>* flat_list_block(size_t n);
   static bool same_nodes(const TreeDef& a, const TreeDef& b) noexcept;
+  static bool same_display(const TreeDef& a, const TreeDef& b) noexcept;
   Shared<Block> nodes_;
 };
 

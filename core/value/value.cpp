@@ -1,5 +1,7 @@
 #include "value/value.h"
 
+#include <bit>
+
 #include <algorithm>
 #include <cstring>
 
@@ -183,19 +185,13 @@ bool operator==(const Value& a, const Value& b) noexcept {
     case Kind::Null: return true;
     case Kind::Bool: return a.b_ == b.b_;
     case Kind::Int: return a.i_ == b.i_;
-    case Kind::Float: return a.f_ == b.f_ || (a.f_ != a.f_ && b.f_ != b.f_);
+    case Kind::Float: return std::bit_cast<uint64_t>(a.f_) == std::bit_cast<uint64_t>(b.f_);
     case Kind::Str: return a.h_ == b.h_ || a.as_str() == b.as_str();
     case Kind::List: return a.h_ == b.h_ || a.items() == b.items();
     case Kind::Dict: {
       if (a.h_ == b.h_) return true;
-      if (a.size() != b.size()) return false;
-      // Key order is display only: compare in sorted order.
-      for (size_t i = 0; i < a.size(); ++i) {
-        const Entry& x = a.entries()[a.sorted()[i]];
-        const Entry& y = b.entries()[b.sorted()[i]];
-        if (x.first != y.first || !(x.second == y.second)) return false;
-      }
-      return true;
+      // Key order shows wherever a dict is printed: it is part of identity.
+      return a.entries() == b.entries();
     }
     case Kind::Placeholder: {
       const auto& x = a.placeholder_ref();
@@ -215,17 +211,26 @@ uint64_t Value::hash() const noexcept {
     case Kind::Null: return seed(Kind::Null);
     case Kind::Bool: return hash_mix(seed(Kind::Bool), b_);
     case Kind::Int: return hash_mix(seed(Kind::Int), static_cast<uint64_t>(i_));
-    case Kind::Float: return hash_mix(seed(Kind::Float), hash_double(f_));
+    case Kind::Float: return hash_mix(seed(Kind::Float), std::bit_cast<uint64_t>(f_));
     case Kind::Str: return hash_mix(seed(Kind::Str), hash_bytes(as_str()));
     case Kind::List:
       for (const Value& v : items()) h = hash_mix(h, v.hash());
       return h;
-    case Kind::Dict:
-      for (uint32_t i : sorted()) {
+    case Kind::Dict: {
+      // Entries in sorted key order, then the written order when it is not
+      // that one: a dict written sorted hashes as it always did (af_ir_hash
+      // names files), and two orders hash apart as they compare apart.
+      bool sorted_order = true;
+      for (uint32_t k = 0; k < sorted().size(); ++k) {
+        const uint32_t i = sorted()[k];
         h = hash_mix(h, hash_bytes(entries()[i].first));
         h = hash_mix(h, entries()[i].second.hash());
+        sorted_order = sorted_order && i == k;
       }
+      if (!sorted_order)
+        for (uint32_t i : sorted()) h = hash_mix(h, i);
       return h;
+    }
     case Kind::Placeholder:
       if (placeholder_ref().frame == 0) return hash_mix(h, reinterpret_cast<uintptr_t>(h_));
       return hash_mix(hash_mix(h, placeholder_ref().frame), placeholder_ref().var);

@@ -136,12 +136,15 @@ class Value {
   // Number of items (list) or entries (dict); 0 otherwise.
   size_t size() const noexcept;
 
-  // Deep structural equality (floats compare by value; int != float).
+  // Deep equality as fine as every observable difference, because it
+  // decides "the same computation" (IR equality, CSE, memoize keys, the
+  // plan cache): floats compare bitwise (0.0 is not -0.0), dicts in their
+  // key order (it shows when one is printed), int != float.
   friend bool operator==(const Value& a, const Value& b) noexcept;
   // Deep hash consistent with ==.
   uint64_t hash() const noexcept;
   // Same kind and payload: the same heap node, or the same scalar bits.
-  // Implies ==, in one comparison (-0.0 and 0.0 are equal, not identical).
+  // Implies ==, in one comparison.
   bool identical(const Value& o) const noexcept {
     if (kind_ != o.kind_) return false;
     switch (kind_) {

@@ -79,10 +79,14 @@ TEST(PlanCache, EvictsLeastRecentlyUsedByEntriesAndBytes) {
   cache.get(b);  // a miss again
   EXPECT_EQ(cache.stats().misses, 4u);
 
-  // A byte bound below one program keeps only the newest.
+  // A byte bound below one program keeps none: a program over it runs
+  // (get returns it) but is not kept.
   cache.configure(bounds(100, 1));
-  EXPECT_EQ(cache.stats().entries, 1u);
-  EXPECT_GT(cache.stats().bytes, 0u);
+  EXPECT_EQ(cache.stats().entries, 0u);
+  EXPECT_EQ(cache.stats().bytes, 0u);
+  EXPECT_NE(cache.get(a), nullptr);
+  EXPECT_EQ(cache.stats().entries, 0u);
+  EXPECT_EQ(cache.stats().not_kept, 1u);
   EXPECT_GT(program_bytes(*pa), sizeof(Program));
 }
 

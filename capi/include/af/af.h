@@ -146,13 +146,19 @@ typedef struct af_host_request af_host_request_t; /* Context (async host functio
 AF_API af_error_t* af_context_new(af_context_t** out);
 /* A context with options, a JSON object (NULL/0 = defaults):
  *   {"lazy": false,
- *    "plan_cache": {"max_entries": 1024, "max_bytes": 268435456, "dir": ""},
- *    "host_threads": 8, "eager_timeout_ms": 0, "host_wait_ms": 0}
+ *    "plan_cache": {"max_entries": 1024, "max_bytes": 268435456, "dir": "",
+ *                   "max_disk_bytes": 1073741824},
+ *    "host_threads": 8, "eager_timeout_ms": 0, "host_wait_ms": 0,
+ *    "eval_timeout_ms": 0}
  * "lazy": true makes operations outside a trace record promises instead of
  * running (see "Lazy evaluation" below). "plan_cache" bounds the context's
  * cache of compiled programs (least recently used out first) and, with
  * "dir", keeps them on disk too, shared between processes (created if
- * missing). "host_threads" (1..256) bounds the pool that runs blocking host
+ * missing; files 0600 in a directory made 0700; past "max_disk_bytes" the
+ * least recently used files are removed). A program larger than "max_bytes"
+ * runs but is not kept. "eval_timeout_ms" (lazy contexts; 0 = no limit)
+ * bounds every evaluation a read or af_eval starts (af_eval_with sets its
+ * own). "host_threads" (1..256) bounds the pool that runs blocking host
  * functions (af_register_function_blocking). "eager_timeout_ms" (0 = no
  * limit) bounds how long an operation made eagerly, outside any run, waits
  * for an asynchronous result — af_host_call of an async or blocking host
@@ -174,15 +180,24 @@ AF_API af_error_t* af_context_new_with(const char* options_json, size_t len,
  * that may hang belongs in af_register_function_blocking). Promises of a
  * lazy ctx not yet evaluated can no longer be (reading one is
  * INVALID_ARGUMENT), and observable operations still pending are not run:
- * call af_eval(ctx, NULL, 0) first to run them. Never call it from a libaf
- * callback. */
+ * call af_eval(ctx, NULL, 0) first to run them. Evaluations in progress on
+ * other threads (cutting, compiling or running) are cancelled, and
+ * af_context_free returns only once none of them touches ctx: their readers
+ * get CANCELLED. Never call it from a libaf callback. */
 AF_API void af_context_free(af_context_t* ctx);
 
 /* ctx's counters as JSON (owned):
  *   {"plan_cache": {"hits", "misses", "disk_hits", "evictions", "entries",
- *                   "bytes"},
- *    "lazy": {"recorded", "evaluated", "dropped", "pending"}}
- * (the lazy counters stay 0 on an eager context; bytes are estimated). */
+ *                   "bytes", "not_kept", "disk_files", "disk_bytes",
+ *                   "disk_evictions"},
+ *    "lazy": {"recorded", "evaluated", "dropped", "pending", "evaluations",
+ *             "timed_out", "cancelled"}}
+ * (the lazy counters stay 0 on an eager context; bytes are estimated;
+ * "not_kept" counts programs over "max_bytes"; the disk counters count what
+ * this context saw of its "dir": files and bytes it holds by its last scan
+ * and its own writes, files it removed). "evaluations" counts evaluations
+ * that ran something, "timed_out" / "cancelled" those stopped by a deadline
+ * or a cancel (af_context_free included). */
 AF_API af_error_t* af_context_stats(const af_context_t* ctx, af_bytes_t* out);
 
 /* A host function: receives the positional argument trees (borrowed for the
@@ -416,6 +431,36 @@ AF_API void af_value_free(af_value_t* v);
  * a promise is evaluated once even if several threads read it (the others
  * wait for that evaluation). Tag scopes are per thread.
  *
+ * Lifetimes: a promise holds what it needs to be evaluated (its operation,
+ * their inputs), not its context: free the context only after reading what
+ * you need (af_context_free above). Bindings make a promise keep its
+ * context alive. An evaluation keeps everything it uses alive until it
+ * returns. Dropping the last promise of a long chain of pending operations
+ * frees it without recursion.
+ *
+ * Deadlines: every evaluation can be stopped. Reads and af_eval use the
+ * context's "eval_timeout_ms" (0 = none); af_eval_with takes a run's
+ * options (timeout_ms, cancel, ...) for one evaluation. An evaluation
+ * stopped by its deadline or its cancel fails the operations it was running
+ * with TIMEOUT / CANCELLED (reading their promises returns that error, later
+ * too) and returns it; a reader only waiting for another thread's
+ * evaluation stops waiting with that error and leaves it running.
+ *
+ * Re-entrancy: a host function called by an evaluation may read promises
+ * of its context: evaluated ones are read; pending ones are evaluated by a
+ * nested evaluation. Reading one that the evaluation calling it is running
+ * (its own result's inputs, say) would wait for itself: it fails at once
+ * with INVALID_ARGUMENT instead (an async host function must not wait for
+ * one from another thread either: that is not detected).
+ *
+ * Identity: structures are equal for the plan cache only when nothing
+ * observable differs: literals compare exactly (0.0 and -0.0 differ, as do
+ * dicts whose keys are in another order), as in af_ir_equal and af_ir_hash.
+ *
+ * Memory: an evaluation keeps, of the operations it runs, only the results a
+ * live promise (or a pending operation) still needs; a chain of N pending
+ * operations evaluates in O(N) memory, and concat appends in place.
+ *
  * The plan cache (every context has one): af_compile, af_ir_call and the
  * lazy evaluator take compiled programs from it. Its key is a structural
  * hash (in memory, a faster one than af_ir_hash that never leaves the
@@ -432,6 +477,16 @@ AF_API void af_value_free(af_value_t* v);
  * not fail af_eval: reading their promises returns their errors.
  * INVALID_ARGUMENT: a NULL entry, or a promise of another context. */
 AF_API af_error_t* af_eval(af_context_t* ctx, af_value_t* const* values, size_t n);
+/* af_eval with a run's options for this one evaluation (NULL = af_eval):
+ * timeout_ms (0 = the context's "eval_timeout_ms"), cancel, flags
+ * (AF_RUN_KEEP_GOING is always on; AF_RUN_ITEM_ERRORS, AF_RUN_PROFILE),
+ * progress, stream, profile_path, summary and max_value_bytes as for
+ * af_program_call_with. Returns TIMEOUT or CANCELLED when the deadline or
+ * the cancel stopped the evaluation (its operations' promises then hold that
+ * error). INVALID_ARGUMENT: as af_eval, bad options. */
+struct af_run_options; /* af_run_options_t, defined under "Programs and runs" */
+AF_API af_error_t* af_eval_with(af_context_t* ctx, af_value_t* const* values, size_t n,
+                                const struct af_run_options* options);
 /* 1 if reading v runs nothing: v is concrete, or every promise in it has
  * been evaluated (with a result or an error); else 0 (also for NULL and for
  * traced placeholders). */

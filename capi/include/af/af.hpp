@@ -269,6 +269,7 @@ class Shared {
 }  // namespace detail
 
 class Context;
+struct RunOptions;
 class Ir;
 
 /* ---- Values -------------------------------------------------------------- */
@@ -364,12 +365,16 @@ class Value {
   Range<Entry> entries() const;
 
  private:
+  friend class Context;
   explicit Value(af_value_t* v) : h_(v) {}
   af_value_t* ptr() const {
     if (!get()) throw detail::empty_handle("Value");
     return get();
   }
   detail::Shared<af_value_t, af_value_clone, af_value_free> h_;
+  /* A promise keeps the lazy context it was recorded on alive (it can be
+   * evaluated only there); null for every other value. */
+  std::shared_ptr<af_context_t> ctx_;
 };
 
 struct Value::Entry {
@@ -722,24 +727,31 @@ class Context {
   Context() {
     af_context_t* c = nullptr;
     detail::check(af_context_new(&c));
-    h_ = decltype(h_)(c);
+    h_ = decltype(h_)(c, af_context_free);
   }
   /* Options as af_context_new_with: {"lazy": true, "plan_cache": {...}}. */
   explicit Context(std::string_view options_json) {
     af_context_t* c = nullptr;
     detail::check(af_context_new_with(options_json.data(), options_json.size(), &c));
-    h_ = decltype(h_)(c);
+    h_ = decltype(h_)(c, af_context_free);
   }
+  /* Move-only; a promise recorded on a lazy Context keeps the native
+   * context alive after the Context object goes. */
+  Context(Context&&) noexcept = default;
+  Context& operator=(Context&&) noexcept = default;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
   af_context_t* get() const noexcept { return h_.get(); }
 
   /* Lazy contexts: evaluates the promises among values (and the pending
    * observable operations) as one run; the counters as JSON. */
   void eval(const std::vector<Value>& values) {
-    std::vector<af_value_t*> p;
-    p.reserve(values.size());
-    for (const Value& v : values) p.push_back(v.get());
+    std::vector<af_value_t*> p = handles(values);
     detail::check(af_eval(ptr(), p.data(), p.size()));
   }
+  /* The same with a run's options for this evaluation (timeout_ms, cancel,
+   * ...; af_eval_with): throws TIMEOUT / CANCELLED when they stopped it. */
+  void eval(const std::vector<Value>& values, const RunOptions& options);
   std::string stats() const {
     af_bytes_t b{nullptr, 0};
     detail::check(af_context_stats(get(), &b));
@@ -1013,7 +1025,19 @@ class Context {
     if (!get()) throw detail::empty_handle("Context");
     return get();
   }
-  static Value make(const std::function<af_error_t*(af_value_t**)>& f) { return Value::own(detail::make_value(f)); }
+  Value make(const std::function<af_error_t*(af_value_t**)>& f) const { return adopt(detail::make_value(f)); }
+  static std::vector<af_value_t*> handles(const std::vector<Value>& values) {
+    std::vector<af_value_t*> p;
+    p.reserve(values.size());
+    for (const Value& v : values) p.push_back(v.get());
+    return p;
+  }
+  /* v (owned) as a Value; a promise holds this context. */
+  Value adopt(af_value_t* v) const {
+    Value out = Value::own(v);
+    if (v && !af_value_ready(v)) out.ctx_ = h_;
+    return out;
+  }
   static const uint8_t* data(std::string_view bytes) {
     return reinterpret_cast<const uint8_t*>(bytes.data());
   }
@@ -1083,7 +1107,7 @@ class Context {
   }
   static void destroy_async_host(void* ud) noexcept { delete static_cast<AsyncHostFn*>(ud); }
 
-  detail::Unique<af_context_t, af_context_free> h_;
+  std::shared_ptr<af_context_t> h_;
 };
 
 /* ---- Programs and runs ------------------------------------------------------ */
@@ -1219,7 +1243,7 @@ class Program {
     auto p = detail::ptrs(inputs);
     af_value_t* out = nullptr;
     detail::check(af_program_call(ctx.ptr(), ptr(), p.data(), p.size(), &out));
-    return Value::own(out);
+    return ctx.adopt(out);
   }
   /* With options: a run that happens now, on a lazy Context too. */
   Value call(Context& ctx, const std::vector<Value>& inputs, const RunOptions& options) const {
@@ -1253,6 +1277,7 @@ class Program {
   void save(std::string_view path) const { detail::check(af_program_save(ptr(), path.data(), path.size())); }
 
  private:
+  friend class Context;  /* eval with options shares Native */
   explicit Program(af_program_t* p) : h_(p) {}
   af_program_t* ptr() const {
     if (!get()) throw detail::empty_handle("Program");
@@ -1309,6 +1334,16 @@ class Program {
   };
   detail::Shared<af_program_t, af_program_clone, af_program_free> h_;
 };
+
+inline void Context::eval(const std::vector<Value>& values, const RunOptions& options) {
+  std::vector<af_value_t*> p = handles(values);
+  Program::Native o(options);
+  af_bytes_t summary{nullptr, 0};
+  if (options.summary_out) o.raw.summary = &summary;
+  af_error_t* err = af_eval_with(ptr(), p.data(), p.size(), &o.raw);
+  if (options.summary_out) *options.summary_out = summary.data ? detail::take(summary) : std::string();
+  detail::check(err);
+}
 
 /* ---- Walking an IR one equation at a time -------------------------------- */
 
