@@ -30,7 +30,8 @@
 //     CodeInvalidArgument) and the last call in progress frees it. Close
 //     never waits, so it may be called from a callback running inside a
 //     call on the same handle. A run started with CallAsync keeps its
-//     Engine, Program and inputs alive until it finishes.
+//     Engine, Program and inputs alive until it finishes; a promise of a
+//     lazy Engine (and any Value holding one) keeps its Engine alive.
 //   - Values and IRs are immutable and may be used from several goroutines at
 //     once; an Engine serializes its own mutations.
 //   - Tracing is per OS thread in libaf. Trace locks the calling goroutine to

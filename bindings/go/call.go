@@ -54,9 +54,7 @@ func (eng *Engine) CallWith(ctx context.Context, fn Callable, opts *RunOptions, 
 	return eng.callContext(ctx, fn, opts, true, inputs)
 }
 
-// callContext runs fn, ended by ctx: a cancellation triggers a cancel
-// token; a deadline, with deadlineTimes, becomes the run's timeout (so the
-// run fails with CodeTimeout), and otherwise triggers the token too.
+// callContext runs fn, ended by ctx (see runContext).
 func (eng *Engine) callContext(ctx context.Context, fn Callable, opts *RunOptions, deadlineTimes bool, inputs []*Value) (*Value, error) {
 	if ctx == nil {
 		return nil, &Error{Message: "Engine.Call: ctx is nil (pass context.Background())", code: CodeInvalidArgument}
@@ -67,55 +65,74 @@ func (eng *Engine) callContext(ctx context.Context, fn Callable, opts *RunOption
 	if ctx.Done() == nil && opts == nil {
 		return fn.callPlain(eng, inputs)
 	}
+	var out *Value
+	err := runContext(ctx, "Engine.CallWith", opts, deadlineTimes, func(o *RunOptions) error {
+		p, owned, err := fn.program(eng)
+		if err != nil {
+			return err
+		}
+		if owned {
+			defer p.Close()
+		}
+		out, err = p.CallWith(eng, o, inputs...)
+		return err
+	})
+	return out, err
+}
+
+// runContext calls run with opts ended by ctx (what names the caller in
+// errors): a cancellation triggers a cancel token; a deadline, with
+// deadlineTimes, becomes the run's timeout (so the run fails with
+// CodeTimeout), and otherwise triggers the token too. A ctx that can never
+// end passes opts through unchanged (nil included); otherwise run gets a
+// copy holding the token and the timeout.
+func runContext(ctx context.Context, what string, opts *RunOptions, deadlineTimes bool, run func(o *RunOptions) error) error {
+	if ctx == nil {
+		return &Error{Message: what + ": ctx is nil (pass context.Background())", code: CodeInvalidArgument}
+	}
+	if ctx.Done() == nil {
+		return run(opts)
+	}
 	if err := ctx.Err(); err != nil {
-		return nil, notStarted(err, deadlineTimes)
+		return notStarted(err, deadlineTimes)
 	}
 	o := RunOptions{}
 	if opts != nil {
 		o = *opts
 	}
-	if ctx.Done() != nil {
-		if o.Cancel != nil {
-			return nil, &Error{Message: "Engine.CallWith: RunOptions.Cancel and a ctx that can end both stop the run: give one", code: CodeInvalidArgument}
-		}
-		if d, ok := ctx.Deadline(); ok && deadlineTimes {
-			left := time.Until(d)
-			if left <= 0 {
-				return nil, notStarted(context.DeadlineExceeded, deadlineTimes)
-			}
-			if o.Timeout == 0 || left < o.Timeout {
-				o.Timeout = left
-			}
-		}
-		token, err := NewCancelToken()
-		if err != nil {
-			return nil, err
-		}
-		defer token.Close()
-		o.Cancel = token
-		ended := make(chan struct{})
-		stop := context.AfterFunc(ctx, func() {
-			defer close(ended)
-			if !deadlineTimes || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				token.Trigger()
-			}
-		})
-		// The token is closed only once the callback cannot use it any more:
-		// stopped before it started, or finished.
-		defer func() {
-			if !stop() {
-				<-ended
-			}
-		}()
+	if o.Cancel != nil {
+		return &Error{Message: what + ": RunOptions.Cancel and a ctx that can end both stop the run: give one", code: CodeInvalidArgument}
 	}
-	p, owned, err := fn.program(eng)
+	if d, ok := ctx.Deadline(); ok && deadlineTimes {
+		left := time.Until(d)
+		if left <= 0 {
+			return notStarted(context.DeadlineExceeded, deadlineTimes)
+		}
+		if o.Timeout == 0 || left < o.Timeout {
+			o.Timeout = left
+		}
+	}
+	token, err := NewCancelToken()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if owned {
-		defer p.Close()
-	}
-	return p.CallWith(eng, &o, inputs...)
+	defer token.Close()
+	o.Cancel = token
+	ended := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(ended)
+		if !deadlineTimes || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			token.Trigger()
+		}
+	})
+	// The token is closed only once the callback cannot use it any more:
+	// stopped before it started, or finished.
+	defer func() {
+		if !stop() {
+			<-ended
+		}
+	}()
+	return run(&o)
 }
 
 // notStarted is the error of a call whose ctx was done before it started:

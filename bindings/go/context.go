@@ -12,8 +12,9 @@ import (
 // Engine is libaf's context (af_context_t): it owns what a program needs at
 // run time — host functions, provider routes, run-time scopes (collect,
 // inject, memoize), the scheduler and the plan cache. Values and IRs are
-// not tied to one engine. An Engine may be used from several goroutines; it
-// serializes its own mutations.
+// not tied to one engine (a lazy engine's promises are: see NewEngineWith).
+// An Engine may be used from several goroutines; it serializes its own
+// mutations.
 //
 // It is called Engine in Go so that "ctx" stays the context.Context that
 // blocking calls take first (see Engine.Call).
@@ -53,9 +54,17 @@ func wrapEngine(p *C.af_context_t) *Engine {
 // Close frees the engine. It is idempotent. Values, IRs and walks made
 // with the engine stay valid (they are not tied to it; a Walk's Eval runs
 // on it, though, and returns the closed-handle error once it is closed). A
-// call that uses the engine (Trace, Call, a Walk step) and is running when
-// Close is called keeps it until it returns: the engine is freed then (new
-// calls fail with the closed-handle error at once).
+// call that uses the engine (Trace, Call, Eval, EvalWith, a Walk step) and
+// is running when Close is called keeps it until it returns: the engine is
+// freed then (new calls fail with the closed-handle error at once).
+//
+// A lazy engine's promises are tied to it, and Close means what
+// af_context_free means for them, however many promises are live (they
+// keep the engine from the garbage collector, not from Close): a promise
+// not yet evaluated can no longer be (reading it is CodeInvalidArgument),
+// pending observable operations do not run (Eval first), and a read of a
+// promise evaluating on another goroutine ends with CodeCancelled.
+// Evaluated promises stay readable.
 func (eng *Engine) Close() {
 	if eng == nil {
 		return

@@ -79,7 +79,7 @@ func (eng *Engine) Switch(key *Value, branches []Branch, operands ...*Value) (*V
 	}
 	var out *C.af_value_t
 	e := C.af_switch(cp, kp, np, lp, ip, C.size_t(n), cArray(ops), C.size_t(len(ops)), &out)
-	return takeValue(e, out)
+	return eng.takeResult(e, out, nil)
 }
 
 // WhileLoop: state = init; while cond(state) is true and fewer than
@@ -107,7 +107,7 @@ func (eng *Engine) WhileLoop(cond, body *IR, init *Value, maxIters uint64) (*Val
 	defer init.release()
 	var out *C.af_value_t
 	e := C.af_while_loop(cp, condp, bodyp, ip, C.uint64_t(maxIters), &out)
-	return takeValue(e, out)
+	return eng.takeResult(e, out, nil)
 }
 
 // cSlice allocates n zeroed T in C memory (free the pointer with C.free;
@@ -160,7 +160,7 @@ func (eng *Engine) HostCall(name string, args ...*Value) (*Value, error) {
 	var out *C.af_value_t
 	e := C.af_host_call(cp, p, n, cArray(ps), C.size_t(len(ps)), &out)
 	runtime.KeepAlive(name)
-	return takeValue(e, out)
+	return eng.takeResult(e, out, nil)
 }
 
 // --- run-time scopes ----------------------------------------------------------

@@ -86,7 +86,7 @@ func (ir *IR) Call(eng *Engine, inputs ...*Value) (*Value, error) {
 	defer releaseValues(held)
 	var out *C.af_value_t
 	e := C.af_ir_call(cp, p, cArray(ps), C.size_t(len(ps)), &out)
-	return takeValue(e, out)
+	return eng.takeResult(e, out, held)
 }
 
 // Text is the IR's text form (documented in docs/IR_TEXT.md, stable across

@@ -66,7 +66,7 @@ func (eng *Engine) lmCall(messages, model, schema, params *Value) (*Value, error
 	default:
 		e = C.af_lm_schema_call_ex(cp, mp, modp, sp, pp, &out)
 	}
-	return takeValue(e, out)
+	return eng.takeResult(e, out, nil)
 }
 
 // RouteFallback routes models matching pattern to providers in order: a

@@ -40,7 +40,7 @@ func (eng *Engine) FormatNamed(template string, named *Value, args ...*Value) (*
 	var out *C.af_value_t
 	t, tn := cstr(template)
 	e := C.af_format(cp, t, tn, cArray(ps), C.size_t(len(ps)), np, &out)
-	return takeValue(e, out)
+	return eng.takeResult(e, out, nil)
 }
 
 // Concat concatenates strings (every argument must be a str).
@@ -57,7 +57,7 @@ func (eng *Engine) Concat(args ...*Value) (*Value, error) {
 	defer releaseValues(held)
 	var out *C.af_value_t
 	e := C.af_concat(cp, cArray(ps), C.size_t(len(ps)), &out)
-	return takeValue(e, out)
+	return eng.takeResult(e, out, nil)
 }
 
 // Match is string equality: a bool value.
@@ -79,7 +79,7 @@ func (eng *Engine) Match(a, b *Value) (*Value, error) {
 	defer b.release()
 	var out *C.af_value_t
 	e := C.af_match(cp, ap, bp, &out)
-	return takeValue(e, out)
+	return eng.takeResult(e, out, nil)
 }
 
 // StopGradient is the identity on a tree; tangents and cotangents through
@@ -97,7 +97,7 @@ func (eng *Engine) StopGradient(v *Value) (*Value, error) {
 	defer v.release()
 	var out *C.af_value_t
 	e := C.af_stop_gradient(cp, vp, &out)
-	return takeValue(e, out)
+	return eng.takeResult(e, out, nil)
 }
 
 // Depends is value, produced only after every dep exists (keeps the deps
@@ -120,7 +120,7 @@ func (eng *Engine) Depends(value *Value, deps ...*Value) (*Value, error) {
 	defer releaseValues(held)
 	var out *C.af_value_t
 	e := C.af_depends(cp, vp, cArray(ps), C.size_t(len(ps)), &out)
-	return takeValue(e, out)
+	return eng.takeResult(e, out, nil)
 }
 
 // Checkpoint is the identity that marks v as checkpoint key of collection
@@ -140,7 +140,7 @@ func (eng *Engine) Checkpoint(v *Value, key, collection string) (*Value, error) 
 	k, kn := cstr(key)
 	col, coln := cstr(collection)
 	e := C.af_checkpoint(cp, vp, k, kn, col, coln, &out)
-	return takeValue(e, out)
+	return eng.takeResult(e, out, nil)
 }
 
 // --- Tags and fold (only inside a trace function) ---------------------------

@@ -266,7 +266,7 @@ func (p *Program) call(eng *Engine, opts *RunOptions, summarize bool, inputs []*
 	if summary != nil && summary.data != nil {
 		s = takeBytes(summary)
 	}
-	v, err := takeValue(e, out)
+	v, err := eng.takeResult(e, out, held)
 	return v, s, err
 }
 

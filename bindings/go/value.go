@@ -62,6 +62,11 @@ func (k Kind) String() string {
 type Value struct {
 	ptr      cPtr[*C.af_value_t] // guarded: freed once closed and no use is in progress
 	borrowed bool
+	// engines are the lazy engines whose promises v may hold (nil for none):
+	// a promise needs its engine to be evaluated and libaf does not keep it
+	// alive, so v does (see takeResult). Set before v is shared, never
+	// changed after (Close leaves it: methods racing Close read it).
+	engines []*Engine
 }
 
 // newValue wraps an owned af_value_t*.
@@ -90,6 +95,16 @@ func takeValue(e *C.af_error_t, out *C.af_value_t) (*Value, error) {
 	return newValue(out), nil
 }
 
+// takeValueWith is takeValue for a value that may hold promises of
+// engines, which it then keeps alive.
+func takeValueWith(e *C.af_error_t, out *C.af_value_t, engines []*Engine) (*Value, error) {
+	v, err := takeValue(e, out)
+	if err == nil {
+		v.engines = engines
+	}
+	return v, err
+}
+
 // Close releases the Value's reference. Idempotent; a no-op on a borrowed
 // trace input.
 func (v *Value) Close() {
@@ -112,6 +127,7 @@ func (v *Value) Clone() (*Value, error) {
 	}
 	defer v.release()
 	out := newValue(C.af_value_clone(p))
+	out.engines = v.engines // the same promises
 	return out, nil
 }
 
@@ -261,7 +277,7 @@ func (eng *Engine) List(items ...*Value) (*Value, error) {
 	defer releaseValues(held)
 	var out *C.af_value_t
 	e := C.af_value_list(cp, cArray(ps), C.size_t(len(ps)), &out)
-	return takeValue(e, out)
+	return takeValueWith(e, out, enginesOf(nil, held))
 }
 
 // Dict makes a dict with keys[i] -> values[i], in that order.
@@ -311,7 +327,7 @@ func (eng *Engine) Dict(keys []string, values []*Value) (*Value, error) {
 		off += len(k)
 	}
 	e := C.af_value_dict(cp, &kptrs[0], &klens[0], cArray(ps), C.size_t(n), &out)
-	return takeValue(e, out)
+	return takeValueWith(e, out, enginesOf(nil, held))
 }
 
 // --- Accessors --------------------------------------------------------------
@@ -361,7 +377,7 @@ func (v *Value) Index(i int) (*Value, error) {
 	}
 	var out *C.af_value_t
 	e := C.af_value_index(p, C.size_t(i), &out)
-	return takeValue(e, out)
+	return takeValueWith(e, out, v.engines)
 }
 
 // Key is the value under key in a dict; CodeNotFound if absent.
@@ -374,7 +390,7 @@ func (v *Value) Key(key string) (*Value, error) {
 	var out *C.af_value_t
 	s, n := cstr(key)
 	e := C.af_value_key(p, s, n, &out)
-	return takeValue(e, out)
+	return takeValueWith(e, out, v.engines)
 }
 
 // KeyAt is the i-th key of a dict (insertion order).

@@ -291,7 +291,7 @@ namespace Af
                 IntPtr[] a = b.AddAll(args ?? new Value[0], nameof(args));
                 IntPtr nm = b.Add(named);
                 AfException.Check(Native.af_format(c, t, Utf8.Len(t), a, (UIntPtr)(ulong)a.Length, nm, out IntPtr o));
-                return Value.Own(o);
+                return Value.Own(o, Handle);
             }
         }
 
@@ -303,7 +303,7 @@ namespace Af
                 IntPtr c = b.Add(Handle);
                 IntPtr[] a = b.AddAll(args, nameof(args));
                 AfException.Check(Native.af_concat(c, a, (UIntPtr)(ulong)a.Length, out IntPtr o));
-                return Value.Own(o);
+                return Value.Own(o, Handle);
             }
         }
 
@@ -315,7 +315,7 @@ namespace Af
             using (var br = new Borrow())
             {
                 AfException.Check(Native.af_match(br.Add(Handle), br.Add(a), br.Add(b), out IntPtr o));
-                return Value.Own(o);
+                return Value.Own(o, Handle);
             }
         }
 
@@ -326,7 +326,7 @@ namespace Af
             using (var b = new Borrow())
             {
                 AfException.Check(Native.af_stop_gradient(b.Add(Handle), b.Add(v), out IntPtr o));
-                return Value.Own(o);
+                return Value.Own(o, Handle);
             }
         }
 
@@ -340,7 +340,7 @@ namespace Af
                 IntPtr v = b.Add(value);
                 IntPtr[] d = b.AddAll(deps, nameof(deps));
                 AfException.Check(Native.af_depends(c, v, d, (UIntPtr)(ulong)d.Length, out IntPtr o));
-                return Value.Own(o);
+                return Value.Own(o, Handle);
             }
         }
 
@@ -353,7 +353,7 @@ namespace Af
             using (var b = new Borrow())
             {
                 AfException.Check(Native.af_checkpoint(b.Add(Handle), b.Add(v), k, Utf8.Len(k), col, Utf8.Len(col), out IntPtr o));
-                return Value.Own(o);
+                return Value.Own(o, Handle);
             }
         }
     }

@@ -51,7 +51,7 @@ namespace Af
                     IntPtr[] ops = b.AddAll(operands, nameof(operands));
                     AfException.Check(Native.af_switch(c, k, names, lens, irs, (UIntPtr)(ulong)irs.Length, ops,
                                                        (UIntPtr)(ulong)ops.Length, out IntPtr o));
-                    return Value.Own(o);
+                    return Value.Own(o, Handle);
                 }
             }
             finally
@@ -72,7 +72,7 @@ namespace Af
             {
                 AfException.Check(Native.af_while_loop(b.Add(Handle), b.Add(cond.Handle), b.Add(body.Handle), b.Add(init),
                                                        maxIters, out IntPtr o));
-                return Value.Own(o);
+                return Value.Own(o, Handle);
             }
         }
 
@@ -291,7 +291,7 @@ namespace Af
                 IntPtr c = b.Add(Handle);
                 IntPtr[] a = b.AddAll(args, nameof(args));
                 AfException.Check(Native.af_host_call(c, n, Utf8.Len(n), a, (UIntPtr)(ulong)a.Length, out IntPtr o));
-                return Value.Own(o);
+                return Value.Own(o, Handle);
             }
         }
 
@@ -395,7 +395,7 @@ namespace Af
             {
                 AfException.Check(Native.af_lm_call_ex(b.Add(Handle), b.Add(messages), b.Add(model), b.Add(parameters),
                                                        out IntPtr o));
-                return Value.Own(o);
+                return Value.Own(o, Handle);
             }
         }
 
@@ -410,7 +410,7 @@ namespace Af
             {
                 AfException.Check(Native.af_lm_schema_call_ex(b.Add(Handle), b.Add(messages), b.Add(model),
                                                               b.Add(schema), b.Add(parameters), out IntPtr o));
-                return Value.Own(o);
+                return Value.Own(o, Handle);
             }
         }
 
@@ -423,7 +423,7 @@ namespace Af
             using (var b = new Borrow())
             {
                 AfException.Check(Native.af_lm_call(b.Add(Handle), b.Add(messages), b.Add(model), out IntPtr o));
-                return Value.Own(o);
+                return Value.Own(o, Handle);
             }
         }
 
@@ -438,7 +438,7 @@ namespace Af
             {
                 AfException.Check(Native.af_lm_schema_call(b.Add(Handle), b.Add(messages), b.Add(model), b.Add(schema),
                                                            out IntPtr o));
-                return Value.Own(o);
+                return Value.Own(o, Handle);
             }
         }
     }

@@ -43,7 +43,7 @@ namespace Af
                 IntPtr ir = b.Add(Handle);
                 IntPtr[] ins = b.AddAll(inputs, nameof(inputs));
                 AfException.Check(Native.af_ir_call(c, ir, ins, (UIntPtr)(ulong)ins.Length, out IntPtr o));
-                return Value.Own(o);
+                return Value.Own(o, ctx.Handle);
             }
         }
 

@@ -92,6 +92,9 @@ namespace Af
         public static extern IntPtr af_eval(IntPtr ctx, IntPtr[] values, UIntPtr n);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_eval_with(IntPtr ctx, IntPtr[] values, UIntPtr n, ref AfRunOptions options);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern int af_value_ready(IntPtr v);
 
         // --- Values ------------------------------------------------------

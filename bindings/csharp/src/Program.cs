@@ -143,6 +143,44 @@ namespace Af
             return n;
         }
 
+        /// <summary>ToNative for a blocking call (af_program_call_with,
+        /// af_eval_with): its run summary goes to summary (an af_bytes_t in
+        /// unmanaged memory, or IntPtr.Zero for none), never through the
+        /// Summary flag, which is for asynchronous runs.</summary>
+        internal static Native.AfRunOptions ToNativeBlocking(RunOptions o, Borrow b, IntPtr summary)
+        {
+            var n = ToNative(o, b);
+            n.Flags &= ~Native.AF_RUN_SUMMARY;
+            n.Summary = summary;
+            return n;
+        }
+
+        /// <summary>Runs a blocking call given an af_bytes_t in unmanaged
+        /// memory for its run summary; summary is what libaf wrote there (null
+        /// when nothing ran), set also when call throws.</summary>
+        internal static T WithSummary<T>(Func<IntPtr, T> call, out string summary)
+        {
+            summary = null;
+            IntPtr bytes = Marshal.AllocHGlobal(Marshal.SizeOf(typeof(AfBytes)));
+            try
+            {
+                Marshal.StructureToPtr(new AfBytes(), bytes, false);
+                try
+                {
+                    return call(bytes);
+                }
+                finally
+                {
+                    var got = (AfBytes)Marshal.PtrToStructure(bytes, typeof(AfBytes));
+                    if (got.Data != IntPtr.Zero) summary = Utf8.TakeBytes(ref got);
+                }
+            }
+            finally
+            {
+                Marshal.FreeHGlobal(bytes);
+            }
+        }
+
         /// <summary>A copy of o (null = the defaults) with every option kept
         /// but Cancel, which becomes cancel.</summary>
         internal static RunOptions WithCancel(RunOptions o, CancelToken cancel)
@@ -284,25 +322,7 @@ namespace Af
         /// needed.</summary>
         public Value CallWithSummary(Context ctx, RunOptions options, out string summary, params Value[] inputs)
         {
-            summary = null;
-            IntPtr bytes = Marshal.AllocHGlobal(Marshal.SizeOf(typeof(AfBytes)));
-            try
-            {
-                Marshal.StructureToPtr(new AfBytes(), bytes, false);
-                try
-                {
-                    return CallNative(ctx, options, bytes, inputs);
-                }
-                finally
-                {
-                    var got = (AfBytes)Marshal.PtrToStructure(bytes, typeof(AfBytes));
-                    if (got.Data != IntPtr.Zero) summary = Utf8.TakeBytes(ref got);
-                }
-            }
-            finally
-            {
-                Marshal.FreeHGlobal(bytes);
-            }
+            return RunOptions.WithSummary(bytes => CallNative(ctx, options, bytes, inputs), out summary);
         }
 
         // af_program_call_with; summary: NULL or an af_bytes_t in unmanaged memory.
@@ -314,13 +334,11 @@ namespace Af
                 IntPtr c = b.Add(ctx.Handle);
                 IntPtr p = b.Add(Handle);
                 IntPtr[] ins = b.AddAll(inputs, nameof(inputs));
-                var opts = RunOptions.ToNative(options, b);
-                opts.Flags &= ~Native.AF_RUN_SUMMARY;
-                opts.Summary = summary;
+                var opts = RunOptions.ToNativeBlocking(options, b, summary);
                 try
                 {
                     AfException.Check(Native.af_program_call_with(c, p, ins, (UIntPtr)(ulong)ins.Length, ref opts, out IntPtr o));
-                    return Value.Own(o);
+                    return Value.Own(o, ctx.Handle);
                 }
                 finally
                 {

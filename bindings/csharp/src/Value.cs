@@ -19,7 +19,10 @@ namespace Af
     }
 
     /// <summary>An immutable libaf value tree (null, bool, int, float, str,
-    /// list, dict; a placeholder inside a trace). Owns one reference.</summary>
+    /// list, dict; a placeholder inside a trace). Owns one reference. A
+    /// pending promise of a lazy context (and a clone, item, list or dict
+    /// made from it) keeps that context alive until it is disposed or
+    /// collected, even if the Context is disposed or collected first.</summary>
     public sealed partial class Value : IDisposable
     {
         public ValueHandle Handle { get; }
@@ -38,6 +41,43 @@ namespace Af
             return new Value(new ValueHandle(p));
         }
 
+        /// <summary>Own for what an operation on ctx returned (ctx borrowed by
+        /// the caller): a pending promise holds ctx.</summary>
+        internal static Value Own(IntPtr p, ContextHandle ctx)
+        {
+            if (p == IntPtr.Zero || !IsPending(p)) return Own(p);
+            ctx.Hold();
+            return new Value(new ValueHandle(p, new[] { ctx }));
+        }
+
+        /// <summary>Own for a value made from others (a clone, an item, a
+        /// list): while pending it holds the contexts they hold, which the
+        /// caller keeps alive meanwhile (it borrows those values).</summary>
+        internal static Value Own(IntPtr p, ContextHandle[] contexts)
+        {
+            if (p == IntPtr.Zero || contexts.Length == 0 || !IsPending(p)) return Own(p);
+            foreach (var c in contexts) c.Hold();
+            return new Value(new ValueHandle(p, contexts));
+        }
+
+        // A promise not evaluated yet needs its context (af.h, "Lifetimes");
+        // a concrete or evaluated value does not, nor a placeholder (inside a
+        // trace, where af_value_ready is 0 too).
+        private static bool IsPending(IntPtr p) => Native.af_value_ready(p) == 0 && Native.af_is_tracing() == 0;
+
+        // The contexts the values hold, each once.
+        private static ContextHandle[] ContextsOf(Value[] values)
+        {
+            List<ContextHandle> all = null;
+            foreach (var v in values)
+                foreach (var c in v.Handle.Contexts)
+                {
+                    if (all == null) all = new List<ContextHandle>();
+                    if (!all.Contains(c)) all.Add(c);
+                }
+            return all == null ? ValueHandle.NoContexts : all.ToArray();
+        }
+
         /// <summary>A new reference to a borrowed af_value_t* (e.g. an input of
         /// a trace callback); the caller keeps its own reference.</summary>
         public static Value FromBorrowed(IntPtr p)
@@ -52,7 +92,7 @@ namespace Af
         public Value Clone()
         {
             using (var b = new Borrow())
-                return Own(Native.af_value_clone(b.Add(Handle)));
+                return Own(Native.af_value_clone(b.Add(Handle)), Handle.Contexts);
         }
 
         // --- Construction ------------------------------------------------
@@ -124,7 +164,7 @@ namespace Af
                 IntPtr c = b.Add(Ctx(ctx));
                 IntPtr[] ptrs = b.AddAll(items, nameof(items));
                 AfException.Check(Native.af_value_list(c, ptrs, (UIntPtr)(ulong)ptrs.Length, out IntPtr o));
-                return Own(o);
+                return Own(o, ContextsOf(items));
             }
         }
 
@@ -158,7 +198,7 @@ namespace Af
                     IntPtr c = b.Add(Ctx(ctx));
                     IntPtr[] vals = b.AddAll(values, nameof(entries));
                     AfException.Check(Native.af_value_dict(c, keyPtrs, keyLens, vals, (UIntPtr)(ulong)n, out IntPtr o));
-                    return Own(o);
+                    return Own(o, ContextsOf(values));
                 }
             }
             finally
@@ -212,7 +252,7 @@ namespace Af
                 using (var b = new Borrow())
                 {
                     AfException.Check(Native.af_value_index(b.Add(Handle), (UIntPtr)(ulong)index, out IntPtr o));
-                    return Own(o);
+                    return Own(o, Handle.Contexts);
                 }
             }
         }
@@ -226,7 +266,7 @@ namespace Af
                 using (var b = new Borrow())
                 {
                     AfException.Check(Native.af_value_key(b.Add(Handle), k, Utf8.Len(k), out IntPtr o));
-                    return Own(o);
+                    return Own(o, Handle.Contexts);
                 }
             }
         }

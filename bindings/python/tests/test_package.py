@@ -7,7 +7,11 @@ import re
 import subprocess
 import sys
 
+import pytest
+from conftest import REPO
+
 import libaf
+from libaf import _lib
 
 
 def test_versions() -> None:
@@ -25,3 +29,15 @@ def test_a_missing_library_is_a_clear_import_error(tmp_path) -> None:  # type: i
     r = subprocess.run([sys.executable, "-c", "import libaf"], capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode != 0
     assert "ImportError: cannot load libaf from" in r.stderr and "LIBAF_LIBRARY" in r.stderr
+
+
+def test_every_c_function_is_declared() -> None:
+    # Each af.h function has its ctypes signature (loaded at import, so a
+    # library missing one fails the import, naming it).
+    header = REPO / "capi" / "include" / "af" / "af.h"
+    if not header.exists():
+        pytest.skip(f"{header} not found (set LIBAF_SOURCE_DIR)")
+    declared = set(re.findall(r"AF_API[^;(]*?\b(af_\w+)\s*\(", header.read_text()))
+    assert "af_eval_with" in declared
+    assert sorted(declared - set(_lib._SIGNATURES)) == []
+    assert sorted(set(_lib._SIGNATURES) - declared) == []

@@ -3,29 +3,52 @@
 //! are in their own modules).
 
 use std::any::Any;
-use std::mem::ManuallyDrop;
 use std::os::raw::c_void;
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::error::{check, Error, ErrorCode, Result};
 use crate::ir::Ir;
 use crate::sys;
-use crate::value::{borrowed_values, make_value, value_ptrs, Value};
+use crate::value::{borrowed_values, make_value, value_ptrs, KeepAlive, Value};
 
 /// What a program needs at run time: host functions, provider routes,
 /// run-time scopes (collect, inject, memoize) and the scheduler. Not `Clone`
 /// (the C API has no context reference counting): share it with `&Context`
 /// or `Arc<Context>`.
+///
+/// A pending promise of a lazy context (a [`Value`] an operation returned,
+/// not yet evaluated) keeps the context alive: dropping the `Context` frees
+/// the native context only once the last such promise is dropped too, so a
+/// promise read later still evaluates. (Do not drop that last promise inside
+/// a libaf callback, where the context cannot be freed.)
 pub struct Context {
     raw: NonNull<sys::af_context_t>,
+    /// Frees the native context when its last holder goes: this `Context`
+    /// and the pending promises recorded on it (see `Value`). `None` for a
+    /// context libaf lends to a callback.
+    owner: Option<Arc<ContextOwner>>,
 }
 
 // The header: handles may move between threads; an af_context_t serializes
 // its own mutations internally.
 unsafe impl Send for Context {}
 unsafe impl Sync for Context {}
+
+/// The one owned reference to a native context. af.h ("Lifetimes"): a
+/// promise holds what it needs to be evaluated but not its context, and
+/// bindings make a promise keep its context alive; this is what they share.
+pub(crate) struct ContextOwner(NonNull<sys::af_context_t>);
+
+unsafe impl Send for ContextOwner {}
+unsafe impl Sync for ContextOwner {}
+
+impl Drop for ContextOwner {
+    fn drop(&mut self) {
+        unsafe { sys::af_context_free(self.0.as_ptr()) }
+    }
+}
 
 static DEFAULT: OnceLock<Context> = OnceLock::new();
 
@@ -40,7 +63,7 @@ impl Context {
     pub fn new() -> Result<Context> {
         let mut out: *mut sys::af_context_t = ptr::null_mut();
         check(unsafe { sys::af_context_new(&mut out) })?;
-        NonNull::new(out).map(|raw| Context { raw }).ok_or_else(|| {
+        unsafe { Context::from_raw(out) }.ok_or_else(|| {
             Error::new(
                 ErrorCode::Internal,
                 "af_context_new returned success without a context",
@@ -66,14 +89,45 @@ impl Context {
     /// # Safety
     /// `raw` must be NULL or an owned, valid context.
     pub unsafe fn from_raw(raw: *mut sys::af_context_t) -> Option<Context> {
-        NonNull::new(raw).map(|raw| Context { raw })
+        NonNull::new(raw).map(|raw| Context {
+            raw,
+            owner: Some(Arc::new(ContextOwner(raw))),
+        })
     }
 
     /// Gives up ownership: the caller must `af_context_free` the result.
+    ///
+    /// # Panics
+    /// If a pending promise of this context is still alive: it holds the
+    /// context too, so ownership cannot be given away (drop it first).
     pub fn into_raw(self) -> *mut sys::af_context_t {
         let p = self.as_ptr();
-        std::mem::forget(self);
+        if let Some(owner) = self.owner {
+            match Arc::try_unwrap(owner) {
+                Ok(owner) => std::mem::forget(owner),
+                Err(_) => panic!(
+                    "Context::into_raw: pending promises of this context still hold it; drop them first"
+                ),
+            }
+        }
         p
+    }
+
+    /// `make_value` for an operation on this context: a pending promise
+    /// (what an operation on a lazy context returns outside a trace) keeps
+    /// the context alive; a concrete or evaluated value needs nothing.
+    pub(crate) fn op_value(
+        &self,
+        f: impl FnOnce(*mut *mut sys::af_value_t) -> *mut sys::af_error_t,
+    ) -> Result<Value> {
+        let v = make_value(f)?;
+        match &self.owner {
+            Some(owner) if unsafe { sys::af_value_ready(v.as_ptr()) } == 0 => {
+                let keep: KeepAlive = owner.clone();
+                Ok(v.keeping(Some(keep)))
+            }
+            _ => Ok(v),
+        }
     }
 
     // ---------------------------------------------------------------- tracing
@@ -100,7 +154,7 @@ impl Context {
                 self.as_ptr(),
                 fn_,
                 user_data,
-                value_ptrs(examples),
+                value_ptrs(examples).as_ptr(),
                 examples.len(),
                 static_mask.map_or(ptr::null(), Value::as_ptr),
                 out,
@@ -129,7 +183,7 @@ impl Context {
                 self.as_ptr(),
                 fn_,
                 user_data,
-                value_ptrs(examples),
+                value_ptrs(examples).as_ptr(),
                 examples.len(),
                 &raw,
                 out,
@@ -251,12 +305,12 @@ impl Context {
     /// are stringified as JSON. `InvalidArgument` for unbalanced braces,
     /// mixed numbering, missing arguments.
     pub fn format(&self, tmpl: &str, args: &[Value], named: Option<&Value>) -> Result<Value> {
-        make_value(|out| unsafe {
+        self.op_value(|out| unsafe {
             sys::af_format(
                 self.as_ptr(),
                 tmpl.as_ptr().cast(),
                 tmpl.len(),
-                value_ptrs(args),
+                value_ptrs(args).as_ptr(),
                 args.len(),
                 named.map_or(ptr::null(), Value::as_ptr),
                 out,
@@ -266,30 +320,30 @@ impl Context {
 
     /// Concatenation of strings (every argument must be a str).
     pub fn concat(&self, args: &[Value]) -> Result<Value> {
-        make_value(|out| unsafe {
-            sys::af_concat(self.as_ptr(), value_ptrs(args), args.len(), out)
+        self.op_value(|out| unsafe {
+            sys::af_concat(self.as_ptr(), value_ptrs(args).as_ptr(), args.len(), out)
         })
     }
 
     /// String equality: a bool value.
     pub fn match_(&self, a: impl Into<Value>, b: impl Into<Value>) -> Result<Value> {
         let (a, b) = (a.into(), b.into());
-        make_value(|out| unsafe { sys::af_match(self.as_ptr(), a.as_ptr(), b.as_ptr(), out) })
+        self.op_value(|out| unsafe { sys::af_match(self.as_ptr(), a.as_ptr(), b.as_ptr(), out) })
     }
 
     /// Identity on a tree; tangents and cotangents through it are zero.
     pub fn stop_gradient(&self, v: impl Into<Value>) -> Result<Value> {
         let v = v.into();
-        make_value(|out| unsafe { sys::af_stop_gradient(self.as_ptr(), v.as_ptr(), out) })
+        self.op_value(|out| unsafe { sys::af_stop_gradient(self.as_ptr(), v.as_ptr(), out) })
     }
 
     /// `value`, produced only after every dep exists (keeps deps alive in DCE).
     pub fn depends(&self, value: &Value, deps: &[Value]) -> Result<Value> {
-        make_value(|out| unsafe {
+        self.op_value(|out| unsafe {
             sys::af_depends(
                 self.as_ptr(),
                 value.as_ptr(),
-                value_ptrs(deps),
+                value_ptrs(deps).as_ptr(),
                 deps.len(),
                 out,
             )
@@ -298,7 +352,7 @@ impl Context {
 
     /// Identity that marks `v` as checkpoint `key` of `collection`.
     pub fn checkpoint(&self, v: &Value, key: &str, collection: &str) -> Result<Value> {
-        make_value(|out| unsafe {
+        self.op_value(|out| unsafe {
             sys::af_checkpoint(
                 self.as_ptr(),
                 v.as_ptr(),
@@ -309,12 +363,6 @@ impl Context {
                 out,
             )
         })
-    }
-}
-
-impl Drop for Context {
-    fn drop(&mut self) {
-        unsafe { sys::af_context_free(self.raw.as_ptr()) }
     }
 }
 
@@ -404,10 +452,11 @@ where
         return sys::af_error_new(sys::AF_ERR_INTERNAL, msg.as_ptr().cast(), msg.len());
     }
     let result = panic::catch_unwind(AssertUnwindSafe(|| {
-        // The context libaf passes, borrowed (never freed here).
-        let borrowed = ManuallyDrop::new(Context {
+        // The context libaf passes, borrowed (no owner: never freed here).
+        let borrowed = Context {
             raw: NonNull::new_unchecked(ctx),
-        });
+            owner: None,
+        };
         let values = borrowed_values(inputs, n_inputs, "trace input")?;
         (state.f)(&borrowed, &values)
     }));

@@ -4,7 +4,7 @@ use crate::context::Context;
 use crate::error::Result;
 use crate::ir::Ir;
 use crate::sys;
-use crate::value::{make_value, value_ptrs, Value};
+use crate::value::{value_ptrs, Value};
 
 impl Context {
     /// Runs the branch named by `key` (a str) on `operands`. Every branch
@@ -20,7 +20,7 @@ impl Context {
             branches.iter().map(|(n, _)| n.as_ptr().cast()).collect();
         let lens: Vec<usize> = branches.iter().map(|(n, _)| n.len()).collect();
         let irs: Vec<*const sys::af_ir_t> = branches.iter().map(|(_, ir)| ir.as_ptr()).collect();
-        make_value(|out| unsafe {
+        self.op_value(|out| unsafe {
             sys::af_switch(
                 self.as_ptr(),
                 key.as_ptr(),
@@ -28,7 +28,7 @@ impl Context {
                 lens.as_ptr(),
                 irs.as_ptr(),
                 branches.len(),
-                value_ptrs(operands),
+                value_ptrs(operands).as_ptr(),
                 operands.len(),
                 out,
             )
@@ -38,7 +38,7 @@ impl Context {
     /// `state = init; while cond(state) && iterations < max_iters { state =
     /// body(state) }`; returns the state.
     pub fn while_loop(&self, cond: &Ir, body: &Ir, init: &Value, max_iters: u64) -> Result<Value> {
-        make_value(|out| unsafe {
+        self.op_value(|out| unsafe {
             sys::af_while_loop(
                 self.as_ptr(),
                 cond.as_ptr(),

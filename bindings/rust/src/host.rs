@@ -149,12 +149,12 @@ impl Context {
     /// Calls host function `name`: recorded inside a trace, called at once
     /// outside. `NotFound` if it is not registered, `Callback` if it failed.
     pub fn host_call(&self, name: &str, args: &[Value]) -> Result<Value> {
-        make_value(|out| unsafe {
+        self.op_value(|out| unsafe {
             sys::af_host_call(
                 self.as_ptr(),
                 name.as_ptr().cast(),
                 name.len(),
-                value_ptrs(args),
+                value_ptrs(args).as_ptr(),
                 args.len(),
                 out,
             )

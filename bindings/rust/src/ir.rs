@@ -9,7 +9,7 @@ use crate::context::Context;
 use crate::error::{check, Result};
 use crate::sys;
 use crate::util::bytes_to_string;
-use crate::value::{make_value, value_ptrs, Value};
+use crate::value::{value_ptrs, Value};
 use crate::walk::Walk;
 
 /// A traced program of primitives (from [`Context::trace`]).
@@ -51,11 +51,11 @@ impl Ir {
     /// the traced structure and leaf kinds; `InvalidArgument` naming the
     /// input path otherwise). Inside a trace the IR is inlined instead.
     pub fn call(&self, ctx: &Context, inputs: &[Value]) -> Result<Value> {
-        make_value(|out| unsafe {
+        ctx.op_value(|out| unsafe {
             sys::af_ir_call(
                 ctx.as_ptr(),
                 self.as_ptr(),
-                value_ptrs(inputs),
+                value_ptrs(inputs).as_ptr(),
                 inputs.len(),
                 out,
             )

@@ -224,6 +224,47 @@ fn raw_options(opts: &RunOptions) -> Result<(sys::af_run_options_t, Vec<u8>)> {
     Ok((raw, path))
 }
 
+/// The C options of a blocking call (af_program_call_with, af_eval_with):
+/// it returns its run summary from `summary_method` beside its result, not
+/// through `RunOptions::summary` (that is for asynchronous runs).
+pub(crate) fn blocking_options(
+    opts: &RunOptions,
+    summary_method: &str,
+) -> Result<(sys::af_run_options_t, Vec<u8>)> {
+    if opts.summary {
+        return Err(Error::new(
+            ErrorCode::InvalidArgument,
+            format!(
+                "RunOptions::summary records an asynchronous run's summary (Future::summary); \
+                 a blocking call returns it from {summary_method}"
+            ),
+        ));
+    }
+    raw_options(opts)
+}
+
+/// Runs a blocking `call` with the C options of `opts` and a buffer for the
+/// run summary: its result, and the summary libaf wrote (`None` when nothing
+/// ran). `opts.summary` is not needed.
+pub(crate) fn with_summary<T>(
+    opts: &RunOptions,
+    call: impl FnOnce(&sys::af_run_options_t) -> Result<T>,
+) -> (Result<T>, Option<String>) {
+    let opts = RunOptions {
+        summary: false,
+        ..opts.clone()
+    };
+    let (mut raw, _path) = match raw_options(&opts) {
+        Ok(r) => r,
+        Err(e) => return (Err(e), None),
+    };
+    let mut summary = sys::af_bytes_t::default();
+    raw.summary = &mut summary;
+    let result = call(&raw);
+    let summary = (!summary.data.is_null()).then(|| unsafe { bytes_to_string(&mut summary) });
+    (result, summary)
+}
+
 unsafe extern "C" fn progress_trampoline(user_data: *mut c_void, done: u64, total: u64) {
     if let Some(f) = user_data.cast::<Arc<ProgressFn>>().as_ref() {
         // A panic must not unwind into libaf; progress is advisory.
@@ -275,11 +316,11 @@ impl Program {
 
     /// Runs the program and waits.
     pub fn call(&self, ctx: &Context, inputs: &[Value]) -> Result<Value> {
-        make_value(|out| unsafe {
+        ctx.op_value(|out| unsafe {
             sys::af_program_call(
                 ctx.as_ptr(),
                 self.as_ptr(),
-                value_ptrs(inputs),
+                value_ptrs(inputs).as_ptr(),
                 inputs.len(),
                 out,
             )
@@ -293,24 +334,8 @@ impl Program {
         inputs: &[Value],
         options: &RunOptions,
     ) -> Result<Value> {
-        if options.summary {
-            return Err(Error::new(
-                ErrorCode::InvalidArgument,
-                "RunOptions::summary records an asynchronous run's summary (Future::summary); \
-                 a blocking call returns it from Program::call_with_summary",
-            ));
-        }
-        let (raw, _path) = raw_options(options)?;
-        make_value(|out| unsafe {
-            sys::af_program_call_with(
-                ctx.as_ptr(),
-                self.as_ptr(),
-                value_ptrs(inputs),
-                inputs.len(),
-                &raw,
-                out,
-            )
-        })
+        let (raw, _path) = blocking_options(options, "Program::call_with_summary")?;
+        self.call_raw(ctx, inputs, &raw)
     }
 
     /// [`call_with`](Self::call_with), returning the run summary beside the
@@ -323,28 +348,26 @@ impl Program {
         inputs: &[Value],
         options: &RunOptions,
     ) -> (Result<Value>, Option<String>) {
-        let opts = RunOptions {
-            summary: false,
-            ..options.clone()
-        };
-        let (mut raw, _path) = match raw_options(&opts) {
-            Ok(r) => r,
-            Err(e) => return (Err(e), None),
-        };
-        let mut summary = sys::af_bytes_t::default();
-        raw.summary = &mut summary;
-        let result = make_value(|out| unsafe {
+        with_summary(options, |raw| self.call_raw(ctx, inputs, raw))
+    }
+
+    /// af_program_call_with.
+    fn call_raw(
+        &self,
+        ctx: &Context,
+        inputs: &[Value],
+        raw: &sys::af_run_options_t,
+    ) -> Result<Value> {
+        ctx.op_value(|out| unsafe {
             sys::af_program_call_with(
                 ctx.as_ptr(),
                 self.as_ptr(),
-                value_ptrs(inputs),
+                value_ptrs(inputs).as_ptr(),
                 inputs.len(),
-                &raw,
+                raw,
                 out,
             )
-        });
-        let summary = (!summary.data.is_null()).then(|| unsafe { bytes_to_string(&mut summary) });
-        (result, summary)
+        })
     }
 
     /// Starts the program and returns at once (input errors are returned
@@ -366,7 +389,7 @@ impl Program {
             sys::af_program_call_async_with(
                 ctx.as_ptr(),
                 self.as_ptr(),
-                value_ptrs(inputs),
+                value_ptrs(inputs).as_ptr(),
                 inputs.len(),
                 &raw,
                 &mut out,

@@ -9,7 +9,7 @@ use crate::context::Context;
 use crate::error::{check, Error, ErrorCode, Result};
 use crate::sys;
 use crate::util::{bytes_to_string, drop_boxed};
-use crate::value::{make_value, Value};
+use crate::value::Value;
 
 /// Where LM requests go. `Clone` adds a reference; a provider may be routed
 /// in several contexts and its limit is shared by all of them.
@@ -258,7 +258,7 @@ impl Context {
         params: impl Into<Value>,
     ) -> Result<Value> {
         let (messages, model, params) = (messages.into(), model.into(), params.into());
-        make_value(|out| unsafe {
+        self.op_value(|out| unsafe {
             sys::af_lm_call_ex(
                 self.as_ptr(),
                 messages.as_ptr(),
@@ -279,7 +279,7 @@ impl Context {
     ) -> Result<Value> {
         let (messages, model, schema, params) =
             (messages.into(), model.into(), schema.into(), params.into());
-        make_value(|out| unsafe {
+        self.op_value(|out| unsafe {
             sys::af_lm_schema_call_ex(
                 self.as_ptr(),
                 messages.as_ptr(),
@@ -296,7 +296,7 @@ impl Context {
     /// reply text.
     pub fn lm_call(&self, messages: impl Into<Value>, model: impl Into<Value>) -> Result<Value> {
         let (messages, model) = (messages.into(), model.into());
-        make_value(|out| unsafe {
+        self.op_value(|out| unsafe {
             sys::af_lm_call(self.as_ptr(), messages.as_ptr(), model.as_ptr(), out)
         })
     }
@@ -310,7 +310,7 @@ impl Context {
         schema: impl Into<Value>,
     ) -> Result<Value> {
         let (messages, model, schema) = (messages.into(), model.into(), schema.into());
-        make_value(|out| unsafe {
+        self.op_value(|out| unsafe {
             sys::af_lm_schema_call(
                 self.as_ptr(),
                 messages.as_ptr(),

@@ -231,6 +231,12 @@ extern "C" {
     // Lazy evaluation
     pub fn af_eval(ctx: *mut af_context_t, values: *const *mut af_value_t, n: usize)
         -> *mut af_error_t;
+    pub fn af_eval_with(
+        ctx: *mut af_context_t,
+        values: *const *mut af_value_t,
+        n: usize,
+        options: *const af_run_options_t,
+    ) -> *mut af_error_t;
     pub fn af_value_ready(v: *const af_value_t) -> i32;
 
     // Values

@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::ptr::{self, NonNull};
+use std::sync::Arc;
 
 use crate::context::default_context;
 use crate::error::{check, Error, ErrorCode, Result};
@@ -60,15 +61,38 @@ impl Kind {
 /// An immutable, reference-counted value tree owned by libaf.
 ///
 /// `Clone` adds a reference (no copy), `Drop` releases it. Values are not
-/// tied to a [`Context`](crate::Context) and may be shared between threads.
+/// tied to a [`Context`](crate::Context) and may be shared between threads;
+/// a pending promise of a lazy context (and a clone, item, list or dict made
+/// from it) keeps that context alive until it is dropped.
 ///
 /// The leaf constructors (`null`, `bool`, `int`, `float`, `str`, `list`)
 /// cannot fail except when libaf is out of memory (or, for `list`, beyond
 /// 512 levels of nesting), in which case they panic like a Rust allocation
 /// would; `from_json` and `dict` return a `Result`.
-#[repr(transparent)]
 pub struct Value {
     raw: NonNull<sys::af_value_t>,
+    /// The lazy context(s) this value's pending promises were recorded on:
+    /// libaf's promise does not hold its context (af.h, "Lifetimes"), yet
+    /// cannot be evaluated once it is freed. `None` for most values.
+    keep: Option<KeepAlive>,
+}
+
+/// What a value keeps alive: one context's owner, or a `Vec` of them.
+pub(crate) type KeepAlive = Arc<dyn Send + Sync>;
+
+/// Everything `values` keep alive, each once (`None` for nothing).
+fn keep_all(values: &[Value]) -> Option<KeepAlive> {
+    let mut all: Vec<KeepAlive> = Vec::new();
+    for k in values.iter().filter_map(|v| v.keep.as_ref()) {
+        if !all.iter().any(|a| Arc::as_ptr(a).cast::<()>() == Arc::as_ptr(k).cast::<()>()) {
+            all.push(k.clone());
+        }
+    }
+    match all.len() {
+        0 => None,
+        1 => all.pop(),
+        _ => Some(Arc::new(all)),
+    }
 }
 
 // The header: handles may move between threads; a const handle (value) may
@@ -82,7 +106,7 @@ pub(crate) fn make_value(
 ) -> Result<Value> {
     let mut out: *mut sys::af_value_t = ptr::null_mut();
     check(f(&mut out))?;
-    NonNull::new(out).map(|raw| Value { raw }).ok_or_else(|| {
+    NonNull::new(out).map(|raw| Value { raw, keep: None }).ok_or_else(|| {
         Error::new(
             ErrorCode::Internal,
             "libaf returned success without a value",
@@ -94,14 +118,24 @@ fn infallible(r: Result<Value>) -> Value {
     r.unwrap_or_else(|e| panic!("libaf could not build a value: {e}"))
 }
 
-/// `&[Value]` as the `const af_value_t* const*` array libaf takes (a `Value`
-/// is a transparent non-null pointer).
-#[inline]
-pub(crate) fn value_ptrs(values: &[Value]) -> *const *const sys::af_value_t {
-    if values.is_empty() {
-        ptr::null()
-    } else {
-        values.as_ptr().cast()
+/// The handles of `values`, for the `const af_value_t* const*` arrays libaf
+/// takes: `value_ptrs(values).as_ptr()` inside the call's expression (the
+/// array lives until the call returns).
+pub(crate) fn value_ptrs(values: &[Value]) -> ValuePtrs {
+    ValuePtrs(values.iter().map(Value::as_ptr).collect())
+}
+
+/// See [`value_ptrs`].
+pub(crate) struct ValuePtrs(Vec<*const sys::af_value_t>);
+
+impl ValuePtrs {
+    /// The array (NULL when empty).
+    pub(crate) fn as_ptr(&self) -> *const *const sys::af_value_t {
+        if self.0.is_empty() {
+            ptr::null()
+        } else {
+            self.0.as_ptr()
+        }
     }
 }
 
@@ -132,9 +166,10 @@ pub(crate) unsafe fn borrowed_values(
 /// A list of the items, or libaf's error (`InvalidArgument` beyond 512
 /// levels of nesting).
 pub(crate) fn list_checked(items: &[Value]) -> Result<Value> {
-    make_value(|out| unsafe {
-        sys::af_value_list(default_context(), value_ptrs(items), items.len(), out)
-    })
+    let list = make_value(|out| unsafe {
+        sys::af_value_list(default_context(), value_ptrs(items).as_ptr(), items.len(), out)
+    })?;
+    Ok(list.keeping(keep_all(items)))
 }
 
 impl Value {
@@ -145,7 +180,7 @@ impl Value {
     /// # Safety
     /// `raw` must be NULL or an owned reference to a valid value.
     pub unsafe fn from_raw(raw: *mut sys::af_value_t) -> Option<Value> {
-        NonNull::new(raw).map(|raw| Value { raw })
+        NonNull::new(raw).map(|raw| Value { raw, keep: None })
     }
 
     /// A new reference to a borrowed `af_value_t*` (None if NULL).
@@ -161,11 +196,18 @@ impl Value {
         self.raw.as_ptr()
     }
 
-    /// Gives up ownership: the caller must `af_value_free` the result.
+    /// Gives up ownership: the caller must `af_value_free` the result. A
+    /// pending promise given away no longer keeps its context alive.
     pub fn into_raw(self) -> *mut sys::af_value_t {
         let p = self.raw.as_ptr();
         std::mem::forget(self);
         p
+    }
+
+    /// `self`, keeping `keep` alive as long as it lives.
+    pub(crate) fn keeping(mut self, keep: Option<KeepAlive>) -> Value {
+        self.keep = keep;
+        self
     }
 
     // ----------------------------------------------------------- constructors
@@ -245,11 +287,12 @@ impl Value {
                 } else {
                     key_lens.as_ptr()
                 },
-                value_ptrs(&values),
+                value_ptrs(&values).as_ptr(),
                 values.len(),
                 out,
             )
         })
+        .map(|dict| dict.keeping(keep_all(&values)))
     }
 
     // -------------------------------------------------------------- accessors
@@ -279,6 +322,7 @@ impl Value {
     /// Item `i` of a list, or the value of the `i`-th dict entry.
     pub fn index(&self, i: usize) -> Result<Value> {
         make_value(|out| unsafe { sys::af_value_index(self.as_ptr(), i, out) })
+            .map(|v| v.keeping(self.keep.clone()))
     }
 
     /// The value under `key` in a dict (`NotFound` naming the key if absent).
@@ -286,6 +330,7 @@ impl Value {
         make_value(|out| unsafe {
             sys::af_value_key(self.as_ptr(), key.as_ptr().cast(), key.len(), out)
         })
+        .map(|v| v.keeping(self.keep.clone()))
     }
 
     /// The `i`-th key of a dict (insertion order), borrowed from `self`.
@@ -363,6 +408,7 @@ impl Clone for Value {
         let p = unsafe { sys::af_value_clone(self.as_ptr()) };
         Value {
             raw: NonNull::new(p).expect("af_value_clone returned NULL"),
+            keep: self.keep.clone(),
         }
     }
 }

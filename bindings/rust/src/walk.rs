@@ -42,7 +42,7 @@ impl<'c> Walk<'c> {
             sys::af_walk_new(
                 ctx.as_ptr(),
                 ir.as_ptr(),
-                value_ptrs(inputs),
+                value_ptrs(inputs).as_ptr(),
                 inputs.len(),
                 &mut out,
             )

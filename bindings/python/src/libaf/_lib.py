@@ -137,6 +137,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "af_context_free": (None, [P]),
     "af_context_stats": (ERR, [P, POINTER(Bytes)]),
     "af_eval": (ERR, [P, PP, c_size_t]),
+    "af_eval_with": (ERR, [P, PP, c_size_t, POINTER(RunOptionsC)]),
     "af_value_ready": (c_int32, [P]),
     "af_value_from_json": (ERR, [P, c_char_p, c_size_t, PP]),
     "af_value_to_json": (ERR, [P, POINTER(Bytes)]),
@@ -294,6 +295,11 @@ def release(obj: object, free: object) -> None:
 def stop_releasing() -> None:
     global _exiting
     _exiting = True
+
+
+def exiting() -> bool:
+    """True once nothing more may be freed (see release)."""
+    return _exiting
 
 
 def take_bytes(b: Bytes) -> bytes:

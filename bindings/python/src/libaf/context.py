@@ -17,12 +17,13 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from . import _callbacks, _lib
+from . import _blocking, _callbacks, _lib
 from ._lib import lib
-from .errors import check, drop_parked, error_from_exception
-from .value import Tree, Value, to_value
+from .errors import Error, check, drop_parked, error_from_exception
+from .value import Tree, Value, settle, to_value
 
 if TYPE_CHECKING:
+    from .program import CancelToken
     from .provider import Provider
 
 __all__ = ["Context", "current", "default_context", "is_tracing"]
@@ -40,6 +41,7 @@ class Context:
         host_threads: int | None = None,
         eager_timeout: float | None = None,
         host_wait: float | None = None,
+        eval_timeout: float | None = None,
     ) -> None:
         """lazy=True: operations outside a trace record promises (Values whose
         kind is known at once) that run when read or at :meth:`eval`, their
@@ -52,8 +54,16 @@ class Context:
         its result before it is cancelled and raises Timeout. host_wait
         (seconds, None = no limit): how long closing the context waits for
         blocking host tools still running before it abandons their threads
-        (each call runs to its end)."""
+        (each call runs to its end). eval_timeout (seconds, lazy contexts,
+        None = no limit): the default deadline of every evaluation a read or
+        :meth:`eval` starts; past it the evaluation stops and its promises
+        raise Timeout when read."""
         self._ptr = None
+        self._lazy = lazy  # what its operations return are promises, which keep it alive
+        # Calls given up on (Ctrl-C) that still use the native context, and
+        # the handle close() left for the last of them to free.
+        self._holds = 0
+        self._orphan: int | None = None
         out = ctypes.c_void_p()
         options: dict[str, Any] = {}
         if lazy:
@@ -62,7 +72,8 @@ class Context:
             options["plan_cache"] = plan_cache
         if host_threads is not None:
             options["host_threads"] = host_threads
-        for key, seconds in (("eager_timeout_ms", eager_timeout), ("host_wait_ms", host_wait)):
+        for key, seconds in (("eager_timeout_ms", eager_timeout), ("host_wait_ms", host_wait),
+                             ("eval_timeout_ms", eval_timeout)):
             if seconds is not None:
                 if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
                     raise ValueError(f"{key[:-3]} must be positive seconds, got {seconds!r}")
@@ -77,8 +88,32 @@ class Context:
 
     def close(self) -> None:
         """Frees the context now (also done when it is garbage collected):
-        cancels its runs still in flight and waits for them to end."""
+        cancels its runs still in flight and waits for them to end. A call
+        given up on by Ctrl-C that still runs on it is not waited for: the
+        context is closed at once and freed when that call returns."""
+        with _holds_lock:
+            if self._holds:
+                if self._ptr:
+                    self._orphan, self._ptr = self._ptr, None
+                return
         _lib.release(self, lib.af_context_free)
+
+    def _hold(self) -> Callable[[], None]:
+        """For a call still using the native context after its caller gave
+        up on it (_blocking.run): close() leaves the free to the returned
+        function, which the call runs when it returns."""
+        with _holds_lock:
+            self._holds += 1
+        return self._unhold
+
+    def _unhold(self) -> None:
+        with _holds_lock:
+            self._holds -= 1
+            orphan = self._orphan if self._holds == 0 else None
+            if orphan:
+                self._orphan = None
+        if orphan and not _lib.exiting():
+            lib.af_context_free(orphan)
 
     def __del__(self) -> None:
         try:
@@ -100,21 +135,73 @@ class Context:
 
     # -- lazy evaluation and the plan cache ------------------------------------
 
-    def eval(self, *values: Value) -> None:
+    def eval(self, *values: Value, timeout: float | None = None, cancel: "CancelToken | None" = None) -> None:
         """Evaluates the promises among values (deep) and the pending
         observable operations (checkpoints, depends, host tools) as one run.
         A failed operation does not raise here: reading its promises does.
-        With no values, runs just the pending observable operations."""
+        With no values, runs just the pending observable operations.
+
+        timeout (seconds; None = the context's eval_timeout): past it the
+        evaluation stops and raises Timeout. cancel: a CancelToken whose
+        trigger() stops it with Cancelled. Either way the operations it was
+        running fail with that error: reading their promises raises it, later
+        too. Ctrl-C while waiting cancels the evaluation (triggering cancel,
+        when given) and raises KeyboardInterrupt."""
         for v in values:
             if not isinstance(v, Value):
                 raise TypeError(f"eval() takes libaf Values, got {type(v).__name__}")
-        arr = _lib.handles(list(values))
-        check(lib.af_eval(self._handle, ctypes.cast(arr, ctypes.POINTER(ctypes.c_void_p)), len(values)))
+        self._eval(list(values), timeout, cancel)
+
+    def _eval(self, values: list[Value], timeout: float | None = None, cancel: "CancelToken | None" = None) -> None:
+        """af_eval_with, waited for interruptibly: Ctrl-C triggers the cancel
+        token (a private one when none is given)."""
+        from .program import CancelToken, RunOptions  # program.py imports this module
+
+        if cancel is None and _blocking.can_hop():
+            cancel = CancelToken()
+        options = RunOptions(timeout=timeout, cancel=cancel)._to_c()  # (the struct, what it points to)
+
+        # evaluate's closure holds values and options (the token) until the
+        # call returns, also when its caller gives up on it (_blocking.run).
+        def evaluate() -> None:
+            check(lib.af_eval_with(self._handle, _lib.handles(values), len(values), ctypes.byref(options[0])))
+
+        _blocking.run(evaluate, self, cancel.trigger if cancel is not None else None)
+
+    def _settle(self, values: list[Value]) -> None:
+        """Evaluates this context's promises among values before a read,
+        interruptibly (see value.settle)."""
+        try:
+            self._eval(values)
+        except Error:
+            # A deadline or a cancel stopped the evaluation: the promises it
+            # ran hold its error, which the read raises, naming the operation.
+            # One it only waited for (another thread evaluates it) is not ready.
+            if not all(lib.af_value_ready(v._ptr) for v in values):
+                raise
+
+    def _op(self, call: Callable[[Any], Any], inputs: list[Value], may_wait: bool = False) -> Value:
+        """The Value an operation's C call(&out) makes on this context.
+
+        Recorded (a lazy context, a trace), it returns at once; on a lazy
+        context the promise holds this context, which its evaluation needs.
+        Run eagerly, an operation that may wait (an LM call, a host tool, an
+        IR, a branch or loop that may hold them) waits interruptibly
+        (_blocking), and so do the promises among its inputs, evaluated
+        first by their contexts."""
+        if self._lazy:
+            return _value_of(call, self)
+        if may_wait or _any_promise(inputs):
+            settle(inputs)
+            if may_wait:
+                return _blocking.run(lambda: _value_of(call, None), self)
+        return _value_of(call, None)
 
     def stats(self) -> dict:
         """{"plan_cache": {"hits", "misses", "disk_hits", "evictions",
-        "entries", "bytes"}, "lazy": {"recorded", "evaluated", "dropped",
-        "pending"}}."""
+        "entries", "bytes", ...}, "lazy": {"recorded", "evaluated", "dropped",
+        "pending", "evaluations", "timed_out", "cancelled"}} (af.h's
+        af_context_stats lists every counter)."""
         b = _lib.Bytes()
         check(lib.af_context_stats(self._handle, ctypes.byref(b)))
         return json.loads(_lib.take_bytes(b))
@@ -189,12 +276,12 @@ class Context:
         return register
 
     def host_call(self, name: str, *args: Tree) -> Value:
-        """Calls host tool name: recorded inside a trace, run at once outside."""
+        """Calls host tool name: recorded inside a trace (and on a lazy
+        context), run at once outside."""
         n = _lib.utf8(name, "name")
         vals = [to_value(a) for a in args]
-        out = ctypes.c_void_p()
-        check(lib.af_host_call(self._handle, n, len(n), _lib.handles(vals), len(vals), ctypes.byref(out)))
-        return Value._own(out.value)
+        h = self._handle
+        return self._op(lambda o: lib.af_host_call(h, n, len(n), _lib.handles(vals), len(vals), o), vals, True)
 
     # -- run-time scopes -------------------------------------------------------
     # A scope belongs to the thread that opened it: it applies to the runs
@@ -210,7 +297,8 @@ class Context:
         check(lib.af_collect_push(self._handle, c, len(c)))
         result: dict = {}
         try:
-            yield result
+            with _blocking.scope():
+                yield result
         finally:
             out = ctypes.c_void_p()
             check(lib.af_collect_pop(self._handle, ctypes.byref(out)))
@@ -225,7 +313,8 @@ class Context:
         v = to_value(values)  # held in a local: the handle must outlive the call
         check(lib.af_inject_push(self._handle, c, len(c), v._ptr))
         try:
-            yield
+            with _blocking.scope():
+                yield
         finally:
             check(lib.af_inject_pop(self._handle))
 
@@ -234,13 +323,29 @@ class Context:
         """Identical calls (same primitive, params, inputs) run once inside the block."""
         check(lib.af_memoize_push(self._handle))
         try:
-            yield
+            with _blocking.scope():
+                yield
         finally:
             check(lib.af_memoize_pop(self._handle))
 
     def __repr__(self) -> str:
         return f"<libaf.Context {'closed' if not self._ptr else hex(self._ptr)}>"
 
+
+def _value_of(call: Callable[[Any], Any], ctx: Context | None) -> Value:
+    out = ctypes.c_void_p()
+    check(call(ctypes.byref(out)))
+    return Value._own(out.value, ctx)
+
+
+def _any_promise(values: list[Value]) -> bool:
+    for v in values:
+        if v._ctx is not None:
+            return True
+    return False
+
+
+_holds_lock = threading.Lock()
 
 # Every open context, closed at interpreter exit while Python still runs:
 # closing one ends its runs and runs the destroy callbacks of its host tools

@@ -55,11 +55,13 @@ class Ir:
     # -- calling ---------------------------------------------------------------
 
     def __call__(self, *inputs: Tree, ctx: Context | None = None) -> Value:
-        """Runs the IR on positional inputs (inlined when called inside a trace)."""
+        """Runs the IR on positional inputs (inlined when called inside a
+        trace, recorded on a lazy context). Ctrl-C while it runs raises
+        KeyboardInterrupt at once; the run goes on to its end unseen."""
         vals = [to_value(x) for x in inputs]
-        out = ctypes.c_void_p()
-        check(lib.af_ir_call(current(ctx)._handle, self._ptr, _lib.handles(vals), len(vals), ctypes.byref(out)))
-        return Value._own(out.value)
+        cx = current(ctx)
+        c = cx._handle
+        return cx._op(lambda o: lib.af_ir_call(c, self._ptr, _lib.handles(vals), len(vals), o), vals, may_wait=True)
 
     call = __call__
 

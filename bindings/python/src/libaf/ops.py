@@ -35,59 +35,60 @@ __all__ = [
 Traceable = Union[Ir, Callable[..., Tree]]
 
 
-def _value_out(call) -> Value:  # type: ignore[no-untyped-def]
-    out = ctypes.c_void_p()
-    check(call(ctypes.byref(out)))
-    return Value._own(out.value)
-
-
 def format(template: str, *args: Tree, ctx: Context | None = None, **named: Tree) -> Value:  # noqa: A001
     """Python-style template ("{}", "{0}", "{name}", "{{"); non-str arguments
     are stringified as JSON. Template errors are InvalidArgument at once."""
-    c = current(ctx)._handle
+    cx = current(ctx)
+    c = cx._handle
     t = _lib.utf8(template, "template")
     vals = [to_value(a) for a in args]
     nv = to_value(named) if named else None
-    return _value_out(
-        lambda o: lib.af_format(c, t, len(t), _lib.handles(vals), len(vals), nv._ptr if nv is not None else None, o)
+    return cx._op(
+        lambda o: lib.af_format(c, t, len(t), _lib.handles(vals), len(vals), nv._ptr if nv is not None else None, o),
+        vals if nv is None else [*vals, nv],
     )
 
 
 def concat(*args: Tree, ctx: Context | None = None) -> Value:
     """Concatenation of strings."""
-    c = current(ctx)._handle
+    cx = current(ctx)
+    c = cx._handle
     vals = [to_value(a) for a in args]
-    return _value_out(lambda o: lib.af_concat(c, _lib.handles(vals), len(vals), o))
+    return cx._op(lambda o: lib.af_concat(c, _lib.handles(vals), len(vals), o), vals)
 
 
 def match(a: Tree, b: Tree, ctx: Context | None = None) -> Value:
     """String equality, as a bool value."""
-    c = current(ctx)._handle
+    cx = current(ctx)
+    c = cx._handle
     va, vb = to_value(a), to_value(b)
-    return _value_out(lambda o: lib.af_match(c, va._ptr, vb._ptr, o))
+    return cx._op(lambda o: lib.af_match(c, va._ptr, vb._ptr, o), [va, vb])
 
 
 def stop_gradient(v: Tree, ctx: Context | None = None) -> Value:
     """Identity; no tangent or feedback flows through it."""
-    c = current(ctx)._handle
+    cx = current(ctx)
+    c = cx._handle
     vv = to_value(v)
-    return _value_out(lambda o: lib.af_stop_gradient(c, vv._ptr, o))
+    return cx._op(lambda o: lib.af_stop_gradient(c, vv._ptr, o), [vv])
 
 
 def depends(value: Tree, *deps: Tree, ctx: Context | None = None) -> Value:
     """value, produced only after every dep exists (keeps deps alive in DCE)."""
-    c = current(ctx)._handle
+    cx = current(ctx)
+    c = cx._handle
     vv = to_value(value)
     dv = [to_value(d) for d in deps]
-    return _value_out(lambda o: lib.af_depends(c, vv._ptr, _lib.handles(dv), len(dv), o))
+    return cx._op(lambda o: lib.af_depends(c, vv._ptr, _lib.handles(dv), len(dv), o), [vv, *dv])
 
 
 def checkpoint(v: Tree, key: str, collection: str, ctx: Context | None = None) -> Value:
     """Identity marking v as checkpoint key of collection (see Context.collect/inject)."""
-    c = current(ctx)._handle
+    cx = current(ctx)
+    c = cx._handle
     vv = to_value(v)
     k, col = _lib.utf8(key, "key"), _lib.utf8(collection, "collection")
-    return _value_out(lambda o: lib.af_checkpoint(c, vv._ptr, k, len(k), col, len(col), o))
+    return cx._op(lambda o: lib.af_checkpoint(c, vv._ptr, k, len(k), col, len(col), o), [vv])
 
 
 @contextlib.contextmanager
@@ -151,10 +152,12 @@ def switch(key: Tree, branches: Mapping[str, Traceable], *operands: Tree, ctx: C
     nb = len(names)
     c_names = (ctypes.c_char_p * max(nb, 1))(*names)
     c_lens = (ctypes.c_size_t * max(nb, 1))(*[len(n) for n in names])
-    return _value_out(
-        lambda o: lib.af_switch(
-            cx._handle, kv._ptr, c_names, c_lens, _lib.handles(irs), nb, _lib.handles(ops), len(ops), o
-        )
+    c = cx._handle
+    # Run eagerly, a branch may call LMs and host tools: it may wait.
+    return cx._op(
+        lambda o: lib.af_switch(c, kv._ptr, c_names, c_lens, _lib.handles(irs), nb, _lib.handles(ops), len(ops), o),
+        [kv, *ops],
+        may_wait=True,
     )
 
 
@@ -170,19 +173,21 @@ def while_loop(
     iv = to_value(init)
     c_ir = _as_ir(cond, [iv], "cond", cx)
     b_ir = _as_ir(body, [iv], "body", cx)
-    return _value_out(lambda o: lib.af_while_loop(cx._handle, c_ir._ptr, b_ir._ptr, iv._ptr, max_iters, o))
+    c = cx._handle
+    return cx._op(lambda o: lib.af_while_loop(c, c_ir._ptr, b_ir._ptr, iv._ptr, max_iters, o), [iv], may_wait=True)
 
 
 def lm_call(messages: Tree, model: Tree, ctx: Context | None = None, *, params: dict | None = None) -> Value:
     """The reply text of an LM call. messages: [{"role", "content"}, ...].
     params: sampling params (temperature, top_p, max_tokens, seed, stop),
     part of the recorded equation."""
-    c = current(ctx)._handle
+    cx = current(ctx)
+    c = cx._handle
     mv, mo = to_value(messages), to_value(model)
     if params is None:
-        return _value_out(lambda o: lib.af_lm_call(c, mv._ptr, mo._ptr, o))
+        return cx._op(lambda o: lib.af_lm_call(c, mv._ptr, mo._ptr, o), [mv, mo], may_wait=True)
     pv = to_value(params)
-    return _value_out(lambda o: lib.af_lm_call_ex(c, mv._ptr, mo._ptr, pv._ptr, o))
+    return cx._op(lambda o: lib.af_lm_call_ex(c, mv._ptr, mo._ptr, pv._ptr, o), [mv, mo, pv], may_wait=True)
 
 
 def lm_schema_call(
@@ -191,12 +196,14 @@ def lm_schema_call(
     """Structured output: the reply parsed and validated against schema
     (a tree of node descriptions such as {"type": "int", "min": 1}).
     params: sampling params, as lm_call's."""
-    c = current(ctx)._handle
+    cx = current(ctx)
+    c = cx._handle
     mv, mo, sv = to_value(messages), to_value(model), to_value(schema)
     if params is None:
-        return _value_out(lambda o: lib.af_lm_schema_call(c, mv._ptr, mo._ptr, sv._ptr, o))
+        return cx._op(lambda o: lib.af_lm_schema_call(c, mv._ptr, mo._ptr, sv._ptr, o), [mv, mo, sv], may_wait=True)
     pv = to_value(params)
-    return _value_out(lambda o: lib.af_lm_schema_call_ex(c, mv._ptr, mo._ptr, sv._ptr, pv._ptr, o))
+    return cx._op(lambda o: lib.af_lm_schema_call_ex(c, mv._ptr, mo._ptr, sv._ptr, pv._ptr, o), [mv, mo, sv, pv],
+                  may_wait=True)
 
 
 def host_call(name: str, *args: Tree, ctx: Context | None = None) -> Value:

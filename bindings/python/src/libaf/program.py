@@ -10,12 +10,12 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from . import _callbacks, _lib
+from . import _blocking, _callbacks, _lib
 from ._lib import lib
 from .context import Context, current
 from .errors import check
 from .ir import Ir
-from .value import Tree, Value, to_value
+from .value import Tree, Value, settle, to_value
 
 __all__ = ["Program", "RunOptions", "CancelToken", "Future"]
 
@@ -190,6 +190,7 @@ class Program:
         c = ctx or self._ctx
         opts = _opts(options, option_kwargs)
         vals = [to_value(x) for x in inputs]
+        settle(vals)  # the start reads promise inputs, evaluating them: interruptibly here
         out = ctypes.c_void_p()
         keep: list = []
         if opts is None:
@@ -243,7 +244,7 @@ class Future:
             finished = threading.Event()
             try:
                 self.on_done(finished.set)
-                finished.wait()  # interruptible, unlike a blocking C call
+                _blocking.wait(finished)  # interruptible, unlike a blocking C call
             except BaseException:
                 self.cancel()
                 raise

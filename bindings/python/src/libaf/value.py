@@ -12,9 +12,9 @@ import ctypes
 import enum
 import json
 import threading
-from typing import Any, Iterator, Union
+from typing import Any, Iterable, Iterator, Union
 
-from . import _lib
+from . import _blocking, _lib
 from ._lib import lib
 from .errors import check
 
@@ -63,21 +63,29 @@ _PLACEHOLDER_HINT = (
 
 
 class Value:
-    """An immutable libaf value (a handle; freed when garbage collected)."""
+    """An immutable libaf value (a handle; freed when garbage collected).
 
-    __slots__ = ("_ptr", "__weakref__")
+    A promise (made on a lazy context) keeps its context alive: evaluating
+    it needs the context."""
+
+    __slots__ = ("_ptr", "_ctx", "__weakref__")
     _ptr: int | None
+    # What keeps this value's promises evaluable: their Context, or for a
+    # tree built from promises of several contexts, those promises (each
+    # holding its own). None for every other value.
+    _ctx: Any
 
     def __init__(self, obj: Tree = None) -> None:
         """Converts plain Python data (see :func:`to_value`)."""
-        self._ptr = None
+        self._ptr = self._ctx = None
         src = to_value(obj)
         self._ptr = lib.af_value_clone(src._ptr)
+        self._ctx = src._ctx
 
     @classmethod
-    def _own(cls, ptr: int | None) -> "Value":
+    def _own(cls, ptr: int | None, ctx: Any = None) -> "Value":
         v = cls.__new__(cls)
-        v._ptr = ptr
+        v._ptr, v._ctx = ptr, ctx
         return v
 
     @classmethod
@@ -106,8 +114,16 @@ class Value:
         promise in it (lazy contexts) has been evaluated."""
         return bool(lib.af_value_ready(self._ptr))
 
+    def _evaluate(self) -> None:
+        """Before a read that would evaluate this value's pending promises:
+        evaluates them interruptibly instead (see settle). A read of a ready
+        value stays a direct call."""
+        if self._ctx is not None and not lib.af_value_ready(self._ptr):
+            settle((self,))
+
     def to_json(self) -> str:
         """Compact JSON. InvalidArgument for placeholders (or trees holding one)."""
+        self._evaluate()
         b = _lib.Bytes()
         check(lib.af_value_to_json(self._ptr, ctypes.byref(b)))
         return _lib.take_bytes(b).decode("utf-8")
@@ -118,6 +134,14 @@ class Value:
         return json.loads(self.to_json())
 
     def __len__(self) -> int:
+        if self._ctx is not None and not lib.af_value_ready(self._ptr):
+            # The length of a batched list a promise holds evaluates it; that
+            # of a container of promises does not, so nothing is evaluated
+            # first: the call itself waits interruptibly.
+            return _blocking.run(self._len)
+        return self._len()
+
+    def _len(self) -> int:
         n = ctypes.c_size_t()
         check(lib.af_value_len(self._ptr, ctypes.byref(n)))
         return n.value
@@ -137,7 +161,7 @@ class Value:
             check(lib.af_value_index(self._ptr, i, ctypes.byref(out)))
         else:
             raise TypeError(f"a Value is indexed by int or str, not {type(key).__name__}")
-        return Value._own(out.value)
+        return Value._own(out.value, self._ctx)
 
     def keys(self) -> list[str]:
         """A dict's keys in insertion order."""
@@ -161,6 +185,7 @@ class Value:
         if self.is_placeholder:
             raise TypeError("cannot use a traced value as a Python bool: " + _PLACEHOLDER_HINT)
         if self.kind == Kind.BOOL:
+            self._evaluate()
             out = ctypes.c_int32()
             check(lib.af_value_get_bool(self._ptr, ctypes.byref(out)))
             return bool(out.value)
@@ -172,6 +197,7 @@ class Value:
         if self.is_placeholder:
             raise TypeError("cannot convert a traced value to a Python str: " + _PLACEHOLDER_HINT)
         if self.kind == Kind.STR:
+            self._evaluate()
             p, n = ctypes.c_void_p(), ctypes.c_size_t()
             check(lib.af_value_get_str(self._ptr, ctypes.byref(p), ctypes.byref(n)))
             return ctypes.string_at(p, n.value).decode("utf-8")
@@ -245,14 +271,52 @@ def _build(obj: Any) -> Value:
         check(lib.af_value_list(ctx, _lib.handles(items), len(items), ctypes.byref(out)))
     elif isinstance(obj, dict):
         keys = [_lib.utf8(k, "a dict key") for k in obj]
-        vals = [_build(x) for x in obj.values()]
+        items = [_build(x) for x in obj.values()]
         n = len(keys)
         c_keys = (ctypes.c_char_p * max(n, 1))(*keys)
         c_lens = (ctypes.c_size_t * max(n, 1))(*[len(k) for k in keys])
-        check(lib.af_value_dict(ctx, c_keys, c_lens, _lib.handles(vals), n, ctypes.byref(out)))
+        check(lib.af_value_dict(ctx, c_keys, c_lens, _lib.handles(items), n, ctypes.byref(out)))
     else:
         return _leaf(obj)
-    return Value._own(out.value)
+    return Value._own(out.value, _owner(items))
+
+
+def _owner(items: list[Value]) -> Any:
+    """The _ctx of a tree built from items: their promises' context when
+    they share one (or have none), else the items holding promises."""
+    owner = None
+    for item in items:
+        if item._ctx is not None and item._ctx is not owner:
+            if owner is not None:
+                return [i for i in items if i._ctx is not None]
+            owner = item._ctx
+    return owner
+
+
+def settle(values: Iterable[Value]) -> None:
+    """Evaluates the pending promises among values, one evaluation per
+    context, so that reading them next runs nothing: waited for
+    interruptibly, Ctrl-C cancelling the evaluation (_blocking). Where a
+    wait cannot be interrupted anyway (another thread than the main one),
+    nothing is done: the read evaluates them, as it always did."""
+    if not _blocking.can_hop():
+        return
+    pending: dict[Any, list[Value]] = {}
+    _pending(values, pending)
+    for ctx, vals in pending.items():
+        if ctx._ptr:  # a closed context's promises: the read says so
+            ctx._settle(vals)
+
+
+def _pending(values: Iterable[Value], into: dict) -> None:
+    for v in values:
+        owner = v._ctx
+        if owner is None or lib.af_value_ready(v._ptr):
+            continue
+        if type(owner) is list:
+            _pending(owner, into)
+        else:
+            into.setdefault(owner, []).append(v)
 
 
 def _leaf(obj: Any) -> Value:

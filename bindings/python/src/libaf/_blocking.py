@@ -1,0 +1,154 @@
+"""Waiting for libaf so that Ctrl-C still works.
+
+Python runs signal handlers (Ctrl-C's KeyboardInterrupt) only in the main
+thread, between bytecodes: never while that thread is inside a C call, and
+a long wait on a lock does not see a signal the OS delivered to another
+thread. So a C call that may block (an LM call, a host tool, an evaluation
+of promises) runs on a worker thread while the main thread waits for it in
+short slices. On KeyboardInterrupt the waiter cancels the call when it
+takes a cancel token; otherwise it abandons the worker, which holds what
+the call uses until it returns.
+
+Only the main thread hops (no other thread gets KeyboardInterrupt), and not
+while it has a run scope open (collect, inject, memoize) or traces: libaf
+applies scopes and traces to the calls of their own thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import threading
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
+
+from ._lib import lib
+
+if TYPE_CHECKING:
+    from .context import Context
+
+T = TypeVar("T")
+
+#: The longest a waiting main thread goes without running signal handlers.
+SLICE_S = 0.05
+
+_MAIN = threading.main_thread().ident
+_local = threading.local()  # .scopes: run scopes open on this thread
+
+
+def wait(done: threading.Event) -> None:
+    """Blocks until done is set, running signal handlers every SLICE_S."""
+    while not done.wait(SLICE_S):
+        pass
+
+
+def can_hop() -> bool:
+    """Whether a blocking call made here should run on a worker (see above)."""
+    return threading.get_ident() == _MAIN and not getattr(_local, "scopes", 0) and not lib.af_is_tracing()
+
+
+@contextlib.contextmanager
+def scope() -> Iterator[None]:
+    """Marks a libaf run scope open on this thread: calls made inside it
+    stay on this thread."""
+    _local.scopes = getattr(_local, "scopes", 0) + 1
+    try:
+        yield
+    finally:
+        _local.scopes -= 1
+
+
+class _Call:
+    """One call handed to a worker. If its caller gives up, ``then`` runs
+    once the call has returned."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn: Callable[[], Any] | None = fn
+        self.ok = False
+        self.result: Any = None
+        self.then: Callable[[], None] | None = None
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+
+    def __call__(self) -> None:
+        try:
+            self.result, self.ok = self.fn(), True  # type: ignore[misc]
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            self.result = exc
+        with self.lock:
+            self.fn = None  # what the call used may go now
+            then, self.then = self.then, None
+            self.done.set()
+        if then is not None:
+            then()
+
+    def abandon(self, then: Callable[[], None]) -> None:
+        """The caller gives up: then() runs when the call returns (now, if it has)."""
+        with self.lock:
+            if not self.done.is_set():
+                self.then = then
+                return
+        then()
+
+
+def run(fn: Callable[[], T], ctx: "Context | None" = None, cancel: Callable[[], None] | None = None) -> T:
+    """fn() — libaf calls that may block — waited for interruptibly (see
+    above); its result, or raises its exception. fn's closure holds
+    everything the call uses. ctx: the context whose native handle the call
+    uses; if the caller gives up on the call, closing ctx leaves the free to
+    the call's return. cancel: called on KeyboardInterrupt (or any other
+    exception) while waiting, to stop the call."""
+    if not can_hop():
+        return fn()
+    call = _Call(fn)
+    try:
+        _submit(call)
+        wait(call.done)
+    except BaseException:
+        if cancel is not None:
+            cancel()
+        if ctx is not None:
+            call.abandon(ctx._hold())
+        raise
+    if call.ok:
+        return call.result  # type: ignore[no-any-return]
+    raise call.result
+
+
+# -- the workers ----------------------------------------------------------------
+# Daemon threads, kept once started (a new thread per call costs ~15x the
+# hand-off): an abandoned call that never returns must not hold up the
+# interpreter's exit. A call never queues behind another: with no idle
+# worker, a new one starts.
+
+_jobs: "queue.SimpleQueue[_Call]" = queue.SimpleQueue()
+_idle = 0
+_idle_lock = threading.Lock()
+
+
+def _submit(call: _Call) -> None:
+    global _idle
+    with _idle_lock:
+        spawn = _idle == 0
+        if not spawn:
+            _idle -= 1
+    if spawn:
+        threading.Thread(target=_work, name="libaf-call", daemon=True).start()
+    _jobs.put(call)
+
+
+def _work() -> None:
+    global _idle
+    while True:
+        _jobs.get()()
+        with _idle_lock:
+            _idle += 1
+
+
+def _forget_workers() -> None:
+    # A forked child has none of its parent's workers.
+    global _jobs, _idle, _idle_lock
+    _jobs, _idle, _idle_lock = queue.SimpleQueue(), 0, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_workers)
