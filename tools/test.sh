@@ -97,7 +97,7 @@ note "concurrency suites under ThreadSanitizer"
 # fallback), lazy, run-summary, checkpoint-order and chaos suites: the code where threads meet. Only
 # these targets are built.
 TSAN_TARGETS=(af_core_tests capi_program_test capi_lm_test capi_lm_stream_test capi_lm_routing_test
-  capi_lazy_test capi_observe_test capi_checkpoint_order_test capi_chaos_test)
+  capi_lazy_test capi_lazy_safety_test capi_observe_test capi_checkpoint_order_test capi_chaos_test)
 if cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DAF_SANITIZE=thread \
      -DAF_BUILD_BENCH=OFF >"$LOG/tsan-configure.log" 2>&1 &&
    cmake --build build-tsan --target "${TSAN_TARGETS[@]}" >"$LOG/tsan-build.log" 2>&1; then
@@ -148,7 +148,7 @@ count "$go_pass" "$go_fail" "go"
 # cache; the first run builds the race runtime).
 check go-race bash -c "cd bindings/go && CGO_ENABLED=1 GOFLAGS=-mod=mod PKG_CONFIG_PATH='$ROOT/build' \
   CGO_LDFLAGS='-L$LIBDIR -Wl,-rpath,$LIBDIR' \
-  go test -race -count=1 -run 'TestConcurrentClose|TestAsyncRun|TestCloseRacingUse|TestCloseInsideCallback|TestEngineClosedDuring' ./..."
+  go test -race -count=1 -run 'TestConcurrentClose|TestAsyncRun|TestCloseRacingUse|TestCloseInsideCallback|TestEngineClosedDuring|TestPromiseKeepsItsEngineAlive|TestEvalWith|TestEngineCloseUnderLivePromises' ./..."
 
 note "C# binding"
 AF_LIB_DIR=$LIBDIR AF_CS_OUT=$ROOT/build/csharp bash bindings/csharp/build.sh >"$LOG/csharp.log" 2>&1

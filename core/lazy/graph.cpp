@@ -4,6 +4,7 @@
 #include <chrono>
 #include <unordered_map>
 
+#include "lazy/cut.h"
 #include "value/hash.h"
 
 #include "exec/executor.h"
@@ -256,146 +257,8 @@ using Clock = std::chrono::steady_clock;
           "after the evaluation");
 }
 
-bool same_tags(const Tags& a, const Tags& b) noexcept {
-  const bool ea = !a || a->empty(), eb = !b || b->empty();
-  if (ea || eb) return ea == eb;
-  return a == b || *a == *b;
-}
 
 }  // namespace
-
-// What an evaluation cuts out of the batch it claimed: enough to find and
-// confirm a cached program without building its IR, and to build the IR on
-// a miss. Variables are numbered in the order the IR gets them: per node,
-// its inputs that are not results of this cut, then its outputs.
-struct Graph::Cut {
-  static constexpr uint32_t kLiteral = UINT32_MAX;
-  std::vector<Node*> nodes;     // one equation each, in order
-  std::vector<uint32_t> refs;   // per input of each node: its variable, or kLiteral
-  std::vector<Aval> vars;       // per variable
-  std::vector<uint32_t> uses;   // per variable: uses by nodes of the cut
-  std::vector<Value> inputs;    // the IR's inputs, in order
-  std::vector<VarId> in_vars, out_vars;
-  uint64_t key = 0;
-
-  VarId new_var(Aval a) {
-    vars.push_back(a);
-    uses.push_back(0);
-    return VarId(vars.size() - 1);
-  }
-
-  // The nodes of `batch` not failed by an earlier failure, keyed. An output
-  // is an output of the IR only when someone outside the cut still holds its
-  // promise (or the node is observable, so compile keeps it): a chain then
-  // keeps no intermediate result alive, and strings are appended in place.
-  explicit Cut(const std::vector<std::shared_ptr<Node>>& batch) {
-    nodes.reserve(batch.size());
-    uint64_t h = batch.size();
-    for (const auto& np : batch) {
-      Node& n = *np;
-      for (const Value& leaf : n.in)
-        if (const Cell* c = cell_of(leaf); c && c->node->error) {  // failed earlier, or in this batch
-          n.error = c->node->error;
-          break;
-        }
-      if (n.error) continue;
-      h = hash_mix(h, n.shape);
-      for (size_t k = 0; k < n.in.size(); ++k) {
-        const Value& leaf = n.in[k];
-        const Cell* c = cell_of(leaf);
-        uint32_t var;
-        if (!n.literal.empty() && n.literal[k]) {
-          var = kLiteral;
-        } else if (c && c->node->first_var != kNoVar) {
-          var = c->node->first_var + c->index;
-          ++uses[var];
-        } else {
-          const Value& v = c ? c->node->out[c->index] : leaf;  // evaluated earlier, or concrete
-          var = new_var(aval_of(v));
-          inputs.push_back(v);
-          in_vars.push_back(var);
-          h = hash_mix(h, uint64_t(vars[var].kind) << 8 | vars[var].list_depth);
-        }
-        refs.push_back(var);
-        h = hash_mix(h, var);
-      }
-      n.first_var = VarId(vars.size());
-      for (const Aval& a : n.out_avals) new_var(a);
-      nodes.push_back(&n);
-    }
-    for (Node* n : nodes) {
-      const bool observable = n->prim->flags & kObservable;
-      for (uint32_t i = 0; i < n->out_avals.size(); ++i) {
-        const VarId var = n->first_var + i;
-        const Cell* c = n->cells[i].load(std::memory_order_acquire);
-        // With uses, the cell is alive (this cut's nodes hold it) and held
-        // elsewhere too when it has more references than uses.
-        if (observable || (c && (uses[var] == 0 || c->refs.load(std::memory_order_acquire) > uses[var]))) {
-          out_vars.push_back(var);
-          h = hash_mix(h, var);
-        }
-      }
-    }
-    key = hash_mix(h, out_vars.size());
-  }
-
-  // Whether ir is the IR this cut builds: compared field by field against
-  // the nodes, without building it.
-  bool same(const IR& ir) const {
-    if (ir.eqns.size() != nodes.size() || ir.vars.size() != vars.size() || ir.in.size() != in_vars.size() ||
-        ir.out.size() != out_vars.size() || !std::equal(vars.begin(), vars.end(), ir.vars.begin()))
-      return false;
-    for (size_t k = 0; k < in_vars.size(); ++k)
-      if (ir.in[k].var != in_vars[k]) return false;
-    for (size_t k = 0; k < out_vars.size(); ++k)
-      if (ir.out[k].var != out_vars[k]) return false;
-    size_t r = 0;
-    for (size_t j = 0; j < nodes.size(); ++j) {
-      const Eqn& e = ir.eqns[j];
-      const Node& n = *nodes[j];
-      if (e.prim != n.prim || e.in.size() != n.in.size() || e.out.size() != n.out_avals.size()) return false;
-      for (size_t i = 0; i < e.out.size(); ++i)
-        if (e.out[i] != n.first_var + i) return false;
-      for (size_t k = 0; k < n.in.size(); ++k, ++r) {
-        const Atom& a = e.in[k];
-        if (refs[r] == kLiteral ? a.is_var() || !(a.lit == n.in[k]) : a.var != refs[r]) return false;
-      }
-      if (!identical(e.in_tree, n.in_tree) || !identical(e.out_tree, n.out_tree) || !same_tags(e.tags(), n.tags) ||
-          !(e.params == n.params))
-        return false;
-    }
-    return true;
-  }
-
-  IRPtr build() const {
-    auto ir = std::make_shared<IR>();
-    ir->checked = true;  // each node was recorded through its primitive's abstract rule
-    ir->vars = vars;
-    for (VarId v : in_vars) ir->in.push_back(Atom::of_var(v));
-    for (VarId v : out_vars) ir->out.push_back(Atom::of_var(v));
-    ir->in_tree = TreeDef::flat_list(ir->in.size());
-    ir->out_tree = TreeDef::flat_list(ir->out.size());
-    ir->eqns.reserve(nodes.size());
-    Shared<EqnNotes> notes;  // shared by consecutive nodes of the same tags
-    size_t r = 0;
-    for (const Node* n : nodes) {
-      Eqn e;
-      e.prim = n->prim;
-      e.params = n->params;
-      e.in_tree = n->in_tree;
-      e.out_tree = n->out_tree;
-      // (Not the name path: it only words errors, through where().)
-      if (!notes || notes->tags != n->tags) notes = EqnNotes::of(n->tags, nullptr);
-      e.notes = notes;
-      e.in.reserve(n->in.size());
-      for (size_t k = 0; k < n->in.size(); ++k, ++r)
-        e.in.push_back(refs[r] == kLiteral ? Atom::literal(n->in[k]) : Atom::of_var(refs[r]));
-      for (uint32_t i = 0; i < n->out_avals.size(); ++i) e.out.push_back(n->first_var + i);
-      ir->eqns.push_back(std::move(e));
-    }
-    return ir;
-  }
-};
 
 void Graph::eval(std::span<const Value> leaves, bool strict, RunOptions opts) {
   std::vector<Value> promises;
@@ -450,7 +313,7 @@ void Graph::eval(std::span<const Value> leaves, bool strict, RunOptions opts) {
     // no promise of it may stay Running forever.
     auto err = std::make_shared<const Error>(Code::OutOfMemory, "lazy evaluation ran out of memory");
     for (auto& n : batch)
-      if (!n->error && n->out.size() != n->out_avals.size()) n->error = err;
+      if (!n->error && n->out.empty()) n->error = err;
     finish(batch);
     throw;
   }
@@ -567,13 +430,15 @@ std::shared_ptr<const Error> Graph::run(const std::vector<std::shared_ptr<Node>>
     }
     for (size_t k = 0; k < n.in.size() && !n.error; ++k)
       if (const Cell* c = cell_of(n.in[k]); c && c->node->error) n.error = c->node->error;
-    n.out.assign(n.out_avals.size(), Value());
+    // (A node none of whose results is wanted keeps no output slots: no
+    // promise can read them.)
     for (uint32_t i = 0; i < n.out_avals.size(); ++i) {
       if (o == cut.out_vars.size() || cut.out_vars[o] != n.first_var + i) continue;
       if (const auto& e = out_errors[o]; e && !n.error) {
         auto it = origin.find(e.get());
         n.error = it != origin.end() ? it->second : named(n, e);
       }
+      if (n.out.empty()) n.out.resize(n.out_avals.size());
       n.out[i] = items[o++];
     }
     if (n.error) n.out.clear();

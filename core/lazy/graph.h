@@ -148,7 +148,6 @@ class Graph final : public Recorder, public std::enable_shared_from_this<Graph> 
 
  private:
   friend struct Node;
-  struct Cut;
   std::shared_ptr<Node> new_node(const Prim& p, Params params, std::vector<Value> leaves,
                                  std::vector<uint8_t> literal, TreeDef in_tree,
                                  std::vector<Aval> out_avals, TreeDef out_tree);

@@ -1,0 +1,134 @@
+#include "lazy/cut.h"
+
+#include <algorithm>
+
+#include "value/hash.h"
+
+namespace af::lazy {
+
+namespace {
+
+bool same_tags(const Tags& a, const Tags& b) noexcept {
+  const bool ea = !a || a->empty(), eb = !b || b->empty();
+  if (ea || eb) return ea == eb;
+  return a == b || *a == *b;
+}
+
+}  // namespace
+
+VarId Cut::new_var(Aval a) {
+  vars.push_back(a);
+  uses.push_back(0);
+  return VarId(vars.size() - 1);
+}
+
+Cut::Cut(const std::vector<std::shared_ptr<Node>>& batch) {
+  nodes.reserve(batch.size());
+  refs.reserve(2 * batch.size());
+  vars.reserve(2 * batch.size());
+  uses.reserve(2 * batch.size());
+  uint64_t h = batch.size();
+  for (const auto& np : batch) {
+    Node& n = *np;
+    for (const Value& leaf : n.in)
+      if (const Cell* c = cell_of(leaf); c && c->node->error) {  // failed earlier, or in this batch
+        n.error = c->node->error;
+        break;
+      }
+    if (n.error) continue;
+    h = hash_mix(h, n.shape);
+    for (size_t k = 0; k < n.in.size(); ++k) {
+      const Value& leaf = n.in[k];
+      const Cell* c = cell_of(leaf);
+      uint32_t var;
+      if (!n.literal.empty() && n.literal[k]) {
+        var = kLiteral;
+      } else if (c && c->node->first_var != kNoVar) {
+        var = c->node->first_var + c->index;
+        ++uses[var];
+      } else {
+        const Value& v = c ? c->node->out[c->index] : leaf;  // evaluated earlier, or concrete
+        var = new_var(aval_of(v));
+        inputs.push_back(v);
+        in_vars.push_back(var);
+        h = hash_mix(h, uint64_t(vars[var].kind) << 8 | vars[var].list_depth);
+      }
+      refs.push_back(var);
+      h = hash_mix(h, var);
+    }
+    n.first_var = VarId(vars.size());
+    for (const Aval& a : n.out_avals) new_var(a);
+    nodes.push_back(&n);
+  }
+  for (Node* n : nodes) {
+    const bool observable = n->prim->flags & kObservable;
+    for (uint32_t i = 0; i < n->out_avals.size(); ++i) {
+      const VarId var = n->first_var + i;
+      const Cell* c = n->cells[i].load(std::memory_order_acquire);
+      // With uses, the cell is alive (this cut's nodes hold it) and held
+      // elsewhere too when it has more references than uses.
+      if (observable || (c && (uses[var] == 0 || c->refs.load(std::memory_order_acquire) > uses[var]))) {
+        out_vars.push_back(var);
+        h = hash_mix(h, var);
+      }
+    }
+  }
+  key = hash_mix(h, out_vars.size());
+}
+
+bool Cut::same(const IR& ir) const {
+  if (ir.eqns.size() != nodes.size() || ir.vars.size() != vars.size() || ir.in.size() != in_vars.size() ||
+      ir.out.size() != out_vars.size() || !std::equal(vars.begin(), vars.end(), ir.vars.begin()))
+    return false;
+  for (size_t k = 0; k < in_vars.size(); ++k)
+    if (ir.in[k].var != in_vars[k]) return false;
+  for (size_t k = 0; k < out_vars.size(); ++k)
+    if (ir.out[k].var != out_vars[k]) return false;
+  size_t r = 0;
+  for (size_t j = 0; j < nodes.size(); ++j) {
+    const Eqn& e = ir.eqns[j];
+    const Node& n = *nodes[j];
+    if (e.prim != n.prim || e.in.size() != n.in.size() || e.out.size() != n.out_avals.size()) return false;
+    for (size_t i = 0; i < e.out.size(); ++i)
+      if (e.out[i] != n.first_var + i) return false;
+    for (size_t k = 0; k < n.in.size(); ++k, ++r) {
+      const Atom& a = e.in[k];
+      if (refs[r] == kLiteral ? a.is_var() || !(a.lit == n.in[k]) : a.var != refs[r]) return false;
+    }
+    if (!identical(e.in_tree, n.in_tree) || !identical(e.out_tree, n.out_tree) || !same_tags(e.tags(), n.tags) ||
+        !(e.params == n.params))
+      return false;
+  }
+  return true;
+}
+
+IRPtr Cut::build() const {
+  auto ir = std::make_shared<IR>();
+  ir->checked = true;  // each node was recorded through its primitive's abstract rule
+  ir->vars = vars;
+  for (VarId v : in_vars) ir->in.push_back(Atom::of_var(v));
+  for (VarId v : out_vars) ir->out.push_back(Atom::of_var(v));
+  ir->in_tree = TreeDef::flat_list(ir->in.size());
+  ir->out_tree = TreeDef::flat_list(ir->out.size());
+  ir->eqns.reserve(nodes.size());
+  Shared<EqnNotes> notes;  // shared by consecutive nodes of the same tags
+  size_t r = 0;
+  for (const Node* n : nodes) {
+    Eqn e;
+    e.prim = n->prim;
+    e.params = n->params;
+    e.in_tree = n->in_tree;
+    e.out_tree = n->out_tree;
+    // (Not the name path: it only words errors, through where().)
+    if (!notes || notes->tags != n->tags) notes = EqnNotes::of(n->tags, nullptr);
+    e.notes = notes;
+    e.in.reserve(n->in.size());
+    for (size_t k = 0; k < n->in.size(); ++k, ++r)
+      e.in.push_back(refs[r] == kLiteral ? Atom::literal(n->in[k]) : Atom::of_var(refs[r]));
+    for (uint32_t i = 0; i < n->out_avals.size(); ++i) e.out.push_back(n->first_var + i);
+    ir->eqns.push_back(std::move(e));
+  }
+  return ir;
+}
+
+}  // namespace af::lazy

@@ -1,0 +1,45 @@
+// Cut: what an evaluation cuts out of the pending nodes it claimed (core/lazy
+// graph.h), enough to find and confirm a cached program without building
+// its IR, and to build the IR on a miss.
+//
+// Variables are numbered in the order the IR gets them: per node, its inputs
+// that are not results of this cut (concrete leaves, results of earlier
+// evaluations: the IR's inputs), then its outputs. An output is an output of
+// the IR only when someone outside the cut still holds its promise (or the
+// node is observable, so that compile keeps it): a chain then keeps no
+// intermediate result alive, and strings are appended in place.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "lazy/graph.h"
+
+namespace af::lazy {
+
+struct Cut {
+  static constexpr uint32_t kLiteral = UINT32_MAX;
+  std::vector<Node*> nodes;     // one equation each, in order
+  std::vector<uint32_t> refs;   // per input of each node: its variable, or kLiteral
+  std::vector<Aval> vars;       // per variable
+  std::vector<uint32_t> uses;   // per variable: uses by nodes of the cut
+  std::vector<Value> inputs;    // the IR's inputs, in order
+  std::vector<VarId> in_vars, out_vars;
+  uint64_t key = 0;             // the plan cache's key, from the nodes' shapes
+
+  // The nodes of `batch` (claimed, in recording order) not failed by an
+  // earlier failure: a node whose input failed gets that error here and is
+  // left out. Sets each cut node's first_var (the claimer resets it).
+  explicit Cut(const std::vector<std::shared_ptr<Node>>& batch);
+
+  // Whether ir is the IR build() makes: compared field by field against the
+  // nodes, without building it.
+  bool same(const IR& ir) const;
+  IRPtr build() const;
+
+ private:
+  VarId new_var(Aval a);
+};
+
+}  // namespace af::lazy
