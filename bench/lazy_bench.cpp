@@ -14,12 +14,19 @@
 //                        read: built on a lazy context (a plan-cache hit
 //                        after the first), traced once and called, or
 //                        traced and compiled every iteration.
+//  BM_Lazy_Chain/N:      x = concat(x, "b") N times on a lazy context (older
+//                        promises freed), then the result read: time for all
+//                        of it, and the process's peak resident memory
+//                        (peak_rss_mb: run it alone, --benchmark_filter).
+//                        Goal: 1M operations in under 1 GB.
 //  BM_PlanCache_Lookup10k / BM_Compile10k: the cache lookup of a 10 000
 //                        equation IR (hash + full structural equality
 //                        against an equal IR of another allocation) against
 //                        compiling it.
 #include <af/af.h>
 #include <benchmark/benchmark.h>
+
+#include <sys/resource.h>
 
 #include <chrono>
 #include <cstring>
@@ -218,6 +225,37 @@ void BM_Program5(benchmark::State& state) {
   af_context_free(c);
 }
 BENCHMARK(BM_Program5)->Arg(0)->Arg(1)->Arg(2)->ArgName("lazy0_traced1_retrace2");
+
+void BM_Lazy_Chain(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  for (auto _ : state) {
+    af_context_t* c = lazy_context("{\"lazy\":true}");
+    af_value_t *x = str(c, "x"), *b = str(c, "b"), *v = af_value_clone(x);
+    for (int64_t i = 0; i < n; ++i) {
+      const af_value_t* args[2] = {v, b};
+      af_value_t* next = nullptr;
+      af_error_free(af_concat(c, args, 2, &next));
+      af_value_free(v);
+      v = next;
+    }
+    const char* text = nullptr;
+    size_t len = 0;
+    if (af_error_t* e = af_value_get_str(v, &text, &len)) {
+      state.SkipWithError(af_error_message(e));
+      af_error_free(e);
+    } else if (len != size_t(n) + 1) {
+      state.SkipWithError("wrong length");
+    }
+    af_value_free(v);
+    af_value_free(b);
+    af_value_free(x);
+    af_context_free(c);
+  }
+  struct rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  state.counters["peak_rss_mb"] = double(ru.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+BENCHMARK(BM_Lazy_Chain)->Arg(1000000)->Arg(40000)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 af::IRPtr concat_chain(size_t n) {
   return af_bench::trace_chain_cpp(n, af::Value::str("e"), af::Value::str("x"));

@@ -514,6 +514,22 @@ static void programs_that_print_differently_never_share_a_plan(void) {
   af_value_free(ba);
 }
 
+/* A dict given to a lazy operation is flattened into leaves and a structure;
+ * two key orders are two structures, though their leaves are alike. */
+static void a_dict_argument_keeps_its_key_order(void) {
+  af_context_t* c = ctx_with("{\"lazy\":true}");
+  int b_first;
+  for (b_first = 0; b_first < 2; b_first++) {
+    af_value_t *d = dict_ab(c, b_first), *out = NULL;
+    CHECK_OK(af_format(c, "{}", 2, (const af_value_t* const*)&d, 1, NULL, &out));
+    CHECK_JSON(out, b_first ? "\"{\\\"b\\\":2,\\\"a\\\":1}\"" : "\"{\\\"a\\\":1,\\\"b\\\":2}\"");
+    af_value_free(out);
+    af_value_free(d);
+  }
+  CHECK_INT_EQ(stat_of(c, "plan_cache", "misses"), 2);
+  af_context_free(c);
+}
+
 static af_error_t* both_signs(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
                               af_value_t** out) {
   af_value_t *pz = NULL, *nz = NULL, *a = NULL, *b = NULL;
@@ -688,6 +704,7 @@ int main(int argc, char** argv) {
       CASE(a_waiting_reader_stops_at_its_deadline),
       CASE(bad_eval_options_are_refused),
       CASE(programs_that_print_differently_never_share_a_plan),
+      CASE(a_dict_argument_keeps_its_key_order),
       CASE(cse_keeps_apart_what_prints_apart),
       CASE(held_results_are_kept),
       CASE(a_plan_over_max_bytes_is_not_kept),

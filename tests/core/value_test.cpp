@@ -1,6 +1,7 @@
 // Value: kinds, sharing, structural equality and hashing, dict lookup.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -237,6 +238,48 @@ TEST(ValueHash, DistinguishesCommonNearMisses) {
       ASSERT_FALSE(distinct[i] == distinct[j]) << i << " " << j;
       EXPECT_NE(distinct[i].hash(), distinct[j].hash()) << "values " << i << " and " << j;
     }
+}
+
+// Equality decides "the same computation" (IR equality, CSE, memoize keys,
+// the plan cache): two values that print differently must never be equal.
+// A sweep over values built to be near misses of each other: float signs
+// and spellings, dicts in every key order, nested.
+TEST(ValueEquality, ValuesThatPrintDifferentlyAreNeverEqual) {
+  std::vector<Value> leaves = {F(0.0), F(-0.0), F(1.0), F(1.0000000000000002), F(-1.0), F(1e-310),
+                               F(-1e-310), F(1e300), I(0), I(1), I(-1), B(true), B(false), S(""),
+                               S("0"), S("0.0"), S("-0.0"), Value()};
+  std::vector<Value> all = leaves;
+  // Dicts of two and three keys in every order, over a few leaf choices.
+  const char* keys[] = {"a", "b", "c"};
+  for (size_t v = 0; v + 2 < leaves.size(); v += 3) {
+    int order[] = {0, 1, 2};
+    do {
+      std::vector<Entry> e3, e2;
+      for (int k : order) e3.emplace_back(keys[k], leaves[v + size_t(k)]);
+      for (int k : order)
+        if (k < 2) e2.emplace_back(keys[k], leaves[v + size_t(k)]);
+      all.push_back(D(e3));
+      all.push_back(D(e2));
+      all.push_back(L({D(e2), leaves[v]}));
+    } while (std::next_permutation(order, order + 3));
+  }
+  for (size_t i = 0; i + 1 < leaves.size(); ++i) all.push_back(L({leaves[i], leaves[i + 1]}));
+  size_t pairs = 0;
+  for (size_t i = 0; i < all.size(); ++i)
+    for (size_t j = 0; j < all.size(); ++j) {
+      const bool printed_alike = stringify(all[i]) == stringify(all[j]) && to_json(all[i]) == to_json(all[j]);
+      if (all[i] == all[j]) {
+        EXPECT_TRUE(printed_alike) << to_json(all[i]) << " == " << to_json(all[j]);
+        EXPECT_EQ(all[i].hash(), all[j].hash()) << to_json(all[i]);
+      } else if (i != j && !printed_alike) {
+        ++pairs;
+        EXPECT_NE(all[i].hash(), all[j].hash()) << to_json(all[i]) << " vs " << to_json(all[j]);
+      }
+      if (!printed_alike) {
+        EXPECT_FALSE(all[i] == all[j]) << to_json(all[i]) << " vs " << to_json(all[j]);
+      }
+    }
+  EXPECT_GT(pairs, 10000u);
 }
 
 TEST(ValueHash, IsDeterministicAcrossCopies) {

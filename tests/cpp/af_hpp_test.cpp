@@ -609,6 +609,28 @@ int main() {
     af::Value now = ask.call(lazy, {lazy.str("n")}, af::RunOptions());
     expect(now.ready() && now.str() == "m|Q:n", "a call with options runs at once");
     expect(recorded.str() == "m|Q:r", "the recorded call runs when read");
+
+    // A promise keeps its lazy context: read after the Context is gone.
+    af::Value kept;
+    {
+      af::Context gone(R"({"lazy": true})");
+      kept = gone.concat({gone.str("a"), gone.str("b")});
+    }
+    expect(kept.str() == "ab", "a promise outlives its Context object");
+    // Deadlines: eval with options stops at its timeout, and the promise keeps the error.
+    af::Provider slow = af::Provider::echo(R"({"latency_ms": 3000})");
+    lazy.route("slow", slow);
+    af::Value late = lazy.lm_call(lazy.list({lazy.dict({{"role", lazy.str("user")}, {"content", lazy.str("x")}})}),
+                                  lazy.str("slow"));
+    af::RunOptions deadline;
+    deadline.timeout_ms = 100;
+    bool timed_out = false;
+    try {
+      lazy.eval({late}, deadline);
+    } catch (const af::Error& e) {
+      timed_out = e.code() == af::Code::Timeout;
+    }
+    expect(timed_out, "eval with a timeout throws TIMEOUT");
   }
 
   // af.hpp wraps every function af.h declares: each name appears in it.

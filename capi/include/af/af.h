@@ -741,9 +741,13 @@ AF_API size_t af_ir_input_count(const af_ir_t* ir);
 /* Structural hash: equal IRs (same equations, params, literals, structure,
  * kinds, tags, name paths) hash equal whatever their origin. A defined
  * function of the IR: the same in every process, build and platform (it may
- * key on-disk caches); it changes only with a new libaf major version. */
+ * key on-disk caches); it changes only with a new libaf major version.
+ * Equality is exact, as fine as anything that prints: floats by their bits
+ * (0.0 is not -0.0), dicts and dict structures in their written key order.
+ * (In 0.1 this became so: IRs holding a dict written out of key order or a
+ * negative zero or NaN hash differently from before; others kept theirs.) */
 AF_API uint64_t af_ir_hash(const af_ir_t* ir);
-/* 1 if a and b are structurally equal, else 0. */
+/* 1 if a and b are structurally equal (exactly: see af_ir_hash), else 0. */
 AF_API int32_t af_ir_equal(const af_ir_t* a, const af_ir_t* b);
 
 AF_API af_ir_t* af_ir_clone(const af_ir_t* ir);
