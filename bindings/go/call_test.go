@@ -3,6 +3,7 @@ package af_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,9 +16,22 @@ import (
 // one (everything else).
 func newEngine(t *testing.T) *af.Engine {
 	t.Helper()
-	eng := must(af.NewEngine())(t)
+	return engineWithSlowModel(t, "", 2000)
+}
+
+// engineWithSlowModel is an engine made with options ("" = defaults) whose
+// model "slow" answers after slowMs and every other model at once (the echo
+// provider: "model|text").
+func engineWithSlowModel(t *testing.T, options string, slowMs int) *af.Engine {
+	t.Helper()
+	var eng *af.Engine
+	if options == "" {
+		eng = must(af.NewEngine())(t)
+	} else {
+		eng = must(af.NewEngineWith(options))(t)
+	}
 	t.Cleanup(eng.Close)
-	slow := must(af.NewEchoProvider(`{"latency_ms": 2000}`))(t)
+	slow := must(af.NewEchoProvider(fmt.Sprintf(`{"latency_ms": %d}`, slowMs)))(t)
 	t.Cleanup(slow.Close)
 	quick := must(af.NewEchoProvider(""))(t)
 	t.Cleanup(quick.Close)

@@ -18,15 +18,7 @@ import (
 // after 3 s and every other model at once (the echo provider: "model|text").
 func slowLazy(t *testing.T, options string) *af.Engine {
 	t.Helper()
-	eng := must(af.NewEngineWith(options))(t)
-	t.Cleanup(eng.Close)
-	slow := must(af.NewEchoProvider(`{"latency_ms": 3000}`))(t)
-	t.Cleanup(slow.Close)
-	quick := must(af.NewEchoProvider(""))(t)
-	t.Cleanup(quick.Close)
-	must(0, eng.Route("slow", slow))(t)
-	must(0, eng.Route("*", quick))(t)
-	return eng
+	return engineWithSlowModel(t, options, 3000)
 }
 
 // askModel records an LM call of model on q: a promise on a lazy engine.

@@ -257,7 +257,6 @@ using Clock = std::chrono::steady_clock;
           "after the evaluation");
 }
 
-
 }  // namespace
 
 void Graph::eval(std::span<const Value> leaves, bool strict, RunOptions opts) {

@@ -5,7 +5,7 @@
  * exact identity (float sign, dict key order: in memory, across processes,
  * in CSE), what an evaluation keeps, a bounded private plan-cache directory,
  * and the counters that show all of it. Run under ASan and TSan in CI. */
-#include "check.h"
+#include "lazy_common.h"
 
 #include <dirent.h>
 #include <pthread.h>
@@ -13,27 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static void sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
-}
-
-static af_context_t* ctx_with(const char* options) {
-  af_context_t* c = NULL;
-  if (!CHECK_OK(af_context_new_with(options, strlen(options), &c))) return NULL;
-  return c;
-}
-
-static af_value_t* str_in(af_context_t* c, const char* s) {
-  af_value_t* v = NULL;
-  CHECK_OK(af_value_str(c, s, strlen(s), &v));
-  return v;
 }
 
 static af_value_t* concat2(af_context_t* c, const af_value_t* a, const af_value_t* b) {
@@ -42,47 +24,6 @@ static af_value_t* concat2(af_context_t* c, const af_value_t* a, const af_value_
   parts[0] = a;
   parts[1] = b;
   CHECK_OK(af_concat(c, parts, 2, &out));
-  return out;
-}
-
-/* A counter out of af_context_stats: section "plan_cache" or "lazy". */
-static long stat_of(const af_context_t* c, const char* section, const char* field) {
-  af_bytes_t b = {NULL, 0};
-  char key[64];
-  const char *at, *sec;
-  long v = -1;
-  if (!CHECK_OK(af_context_stats(c, &b))) return -1;
-  snprintf(key, sizeof key, "\"%s\":", field);
-  sec = strstr((const char*)b.data, section);
-  at = sec ? strstr(sec, key) : NULL;
-  if (at) v = strtol(at + strlen(key), NULL, 10);
-  af_bytes_free(&b);
-  return v;
-}
-
-/* Routes every model to echo with these options; returns the provider. */
-static af_provider_t* route_echo(af_context_t* c, const char* options) {
-  af_provider_t* p = NULL;
-  if (!CHECK_OK(af_provider_echo_new(options, strlen(options), &p))) return NULL;
-  CHECK_OK(af_context_route(c, "*", 1, p));
-  return p;
-}
-
-/* lm_call(model "m", [user: content]) */
-static af_value_t* ask(af_context_t* c, const af_value_t* content) {
-  af_value_t *role = str_in(c, "user"), *m = NULL, *msgs = NULL, *model = str_in(c, "m"), *out = NULL;
-  const char* keys[] = {"role", "content"};
-  size_t lens[] = {4, 7};
-  const af_value_t* vals[2];
-  vals[0] = role;
-  vals[1] = content;
-  CHECK_OK(af_value_dict(c, keys, lens, vals, 2, &m));
-  CHECK_OK(af_value_list(c, (const af_value_t* const*)&m, 1, &msgs));
-  CHECK_OK(af_lm_call(c, msgs, model, &out));
-  af_value_free(role);
-  af_value_free(m);
-  af_value_free(msgs);
-  af_value_free(model);
   return out;
 }
 
@@ -116,7 +57,7 @@ static void* read_json(void* arg) {
 static void freeing_the_context_during_an_evaluation_is_safe(void) {
   int round, outcome[3] = {0, 0, 0}; /* read, cancelled, context gone first */
   for (round = 0; round < 12; round++) {
-    af_context_t* c = ctx_with("{\"lazy\":true}");
+    af_context_t* c = lazy_ctx("{\"lazy\":true}");
     af_value_t *x = str_in(c, "x"), *b = str_in(c, "b"), *v = af_value_clone(x);
     struct reader r = {NULL, NULL, {NULL, 0}};
     pthread_t t;
@@ -150,7 +91,7 @@ static void freeing_the_context_during_an_evaluation_is_safe(void) {
 
 /* An LM call in flight: freeing the context cancels it at once. */
 static void freeing_the_context_cancels_a_slow_evaluation(void) {
-  af_context_t* c = ctx_with("{\"lazy\":true}");
+  af_context_t* c = lazy_ctx("{\"lazy\":true}");
   af_provider_t* echo = route_echo(c, "{\"latency_ms\": 5000}");
   af_value_t *q = str_in(c, "slow"), *a = ask(c, q);
   struct reader r = {a, NULL, {NULL, 0}};
@@ -172,7 +113,7 @@ static void freeing_the_context_cancels_a_slow_evaluation(void) {
  * last one frees them all without a recursion per node; evaluating such a
  * chain works too. */
 static void long_chains_are_freed_and_evaluated(void) {
-  af_context_t* c = ctx_with("{\"lazy\":true}");
+  af_context_t* c = lazy_ctx("{\"lazy\":true}");
   af_value_t *x = str_in(c, "x"), *b = str_in(c, "b"), *v = af_value_clone(x);
   size_t len = 0;
   const char* s = NULL;
@@ -240,7 +181,7 @@ static void register_peek(af_context_t* c, int mode) {
 static void a_host_function_reading_its_own_evaluation_fails(void) {
   int mode;
   for (mode = 0; mode < 3; mode++) {
-    af_context_t* c = ctx_with("{\"lazy\":true}");
+    af_context_t* c = lazy_ctx("{\"lazy\":true}");
     af_value_t *x = str_in(c, "x"), *bang = str_in(c, "!"), *h = NULL, *h2 = NULL;
     af_value_t* both[2];
     double start = now_ms();
@@ -272,7 +213,7 @@ static void a_host_function_reading_its_own_evaluation_fails(void) {
 /* ---- deadlines ---------------------------------------------------------- */
 
 static void eval_with_a_timeout_stops_the_evaluation(void) {
-  af_context_t* c = ctx_with("{\"lazy\":true}");
+  af_context_t* c = lazy_ctx("{\"lazy\":true}");
   af_provider_t* echo = route_echo(c, "{\"latency_ms\": 3000}");
   af_value_t *q = str_in(c, "q"), *a = ask(c, q);
   af_run_options_t o = run_options(100, NULL);
@@ -302,7 +243,7 @@ static void* trigger_later(void* arg) {
 }
 
 static void a_cancel_token_stops_the_evaluation(void) {
-  af_context_t* c = ctx_with("{\"lazy\":true}");
+  af_context_t* c = lazy_ctx("{\"lazy\":true}");
   af_provider_t* echo = route_echo(c, "{\"latency_ms\": 3000}");
   af_value_t *q = str_in(c, "q"), *a = ask(c, q);
   struct trigger t = {NULL, 100};
@@ -325,7 +266,7 @@ static void a_cancel_token_stops_the_evaluation(void) {
 }
 
 static void the_context_deadline_bounds_every_read(void) {
-  af_context_t* c = ctx_with("{\"lazy\":true,\"eval_timeout_ms\":100}");
+  af_context_t* c = lazy_ctx("{\"lazy\":true,\"eval_timeout_ms\":100}");
   af_provider_t* echo = route_echo(c, "{\"latency_ms\": 3000}");
   af_value_t *q = str_in(c, "q"), *a = ask(c, q);
   const char* s = NULL;
@@ -338,14 +279,14 @@ static void the_context_deadline_bounds_every_read(void) {
   af_provider_free(echo);
   CHECK_ERR(af_context_new_with("{\"eval_timeout_ms\":-1}", 22, &c), AF_ERR_INVALID_ARGUMENT,
             "eval_timeout_ms");
-  c = ctx_with("{\"lazy\":true,\"eval_timeout_ms\":100}");
+  c = lazy_ctx("{\"lazy\":true,\"eval_timeout_ms\":100}");
   af_context_free(c);
 }
 
 /* A reader waiting for another thread's evaluation stops waiting at its own
  * deadline; that evaluation goes on and its result is read afterwards. */
 static void a_waiting_reader_stops_at_its_deadline(void) {
-  af_context_t* c = ctx_with("{\"lazy\":true}");
+  af_context_t* c = lazy_ctx("{\"lazy\":true}");
   af_provider_t* echo = route_echo(c, "{\"latency_ms\": 600}");
   af_value_t *q = str_in(c, "q"), *a = ask(c, q);
   struct reader r = {a, NULL, {NULL, 0}};
@@ -366,7 +307,7 @@ static void a_waiting_reader_stops_at_its_deadline(void) {
 }
 
 static void bad_eval_options_are_refused(void) {
-  af_context_t* c = ctx_with("{\"lazy\":true}");
+  af_context_t* c = lazy_ctx("{\"lazy\":true}");
   af_value_t* x = str_in(c, "x");
   af_run_options_t o = run_options(0, NULL);
   o.struct_size = 4;
@@ -469,7 +410,7 @@ static void programs_that_print_differently_never_share_a_plan(void) {
     return;
   }
   snprintf(o, sizeof o, "{\"lazy\":true,\"plan_cache\":{\"dir\":\"%s\"}}", g_cache_dir);
-  c = ctx_with(o);
+  c = lazy_ctx(o);
   if (!c) return;
   CHECK_OK(af_value_float(c, 0.0, &pz));
   CHECK_OK(af_value_float(c, -0.0, &nz));
@@ -517,7 +458,7 @@ static void programs_that_print_differently_never_share_a_plan(void) {
 /* A dict given to a lazy operation is flattened into leaves and a structure;
  * two key orders are two structures, though their leaves are alike. */
 static void a_dict_argument_keeps_its_key_order(void) {
-  af_context_t* c = ctx_with("{\"lazy\":true}");
+  af_context_t* c = lazy_ctx("{\"lazy\":true}");
   int b_first;
   for (b_first = 0; b_first < 2; b_first++) {
     af_value_t *d = dict_ab(c, b_first), *out = NULL;
@@ -556,7 +497,7 @@ static af_error_t* both_signs(void* ud, af_context_t* c, const af_value_t* const
 }
 
 static void cse_keeps_apart_what_prints_apart(void) {
-  af_context_t* c = ctx_with("{}");
+  af_context_t* c = lazy_ctx("{}");
   af_value_t *x = str_in(c, "x"), *out = NULL;
   af_ir_t* ir = NULL;
   CHECK_OK(af_trace(c, both_signs, NULL, (const af_value_t* const*)&x, 1, NULL, &ir));
@@ -574,7 +515,7 @@ static void cse_keeps_apart_what_prints_apart(void) {
  * on the way (no second evaluation); the observable operations run even when
  * nothing reads them. */
 static void held_results_are_kept(void) {
-  af_context_t* c = ctx_with("{\"lazy\":true}");
+  af_context_t* c = lazy_ctx("{\"lazy\":true}");
   af_value_t *x = str_in(c, "x"), *b = str_in(c, "b"), *v = af_value_clone(x), *mid = NULL;
   int i;
   for (i = 0; i < 1000; i++) {
@@ -601,7 +542,7 @@ static void held_results_are_kept(void) {
 
 /* A program larger than the cache's max_bytes runs but is not kept. */
 static void a_plan_over_max_bytes_is_not_kept(void) {
-  af_context_t* c = ctx_with("{\"lazy\":true,\"plan_cache\":{\"max_bytes\":64}}");
+  af_context_t* c = lazy_ctx("{\"lazy\":true,\"plan_cache\":{\"max_bytes\":64}}");
   af_value_t *x = str_in(c, "x"), *h = concat2(c, x, x);
   CHECK_JSON(h, "\"xx\"");
   CHECK_INT_EQ(stat_of(c, "plan_cache", "entries"), 0);
@@ -651,7 +592,7 @@ static void the_plan_directory_is_private_and_bounded(void) {
   }
   snprintf(dir, sizeof dir, "%s/plans", base);
   snprintf(o, sizeof o, "{\"lazy\":true,\"plan_cache\":{\"dir\":\"%s\",\"max_disk_bytes\":6000}}", dir);
-  c = ctx_with(o);
+  c = lazy_ctx(o);
   if (!c) return;
   CHECK(stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700);
   x = str_in(c, "x");
@@ -677,7 +618,7 @@ static void the_plan_directory_is_private_and_bounded(void) {
   af_value_free(x);
   af_context_free(c);
   /* A new context counts what it finds there. */
-  c = ctx_with(o);
+  c = lazy_ctx(o);
   if (c) {
     CHECK_INT_EQ(stat_of(c, "plan_cache", "disk_bytes"), bytes);
     af_context_free(c);

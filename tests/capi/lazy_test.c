@@ -2,46 +2,12 @@
  * evaluate-on-read, af_eval concurrency, dropped values, observable
  * operations, errors with origin and cause, threads, the plan cache (hits,
  * LRU, a directory shared between processes, corrupt files), bad input. */
-#include "check.h"
+#include "lazy_common.h"
 
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <time.h>
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static af_context_t* lazy_ctx(const char* options) {
-  af_context_t* c = NULL;
-  const char* o = options ? options : "{\"lazy\":true}";
-  if (!CHECK_OK(af_context_new_with(o, strlen(o), &c))) return NULL;
-  return c;
-}
-
-static af_value_t* str_in(af_context_t* c, const char* s) {
-  af_value_t* v = NULL;
-  CHECK_OK(af_value_str(c, s, strlen(s), &v));
-  return v;
-}
-
-/* A counter out of af_context_stats: section "plan_cache" or "lazy". */
-static long stat_of(const af_context_t* c, const char* section, const char* field) {
-  af_bytes_t b = {NULL, 0};
-  char key[64];
-  const char *at, *sec;
-  long v = -1;
-  if (!CHECK_OK(af_context_stats(c, &b))) return -1;
-  snprintf(key, sizeof key, "\"%s\":", field);
-  sec = strstr((const char*)b.data, section);
-  at = sec ? strstr(sec, key) : NULL;
-  if (at) v = strtol(at + strlen(key), NULL, 10);
-  af_bytes_free(&b);
-  return v;
-}
 
 static long provider_stat(const af_provider_t* p, const char* field) {
   af_bytes_t b = {NULL, 0};
@@ -56,35 +22,10 @@ static long provider_stat(const af_provider_t* p, const char* field) {
   return v;
 }
 
-static af_provider_t* route_echo(af_context_t* c, const char* options) {
-  af_provider_t* p = NULL;
-  if (!CHECK_OK(af_provider_echo_new(options, strlen(options), &p))) return NULL;
-  CHECK_OK(af_context_route(c, "*", 1, p));
-  return p;
-}
-
 /* format("Hello {}", x) */
 static af_value_t* hello(af_context_t* c, const af_value_t* x) {
   af_value_t* out = NULL;
   CHECK_OK(af_format(c, "Hello {}", 8, &x, 1, NULL, &out));
-  return out;
-}
-
-/* lm_call(model "m", [user: content]) */
-static af_value_t* ask(af_context_t* c, const af_value_t* content) {
-  af_value_t *role = str_in(c, "user"), *m = NULL, *msgs = NULL, *model = str_in(c, "m"), *out = NULL;
-  const char* keys[] = {"role", "content"};
-  size_t lens[] = {4, 7};
-  const af_value_t* vals[2];
-  vals[0] = role;
-  vals[1] = content;
-  CHECK_OK(af_value_dict(c, keys, lens, vals, 2, &m));
-  CHECK_OK(af_value_list(c, (const af_value_t* const*)&m, 1, &msgs));
-  CHECK_OK(af_lm_call(c, msgs, model, &out));
-  af_value_free(role);
-  af_value_free(m);
-  af_value_free(msgs);
-  af_value_free(model);
   return out;
 }
 
