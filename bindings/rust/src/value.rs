@@ -122,19 +122,33 @@ fn infallible(r: Result<Value>) -> Value {
 /// takes: `value_ptrs(values).as_ptr()` inside the call's expression (the
 /// array lives until the call returns).
 pub(crate) fn value_ptrs(values: &[Value]) -> ValuePtrs {
-    ValuePtrs(values.iter().map(Value::as_ptr).collect())
+    if values.len() <= INLINE_PTRS {
+        // Most operations take a few arguments: no allocation for them.
+        let mut inline = [ptr::null(); INLINE_PTRS];
+        for (slot, v) in inline.iter_mut().zip(values) {
+            *slot = v.as_ptr();
+        }
+        ValuePtrs::Inline(inline, values.len())
+    } else {
+        ValuePtrs::Heap(values.iter().map(Value::as_ptr).collect())
+    }
 }
 
+const INLINE_PTRS: usize = 4;
+
 /// See [`value_ptrs`].
-pub(crate) struct ValuePtrs(Vec<*const sys::af_value_t>);
+pub(crate) enum ValuePtrs {
+    Inline([*const sys::af_value_t; INLINE_PTRS], usize),
+    Heap(Vec<*const sys::af_value_t>),
+}
 
 impl ValuePtrs {
     /// The array (NULL when empty).
     pub(crate) fn as_ptr(&self) -> *const *const sys::af_value_t {
-        if self.0.is_empty() {
-            ptr::null()
-        } else {
-            self.0.as_ptr()
+        match self {
+            ValuePtrs::Inline(_, 0) => ptr::null(),
+            ValuePtrs::Inline(a, _) => a.as_ptr(),
+            ValuePtrs::Heap(v) => v.as_ptr(),
         }
     }
 }
@@ -198,7 +212,8 @@ impl Value {
 
     /// Gives up ownership: the caller must `af_value_free` the result. A
     /// pending promise given away no longer keeps its context alive.
-    pub fn into_raw(self) -> *mut sys::af_value_t {
+    pub fn into_raw(mut self) -> *mut sys::af_value_t {
+        drop(self.keep.take());
         let p = self.raw.as_ptr();
         std::mem::forget(self);
         p
