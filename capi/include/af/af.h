@@ -483,7 +483,9 @@ AF_API af_error_t* af_eval(af_context_t* ctx, af_value_t* const* values, size_t 
  * progress, stream, profile_path, summary and max_value_bytes as for
  * af_program_call_with. Returns TIMEOUT or CANCELLED when the deadline or
  * the cancel stopped the evaluation (its operations' promises then hold that
- * error). INVALID_ARGUMENT: as af_eval, bad options. */
+ * error). On an eager ctx (nothing pending there) the promises of lazy
+ * contexts among values are evaluated by their own contexts, with their
+ * defaults. INVALID_ARGUMENT: as af_eval, bad options. */
 struct af_run_options; /* af_run_options_t, defined under "Programs and runs" */
 AF_API af_error_t* af_eval_with(af_context_t* ctx, af_value_t* const* values, size_t n,
                                 const struct af_run_options* options);
