@@ -6,11 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <ctime>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <unordered_set>
 
 #include "io/afg.h"
@@ -75,23 +74,13 @@ void PlanCache::configure(PlanCacheOptions options) {
   {
     std::lock_guard lock(mu_);
     options_ = options;
-    max_disk_bytes_ = options.max_disk_bytes;
     evict_locked();
   }
+  // Count what the directory holds (another process may have filled it),
+  // trimmed to the bound from the start.
   std::lock_guard disk(disk_mu_);
   disk_files_ = disk_bytes_ = 0;
-  if (!options.dir.empty()) scan_disk_locked(options.dir, disk_bytes_ > options.max_disk_bytes);
-}
-
-std::shared_ptr<const Program> PlanCache::find_locked(const IR& ir, uint64_t key) {
-  auto [lo, hi] = index_.equal_range(key);
-  for (auto it = lo; it != hi; ++it) {
-    Lru::iterator e = it->second;
-    if (e->prog->ir.get() != &ir && !ir_equal(*e->prog->ir, ir)) continue;
-    lru_.splice(lru_.begin(), lru_, e);
-    return e->prog;
-  }
-  return nullptr;
+  if (!options.dir.empty()) scan_disk_locked(options.dir, options.max_disk_bytes);
 }
 
 void PlanCache::insert_locked(uint64_t key, std::shared_ptr<const Program> prog) {
@@ -123,25 +112,27 @@ void PlanCache::evict_locked() {
 
 std::shared_ptr<const Program> PlanCache::get(const IRPtr& ir, uint64_t key, std::span<const uint64_t> eqn_ids) {
   std::string dir;
+  uint64_t max_disk_bytes = 0;
   {
     std::lock_guard lock(mu_);
-    if (auto p = find_locked(*ir, key)) {
+    if (auto p = find_locked(key, equal_to(*ir))) {
       ++stats_.hits;
       return p;
     }
     dir = options_.dir;
+    max_disk_bytes = options_.max_disk_bytes;
   }
   std::shared_ptr<const Program> prog;
   bool from_disk = false;
   const uint64_t hash = dir.empty() ? 0 : ir_hash(*ir);  // the file's name
   if (!dir.empty() && (prog = load_from_disk(dir, ir, hash))) from_disk = true;
   if (!prog) prog = compile(ir, {}, eqn_ids);
-  if (!dir.empty() && !from_disk) save_to_disk(dir, *prog, hash);
+  if (!dir.empty() && !from_disk) save_to_disk(dir, max_disk_bytes, *prog, hash);
   std::lock_guard lock(mu_);
   if (from_disk) ++stats_.disk_hits;
   else ++stats_.misses;
   // Another thread may have stored an equal program meanwhile: keep one.
-  if (auto p = find_locked(*ir, key)) return p;
+  if (auto p = find_locked(key, equal_to(*ir))) return p;
   insert_locked(key, prog);
   return prog;
 }
@@ -169,7 +160,8 @@ std::shared_ptr<const Program> PlanCache::load_from_disk(const std::string& dir,
   }
 }
 
-void PlanCache::save_to_disk(const std::string& dir, const Program& prog, uint64_t hash) {
+void PlanCache::save_to_disk(const std::string& dir, uint64_t max_disk_bytes, const Program& prog,
+                             uint64_t hash) {
   size_t size;
   try {
     std::string bytes = save_program(prog);
@@ -181,14 +173,13 @@ void PlanCache::save_to_disk(const std::string& dir, const Program& prog, uint64
     return;
   }
   disk_files_.fetch_add(1, std::memory_order_relaxed);
-  if (disk_bytes_.fetch_add(size, std::memory_order_relaxed) + size > max_disk_bytes_.load(std::memory_order_relaxed)) {
+  if (disk_bytes_.fetch_add(size, std::memory_order_relaxed) + size > max_disk_bytes) {
     std::lock_guard disk(disk_mu_);
-    if (disk_bytes_.load(std::memory_order_relaxed) > max_disk_bytes_.load(std::memory_order_relaxed))
-      scan_disk_locked(dir, /*trim=*/true);
+    if (disk_bytes_.load(std::memory_order_relaxed) > max_disk_bytes) scan_disk_locked(dir, max_disk_bytes);
   }
 }
 
-void PlanCache::scan_disk_locked(const std::string& dir, bool trim) {
+void PlanCache::scan_disk_locked(const std::string& dir, uint64_t bound) {
   DIR* d = ::opendir(dir.c_str());
   if (!d) return;
   struct File {
@@ -216,8 +207,7 @@ void PlanCache::scan_disk_locked(const std::string& dir, bool trim) {
   uint64_t total = 0;
   for (const File& f : files) total += f.bytes;
   uint64_t removed = 0;
-  const uint64_t bound = max_disk_bytes_.load(std::memory_order_relaxed);
-  if (trim && total > bound) {
+  if (total > bound) {
     std::sort(files.begin(), files.end(), [](const File& a, const File& b) {
       return a.used.tv_sec != b.used.tv_sec ? a.used.tv_sec < b.used.tv_sec : a.used.tv_nsec < b.used.tv_nsec;
     });

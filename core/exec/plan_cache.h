@@ -69,15 +69,9 @@ class PlanCache {
   template <class Same>
   std::shared_ptr<const Program> find(uint64_t key, Same&& same) {
     std::lock_guard lock(mu_);
-    auto [lo, hi] = index_.equal_range(key);
-    for (auto it = lo; it != hi; ++it) {
-      Lru::iterator e = it->second;
-      if (!same(*e->prog->ir)) continue;
-      lru_.splice(lru_.begin(), lru_, e);
-      ++stats_.hits;
-      return e->prog;
-    }
-    return nullptr;
+    std::shared_ptr<const Program> p = find_locked(key, same);
+    if (p) ++stats_.hits;
+    return p;
   }
 
   PlanCacheStats stats() const;
@@ -90,23 +84,37 @@ class PlanCache {
   };
   using Lru = std::list<Entry>;  // most recent first
 
-  std::shared_ptr<const Program> find_locked(const IR& ir, uint64_t key);
+  // The entry under key whose IR `same` accepts, made the most recent.
+  template <class Same>
+  std::shared_ptr<const Program> find_locked(uint64_t key, const Same& same) {
+    auto [lo, hi] = index_.equal_range(key);
+    for (auto it = lo; it != hi; ++it) {
+      Lru::iterator e = it->second;
+      if (!same(*e->prog->ir)) continue;
+      lru_.splice(lru_.begin(), lru_, e);
+      return e->prog;
+    }
+    return nullptr;
+  }
+  // `same` for get: the IR itself, or an equal one.
+  static auto equal_to(const IR& ir) {
+    return [&ir](const IR& candidate) { return &candidate == &ir || ir_equal(candidate, ir); };
+  }
   void insert_locked(uint64_t key, std::shared_ptr<const Program> prog);
   void evict_locked();
   // On disk, by the defined hash (ir_hash).
   static std::string file_of(const std::string& dir, uint64_t hash);
   static std::shared_ptr<const Program> load_from_disk(const std::string& dir, const IRPtr& ir,
                                                        uint64_t hash);
-  void save_to_disk(const std::string& dir, const Program& prog, uint64_t hash);
+  void save_to_disk(const std::string& dir, uint64_t max_disk_bytes, const Program& prog, uint64_t hash);
   // Counts the directory's plan files (and removes stale temporary ones);
-  // with `trim`, removes the least recently used down to 3/4 of the bound.
+  // past `bound`, removes the least recently used down to 3/4 of it.
   // Called with disk_mu_ held.
-  void scan_disk_locked(const std::string& dir, bool trim);
+  void scan_disk_locked(const std::string& dir, uint64_t bound);
 
   mutable std::mutex mu_;
   std::mutex disk_mu_;  // scans and trims of the directory; never held with mu_
   std::atomic<uint64_t> disk_files_{0}, disk_bytes_{0}, disk_evictions_{0};
-  std::atomic<uint64_t> max_disk_bytes_{0};
   PlanCacheOptions options_;
   Lru lru_;
   std::unordered_multimap<uint64_t, Lru::iterator> index_;

@@ -124,7 +124,7 @@ std::shared_ptr<const Program> program_from_plan(IRPtr ir, const SavedPlan& s) {
       bad_plan("merges " + where + " into something that is not an earlier live equation");
     const Eqn& f = g.eqns[j];
     bool same = f.prim == e.prim && f.in.size() == e.in.size() && f.out.size() == e.out.size() &&
-                f.in_tree == e.in_tree && f.out_tree == e.out_tree && f.params == e.params;
+                identical(f.in_tree, e.in_tree) && identical(f.out_tree, e.out_tree) && f.params == e.params;
     for (size_t k = 0; same && k < e.out.size(); ++k) same = s.var_slot[e.out[k]] == f.out[k];
     for (size_t k = 0; same && k < e.in.size(); ++k) {
       const Atom &a = e.in[k], &b = f.in[k];

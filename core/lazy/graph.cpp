@@ -95,7 +95,12 @@ bool Cell::ready() const noexcept {
 
 const Value& Cell::result() const {
   Node::State s = node->state.load(std::memory_order_acquire);
-  if (s == Node::State::Done) return node->out[index];
+  if (s == Node::State::Done) {
+    // A result nobody held when its evaluation ran was not kept (lazy/cut.h):
+    // then nobody can read it. Reaching it is a bug, reported, not undefined.
+    if (index >= node->out.size()) fail(Code::Internal, "a promise's result was not kept by its evaluation");
+    return node->out[index];
+  }
   if (s == Node::State::Failed) throw *node->error;
   if (node->graph.expired()) freed_context();
   fail(Code::Internal, "a promise was read before its evaluation finished");

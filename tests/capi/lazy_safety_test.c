@@ -616,10 +616,20 @@ static void the_plan_directory_is_private_and_bounded(void) {
   CHECK_INT_EQ(stat_of(c, "plan_cache", "disk_files"), files);
   af_value_free(x);
   af_context_free(c);
-  /* A new context counts what it finds there. */
+  /* A new context counts what it finds there; one with a smaller bound
+   * trims the directory as it opens it. */
   c = lazy_ctx(o);
   if (c) {
     CHECK_INT_EQ(stat_of(c, "plan_cache", "disk_bytes"), bytes);
+    af_context_free(c);
+  }
+  snprintf(o, sizeof o, "{\"lazy\":true,\"plan_cache\":{\"dir\":\"%s\",\"max_disk_bytes\":2000}}", dir);
+  c = lazy_ctx(o);
+  if (c) {
+    long small = dir_bytes(dir, &files, &private_files);
+    CHECK(small > 0 && small <= 2000);
+    CHECK_INT_EQ(stat_of(c, "plan_cache", "disk_bytes"), small);
+    CHECK(stat_of(c, "plan_cache", "disk_evictions") > 0);
     af_context_free(c);
   }
   CHECK_ERR(af_context_new_with("{\"plan_cache\":{\"max_disk_bytes\":-5}}", 36, &c),
