@@ -1,13 +1,16 @@
 /* af — the libaf command-line tool. A client of the public C API only.
  *   af version                      print the library version
- *   af demo [TICKET...] [--save FILE] [--provider NAME [--provider-options JSON]]
- *          [--stream]
+ *   af demo [TICKET...] [--save FILE] [--save-item FILE]
+ *          [--provider NAME [--provider-options JSON]] [--stream]
  *                                   trace the example LM program
  *                                   (examples/triage), print its IR, batch
  *                                   it, save it (default triage.afg) and run
  *                                   the saved file on the tickets (echo, or
  *                                   the provider given) with per-item
- *                                   errors (as run --item-errors)
+ *                                   errors (as run --item-errors);
+ *                                   --save-item also saves the traced
+ *                                   per-ticket program, unbatched (what the
+ *                                   SQL extensions' af_run_agg batches)
  *   af run FILE --input JSON [--provider echo|openai|replay
  *          [--provider-options JSON] [--model PATTERN]] [--profile OUT.json]
  *          [--stream [--stream-tag TAG]] [--item-errors] [--timeout-ms N]
@@ -70,8 +73,8 @@ static void usage(FILE* f) {
   fprintf(f,
           "usage: af <command>\n"
           "  version                         print the libaf version\n"
-          "  demo [TICKET...] [--save FILE] [--provider NAME [--provider-options JSON]] [--stream]\n"
-          "                                  trace the example LM program, batch it, save it\n"
+          "  demo [TICKET...] [--save FILE] [--save-item FILE] [--provider NAME [--provider-options JSON]]\n"
+          "       [--stream]                 trace the example LM program, batch it, save it\n"
           "                                  (default triage.afg) and run the saved file\n"
           "  run FILE --input JSON [--provider echo|openai|replay [--provider-options JSON]\n"
           "      [--model PATTERN]] [--profile OUT.json] [--stream [--stream-tag TAG]] [--item-errors]\n"
@@ -537,7 +540,8 @@ static af_error_t* tickets_json(const char* const* tickets, size_t n, af_bytes_t
  * saved file exactly as `af run FILE --input ... --provider echo ...` does
  * (offline; echo answers every call after a simulated 100 ms), or with the
  * provider and options `run` gives (a real model). */
-static int demo(const char* const* tickets, size_t n, const char* save, struct run_opts run_with) {
+static int demo(const char* const* tickets, size_t n, const char* save, const char* save_item,
+                struct run_opts run_with) {
   af_context_t* ctx = NULL;
   af_ir_t *one = NULL, *batched = NULL;
   af_program_t* prog = NULL;
@@ -557,12 +561,14 @@ static int demo(const char* const* tickets, size_t n, const char* save, struct r
   if (!err) err = af_batch(ctx, one, NULL, &batched);
   if (!err) err = af_compile(ctx, batched, &prog);
   if (!err) err = af_program_save(prog, save, strlen(save));
+  if (!err && save_item) err = af_ir_save(one, save_item, strlen(save_item));
   if (!err) {
     printf("== traced: triage(ticket) = classify (lm_schema_call), route by team (switch),\n"
            "   draft a reply (lm_call), review it (lm_schema_call) -- examples/triage\n");
     printf("%s\n", (const char*)text.data);
     printf("== its DOT (Graphviz: inputs as boxes, outputs as double octagons)\n%s\n", (const char*)dot.data);
     printf("== batched over a list of tickets (af_batch), compiled, saved to %s\n", save);
+    if (save_item) printf("== the per-ticket program (unbatched) saved to %s\n", save_item);
   }
   af_bytes_free(&text);
   af_bytes_free(&dot);
@@ -699,6 +705,7 @@ int main(int argc, char** argv) {
   }
   if (strcmp(cmd, "demo") == 0) {
     const char* save = "triage.afg";
+    const char* save_item = NULL;
     const char** tickets = calloc((size_t)argc, sizeof *tickets);
     struct run_opts o = {NULL, NULL, NULL, "*", NULL, 0, NULL, 0, 0};
     size_t n = 0;
@@ -707,6 +714,8 @@ int main(int argc, char** argv) {
     for (i = 2; i < argc; i++) {
       if (strcmp(argv[i], "--save") == 0 && i + 1 < argc) {
         save = argv[++i];
+      } else if (strcmp(argv[i], "--save-item") == 0 && i + 1 < argc) {
+        save_item = argv[++i];
       } else if (strcmp(argv[i], "--provider") == 0 && i + 1 < argc) {
         o.provider = argv[++i];
       } else if (strcmp(argv[i], "--provider-options") == 0 && i + 1 < argc) {
@@ -724,7 +733,7 @@ int main(int argc, char** argv) {
       free(tickets);
       return usage_error("demo: --provider-options needs --provider");
     }
-    rc = demo(tickets, n, save, o);
+    rc = demo(tickets, n, save, save_item, o);
     free(tickets);
     return rc;
   }
