@@ -576,7 +576,17 @@ af_error_t* afsql_run_batch(afsql_session* s, afsql_graph* g, const char* const*
   if (!err) err = stack(s, g, args, n, "", &batched);
   if (!err) err = items_of(batched, &items, &n_items);
   ro.flags |= AF_RUN_ITEM_ERRORS;
-  if (!err) err = start(s, g->batched, items, n_items, &ro, out);
+  if (!err) {
+    err = start(s, g->batched, items, n_items, &ro, out);
+    if (err && af_error_code(err) == AF_ERR_INVALID_ARGUMENT) {
+      /* libaf names the batched input's path: say how it maps to rows. */
+      char msg[1024];
+      snprintf(msg, sizeof msg, "%s (the rows are batched: input[i][k] is input i of row k+1)",
+               af_error_message(err));
+      af_error_free(err);
+      err = af_error_new(AF_ERR_INVALID_ARGUMENT, msg, strlen(msg));
+    }
+  }
   if (!err) {
     (*out)->g = g;
     (*out)->items = n;

@@ -303,6 +303,8 @@ static void agg_final(sqlite3_context* cx) {
 
 #ifdef _WIN32
 __declspec(dllexport)
+#else
+__attribute__((visibility("default")))
 #endif
 int sqlite3_afsqlite_init(sqlite3* db, char** pzErrMsg, const sqlite3_api_routines* pApi) {
   static const struct {
