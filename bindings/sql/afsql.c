@@ -1,5 +1,7 @@
 /* afsql: sessions, graphs and runs for libaf's SQL extensions (afsql.h). */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pipe2 */
+#endif
 #include "afsql.h"
 
 #include <errno.h>
