@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The integration suite against the local model: the C API cases
 # (local_model_test), then the README's demo (af demo: trace, batch, save,
-# run the saved file) on it. Needs the
+# run the saved file) on it, then one query through the SQLite extension. Needs the
 # server that tools/local_model.sh starts:
 #   bash tools/local_model.sh run bash tests/local_model/run.sh [BUILD_DIR]
 # Ends with one line "N passed, N failed".
@@ -102,6 +102,53 @@ PY
   else
     echo "FAIL demo (exit $rc)"
     cat "$T/demo.txt" "$T/err.txt" 2>/dev/null | tail -20 | sed 's/^/  | /'
+    failed=$((failed + 1))
+  fi
+fi
+# One SQL query against the model: the SQLite extension (bindings/sqlite)
+# runs the per-ticket triage program on a ticket through af_run_agg (one
+# batched run), its LM calls routed to the model with af_route. The answer
+# is judged as the demo's: the program's shape, or the model's SCHEMA error.
+start=$(date +%s)
+left=$((AF_LOCAL_MODEL_DEADLINE - start))
+if [ "$left" -le 0 ]; then
+  echo "SKIP sqlite: slow, not wrong: the suite's time budget is spent"
+  skipped=$((skipped + 1))
+else
+  rc=0
+  (cd "$T" && "$BUILD/bin/af" demo --save batched.afg --save-item item.afg >/dev/null 2>&1) || rc=$?
+  [ "$rc" != 0 ] || timeout "$left" sqlite3 -bail :memory: ".load $BUILD/lib/libaf_sqlite" \
+    "SELECT af_route('*', 'openai', '$opts');" \
+    "SELECT af_run_agg('$T/item.afg', json_array('I was charged twice for my March invoice.'));" \
+    >"$T/sql.txt" 2>&1 || rc=$?
+  if [ "$rc" = 124 ]; then
+    if bash "$SRC/tools/local_model.sh" busy; then
+      echo "SKIP sqlite: slow, not wrong: the model was still computing after $left s"
+      skipped=$((skipped + 1))
+    else
+      echo "FAIL sqlite: af_run_agg still waits after $left s on an idle model server"
+      failed=$((failed + 1))
+    fi
+  elif [ "$rc" = 0 ] && python3 - "$T/sql.txt" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert lines[0] == "1", lines
+(item,) = json.loads(lines[1])
+if list(item) == ["error"]:
+    assert item["error"]["name"] == "SCHEMA", ("only the model's reply may fail", item)
+    print(f"     the model's reply failed validation: {item['error']['message'][:160]}")
+else:
+    assert item["team"] in ("billing", "technical"), item
+    assert isinstance(item["urgency"], int) and 1 <= item["urgency"] <= 5, item
+    assert isinstance(item["reply"], str) and isinstance(item["review"]["ok"], bool), item
+    print(f"     team {item['team']}, urgency {item['urgency']}")
+PY
+  then
+    echo "ok   sqlite: af_run_agg on the model ($(($(date +%s) - start)) s)"
+    passed=$((passed + 1))
+  else
+    echo "FAIL sqlite (exit $rc)"
+    tail -20 "$T/sql.txt" | sed 's/^/  | /'
     failed=$((failed + 1))
   fi
 fi
