@@ -117,6 +117,13 @@ if [ "$got" = "$want" ] && [ $ms -lt 5000 ]; then
 else
   bad "af_run_agg: 1000 rows in one batched run" "want (under 5000 ms): $want" "got ($ms ms): $got"
 fi
+expect "af_run_agg: docs/PLUGIN_HOSTS.md's worked example (one row per ticket)" "1|billing|$REPLY: ticket 1
+1000|billing|$REPLY: ticket 1000" "$ECHO" "WITH run AS (
+  SELECT af_run_agg(g.afg, jsonb_build_array(t.body) ORDER BY t.id) AS r,
+         array_agg(t.id ORDER BY t.id) AS ids
+  FROM tickets t, graphs g WHERE g.name = 'triage')
+SELECT run.ids[a.n] AS id, a.item->>'team' AS team, a.item->>'reply' AS reply
+FROM run, jsonb_array_elements(run.r) WITH ORDINALITY AS a(item, n) WHERE a.n IN (1, 1000) ORDER BY id"
 expect "af_run_agg: one run per GROUP BY group" "0|2
 1|1" "$ECHO" \
   "SELECT g, jsonb_array_length(af_run_agg($ITEM, jsonb_build_array(b))) FROM (VALUES (0, 'a'), (1, 'b'), (0, 'c')) v(g, b) GROUP BY g ORDER BY g"
