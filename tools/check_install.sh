@@ -4,7 +4,8 @@
 # then a C++17 consumer of the installed wrapper af/af.hpp, a fresh Go module
 # a fresh Rust crate (dynamic through cargo run, and static) and a fresh C#
 # project consuming the NuGet package, each using its binding the way its
-# ecosystem expects.
+# ecosystem expects; the SQLite extension from the prefix, and the PostgreSQL
+# extension built against it.
 set -euo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -57,6 +58,20 @@ int main() {
 CPP
 c++ -std=c++17 -Wall -Wextra -pedantic -Werror -o "$TMP/pc-consumer-cpp" "$TMP/consumer/main.cpp" $(pkg-config --cflags --libs af)
 LD_LIBRARY_PATH=$(pkg-config --variable=libdir af) "$TMP/pc-consumer-cpp"
+# The SQLite extension is installed beside libaf and finds it there ($ORIGIN);
+# the PostgreSQL extension builds with PGXS against the installed libaf
+# (pkg-config), as docs/PLUGIN_HOSTS.md says.
+if [ -f "$BUILD/lib/libaf_sqlite.so" ]; then
+  ext=$(find "$TMP/prefix" -name libaf_sqlite.so)
+  [ "$(sqlite3 :memory: ".load ${ext%.so}" "SELECT af_route('*', 'echo', NULL)")" = 1 ]
+  echo "libaf_sqlite from the prefix ok"
+fi
+if [ -d "$BUILD/postgres" ]; then
+  mkdir "$TMP/pg"
+  make -s -C "$TMP/pg" -f "$ROOT/bindings/postgres/Makefile" >/dev/null
+  ldd "$TMP/pg/af.so" | grep -q "$TMP/prefix/.*libaf.so"
+  echo "PostgreSQL extension against the installed libaf ok"
+fi
 
 # A fresh Go module using the binding the Go way: a replace directive to the
 # checkout, cgo flags from the installed af.pc (nothing from the build tree).
