@@ -7,8 +7,8 @@
  *
  * Threads and signals. A backend is single-threaded; libaf runs LM calls on
  * threads of its own. None of them ever calls PostgreSQL: a run's end is
- * signalled by a libaf thread writing one byte to a pipe, and the backend
- * waits for that pipe and its own latch together (WaitLatchOrSocket). Every
+ * signalled by a libaf thread writing one byte to a socket, and the backend
+ * waits for that socket and its own latch together (WaitLatchOrSocket). Every
  * call into libaf is made with all signals blocked, so the threads libaf
  * starts inherit a full mask and PostgreSQL's signal handlers (query cancel,
  * statement_timeout, shutdown) run only on the backend's own thread. When

@@ -1,6 +1,6 @@
 /* afsql: sessions, graphs and runs for libaf's SQL extensions (afsql.h). */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* pipe2 */
+#define _GNU_SOURCE /* SOCK_CLOEXEC, MSG_NOSIGNAL */
 #endif
 #include "afsql.h"
 
@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,7 +44,7 @@ struct afsql_session {
 
 struct afsql_run {
   af_future_t* future;
-  int fd;            /* read end of the done pipe */
+  int fd;            /* the host's end of the done socket pair */
   afsql_graph* g;    /* batched runs: the output paths */
   size_t items;      /* batched runs: the number of rows, else 0 */
 };
@@ -203,8 +204,9 @@ af_error_t* afsql_read_file(const char* path, size_t path_len, uint8_t** data, s
   char* p;
   int fd;
   struct stat st;
+  uint8_t* buf = NULL;
+  size_t got = 0;
   af_error_t* err = NULL;
-  struct { uint8_t* data; size_t len; } buf = {NULL, 0}, *out = &buf;
   *data = NULL;
   *len = 0;
   if (path_len == 0 || memchr(path, 0, path_len))
@@ -218,28 +220,24 @@ af_error_t* afsql_read_file(const char* path, size_t path_len, uint8_t** data, s
     err = error(AF_ERR_IO, "graph %s is not a regular file", p);
   } else if ((unsigned long long)st.st_size > AFSQL_MAX_FILE_BYTES) {
     err = error(AF_ERR_FORMAT, "graph %s is larger than 1 GiB", p);
-  } else if (!(out->data = malloc((size_t)st.st_size + 1))) {
+  } else if (!(buf = malloc((size_t)st.st_size + 1))) {
     err = oom();
-  } else {
-    while (out->len < (size_t)st.st_size) {
-      ssize_t got = read(fd, out->data + out->len, (size_t)st.st_size - out->len);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) {
-        err = error(AF_ERR_IO, "cannot read graph %s: %s", p, got < 0 ? strerror(errno) : "it shrank");
-        break;
-      }
-      out->len += (size_t)got;
-    }
+  }
+  while (!err && got < (size_t)st.st_size) {
+    ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) err = error(AF_ERR_IO, "cannot read graph %s: %s", p, n < 0 ? strerror(errno) : "it shrank");
+    else got += (size_t)n;
   }
   if (fd >= 0) close(fd);
-  if (err) {
-    free(buf.data);
-  } else {
-    *data = buf.data;
-    *len = buf.len;
-  }
   free(p);
-  return err;
+  if (err) {
+    free(buf);
+    return err;
+  }
+  *data = buf;
+  *len = got;
+  return NULL;
 }
 
 static uint64_t fnv1a(const uint8_t* data, size_t len) {
@@ -368,15 +366,18 @@ done:
 
 /* ---- runs ----------------------------------------------------------------- */
 
+/* A socket pair, not a pipe: MSG_NOSIGNAL, so a late write after the host
+ * closed its end is EPIPE, never a SIGPIPE killing a host that does not
+ * ignore it (the sqlite3 shell). */
 static void signal_done(void* ud) {
   int fd = (int)(intptr_t)ud;
   ssize_t rc;
-  do rc = write(fd, "", 1);
+  do rc = send(fd, "", 1, MSG_NOSIGNAL);
   while (rc < 0 && errno == EINTR);
 }
 static void close_done(void* ud) { close((int)(intptr_t)ud); }
 
-/* Starts p on inputs; *out owns the future and the done pipe. */
+/* Starts p on inputs; *out owns the future and the done socket. */
 static af_error_t* start(afsql_session* s, af_program_t* p, af_value_t* const* inputs, size_t n,
                          const af_run_options_t* ro, afsql_run** out) {
   afsql_run* r = calloc(1, sizeof *r);
@@ -384,9 +385,9 @@ static af_error_t* start(afsql_session* s, af_program_t* p, af_value_t* const* i
   af_error_t* err;
   *out = NULL;
   if (!r) return oom();
-  if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, fds) != 0) {
     free(r);
-    return error(AF_ERR_IO, "cannot create a pipe: %s", strerror(errno));
+    return error(AF_ERR_IO, "cannot create a socket pair: %s", strerror(errno));
   }
   r->fd = fds[0];
   err = af_program_call_async_with(s->ctx, p, (const af_value_t* const*)inputs, n, ro, &r->future);

@@ -6,8 +6,8 @@
  * extensions prove the C API is enough for a real host.
  *
  * Threads: nothing here calls back into the host. A run's completion is
- * signalled by a libaf thread writing one byte to a pipe, which the host's
- * own thread reads. Not thread-safe per session (one connection runs one
+ * signalled by a libaf thread writing one byte to a socket, which the
+ * host's own thread waits for. Not thread-safe per session (one connection runs one
  * statement at a time, on one thread). */
 #ifndef AFSQL_H
 #define AFSQL_H
