@@ -477,77 +477,113 @@ static const char* kind_name(int32_t kind) {
   return kind >= 0 && kind <= AF_KIND_PLACEHOLDER ? names[kind] : "unknown";
 }
 
+/* A list or dict being rebuilt entry by entry (stack, unstack): its new
+ * children, and a dict's keys (borrowed from the value it copies). */
+typedef struct node {
+  int32_t kind; /* AF_KIND_LIST or AF_KIND_DICT */
+  size_t n;
+  af_value_t** children;
+  const char** keys;
+  size_t* key_lens;
+} node;
+
+static af_error_t* node_new(const af_value_t* like, node* nd) {
+  size_t cap, i;
+  af_error_t* err;
+  memset(nd, 0, sizeof *nd);
+  nd->kind = af_value_kind(like);
+  err = af_value_len(like, &nd->n);
+  cap = nd->n ? nd->n : 1;
+  if (!err && (!(nd->children = calloc(cap, sizeof *nd->children)) || !(nd->keys = calloc(cap, sizeof *nd->keys)) ||
+               !(nd->key_lens = calloc(cap, sizeof *nd->key_lens))))
+    err = oom();
+  for (i = 0; !err && nd->kind == AF_KIND_DICT && i < nd->n; i++)
+    err = af_value_key_at(like, i, &nd->keys[i], &nd->key_lens[i]);
+  return err;
+}
+
+/* Entry i of v, a value shaped as the node: a dict's value under the
+ * node's key i, a list's item i. */
+static af_error_t* node_entry(const node* nd, const af_value_t* v, size_t i, af_value_t** out) {
+  return nd->kind == AF_KIND_DICT ? af_value_key(v, nd->keys[i], nd->key_lens[i], out) : af_value_index(v, i, out);
+}
+
+/* The path of entry i below path (owned; NULL if out of memory). */
+static char* node_path(const node* nd, const char* path, size_t i) {
+  char seg[24];
+  if (nd->kind == AF_KIND_DICT) return child_path(path, nd->keys[i], nd->key_lens[i]);
+  snprintf(seg, sizeof seg, "%zu", i);
+  return child_path(path, seg, strlen(seg));
+}
+
+static af_error_t* node_build(const node* nd, af_value_t** out) {
+  const af_value_t* const* children = (const af_value_t* const*)nd->children;
+  return nd->kind == AF_KIND_DICT ? af_value_dict(NULL, nd->keys, nd->key_lens, children, nd->n, out)
+                                  : af_value_list(NULL, children, nd->n, out);
+}
+
+static void node_free(node* nd) {
+  free_items(nd->children, nd->n);
+  free(nd->keys);
+  free(nd->key_lens);
+}
+
+/* "the inputs" at the root, else "the input at \"P\"", for messages. */
+static const char* where(const char* path, char* buf, size_t size) {
+  if (!*path) return "the inputs";
+  snprintf(buf, size, "the input at \"%s\"", path);
+  return buf;
+}
+
 /* Batches the rows' values at `path` (vals[r], row r) into the batched
  * program's input there: at a leaf of the program's inputs, the list of the
  * rows' values; above one, the same list or dict of the batched children. */
 static af_error_t* stack(afsql_session* s, const afsql_graph* g, af_value_t* const* vals, size_t n,
                          const char* path, af_value_t** out) {
   int32_t kind = af_value_kind(vals[0]);
-  size_t len = 0, r, i;
-  af_value_t **column = NULL, **children = NULL;
-  const char** keys = NULL;
-  size_t* key_lens = NULL;
-  af_error_t* err = NULL;
+  af_value_t** column = NULL;
+  char at[256];
+  size_t r, i;
+  node nd;
+  af_error_t* err;
   if (has_path(&g->in, path)) return af_value_list(s->ctx, (const af_value_t* const*)vals, n, out);
   if (kind != AF_KIND_LIST && kind != AF_KIND_DICT) {
     return error(AF_ERR_INVALID_ARGUMENT,
-                 "row 1: the input%s%s is a %s where the program takes none (its inputs are shaped %s, "
-                 "one value per *)",
-                 *path ? " at " : "", path, kind_name(kind), g->in_tree);
+                 "row 1: %s (kind %s): the program takes none there (its inputs are shaped %s, one value per *)",
+                 where(path, at, sizeof at), kind_name(kind), g->in_tree);
   }
-  err = af_value_len(vals[0], &len);
+  err = node_new(vals[0], &nd);
   for (r = 1; !err && r < n; r++) {
-    size_t rlen = 0;
-    if (af_value_kind(vals[r]) != kind || (err = af_value_len(vals[r], &rlen)) != NULL || rlen != len) {
+    size_t len = 0;
+    if (af_value_kind(vals[r]) != kind || (err = af_value_len(vals[r], &len)) != NULL || len != nd.n) {
       af_error_free(err);
       err = error(AF_ERR_INVALID_ARGUMENT,
-                  "row %zu: the input%s%s is not shaped as row 1's (a %s of %zu): every row takes the "
-                  "program's inputs, shaped %s",
-                  r + 1, *path ? " at " : "", path, kind_name(kind), len, g->in_tree);
+                  "row %zu: %s: not shaped as row 1's (kind %s of %zu); every row takes the program's inputs, "
+                  "shaped %s",
+                  r + 1, where(path, at, sizeof at), kind_name(kind), nd.n, g->in_tree);
     }
   }
-  if (!err && (!(column = calloc(n, sizeof *column)) || !(children = calloc(len ? len : 1, sizeof *children)) ||
-               !(keys = calloc(len ? len : 1, sizeof *keys)) ||
-               !(key_lens = calloc(len ? len : 1, sizeof *key_lens))))
-    err = oom();
-  for (i = 0; !err && i < len; i++) {
-    char seg[24];
-    const char* key = seg;
-    size_t klen;
-    char* sub;
-    if (kind == AF_KIND_DICT) {
-      err = af_value_key_at(vals[0], i, &key, &klen);
-      keys[i] = key;
-      key_lens[i] = klen;
-    } else {
-      klen = (size_t)snprintf(seg, sizeof seg, "%zu", i);
-    }
+  if (!err && !(column = calloc(n, sizeof *column))) err = oom();
+  for (i = 0; !err && i < nd.n; i++) {
+    char* sub = node_path(&nd, path, i);
+    if (!sub) err = oom();
     for (r = 0; !err && r < n; r++) {
-      err = kind == AF_KIND_DICT ? af_value_key(vals[r], key, klen, &column[r]) : af_value_index(vals[r], i, &column[r]);
+      err = node_entry(&nd, vals[r], i, &column[r]);
       if (err && r > 0) {
         af_error_free(err);
-        err = error(AF_ERR_INVALID_ARGUMENT, "row %zu: the input%s%s has no key \"%.*s\" (row 1's has)", r + 1,
-                    *path ? " at " : "", path, (int)(klen > 64 ? 64 : klen), key);
+        err = error(AF_ERR_INVALID_ARGUMENT, "row %zu: %s: missing (row 1 has it)", r + 1, where(sub, at, sizeof at));
       }
     }
-    if (!err && !(sub = child_path(path, key, klen))) err = oom();
-    if (!err) {
-      err = stack(s, g, column, n, sub, &children[i]);
-      free(sub);
-    }
+    if (!err) err = stack(s, g, column, n, sub, &nd.children[i]);
+    free(sub);
     for (r = 0; r < n; r++) {
       af_value_free(column[r]);
       column[r] = NULL;
     }
   }
-  if (!err) {
-    err = kind == AF_KIND_DICT ? af_value_dict(s->ctx, keys, key_lens, (const af_value_t* const*)children, len, out)
-                               : af_value_list(s->ctx, (const af_value_t* const*)children, len, out);
-  }
-  free_items(children, len);
+  if (!err) err = node_build(&nd, out);
+  node_free(&nd);
   free(column);
-  free(keys);
-  free(key_lens);
   return err;
 }
 
@@ -636,10 +672,8 @@ static int is_item_error(const af_value_t* v) {
 static af_error_t* unstack(const afsql_graph* g, const af_value_t* v, const char* path, size_t i, af_value_t** out,
                            af_value_t** failed) {
   int32_t kind = af_value_kind(v);
-  size_t len = 0, j;
-  af_value_t** children = NULL;
-  const char** keys = NULL;
-  size_t* key_lens = NULL;
+  size_t j;
+  node nd;
   af_error_t* err;
   if (has_path(&g->out, path)) {
     err = af_value_index(v, i, out);
@@ -650,36 +684,17 @@ static af_error_t* unstack(const afsql_graph* g, const af_value_t* v, const char
     *out = af_value_clone(v);
     return NULL;
   }
-  err = af_value_len(v, &len);
-  if (!err && (!(children = calloc(len ? len : 1, sizeof *children)) || !(keys = calloc(len ? len : 1, sizeof *keys)) ||
-               !(key_lens = calloc(len ? len : 1, sizeof *key_lens))))
-    err = oom();
-  for (j = 0; !err && j < len; j++) {
-    char seg[24];
-    const char* key = seg;
-    size_t klen;
-    char* sub = NULL;
+  err = node_new(v, &nd);
+  for (j = 0; !err && j < nd.n; j++) {
     af_value_t* child = NULL;
-    if (kind == AF_KIND_DICT) {
-      err = af_value_key_at(v, j, &key, &klen);
-      keys[j] = key;
-      key_lens[j] = klen;
-    } else {
-      klen = (size_t)snprintf(seg, sizeof seg, "%zu", j);
-    }
-    if (!err) err = af_value_index(v, j, &child);
-    if (!err && !(sub = child_path(path, key, klen))) err = oom();
-    if (!err) err = unstack(g, child, sub, i, &children[j], failed);
+    char* sub = node_path(&nd, path, j);
+    err = sub ? node_entry(&nd, v, j, &child) : oom();
+    if (!err) err = unstack(g, child, sub, i, &nd.children[j], failed);
     free(sub);
     af_value_free(child);
   }
-  if (!err) {
-    err = kind == AF_KIND_DICT ? af_value_dict(NULL, keys, key_lens, (const af_value_t* const*)children, len, out)
-                               : af_value_list(NULL, (const af_value_t* const*)children, len, out);
-  }
-  free_items(children, len);
-  free(keys);
-  free(key_lens);
+  if (!err) err = node_build(&nd, out);
+  node_free(&nd);
   return err;
 }
 

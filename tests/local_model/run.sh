@@ -49,6 +49,17 @@ echo "-- C API cases: $(($(date +%s) - start)) s"
 # judged as in the C cases: is the model computing when time is up?).
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
+# A case whose time ran out (exit 124): slow if the model is still
+# computing, else libaf waits on an idle server. timed_out NAME WHAT
+timed_out() {
+  if bash "$SRC/tools/local_model.sh" busy; then
+    echo "SKIP $1: slow, not wrong: the model was still computing after $left s"
+    skipped=$((skipped + 1))
+  else
+    echo "FAIL $1: $2 still waits after $left s on an idle model server"
+    failed=$((failed + 1))
+  fi
+}
 start=$(date +%s)
 left=$((AF_LOCAL_MODEL_DEADLINE - start))
 opts=$(python3 -c 'import json, os
@@ -63,13 +74,7 @@ else
   (cd "$T" && timeout "$left" "$BUILD/bin/af" demo --provider openai --provider-options "$opts" --stream) \
     >"$T/demo.txt" 2>"$T/err.txt" || rc=$?
   if [ "$rc" = 124 ]; then
-    if bash "$SRC/tools/local_model.sh" busy; then
-      echo "SKIP demo: slow, not wrong: the model was still computing after $left s"
-      skipped=$((skipped + 1))
-    else
-      echo "FAIL demo: af demo still waits after $left s on an idle model server"
-      failed=$((failed + 1))
-    fi
+    timed_out demo "af demo"
   elif { [ "$rc" = 0 ] || [ "$rc" = 3 ]; } && python3 - "$T/demo.txt" "$rc" <<'PY'
 import json, sys
 lines = open(sys.argv[1]).read().splitlines()
@@ -122,13 +127,7 @@ else
     "SELECT af_run_agg('$T/item.afg', json_array('I was charged twice for my March invoice.'));" \
     >"$T/sql.txt" 2>&1 || rc=$?
   if [ "$rc" = 124 ]; then
-    if bash "$SRC/tools/local_model.sh" busy; then
-      echo "SKIP sqlite: slow, not wrong: the model was still computing after $left s"
-      skipped=$((skipped + 1))
-    else
-      echo "FAIL sqlite: af_run_agg still waits after $left s on an idle model server"
-      failed=$((failed + 1))
-    fi
+    timed_out sqlite af_run_agg
   elif [ "$rc" = 0 ] && python3 - "$T/sql.txt" <<'PY'
 import json, sys
 lines = open(sys.argv[1]).read().splitlines()
