@@ -110,17 +110,17 @@ static af_error_t* graph_bytes(sqlite3_value* v, const uint8_t** data, size_t* l
  * sqlite3_is_interrupted; stepping a trivial statement reports it, since
  * the flag stays set while the calling statement runs. */
 static int interrupted(sqlite3* db, sqlite3_stmt** probe) {
+  int rc;
 #if SQLITE_VERSION_NUMBER >= 3041000
-  (void)probe;
-  return sqlite3_is_interrupted(db);
-#else
-  int rc = *probe ? SQLITE_OK : sqlite3_prepare_v2(db, "SELECT 1", -1, probe, NULL);
+  /* Built against a newer SQLite than the one loading it: the probe. */
+  if (sqlite3_libversion_number() >= 3041000) return sqlite3_is_interrupted(db);
+#endif
+  rc = *probe ? SQLITE_OK : sqlite3_prepare_v2(db, "SELECT 1", -1, probe, NULL);
   if (rc == SQLITE_OK) {
     rc = sqlite3_step(*probe);
     sqlite3_reset(*probe);
   }
   return rc == SQLITE_INTERRUPT;
-#endif
 }
 
 /* Waits for r on this thread (cancelling it when the connection is
@@ -149,7 +149,7 @@ static void finish(sqlite3_context* cx, afsql_run* r) {
     report(cx, err, cancelled && af_error_code(err) == AF_ERR_CANCELLED);
     return;
   }
-  sqlite3_result_text(cx, (const char*)json.data, (int)json.len, SQLITE_TRANSIENT);
+  sqlite3_result_text64(cx, (const char*)json.data, json.len, SQLITE_TRANSIENT, SQLITE_UTF8);
   sqlite3_result_subtype(cx, JSON_SUBTYPE);
   af_bytes_free(&json);
 }
@@ -199,6 +199,8 @@ typedef struct agg {
   int failed; /* a step reported an error: the statement is ending */
   uint8_t* graph;
   size_t graph_len;
+  char* path; /* the first row's graph argument when it was a path */
+  size_t path_len;
   char* options;
   size_t options_len;
   char** rows;
@@ -212,6 +214,7 @@ static void agg_free(agg* a) {
   free(a->rows);
   free(a->lens);
   free(a->graph);
+  free(a->path);
   free(a->options);
   memset(a, 0, sizeof *a);
 }
@@ -223,6 +226,17 @@ static char* copy(const void* p, size_t len) {
     c[len] = 0;
   }
   return c;
+}
+
+/* 1 if a row's graph argument is the first row's (the same path, or the
+ * same bytes). */
+static int same_graph(const agg* a, sqlite3_value* v) {
+  int type = sqlite3_value_type(v);
+  const void* p = type == SQLITE_BLOB ? sqlite3_value_blob(v) : (const void*)sqlite3_value_text(v);
+  size_t len = (size_t)sqlite3_value_bytes(v);
+  const void* first = a->path ? (const void*)a->path : (const void*)a->graph;
+  size_t first_len = a->path ? a->path_len : a->graph_len;
+  return type == (a->path ? SQLITE_TEXT : SQLITE_BLOB) && len == first_len && (len == 0 || memcmp(p, first, len) == 0);
 }
 
 static void agg_step(sqlite3_context* cx, int argc, sqlite3_value** argv) {
@@ -244,14 +258,15 @@ static void agg_step(sqlite3_context* cx, int argc, sqlite3_value** argv) {
     err = graph_bytes(argv[0], &data, &len, &owned);
     if (!err && !(a->graph = owned ? owned : (uint8_t*)copy(data, len))) err = oom();
     if (!err && options && !(a->options = copy(options, olen))) err = oom();
+    if (!err && owned) { /* read from a path: later rows must give the same path */
+      a->path_len = (size_t)sqlite3_value_bytes(argv[0]);
+      if (!(a->path = copy(sqlite3_value_text(argv[0]), a->path_len))) err = oom();
+    }
     a->graph_len = len;
     a->options_len = olen;
     owned = NULL;
-  } else if (!err && sqlite3_value_type(argv[0]) == SQLITE_BLOB) {
-    /* Every row must name the same graph (a TEXT path is read once). */
-    len = (size_t)sqlite3_value_bytes(argv[0]);
-    if (len != a->graph_len || (len && memcmp(sqlite3_value_blob(argv[0]), a->graph, len) != 0))
-      err = usage("af_run_agg: every row of a group must give the same graph");
+  } else if (!err && !same_graph(a, argv[0])) {
+    err = usage("af_run_agg: every row of a group must give the same graph");
   }
   if (!err && a->n == a->cap) {
     size_t cap = a->cap ? 2 * a->cap : 64;

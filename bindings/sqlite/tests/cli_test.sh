@@ -117,6 +117,8 @@ expect_error "af_run_agg: a row that is not JSON is named" "INVALID_ARGUMENT: ro
   "$ECHO" "SELECT af_run_agg('item.afg', b) FROM (SELECT '[\"a\"]' AS b UNION ALL SELECT 'nope');"
 expect_error "af_run_agg: every row names the same graph" "same graph" \
   "$ECHO" "SELECT af_run_agg(g, '[\"a\"]') FROM (SELECT readfile('item.afg') AS g UNION ALL SELECT readfile('triage.afg'));"
+expect_error "af_run_agg: every row names the same graph file" "same graph" \
+  "$ECHO" "SELECT af_run_agg(g, '[\"a\"]') FROM (SELECT 'item.afg' AS g UNION ALL SELECT 'triage.afg');"
 expect_error "unknown run options are refused" "unknown run option \"timeout\"" \
   "$ECHO" "SELECT af_run('item.afg', '[\"a\"]', '{\"timeout\": 5}');"
 expect_error "no route for the model is NOT_FOUND" "NOT_FOUND: .*triage-classifier" \
