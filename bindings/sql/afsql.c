@@ -596,6 +596,8 @@ af_error_t* afsql_run_batch(afsql_session* s, afsql_graph* g, const char* const*
   af_error_t* err = parse_options(s, options_json, options_len, &ro);
   *out = NULL;
   if (!err && n == 0) err = error(AF_ERR_INVALID_ARGUMENT, "a batched run needs at least one row");
+  if (!err && g->in.n == 0)
+    err = error(AF_ERR_INVALID_ARGUMENT, "the program takes no inputs: there is nothing to batch its rows over");
   if (!err && !g->batched) {
     af_ir_t* b = NULL;
     err = af_batch(s->ctx, g->ir, NULL, &b);
@@ -607,9 +609,10 @@ af_error_t* afsql_run_batch(afsql_session* s, afsql_graph* g, const char* const*
     err = parse_inputs(s, rows[r], row_lens[r], &args[r]);
     if (err) {
       char msg[512];
+      int32_t code = af_error_code(err);
       snprintf(msg, sizeof msg, "row %zu: %s", r + 1, af_error_message(err));
       af_error_free(err);
-      err = af_error_new(AF_ERR_INVALID_ARGUMENT, msg, strlen(msg));
+      err = af_error_new(code, msg, strlen(msg));
     }
   }
   if (!err) err = stack(s, g, args, n, "", &batched);
