@@ -532,7 +532,10 @@ std::shared_ptr<Run> make_run(RunEnv env, std::shared_ptr<const Program> prog, s
                              std::to_string(prog->in_slots.size()) + " slots");
   if (opts.timeout_ms < 0) invalid("run options: timeout must be >= 0 ms");
   // Fail before running when the profile could not be written.
-  if (!opts.profile_path.empty()) check_writable(opts.profile_path, "profile");
+  if (!opts.profile_path.empty()) {
+    make_parent_dirs(opts.profile_path, "profile");
+    check_writable(opts.profile_path, "profile");
+  }
   auto r = std::make_shared<Run>();
   r->prog = prog;
   r->sched = exec_context(env).scheduler();

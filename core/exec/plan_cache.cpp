@@ -35,19 +35,9 @@ size_t ir_bytes(const IR& ir, std::unordered_set<const IR*>& seen) {
   return n;
 }
 
-void make_dirs(const std::string& dir) {
-  std::string path;
-  size_t pos = 0;
-  while (pos != std::string::npos) {
-    pos = dir.find('/', pos + 1);
-    path = dir.substr(0, pos);
-    if (path.empty()) continue;
-    if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST)
-      fail(Code::IO, "plan cache: cannot create the directory \"" + path + "\": " + std::strerror(errno));
-  }
-  struct stat st{};
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    fail(Code::IO, "plan cache: \"" + dir + "\" is not a directory");
+// The cache's directory: made (0700) if missing, and writable.
+void make_cache_dir(const std::string& dir) {
+  make_dirs(dir, 0700, "plan cache");
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     fail(Code::IO, "plan cache: the directory \"" + dir + "\" is not writable: " + std::strerror(errno));
 }
@@ -69,7 +59,7 @@ void PlanCache::configure(PlanCacheOptions options) {
     invalid("plan cache: max_entries must be at least 1");
   if (!options.dir.empty()) {
     if (options.dir.find('\0') != std::string::npos) invalid("plan cache: dir contains a NUL byte");
-    make_dirs(options.dir);
+    make_cache_dir(options.dir);
   }
   {
     std::lock_guard lock(mu_);

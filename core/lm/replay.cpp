@@ -11,6 +11,7 @@
 
 #include "lm/options.h"
 #include "lm/providers.h"
+#include "value/file.h"
 
 namespace af::lm {
 
@@ -25,6 +26,7 @@ class Replay final : public Provider {
     if (upstream_) {
       sink_ = std::make_shared<Sink>();
       sink_->path = path_;
+      make_parent_dirs(path_, "replay provider");
       sink_->out.open(path_, std::ios::app | std::ios::binary);
       if (!sink_->out) fail(Code::IO, "replay provider: cannot open " + path_ + " for appending");
       return;

@@ -115,6 +115,26 @@ void write_file_atomic(const std::string& path, std::string_view bytes, const ch
   sync_dir(dir);
 }
 
+void make_dirs(const std::string& dir, unsigned mode, const char* what) {
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = dir.find('/', pos + 1);
+    const std::string part = dir.substr(0, pos);
+    if (part.empty()) continue;
+    if (::mkdir(part.c_str(), mode_t(mode)) != 0 && errno != EEXIST)
+      io_error(what, "cannot create the directory", part, errno);
+  }
+  struct stat st{};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    fail(Code::IO, std::string(what) + ": \"" + dir + "\" is not a directory");
+}
+
+void make_parent_dirs(const std::string& path, const char* what) {
+  check_path(path, what);
+  const std::string dir = split(path).first;
+  if (!dir.empty()) make_dirs(dir, 0777, what);
+}
+
 void check_writable(const std::string& path, const char* what) {
   check_path(path, what);
   Fd f;

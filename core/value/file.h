@@ -25,6 +25,14 @@ void write_file_atomic(const std::string& path, std::string_view bytes, const ch
 // never by opening `path` itself.
 void check_writable(const std::string& path, const char* what);
 
+// Creates directory `dir` and its missing parents with `mode` (before the
+// umask); IO naming `what` if one cannot be made or `dir` exists and is not a
+// directory. Existing directories are left as they are.
+void make_dirs(const std::string& dir, unsigned mode, const char* what);
+// make_dirs of the directory part of `path` (nothing for a bare name), mode
+// 0777 before the umask, as mkdir -p makes them.
+void make_parent_dirs(const std::string& path, const char* what);
+
 // Reads a regular file of at most max_bytes. A FIFO, device or directory is
 // refused without blocking (opened O_NONBLOCK, then fstat) with IO; a larger
 // file with FORMAT naming the size and the limit (nothing is read).

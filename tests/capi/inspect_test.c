@@ -342,6 +342,44 @@ static void eqn_json_describes_inputs_params_and_subs(void) {
   af_ir_free(ir);
 }
 
+/* DOT: a switch's branches are clusters reached by dashed edges named by
+ * branch; a tool call names its function. */
+static af_error_t* lookup_stand_in(void* ud, const af_value_t* const* args, size_t n, af_value_t** out) {
+  (void)ud;
+  (void)args;
+  (void)n;
+  return af_value_str(NULL, "notes", 5, out);
+}
+
+static af_error_t* calls_lookup(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                                af_value_t** out) {
+  (void)ud;
+  return af_host_call(c, "lookup", 6, in, n, out);
+}
+
+static void dot_draws_branches_and_names_tool_calls(void) {
+  af_ir_t *ir = triage(), *tool = NULL;
+  af_bytes_t dot = {0};
+  af_value_t* kinds = mk_str("str");
+  if (CHECK_OK(af_ir_to_dot(ir, &dot))) {
+    const char* d = (const char*)dot.data;
+    CHECK_CONTAINS(d, "subgraph cluster_s0 {");
+    CHECK_CONTAINS(d, "subgraph cluster_s1 {");
+    CHECK_CONTAINS(d, "[style=dashed, label=\"branches/billing\"]");
+    CHECK_CONTAINS(d, "[style=dashed, label=\"branches/technical\"]");
+    CHECK_CONTAINS(d, "s0_e1 [shape=ellipse, label=\"lm_call\"]");
+    CHECK_CONTAINS(d, "label=\"switch e2: branches/billing\"");
+  }
+  af_bytes_free(&dot);
+  CHECK_OK(af_register_function(ctx, "lookup", 6, lookup_stand_in, NULL, NULL, kinds));
+  tool = TRACE(calls_lookup, NULL, "[\"topic\"]", NULL);
+  if (tool && CHECK_OK(af_ir_to_dot(tool, &dot))) CHECK_CONTAINS((const char*)dot.data, "label=\"host_call lookup\"");
+  af_bytes_free(&dot);
+  af_value_free(kinds);
+  af_ir_free(tool);
+  af_ir_free(ir);
+}
+
 static void ir_json_lists_inputs_outputs_and_vars(void) {
   af_ir_t* ir = triage();
   af_bytes_t b = {0};
@@ -785,6 +823,7 @@ int main(int argc, char** argv) {
                                            CASE(slice_reports_missing_inputs),
                                            CASE(eqn_json_describes_inputs_params_and_subs),
                                            CASE(ir_json_lists_inputs_outputs_and_vars),
+                                           CASE(dot_draws_branches_and_names_tool_calls),
                                            CASE(deep_queries_enter_sub_irs),
                                            CASE(cost_counts_calls_per_model),
                                            CASE(cost_counts_loops_by_max_iters_and_dynamic_models),

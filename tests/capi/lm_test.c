@@ -560,13 +560,14 @@ static void max_in_flight_is_respected_and_calls_overlap(void) {
 /* ---- replay --------------------------------------------------------------- */
 
 static void replay_records_then_answers(void) {
-  char path[128], opts[512];
+  char dir[96], path[128], opts[512];
   af_provider_t *rec = NULL, *rep = NULL;
   af_value_t* msgs = user_msg("remember me");
   af_value_t* model = mk_str("m");
   af_value_t* out = NULL;
-  snprintf(path, sizeof path, "/tmp/af_replay_%d.jsonl", (int)getpid());
-  remove(path);
+  /* The record file's missing directories are created. */
+  snprintf(dir, sizeof dir, "/tmp/af_replay_%d", (int)getpid());
+  snprintf(path, sizeof path, "%s/runs/rec.jsonl", dir);
   snprintf(opts, sizeof opts, "{\"path\":\"%s\",\"mode\":\"record\",\"upstream\":{\"type\":\"echo\",\"name\":\"up\"}}", path);
   if (!CHECK_OK(af_provider_replay_new(opts, strlen(opts), &rec))) return;
   route("*", rec);
@@ -589,7 +590,19 @@ static void replay_records_then_answers(void) {
   af_value_free(msgs);
   af_value_free(model);
   af_provider_free(rep);
+  /* A directory that cannot be made (a file is in the way): IO naming it. */
+  {
+    char in_the_way[160];
+    snprintf(in_the_way, sizeof in_the_way, "%s/runs/rec.jsonl", dir);
+    snprintf(opts, sizeof opts, "{\"path\":\"%s/x.jsonl\",\"mode\":\"record\",\"upstream\":{\"type\":\"echo\"}}", in_the_way);
+    rec = NULL;
+    CHECK_ERR(af_provider_replay_new(opts, strlen(opts), &rec), AF_ERR_IO, "directory", "rec.jsonl");
+    af_provider_free(rec);
+  }
   remove(path);
+  snprintf(path, sizeof path, "%s/runs", dir);
+  rmdir(path);
+  rmdir(dir);
 }
 
 /* ---- openai against the local fault-injecting server ------------------- */

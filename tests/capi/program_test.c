@@ -636,13 +636,33 @@ static void profile_is_chrome_trace_json(void) {
       af_future_free(f);
     }
   }
-  /* A profile that cannot be written fails before running: IO. */
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.profile_path = "/nonexistent-dir/p.json";
-  o.profile_path_len = strlen(o.profile_path);
-  out = NULL;
-  CHECK_ERR(call_program(p, "[\"q\",\"slow\",\"fast\"]", &o, &out), AF_ERR_IO, "nonexistent-dir");
+  /* The profile's missing directories are created. */
+  {
+    char dir[96], nested[160];
+    snprintf(dir, sizeof dir, "/tmp/af_profiles_%d", (int)getpid());
+    snprintf(nested, sizeof nested, "%s/run/p.json", dir);
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.profile_path = nested;
+    o.profile_path_len = strlen(nested);
+    out = NULL;
+    CHECK_OK(call_program(p, "[\"q\",\"slow\",\"fast\"]", &o, &out));
+    af_value_free(out);
+    json = read_file(nested);
+    CHECK(json != NULL && strstr(json, "traceEvents") != NULL);
+    free(json);
+    /* A profile that cannot be written (a file where a directory should be)
+     * fails before running: IO. */
+    snprintf(path, sizeof path, "%s/p.json", nested);
+    o.profile_path = path;
+    o.profile_path_len = strlen(path);
+    out = NULL;
+    CHECK_ERR(call_program(p, "[\"q\",\"slow\",\"fast\"]", &o, &out), AF_ERR_IO, "p.json");
+    remove(nested);
+    snprintf(nested, sizeof nested, "%s/run", dir);
+    rmdir(nested);
+    rmdir(dir);
+  }
   af_program_free(p);
   af_ir_free(ir);
   af_provider_free(slow);

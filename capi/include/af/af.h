@@ -731,7 +731,9 @@ AF_API af_error_t* af_ir_call(af_context_t* ctx, const af_ir_t* ir,
 /* Text form (format documented in docs/IR_TEXT.md; stable across versions). */
 AF_API af_error_t* af_ir_to_text(const af_ir_t* ir, af_bytes_t* out);
 /* Graphviz DOT: inputs as boxes, outputs as double octagons, one edge per
- * dependency. */
+ * dependency; switch branches and loop bodies as clusters (each distinct
+ * sub-IR once) reached by dashed edges named by the branch or param; a
+ * host call labelled with its function's name (docs/IR_TEXT.md). */
 AF_API af_error_t* af_ir_to_dot(const af_ir_t* ir, af_bytes_t* out);
 
 /* Number of equations (0 if ir is NULL). */
@@ -979,7 +981,8 @@ typedef struct af_run_options {
   /* Where to write the profile as Chrome trace JSON (opens in Perfetto and
    * chrome://tracing): one track per engine thread, one per provider slot,
    * every equation queued -> started -> finished. Written before the run
-   * reports completion. NULL/0 = no file. */
+   * reports completion; missing parent directories are created (as
+   * mkdir -p). NULL/0 = no file. */
   const char* profile_path;
   size_t profile_path_len;
   /* NULL = none. af_cancel_trigger on it ends the run with CANCELLED and
@@ -1205,7 +1208,8 @@ AF_API af_error_t* af_provider_openai_new(const char* options_json, size_t len,
  * order). Options: "path" (required), "mode": "replay" (default; a request
  * not recorded is NOT_FOUND) or "record" (each request goes to "upstream",
  * a provider spec such as {"type":"openai", ...options} or {"type":"echo"},
- * and its answer is appended to the file). */
+ * and its answer is appended to the file, created with its missing
+ * directories). */
 AF_API af_error_t* af_provider_replay_new(const char* options_json, size_t len,
                                           af_provider_t** out);
 
