@@ -35,8 +35,8 @@ af_program* wrap(std::shared_ptr<const Program> p) {
 namespace {
 
 std::vector<Value> checked_inputs(const af_program_t* p, const af_value_t* const* inputs, size_t n,
-                                  const char* fn) {
-  return check_inputs(*p->prog->ir, resolved_all(inputs, n, fn, "inputs"));
+                                  const char* fn, const RunOptions& opts) {
+  return check_inputs(*p->prog->ir, resolved_all(inputs, n, fn, "inputs"), false, opts.item_errors);
 }
 
 }  // namespace
@@ -85,7 +85,7 @@ af_error_t* af_program_call_with(af_context_t* ctx, const af_program_t* p, const
       return;
     }
     for (Value& v : in) v = resolve(v);
-    std::vector<Value> leaves = check_inputs(*p->prog->ir, in);
+    std::vector<Value> leaves = check_inputs(*p->prog->ir, in, false, opts.item_errors);
     // A failed run's summary is written too: its calls cost all the same.
     std::shared_ptr<RunSummary> summary = opts.summary;
     Value result;
@@ -114,7 +114,7 @@ af_error_t* af_program_call_async_with(af_context_t* ctx, const af_program_t* p,
     require(ctx, fn, "ctx");
     require(p, fn, "p");
     require(out, fn, "out");
-    std::vector<Value> leaves = checked_inputs(p, inputs, n, fn);
+    std::vector<Value> leaves = checked_inputs(p, inputs, n, fn, opts);
     auto h = std::make_unique<af_future>();
     h->summary = opts.summary;
     h->f = run_async(ctx->env, p->prog, std::move(leaves), std::move(opts));

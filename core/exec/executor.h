@@ -32,7 +32,7 @@
 #include "rt/context.h"
 #include "rt/env.h"
 #include "exec/program.h"
-#include "rt/error_value.h"
+#include "value/error_value.h"
 #include "value/error.h"
 
 namespace af {

@@ -1,5 +1,6 @@
 #include "ir/ir.h"
 #include "value/error.h"
+#include "value/error_value.h"
 
 namespace af {
 
@@ -15,6 +16,16 @@ bool conforms(const Value& v, Aval a) {
   if (v.kind() != Kind::List) return false;
   for (const Value& item : v.items())
     if (!conforms(item, Aval{a.kind, uint8_t(a.list_depth - 1)})) return false;
+  return true;
+}
+
+// conforms, where an item of a list<T> may also be an error value (a
+// failed batch item, passed on unrun by runs with per-item errors).
+bool conforms_or_failed(const Value& v, Aval a, bool item_errors) {
+  if (!item_errors || a.list_depth == 0 || v.kind() != Kind::List) return conforms(v, a);
+  const Aval item{a.kind, uint8_t(a.list_depth - 1)};
+  for (const Value& x : v.items())
+    if (!is_error_value(x) && !conforms(x, item)) return false;
   return true;
 }
 
@@ -42,6 +53,7 @@ Value nulls_as_zero(const Value& v, Aval a) {
 struct BatchedInputs {
   const IR& ir;
   bool allow_placeholders;
+  bool item_errors;
   std::vector<Value>& leaves;
   std::vector<size_t> null_batches;  // tangent / cotangent leaves given as a whole null
 
@@ -118,7 +130,7 @@ struct BatchedInputs {
             if (!(aval_of(v) == want))
               invalid(path + ": expected " + aval_name(want) + ", found a traced " +
                       aval_name(aval_of(v)));
-          } else if (!conforms(v, want)) {
+          } else if (!conforms_or_failed(v, want, item_errors)) {
             if (want.list_depth == 0 || v.kind() != Kind::List)
               mismatch(want.list_depth ? aval_name(want) +
                                              " (a list of any length, or a batched input: one item "
@@ -128,10 +140,11 @@ struct BatchedInputs {
             std::string at = path;
             const Value* item = &v;
             Aval a = want;
-            while (a.list_depth != 0 && item->kind() == Kind::List) {
+            for (bool outer = true; a.list_depth != 0 && item->kind() == Kind::List; outer = false) {
               a.list_depth--;
               size_t i = 0;
-              while (conforms(item->items()[i], a)) ++i;
+              // Failed batch items (error values) fit where the run allows them.
+              while (conforms(item->items()[i], a) || (outer && item_errors && is_error_value(item->items()[i]))) ++i;
               at += "[" + std::to_string(i) + "]";
               item = &item->items()[i];
             }
@@ -184,14 +197,14 @@ bool has_batched_inputs(const IR& ir) {
 }  // namespace
 
 std::vector<Value> check_inputs(const IR& ir, std::span<const Value> inputs,
-                                bool allow_placeholders) {
+                                bool allow_placeholders, bool item_errors) {
   if (inputs.size() != ir.num_inputs())
     invalid("the program takes " + std::to_string(ir.num_inputs()) + " input(s), got " +
             std::to_string(inputs.size()));
   std::vector<Value> leaves;
   leaves.reserve(ir.in.size());
   if (has_batched_inputs(ir) || !ir.in_roles.empty()) {
-    BatchedInputs walker{ir, allow_placeholders, leaves, {}};
+    BatchedInputs walker{ir, allow_placeholders, item_errors, leaves, {}};
     const auto& nodes = ir.in_tree.nodes();
     size_t pos = 1;
     for (size_t i = 0; i < inputs.size(); ++i)

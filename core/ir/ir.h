@@ -310,10 +310,13 @@ std::vector<size_t> defining_eqn(const IR& ir);
 
 // Checks positional inputs against the IR's inputs: count, structure, leaf
 // kinds, equality of static (literal) inputs. Placeholders are accepted (by
-// their kind) only when `allow_placeholders` (inlining into a trace).
-// Returns the flat input leaves. INVALID_ARGUMENT names the input path.
+// their kind) only when `allow_placeholders` (inlining into a trace). With
+// `item_errors` (a run with per-item errors), an item of a list<T> input
+// may be an error value ({"error": {...}}, value/error_value.h): a batched
+// program passes it on unrun. Returns the flat input leaves.
+// INVALID_ARGUMENT names the input path.
 std::vector<Value> check_inputs(const IR& ir, std::span<const Value> inputs,
-                                bool allow_placeholders = false);
+                                bool allow_placeholders = false, bool item_errors = false);
 
 // Text form, documented in docs/IR_TEXT.md.
 std::string to_text(const IR& ir);

@@ -24,7 +24,7 @@
 #include "prims/control_flow.h"
 #include "prims/pass_loop.h"
 #include "rt/context.h"
-#include "rt/error_value.h"
+#include "value/error_value.h"
 #include "rt/scopes.h"
 #include "transforms/batch.h"
 #include "transforms/dce.h"

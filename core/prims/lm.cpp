@@ -14,7 +14,7 @@
 
 #include "rt/async.h"
 #include "rt/context.h"
-#include "rt/error_value.h"
+#include "value/error_value.h"
 #include "lm/call_arena.h"
 #include "lm/router.h"
 #include "lm/schema.h"

@@ -874,6 +874,39 @@ static void item_errors_isolate_batch_items(void) {
     }
   }
   CHECK_INT_EQ(every_third_cancelled, 0);
+  /* A second stage takes the first's answers, error values included: those
+   * items pass on unrun, unchanged (af.h), and the others run; without the
+   * flag such an input is refused as before. */
+  {
+    af_value_t *answers = NULL, *out2 = NULL;
+    af_bytes_t json = {NULL, 0};
+    char in2[2048] = "[", want2[4096] = "[[", marks2[2048] = "[";
+    CHECK_OK(af_value_index(out, 0, &answers));
+    CHECK_OK(af_value_to_json(answers, &json));
+    if (json.data) snprintf(in2 + 1, sizeof in2 - 1, "%s]", (const char*)json.data);
+    for (i = 0; i < 9; i++) {
+      af_value_t* item = NULL;
+      af_bytes_t ij = {NULL, 0};
+      CHECK_OK(af_value_index(answers, (size_t)i, &item));
+      CHECK_OK(af_value_to_json(item, &ij));
+      if (i % 3 == 0 && ij.data) {
+        snprintf(want2 + strlen(want2), sizeof want2 - strlen(want2), "%s%s", i ? "," : "", (const char*)ij.data);
+        snprintf(marks2 + strlen(marks2), sizeof marks2 - strlen(marks2), "%s%s", i ? "," : "", (const char*)ij.data);
+      } else {
+        snprintf(want2 + strlen(want2), sizeof want2 - strlen(want2), ",\"ok ok q%d\"", i);
+        snprintf(marks2 + strlen(marks2), sizeof marks2 - strlen(marks2), ",\"ok ok q%d!\"", i);
+      }
+      af_bytes_free(&ij);
+      af_value_free(item);
+    }
+    snprintf(want2 + strlen(want2), sizeof want2 - strlen(want2), "],%s]]", marks2);
+    if (CHECK_OK(call_program(p, in2, &o, &out2))) CHECK_JSON(out2, want2);
+    af_value_free(out2);
+    out2 = NULL;
+    CHECK_ERR(call_program(p, in2, NULL, &out2), AF_ERR_INVALID_ARGUMENT, "input[0][0]: expected str, found a dict");
+    af_bytes_free(&json);
+    af_value_free(answers);
+  }
   af_value_free(out);
   out = (af_value_t*)&out;
   /* Without the flag: the first failure fails the run. */

@@ -13,7 +13,7 @@
 #include "ir/registry.h"
 #include "prims/control_flow.h"
 #include "prims/ops.h"
-#include "rt/error_value.h"
+#include "value/error_value.h"
 #include "trace/trace.h"
 #include "transforms/batch.h"
 

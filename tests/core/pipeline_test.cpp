@@ -14,7 +14,7 @@
 #include "prims/host.h"
 #include "prims/lm.h"
 #include "prims/ops.h"
-#include "rt/error_value.h"
+#include "value/error_value.h"
 #include "trace/trace.h"
 #include "transforms/batch.h"
 #include "transforms/builder.h"

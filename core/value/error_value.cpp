@@ -1,4 +1,4 @@
-#include "rt/error_value.h"
+#include "value/error_value.h"
 
 namespace af {
 
