@@ -30,9 +30,21 @@ func afgoHandleDelete(h C.uintptr_t) {
 // either: the frames below stay intact, and the callback reports what
 // happened. Reports fn's panic value, or whether fn called runtime.Goexit.
 func runGuarded(fn func()) (panicked bool, panicVal any, goexited bool) {
+	return runGuardedServing(fn, nil)
+}
+
+// runGuardedServing is runGuarded that, while it waits, records on the
+// calling (libaf) thread the ProfileEvents fn's goroutine sends to events
+// (see ProfileEvent; nil = none).
+func runGuardedServing(fn func(), events chan profileEvent) (panicked bool, panicVal any, goexited bool) {
 	done := make(chan struct{})
 	go func() {
 		returned := false
+		var id uint64
+		if events != nil {
+			id = goid()
+			hostCalls.Store(id, events)
+		}
 		defer func() {
 			if !returned {
 				// recover is nil during Goexit; a panic(nil) arrives as a
@@ -43,13 +55,22 @@ func runGuarded(fn func()) (panicked bool, panicVal any, goexited bool) {
 					goexited = true
 				}
 			}
+			if events != nil {
+				hostCalls.Delete(id)
+			}
 			close(done)
 		}()
 		fn()
 		returned = true
 	}()
-	<-done
-	return
+	for {
+		select {
+		case <-done:
+			return
+		case ev := <-events: // never ready when events is nil
+			ev.record()
+		}
+	}
 }
 
 // goexitMessage is the error text of a callback that called runtime.Goexit.
@@ -68,7 +89,11 @@ func afgoHostCallback(h C.uintptr_t, args **C.af_value_t, n C.size_t, out **C.af
 	}
 	var res *Value
 	var err error
-	panicked, panicVal, goexited := runGuarded(func() { res, err = fn(ins) })
+	var events chan profileEvent // ProfileEvent from fn, once a run may profile
+	if hostProfiling.Load() {
+		events = make(chan profileEvent)
+	}
+	panicked, panicVal, goexited := runGuardedServing(func() { res, err = fn(ins) }, events)
 	for _, v := range ins {
 		v.ptr.Invalidate() // borrowed for the call only
 	}

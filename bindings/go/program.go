@@ -148,6 +148,9 @@ func (o *RunOptions) cOptions() (opts *C.af_run_options_t, free func()) {
 	if o.Profile {
 		opts.flags |= C.AF_RUN_PROFILE
 	}
+	if o.Profile || o.ProfilePath != "" {
+		hostProfiling.Store(true) // host calls serve ProfileEvent from now on
+	}
 	if o.ItemErrors {
 		opts.flags |= C.AF_RUN_ITEM_ERRORS
 	}

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "exec/executor.h"
+#include "exec/profile.h"
 #include "exec/summary.h"
 #include "handles.h"
 #include "run_options.h"
@@ -163,6 +164,23 @@ af_error_t* af_future_profile(const af_future_t* f, af_bytes_t* out) {
     if (json.empty())
       invalid("af_future_profile: the run has no profile; start it with AF_RUN_PROFILE or a profile_path");
     to_bytes(json, out);
+  });
+}
+
+af_error_t* af_profile_event(const char* name, size_t name_len, const char* args_json, size_t args_len) {
+  return guard([&] {
+    const char* fn = "af_profile_event";
+    std::string_view n = text(name, name_len, fn, "name");
+    if (n.empty()) invalid("af_profile_event: `name` is empty");
+    std::string args;
+    if (args_json && args_len) {
+      Value a = from_json(text(args_json, args_len, fn, "args_json"));
+      if (a.kind() != Kind::Dict) invalid("af_profile_event: `args_json` must be a JSON object");
+      args = to_json(a);
+    }
+    AsyncOp* op = HostCallScope::current();
+    if (!op || !op->profiling()) return;  // not inside a profiled run's host call: nothing to mark
+    op->record_event(HostEvent{std::string(n), std::move(args), now_ns(), engine_thread_index()});
   });
 }
 

@@ -198,6 +198,13 @@ class ExecOp final : public AsyncOp {
     } catch (...) {
     }
   }
+  void record_event(const HostEvent& ev) noexcept override {
+    try {
+      if (run_->profile) run_->profile->event(node_, ev);
+      if (run_->opts.on_event) run_->opts.on_event(ev);
+    } catch (...) {
+    }
+  }
   bool streams(const Eqn& e) const noexcept override {
     const RunOptions& o = run_->opts;
     if (auto parent = o.stream_parent.lock()) return parent->streams(e);

@@ -87,6 +87,8 @@ struct RunOptions {
   // here too (a sub-run hands its LM calls to the profile of the run that
   // started it).
   std::function<void(const CallSpan&)> on_span;
+  // Likewise for the events host functions add (af_profile_event).
+  std::function<void(const HostEvent&)> on_event;
   // When set, every provider request the run's equations make (sub-runs'
   // included) is added to it, and its clock stops when the run finishes.
   std::shared_ptr<RunSummary> summary;

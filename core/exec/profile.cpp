@@ -58,6 +58,11 @@ void Profile::span(uint32_t node, const CallSpan& s) {
   spans_.emplace_back(node, s);
 }
 
+void Profile::event(uint32_t node, const HostEvent& e) {
+  std::lock_guard<std::mutex> lock(mu_);
+  events_.emplace_back(node, e);
+}
+
 std::string Profile::to_json(const Program& prog) const {
   auto us = [&](int64_t t) {
     char buf[32];
@@ -112,6 +117,15 @@ std::string Profile::to_json(const Program& prog) const {
          std::to_string(t.thread) + ",\"ts\":" + us(t.started) + ",\"dur\":" + dur(t.started, f) +
          ",\"args\":" + args + "}");
     }
+  }
+  // Host functions' events: instants on the track of the thread that added them.
+  for (const auto& [node, e] : events_) {
+    threads[e.thread] = true;
+    std::string name;
+    append_json_string(name, e.name);
+    ev("{\"ph\":\"i\",\"s\":\"t\",\"name\":" + name + ",\"cat\":\"host\",\"pid\":1,\"tid\":" +
+       std::to_string(e.thread) + ",\"ts\":" + us(e.at_ns) + ",\"args\":{\"eqn\":" +
+       std::to_string(prog.nodes[node].eqn_index) + (e.args_json.empty() ? "" : ",\"args\":" + e.args_json) + "}}");
   }
   for (const auto& [thread, _] : threads) {
     std::string name = thread == 0 ? "caller" : "worker " + std::to_string(thread);

@@ -29,6 +29,9 @@ class Profile {
   void started(uint32_t node, int thread) noexcept;
   void finished(uint32_t node, int32_t code) noexcept;
   void span(uint32_t node, const CallSpan& s);
+  // A host function's event, at node's equation (the host call, or the
+  // control flow it ran inside).
+  void event(uint32_t node, const HostEvent& e);
   // The Chrome trace JSON of the run so far.
   std::string to_json(const Program& prog) const;
   // Writes to_json to path through a temp file + rename. IO error if it fails.
@@ -47,6 +50,7 @@ class Profile {
   std::unique_ptr<Times[]> times_;
   mutable std::mutex mu_;
   std::vector<std::pair<uint32_t, CallSpan>> spans_;
+  std::vector<std::pair<uint32_t, HostEvent>> events_;
 };
 
 // The engine thread index of the calling thread for profiles (0 = a caller

@@ -71,6 +71,9 @@ std::shared_ptr<SubRun> ExecContext::run_sub(const IRPtr& ir, std::span<const Va
     o.on_span = [weak](const CallSpan& span) {
       if (auto op = weak.lock()) op->record_span(span);
     };
+    o.on_event = [weak](const HostEvent& ev) {
+      if (auto op = weak.lock()) op->record_event(ev);
+    };
   }
   o.stream_parent = parent;
   o.stream_item = item;

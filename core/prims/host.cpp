@@ -73,6 +73,7 @@ void host_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<As
   switch (fn->mode) {
     case HostFunction::Mode::Sync: {
       ServingScope serving(env.evaluation);
+      HostCallScope calling(op.get());
       call_and_finish(*fn, declared, args, *op);
       return;
     }
@@ -80,19 +81,23 @@ void host_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<As
       HostPool& pool = env.context->hosts.pool();
       if (pool.on_pool_thread()) {  // called from a blocking function: see HostPool::on_pool_thread
         ServingScope serving(env.evaluation);
+        HostCallScope calling(op.get());
         call_and_finish(*fn, declared, args, *op);
         return;
       }
       AsyncOp* raw = op.get();  // the job holds op alive while it runs
       pool.submit(std::move(op), [fn, declared, args = std::move(args), raw, ev = env.evaluation] {
         ServingScope serving(ev);
+        HostCallScope calling(raw);
         call_and_finish(*fn, declared, args, *raw);
       });
       return;
     }
     case HostFunction::Mode::Async: {
+      AsyncOp* raw = op.get();  // the request holds op alive
       auto req = std::make_shared<HostRequest>(op, name, declared);
       ServingScope serving(env.evaluation);
+      HostCallScope calling(raw);
       fn->start(args, std::move(req));
       return;
     }

@@ -10,6 +10,14 @@
 
 namespace af {
 
+namespace {
+thread_local AsyncOp* t_host_call = nullptr;
+}  // namespace
+
+HostCallScope::HostCallScope(AsyncOp* op) noexcept : prev_(t_host_call) { t_host_call = op; }
+HostCallScope::~HostCallScope() { t_host_call = prev_; }
+AsyncOp* HostCallScope::current() noexcept { return t_host_call; }
+
 bool AsyncOp::succeed(std::vector<Value> out) noexcept {
   if (!claim()) return false;
   on_finish(&out, nullptr);

@@ -43,6 +43,32 @@ struct CallSpan {
   std::shared_ptr<const std::vector<std::string>> tags, name_path;
 };
 
+// A marker a host function adds to the profile of the run calling it
+// (af_profile_event): its name, a JSON object of args ("" = none) and when.
+struct HostEvent {
+  std::string name;
+  std::string args_json;
+  int64_t at_ns = 0;
+  int thread = 0;  // the engine thread index of the caller (exec/profile.h)
+};
+
+class AsyncOp;
+
+// The op of the host_call a host function serves, on the thread running the
+// function (its body, or an async function's submit), so the function can
+// add events to the run's profile (af_profile_event). Null elsewhere.
+class HostCallScope {
+ public:
+  explicit HostCallScope(AsyncOp* op) noexcept;
+  ~HostCallScope();
+  HostCallScope(const HostCallScope&) = delete;
+  HostCallScope& operator=(const HostCallScope&) = delete;
+  static AsyncOp* current() noexcept;
+
+ private:
+  AsyncOp* prev_;
+};
+
 class AsyncOp {
  public:
   virtual ~AsyncOp() = default;
@@ -68,6 +94,8 @@ class AsyncOp {
   // Profiles: the work reports each provider request it made.
   virtual bool profiling() const noexcept { return false; }
   virtual void record_span(const CallSpan&) noexcept {}
+  // A host function's marker (HostCallScope below), for the run's profile.
+  virtual void record_event(const HostEvent&) noexcept {}
 
   // Streaming (RunOptions::stream): whether the LM equation e, run by this
   // op or inside its sub-runs, streams its reply; and where the pieces of

@@ -196,6 +196,90 @@ done:
   af_provider_free(echo);
 }
 
+/* af_profile_event: host functions mark the profile of the run calling
+ * them — sync and blocking ones, also inside a switch branch (a sub-run
+ * hands the event to the run that records the profile) — and the call does
+ * nothing outside a profiled run. */
+static af_error_t* marking(void* u, const af_value_t* const* in, size_t n, af_value_t** out) {
+  const char* name = (const char*)u;
+  af_error_t* e = af_profile_event(name, strlen(name), "{\"k\":1}", 7);
+  (void)n;
+  if (e) return e;
+  *out = af_value_clone(in[0]);
+  return NULL;
+}
+
+static af_error_t* mark_branch(void* u, af_context_t* c, const af_value_t* const* in, size_t n,
+                               af_value_t** out) {
+  (void)u;
+  return af_host_call(c, "mark_sync", 9, in, n, out);
+}
+
+static af_error_t* marked_program(void* u, af_context_t* c, const af_value_t* const* in, size_t n,
+                                  af_value_t** out) {
+  const af_ir_t* branch = (const af_ir_t*)u;
+  const char* names[1] = {"go"};
+  size_t lens[1] = {2};
+  af_value_t *a = NULL, *b = NULL, *key = NULL;
+  af_error_t* e = af_host_call(c, "mark_sync", 9, in, 1, &a);
+  (void)n;
+  if (!e) e = af_host_call(c, "mark_blocking", 13, (const af_value_t* const*)&a, 1, &b);
+  if (!e) e = af_value_str(c, "go", 2, &key);
+  if (!e) e = af_switch(c, key, names, lens, &branch, 1, (const af_value_t* const*)&b, 1, out);
+  af_value_free(a);
+  af_value_free(b);
+  af_value_free(key);
+  return e;
+}
+
+static void host_functions_mark_the_profile(void) {
+  af_value_t* kinds = mk_str("str");
+  af_ir_t* branch = NULL;
+  af_program_t* p = NULL;
+  af_value_t *q = mk_str("x"), *out = NULL;
+  af_future_t* f = NULL;
+  af_run_options_t o;
+  af_bytes_t prof = {NULL, 0};
+  char* profile;
+  CHECK_OK(af_register_function(ctx, "mark_sync", 9, marking, (void*)"sync-marker", NULL, kinds));
+  CHECK_OK(af_register_function_blocking(ctx, "mark_blocking", 13, marking, (void*)"blocking-marker", NULL, kinds));
+  branch = TRACE(mark_branch, NULL, "[\"s\"]", NULL);
+  if (branch) p = compile_traced(marked_program, branch, "[\"s\"]");
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.flags = AF_RUN_PROFILE;
+  if (!p || !CHECK_OK(af_program_call_async_with(ctx, p, (const af_value_t* const*)&q, 1, &o, &f))) goto done;
+  if (CHECK_OK(af_future_wait(f, &out))) CHECK_JSON(out, "\"x\"");
+  profile = bytes_to_cstr_at(af_future_profile(f, &prof), &prof, "af_future_profile", __FILE__, __LINE__);
+  if (profile) {
+    CHECK_CONTAINS(profile, "{\"ph\":\"i\",\"s\":\"t\",\"name\":\"sync-marker\",\"cat\":\"host\"");
+    CHECK_CONTAINS(profile, "\"name\":\"blocking-marker\",\"cat\":\"host\"");
+    CHECK_CONTAINS(profile, "\"args\":{\"eqn\":0,\"args\":{\"k\":1}}}");
+    CHECK_CONTAINS(profile, "\"args\":{\"eqn\":2,\"args\":{\"k\":1}}}"); /* from the branch: the switch */
+  }
+  free(profile);
+  /* Outside a profiled run (an eager call, a run without a profile, no run): nothing, no error. */
+  af_value_free(out);
+  out = NULL;
+  if (CHECK_OK(af_host_call(ctx, "mark_sync", 9, (const af_value_t* const*)&q, 1, &out))) CHECK_JSON(out, "\"x\"");
+  af_value_free(out);
+  out = NULL;
+  if (CHECK_OK(af_program_call(ctx, p, (const af_value_t* const*)&q, 1, &out))) CHECK_JSON(out, "\"x\"");
+  CHECK_OK(af_profile_event("m", 1, NULL, 0));
+  CHECK_ERR(af_profile_event("", 0, NULL, 0), AF_ERR_INVALID_ARGUMENT, "`name` is empty");
+  CHECK_ERR(af_profile_event(NULL, 0, NULL, 0), AF_ERR_INVALID_ARGUMENT, "name");
+  CHECK_ERR(af_profile_event("\xff", 1, NULL, 0), AF_ERR_INVALID_ARGUMENT, "UTF-8");
+  CHECK_ERR(af_profile_event("m", 1, "[1]", 3), AF_ERR_INVALID_ARGUMENT, "JSON object");
+  CHECK_ERR(af_profile_event("m", 1, "{", 1), AF_ERR_INVALID_ARGUMENT, "JSON");
+done:
+  af_future_free(f);
+  af_value_free(out);
+  af_value_free(q);
+  af_value_free(kinds);
+  af_program_free(p);
+  af_ir_free(branch);
+}
+
 /* A run whose equations make no request has an empty summary; misuse of
  * the summary options is INVALID_ARGUMENT. */
 static af_error_t* shout(void* u, af_context_t* c, const af_value_t* const* in, size_t n,
@@ -396,6 +480,6 @@ int main(int argc, char** argv) {
   static const struct test_case cases[] = {
       CASE(async_summary_and_profile_from_echo), CASE(summary_options_and_their_misuse),
       CASE(summary_times_queued_and_in_flight), CASE(sync_summary_adds_up_server_usage_and_retries),
-      CASE(failed_run_still_summarizes)};
+      CASE(failed_run_still_summarizes), CASE(host_functions_mark_the_profile)};
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

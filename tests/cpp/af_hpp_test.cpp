@@ -514,6 +514,9 @@ int main() {
   // Tag and fold scopes, is_tracing, checkpoint and depends.
   {
     expect(!af::is_tracing(), "not tracing outside a trace");
+    af::profile_event("outside any run", R"({"k":1})");  // does nothing, no error
+    expect_error(af::Code::InvalidArgument, [&] { af::profile_event("m", "[1]"); },
+                 "profile_event args must be a JSON object");
     expect(af::abi_version() == AF_ABI_VERSION, "the loaded ABI is the header's");
     expect_error(af::Code::InvalidArgument, [&] { ctx.tag_push("x"); }, "tag_push outside a trace");
     bool traced = false;

@@ -4,7 +4,7 @@ using System.Runtime.InteropServices;
 
 namespace Af
 {
-    /// <summary>Library-wide information.</summary>
+    /// <summary>Library-wide information and functions.</summary>
     public static class Library
     {
         /// <summary>"MAJOR.MINOR.PATCH" of the loaded libaf.</summary>
@@ -15,6 +15,25 @@ namespace Af
 
         /// <summary>True if the calling thread is inside a trace callback.</summary>
         public static bool IsTracing => Native.af_is_tracing() != 0;
+
+        /// <summary>Adds an instant event to the profile of the run calling
+        /// this host function: a marker on the run's timeline ("cache miss",
+        /// "page 3 fetched"). name: not empty; argsJson: a JSON object shown
+        /// with the event, or null for none. It counts when called from a host
+        /// function (RegisterFunction, RegisterFunctionBlocking, or an async
+        /// function before it returns its Task: not later, from another
+        /// thread) while a run that records a profile (RunOptions.Profile or
+        /// ProfilePath) calls it, and is then an event {"ph": "i", "cat":
+        /// "host", "name", "args": {"eqn": ..., "args": argsJson}} on the
+        /// calling thread's track. Anywhere else (no run, an eager call, a run
+        /// without a profile) it does nothing. AfInvalidArgumentException:
+        /// name empty, argsJson malformed or not an object.</summary>
+        public static void ProfileEvent(string name, string argsJson = null)
+        {
+            byte[] n = Utf8.Encode(name, nameof(name));
+            byte[] a = argsJson == null ? null : Utf8.Encode(argsJson, nameof(argsJson));
+            AfException.Check(Native.af_profile_event(n, Utf8.Len(n), a, a == null ? UIntPtr.Zero : Utf8.Len(a)));
+        }
     }
 
     /// <summary>A libaf context: what a program needs at run time. Creates

@@ -527,6 +527,10 @@ namespace Af
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern IntPtr af_future_profile(IntPtr f, out AfBytes output);
 
+        /// <summary>argsJson may be null (with argsLen 0): no args.</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_profile_event(byte[] name, UIntPtr nameLen, byte[] argsJson, UIntPtr argsLen);
+
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern IntPtr af_future_summary_json(IntPtr f, out AfBytes output);
 

@@ -278,6 +278,68 @@ namespace Af.Tests
         }
 
         [Test]
+        public void ProfileEventMarksTheRunsProfile()
+        {
+            ctx.RegisterFunction("marked", J("\"str\""), args =>
+            {
+                Library.ProfileEvent("my-marker", "{\"k\": 1}");
+                return args[0].AsString() + "!";
+            });
+            ctx.RegisterFunction("bad-marker", J("\"str\""), args =>
+            {
+                Library.ProfileEvent("m", "[1]");
+                return "unreachable";
+            });
+            using (var ir = ctx.Trace((c, a) => c.HostCall("marked", a[0]), J("\"x\"")))
+            using (var p = Program.Compile(ctx, ir))
+            {
+                using (var run = p.Start(ctx, new RunOptions { Profile = true }, J("\"hi\"")))
+                {
+                    JsonIs("\"hi!\"", run.Wait());
+                    string profile = run.Profile();
+                    Assert.Contains("my-marker", profile);
+                    Assert.Contains("\"ph\":\"i\"", profile);
+                }
+
+                string path = Path.Combine(Path.GetTempPath(), "af-profile-event-" + Guid.NewGuid() + ".json");
+                try
+                {
+                    JsonIs("\"yo!\"", p.Call(ctx, new RunOptions { ProfilePath = path }, J("\"yo\"")));
+                    string text = File.ReadAllText(path);
+                    Assert.Contains("my-marker", text, "profile file");
+                    Assert.Contains("\"ph\":\"i\"", text, "profile file");
+                }
+                finally
+                {
+                    File.Delete(path);
+                }
+
+                // A run without a profile: the host function runs, the event is dropped.
+                JsonIs("\"no!\"", p.Call(ctx, J("\"no\"")));
+            }
+
+            // Outside any run (and in an eager call) it does nothing.
+            Library.ProfileEvent("outside");
+            Library.ProfileEvent("outside", "{\"k\": [1, 2]}");
+            JsonIs("\"e!\"", ctx.HostCall("marked", J("\"e\"")));
+
+            Assert.ThrowsAf(ErrorCode.InvalidArgument, () => Library.ProfileEvent(""));
+            Assert.ThrowsAf(ErrorCode.InvalidArgument, () => Library.ProfileEvent("m", "[1]"));
+            Assert.ThrowsAf(ErrorCode.InvalidArgument, () => Library.ProfileEvent("m", "\"text\""));
+            Assert.ThrowsAf(ErrorCode.InvalidArgument, () => Library.ProfileEvent("m", "{bad"));
+            Assert.Throws<ArgumentNullException>(() => Library.ProfileEvent(null));
+
+            // Inside a host function the error fails the call: a CALLBACK error
+            // whose cause is the AfInvalidArgumentException thrown there.
+            using (var ir = ctx.Trace((c, a) => c.HostCall("bad-marker", a[0]), J("\"x\"")))
+            using (var p = Program.Compile(ctx, ir))
+            {
+                var ex = Assert.ThrowsAf(ErrorCode.Callback, () => p.Call(ctx, new RunOptions { Profile = true }, J("\"x\"")));
+                Assert.True(ex.InnerException is AfInvalidArgumentException, "cause: " + ex.InnerException);
+            }
+        }
+
+        [Test]
         public void ProgramRunsSyncAndAsyncWithEcho()
         {
             using (var echo = Provider.Echo())

@@ -92,6 +92,53 @@ def test_timeout_progress_and_profile(ctx: libaf.Context, tmp_path: Path) -> Non
         _ask(ctx)("q", options=libaf.RunOptions(), keep_going=True)
 
 
+def test_profile_event_marks_the_profile_of_the_calling_run(ctx: libaf.Context, tmp_path: Path) -> None:
+    def marked(s: libaf.Value) -> str:
+        libaf.profile_event("my-marker", {"k": 1})
+        return f"{s}!"
+
+    ctx.register_function("t.marked", marked, "str")
+    program = libaf.trace(lambda x: libaf.host_call("t.marked", x), "x", ctx=ctx).compile(ctx)
+
+    f = program.start("hi", profile=True)
+    assert f.wait().to_py() == "hi!"
+    profile = f.profile()
+    assert "my-marker" in profile and '"ph":"i"' in profile
+    event = next(e for e in json.loads(profile)["traceEvents"] if e.get("name") == "my-marker")
+    assert event["ph"] == "i" and event["cat"] == "host" and event["args"]["args"] == {"k": 1}
+
+    path = tmp_path / "profile.json"
+    assert program("yo", profile_path=path).to_py() == "yo!"
+    text = path.read_text()
+    assert "my-marker" in text and '"ph":"i"' in text
+
+    # A run without a profile, an eager call, no run at all: nothing happens.
+    assert program("no").to_py() == "no!"
+    assert ctx.host_call("t.marked", "e").to_py() == "e!"
+    libaf.profile_event("outside")
+    libaf.profile_event("outside", {"k": [1, 2]})
+
+    with pytest.raises(libaf.InvalidArgument):
+        libaf.profile_event("")
+    with pytest.raises(libaf.InvalidArgument):
+        libaf.profile_event("m", [1])  # type: ignore[arg-type]
+    with pytest.raises(libaf.InvalidArgument):
+        libaf.profile_event("m", "not an object")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        libaf.profile_event(None)  # type: ignore[arg-type]
+
+    # Inside a tool the error fails the call, with the InvalidArgument as its cause.
+    def bad(s: libaf.Value) -> str:
+        libaf.profile_event("m", [1])  # type: ignore[arg-type]
+        return "unreachable"
+
+    ctx.register_function("t.bad_marker", bad, "str")
+    bad_program = libaf.trace(lambda x: libaf.host_call("t.bad_marker", x), "x", ctx=ctx).compile(ctx)
+    with pytest.raises(libaf.CallbackError) as e:
+        bad_program("x", profile=True)
+    assert isinstance(e.value.__cause__, libaf.InvalidArgument)
+
+
 def test_max_value_bytes_bounds_what_one_equation_builds(ctx: libaf.Context) -> None:
     # 1000 copies of a 5-byte input: 5000 bytes, over a budget of 100.
     program = libaf.trace(lambda x: libaf.format("{0}" * 1000, x), "x", ctx=ctx).compile(ctx)

@@ -211,6 +211,32 @@ impl Context {
     }
 }
 
+/// Adds an instant event (a marker such as "cache miss" or "page 3 fetched")
+/// to the profile of the run calling the current host function.
+/// `args_json`: a JSON object shown with the event (`None` = none).
+///
+/// It counts when called from a host function's body ([`register_function`],
+/// [`register_function_blocking`], or an async function's closure before it
+/// returns; not later, from another thread) while a run that records a
+/// profile ([`RunOptions::profile`] or [`RunOptions::profile_path`]) calls
+/// it: the profile then has an event `{"ph": "i", "cat": "host", "name",
+/// "args": {"eqn": .., "args": args_json}}` on the calling thread's track.
+/// Anywhere else (no run, an eager call, a run without a profile) it does
+/// nothing and returns `Ok(())`. `InvalidArgument`: `name` empty, or
+/// `args_json` malformed or not an object.
+///
+/// [`register_function`]: Context::register_function
+/// [`register_function_blocking`]: Context::register_function_blocking
+/// [`RunOptions::profile`]: crate::RunOptions::profile
+/// [`RunOptions::profile_path`]: crate::RunOptions::profile_path
+pub fn profile_event(name: &str, args_json: Option<&str>) -> Result<()> {
+    let (args, args_len) = match args_json {
+        Some(a) => (a.as_ptr().cast(), a.len()),
+        None => (ptr::null(), 0),
+    };
+    check(unsafe { sys::af_profile_event(name.as_ptr().cast(), name.len(), args, args_len) })
+}
+
 unsafe extern "C" fn host_trampoline(
     user_data: *mut c_void,
     args: *const *const sys::af_value_t,

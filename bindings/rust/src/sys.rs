@@ -642,6 +642,12 @@ extern "C" {
         destroy: af_destroy_fn,
     ) -> *mut af_error_t;
     pub fn af_future_profile(f: *const af_future_t, out: *mut af_bytes_t) -> *mut af_error_t;
+    pub fn af_profile_event(
+        name: *const c_char,
+        name_len: usize,
+        args_json: *const c_char,
+        args_len: usize,
+    ) -> *mut af_error_t;
     pub fn af_future_summary_json(f: *const af_future_t, out: *mut af_bytes_t) -> *mut af_error_t;
     pub fn af_future_free(f: *mut af_future_t);
 

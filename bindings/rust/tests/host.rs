@@ -364,3 +364,46 @@ fn async_host_function_errors_name_the_function() {
         ErrorCode::Callback
     );
 }
+
+#[test]
+fn profile_event_marks_the_profile_of_the_run_calling_the_host_function() {
+    let ctx = Context::new().unwrap();
+    ctx.register_function("marked", &Value::from("str"), |args| {
+        af::profile_event("my-marker", Some(r#"{"k":1}"#))?;
+        Ok(Value::from(format!("seen {}", args[0].as_str()?)))
+    })
+    .unwrap();
+    let ir = ctx
+        .trace(
+            |ctx, i| ctx.host_call("marked", &i[..1]),
+            &[Value::from("x")],
+            None,
+        )
+        .unwrap();
+    let p = af::Program::compile(&ctx, &ir).unwrap();
+    let opts = af::RunOptions {
+        profile: true,
+        ..af::RunOptions::default()
+    };
+    let f = p.call_async_with(&ctx, &[Value::from("a")], &opts).unwrap();
+    assert_eq!(f.wait().unwrap().as_str().unwrap(), "seen a");
+    let profile = f.profile().unwrap();
+    assert!(profile.contains("my-marker"), "{profile}");
+    assert!(profile.contains(r#""ph":"i""#), "{profile}");
+    assert!(profile.contains(r#""k":1"#), "{profile}");
+
+    // A run without a profile, an eager call, no run at all: nothing, Ok.
+    let out = p.call(&ctx, &[Value::from("b")]).unwrap();
+    assert_eq!(out.as_str().unwrap(), "seen b");
+    ctx.host_call("marked", &[Value::from("c")]).unwrap();
+    af::profile_event("my-marker", None).unwrap();
+    af::profile_event("my-marker", Some(r#"{"k":1}"#)).unwrap();
+
+    // Bad arguments are refused anywhere.
+    let err = af::profile_event("", None).unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    let err = af::profile_event("m", Some("[1]")).unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    let err = af::profile_event("m", Some("{nope")).unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+}

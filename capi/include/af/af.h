@@ -1072,6 +1072,20 @@ AF_API af_error_t* af_future_on_done(af_future_t* f, void (*fn)(void* user_data)
 /* The run's profile as Chrome trace JSON (owned bytes); INVALID_ARGUMENT if
  * the run was started without AF_RUN_PROFILE or a profile_path. */
 AF_API af_error_t* af_future_profile(const af_future_t* f, af_bytes_t* out);
+/* Adds an instant event to the profile of the run calling this host
+ * function: a marker on the run's timeline ("cache miss", "page 3
+ * fetched"). name: UTF-8, not empty; args_json: a JSON object shown with
+ * the event (NULL/0 = none). It counts when called from a host function
+ * while a run that records a profile (AF_RUN_PROFILE or a profile_path)
+ * calls it — a sync or blocking function's body, or an async function's
+ * submit callback (not later, from another thread) — and is then an event
+ * {"ph": "i", "cat": "host", "name", "args": {"eqn": the host call's equation
+ * (or the control flow around it), "args": args_json}} on the calling
+ * thread's track. Anywhere else (no run, an eager call, a run without a
+ * profile) it does nothing and returns NULL. INVALID_ARGUMENT: name empty
+ * or not UTF-8, args_json malformed or not an object. */
+AF_API af_error_t* af_profile_event(const char* name, size_t name_len, const char* args_json,
+                                    size_t args_len);
 
 /* Run summaries: what a run's LM requests cost, from the provider
  * requests its equations made (those inside branches, loop bodies and map

@@ -1405,6 +1405,14 @@ inline uint32_t abi_version() noexcept { return af_abi_version(); }
 /* True on the thread running a trace function (see Context::trace). */
 inline bool is_tracing() noexcept { return af_is_tracing() != 0; }
 
+// af_profile_event: a marker on the profile of the run calling this host
+// function (a no-op outside a profiled run). args_json: a JSON object, or
+// empty for none.
+inline void profile_event(std::string_view name, std::string_view args_json = {}) {
+  detail::check(af_profile_event(name.data(), name.size(), args_json.empty() ? nullptr : args_json.data(),
+                                 args_json.size()));
+}
+
 }  // namespace af
 
 #endif /* AF_AF_HPP */

@@ -55,7 +55,7 @@ from .ops import (
     tag,
     while_loop,
 )
-from .program import CancelToken, Future, Program, RunOptions
+from .program import CancelToken, Future, Program, RunOptions, profile_event
 from .provider import LmRequest, Provider
 from .trace import Traced, trace
 from .value import Kind, Value, to_py, to_value
@@ -65,7 +65,7 @@ __all__ = [
     "ABI_VERSION", "version", "abi_version",
     "Context", "default_context", "is_tracing",
     "Value", "Kind", "to_value", "to_py",
-    "trace", "Traced", "Ir", "Program", "RunOptions", "CancelToken", "Future",
+    "trace", "Traced", "Ir", "Program", "RunOptions", "CancelToken", "Future", "profile_event",
     "Walk", "Step", "Provider", "LmRequest",
     "format", "concat", "match", "stop_gradient", "depends", "checkpoint", "tag", "named", "fold",
     "switch", "while_loop", "lm_call", "lm_schema_call", "host_call",

@@ -239,6 +239,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "af_future_cancel": (None, [P]),
     "af_future_on_done": (ERR, [P, DONE_FN, P, DESTROY_FN]),
     "af_future_profile": (ERR, [P, POINTER(Bytes)]),
+    "af_profile_event": (ERR, [c_char_p, c_size_t, c_char_p, c_size_t]),
     "af_future_summary_json": (ERR, [P, POINTER(Bytes)]),
     "af_future_free": (None, [P]),
     "af_lm_call": (ERR, [P, P, P, PP]),

@@ -8,7 +8,7 @@ import json
 import os
 import threading
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from . import _blocking, _callbacks, _lib
 from ._lib import lib
@@ -17,7 +17,7 @@ from .errors import check
 from .ir import Ir
 from .value import Tree, Value, settle, to_value
 
-__all__ = ["Program", "RunOptions", "CancelToken", "Future"]
+__all__ = ["Program", "RunOptions", "CancelToken", "Future", "profile_event"]
 
 
 class CancelToken:
@@ -302,6 +302,24 @@ class Future:
             self.cancel()
             raise
         return self.wait()
+
+
+def profile_event(name: str, args: dict[str, Any] | None = None) -> None:
+    """Adds an instant event to the profile of the run calling this host
+    tool: a marker on the run's timeline ("cache miss", "page 3 fetched").
+
+    name: not empty. args: a dict shown with the event (sent as JSON), or
+    None. It counts when called from a host tool's body (a plain or
+    ``blocking=True`` function, not a coroutine, which runs on libaf's event
+    loop) while a run that records a profile (``profile=True`` or
+    ``profile_path``) calls it, and is then an event ``{"ph": "i", "cat":
+    "host", "name", "args": {"eqn": ..., "args": args}}`` on the calling
+    thread's track. Anywhere else (no run, an eager call, a run without a
+    profile) it does nothing. InvalidArgument: name empty, args not a JSON
+    object."""
+    n = _lib.utf8(name, "name")
+    a = None if args is None else json.dumps(args, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    check(lib.af_profile_event(n, len(n), a, len(a) if a is not None else 0))
 
 
 def _resolve(done: "asyncio.Future[None]") -> None:
