@@ -11,15 +11,6 @@ using namespace af::capi;
 
 namespace {
 
-template <class F>
-af_error_t* op(const char* fn, af_context_t* ctx, af_value_t** out, F&& compute) {
-  if (out) *out = nullptr;
-  return guard([&] {
-    require(ctx, fn, "ctx");
-    require(out, fn, "out");
-    *out = wrap(compute(ctx->env));
-  });
-}
 
 // A registered C callback; destroy runs once, when the last reference (the
 // registry entry or a call in flight) goes away.

@@ -86,6 +86,17 @@ inline void require(const void* p, const char* fn, const char* name) {
 std::string_view text(const char* s, size_t len, const char* fn, const char* name);
 
 af_value* wrap(Value v);
+// The common shape of an operation (af_format, af_switch, ...): check ctx
+// and out, compute on the context's environment, wrap the value.
+template <class F>
+af_error_t* op(const char* fn, af_context_t* ctx, af_value_t** out, F&& compute) {
+  if (out) *out = nullptr;
+  return guard([&] {
+    require(ctx, fn, "ctx");
+    require(out, fn, "out");
+    *out = wrap(compute(ctx->env));
+  });
+}
 inline const Value& unwrap(const af_value* v) { return v->v; }
 // n value handles -> Values; INVALID_ARGUMENT naming the NULL entry.
 std::vector<Value> unwrap_all(const af_value_t* const* items, size_t n, const char* fn,

@@ -8,16 +8,6 @@ using namespace af::capi;
 
 namespace {
 
-// Common shape of an operation: check ctx and out, compute, wrap.
-template <class F>
-af_error_t* op(const char* fn, af_context_t* ctx, af_value_t** out, F&& compute) {
-  if (out) *out = nullptr;
-  return guard([&] {
-    require(ctx, fn, "ctx");
-    require(out, fn, "out");
-    *out = wrap(compute(ctx->env));
-  });
-}
 
 af_error_t* trace_with(const char* name, af_context_t* ctx, af_trace_fn fn, void* user_data,
                        const af_value_t* const* examples, size_t n_examples,

@@ -23,7 +23,7 @@ namespace {
 // Rough size of an IR: its equations with their atoms and output vars, the
 // vars, and the sub-IRs their params hold, each distinct sub-IR once (they
 // are shared, not copied).
-size_t ir_bytes(const IR& ir, std::unordered_set<const IR*>& seen) {
+size_t ir_bytes(const IR& ir, std::unordered_set<const void*>& seen) {
   size_t n = sizeof(IR) + ir.vars.size() * sizeof(Aval) + (ir.in.size() + ir.out.size()) * sizeof(Atom);
   for (const Eqn& e : ir.eqns) {
     n += sizeof(Eqn) + e.in.size() * sizeof(Atom) + e.out.size() * sizeof(VarId) + 64;
@@ -42,14 +42,25 @@ void make_cache_dir(const std::string& dir) {
     fail(Code::IO, "plan cache: the directory \"" + dir + "\" is not writable: " + std::strerror(errno));
 }
 
+// A program, its sliced form and its compiled sub-IRs, each distinct IR and
+// program once.
+size_t program_bytes(const Program& p, std::unordered_set<const void*>& seen) {
+  size_t n = sizeof(Program) + p.nodes.size() * sizeof(Program::Node) +
+             (p.args.size() + p.results.size() + p.consumers.size() + p.roots.size()) * sizeof(uint32_t) +
+             p.last_use.size() + p.constants.size() * sizeof(Value) +
+             p.subs.size() * sizeof(std::pair<const IR*, std::shared_ptr<const Program>>);
+  if (seen.insert(p.ir.get()).second) n += ir_bytes(*p.ir, seen);
+  if (p.sliced && seen.insert(p.sliced.get()).second) n += program_bytes(*p.sliced, seen);
+  for (const auto& [ir, sub] : p.subs)
+    if (sub && seen.insert(sub.get()).second) n += program_bytes(*sub, seen);
+  return n;
+}
+
 }  // namespace
 
 size_t program_bytes(const Program& p) {
-  std::unordered_set<const IR*> seen;
-  return sizeof(Program) + p.nodes.size() * sizeof(Program::Node) +
-         (p.args.size() + p.results.size() + p.consumers.size() + p.roots.size()) *
-             sizeof(uint32_t) +
-         p.last_use.size() + p.constants.size() * sizeof(Value) + ir_bytes(*p.ir, seen);
+  std::unordered_set<const void*> seen;
+  return program_bytes(p, seen);
 }
 
 PlanCache::PlanCache(PlanCacheOptions options) : options_(std::move(options)) {}

@@ -42,7 +42,8 @@ struct PlanCacheStats {
   uint64_t disk_files = 0, disk_bytes = 0, disk_evictions = 0;
 };
 
-// Approximate memory a compiled program holds (its IR included).
+// Approximate memory a compiled program holds: its IR, its sliced form and
+// its compiled sub-IRs included (what max_bytes bounds).
 size_t program_bytes(const Program& p);
 
 class PlanCache {

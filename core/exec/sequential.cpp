@@ -44,6 +44,21 @@ void init_slots(const Program& p, std::span<const Value> leaves, std::vector<Val
   for (size_t i = 0; i < leaves.size(); ++i) slots[p.in_slots[i]] = leaves[i];
 }
 
+// Sets a field of the run environment for a scope and puts the old value
+// back however the scope ends (nested runs share one environment).
+template <class T>
+class Restore {
+ public:
+  Restore(T& field, T value) : field_(field), saved_(std::exchange(field, std::move(value))) {}
+  ~Restore() { field_ = std::move(saved_); }
+  Restore(const Restore&) = delete;
+  Restore& operator=(const Restore&) = delete;
+
+ private:
+  T& field_;
+  T saved_;
+};
+
 // Runs node n: gathers its inputs (a slot's only read takes the value),
 // evaluates it, scatters its outputs. env.program is p.
 void step(const Program& p, const Program::Node& n, std::vector<Value>& slots, std::vector<Value>& in,
@@ -61,16 +76,9 @@ void step(const Program& p, const Program::Node& n, std::vector<Value>& slots, s
     if (scopes && scopes->memo_open()) {
       invoke(*n.eqn, in, out, env);  // memoize scopes keep the inputs as the key
     } else {
-      // The impl may consume the inputs the run owns (restored after: nested
-      // runs share env).
-      std::span<Value> outer = std::exchange(env.owned_in, std::span<Value>(in));
-      try {
-        run_eqn(*n.eqn, in, out, env);
-      } catch (...) {
-        env.owned_in = outer;
-        throw;
-      }
-      env.owned_in = outer;
+      // The impl may consume the inputs the run owns.
+      Restore<std::span<Value>> owned(env.owned_in, std::span<Value>(in));
+      run_eqn(*n.eqn, in, out, env);
     }
   } catch (const Error& e) {
     if (!n.eqn->name_path()) throw;
@@ -92,24 +100,16 @@ std::vector<Value> run_sequential(const Program& p, std::span<const Value> leave
   FrameLease lease;
   Frame& f = *lease.f;
   init_slots(p, leaves, f.slots);
-  const Program* outer = std::exchange(env.program, &p);
+  Restore<const Program*> program(env.program, &p);
   // A run of its own gets a path in program order (a sub-run has its
   // parent's) while a checkpoint scope is open: only those read it.
   const RunScopes* scopes = scopes_of(env);
   const bool own_rank = !env.rank && scopes && scopes->any_checkpoint_scope();
-  if (own_rank) env.rank = run_rank();
-  try {
-    for (const Program::Node& n : p.nodes) {
-      env.check_stop();
-      step(p, n, f.slots, f.in, f.out, env);
-    }
-  } catch (...) {
-    env.program = outer;
-    if (own_rank) env.rank = nullptr;
-    throw;
+  Restore<decltype(env.rank)> rank(env.rank, own_rank ? run_rank() : env.rank);
+  for (const Program::Node& n : p.nodes) {
+    env.check_stop();
+    step(p, n, f.slots, f.in, f.out, env);
   }
-  env.program = outer;
-  if (own_rank) env.rank = nullptr;
   return gather_outputs(p, f.slots);
 }
 
@@ -142,14 +142,10 @@ Value Walker::inputs() const {
 void Walker::eval() {
   if (done()) invalid("walk: no equation left to evaluate");
   std::vector<Value> in, out;
-  const Program* outer = std::exchange(env_->program, prog_.get());
-  try {
+  {
+    Restore<const Program*> program(env_->program, prog_.get());
     step(*prog_, prog_->nodes[pos_], slots_, in, out, *env_);
-  } catch (...) {
-    env_->program = outer;
-    throw;
   }
-  env_->program = outer;
   ++pos_;
 }
 

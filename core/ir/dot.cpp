@@ -20,7 +20,7 @@ namespace {
 
 // A DOT double-quoted string: quotes and backslashes escaped, newlines as
 // DOT's centered line break `\n`.
-std::string quoted(const std::string& s) {
+std::string dot_quoted(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
@@ -70,7 +70,7 @@ class Drawer {
     // Clusters, breadth first: drawing one may find further sub-IRs.
     for (size_t k = 0; k < clusters_.size(); ++k) {
       const std::string id = "s" + std::to_string(k);
-      out_ += "  subgraph cluster_" + id + " {\n    label=" + quoted(clusters_[k].label) + ";\n    style=rounded;\n";
+      out_ += "  subgraph cluster_" + id + " {\n    label=" + dot_quoted(clusters_[k].label) + ";\n    style=rounded;\n";
       out_ += "    " + id + " [shape=point];\n";
       body(*clusters_[k].ir, id + "_", "    ");
       out_ += "  }\n";
@@ -92,7 +92,7 @@ class Drawer {
   }
 
   void node(const std::string& indent, const std::string& id, const char* shape, const std::string& label) {
-    out_ += indent + id + " [shape=" + shape + ", label=" + quoted(label) + "];\n";
+    out_ += indent + id + " [shape=" + shape + ", label=" + dot_quoted(label) + "];\n";
   }
 
   // The nodes and edges of one IR, ids prefixed (nothing at the top, so the
@@ -156,7 +156,7 @@ class Drawer {
       const std::string holder = pre + "e" + std::to_string(i);
       for (const auto& [path, sub] : subs_of(ir.eqns[i]))
         out_ += indent + holder + " -> " + cluster(sub, prim_label(ir.eqns[i]) + " " + holder, path) +
-                " [style=dashed, label=" + quoted(path) + "];\n";
+                " [style=dashed, label=" + dot_quoted(path) + "];\n";
     }
   }
 

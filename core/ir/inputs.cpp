@@ -4,13 +4,6 @@
 
 namespace af {
 
-namespace {
-
-using Node = TreeDef::Node;
-using NodeType = TreeDef::NodeType;
-
-// Does v hold a value of aval a? list<T> is a list (possibly empty, possibly
-// ragged below) whose items hold T.
 bool conforms(const Value& v, Aval a) {
   if (a.list_depth == 0) return v.kind() == a.kind;
   if (v.kind() != Kind::List) return false;
@@ -18,6 +11,11 @@ bool conforms(const Value& v, Aval a) {
     if (!conforms(item, Aval{a.kind, uint8_t(a.list_depth - 1)})) return false;
   return true;
 }
+
+namespace {
+
+using Node = TreeDef::Node;
+using NodeType = TreeDef::NodeType;
 
 // conforms, where an item of a list<T> may also be an error value (a
 // failed batch item, passed on unrun by runs with per-item errors).

@@ -34,6 +34,9 @@ struct Aval {
 std::string aval_name(const Aval& a);  // "str", "list<int>"
 // The aval of a concrete leaf value (list<...> for lists of leaves of one kind).
 Aval aval_of(const Value& v);
+// Does v hold a value of aval a? list<T> is a list (possibly empty, possibly
+// ragged below) whose items hold T.
+bool conforms(const Value& v, Aval a);
 
 // An equation input or IR output: a variable or a literal value.
 // 16 bytes: the id lives in the literal's tail padding (core/value/value.h).

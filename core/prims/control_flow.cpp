@@ -55,15 +55,9 @@ Params switch_params(IRMap m) {
   return p;
 }
 
-std::string quoted(const std::string& s) {
-  std::string out;
-  append_json_string(out, s);
-  return out;
-}
-
 std::string branch_names(const IRMap& m) {
   std::string s;
-  for (size_t i = 0; i < m.size(); ++i) s += (i ? ", " : "") + quoted(m[i].first);
+  for (size_t i = 0; i < m.size(); ++i) s += (i ? ", " : "") + json_quoted(m[i].first);
   return s;
 }
 
@@ -87,21 +81,21 @@ AbstractOut switch_abstract(const Params& params, std::span<const Aval> in, cons
   std::vector<Aval> first_out = out_avals(first);
   for (const auto& [name, ir] : br) {
     if (!(ir->in_tree == ops_tree))
-      invalid("switch: branch " + quoted(name) + " takes " + ir->in_tree.to_string() + " but the operands are " +
+      invalid("switch: branch " + json_quoted(name) + " takes " + ir->in_tree.to_string() + " but the operands are " +
               ops_tree.to_string());
     std::vector<Aval> want = in_avals(*ir);
     for (size_t k = 0; k < want.size(); ++k)
       if (!(want[k] == in[k + 1]))
-        invalid("switch: branch " + quoted(name) + " takes " + aval_name(want[k]) + " as input leaf " +
+        invalid("switch: branch " + json_quoted(name) + " takes " + aval_name(want[k]) + " as input leaf " +
                 std::to_string(k) + " but the operand is " + aval_name(in[k + 1]));
     if (!(ir->out_tree == first.out_tree))
-      invalid("switch: the branches return different structures: branch " + quoted(br[0].first) + " returns " +
-              first.out_tree.to_string() + ", branch " + quoted(name) + " returns " + ir->out_tree.to_string());
+      invalid("switch: the branches return different structures: branch " + json_quoted(br[0].first) + " returns " +
+              first.out_tree.to_string() + ", branch " + json_quoted(name) + " returns " + ir->out_tree.to_string());
     std::vector<Aval> out = out_avals(*ir);
     for (size_t k = 0; k < out.size(); ++k)
       if (!(out[k] == first_out[k]))
         invalid("switch: output leaf " + std::to_string(k) + " is " + aval_name(first_out[k]) + " in branch " +
-                quoted(br[0].first) + " but " + aval_name(out[k]) + " in branch " + quoted(name));
+                json_quoted(br[0].first) + " but " + aval_name(out[k]) + " in branch " + json_quoted(name));
   }
   return AbstractOut{first_out, first.out_tree};
 }
@@ -111,7 +105,7 @@ const IRPtr& branch_for(const IRMap& br, const std::string& key) {
   auto it = std::lower_bound(br.begin(), br.end(), key,
                              [](const auto& entry, const std::string& k) { return entry.first < k; });
   if (it == br.end() || it->first != key)
-    fail(Code::NotFound, "switch: no branch is named " + quoted(key) + "; the branches are " + branch_names(br));
+    fail(Code::NotFound, "switch: no branch is named " + json_quoted(key) + "; the branches are " + branch_names(br));
   return it->second;
 }
 
@@ -546,20 +540,20 @@ Value op_switch(const Value& key, std::span<const std::string> names, std::span<
   if (key_kind != Kind::Str) invalid(std::string("switch: the key must be a str, found ") + kind_name(key_kind));
   IRMap m;
   for (size_t i = 0; i < names.size(); ++i) {
-    if (!branches[i]) invalid("switch: branch " + quoted(names[i]) + " is NULL");
+    if (!branches[i]) invalid("switch: branch " + json_quoted(names[i]) + " is NULL");
     m.emplace_back(names[i], branches[i]);
   }
   std::sort(m.begin(), m.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (size_t i = 1; i < m.size(); ++i)
-    if (m[i].first == m[i - 1].first) invalid("switch: two branches are named " + quoted(m[i].first));
+    if (m[i].first == m[i - 1].first) invalid("switch: two branches are named " + json_quoted(m[i].first));
   for (const auto& [name, ir] : m) {
     if (ir->num_inputs() != operands.size())
-      invalid("switch: branch " + quoted(name) + " takes " + std::to_string(ir->num_inputs()) +
+      invalid("switch: branch " + json_quoted(name) + " takes " + std::to_string(ir->num_inputs()) +
               " input(s) but " + std::to_string(operands.size()) + " operand(s) were given");
     try {
       check_inputs(*ir, operands, /*allow_placeholders=*/true);
     } catch (const Error& err) {
-      invalid("switch: branch " + quoted(name) + ": " + err.what());
+      invalid("switch: branch " + json_quoted(name) + ": " + err.what());
     }
   }
   std::vector<Value> in{key};

@@ -34,12 +34,6 @@ namespace af {
 
 namespace {
 
-std::string quoted(std::string_view s) {
-  std::string out;
-  append_json_string(out, s);
-  return out;
-}
-
 AbstractOut host_abstract(const Params& params, std::span<const Aval>, const TreeDef&) {
   return parse_result_kinds(params.value("result"));
 }
@@ -52,9 +46,9 @@ void call_and_finish(const HostFunction& fn, const Value& declared, std::span<co
   } catch (const Error& e) {
     op.fail(e);
   } catch (const std::bad_alloc&) {
-    op.fail(Error(Code::OutOfMemory, "out of memory in host function " + quoted(fn.name)));
+    op.fail(Error(Code::OutOfMemory, "out of memory in host function " + json_quoted(fn.name)));
   } catch (const std::exception& e) {
-    op.fail(Error(Code::Internal, "host function " + quoted(fn.name) + ": internal error: " + e.what()));
+    op.fail(Error(Code::Internal, "host function " + json_quoted(fn.name) + ": internal error: " + e.what()));
   }
 }
 
@@ -63,7 +57,7 @@ void call_and_finish(const HostFunction& fn, const Value& declared, std::span<co
 // registration's, known only at run time).
 void host_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, RunEnv& env) {
   const std::string& name = e.params.value("name").as_str();
-  if (!env.context) fail(Code::NotFound, "host function " + quoted(name) + " is not registered (no context)");
+  if (!env.context) fail(Code::NotFound, "host function " + json_quoted(name) + " is not registered (no context)");
   std::shared_ptr<const HostFunction> fn = env.context->hosts.require(name);
   const Value& declared = e.params.value("result");
   std::vector<Value> args = e.in_tree.unflatten(in).items();
@@ -105,13 +99,13 @@ void host_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<As
 }
 
 void host_push(PushCtx&, const Eqn& e) {
-  invalid("pushforward: host function " + quoted(e.params.value("name").as_str()) +
+  invalid("pushforward: host function " + json_quoted(e.params.value("name").as_str()) +
           " has no pushforward rule (a tangent reaches its arguments; wrap them in stop_gradient if the "
           "host call should not be differentiated)");
 }
 
 void host_pull_bwd(PullCtx&, const Eqn& e) {
-  invalid("pullback: host function " + quoted(e.params.value("name").as_str()) +
+  invalid("pullback: host function " + json_quoted(e.params.value("name").as_str()) +
           " has no pullback rule (a cotangent reaches its result; wrap the result in stop_gradient if the "
           "host call should not be differentiated)");
 }

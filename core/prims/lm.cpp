@@ -233,12 +233,6 @@ void expand(const char* prim, std::span<const Value* const> row, Shape& shape, E
   at.pop_back();
 }
 
-std::string quoted(std::string_view s) {
-  std::string q;
-  append_json_string(q, s);
-  return q;
-}
-
 // How much of an invalid structured reply a re-ask sends back (af.h): a
 // server answering ~64 MiB of invalid JSON every time must not make each
 // re-ask's request grow by that much.
@@ -436,7 +430,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
           nullptr, nullptr});
     if (op->finished()) return;
     auto what = [&] {
-      std::string w = std::string(prim) + " to model " + quoted(call.request().model.as_str());
+      std::string w = std::string(prim) + " to model " + json_quoted(call.request().model.as_str());
       return batched ? w + batch_item(base, i) : w;
     };
     if (err) {

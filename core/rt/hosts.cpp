@@ -6,12 +6,6 @@ namespace af {
 
 namespace {
 
-std::string quoted(std::string_view s) {
-  std::string out;
-  append_json_string(out, s);
-  return out;
-}
-
 Aval parse_aval(const std::string& s, const std::string& path) {
   std::string_view v = s;
   uint8_t depth = 0;
@@ -25,7 +19,7 @@ Aval parse_aval(const std::string& s, const std::string& path) {
   else if (v == "float") k = Kind::Float;
   else if (v == "bool") k = Kind::Bool;
   else
-    invalid("host function result kinds: " + quoted(s) + " at " + path +
+    invalid("host function result kinds: " + json_quoted(s) + " at " + path +
             " is not a kind (use \"str\", \"int\", \"float\", \"bool\" or \"list<...>\" of them)");
   return Aval{k, depth};
 }
@@ -38,7 +32,7 @@ void collect_kinds(const Value& v, const std::string& path, std::vector<Aval>& o
       return;
     case Kind::Dict:
       for (uint32_t i : v.sorted())
-        collect_kinds(v.entries()[i].second, path + "[" + quoted(v.entries()[i].first) + "]", out);
+        collect_kinds(v.entries()[i].second, path + "[" + json_quoted(v.entries()[i].first) + "]", out);
       return;
     case Kind::Str: out.push_back(parse_aval(v.as_str(), path)); return;
     default:
@@ -47,19 +41,11 @@ void collect_kinds(const Value& v, const std::string& path, std::vector<Aval>& o
   }
 }
 
-bool conforms(const Value& v, Aval a) {
-  if (a.list_depth == 0) return v.kind() == a.kind;
-  if (v.kind() != Kind::List) return false;
-  for (const Value& item : v.items())
-    if (!conforms(item, Aval{a.kind, uint8_t(a.list_depth - 1)})) return false;
-  return true;
-}
-
 }  // namespace
 
 std::vector<Value> result_leaves(const std::string& name, const Value& declared, const Value& result) {
   AbstractOut want = parse_result_kinds(declared);
-  const std::string what = "host function " + quoted(name) + " returned a value that does not match its declared result kinds " +
+  const std::string what = "host function " + json_quoted(name) + " returned a value that does not match its declared result kinds " +
                            to_json(declared) + ": result";
   check_structure(result, want.out_tree, what, [&](size_t k, const Value& got, const std::string& path) {
     if (!conforms(got, want.out[k]))
@@ -78,7 +64,7 @@ HostRequest::HostRequest(std::shared_ptr<AsyncOp> op, std::string name, Value de
 HostRequest::~HostRequest() {
   if (finished_by_host_.load(std::memory_order_acquire) || op_->finished()) return;
   try {
-    op_->fail(Error(Code::Callback, "host function " + quoted(name_) +
+    op_->fail(Error(Code::Callback, "host function " + json_quoted(name_) +
                                         " released its request without completing or failing it"));
   } catch (...) {
     op_->fail(Error(Code::OutOfMemory, "out of memory"));
@@ -87,7 +73,7 @@ HostRequest::~HostRequest() {
 
 void HostRequest::claim(const char* what) {
   if (finished_by_host_.exchange(true, std::memory_order_acq_rel))
-    invalid(std::string(what) + ": host function " + quoted(name_) + " already finished this call");
+    invalid(std::string(what) + ": host function " + json_quoted(name_) + " already finished this call");
 }
 
 void HostRequest::complete(Value result) {
@@ -130,8 +116,8 @@ std::shared_ptr<const HostFunction> HostRegistry::require(std::string_view name)
   auto it = fns_.find(name);
   if (it != fns_.end()) return it->second;
   std::string known;
-  for (const auto& [n, f] : fns_) known += (known.empty() ? "" : ", ") + quoted(n);
-  fail(Code::NotFound, "host function " + quoted(name) + " is not registered on this context (" +
+  for (const auto& [n, f] : fns_) known += (known.empty() ? "" : ", ") + json_quoted(n);
+  fail(Code::NotFound, "host function " + json_quoted(name) + " is not registered on this context (" +
                            (known.empty() ? std::string("no host function is registered") : "registered: " + known) +
                            "); register it with af_register_function");
 }

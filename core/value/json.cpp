@@ -62,6 +62,12 @@ Value json_value(simdjson::dom::element e) {
 
 Value from_json(std::string_view json) { return json_value(parse_json_dom(json)); }
 
+std::string json_quoted(std::string_view s) {
+  std::string out;
+  append_json_string(out, s);
+  return out;
+}
+
 void append_json_string(std::string& out, std::string_view s) {
   static const char* hex = "0123456789abcdef";
   out.push_back('"');

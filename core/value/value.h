@@ -195,6 +195,8 @@ std::string to_json(const Value& v);
 void append_json(std::string& out, const Value& v);
 // JSON string literal of s (quotes and escapes included).
 void append_json_string(std::string& out, std::string_view s);
+// The same as a new string: how messages quote a name ("\"lookup\"").
+std::string json_quoted(std::string_view s);
 
 // v with every promise leaf replaced by its content: evaluates the promises
 // that are not ready (those of one evaluator together), then throws the

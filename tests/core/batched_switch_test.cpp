@@ -8,6 +8,7 @@
 
 #include "exec/context.h"
 #include "exec/executor.h"
+#include "exec/plan_cache.h"
 #include "exec/program.h"
 #include "expect_error.h"
 #include "ir/registry.h"
@@ -123,6 +124,18 @@ TEST(BatchedSwitch, EachBranchRunsOnceOnItsItems) {
       run_sync(e.env, prog, {strs({"a", "b", "a", "a", "b"}), strs({"p", "q", "r", "s", "t"})});
   EXPECT_EQ(to_json(out), R"(["p!","q?","r!","s!","t?"])");
   EXPECT_EQ(g_bang_calls.load(), 1);  // one call for the three items that take "a", not three
+}
+
+// The plan cache's byte bound counts everything a cached program holds:
+// its compiled branches and its sliced form too.
+TEST(BatchedSwitch, ProgramBytesCountCompiledSubIRsAndTheSlicedForm) {
+  Env e;
+  auto prog = compile(batched_switch(e, bang_branch(e), Value()));
+  ASSERT_FALSE(prog->subs.empty());
+  Program bare = *prog;
+  bare.subs.clear();
+  bare.sliced.reset();
+  EXPECT_GT(program_bytes(*prog), program_bytes(bare));
 }
 
 TEST(BatchedSwitch, SharedOperandRunsEachBranchOnce) {
