@@ -186,3 +186,38 @@ def test_eager_timeout_and_host_wait_bound_a_hung_tool() -> None:
     for bad in (0, -1, "1", True):
         with pytest.raises(ValueError, match="positive seconds"):
             libaf.Context(eager_timeout=bad)  # type: ignore[arg-type]
+
+
+def test_base_exception_in_a_coroutine_tool_fails_only_its_call(ctx: libaf.Context) -> None:
+    """KeyboardInterrupt or SystemExit raised by a coroutine tool is that
+    call's error (its cause); the shared event loop goes on serving every
+    other coroutine tool and async provider."""
+
+    async def interrupted(s: libaf.Value) -> str:
+        raise KeyboardInterrupt
+
+    async def exits(s: libaf.Value) -> str:
+        raise SystemExit(3)
+
+    async def fine(s: libaf.Value) -> str:
+        await asyncio.sleep(0.001)
+        return f"fine {s}"
+
+    ctx.register_function("t.interrupted", interrupted, "str")
+    ctx.register_function("t.exits", exits, "str")
+    ctx.register_function("t.fine", fine, "str")
+    # Timeouts: a dead loop would leave the calls waiting forever.
+    ok = libaf.trace(lambda x: libaf.host_call("t.fine", x), "x", ctx=ctx).compile(ctx)
+    for name, kind in (("t.interrupted", KeyboardInterrupt), ("t.exits", SystemExit)):
+        program = libaf.trace(lambda x, n=name: libaf.host_call(n, x), "x", ctx=ctx).compile(ctx)
+        with pytest.raises(libaf.CallbackError) as e:
+            program("x", timeout=10)
+        cause: BaseException | None = e.value
+        while cause is not None and not isinstance(cause, kind):
+            cause = cause.__cause__
+        assert isinstance(cause, kind)
+        assert ok("y", timeout=10).to_py() == "fine y"
+    # A new context uses the same loop, still alive.
+    other = libaf.Context(eager_timeout=10)
+    other.register_function("t.fine", fine, "str")
+    assert other.host_call("t.fine", "z").to_py() == "fine z"

@@ -171,3 +171,27 @@ def test_the_urgent_tag_starts_first_with_one_request_in_flight(ctx: libaf.Conte
         libaf.trace(fn, "q", ctx=ctx)("q", ctx=ctx)
         # Untagged, the later of two equal roots starts first; the hint turns it round.
         assert order[0] == want, order
+
+
+def test_host_provider_wrong_reply_type_is_a_type_error(ctx: libaf.Context) -> None:
+    """A plain lm_call wants a str: None or a number is a TypeError naming
+    the provider's function and the call, not the text "null" or "42"."""
+
+    def says_nothing(req: libaf.LmRequest) -> object:
+        return None
+
+    def says_a_number(req: libaf.LmRequest) -> object:
+        return 42
+
+    for fn, shown in ((says_nothing, "NoneType None"), (says_a_number, "int 42")):
+        ctx.route("*", libaf.Provider.host(fn))
+        with pytest.raises(libaf.ProviderError) as e:
+            libaf.lm_call(MSG, "m", ctx=ctx)
+        cause: BaseException | None = e.value
+        while cause is not None and not isinstance(cause, TypeError):
+            cause = cause.__cause__
+        assert isinstance(cause, TypeError)
+        assert fn.__qualname__ in str(cause) and "lm_call to model 'm'" in str(cause) and shown in str(cause)
+    # JSON data still answers a schema call.
+    ctx.route("*", libaf.Provider.host(lambda req: {"answer": "x", "score": 1}))
+    assert libaf.lm_schema_call(MSG, "m", SCHEMA, ctx=ctx).to_py() == {"answer": "x", "score": 1}

@@ -406,17 +406,21 @@ def is_tracing() -> bool:
 # -- a private event loop for coroutine callbacks ------------------------------
 
 _loop: asyncio.AbstractEventLoop | None = None
+_loop_thread: threading.Thread | None = None
 _loop_lock = threading.Lock()
 
 
 def background_loop() -> asyncio.AbstractEventLoop:
     """An event loop on a daemon thread, where coroutine host tools and host
-    providers run (libaf calls them from its own threads, which have none)."""
-    global _loop
+    providers run (libaf calls them from its own threads, which have none).
+    Tools and providers cannot end it (their BaseExceptions fail their own
+    call); should its thread end anyway, the next call starts a new one."""
+    global _loop, _loop_thread
     with _loop_lock:
-        if _loop is None:
+        if _loop is None or _loop_thread is None or not _loop_thread.is_alive():
             _loop = asyncio.new_event_loop()
-            threading.Thread(target=_loop.run_forever, name="libaf-asyncio", daemon=True).start()
+            _loop_thread = threading.Thread(target=_loop.run_forever, name="libaf-asyncio", daemon=True)
+            _loop_thread.start()
         return _loop
 
 
@@ -432,8 +436,19 @@ def _start_coroutine(coro_fn: Callable[..., Any]) -> Callable[[list, int], None]
     def start(args: list, req: int) -> None:
         loop = background_loop()
 
+        async def guarded() -> tuple[bool, Any]:
+            # asyncio re-raises KeyboardInterrupt and SystemExit out of the
+            # loop, which would end the thread every coroutine tool and host
+            # provider shares: here they fail this call only.
+            try:
+                return True, await coro_fn(*args)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - this call's error, its cause
+                return False, exc
+
         def begin() -> None:
-            task = loop.create_task(coro_fn(*args))
+            task = loop.create_task(guarded())
 
             def watch() -> None:
                 if task.done():
@@ -447,13 +462,16 @@ def _start_coroutine(coro_fn: Callable[..., Any]) -> Callable[[list, int], None]
                 # A finish libaf refuses (the run's own error, already
                 # recorded) has no caller to go to.
                 try:
+                    exc: BaseException | None = None
                     if t.cancelled():
-                        exc: BaseException | None = asyncio.CancelledError("the run no longer wants the result")
+                        exc = asyncio.CancelledError("the run no longer wants the result")
                     else:
-                        exc = t.exception()
+                        ok, got = t.result()  # guarded() returns every other outcome
+                        if not ok:
+                            exc = got
                     if exc is None:
                         try:
-                            result = to_value(t.result())
+                            result = to_value(got)
                         except BaseException as bad:  # noqa: BLE001 - not convertible
                             exc = bad
                         else:

@@ -23,8 +23,9 @@ _PROVIDER = 6  # AF_ERR_PROVIDER
 class LmRequest:
     """One LM request, as a host provider sees it."""
 
-    def __init__(self, ptr: int) -> None:
+    def __init__(self, ptr: int, provider: str = "a host provider") -> None:
         self._ptr: int | None = ptr
+        self._provider = provider  # for messages: which Python function answers
         b = _lib.Bytes()
         check(lib.af_lm_request_json(ptr, ctypes.byref(b)))
         #: {"model", "messages", ["schema", "json_schema"], ["tags"]}
@@ -72,10 +73,16 @@ class LmRequest:
         if not ptr:
             return
         if exc is None and not isinstance(reply, str):
-            try:
-                reply = json.dumps(reply, allow_nan=False, ensure_ascii=False)
-            except (TypeError, ValueError) as e:
-                exc = TypeError(f"a host provider must return a str (or JSON data for a schema call): {e}")
+            call = f"{'lm_schema_call' if self.schema is not None else 'lm_call'} to model {self.model!r}"
+            if self.schema is None:
+                exc = TypeError(f"host provider {self._provider} answered an {call} with "
+                                f"{type(reply).__name__} {reply!r:.80}: the reply to an lm_call must be a str")
+            else:
+                try:
+                    reply = json.dumps(reply, allow_nan=False, ensure_ascii=False)
+                except (TypeError, ValueError) as e:
+                    exc = TypeError(f"host provider {self._provider} answered an {call} with data JSON "
+                                    f"cannot hold: {e}")
         if exc is not None:
             lib.af_lm_request_fail(ptr, error_from_exception(exc, _PROVIDER))
             return
@@ -106,6 +113,7 @@ def _worker_pool() -> concurrent.futures.ThreadPoolExecutor:
 
 def _host_submit(fn: HostFn) -> Callable[[int], None]:
     is_coro = inspect.iscoroutinefunction(fn)
+    name = getattr(fn, "__qualname__", None) or repr(fn)
 
     def answer(req: LmRequest) -> None:
         try:
@@ -125,7 +133,7 @@ def _host_submit(fn: HostFn) -> Callable[[int], None]:
 
     def submit(ptr: int) -> None:
         try:
-            req = LmRequest(ptr)
+            req = LmRequest(ptr, name)
         except BaseException as exc:  # noqa: BLE001
             lib.af_lm_request_fail(ptr, error_from_exception(exc, _PROVIDER))
             return
