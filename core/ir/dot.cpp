@@ -13,6 +13,7 @@
 
 #include "ir/ir.h"
 #include "ir/prim.h"
+#include "ir/query.h"
 
 namespace af {
 
@@ -42,24 +43,6 @@ std::string prim_label(const Eqn& e) {
     if (const Param* name = e.params.find("name"))
       if (auto* v = std::get_if<Value>(name); v && v->kind() == Kind::Str) label += " " + v->as_str();
   return label;
-}
-
-// The sub-IRs an equation's params hold, with their param paths
-// ("body", "branches/billing", "bodies/0").
-std::vector<std::pair<std::string, const IR*>> subs_of(const Eqn& e) {
-  std::vector<std::pair<std::string, const IR*>> subs;
-  for (const auto& [name, p] : e.params.items()) {
-    if (auto* one = std::get_if<IRPtr>(&p)) {
-      if (*one) subs.emplace_back(name, one->get());
-    } else if (auto* list = std::get_if<IRList>(&p)) {
-      for (size_t i = 0; i < list->size(); ++i)
-        if ((*list)[i]) subs.emplace_back(name + "/" + std::to_string(i), (*list)[i].get());
-    } else if (auto* map = std::get_if<IRMap>(&p)) {
-      for (const auto& [key, sub] : *map)
-        if (sub) subs.emplace_back(name + "/" + key, sub.get());
-    }
-  }
-  return subs;
 }
 
 class Drawer {
@@ -154,8 +137,8 @@ class Drawer {
     // Each sub-IR an equation holds: a dashed edge to its cluster.
     for (size_t i = 0; i < ir.eqns.size(); ++i) {
       const std::string holder = pre + "e" + std::to_string(i);
-      for (const auto& [path, sub] : subs_of(ir.eqns[i]))
-        out_ += indent + holder + " -> " + cluster(sub, prim_label(ir.eqns[i]) + " " + holder, path) +
+      for (const auto& [path, sub] : sub_irs(ir.eqns[i]))
+        out_ += indent + holder + " -> " + cluster(sub.get(), prim_label(ir.eqns[i]) + " " + holder, path) +
                 " [style=dashed, label=" + dot_quoted(path) + "];\n";
     }
   }
