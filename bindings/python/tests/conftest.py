@@ -21,6 +21,14 @@ def ctx() -> libaf.Context:
         yield c
 
 
+def cause_of(exc: BaseException, kind: type) -> BaseException | None:
+    """The first exception of type kind along exc's __cause__ chain."""
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, kind):
+        cause = cause.__cause__
+    return cause
+
+
 def hello(x: libaf.Value) -> libaf.Value:
     """The program of tests/conformance/graphs/hello.afg and of the C tests'
     hello_fn: concat(format("Hello, {}!", x), "?")."""

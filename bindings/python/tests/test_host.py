@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from conftest import cause_of
 
 import libaf
 
@@ -212,10 +213,7 @@ def test_base_exception_in_a_coroutine_tool_fails_only_its_call(ctx: libaf.Conte
         program = libaf.trace(lambda x, n=name: libaf.host_call(n, x), "x", ctx=ctx).compile(ctx)
         with pytest.raises(libaf.CallbackError) as e:
             program("x", timeout=10)
-        cause: BaseException | None = e.value
-        while cause is not None and not isinstance(cause, kind):
-            cause = cause.__cause__
-        assert isinstance(cause, kind)
+        assert isinstance(cause_of(e.value, kind), kind)
         assert ok("y", timeout=10).to_py() == "fine y"
     # A new context uses the same loop, still alive.
     other = libaf.Context(eager_timeout=10)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, cause_of
 
 import libaf
 
@@ -90,10 +90,7 @@ def test_host_provider_failures(ctx: libaf.Context) -> None:
     ctx.route("fail", libaf.Provider.host(fail))
     with pytest.raises(libaf.ProviderError) as e:
         libaf.lm_call(MSG, "fail", ctx=ctx)
-    cause: BaseException | None = e.value
-    while cause is not None and not isinstance(cause, Quota):
-        cause = cause.__cause__
-    assert isinstance(cause, Quota)
+    assert isinstance(cause_of(e.value, Quota), Quota)
 
     ctx.route("bad-schema", libaf.Provider.host(lambda req: {"answer": "x", "score": 99}))
     with pytest.raises(libaf.SchemaError, match="score"):
@@ -187,9 +184,7 @@ def test_host_provider_wrong_reply_type_is_a_type_error(ctx: libaf.Context) -> N
         ctx.route("*", libaf.Provider.host(fn))
         with pytest.raises(libaf.ProviderError) as e:
             libaf.lm_call(MSG, "m", ctx=ctx)
-        cause: BaseException | None = e.value
-        while cause is not None and not isinstance(cause, TypeError):
-            cause = cause.__cause__
+        cause = cause_of(e.value, TypeError)
         assert isinstance(cause, TypeError)
         assert fn.__qualname__ in str(cause) and "lm_call to model 'm'" in str(cause) and shown in str(cause)
     # JSON data still answers a schema call.
