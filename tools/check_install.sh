@@ -68,7 +68,7 @@ if [ -f "$BUILD/lib/libaf_sqlite.so" ]; then
 fi
 if [ -d "$BUILD/postgres" ]; then
   mkdir "$TMP/pg"
-  make -s -C "$TMP/pg" -f "$ROOT/bindings/postgres/Makefile" >/dev/null
+  make -s -C "$TMP/pg" -f "$ROOT/hosts/postgres/Makefile" >/dev/null
   ldd "$TMP/pg/af.so" | grep -q "$TMP/prefix/.*libaf.so"
   echo "PostgreSQL extension against the installed libaf ok"
 fi

@@ -110,7 +110,7 @@ PY
     failed=$((failed + 1))
   fi
 fi
-# One SQL query against the model: the SQLite extension (bindings/sqlite)
+# One SQL query against the model: the SQLite extension (hosts/sqlite)
 # runs the per-ticket triage program on a ticket through af_run_agg (one
 # batched run), its LM calls routed to the model with af_route. The answer
 # is judged as the demo's: the program's shape, or the model's SCHEMA error.

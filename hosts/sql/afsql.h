@@ -1,4 +1,4 @@
-/* afsql: what libaf's SQL extensions (bindings/sqlite, bindings/postgres)
+/* afsql: what libaf's SQL extensions (hosts/sqlite, hosts/postgres)
  * share. A session is one connection's libaf context, its provider routes
  * and the graphs it has loaded; a run is a program started on it that the
  * host waits for on a file descriptor, so it can watch its own cancel
