@@ -92,6 +92,10 @@ af_error_t* af_eval_with(af_context_t* ctx, af_value_t* const* values, size_t n,
     require(ctx, fn, "ctx");
     std::vector<Value> vs = unwrap_all(values, n, fn, "values");
     RunOptions opts = run_options(options, fn, &summary_out);
+    if (!opts.journal_path.empty())
+      invalid(std::string(fn) + ": options.journal_path is for program runs (af_program_call_with, "
+              "af_program_call_async_with): a journal resumes one program on one list of inputs, and lazy "
+              "evaluations run many");
     if (ctx->lazy) {
       std::shared_ptr<RunSummary> summary = opts.summary;
       try {

@@ -58,6 +58,7 @@ RunOptions run_options(const af_run_options_t* o, const char* fn, af_bytes_t** s
     r.stream_tag = std::string(text(c.stream_tag, c.stream_tag_len, fn, "options.stream_tag"));
   }
   if (c.profile_path_len) r.profile_path = std::string(text(c.profile_path, c.profile_path_len, fn, "options.profile_path"));
+  if (c.journal_path_len) r.journal_path = std::string(text(c.journal_path, c.journal_path_len, fn, "options.journal_path"));
   return r;
 }
 

@@ -8,11 +8,13 @@
 #include "exec/context.h"
 #include "exec/profile.h"
 #include "exec/summary.h"
+#include "rt/journal.h"
 #include "rt/scopes.h"
 #include "ir/prim.h"
 #include "lm/timer.h"
 #include "value/error.h"
 #include "value/file.h"
+#include "value/hash.h"
 
 namespace af {
 
@@ -476,6 +478,10 @@ void finish(const std::shared_ptr<Run>& r, Value* result, const Error* err) noex
       for (auto& op : ops) op->cancel(why);
     }
     ops.clear();
+    // The run that opened the journal lets it go (sub-runs share it): by
+    // now every reply the result holds is committed, and a caller may
+    // resume on the file as soon as this run reports completion.
+    if (!r->opts.journal_path.empty() && r->env.journal) r->env.journal->close();
     if (r->profile && !r->opts.profile_path.empty()) {
       try {
         r->profile->write(r->opts.profile_path, *r->prog);
@@ -554,9 +560,7 @@ std::shared_ptr<Run> make_run(RunEnv env, std::shared_ptr<const Program> prog, s
   if (!r->env.scopes) r->env.scopes = env.context->scopes.current();
   // A path in program order (a sub-run has its parent's) while a checkpoint
   // scope is open: only those read it (as in the sequential driver).
-  if (!r->env.rank)
-    if (const RunScopes* scopes = scopes_of(r->env); scopes && scopes->any_checkpoint_scope())
-      r->env.rank = run_rank();
+  if (!r->env.rank && wants_rank(r->env)) r->env.rank = run_rank();
   r->env.item_errors = env.item_errors || opts.item_errors;
   if (opts.max_value_bytes) r->env.max_value_bytes = opts.max_value_bytes;
   r->opts = std::move(opts);
@@ -789,9 +793,19 @@ std::shared_ptr<const Program> form_to_run(std::shared_ptr<const Program> prog, 
   return prog->sliced;
 }
 
+// The journal a run names (RunOptions::journal_path) into env, bound to the
+// program as given (not the form that runs) and the input leaves.
+void open_journal(RunEnv& env, const Program& p, const std::vector<Value>& leaves, const RunOptions& o) {
+  if (o.journal_path.empty()) return;
+  uint64_t inputs = leaves.size();
+  for (const Value& v : leaves) inputs = hash_mix(inputs, v.hash());
+  env.journal = Journal::open(o.journal_path, ir_hash(*p.ir), inputs);
+}
+
 }  // namespace
 
 Future run_async(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Value> leaves, RunOptions options) {
+  open_journal(env, *prog, leaves, options);
   prog = form_to_run(std::move(prog), leaves, env, options);
   auto r = make_run(env, std::move(prog), std::move(leaves), std::move(options), false);
   begin(r);
@@ -799,6 +813,7 @@ Future run_async(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Va
 }
 
 Value run_sync(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Value> leaves, RunOptions options) {
+  open_journal(env, *prog, leaves, options);
   prog = form_to_run(std::move(prog), leaves, env, options);
   auto r = make_run(env, std::move(prog), std::move(leaves), std::move(options), true);
   begin(r);

@@ -80,6 +80,10 @@ struct RunOptions {
   // the run reports completion.
   std::string profile_path;
   bool profile = false;  // record a profile even without a path
+  // When set, the run keeps its LM calls' replies in this journal and
+  // answers from it those an earlier run of the same program on the same
+  // inputs recorded (rt/journal.h); top-level runs only.
+  std::string journal_path;
   // The result is the list of flat output leaves rather than the output tree
   // (runs of sub-IRs started by control flow, whose leaves may be lists).
   bool flat_output = false;

@@ -14,6 +14,8 @@
 
 #include "rt/async.h"
 #include "rt/context.h"
+#include "rt/journal.h"
+#include "rt/scopes.h"
 #include "value/error_value.h"
 #include "lm/call_arena.h"
 #include "lm/router.h"
@@ -26,6 +28,7 @@
 #include "transforms/pullback.h"
 #include "transforms/pushforward.h"
 #include "value/error.h"
+#include "value/hash.h"
 #include "value/small_vec.h"
 
 namespace af {
@@ -255,6 +258,20 @@ std::string correction(const Error& invalid) {
          "\nReply again with only the corrected JSON.";
 }
 
+// What a journal keys a request by besides its place (rt/journal.h): a
+// hash of what the provider is asked. `base` covers what every request of
+// the equation shares (the primitive, its sampling params and schema).
+uint64_t request_base_hash(const Eqn& e, const Value& sampling) {
+  uint64_t h = hash_mix(hash_bytes(e.prim->name), sampling.hash());
+  if (const Param* s = e.params.find("schema")) h = hash_mix(h, std::get<Value>(*s).hash());
+  return h;
+}
+uint64_t request_hash(uint64_t base, const lm::Request& req) {
+  uint64_t h = hash_mix(base, hash_bytes(req.model.as_str()));
+  for (const lm::Message& m : req.messages) h = hash_mix(hash_mix(h, hash_bytes(m.role)), m.content.hash());
+  return h;
+}
+
 // One request of an equation (a batch item) through its attempts: the
 // route's providers in order (the next after a PROVIDER or TIMEOUT error)
 // and, for schema calls, re-asks after a reply that fails validation.
@@ -316,6 +333,11 @@ struct Batch : std::enable_shared_from_this<Batch> {
   std::vector<Item> items;  // one per request, made at once (an Item does not move)
   std::vector<lm::Router::WeakProviders> routes;  // of the items' models (Item::providers)
   std::unique_ptr<Streamed[]> streamed;  // one per request, for a streaming batch only
+  // The run's journal (null for none), the equation's name path for its
+  // rows, and each request's key there.
+  std::shared_ptr<Journal> journal;
+  std::string name;
+  std::unique_ptr<JournalKey[]> keys;
   // Request i's outputs (or error values): [i * n_out, (i + 1) * n_out).
   // Inline for an unbatched call of up to two outputs.
   SmallVec<Value, 2> results;
@@ -471,7 +493,37 @@ struct Batch : std::enable_shared_from_this<Batch> {
       return fail_item(i, Error(invalid->code(), what() + ": " + invalid->what() + after));
     }
     if (streams) settle_stream(i, *content);
+    if (journal) return record(i, call, std::move(*content));
     if (!schema) result[0] = Value::str(std::move(*content));
+    done_one();
+  }
+
+  // Journal: item i's reply counts once its row is committed.
+  void record(size_t i, lm::Call& call, std::string content) {
+    JournalEntry entry{content, call.request().model.as_str(), call.provider_name, name, call.prompt_tokens,
+                       call.completion_tokens};
+    if (!schema) results[i * n_out] = Value::str(std::move(content));
+    holds.fetch_add(1, std::memory_order_relaxed);
+    journal->record(keys[i], std::move(entry), [b = this, i](const Error* err) {
+      if (err) b->fail_item(i, *err);
+      else b->done_one();
+      b->release();
+    });
+  }
+  // Journal: item i answered by an earlier run, as its provider answered it.
+  void replay(size_t i, const JournalEntry& recorded) {
+    const std::span<Value> result(results.data() + i * n_out, n_out);
+    if (schema) {
+      try {
+        schema->parse_reply(recorded.reply, result);
+      } catch (const Error& e) {  // the program's hash binds the schema: a damaged journal
+        return fail_item(i, Error(Code::Format, std::string(prim) + ": the journal's reply does not match the "
+                                                    "schema: " + e.what()));
+      }
+    } else {
+      result[0] = Value::str(recorded.reply);
+    }
+    if (streams) settle_stream(i, recorded.reply);
     done_one();
   }
 
@@ -544,6 +596,11 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   batch->profiling = op->profiling();
   batch->queued_at = lm::now_ns();
   if (batch->streams) batch->streamed = std::make_unique<Streamed[]>(n);
+  if (env.journal) {
+    batch->journal = env.journal;
+    batch->name = name_path_text(e.name_path());
+    batch->keys = std::make_unique<JournalKey[]>(n);
+  }
   auto item_error = [&batch](size_t i, const Value& error) { batch->set_result(i, error); };
   // Route every request first: a missing route fails before anything runs
   // (with per-item errors, fails its item).
@@ -602,6 +659,13 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   // (lm/call_arena.h: freed on the provider's thread a block at a time).
   lm::CallArenaHold arena;
   size_t made = 0;
+  // Journal: the equation's place, and what its requests share.
+  std::string path;
+  uint64_t base_hash = 0;
+  if (batch->journal) {
+    path = call_path(env);
+    base_hash = request_base_hash(e, sampling);
+  }
   for (size_t i = 0; i < n; ++i) {
     if (!batch->items[i].requested) continue;
     if (own_counts && made % lm::kCallsPerArena == 0)
@@ -620,6 +684,14 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
     req.tags = tags;
     req.sampling = sampling;
     req.stream = batch->streams;
+    if (batch->journal) {
+      JournalKey& key = batch->keys[i];
+      key = JournalKey{path, batch->base + i, request_hash(base_hash, req)};
+      if (std::optional<JournalEntry> recorded = batch->journal->take(key)) {
+        batch->replay(i, *recorded);  // no request: the last one may finish the batch
+        continue;
+      }
+    }
     calls.push_back(batch->make_call(i, std::move(req), arena.get()));
     called.push_back(i);
     ++made;

@@ -13,6 +13,7 @@ PassLoop::PassLoop(std::shared_ptr<AsyncOp> op, const RunEnv& env) : op_(std::mo
   env_.stop = env.stop;
   env_.item_errors = env.item_errors;
   env_.evaluation = env.evaluation;
+  env_.journal = env.journal;
   env_.rank = env.rank;
   env_.eqn = env.eqn;
 }

@@ -14,6 +14,8 @@
 
 namespace af {
 
+class Journal;
+
 class Context;
 class RunScopes;
 // A compiled program (core/exec/program.h): opaque below core/exec, which
@@ -135,6 +137,11 @@ struct RunEnv {
   // place in the whole batch (base + index in the slice). Inherited by
   // sub-runs.
   uint64_t batch_base = 0;
+
+  // The run's journal (RunOptions::journal_path, rt/journal.h), null for
+  // none; inherited by sub-runs. While one is set every level carries its
+  // place in program order (`rank`): the journal keys an LM call by it.
+  std::shared_ptr<Journal> journal = nullptr;
 
   // in[k] as a value the impl may consume (e.g. append to a string nothing
   // else shares), or nullptr when `in` is not the owned input list.

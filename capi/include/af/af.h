@@ -1018,6 +1018,18 @@ typedef struct af_run_options {
    * INTERNAL. (A caller built against an af.h without this field passes a
    * smaller struct_size and gets the default.) */
   uint64_t max_value_bytes;
+  /* NULL/0 = none. A run journal (see "Run journals" below): a SQLite file
+   * recording each LM call this run completes, committed before the call's
+   * result is used; a call already recorded there by an earlier run of the
+   * same program on the same inputs is answered from it without reaching
+   * its provider. Created (0600) when missing, with missing parent
+   * directories. Program runs only: af_eval_with refuses it
+   * (INVALID_ARGUMENT). Errors at the start of the run: INVALID_ARGUMENT (a
+   * journal of another program or other inputs), FORMAT (not a journal, or
+   * corrupt), IO (cannot be created or opened); a write that fails later
+   * fails the call it records with IO. */
+  const char* journal_path;
+  size_t journal_path_len;
 } af_run_options_t;
 
 /* Runs p and waits. inputs are checked as in af_ir_call; inside a trace the
@@ -1108,6 +1120,32 @@ AF_API af_error_t* af_profile_event(const char* name, size_t name_len, const cha
  * without it. */
 AF_API af_error_t* af_future_summary_json(const af_future_t* f, af_bytes_t* out);
 AF_API void af_future_free(af_future_t* f);
+
+/* Run journals (af_run_options_t.journal_path; docs/SEMANTICS.md "Durable
+ * runs"). A journal belongs to one program and one list of inputs (their
+ * hashes are stored when it is created). Each completed LM call is a row
+ * keyed by the equation's place in the program (its path through control
+ * flow), its batch item and a hash of the request (model, messages, schema,
+ * sampling params), holding the reply (the JSON of a structured one), the
+ * model, the provider and its usage. Rerunning the same program on the same
+ * inputs with the same journal answers every recorded call from it (as the
+ * provider answered it; streamed whole) and asks the providers only the
+ * rest, so a run killed at any moment resumes where it stopped. Host
+ * functions are run again. The file holds prompts and replies in clear:
+ * it is created 0600. */
+/* A journal's contents as JSON (owned bytes):
+ *   {"program": "<hash hex>", "inputs": "<hash hex>", "calls": N,
+ *    "prompt_tokens": N, "completion_tokens": N,
+ *    "models": {"<model>": {"calls", "prompt_tokens", "completion_tokens"}}}
+ * Read-only (a run may be writing it). Errors: NOT_FOUND (no such file),
+ * FORMAT (not a journal, or corrupt), IO, INVALID_ARGUMENT (path not
+ * UTF-8). Fields may be added. */
+AF_API af_error_t* af_journal_summary_json(const char* path, size_t path_len, af_bytes_t* out);
+/* Compacts a journal no run is writing: folds its write-ahead log into the
+ * file and frees unused pages (the journal stays valid and resumable; to
+ * forget it, delete the file and its -wal and -shm siblings). Errors as
+ * af_journal_summary_json; IO when a run holds it. */
+AF_API af_error_t* af_journal_compact(const char* path, size_t path_len);
 
 /* ======================================================================= */
 /* Walking an IR one equation at a time                                    */

@@ -1155,6 +1155,10 @@ struct RunOptions {
    * result; 0 = the default, 1 GiB): past it the run fails with
    * OUT_OF_MEMORY naming the primitive and the size. */
   uint64_t max_value_bytes = 0;
+  /* A run journal (af.h "Run journals"): each completed LM call is recorded
+   * there, and a rerun of the same program on the same inputs answers the
+   * recorded ones without reaching a provider ("" = none). */
+  std::string journal_path;
 };
 
 /* A run in flight. Destroying it cancels the run (nobody can read the
@@ -1297,6 +1301,10 @@ class Program {
         raw.profile_path = o.profile_path.data();
         raw.profile_path_len = o.profile_path.size();
       }
+      if (!o.journal_path.empty()) {
+        raw.journal_path = o.journal_path.data();
+        raw.journal_path_len = o.journal_path.size();
+      }
       raw.cancel = o.cancel ? o.cancel->get() : nullptr;
       if (o.progress) {
         raw.progress = &progress;
@@ -1411,6 +1419,17 @@ inline bool is_tracing() noexcept { return af_is_tracing() != 0; }
 inline void profile_event(std::string_view name, std::string_view args_json = {}) {
   detail::check(af_profile_event(name.data(), name.size(), args_json.empty() ? nullptr : args_json.data(),
                                  args_json.size()));
+}
+
+// Run journals (af.h): what one holds, as JSON (calls, tokens, per model),
+// and compacting one no run is writing.
+inline std::string journal_summary_json(std::string_view path) {
+  af_bytes_t b{};
+  detail::check(af_journal_summary_json(path.data(), path.size(), &b));
+  return detail::take(b);
+}
+inline void journal_compact(std::string_view path) {
+  detail::check(af_journal_compact(path.data(), path.size()));
 }
 
 }  // namespace af

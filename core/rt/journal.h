@@ -1,0 +1,80 @@
+// Journal: a run's record of the LM calls it completed, in a SQLite file, so
+// that a run of the same program on the same inputs resumes without asking
+// a provider again (af.h "Run journals", docs/SEMANTICS.md "Durable runs").
+//
+// Contract: a call counts as done only once its row is committed (a killed
+// run loses at most the calls in flight), and a row answers only the call
+// it was written for: the journal is bound to one program and one list of
+// inputs when created, and a row is keyed by the call's place in the program
+// (its path through control flow), its batch item and a hash of its
+// request. Anything that does not match is refused (another program or
+// inputs: INVALID_ARGUMENT; not a journal, or a row whose checksum fails:
+// FORMAT), never used.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "value/error.h"
+
+namespace af {
+
+// Where a call sits: its path through the program (equation indices and
+// sub-run indices, "3.1.0"), its batch item, and its request's hash.
+struct JournalKey {
+  std::string path;
+  uint64_t item = 0;
+  uint64_t request = 0;
+};
+
+// What a completed call answered.
+struct JournalEntry {
+  std::string reply;     // the text, or the JSON of a structured reply
+  std::string model;
+  std::string provider;  // the one that answered
+  std::string name;      // the equation's name path ("" for none): for people
+  uint64_t prompt_tokens = 0;
+  uint64_t completion_tokens = 0;
+};
+
+class Journal {
+ public:
+  // Opens the journal at `path` for a run of the program hashed `program`
+  // on the inputs hashed `inputs`, creating it (0600, missing parent
+  // directories made) when missing. Holds an exclusive lock on the file
+  // until the journal is freed: a second run on it fails with IO.
+  static std::shared_ptr<Journal> open(const std::string& path, uint64_t program, uint64_t inputs);
+  ~Journal();  // close()
+  // Writes what is queued, then lets the file go (its lock released): a
+  // run closes its journal as it finishes. A record() after this fails its
+  // call (CANCELLED). Any thread, the writer's included; idempotent.
+  void close() noexcept;
+  Journal(const Journal&) = delete;
+  Journal& operator=(const Journal&) = delete;
+
+  // The recorded answer to `key`, taken out: a call is answered once.
+  std::optional<JournalEntry> take(const JournalKey& key);
+  // Records `entry` for `key`; `then` runs once the row is committed
+  // (err == nullptr) or its write failed (IO), on the journal's writer
+  // thread. Writes that come while one commits share the next transaction.
+  void record(JournalKey key, JournalEntry entry, std::function<void(const Error* err)> then);
+
+  // af_journal_summary_json / af_journal_compact.
+  static std::string summary_json(const std::string& path);
+  static void compact(const std::string& path);
+
+  struct Writer;  // the connection and the writer thread's queue (journal.cpp)
+
+ private:
+  Journal() = default;
+  std::shared_ptr<Writer> writer_;
+  std::mutex mu_;
+  std::unordered_map<std::string, JournalEntry> recorded_;  // by key_bytes()
+};
+
+}  // namespace af
