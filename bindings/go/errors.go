@@ -200,6 +200,8 @@ var bindingNames = strings.NewReplacer(
 	"af_context_route", "(*Engine).Route",
 	"af_ir_related_json_with", "(*IR).RelatedJSONWith",
 	"af_ir_related_json", "(*IR).RelatedJSON",
+	"af_journal_summary_json", "JournalSummaryJSON",
+	"af_journal_compact", "JournalCompact",
 )
 
 // newCError makes an owned af_error_t* for a Go error returned by a

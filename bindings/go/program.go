@@ -131,6 +131,21 @@ type RunOptions struct {
 	// the equation fails with CodeOutOfMemory, naming the primitive and the
 	// size, before it allocates.
 	MaxValueBytes uint64
+	// JournalPath: where the run keeps its journal ("" = none). A journal is
+	// a SQLite file that records each LM call the run completes (committed
+	// before the call's result is used): a later run of the same program on
+	// the same inputs with the same journal answers every call recorded
+	// there from it, without reaching the provider, and asks the providers
+	// only the rest, so a run that stopped at any point (a crash, a kill, a
+	// cancel) resumes where it stopped. Host functions run again. It is
+	// created when missing (with missing parent directories) with mode
+	// 0600: it holds the prompts and replies in clear. A journal belongs to
+	// one program and one list of inputs: another's fails the run at its
+	// start with CodeInvalidArgument; a file that is not a journal (or is
+	// corrupt), with CodeFormat; one that cannot be created or opened, with
+	// CodeIO. Program runs only: Engine.EvalWith refuses it
+	// (CodeInvalidArgument). See JournalSummaryJSON and JournalCompact.
+	JournalPath string
 }
 
 // cOptions fills a C options struct (in C memory: it holds C pointers) for
@@ -189,9 +204,14 @@ func (o *RunOptions) cOptions() (opts *C.af_run_options_t, free func()) {
 		opts.stream_tag = C.CString(o.StreamTag)
 		opts.stream_tag_len = C.size_t(len(o.StreamTag))
 	}
+	if o.JournalPath != "" {
+		opts.journal_path = C.CString(o.JournalPath)
+		opts.journal_path_len = C.size_t(len(o.JournalPath))
+	}
 	return opts, func() {
 		C.free(unsafe.Pointer(opts.profile_path))
 		C.free(unsafe.Pointer(opts.stream_tag))
+		C.free(unsafe.Pointer(opts.journal_path))
 		C.free(unsafe.Pointer(opts))
 		if tok != nil {
 			tok.release()

@@ -59,7 +59,8 @@ namespace Af
         /// Throws AfTimeoutException or AfCancelledException when the deadline
         /// or the cancel stopped the evaluation: the promises it was
         /// evaluating then throw that error when read, later too.
-        /// RunOptions.Summary is INVALID_ARGUMENT: use EvalWithSummary.</summary>
+        /// RunOptions.Summary is INVALID_ARGUMENT: use EvalWithSummary; so is
+        /// RunOptions.JournalPath (journals are for program runs).</summary>
         public void Eval(RunOptions options, params Value[] values)
         {
             if (options != null && options.Summary)

@@ -470,6 +470,8 @@ namespace Af
             public IntPtr StreamTag;
             public UIntPtr StreamTagLen;
             public ulong MaxValueBytes; // 0 = the default, 1 GiB
+            public IntPtr JournalPath; // UTF-8, NULL/0 = no journal
+            public UIntPtr JournalPathLen;
         }
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
@@ -536,6 +538,15 @@ namespace Af
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern void af_future_free(IntPtr f);
+
+        // --- Run journals ----------------------------------------------------
+
+        /// <summary>output: the journal's contents as JSON (owned bytes).</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_journal_summary_json(byte[] path, UIntPtr pathLen, out AfBytes output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_journal_compact(byte[] path, UIntPtr pathLen);
 
         // --- LM calls and providers ----------------------------------------
 

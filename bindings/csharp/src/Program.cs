@@ -58,6 +58,19 @@ namespace Af
         /// primitive and the size.</summary>
         public ulong MaxValueBytes { get; set; }
 
+        /// <summary>A run journal (null = none; see <see cref="Journal"/>): a
+        /// SQLite file recording each LM call this run completes, committed
+        /// before the call's result is used. Rerunning the same program on the
+        /// same inputs with the same journal answers the calls recorded there
+        /// without reaching their provider, so a run that was killed resumes
+        /// where it stopped. Created (mode 0600: it holds prompts and replies
+        /// in clear) when missing, with missing parent directories. The run
+        /// fails at its start with AfInvalidArgumentException (a journal of
+        /// another program or other inputs), AfFormatException (not a journal,
+        /// or corrupt) or AfIOException (cannot be created or opened). Program
+        /// runs only: Context.Eval refuses it (INVALID_ARGUMENT).</summary>
+        public string JournalPath { get; set; }
+
         // Rooted for the life of the process (see Context.s_freeHandle).
         private static readonly Native.ProgressFn s_progress = ProgressTrampoline;
         private static readonly Native.StreamFn s_stream = StreamTrampoline;
@@ -94,10 +107,10 @@ namespace Af
         }
 
         /// <summary>The C struct for these options. The caller frees
-        /// ProfilePath and StreamTag (FreeNative) after the call and keeps the
-        /// Borrow (which holds the cancel token) until then; libaf frees the
-        /// progress and stream handles (their destroy functions) exactly once,
-        /// also when the call fails.</summary>
+        /// ProfilePath, StreamTag and JournalPath (FreeNative) after the call
+        /// and keeps the Borrow (which holds the cancel token) until then;
+        /// libaf frees the progress and stream handles (their destroy
+        /// functions) exactly once, also when the call fails.</summary>
         internal static Native.AfRunOptions ToNative(RunOptions o, Borrow b)
         {
             var n = new Native.AfRunOptions { StructSize = (uint)Marshal.SizeOf(typeof(Native.AfRunOptions)) };
@@ -120,6 +133,13 @@ namespace Af
                 n.ProfilePathLen = Utf8.Len(p);
             }
             n.MaxValueBytes = o.MaxValueBytes;
+            if (!string.IsNullOrEmpty(o.JournalPath))
+            {
+                byte[] j = Utf8.Encode(o.JournalPath, nameof(JournalPath));
+                n.JournalPath = Marshal.AllocHGlobal(j.Length + 1);
+                Marshal.Copy(j, 0, n.JournalPath, j.Length);
+                n.JournalPathLen = Utf8.Len(j);
+            }
             if (o.Cancel != null) n.Cancel = b.Add(o.Cancel.Handle);
             if (o.Progress != null)
             {
@@ -196,6 +216,8 @@ namespace Af
             n.ProfilePath = IntPtr.Zero;
             if (n.StreamTag != IntPtr.Zero) Marshal.FreeHGlobal(n.StreamTag);
             n.StreamTag = IntPtr.Zero;
+            if (n.JournalPath != IntPtr.Zero) Marshal.FreeHGlobal(n.JournalPath);
+            n.JournalPath = IntPtr.Zero;
         }
     }
 

@@ -36,3 +36,17 @@ def fail_every_third(req: libaf.LmRequest) -> str:
     if int(content[1:]) % 3 == 0:
         raise RuntimeError(f"ticket {content} refused")
     return "m|" + content
+
+
+def count_calls(log: str, req: libaf.LmRequest) -> str:
+    """Host provider answering as echo does ("<model>|<last message>") that
+    appends a line to the file log per request: the provider calls of every
+    worker process, counted in one place (appends of a short line are atomic)."""
+    with open(log, "a") as f:
+        f.write(req.messages[-1]["content"] + "\n")
+    return f"{req.model}|{req.messages[-1]['content']}"
+
+
+def calls_in(log: str) -> int:
+    """How many requests count_calls answered."""
+    return len(Path(log).read_text().splitlines()) if Path(log).exists() else 0

@@ -1,6 +1,7 @@
 """libaf.ray on a local Ray cluster (2 CPUs): order, exactly-once after a
-killed worker, per-item errors, equality with a single-process run, and bad
-input failing fast with the shard or item named."""
+killed worker, per-item errors, equality with a single-process run, bad
+input failing fast with the shard or item named, and one run journal per
+shard (journal_dir) that a rerun and a retried shard answer from."""
 
 from __future__ import annotations
 
@@ -124,3 +125,47 @@ def test_inputs_that_do_not_match_the_program_name_the_item(cluster, program: Pa
         afray.run(program, items, echo_spec(), shard_size=10)
     with pytest.raises(TypeError, match="inputs: a list"):
         afray.run(program, "t1", echo_spec())
+
+
+def counting_spec(log: Path, **tools: afray.Tool) -> afray.WorkerSpec:
+    """Answers as echo_spec does, counting the provider calls of every worker in log."""
+    return afray.WorkerSpec(routes={"*": functools.partial(ray_helpers.count_calls, str(log))},
+                            tools=tools or {"queue": afray.Tool(ray_helpers.queue, "str")})
+
+
+def test_journal_dir_has_a_journal_per_shard_and_a_rerun_asks_no_provider(cluster, program: Path,
+                                                                          tmp_path: Path) -> None:
+    log, journals = tmp_path / "calls.log", tmp_path / "journals"
+    out = afray.run(program, tickets(50), counting_spec(log), shard_size=16, journal_dir=journals)
+    assert out == [expected(i) for i in range(50)]
+    assert ray_helpers.calls_in(str(log)) == 50
+    starts = [0, 16, 32, 48]
+    assert sorted(p.name for p in journals.glob("*.afj")) == sorted(f"shard-{s}.afj" for s in starts)
+    for s in starts:
+        path = journals / f"shard-{s}.afj"
+        assert libaf.journal_summary(path)["calls"] == min(16, 50 - s)
+        assert os.stat(path).st_mode & 0o777 == 0o600
+
+    # The same job again (on Ray, then in this process): every call is answered from the journals.
+    assert afray.run(program, tickets(50), counting_spec(log), shard_size=16, journal_dir=journals) == out
+    assert afray.run_in_process(program, tickets(50), counting_spec(log), shard_size=16,
+                                journal_dir=journals) == out
+    assert ray_helpers.calls_in(str(log)) == 50
+    # Other inputs in the same journal_dir: refused, naming the shard.
+    with pytest.raises(afray.ShardError, match=r"shard \d+ \(items \d+\.\.\d+\): InvalidArgument"):
+        afray.run(program, tickets(51)[1:], counting_spec(log), shard_size=16, journal_dir=journals)
+
+
+def test_a_retried_shard_replays_what_its_first_attempt_finished(cluster, program: Path, tmp_path: Path) -> None:
+    # The worker dies in the host tool of t37, which runs only once t37's LM
+    # call is committed to the journal: the retry answers it from there.
+    log, journals, marker = tmp_path / "calls.log", tmp_path / "journals", tmp_path / "killed"
+    die = functools.partial(ray_helpers.die_once, str(marker), "t37")
+    out = afray.run(program, tickets(60), counting_spec(log, queue=afray.Tool(die, "str")), shard_size=10,
+                    max_retries=2, journal_dir=journals)
+    assert marker.exists(), "a worker was killed mid-shard"
+    assert out == [expected(i) for i in range(60)]
+    asked = Path(log).read_text().splitlines()
+    assert asked.count("t37") == 1, "the retried shard asked again for a call its first attempt finished"
+    assert 60 <= len(asked) < 60 + 10
+    assert libaf.journal_summary(journals / "shard-30.afj")["calls"] == 10

@@ -67,9 +67,10 @@ impl Context {
     /// or the cancel stopped the evaluation: the promises it was evaluating
     /// then hold that error (reading them returns it, later too).
     /// `RunOptions::summary` is `InvalidArgument`: use
-    /// [`eval_with_summary`](Self::eval_with_summary).
+    /// [`eval_with_summary`](Self::eval_with_summary). So is
+    /// `RunOptions::journal_path` (journals record program runs only).
     pub fn eval_with(&self, values: &[Value], options: &RunOptions) -> Result<()> {
-        let (raw, _path) = blocking_options(options, "Context::eval_with_summary")?;
+        let (raw, _paths) = blocking_options(options, "Context::eval_with_summary")?;
         self.eval_raw(values, &raw)
     }
 

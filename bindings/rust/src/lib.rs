@@ -22,7 +22,9 @@
 //! Beyond tracing: transforms ([`Ir::pullback`], [`Ir::batch`], ...),
 //! control flow ([`Context::switch`], [`Context::while_loop`]), host
 //! functions ([`Context::register_function`]), compiled programs run sync or
-//! async ([`Program`], [`Future`]), LM providers ([`Provider`]) and saved
+//! async ([`Program`], [`Future`]), LM providers ([`Provider`]), run
+//! journals that let a stopped run resume without asking again the LM calls
+//! it made ([`RunOptions::journal_path`], [`journal_summary_json`]) and saved
 //! graphs ([`Ir::save`], [`Ir::load`]).
 //!
 //! Every fallible call returns `Result<T, af::Error>`. Handles (`Context`,
@@ -45,6 +47,7 @@ mod host;
 mod inspect;
 mod ir;
 mod iter;
+mod journal;
 mod lazy;
 mod parked;
 mod program;
@@ -64,6 +67,7 @@ pub use host::{profile_event, HostRequest};
 pub use inspect::Direction;
 pub use ir::Ir;
 pub use iter::{Entries, Items};
+pub use journal::{journal_compact, journal_summary_json};
 pub use program::{CancelToken, Future, Program, ProgressFn, RunOptions, StreamFn};
 pub use provider::{LmRequest, Provider};
 pub use provider_options::{EchoOptions, OpenAiOptions, ReplayOptions, StructuredOutput, Upstream};

@@ -14,7 +14,7 @@ use crate::context::Context;
 use crate::error::{check, Error, ErrorCode, Result};
 use crate::ir::Ir;
 use crate::sys;
-use crate::util::{bytes_to_string, drop_boxed};
+use crate::util::{bytes_to_string, drop_boxed, path_bytes};
 use crate::value::{make_value, value_ptrs, Value};
 
 /// A compiled program for the dataflow executor (from [`Program::compile`]).
@@ -71,6 +71,18 @@ pub struct RunOptions {
     /// fails with `OutOfMemory` naming the primitive and the size. `Some(0)`
     /// is `InvalidArgument` (0 means the default in C).
     pub max_value_bytes: Option<u64>,
+    /// A run journal ([`crate::journal_summary_json`] says what one is):
+    /// each LM call the run completes is recorded in this SQLite file before
+    /// its result is used, and a call an earlier run of the same program on
+    /// the same inputs recorded there is answered from it without reaching
+    /// its provider, so a run that was stopped resumes where it stopped.
+    /// Created (mode 0600: it holds prompts and replies in clear) when
+    /// missing, with missing parent directories. Program runs only
+    /// ([`Context::eval_with`] refuses it). The run fails at its start with
+    /// `InvalidArgument` for a journal of another program or other inputs,
+    /// `Format` for a file that is not a journal, `Io` when it cannot be
+    /// created or opened; a later write that fails fails its call with `Io`.
+    pub journal_path: Option<PathBuf>,
 }
 
 /// A cancel token: one [`trigger`](Self::trigger) cancels every run given it
@@ -125,24 +137,37 @@ impl std::fmt::Debug for CancelToken {
     }
 }
 
+/// The UTF-8 bytes the path fields of a C `af_run_options_t` point into
+/// (the profile and the journal path): must outlive the call.
+pub(crate) struct PathBytes {
+    profile: Vec<u8>,
+    journal: Vec<u8>,
+}
+
+/// A C (pointer, length) string for `b`: NULL when empty (libaf's "none").
+fn c_str_or_null(b: &[u8]) -> *const std::os::raw::c_char {
+    if b.is_empty() {
+        ptr::null()
+    } else {
+        b.as_ptr().cast()
+    }
+}
+
 /// The C struct for `opts`; the progress and stream closures are moved into
 /// their user_data (freed by libaf through `drop_boxed`, exactly once). The
-/// returned path bytes back
-/// `profile_path` and must outlive the call (as must `opts`, which holds the
-/// cancel token and the stream tag).
-fn raw_options(opts: &RunOptions) -> Result<(sys::af_run_options_t, Vec<u8>)> {
-    let path = match &opts.profile_path {
-        Some(p) => p
-            .to_str()
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorCode::InvalidArgument,
-                    format!("profile path {p:?} is not UTF-8"),
-                )
-            })?
-            .as_bytes()
-            .to_vec(),
-        None => Vec::new(),
+/// returned path bytes back `profile_path` and `journal_path` and must
+/// outlive the call (as must `opts`, which holds the cancel token and the
+/// stream tag).
+fn raw_options(opts: &RunOptions) -> Result<(sys::af_run_options_t, PathBytes)> {
+    let paths = PathBytes {
+        profile: match &opts.profile_path {
+            Some(p) => path_bytes(p, "profile path")?,
+            None => Vec::new(),
+        },
+        journal: match &opts.journal_path {
+            Some(p) => path_bytes(p, "journal path")?,
+            None => Vec::new(),
+        },
     };
     let mut flags = 0;
     if opts.keep_going {
@@ -199,12 +224,8 @@ fn raw_options(opts: &RunOptions) -> Result<(sys::af_run_options_t, Vec<u8>)> {
         progress,
         progress_user_data: user_data,
         progress_destroy: destroy,
-        profile_path: if path.is_empty() {
-            ptr::null()
-        } else {
-            path.as_ptr().cast()
-        },
-        profile_path_len: path.len(),
+        profile_path: c_str_or_null(&paths.profile),
+        profile_path_len: paths.profile.len(),
         cancel: opts
             .cancel
             .as_ref()
@@ -220,8 +241,10 @@ fn raw_options(opts: &RunOptions) -> Result<(sys::af_run_options_t, Vec<u8>)> {
         },
         stream_tag_len: tag.len(),
         max_value_bytes,
+        journal_path: c_str_or_null(&paths.journal),
+        journal_path_len: paths.journal.len(),
     };
-    Ok((raw, path))
+    Ok((raw, paths))
 }
 
 /// The C options of a blocking call (af_program_call_with, af_eval_with):
@@ -230,7 +253,7 @@ fn raw_options(opts: &RunOptions) -> Result<(sys::af_run_options_t, Vec<u8>)> {
 pub(crate) fn blocking_options(
     opts: &RunOptions,
     summary_method: &str,
-) -> Result<(sys::af_run_options_t, Vec<u8>)> {
+) -> Result<(sys::af_run_options_t, PathBytes)> {
     if opts.summary {
         return Err(Error::new(
             ErrorCode::InvalidArgument,
@@ -254,7 +277,7 @@ pub(crate) fn with_summary<T>(
         summary: false,
         ..opts.clone()
     };
-    let (mut raw, _path) = match raw_options(&opts) {
+    let (mut raw, _paths) = match raw_options(&opts) {
         Ok(r) => r,
         Err(e) => return (Err(e), None),
     };
@@ -334,7 +357,7 @@ impl Program {
         inputs: &[Value],
         options: &RunOptions,
     ) -> Result<Value> {
-        let (raw, _path) = blocking_options(options, "Program::call_with_summary")?;
+        let (raw, _paths) = blocking_options(options, "Program::call_with_summary")?;
         self.call_raw(ctx, inputs, &raw)
     }
 
@@ -383,7 +406,7 @@ impl Program {
         inputs: &[Value],
         options: &RunOptions,
     ) -> Result<Future<'c>> {
-        let (raw, _path) = raw_options(options)?;
+        let (raw, _paths) = raw_options(options)?;
         let mut out: *mut sys::af_future_t = ptr::null_mut();
         check(unsafe {
             sys::af_program_call_async_with(

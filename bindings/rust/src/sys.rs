@@ -125,6 +125,11 @@ pub struct af_run_options {
     /// The largest value one equation may build, in bytes (0 = the default,
     /// 1 GiB); past it the equation fails with OUT_OF_MEMORY.
     pub max_value_bytes: u64,
+    /// NULL/0 = none. A run journal: a SQLite file (created 0600) recording
+    /// each LM call the run completes; a rerun of the same program on the
+    /// same inputs answers recorded calls from it (af.h "Run journals").
+    pub journal_path: *const c_char,
+    pub journal_path_len: usize,
 }
 pub type af_run_options_t = af_run_options;
 
@@ -650,6 +655,14 @@ extern "C" {
     ) -> *mut af_error_t;
     pub fn af_future_summary_json(f: *const af_future_t, out: *mut af_bytes_t) -> *mut af_error_t;
     pub fn af_future_free(f: *mut af_future_t);
+
+    // Run journals
+    pub fn af_journal_summary_json(
+        path: *const c_char,
+        path_len: usize,
+        out: *mut af_bytes_t,
+    ) -> *mut af_error_t;
+    pub fn af_journal_compact(path: *const c_char, path_len: usize) -> *mut af_error_t;
 
     // LM calls
     pub fn af_lm_call(

@@ -3,9 +3,21 @@
 
 use std::os::raw::{c_char, c_void};
 use std::panic::{self, AssertUnwindSafe};
+use std::path::Path;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::sys;
+
+/// The UTF-8 bytes of `path` for libaf (which takes paths as UTF-8);
+/// `InvalidArgument` naming `what` if it is not UTF-8.
+pub(crate) fn path_bytes(path: &Path, what: &str) -> Result<Vec<u8>> {
+    path.to_str().map(|s| s.as_bytes().to_vec()).ok_or_else(|| {
+        Error::new(
+            ErrorCode::InvalidArgument,
+            format!("{what} {path:?} is not UTF-8"),
+        )
+    })
+}
 
 /// Copies an owned `af_bytes_t` into a `Vec<u8>` and frees it.
 ///

@@ -64,7 +64,8 @@ fn structs_and_constants_match_the_header() {
     }
     off!(af_run_options_t, struct_size, flags, timeout_ms, progress, progress_user_data,
          progress_destroy, profile_path, profile_path_len, cancel, summary, stream,
-         stream_user_data, stream_destroy, stream_tag, stream_tag_len, max_value_bytes);
+         stream_user_data, stream_destroy, stream_tag, stream_tag_len, max_value_bytes,
+         journal_path, journal_path_len);
     off!(af_cse_options_t, struct_size, merge_nondeterministic);
     off!(af_trace_options_t, struct_size, static_mask, list_mask);
     off!(af_bytes_t, data, len);

@@ -39,6 +39,7 @@ from .errors import (
 )
 from .graph import graph_from_json, graph_to_json, graph_verify
 from .ir import Ir
+from .journal import journal_compact, journal_summary
 from .ops import (
     checkpoint,
     concat,
@@ -66,6 +67,7 @@ __all__ = [
     "Context", "default_context", "is_tracing",
     "Value", "Kind", "to_value", "to_py",
     "trace", "Traced", "Ir", "Program", "RunOptions", "CancelToken", "Future", "profile_event",
+    "journal_summary", "journal_compact",
     "Walk", "Step", "Provider", "LmRequest",
     "format", "concat", "match", "stop_gradient", "depends", "checkpoint", "tag", "named", "fold",
     "switch", "while_loop", "lm_call", "lm_schema_call", "host_call",

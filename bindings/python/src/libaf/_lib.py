@@ -104,6 +104,8 @@ class RunOptionsC(Structure):
         ("stream_tag", c_char_p),
         ("stream_tag_len", c_size_t),
         ("max_value_bytes", c_uint64),
+        ("journal_path", c_char_p),
+        ("journal_path_len", c_size_t),
     ]
 
 
@@ -242,6 +244,8 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "af_profile_event": (ERR, [c_char_p, c_size_t, c_char_p, c_size_t]),
     "af_future_summary_json": (ERR, [P, POINTER(Bytes)]),
     "af_future_free": (None, [P]),
+    "af_journal_summary_json": (ERR, [c_char_p, c_size_t, POINTER(Bytes)]),
+    "af_journal_compact": (ERR, [c_char_p, c_size_t]),
     "af_lm_call": (ERR, [P, P, P, PP]),
     "af_lm_schema_call": (ERR, [P, P, P, P, PP]),
     "af_provider_echo_new": (ERR, [c_char_p, c_size_t, PP]),

@@ -65,6 +65,16 @@ class RunOptions:
     max_value_bytes: the largest value one equation may build, in bytes (a
       format or concat result; None = the default, 1 GiB); past it the run
       fails with libaf.OutOfMemory naming the primitive and the size.
+    journal: a run journal file (see libaf.journal_summary): a SQLite file
+      recording each LM call the run completes, committed before its result
+      is used. Rerunning the same program on the same inputs with the same
+      journal answers the calls recorded there without reaching their
+      providers, so a run killed at any point resumes where it stopped (host
+      tools run again). Created 0600 when missing (missing parent directories
+      too): it holds the prompts and replies in clear. The run fails at its
+      start with libaf.InvalidArgument (a journal of another program or other
+      inputs), libaf.FormatError (not a journal, or corrupt) or libaf.IOError
+      (cannot be created or opened, or another run holds it).
     """
 
     keep_going: bool = False
@@ -78,6 +88,7 @@ class RunOptions:
     stream: Optional[Callable[[int, int, Optional[str]], None]] = None
     stream_tag: Optional[str] = None
     max_value_bytes: Optional[int] = None
+    journal: Optional[str | os.PathLike] = None
 
     def _to_c(self) -> tuple[_lib.RunOptionsC, list]:
         """The C struct and what must stay alive while the run may use it."""
@@ -100,6 +111,12 @@ class RunOptions:
             p = os.fsencode(self.profile_path)
             keep.append(p)
             o.profile_path, o.profile_path_len = p, len(p)
+        if self.journal is not None:
+            j = os.fsencode(self.journal)
+            if not j:  # an empty path would mean "no journal" in C: reject it rather than surprise
+                raise ValueError("journal must be a file path (None = no journal), got ''")
+            keep.append(j)
+            o.journal_path, o.journal_path_len = j, len(j)
         if self.progress is not None:
             if not callable(self.progress):
                 raise TypeError("progress must be a callable (done, total)")
@@ -232,7 +249,7 @@ class Future:
 
     def __init__(self, ptr: int | None, keep: list) -> None:
         self._ptr = ptr
-        self._keep = keep  # what the run uses: its context, cancel token, profile path
+        self._keep = keep  # what the run uses: its context, cancel token, profile and journal paths
 
     def __del__(self) -> None:
         _lib.release(self, lib.af_future_free)

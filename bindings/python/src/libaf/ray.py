@@ -24,6 +24,15 @@ set up) fails the whole job at once with :class:`ShardError` naming the
 shard or item; the other shards are cancelled and no partial result is
 returned.
 
+With ``journal_dir``, each shard runs with a run journal (see
+:func:`libaf.journal_summary`) in that directory, named by the shard's place
+in the input list: ``shard-<start>.afj``, ``<start>`` the index of its first
+item. A shard that Ray reruns after its worker died therefore finds the
+journal of its first attempt and answers the LM calls that attempt finished
+from it, without asking the provider again; and rerunning the whole job (the
+same program, inputs and ``shard_size``) with the same ``journal_dir`` after
+it failed or was stopped makes only the calls no earlier run finished.
+
 Secrets never travel in the spec: an openai route names the environment
 variable holding its key (``api_key_env``) and each worker reads its own
 environment, so the variable must be set on every node of the cluster.
@@ -213,8 +222,9 @@ class _Worker:
             self.batched[sig] = (flat_ir.batch(ctx=self.ctx).compile(self.ctx), skel[0])
         return self.batched[sig]
 
-    def run(self, start: int, items: list) -> list:
-        """Results of items (global indices start...), in order."""
+    def run(self, start: int, items: list, journal_dir: Optional[str] = None) -> list:
+        """Results of items (global indices start...), in order. With
+        journal_dir, each batched run has its journal there (_journal_path)."""
         args = [self._args(x, start + i) for i, x in enumerate(items)]
         groups: dict[Any, list[int]] = {}
         for i, a in enumerate(args):
@@ -223,12 +233,25 @@ class _Worker:
         for members in groups.values():
             program, skel = self._compiled(args[members[0]], start + members[0])
             columns = [_stack([args[i][k] for i in members]) for k in range(len(args[members[0]]))]
-            got = program(*columns, ctx=self.ctx, item_errors=True).to_py()
+            journal = None if journal_dir is None else _journal_path(journal_dir, start, start + members[0])
+            got = program(*columns, ctx=self.ctx, item_errors=True, journal=journal).to_py()
             for j, i in enumerate(members):
                 leaves = [col[j] if isinstance(col, list) and len(col) == len(members) else col for col in got]
                 err = next((v for v in leaves if _is_error(v)), None)
                 out[i] = err if err is not None else _fill(skel, leaves)
         return out
+
+
+def _journal_path(journal_dir: str, start: int, first: int) -> str:
+    """The journal of the batched run of a shard (starting at item start)
+    whose first item is first. It depends only on the shard's place in the
+    input list, so every attempt at a shard uses the same journal. A shard
+    whose items have different structures runs one batch per structure (each
+    with its own program, so its own journal): the first batch always starts
+    at the shard's first item and has shard-<start>.afj; a later one is named
+    by its first item too."""
+    name = f"shard-{start}.afj" if first == start else f"shard-{start}-item-{first}.afj"
+    return os.path.join(journal_dir, name)
 
 
 # One loaded program per job in each worker process: a worker runs many
@@ -245,10 +268,11 @@ def _worker_for(job: str, program: bytes, spec: WorkerSpec) -> _Worker:
     return w
 
 
-def _run_shard(job: str, program: bytes, spec: WorkerSpec, shard: int, start: int, items: list) -> list:
+def _run_shard(job: str, program: bytes, spec: WorkerSpec, shard: int, start: int, items: list,
+               journal_dir: Optional[str] = None) -> list:
     where = f"shard {shard} (items {start}..{start + len(items) - 1})"
     try:
-        return _worker_for(job, program, spec).run(start, items)
+        return _worker_for(job, program, spec).run(start, items, journal_dir)
     except ShardError as exc:
         raise ShardError(f"{where}: {exc}") from exc.__cause__
     except Exception as exc:  # noqa: BLE001 - reported with the shard named
@@ -289,6 +313,19 @@ def _items(inputs: Any) -> list:
     return list(inputs)
 
 
+def _journal_dir(journal_dir: Optional[str | os.PathLike]) -> Optional[str]:
+    """journal_dir made absolute on the driver: a worker's working directory
+    is not the driver's."""
+    if journal_dir is None:
+        return None
+    d = os.fspath(journal_dir)
+    if not isinstance(d, str):
+        d = os.fsdecode(d)
+    if not d:
+        raise ValueError("journal_dir must be a directory path (None = no journals), got ''")
+    return os.path.abspath(d)
+
+
 def _shards(n: int, shard_size: int) -> list[tuple[int, int]]:
     if not isinstance(shard_size, int) or shard_size < 1:
         raise ValueError(f"shard_size must be a positive int, got {shard_size!r}")
@@ -296,16 +333,19 @@ def _shards(n: int, shard_size: int) -> list[tuple[int, int]]:
 
 
 def run_in_process(program: bytes | str | os.PathLike | Ir | Program, inputs: Any,
-                   spec: Optional[WorkerSpec] = None, *, shard_size: int = 64) -> list:
+                   spec: Optional[WorkerSpec] = None, *, shard_size: int = 64,
+                   journal_dir: Optional[str | os.PathLike] = None) -> list:
     """What :func:`run` computes, in this process and without Ray: the same
-    loading, batching and per-item errors, shard after shard."""
+    loading, batching and per-item errors, shard after shard, and the same
+    journals in journal_dir (so either may resume the other's job)."""
     spec = spec or WorkerSpec()
     spec.check()
+    journals = _journal_dir(journal_dir)
     data, items = _program_bytes(program), _items(inputs)
     job, out = uuid.uuid4().hex, []
     try:
         for k, (a, b) in enumerate(_shards(len(items), shard_size)):
-            out.extend(_run_shard(job, data, spec, k, a, items[a:b]))
+            out.extend(_run_shard(job, data, spec, k, a, items[a:b], journals))
     finally:
         _LOADED.pop(job, None)
     return out
@@ -313,7 +353,8 @@ def run_in_process(program: bytes | str | os.PathLike | Ir | Program, inputs: An
 
 def run(program: bytes | str | os.PathLike | Ir | Program, inputs: Any, spec: Optional[WorkerSpec] = None, *,
         shard_size: int = 64, max_retries: int = 3, progress: Optional[Callable[[int, int], None]] = None,
-        num_cpus: float = 1, max_in_flight_shards: Optional[int] = None) -> list:
+        num_cpus: float = 1, max_in_flight_shards: Optional[int] = None,
+        journal_dir: Optional[str | os.PathLike] = None) -> list:
     """Runs program over inputs on the Ray cluster (``ray.init`` first, or
     Ray starts a local one) and returns one result per item, in input order:
     the program's output or the item's error value.
@@ -324,6 +365,23 @@ def run(program: bytes | str | os.PathLike | Ir | Program, inputs: Any, spec: Op
     progress: progress(items_done, total), on this thread as shards finish.
     max_retries: how many times Ray reruns a shard whose worker died.
     max_in_flight_shards: shards submitted at once (None = all).
+    journal_dir: None (no journals), or a directory (created when missing)
+      where each shard runs with the run journal ``shard-<start>.afj``,
+      ``<start>`` the index of the shard's first item (a shard whose items
+      have several structures runs one batch per structure; the later ones
+      get ``shard-<start>-item-<first>.afj``). A journal is a SQLite file
+      recording each LM call its shard completed (created 0600: it holds
+      the prompts and replies); a shard Ray reruns after its worker died
+      answers the calls its first attempt finished from it without asking
+      the provider, and so does a rerun of the job with the same program,
+      inputs, ``shard_size`` and ``journal_dir`` (after a failure or a stop):
+      only calls no earlier attempt finished reach a provider. The results
+      are the same with or without journals, each item once. Use one
+      ``journal_dir`` per job: a journal of another program or other inputs
+      fails its shard (ShardError). It must be a path every worker can
+      write (a shared filesystem on a multi-node cluster: a shard rerun on
+      another node without it starts over); relative paths are made
+      absolute here. libaf.journal_summary(path) reads one.
     Raises ShardError (the first shard that failed, naming it) and cancels
     the rest.
     """
@@ -331,6 +389,7 @@ def run(program: bytes | str | os.PathLike | Ir | Program, inputs: Any, spec: Op
         raise ImportError("libaf.ray needs Ray: pip install 'ray>=2'")
     spec = spec or WorkerSpec()
     spec.check()
+    journals = _journal_dir(journal_dir)
     data, items = _program_bytes(program), _items(inputs)
     shards = _shards(len(items), shard_size)
     if not shards:
@@ -346,7 +405,7 @@ def run(program: bytes | str | os.PathLike | Ir | Program, inputs: Any, spec: Op
         nonlocal next_shard
         while next_shard < len(shards) and len(owner) < limit:
             a, b = shards[next_shard]
-            owner[task.remote(job, data_ref, spec_ref, next_shard, a, items[a:b])] = next_shard
+            owner[task.remote(job, data_ref, spec_ref, next_shard, a, items[a:b], journals)] = next_shard
             next_shard += 1
 
     submit()
