@@ -39,6 +39,7 @@ so tests do not disturb each other):
   usage-huge      ok, with a usage block claiming 10^9 prompt tokens
   usage-max       ok, with a usage block claiming 2^63-1 prompt and
                   completion tokens
+  latency-MS      ok, after MS milliseconds (a provider's latency)
   schema-greedy   a greedy model: schema-bad while the request's
                   "temperature" is 0 or absent (whatever the messages say),
                   schema-ok once it is above 0
@@ -55,7 +56,8 @@ then "data: [DONE]"), and these models misbehave mid-stream:
 
 GET /stats?key=<model>|<content> returns {"attempts": N, "aborted": N,
 "times": [seconds since the server started, per attempt], "max_body": the
-largest request body received for <model>, in bytes}.
+largest request body received for <model>, in bytes}. GET /requests
+returns {"total": N}: every chat completion request received, of any model.
 Prints "PORT <n>" on stdout once listening on 127.0.0.1 (port 0 = any free
 port). Bounded: exits after --lifetime seconds, when its parent process
 goes away, or on POST /shutdown.
@@ -78,10 +80,12 @@ ABORTED = {}
 TIMES = {}
 MAX_BODY = {}  # per model: the largest request body received
 START = time.time()
+TOTAL = [0]  # chat completion requests of any model
 
 
 def count(key):
     with LOCK:
+        TOTAL[0] += 1
         ATTEMPTS[key] = ATTEMPTS.get(key, 0) + 1
         TIMES.setdefault(key, []).append(round(time.time() - START, 3))
         return ATTEMPTS[key]
@@ -197,6 +201,11 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         url = urlparse(self.path)
+        if url.path == "/requests":
+            with LOCK:
+                out = {"total": TOTAL[0]}
+            self.send(200, json.dumps(out))
+            return
         if url.path == "/stats":
             key = parse_qs(url.query).get("key", [""])[0]
             with LOCK:
@@ -289,6 +298,10 @@ class Handler(BaseHTTPRequestHandler):
             self.chaos(model, last, key, n)
             return
         if self.streaming and self.stream_fault(model, n, key):
+            return
+        if model.startswith("latency-"):
+            time.sleep(int(model[len("latency-"):]) / 1000)
+            self.reply(model, model + "|" + last)
             return
         if model.startswith("429x"):
             if n <= int(model[4:]):

@@ -14,6 +14,7 @@
  *   af run FILE --input JSON [--provider echo|openai|replay
  *          [--provider-options JSON] [--model PATTERN]] [--profile OUT.json]
  *          [--stream [--stream-tag TAG]] [--item-errors] [--timeout-ms N]
+ *          [--journal FILE]
  *                                   load a saved graph or program and run it
  *                                   on the positional inputs (a JSON list);
  *                                   LM calls go to the provider (models
@@ -31,7 +32,16 @@
  *                                   stderr) and the others complete;
  *                                   --timeout-ms bounds the run (TIMEOUT),
  *                                   and SIGINT or SIGTERM cancels it (its
- *                                   LM requests aborted, the summary shown)
+ *                                   LM requests aborted, the summary shown);
+ *                                   --journal FILE records each completed
+ *                                   LM call there (af.h "Run journals"): a
+ *                                   run of the same FILE on the same inputs
+ *                                   with the same journal resumes, asking
+ *                                   only the calls not recorded yet
+ *   af journal show FILE [--json]   what a run journal holds: LM calls and
+ *                                   tokens, per model
+ *   af journal compact FILE         fold a journal's log into the file and
+ *                                   free unused pages
  *   af show FILE [--json]           the IR text of a saved graph, or its
  *                                   inspection JSON (docs/INSPECT.md)
  *   af slice FILE --outputs PATH... [--inputs PATH...] -o OUT
@@ -78,12 +88,16 @@ static void usage(FILE* f) {
           "                                  (default triage.afg) and run the saved file\n"
           "  run FILE --input JSON [--provider echo|openai|replay [--provider-options JSON]\n"
           "      [--model PATTERN]] [--profile OUT.json] [--stream [--stream-tag TAG]] [--item-errors]\n"
-          "      [--timeout-ms N]\n"
+          "      [--timeout-ms N] [--journal FILE]\n"
           "                                  run a saved graph on a JSON list of inputs;\n"
           "                                  --stream prints LM replies on stderr as they arrive\n"
           "                                  --item-errors: each batch item's answer or error (exit 3 if any failed)\n"
           "                                  --timeout-ms N: the run fails with TIMEOUT after N ms;\n"
           "                                  SIGINT/SIGTERM cancel it (exit 130/143)\n"
+          "                                  --journal FILE: record each LM call there; a rerun with the\n"
+          "                                  same FILE, graph and inputs resumes without asking them again\n"
+          "  journal show FILE [--json]      what a run journal holds (LM calls, tokens, per model)\n"
+          "  journal compact FILE            fold a journal's log into it and free unused pages\n"
           "  show FILE [--json]              print the IR text (or inspection JSON) of a saved graph\n"
           "  slice FILE --outputs PATH... [--inputs PATH...] -o OUT\n"
           "                                  save the part computing the chosen outputs\n"
@@ -183,6 +197,7 @@ struct run_opts {
   const char* stream_tag;       /* only equations with this tag, NULL = all */
   int item_errors;              /* AF_RUN_ITEM_ERRORS: per-item answers or errors */
   uint64_t timeout_ms;          /* 0 = none */
+  const char* journal;          /* the run journal file, NULL = none */
 };
 
 /* SIGINT and SIGTERM cancel the run: blocked in every thread from the start
@@ -433,6 +448,43 @@ static void print_summary(af_context_t* ctx, const af_bytes_t* summary) {
   af_value_free(doc);
 }
 
+/* A run journal's summary (af_journal_summary_json): one line (BRIEF, on
+ * stderr after a run), the line and each model (TEXT), or the JSON. */
+enum journal_view { JOURNAL_BRIEF, JOURNAL_TEXT, JOURNAL_JSON };
+static int journal_show(const char* path, enum journal_view view) {
+  af_context_t* ctx = NULL;
+  af_value_t *doc = NULL, *models = NULL;
+  af_bytes_t json = {0};
+  size_t n = 0, i;
+  FILE* f = view == JOURNAL_BRIEF ? stderr : stdout;
+  af_error_t* err = af_journal_summary_json(path, strlen(path), &json);
+  if (!err && view == JOURNAL_JSON) printf("%s\n", (const char*)json.data);
+  if (!err && view != JOURNAL_JSON) err = af_context_new(&ctx);
+  if (!err && view != JOURNAL_JSON) err = af_value_from_json(ctx, (const char*)json.data, json.len, &doc);
+  if (!err && view != JOURNAL_JSON) err = af_value_key(doc, "models", 6, &models);
+  if (!err && view != JOURNAL_JSON) {
+    err = af_value_len(models, &n);
+    fprintf(f, "af: journal %s: %.0f LM calls recorded, %.0f prompt + %.0f completion tokens\n", path,
+            count_of(doc, "calls"), count_of(doc, "prompt_tokens"), count_of(doc, "completion_tokens"));
+  }
+  for (i = 0; !err && view == JOURNAL_TEXT && i < n; i++) {
+    const char* model;
+    size_t len;
+    af_value_t* c = NULL;
+    err = af_value_key_at(models, i, &model, &len);
+    if (!err) err = af_value_index(models, i, &c);
+    if (!err)
+      fprintf(f, "  %.*s: %.0f calls, %.0f prompt + %.0f completion tokens\n", (int)(len < 120 ? len : 120), model,
+              count_of(c, "calls"), count_of(c, "prompt_tokens"), count_of(c, "completion_tokens"));
+    af_value_free(c);
+  }
+  af_value_free(models);
+  af_value_free(doc);
+  af_bytes_free(&json);
+  af_context_free(ctx);
+  return err ? fail(err) : 0;
+}
+
 static int run(const char* path, const struct run_opts* o) {
   af_provider_t* provider = NULL;
   af_context_t* ctx = NULL;
@@ -483,6 +535,10 @@ static int run(const char* path, const struct run_opts* o) {
     ro.profile_path = o->profile;
     ro.profile_path_len = strlen(o->profile);
   }
+  if (o->journal) {
+    ro.journal_path = o->journal;
+    ro.journal_path_len = strlen(o->journal);
+  }
   if (!err) err = af_program_call_with(ctx, prog, (const af_value_t* const*)items, n, &ro, &result);
   if (bar.drawn || streamed.started) fputc('\n', stderr);
   if (!err) err = af_value_to_json(result, &json);
@@ -495,6 +551,7 @@ static int run(const char* path, const struct run_opts* o) {
   }
   if (summary.data) print_summary(ctx, &summary); /* also for a failed run: its calls cost too */
   if (!err && o->profile) fprintf(stderr, "af: profile written to %s (open it in Perfetto)\n", o->profile);
+  if (summary.data && o->journal) journal_show(o->journal, JOURNAL_BRIEF);
   for (i = 0; items && i < n; i++) af_value_free(items[i]);
   free(items);
   af_bytes_free(&json);
@@ -707,7 +764,7 @@ int main(int argc, char** argv) {
     const char* save = "triage.afg";
     const char* save_item = NULL;
     const char** tickets = calloc((size_t)argc, sizeof *tickets);
-    struct run_opts o = {NULL, NULL, NULL, "*", NULL, 0, NULL, 0, 0};
+    struct run_opts o = {NULL, NULL, NULL, "*", NULL, 0, NULL, 0, 0, NULL};
     size_t n = 0;
     int rc;
     if (!tickets) return fail(af_error_new(AF_ERR_OUT_OF_MEMORY, "out of memory", 13));
@@ -736,6 +793,16 @@ int main(int argc, char** argv) {
     rc = demo(tickets, n, save, save_item, o);
     free(tickets);
     return rc;
+  }
+  if (strcmp(cmd, "journal") == 0) {
+    if (argc == 4 && strcmp(argv[2], "show") == 0) return journal_show(argv[3], JOURNAL_TEXT);
+    if (argc == 5 && strcmp(argv[2], "show") == 0 && strcmp(argv[4], "--json") == 0)
+      return journal_show(argv[3], JOURNAL_JSON);
+    if (argc == 4 && strcmp(argv[2], "compact") == 0) {
+      af_error_t* err = af_journal_compact(argv[3], strlen(argv[3]));
+      return err ? fail(err) : 0;
+    }
+    return usage_error("journal: say show FILE [--json] or compact FILE");
   }
   if (strcmp(cmd, "show") == 0 && argc == 4 && strcmp(argv[2], "--json") == 0) return show(argv[3], SHOW_JSON);
   if (argc < 3) return usage_error("missing FILE");
@@ -790,7 +857,7 @@ int main(int argc, char** argv) {
   }
   if (strcmp(cmd, "verify") == 0 && argc == 3) return verify(file);
   if (strcmp(cmd, "run") == 0) {
-    struct run_opts o = {NULL, NULL, NULL, "*", NULL, 0, NULL, 0, 0};
+    struct run_opts o = {NULL, NULL, NULL, "*", NULL, 0, NULL, 0, 0, NULL};
     for (i = 3; i < argc; i++) {
       if (strcmp(argv[i], "--stream") == 0) {
         o.stream = 1;
@@ -821,6 +888,8 @@ int main(int argc, char** argv) {
         o.profile = argv[++i];
       } else if (strcmp(argv[i], "--stream-tag") == 0) {
         o.stream_tag = argv[++i];
+      } else if (strcmp(argv[i], "--journal") == 0) {
+        o.journal = argv[++i];
       } else {
         return usage_error("run: unknown option");
       }

@@ -102,23 +102,6 @@ def test_host_provider_failures(ctx: libaf.Context) -> None:
         libaf.Provider.host("not callable")
 
 
-@pytest.fixture(scope="module")
-def lm_server() -> str:
-    """tests/lm_server/server.py on an ephemeral 127.0.0.1 port."""
-    proc = subprocess.Popen(
-        [sys.executable, str(REPO / "tests" / "lm_server" / "server.py"), "--lifetime", "60"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    line = proc.stdout.readline() if proc.stdout else ""
-    if not line.startswith("PORT "):
-        proc.kill()
-        pytest.fail(f"the test LM server did not start: {line!r}")
-    yield f"http://127.0.0.1:{int(line.split()[1])}/v1"
-    proc.terminate()
-    proc.wait(10)
-
-
 def test_openai_provider(ctx: libaf.Context, lm_server: str) -> None:
     p = libaf.Provider.openai(base_url=lm_server, timeout_ms=2000, max_retries=2, backoff_ms=10)
     ctx.route("*", p)
