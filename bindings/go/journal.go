@@ -10,7 +10,7 @@ import "runtime"
 // JournalSummaryJSON describes the journal at path (see
 // RunOptions.JournalPath: a SQLite file recording each LM call a run
 // completed, which a rerun of the same program on the same inputs answers
-// from without reaching the provider; created 0600, it holds prompts and
+// from without reaching the provider; created 0600, it holds the LM
 // replies) as JSON:
 //
 //	{"program": "<hash hex>", "inputs": "<hash hex>", "calls": N,
@@ -34,7 +34,7 @@ func JournalSummaryJSON(path string) (string, error) {
 // JournalCompact compacts the journal at path (see RunOptions.JournalPath:
 // a SQLite file recording each LM call a run completed, which a rerun of
 // the same program on the same inputs answers from without reaching the
-// provider; created 0600, it holds prompts and replies): it folds the
+// provider; created 0600, it holds LM replies): it folds the
 // write-ahead log into the file and frees unused pages. The journal stays
 // valid and resumable. No run may be writing it: one that is makes it
 // CodeIO. Other errors as JournalSummaryJSON.

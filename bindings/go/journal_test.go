@@ -174,7 +174,7 @@ func TestJournalAnswersARerunWithoutTheProvider(t *testing.T) {
 	}
 	host.wantCalls(t, 4, "the first run")
 
-	// The file holds prompts and replies: only its owner may read it (its
+	// The file holds LM replies: only its owner may read it (its
 	// SQLite siblings too, when present).
 	fi := must(os.Stat(path))(t)
 	if fi.Mode().Perm() != 0o600 {

@@ -139,7 +139,7 @@ type RunOptions struct {
 	// only the rest, so a run that stopped at any point (a crash, a kill, a
 	// cancel) resumes where it stopped. Host functions run again. It is
 	// created when missing (with missing parent directories) with mode
-	// 0600: it holds the prompts and replies in clear. A journal belongs to
+	// 0600: it holds the LM replies in clear. A journal belongs to
 	// one program and one list of inputs: another's fails the run at its
 	// start with CodeInvalidArgument; a file that is not a journal (or is
 	// corrupt), with CodeFormat; one that cannot be created or opened, with

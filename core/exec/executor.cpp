@@ -560,7 +560,9 @@ std::shared_ptr<Run> make_run(RunEnv env, std::shared_ptr<const Program> prog, s
   if (!r->env.scopes) r->env.scopes = env.context->scopes.current();
   // A path in program order (a sub-run has its parent's) while a checkpoint
   // scope is open: only those read it (as in the sequential driver).
-  if (!r->env.rank && wants_rank(r->env)) r->env.rank = run_rank();
+  if (!r->env.rank)
+    if (const RunScopes* scopes = scopes_of(r->env); scopes && scopes->any_checkpoint_scope())
+      r->env.rank = run_rank();
   r->env.item_errors = env.item_errors || opts.item_errors;
   if (opts.max_value_bytes) r->env.max_value_bytes = opts.max_value_bytes;
   r->opts = std::move(opts);

@@ -102,8 +102,9 @@ std::vector<Value> run_sequential(const Program& p, std::span<const Value> leave
   init_slots(p, leaves, f.slots);
   Restore<const Program*> program(env.program, &p);
   // A run of its own gets a path in program order (a sub-run has its
-  // parent's) while a checkpoint scope is open or a journal is kept.
-  const bool own_rank = !env.rank && wants_rank(env);
+  // parent's) while a checkpoint scope is open: only those read it.
+  const RunScopes* scopes = scopes_of(env);
+  const bool own_rank = !env.rank && scopes && scopes->any_checkpoint_scope();
   Restore<decltype(env.rank)> rank(env.rank, own_rank ? run_rank() : env.rank);
   for (const Program::Node& n : p.nodes) {
     env.check_stop();

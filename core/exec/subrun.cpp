@@ -37,14 +37,15 @@ std::shared_ptr<SubRun> ExecContext::run_sub(const IRPtr& ir, std::span<const Va
     return nullptr;
   }
   // The sub-run's environment: the caller's context, scopes, journal, stop
-  // flag, per-item errors and batch base, its place in program order (read
-  // by checkpoint scopes and journals: built while one is open or kept);
-  // not the caller's owned inputs (they are its equation's).
+  // flag, per-item errors and batch base, its place in program order (only
+  // checkpoint scopes read it: built while one is open); not the caller's
+  // owned inputs (they are its equation's).
   RunEnv sub;
   sub.context = env.context;
   sub.scopes = env.scopes;
   sub.journal = env.journal;
-  if (wants_rank(env)) sub.rank = sub_rank(env, index);
+  if (const RunScopes* s = scopes_of(env); s && s->any_checkpoint_scope())
+    sub.rank = sub_rank(env, index);
   sub.stop = env.stop;
   sub.item_errors = env.item_errors;
   sub.max_value_bytes = env.max_value_bytes;

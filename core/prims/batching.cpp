@@ -195,7 +195,8 @@ void map_directly(const Eqn& e, std::span<const Value> in, const std::vector<boo
   std::vector<Value> res(be.out.size());
   // A checkpoint in the body is hit once per item, at the item's place in
   // program order (rt/scopes.h sub_rank).
-  const bool ranked = wants_rank(env);
+  const RunScopes* scopes = scopes_of(env);
+  const bool ranked = scopes && scopes->any_checkpoint_scope();
   RunEnv item_env;
   if (ranked) {
     item_env = env;

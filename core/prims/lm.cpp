@@ -15,7 +15,6 @@
 #include "rt/async.h"
 #include "rt/context.h"
 #include "rt/journal.h"
-#include "rt/scopes.h"
 #include "value/error_value.h"
 #include "lm/call_arena.h"
 #include "lm/router.h"
@@ -258,18 +257,30 @@ std::string correction(const Error& invalid) {
          "\nReply again with only the corrected JSON.";
 }
 
-// What a journal keys a request by besides its place (rt/journal.h): a
-// hash of what the provider is asked. `base` covers what every request of
-// the equation shares (the primitive, its sampling params and schema).
-uint64_t request_base_hash(const Eqn& e, const Value& sampling) {
-  uint64_t h = hash_mix(hash_bytes(e.prim->name), sampling.hash());
-  if (const Param* s = e.params.find("schema")) h = hash_mix(h, std::get<Value>(*s).hash());
-  return h;
+// A journal's key of a request (rt/journal.h): the 128-bit hash of what the
+// provider is asked, each part length-prefixed. `base` holds what every
+// request of the equation shares: the primitive, its sampling params and
+// schema (as JSON: exact, -0.0 and key order included).
+void key_part(std::string& b, std::string_view part) {
+  const uint64_t n = part.size();
+  b.append(reinterpret_cast<const char*>(&n), sizeof n);
+  b.append(part);
 }
-uint64_t request_hash(uint64_t base, const lm::Request& req) {
-  uint64_t h = hash_mix(base, hash_bytes(req.model.as_str()));
-  for (const lm::Message& m : req.messages) h = hash_mix(hash_mix(h, hash_bytes(m.role)), m.content.hash());
-  return h;
+std::string request_base(const Eqn& e, const Value& sampling) {
+  std::string b;
+  key_part(b, e.prim->name);
+  key_part(b, sampling.is_null() ? "" : to_json(sampling));
+  const Param* s = e.params.find("schema");
+  key_part(b, s ? to_json(std::get<Value>(*s)) : "");
+  return b;
+}
+JournalKey request_key(std::string b, const lm::Request& req) {
+  key_part(b, req.model.as_str());
+  for (const lm::Message& m : req.messages) {
+    key_part(b, m.role);
+    key_part(b, m.content.as_str());
+  }
+  return hash128_bytes(b);
 }
 
 // One request of an equation (a batch item) through its attempts: the
@@ -659,13 +670,8 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   // (lm/call_arena.h: freed on the provider's thread a block at a time).
   lm::CallArenaHold arena;
   size_t made = 0;
-  // Journal: the equation's place, and what its requests share.
-  std::string path;
-  uint64_t base_hash = 0;
-  if (batch->journal) {
-    path = call_path(env);
-    base_hash = request_base_hash(e, sampling);
-  }
+  // Journal: what the equation's requests share.
+  const std::string key_base = batch->journal ? request_base(e, sampling) : std::string();
   for (size_t i = 0; i < n; ++i) {
     if (!batch->items[i].requested) continue;
     if (own_counts && made % lm::kCallsPerArena == 0)
@@ -685,9 +691,8 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
     req.sampling = sampling;
     req.stream = batch->streams;
     if (batch->journal) {
-      JournalKey& key = batch->keys[i];
-      key = JournalKey{path, batch->base + i, request_hash(base_hash, req)};
-      if (std::optional<JournalEntry> recorded = batch->journal->take(key)) {
+      batch->keys[i] = request_key(key_base, req);
+      if (std::optional<JournalEntry> recorded = batch->journal->take(batch->keys[i])) {
         batch->replay(i, *recorded);  // no request: the last one may finish the batch
         continue;
       }

@@ -139,8 +139,7 @@ struct RunEnv {
   uint64_t batch_base = 0;
 
   // The run's journal (RunOptions::journal_path, rt/journal.h), null for
-  // none; inherited by sub-runs. While one is set every level carries its
-  // place in program order (`rank`): the journal keys an LM call by it.
+  // none; inherited by sub-runs.
   std::shared_ptr<Journal> journal = nullptr;
 
   // in[k] as a value the impl may consume (e.g. append to a string nothing

@@ -71,19 +71,11 @@ std::string hex(uint64_t h) {
 // A row's checksum over everything it holds: a row damaged on disk in a
 // way SQLite cannot see (a flipped byte inside a reply) is refused, never
 // answered.
-uint64_t row_checksum(const JournalKey& k, const JournalEntry& e) {
-  uint64_t h = hash_bytes(k.path);
+uint64_t row_checksum(const JournalKey& k, uint64_t seq, const JournalEntry& e) {
+  uint64_t h = hash_bytes(k);
   for (const std::string* s : {&e.reply, &e.model, &e.provider, &e.name}) h = hash_mix(hash_mix(h, s->size()), hash_bytes(*s));
-  for (uint64_t v : {k.item, k.request, e.prompt_tokens, e.completion_tokens}) h = hash_mix(h, v);
+  for (uint64_t v : {seq, e.prompt_tokens, e.completion_tokens}) h = hash_mix(h, v);
   return h;
-}
-
-std::string key_bytes(const JournalKey& k) {
-  std::string b = k.path;
-  b.push_back('\0');
-  b.append(reinterpret_cast<const char*>(&k.item), sizeof k.item);
-  b.append(reinterpret_cast<const char*>(&k.request), sizeof k.request);
-  return b;
 }
 
 // A connection to an existing or new journal file. The descriptor holding
@@ -157,6 +149,7 @@ struct Journal::Writer {
   std::condition_variable cv;
   struct Pending {
     JournalKey key;
+    uint64_t seq;
     JournalEntry entry;
     std::function<void(const Error*)> then;
   };
@@ -182,19 +175,17 @@ struct Journal::Writer {
     };
     if (int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr); rc != SQLITE_OK) return failed(rc);
     for (const Pending& p : batch) {
-      const JournalKey& k = p.key;
       const JournalEntry& e = p.entry;
       sqlite3_reset(insert);
-      sqlite3_bind_text(insert, 1, k.path.data(), int(k.path.size()), SQLITE_STATIC);
-      sqlite3_bind_int64(insert, 2, int64_t(k.item));
-      sqlite3_bind_int64(insert, 3, int64_t(k.request));
-      sqlite3_bind_text(insert, 4, e.name.data(), int(e.name.size()), SQLITE_STATIC);
-      sqlite3_bind_text(insert, 5, e.model.data(), int(e.model.size()), SQLITE_STATIC);
-      sqlite3_bind_text(insert, 6, e.provider.data(), int(e.provider.size()), SQLITE_STATIC);
-      sqlite3_bind_text(insert, 7, e.reply.data(), int(e.reply.size()), SQLITE_STATIC);
-      sqlite3_bind_int64(insert, 8, int64_t(e.prompt_tokens));
-      sqlite3_bind_int64(insert, 9, int64_t(e.completion_tokens));
-      sqlite3_bind_int64(insert, 10, int64_t(row_checksum(k, e)));
+      sqlite3_bind_blob(insert, 1, p.key.data(), int(p.key.size()), SQLITE_STATIC);
+      sqlite3_bind_int64(insert, 2, int64_t(p.seq));
+      sqlite3_bind_text(insert, 3, e.name.data(), int(e.name.size()), SQLITE_STATIC);
+      sqlite3_bind_text(insert, 4, e.model.data(), int(e.model.size()), SQLITE_STATIC);
+      sqlite3_bind_text(insert, 5, e.provider.data(), int(e.provider.size()), SQLITE_STATIC);
+      sqlite3_bind_text(insert, 6, e.reply.data(), int(e.reply.size()), SQLITE_STATIC);
+      sqlite3_bind_int64(insert, 7, int64_t(e.prompt_tokens));
+      sqlite3_bind_int64(insert, 8, int64_t(e.completion_tokens));
+      sqlite3_bind_int64(insert, 9, int64_t(row_checksum(p.key, p.seq, e)));
       if (int rc = sqlite3_step(insert); rc != SQLITE_DONE) {
         sqlite3_reset(insert);
         return failed(rc);
@@ -262,10 +253,10 @@ std::shared_ptr<Journal> Journal::open(const std::string& path, uint64_t program
     std::string sql =
         "BEGIN IMMEDIATE;"
         "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
-        "CREATE TABLE calls(path TEXT NOT NULL, item INTEGER NOT NULL, request INTEGER NOT NULL,"
-        " name TEXT NOT NULL, model TEXT NOT NULL, provider TEXT NOT NULL, reply TEXT NOT NULL,"
-        " prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, checksum INTEGER NOT NULL,"
-        " PRIMARY KEY (path, item, request)) WITHOUT ROWID;"
+        "CREATE TABLE calls(request BLOB NOT NULL, seq INTEGER NOT NULL, name TEXT NOT NULL,"
+        " model TEXT NOT NULL, provider TEXT NOT NULL, reply TEXT NOT NULL, prompt_tokens INTEGER NOT NULL,"
+        " completion_tokens INTEGER NOT NULL, checksum INTEGER NOT NULL, PRIMARY KEY (request, seq))"
+        " WITHOUT ROWID;"
         "INSERT INTO meta VALUES ('format', '" + std::string(kFormat) + "'), ('program', '" + hex(program) +
         "'), ('inputs', '" + hex(inputs) + "');"
         "PRAGMA application_id = " + std::to_string(kApplicationId) + ";"
@@ -284,25 +275,31 @@ std::shared_ptr<Journal> Journal::open(const std::string& path, uint64_t program
   }
   std::shared_ptr<Journal> j(new Journal());
   {
+    // In key and occurrence order.
     Stmt st(c.db,
-            "SELECT path, item, request, name, model, provider, reply, prompt_tokens, completion_tokens, checksum "
-            "FROM calls",
+            "SELECT request, seq, name, model, provider, reply, prompt_tokens, completion_tokens, checksum "
+            "FROM calls ORDER BY request, seq",
             path);
     int rc;
     while ((rc = sqlite3_step(st.s)) == SQLITE_ROW) {
-      JournalKey k{st.text(0), uint64_t(sqlite3_column_int64(st.s, 1)), uint64_t(sqlite3_column_int64(st.s, 2))};
-      JournalEntry e{st.text(6), st.text(4), st.text(5), st.text(3), uint64_t(sqlite3_column_int64(st.s, 7)),
-                     uint64_t(sqlite3_column_int64(st.s, 8))};
-      if (uint64_t(sqlite3_column_int64(st.s, 9)) != row_checksum(k, e))
-        fail(Code::Format, where(path) + ": the row of call " + k.path + " (item " + std::to_string(k.item) +
-                               ") is damaged (its checksum does not match); delete the file to start over");
-      j->recorded_.emplace(key_bytes(k), std::move(e));
+      auto blob = static_cast<const char*>(sqlite3_column_blob(st.s, 0));
+      JournalKey k(blob ? blob : "", size_t(sqlite3_column_bytes(st.s, 0)));
+      const uint64_t seq = uint64_t(sqlite3_column_int64(st.s, 1));
+      JournalEntry e{st.text(5), st.text(3), st.text(4), st.text(2), uint64_t(sqlite3_column_int64(st.s, 6)),
+                     uint64_t(sqlite3_column_int64(st.s, 7))};
+      Recorded& r = j->recorded_[k];
+      if (uint64_t(sqlite3_column_int64(st.s, 8)) != row_checksum(k, seq, e))
+        fail(Code::Format, where(path) + ": the row of a call to model " + json_quoted(e.model) + " (name " +
+                               json_quoted(e.name) + ") is damaged (its checksum does not match); delete the "
+                               "file to start over");
+      r.untaken.push_back(std::move(e));
+      r.rows = seq + 1;  // a failed write may have left a gap
     }
     if (rc != SQLITE_DONE) db_fail(c.db, rc, path, "reading it");
   }
   const char* insert =
-      "INSERT OR REPLACE INTO calls (path, item, request, name, model, provider, reply, prompt_tokens,"
-      " completion_tokens, checksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+      "INSERT OR REPLACE INTO calls (request, seq, name, model, provider, reply, prompt_tokens,"
+      " completion_tokens, checksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
   if (int rc = sqlite3_prepare_v3(c.db, insert, -1, SQLITE_PREPARE_PERSISTENT, &w->insert, nullptr); rc != SQLITE_OK)
     db_fail(c.db, rc, path, "preparing its writes");
   w->thread = std::thread(Writer::loop, w);
@@ -313,6 +310,7 @@ std::shared_ptr<Journal> Journal::open(const std::string& path, uint64_t program
 Journal::~Journal() { close(); }
 
 void Journal::close() noexcept {
+  if (!writer_) return;  // open() failed before its writer started
   Writer& w = *writer_;
   {
     std::lock_guard<std::mutex> lock(w.mu);
@@ -335,18 +333,23 @@ void Journal::close() noexcept {
 std::optional<JournalEntry> Journal::take(const JournalKey& key) {
   std::lock_guard<std::mutex> lock(mu_);
   if (recorded_.empty()) return std::nullopt;
-  auto it = recorded_.find(key_bytes(key));
-  if (it == recorded_.end()) return std::nullopt;
-  JournalEntry e = std::move(it->second);
-  recorded_.erase(it);
+  auto it = recorded_.find(key);
+  if (it == recorded_.end() || it->second.untaken.empty()) return std::nullopt;
+  JournalEntry e = std::move(it->second.untaken.front());
+  it->second.untaken.pop_front();
   return e;
 }
 
 void Journal::record(JournalKey key, JournalEntry entry, std::function<void(const Error*)> then) {
+  uint64_t seq;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    seq = recorded_[key].rows++;
+  }
   {
     std::lock_guard<std::mutex> lock(writer_->mu);
     if (!writer_->stop) {
-      writer_->queue.push_back(Writer::Pending{std::move(key), std::move(entry), std::move(then)});
+      writer_->queue.push_back(Writer::Pending{std::move(key), seq, std::move(entry), std::move(then)});
       writer_->cv.notify_one();
       return;
     }

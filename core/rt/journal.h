@@ -3,16 +3,21 @@
 // a provider again (af.h "Run journals", docs/SEMANTICS.md "Durable runs").
 //
 // Contract: a call counts as done only once its row is committed (a killed
-// run loses at most the calls in flight), and a row answers only the call
-// it was written for: the journal is bound to one program and one list of
-// inputs when created, and a row is keyed by the call's place in the program
-// (its path through control flow), its batch item and a hash of its
-// request. Anything that does not match is refused (another program or
-// inputs: INVALID_ARGUMENT; not a journal, or a row whose checksum fails:
-// FORMAT), never used.
+// run loses at most the calls in flight), and a row answers only a request
+// equal to the one it was written for: the journal is bound to one program
+// and one list of inputs when created, and a row is keyed by a 128-bit hash
+// of its request (model, messages, schema, sampling params) and its
+// occurrence among equal requests (a program asking the same thing three
+// times gets three rows, so three answers). Keys do not depend on where or
+// in which form a call ran (streamed or not, a batch run in slices or
+// whole, a batched switch branch by branch or item by item), so a resumed
+// run finds its calls whatever it chose. Anything that does not match is
+// refused (another program or inputs: INVALID_ARGUMENT; not a journal, or a
+// row whose checksum fails: FORMAT), never used.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -24,20 +29,15 @@
 
 namespace af {
 
-// Where a call sits: its path through the program (equation indices and
-// sub-run indices, "3.1.0"), its batch item, and its request's hash.
-struct JournalKey {
-  std::string path;
-  uint64_t item = 0;
-  uint64_t request = 0;
-};
+// The key of a request: its 16-byte hash (request_key in prims/lm.cpp).
+using JournalKey = std::string;
 
 // What a completed call answered.
 struct JournalEntry {
   std::string reply;     // the text, or the JSON of a structured reply
   std::string model;
   std::string provider;  // the one that answered
-  std::string name;      // the equation's name path ("" for none): for people
+  std::string name;      // the equation's name path ("" for none): for people only
   uint64_t prompt_tokens = 0;
   uint64_t completion_tokens = 0;
 };
@@ -57,9 +57,11 @@ class Journal {
   Journal(const Journal&) = delete;
   Journal& operator=(const Journal&) = delete;
 
-  // The recorded answer to `key`, taken out: a call is answered once.
+  // A recorded answer to `key` not yet taken by this run (the first of
+  // them), taken out: each recorded call answers one call.
   std::optional<JournalEntry> take(const JournalKey& key);
-  // Records `entry` for `key`; `then` runs once the row is committed
+  // Records `entry` for `key` as its next occurrence; `then` runs once the
+  // row is committed
   // (err == nullptr) or its write failed (IO), on the journal's writer
   // thread. Writes that come while one commits share the next transaction.
   void record(JournalKey key, JournalEntry entry, std::function<void(const Error* err)> then);
@@ -74,7 +76,11 @@ class Journal {
   Journal() = default;
   std::shared_ptr<Writer> writer_;
   std::mutex mu_;
-  std::unordered_map<std::string, JournalEntry> recorded_;  // by key_bytes()
+  struct Recorded {
+    std::deque<JournalEntry> untaken;  // in occurrence order
+    uint64_t rows = 0;                 // in the file, the next occurrence's number
+  };
+  std::unordered_map<JournalKey, Recorded> recorded_;
 };
 
 }  // namespace af

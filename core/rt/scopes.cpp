@@ -40,13 +40,6 @@ RankPtr sub_rank(const RunEnv& env, uint64_t index) {
 
 Rank hit_rank(const RunEnv& env) { return extended(env, {env.eqn}); }
 
-std::string call_path(const RunEnv& env) {
-  std::string path;
-  if (env.rank)
-    for (size_t k = 1; k < env.rank->size(); ++k) path += std::to_string((*env.rank)[k]) + ".";
-  return path + std::to_string(env.eqn);
-}
-
 namespace {
 
 // Scans sub-IRs once each (a sub-IR may be shared by several equations).
@@ -312,12 +305,6 @@ uint64_t ThreadScopes::memo_hits() {
 RunScopes* scopes_of(const RunEnv& env) {
   if (env.scopes) return env.scopes.get();
   return env.context ? env.context->scopes.of_this_thread() : nullptr;
-}
-
-bool wants_rank(const RunEnv& env) {
-  if (env.journal) return true;
-  const RunScopes* scopes = scopes_of(env);
-  return scopes && scopes->any_checkpoint_scope();
 }
 
 void run_eqn(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {

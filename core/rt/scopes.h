@@ -45,14 +45,6 @@ RankPtr run_rank();
 RankPtr sub_rank(const RunEnv& env, uint64_t index);
 // The rank of a checkpoint hit by the equation env runs.
 Rank hit_rank(const RunEnv& env);
-// Whether the levels of env's run carry their rank: while a checkpoint
-// scope is open (collect / inject order their hits by it) or the run keeps
-// a journal (it keys LM calls by it).
-bool wants_rank(const RunEnv& env);
-// The place of the equation env runs, for a journal: its rank without the
-// run's serial number, then its index ("4.1.0"), the same in every run of
-// one program.
-std::string call_path(const RunEnv& env);
 
 // The (collection, key) pairs the open inject scopes queue values for. The
 // equations they hit run one after another in program order, so that the

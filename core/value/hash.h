@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace af {
@@ -17,6 +18,9 @@ constexpr uint64_t hash_mix(uint64_t h, uint64_t v) {
 }
 
 uint64_t hash_bytes(std::string_view s) noexcept;  // XXH3-64, seed 0
+// XXH3-128 of s as 16 bytes (high half first): a digest for keys on disk
+// where a 64-bit collision would cost a wrong answer (run journals).
+std::string hash128_bytes(std::string_view s);
 
 // Bit pattern of a double with -0.0 folded into 0.0 and every NaN into one,
 // for numbers compared by value (a schedule's priority; values themselves

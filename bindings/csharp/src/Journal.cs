@@ -12,7 +12,7 @@ namespace Af
     /// program on the same inputs with the same journal answers every recorded
     /// call from it, without reaching the provider, and asks the providers
     /// only the rest, so a run killed at any moment resumes where it stopped.
-    /// Host functions are run again. The file holds prompts and replies in
+    /// Host functions are run again. The file holds LM replies in
     /// clear, so libaf creates it with mode 0600. To forget a journal, delete
     /// the file and its "-wal" and "-shm" siblings.</summary>
     public static class Journal

@@ -63,7 +63,7 @@ namespace Af
         /// before the call's result is used. Rerunning the same program on the
         /// same inputs with the same journal answers the calls recorded there
         /// without reaching their provider, so a run that was killed resumes
-        /// where it stopped. Created (mode 0600: it holds prompts and replies
+        /// where it stopped. Created (mode 0600: it holds LM replies
         /// in clear) when missing, with missing parent directories. The run
         /// fails at its start with AfInvalidArgumentException (a journal of
         /// another program or other inputs), AfFormatException (not a journal,

@@ -206,3 +206,67 @@ def test_ray_run_in_process_keeps_a_journal_per_shard_and_batch(tmp_path: Path) 
     assert ray_helpers.calls_in(str(log)) == 10
     with pytest.raises(ValueError, match="journal_dir"):
         afray.run_in_process(ir, items, spec, journal_dir="")
+
+
+class Looping(Counting):
+    """A "loop" model says "go" until its prompt holds three '>' marks, then
+    "stop"; other models are answered as by Counting."""
+
+    def __call__(self, req: libaf.LmRequest) -> object:
+        if req.model != "loop":
+            return super().__call__(req)
+        content = req.messages[-1]["content"]
+        with self.lock:
+            self.calls += 1
+        return "go" if content.count(">") < 3 else "stop"
+
+
+def agent(ticket: libaf.Value) -> dict:
+    """A loop asking until the model says stop, then a switch on its last
+    answer: LM calls inside a loop body and a branch, keyed by their path."""
+
+    def body(s):
+        text = libaf.concat(s["text"], ">")
+        return {"text": text, "say": libaf.lm_call([{"role": "user", "content": text}], "loop")}
+
+    end = libaf.while_loop(lambda s: libaf.match(s["say"], "go"), body, {"text": ticket, "say": "go"}, 10)
+    branches = {
+        "stop": lambda t: libaf.lm_call([{"role": "user", "content": libaf.format("Close {}", t)}], "close"),
+        "go": lambda t: libaf.lm_call([{"role": "user", "content": libaf.format("Escalate {}", t)}], "escalate"),
+    }
+    return {"trail": end["text"], "last": libaf.switch(end["say"], branches, end["text"])}
+
+
+def test_calls_in_loops_and_branches_resume_by_their_place(ctx, tmp_path: Path) -> None:
+    provider = Looping()
+    ctx.route("*", libaf.Provider.host(provider))
+    program = libaf.trace(agent, "t", ctx=ctx).batch(ctx=ctx).compile(ctx)
+    journal = tmp_path / "agent.afj"
+    first = program(TICKETS, ctx=ctx, journal=journal).to_py()
+    n = len(TICKETS) * (3 + 1)  # three passes of the loop, one branch
+    assert provider.calls == n
+    assert first["last"] == [f"close|Close {t}>>>" for t in TICKETS]
+
+    streamed: dict = {}
+
+    def stream(eqn: int, item: int, text) -> None:
+        streamed[(eqn, item)] = "" if text is None else streamed.get((eqn, item), "") + text
+
+    again = program(TICKETS, ctx=ctx, journal=journal, stream=stream).to_py()
+    assert provider.calls == n, "a call inside the loop or the branch reached the provider"
+    assert again == first
+    # Answers from the journal are streamed whole, as a provider that does not stream sends them.
+    assert set(first["last"]) <= set(streamed.values())
+    assert libaf.journal_summary(journal)["models"]["loop"]["calls"] == 3 * len(TICKETS)
+
+
+def test_a_damaged_row_is_refused_never_answered(ctx, provider, program, tmp_path: Path) -> None:
+    import sqlite3
+
+    journal = tmp_path / "review.afj"
+    program(TICKETS, ctx=ctx, journal=journal)
+    with sqlite3.connect(journal) as db:  # a byte of a reply changed behind the journal's back
+        db.execute("UPDATE calls SET reply = 'summarize|tampered' WHERE reply = 'summarize|password reset'")
+    with pytest.raises(libaf.FormatError, match="damaged"):
+        program(TICKETS, ctx=ctx, journal=journal)
+    assert provider.calls == CALLS_PER_ITEM * len(TICKETS)

@@ -4,7 +4,6 @@ host providers written in Python."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import sys
 from pathlib import Path
 

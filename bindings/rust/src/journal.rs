@@ -28,7 +28,7 @@ use crate::util::{bytes_to_string, path_bytes};
 /// journal answers every recorded call from it, without reaching the
 /// provider, and asks the providers only the rest, so a run killed at any
 /// moment resumes where it stopped. Host functions are run again. The file
-/// holds prompts and replies in clear, so libaf creates it with mode 0600.
+/// holds LM replies in clear, so libaf creates it with mode 0600.
 /// To forget a journal, delete the file and its `-wal` and `-shm` siblings.
 ///
 /// Errors: `NotFound` (no such file), `Format` (not a journal, or corrupt),
@@ -49,7 +49,7 @@ pub fn journal_summary_json(path: impl AsRef<Path>) -> Result<String> {
 /// Compacts a journal no run is writing: folds its write-ahead log into the
 /// file and frees unused pages. The journal stays valid and resumable (a
 /// rerun still answers its recorded calls from it). The file holds the
-/// prompts and replies of the LM calls it recorded (see
+/// LM replies of the LM calls it recorded (see
 /// [`journal_summary_json`]).
 ///
 /// Errors: as [`journal_summary_json`], and `Io` when a run holds the

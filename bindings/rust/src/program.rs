@@ -76,7 +76,7 @@ pub struct RunOptions {
     /// its result is used, and a call an earlier run of the same program on
     /// the same inputs recorded there is answered from it without reaching
     /// its provider, so a run that was stopped resumes where it stopped.
-    /// Created (mode 0600: it holds prompts and replies in clear) when
+    /// Created (mode 0600: it holds LM replies in clear) when
     /// missing, with missing parent directories. Program runs only
     /// ([`Context::eval_with`] refuses it). The run fails at its start with
     /// `InvalidArgument` for a journal of another program or other inputs,

@@ -141,7 +141,7 @@ fn a_rerun_answers_the_recorded_calls_from_the_journal() {
     assert!(path.is_file());
     #[cfg(unix)]
     {
-        assert_eq!(mode(&path), 0o600, "the journal holds prompts and replies");
+        assert_eq!(mode(&path), 0o600, "the journal holds LM replies");
         for sibling in ["-wal", "-shm"] {
             let s = PathBuf::from(format!("{}{sibling}", path.display()));
             if s.exists() {

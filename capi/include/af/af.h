@@ -1124,15 +1124,14 @@ AF_API void af_future_free(af_future_t* f);
 /* Run journals (af_run_options_t.journal_path; docs/SEMANTICS.md "Durable
  * runs"). A journal belongs to one program and one list of inputs (their
  * hashes are stored when it is created). Each completed LM call is a row
- * keyed by the equation's place in the program (its path through control
- * flow), its batch item and a hash of the request (model, messages, schema,
- * sampling params), holding the reply (the JSON of a structured one), the
- * model, the provider and its usage. Rerunning the same program on the same
- * inputs with the same journal answers every recorded call from it (as the
- * provider answered it; streamed whole) and asks the providers only the
- * rest, so a run killed at any moment resumes where it stopped. Host
- * functions are run again. The file holds prompts and replies in clear:
- * it is created 0600. */
+ * keyed by a 128-bit hash of its request (model, messages, schema, sampling
+ * params) and its occurrence among equal requests, holding the reply (the
+ * JSON of a structured one), the model, the provider, its usage and the
+ * equation's name path. Rerunning the same program on the same inputs with
+ * the same journal answers every recorded call from it (as the provider
+ * answered it; streamed whole) and asks the providers only the rest, so a
+ * run killed at any moment resumes where it stopped. Host functions are run
+ * again. The file holds the LM replies in clear: it is created 0600. */
 /* A journal's contents as JSON (owned bytes):
  *   {"program": "<hash hex>", "inputs": "<hash hex>", "calls": N,
  *    "prompt_tokens": N, "completion_tokens": N,

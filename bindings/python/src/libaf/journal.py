@@ -8,7 +8,7 @@ the same program on the same inputs with the same journal answers every
 recorded call from it without reaching the provider, and asks the providers
 only the rest, so a run killed at any moment resumes where it stopped. Host
 tools run again. The file is created 0600, with missing parent directories:
-it holds the prompts and replies in clear.
+it holds the LM replies in clear.
 
 To forget a journal, delete the file and its ``-wal`` and ``-shm`` siblings.
 """
@@ -44,7 +44,7 @@ def journal_summary(path: str | os.PathLike) -> dict:
     A journal is a SQLite file recording each LM call a run with
     ``journal=path`` completed; rerunning the same program on the same inputs
     with it answers those calls without reaching the provider. It is created
-    0600 and holds the prompts and replies. Read-only: a run may be writing
+    0600 and holds the LM replies. Read-only: a run may be writing
     the journal meanwhile. Raises libaf.NotFound (no such file),
     libaf.FormatError (not a journal, or corrupt), libaf.IOError. Fields may
     be added."""
@@ -62,7 +62,7 @@ def journal_compact(path: str | os.PathLike) -> None:
     A journal is a SQLite file recording each LM call a run with
     ``journal=path`` completed; rerunning the same program on the same inputs
     with it answers those calls without reaching the provider. It is created
-    0600 and holds the prompts and replies. Raises as journal_summary, and
+    0600 and holds the LM replies. Raises as journal_summary, and
     libaf.IOError while a run holds the journal."""
     p = _path(path)
     check(lib.af_journal_compact(p, len(p)))

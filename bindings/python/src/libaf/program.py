@@ -71,7 +71,7 @@ class RunOptions:
       journal answers the calls recorded there without reaching their
       providers, so a run killed at any point resumes where it stopped (host
       tools run again). Created 0600 when missing (missing parent directories
-      too): it holds the prompts and replies in clear. The run fails at its
+      too): it holds the LM replies in clear. The run fails at its
       start with libaf.InvalidArgument (a journal of another program or other
       inputs), libaf.FormatError (not a journal, or corrupt) or libaf.IOError
       (cannot be created or opened, or another run holds it).

@@ -371,7 +371,7 @@ def run(program: bytes | str | os.PathLike | Ir | Program, inputs: Any, spec: Op
       have several structures runs one batch per structure; the later ones
       get ``shard-<start>-item-<first>.afj``). A journal is a SQLite file
       recording each LM call its shard completed (created 0600: it holds
-      the prompts and replies); a shard Ray reruns after its worker died
+      the LM replies); a shard Ray reruns after its worker died
       answers the calls its first attempt finished from it without asking
       the provider, and so does a rerun of the job with the same program,
       inputs, ``shard_size`` and ``journal_dir`` (after a failure or a stop):
