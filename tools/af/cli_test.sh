@@ -167,5 +167,22 @@ check slice-no-out 2 '-o OUT' -- "$AF" slice triage.afg --outputs team
 check cost 0 '"total":{"calls":12,"models":{"billing-drafter":4,"triage-classifier":4,"triage-reviewer":4}}' -- "$AF" cost triage.afg --batch 4
 check cost-critical-path 0 '"critical_path":{"calls":3' -- "$AF" cost triage.afg
 check cost-bad-batch 2 'positive integer' -- "$AF" cost triage.afg --batch 0
+# Run journals: a rerun answers every LM call from the journal; show,
+# compact, and the journal of other inputs or a file that is not one refused.
+IN='[["printer on fire","refund"]]'
+check journal-first 0 'af: 6 LM calls' -- "$AF" run triage.afg --input "$IN" --provider echo --journal j/run.afj
+check journal-mode 0 '600' -- stat -c %a j/run.afj
+check journal-resume 0 'af: 0 LM calls' -- "$AF" run triage.afg --input "$IN" --provider echo --journal j/run.afj
+check journal-resume-same-output 0 '"billing-drafter|Draft a short, friendly reply to this billing question: refund"' -- "$AF" run triage.afg --input "$IN" --provider echo --journal j/run.afj
+check journal-show 0 'triage-reviewer: 2 calls' -- "$AF" journal show j/run.afj
+check journal-show-json 0 '"calls":6' -- "$AF" journal show j/run.afj --json
+check journal-compact 0 '' -- "$AF" journal compact j/run.afj
+check journal-after-compact 0 'af: 0 LM calls' -- "$AF" run triage.afg --input "$IN" --provider echo --journal j/run.afj
+check journal-other-inputs 1 'belongs to a run of other inputs' -- "$AF" run triage.afg --input '[["other"]]' --provider echo --journal j/run.afj
+printf 'not a journal' > notj.afj
+check journal-not-a-journal 1 'error 4' -- "$AF" run triage.afg --input "$IN" --provider echo --journal notj.afj
+check journal-not-a-journal-kept 0 'not a journal' -- cat notj.afj
+check journal-show-missing 1 'no such file' -- "$AF" journal show nope.afj
+check journal-usage 2 'journal: say show FILE' -- "$AF" journal list j/run.afj
 echo "cli: $fails failed"
 [ "$fails" = 0 ]
