@@ -52,38 +52,13 @@ func newJournalHost(t *testing.T, eng *af.Engine) *journalHost {
 	return h
 }
 
-// userAsk is lm_call([{"role": "user", "content": content}], model).
-func userAsk(ctx *af.Context, model string, content *af.Value) (*af.Value, error) {
-	role, err := ctx.Str("user")
-	if err != nil {
-		return nil, err
-	}
-	defer role.Close()
-	msg, err := ctx.Dict([]string{"role", "content"}, []*af.Value{role, content})
-	if err != nil {
-		return nil, err
-	}
-	defer msg.Close()
-	msgs, err := ctx.List(msg)
-	if err != nil {
-		return nil, err
-	}
-	defer msgs.Close()
-	m, err := ctx.Str(model)
-	if err != nil {
-		return nil, err
-	}
-	defer m.Close()
-	return ctx.LMCall(msgs, m)
-}
-
 // journalProgram compiles, batched over a list of questions, two LM calls
 // per item, the second on the first's reply: a = m(q), b = m2("more on " +
 // a); the output is [[a...], [b...]].
 func journalProgram(t *testing.T, eng *af.Engine) *af.Program {
 	t.Helper()
 	one := must(af.Trace(eng, func(ctx *af.Context, in []*af.Value) (*af.Value, error) {
-		a, err := userAsk(ctx, "m", in[0])
+		a, err := ask(ctx, in[0], "m")
 		if err != nil {
 			return nil, err
 		}
@@ -91,7 +66,7 @@ func journalProgram(t *testing.T, eng *af.Engine) *af.Program {
 		if err != nil {
 			return nil, err
 		}
-		b, err := userAsk(ctx, "m2", more)
+		b, err := ask(ctx, more, "m2")
 		if err != nil {
 			return nil, err
 		}
