@@ -182,6 +182,8 @@ check journal-other-inputs 1 'belongs to a run of other inputs' -- "$AF" run tri
 printf 'not a journal' > notj.afj
 check journal-not-a-journal 1 'error 4' -- "$AF" run triage.afg --input "$IN" --provider echo --journal notj.afj
 check journal-not-a-journal-kept 0 'not a journal' -- cat notj.afj
+head -c 5000 j/run.afj > trunc.afj
+check journal-truncated 1 'error 4' -- "$AF" run triage.afg --input "$IN" --provider echo --journal trunc.afj
 check journal-show-missing 1 'no such file' -- "$AF" journal show nope.afj
 check journal-usage 2 'journal: say show FILE' -- "$AF" journal list j/run.afj
 echo "cli: $fails failed"
