@@ -34,7 +34,7 @@ af_error* out_of_memory() { return &g_oom; }
 
 af_error* to_c(const Error& e) {
   try {
-    auto* c = new af_error{int32_t(e.code()), e.what(), nullptr, false, false};
+    auto* c = new af_error{int32_t(e.code()), e.what(), nullptr, false, false, e.payload()};
     if (e.cause()) c->cause = to_c(*e.cause());
     return c;
   } catch (...) {
@@ -44,7 +44,7 @@ af_error* to_c(const Error& e) {
 
 static std::shared_ptr<const Error> to_core(const af_error* e) {
   if (!e) return nullptr;
-  return std::make_shared<const Error>(Code(e->code), e->message, to_core(e->cause));
+  return std::make_shared<const Error>(Code(e->code), e->message, to_core(e->cause), e->payload);
 }
 
 Error from_callback(af_error* e, const std::string& what) {
@@ -82,13 +82,28 @@ const char* af_error_message(const af_error_t* e) { return e ? e->message.c_str(
 const af_error_t* af_error_cause(const af_error_t* e) { return e ? e->cause : nullptr; }
 
 af_error_t* af_error_new(int32_t code, const char* msg, size_t len) {
+  return af_error_new_with(code, msg, len, nullptr, nullptr);
+}
+
+af_error_t* af_error_new_with(int32_t code, const char* msg, size_t len, void* payload,
+                              void (*destroy)(void*)) {
+  std::shared_ptr<void> held;
   try {
-    if (code < AF_ERR_INVALID_ARGUMENT || code > AF_ERR_INTERNAL) code = AF_ERR_INTERNAL;
-    return new af_error{code, sanitize(msg, len), nullptr, true, false};
-  } catch (...) {
+    if (payload) held = std::shared_ptr<void>(payload, [destroy](void* p) {
+      if (destroy) destroy(p);
+    });
+  } catch (...) {  // no room for the count: shared_ptr ran destroy, as promised
     return nullptr;
   }
+  try {
+    if (code < AF_ERR_INVALID_ARGUMENT || code > AF_ERR_INTERNAL) code = AF_ERR_INTERNAL;
+    return new af_error{code, sanitize(msg, len), nullptr, true, false, std::move(held)};
+  } catch (...) {
+    return nullptr;  // held's destroy has run
+  }
 }
+
+void* af_error_payload(const af_error_t* e) { return e ? e->payload.get() : nullptr; }
 
 void af_error_free(af_error_t* e) {
   while (e && !e->is_static) {

@@ -24,8 +24,9 @@ struct af_error {
   int32_t code;
   std::string message;
   af_error* cause;
-  bool user_made;  // made by af_error_new (a callback's own failure)
+  bool user_made;  // made by af_error_new(_with) (a callback's own failure)
   bool is_static;  // the preallocated out-of-memory error: never freed
+  std::shared_ptr<void> payload = nullptr;  // af_error_new_with's, shared with the core's copies
 };
 
 struct af_context {

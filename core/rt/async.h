@@ -122,7 +122,7 @@ class AsyncOp {
 // thread. std::runtime_error copies share one refcounted buffer whose count
 // lives in libstdc++.so, so the last owner's delete races (for
 // ThreadSanitizer) with a reader on another thread.
-inline Error detached(const Error& e) { return Error(e.code(), std::string(e.what()), e.cause_ptr()); }
+inline Error detached(const Error& e) { return Error(e.code(), std::string(e.what()), e.cause_ptr(), e.payload()); }
 
 // Runs e's impl_async and blocks the calling thread until it finishes,
 // writing the outputs into `out` (or throwing its error). The sync `impl`

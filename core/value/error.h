@@ -27,15 +27,21 @@ enum class Code : int32_t {
 
 class Error : public std::runtime_error {
  public:
-  Error(Code code, std::string message, std::shared_ptr<const Error> cause = nullptr)
-      : std::runtime_error(std::move(message)), code_(code), cause_(std::move(cause)) {}
+  Error(Code code, std::string message, std::shared_ptr<const Error> cause = nullptr,
+        std::shared_ptr<void> payload = nullptr)
+      : std::runtime_error(std::move(message)), code_(code), cause_(std::move(cause)), payload_(std::move(payload)) {}
   Code code() const noexcept { return code_; }
   const Error* cause() const noexcept { return cause_.get(); }
   const std::shared_ptr<const Error>& cause_ptr() const noexcept { return cause_; }
+  // What a host's callback attached to its own error (af_error_new_with):
+  // opaque here, released by its destroy when the last error holding it
+  // goes. Wrapping an error keeps it as the cause, payload and all.
+  const std::shared_ptr<void>& payload() const noexcept { return payload_; }
 
  private:
   Code code_;
   std::shared_ptr<const Error> cause_;
+  std::shared_ptr<void> payload_;
 };
 
 [[noreturn]] inline void fail(Code code, std::string message) {

@@ -99,6 +99,20 @@ AF_API const af_error_t* af_error_cause(const af_error_t* e);
 /* A new owned error, for callbacks to return. msg need not be NUL-terminated;
  * invalid UTF-8 is replaced by U+FFFD. Returns NULL only if out of memory. */
 AF_API af_error_t* af_error_new(int32_t code, const char* msg, size_t len);
+/* af_error_new carrying payload, a binding's own object (its exception)
+ * that libaf keeps, opaque, through every error made from this one: when a
+ * callback returns it, it is the cause of the error libaf reports (wrapped
+ * in CALLBACK, crossing threads and runs), and af_error_payload of that
+ * cause gives payload back, so a binding re-raises its own exception
+ * object. destroy(payload) (may be NULL) runs exactly once, on whatever
+ * thread frees the last error holding it; also when this returns NULL
+ * (out of memory). A NULL payload makes a plain af_error_new error. */
+AF_API af_error_t* af_error_new_with(int32_t code, const char* msg, size_t len, void* payload,
+                                     void (*destroy)(void*));
+/* The payload e carries (af_error_new_with), or NULL (also for NULL e);
+ * borrowed: valid while e is. Only e itself is looked at: walk
+ * af_error_cause to find a payload further down. */
+AF_API void* af_error_payload(const af_error_t* e);
 /* Frees e and its causes. Accepts NULL. */
 AF_API void af_error_free(af_error_t* e);
 
