@@ -373,6 +373,38 @@ int main() {
   af::Error coded = expect_error(af::Code::Callback, [&] { ctx.host_call("coded", {}); }, "an af::Error from a tool");
   expect(coded.cause() && coded.cause()->code() == af::Code::Provider && coded.cause()->message() == "quota",
          "it keeps its code and message as the cause");
+  // Two tools failing at once with the same message each get their own
+  // exception back: it rides on its error (af_error_new_with), not in a
+  // table keyed by the text.
+  {
+    struct Tagged : std::runtime_error {
+      int who;
+      Tagged(int w) : std::runtime_error("same text"), who(w) {}
+    };
+    ctx.register_function("tagged", ctx.str("str"), [](const std::vector<af::Value>& args) -> af::Value {
+      throw Tagged(static_cast<int>(args.at(0).as_int()));
+    });
+    std::atomic<int> wrong{0};
+    auto caller = [&](int who) {
+      for (int i = 0; i < 200; ++i) {
+        try {
+          ctx.host_call("tagged", {ctx.integer(who)});
+        } catch (const af::Error& e) {
+          try {
+            std::rethrow_exception(e.cause() ? e.cause()->origin() : nullptr);
+          } catch (const Tagged& t) {
+            if (t.who != who) ++wrong;
+          } catch (...) {
+            ++wrong;
+          }
+        }
+      }
+    };
+    std::thread a(caller, 1), b(caller, 2);
+    a.join();
+    b.join();
+    expect(wrong == 0, "each caller gets its own tool's exception: " + std::to_string(wrong.load()) + " wrong");
+  }
   // A trace function's exception comes back as itself.
   try {
     ctx.trace([](af::Context&, const std::vector<af::Value>&) -> af::Value { throw ToolFailure("in trace"); },

@@ -35,7 +35,6 @@
 #include <af/af.h>
 
 #include <cstdint>
-#include <deque>
 #include <exception>
 #include <functional>
 #include <initializer_list>
@@ -45,7 +44,6 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -112,36 +110,20 @@ class Error : public std::runtime_error {
 
 namespace detail {
 
-/* An exception a callback threw crosses libaf as a code and a message only
- * (libaf rebuilds the chain on its side). The callback parks it here under
- * the (code, message) it sent; converting libaf's error claims it when a
- * leaf with that code and message comes back. First in, first out; at most
- * 256 are kept (a run that turns failures into values never claims them). */
-struct Parked {
-  std::mutex mu;
-  std::deque<std::tuple<int32_t, std::string, std::exception_ptr>> q;
+/* An exception a callback threw rides along with the af_error_t it returns
+ * as that error's payload (af_error_new_with): libaf keeps it through every
+ * wrapping, and converting libaf's error finds it on the node that carries
+ * it. The magic number tells this header's payloads from another
+ * binding's in the same process. */
+struct Payload {
+  static constexpr uint64_t kMagic = 0x6166687070657863ULL;  // "afhppexc"
+  uint64_t magic = kMagic;
+  std::exception_ptr thrown;
 };
-inline Parked& parked() {
-  static Parked p;
-  return p;
-}
-inline void park(int32_t code, const std::string& msg, std::exception_ptr e) {
-  Parked& p = parked();
-  std::lock_guard<std::mutex> lock(p.mu);
-  p.q.emplace_back(code, msg, e);
-  if (p.q.size() > 256) p.q.pop_front();
-}
-inline std::exception_ptr claim(int32_t code, const std::string& msg) {
-  Parked& p = parked();
-  std::lock_guard<std::mutex> lock(p.mu);
-  for (auto it = p.q.begin(); it != p.q.end(); ++it) {
-    if (std::get<0>(*it) == code && std::get<1>(*it) == msg) {
-      std::exception_ptr e = std::get<2>(*it);
-      p.q.erase(it);
-      return e;
-    }
-  }
-  return nullptr;
+inline void destroy_payload(void* p) noexcept { delete static_cast<Payload*>(p); }
+inline std::exception_ptr thrown_by(const af_error_t* e) noexcept {
+  auto* p = static_cast<const Payload*>(af_error_payload(e));
+  return p && p->magic == Payload::kMagic ? p->thrown : nullptr;
 }
 
 /* libaf's hints name C functions; say what a C++ caller calls instead. */
@@ -163,7 +145,7 @@ inline Error convert(const af_error_t* e) {
   std::string msg = af_error_message(e);
   if (const af_error_t* c = af_error_cause(e))
     return Error(code, binding_names(msg), std::make_shared<const Error>(convert(c)));
-  std::exception_ptr origin = claim(af_error_code(e), msg);
+  std::exception_ptr origin = thrown_by(e);
   if (origin) {
     try {
       std::rethrow_exception(origin);
@@ -184,7 +166,7 @@ inline void check(af_error_t* e) {
 }
 
 /* The af_error_t* a callback returns for the exception in flight (call from
- * a catch block), parked for the caller. Never throws. */
+ * a catch block), carrying it for the caller. Never throws. */
 inline af_error_t* error_for_current(Code other_code, const char* prefix) noexcept {
   std::exception_ptr ex = std::current_exception();
   int32_t code = static_cast<int32_t>(other_code);
@@ -200,8 +182,7 @@ inline af_error_t* error_for_current(Code other_code, const char* prefix) noexce
     } catch (...) {
       msg = std::string(prefix) + "unknown exception";
     }
-    park(code, msg, ex);
-    return af_error_new(code, msg.data(), msg.size());
+    return af_error_new_with(code, msg.data(), msg.size(), new Payload{Payload::kMagic, ex}, destroy_payload);
   } catch (...) {
     return af_error_new(code, "", 0);  // out of memory: code only
   }
