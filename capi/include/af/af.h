@@ -106,7 +106,10 @@ AF_API af_error_t* af_error_new(int32_t code, const char* msg, size_t len);
  * cause gives payload back, so a binding re-raises its own exception
  * object. destroy(payload) (may be NULL) runs exactly once, on whatever
  * thread frees the last error holding it; also when this returns NULL
- * (out of memory). A NULL payload makes a plain af_error_new error. */
+ * (out of memory). A NULL payload makes a plain af_error_new error.
+ * Convention, so that code sharing a process can tell whose a payload is: a
+ * payload points to memory that starts with a 64-bit tag chosen by its
+ * owner (the bindings each use one; look only at payloads you recognise). */
 AF_API af_error_t* af_error_new_with(int32_t code, const char* msg, size_t len, void* payload,
                                      void (*destroy)(void*));
 /* The payload e carries (af_error_new_with), or NULL (also for NULL e);
