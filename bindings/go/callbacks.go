@@ -116,9 +116,7 @@ func afgoHostCallback(h C.uintptr_t, args **C.af_value_t, n C.size_t, out **C.af
 		resPtr = p
 	}
 	if err != nil {
-		ce, code, msg := newCError(err)
-		parkGoError(code, msg, err)
-		return ce
+		return newCError(err) // carries err back to the caller (goerrors.go)
 	}
 	// libaf takes ownership of *out: it gets its own reference.
 	*out = C.af_value_clone(resPtr)

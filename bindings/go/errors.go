@@ -7,9 +7,7 @@ import "C"
 
 import (
 	"context"
-	"errors"
 	"strings"
-	"unicode/utf8"
 )
 
 // Code is a libaf error code (AF_ERR_* in af.h). Codes, not message texts,
@@ -84,8 +82,10 @@ func sentinel(c Code) *Error { return &Error{Message: c.String(), code: c, senti
 //
 // Errors returned by libaf are *Error values; use errors.As to get one and
 // Code to branch on it. Unwrap returns the cause: the next *Error of the
-// chain or, for the error a Go trace function returned, that original Go
-// error (so errors.Is finds the caller's own sentinel errors).
+// chain or, for the error a Go callback returned (trace function, host
+// function, host provider), that original Go error value (so errors.Is and
+// errors.As find the caller's own errors). An *Error a callback returned
+// comes back as that very value.
 type Error struct {
 	// Message is libaf's message for this link of the chain. libaf's
 	// messages usually repeat their cause's message; Error() shows a
@@ -146,8 +146,8 @@ func (e *Error) Error() string {
 	for cur := e; ; {
 		next, ok := cur.cause.(*Error)
 		if !ok || next == nil {
-			// A non-*Error cause is the original Go error of a trace
-			// function, whose text is already cur.Message (see Trace).
+			// A non-*Error cause is the original Go error of a callback,
+			// whose text is already cur.Message (see newCError).
 			break
 		}
 		if !strings.Contains(b.String(), next.Message) {
@@ -179,14 +179,17 @@ func convertError(e *C.af_error_t) *Error {
 		code:    Code(C.af_error_code(e)),
 		fromLib: true,
 	}
-	if c := C.af_error_cause(e); c != nil {
-		out.cause = convertError(c)
-	} else if orig := claimGoError(out.code, raw); orig != nil {
-		// The leaf a Go callback sent: hand back the callback's own error.
+	if orig := payloadError(e); orig != nil {
+		// The node a Go callback sent (see goerrors.go): hand back the
+		// callback's own error, which holds its whole chain.
 		if ae, ok := orig.(*Error); ok {
 			return ae
 		}
 		out.cause = orig
+		return out
+	}
+	if c := C.af_error_cause(e); c != nil {
+		out.cause = convertError(c)
 	}
 	return out
 }
@@ -203,48 +206,6 @@ var bindingNames = strings.NewReplacer(
 	"af_journal_summary_json", "JournalSummaryJSON",
 	"af_journal_compact", "JournalCompact",
 )
-
-// newCError makes an owned af_error_t* for a Go error returned by a
-// callback: an *Error (or an error wrapping one) keeps its code, any other
-// error gets CodeCallback. Returns the code and message used, so the
-// original Go error can be spliced back into the chain afterwards.
-func newCError(err error) (*C.af_error_t, Code, string) {
-	code, msg := CodeCallback, err.Error()
-	var ae *Error
-	if errors.As(err, &ae) {
-		code = ae.code
-		if ae == err {
-			msg = ae.Message
-		}
-	}
-	p, n := cstr(msg)
-	return C.af_error_new(C.int32_t(code), p, n), code, msg
-}
-
-// spliceGoError puts the Go error a callback returned back into the chain
-// libaf built around it: the leaf with the code and message newCError sent
-// gets goErr as its cause (or, if goErr is an *Error, is replaced by it).
-// Returns the (possibly replaced) head of the chain.
-func spliceGoError(head error, goErr error, code Code, msg string) error {
-	want := strings.ToValidUTF8(msg, string(utf8.RuneError))
-	var parent *Error
-	for cur, ok := head.(*Error); ok && cur != nil; {
-		if cur.cause == nil && cur.code == code && cur.Message == want {
-			if orig, isAf := goErr.(*Error); isAf {
-				if parent == nil {
-					return orig
-				}
-				parent.cause = orig
-			} else {
-				cur.cause = goErr
-			}
-			return head
-		}
-		parent = cur
-		cur, ok = cur.cause.(*Error)
-	}
-	return head
-}
 
 // errClosed is the error of a call on a closed (or invalidated) handle.
 func errClosed(what string) error {

@@ -1,81 +1,65 @@
 package af
 
+/*
+#include <stdint.h>
+#include "af/af.h"
+
+af_error_t* afgo_error_new(int32_t code, const char* msg, size_t len, uintptr_t handle);
+uintptr_t afgo_error_handle(const af_error_t* e);
+*/
+import "C"
+
 import (
-	"sync"
-	"unicode/utf8"
+	"errors"
+	"runtime"
+	"runtime/cgo"
 )
 
-// The Go errors that host functions and host providers return cross libaf
-// as a code and a message only: libaf rebuilds the error chain on its side,
-// so nothing of the Go value survives the trip. To give the caller back the
-// callback's own error (errors.As finds its type, errors.Is its sentinels),
-// the callback parks the error here under the (code, message) it sent, and
-// the conversion of libaf's error claims it when a leaf with that code and
-// message comes back. Entries are claimed first in, first out; a run that
-// never reports an error it was sent (KeepGoing turns it into a value) leaves
-// its entry behind, so the table keeps at most maxParkedGoErrors, dropping
-// the oldest. Two callbacks failing at the same moment with the same code
-// and text may each get the other's (equal-looking) error.
+// The Go errors that host functions, host providers and trace functions
+// return cross libaf as error payloads (af_error_new_with): the af_error_t
+// the callback hands libaf carries a small C struct holding a magic number
+// and the cgo.Handle of the Go error (see trampoline.c). libaf keeps the
+// payload on that node through every wrapping, across threads and runs, and
+// releases it exactly once (the destroy callback deletes the handle), also
+// when the error never comes back (KeepGoing turns it into a value).
+// Converting libaf's error back (convertError) finds the node by its
+// payload and gives the caller the callback's very error value: no lookup
+// by code or message, so callbacks failing at once with the same text each
+// get their own error back.
 
-const maxParkedGoErrors = 256
-
-type goErrKey struct {
-	code Code
-	msg  string
-}
-
-var parked struct {
-	mu    sync.Mutex
-	byKey map[goErrKey][]error
-	order []goErrKey // insertion order, for dropping the oldest
-}
-
-// parkGoError remembers err, sent to libaf with code and msg.
-func parkGoError(code Code, msg string, err error) {
-	if !utf8.ValidString(msg) {
-		return // libaf repairs the text, so the message would not match
-	}
-	k := goErrKey{code, msg}
-	parked.mu.Lock()
-	defer parked.mu.Unlock()
-	if parked.byKey == nil {
-		parked.byKey = map[goErrKey][]error{}
-	}
-	parked.byKey[k] = append(parked.byKey[k], err)
-	parked.order = append(parked.order, k)
-	if len(parked.order) > maxParkedGoErrors {
-		old := parked.order[0]
-		parked.order = parked.order[1:]
-		popParked(old)
-	}
-}
-
-// claimGoError takes the oldest error parked under (code, msg), or nil.
-func claimGoError(code Code, msg string) error {
-	k := goErrKey{code, msg}
-	parked.mu.Lock()
-	defer parked.mu.Unlock()
-	err := popParked(k)
-	if err != nil {
-		for i, o := range parked.order {
-			if o == k {
-				parked.order = append(parked.order[:i], parked.order[i+1:]...)
-				break
-			}
+// newCError makes an owned af_error_t* for a Go error returned by a
+// callback: an *Error (or an error wrapping one) keeps its code, any other
+// error gets CodeCallback. The error carries err as its payload.
+func newCError(err error) *C.af_error_t {
+	code, msg := CodeCallback, err.Error()
+	var ae *Error
+	if errors.As(err, &ae) {
+		code = ae.code
+		if ae == err {
+			msg = ae.Message
 		}
 	}
-	return err
+	return newCErrorWith(code, msg, err)
 }
 
-func popParked(k goErrKey) error {
-	errs := parked.byKey[k]
-	if len(errs) == 0 {
+// newCErrorWith makes an owned af_error_t* with code and msg carrying
+// goErr as its payload.
+func newCErrorWith(code Code, msg string, goErr error) *C.af_error_t {
+	p, n := cstr(msg)
+	// afgo_error_new owns the handle from here: libaf (or afgo_error_new
+	// itself, out of memory) deletes it through afgoHandleDelete.
+	e := C.afgo_error_new(C.int32_t(code), p, n, C.uintptr_t(cgo.NewHandle(goErr)))
+	runtime.KeepAlive(msg)
+	return e
+}
+
+// payloadError is the Go error the node e itself carries as this binding's
+// payload, or nil. e must stay alive meanwhile (it holds the handle).
+func payloadError(e *C.af_error_t) error {
+	h := C.afgo_error_handle(e)
+	if h == 0 {
 		return nil
 	}
-	if len(errs) == 1 {
-		delete(parked.byKey, k)
-	} else {
-		parked.byKey[k] = errs[1:]
-	}
-	return errs[0]
+	err, _ := cgo.Handle(h).Value().(error)
+	return err
 }

@@ -135,7 +135,5 @@ func runAsyncHost(fn AsyncHostFunc, args []*Value, req *C.af_host_request_t) {
 		}
 		err = &Error{Message: "host function returned a closed *Value", code: CodeInvalidArgument}
 	}
-	ce, code, msg := newCError(err)
-	parkGoError(code, msg, err)
-	C.af_error_free(C.af_host_request_fail(req, ce))
+	C.af_error_free(C.af_host_request_fail(req, newCError(err)))
 }

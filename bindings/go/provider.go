@@ -223,14 +223,11 @@ func (r *LMRequest) Fail(err error) error {
 	}
 	var ce *C.af_error_t
 	if err != nil {
-		sent := err
-		if _, ok := err.(*Error); !ok {
-			sent = NewError(CodeProvider, err.Error())
+		if ae, ok := err.(*Error); ok {
+			ce = newCErrorWith(ae.code, ae.Message, err)
+		} else {
+			ce = newCErrorWith(CodeProvider, err.Error(), err)
 		}
-		var code Code
-		var msg string
-		ce, code, msg = newCError(sent)
-		parkGoError(code, msg, err)
 	}
 	return takeError(C.af_lm_request_fail(p, ce))
 }

@@ -59,10 +59,8 @@ type traceState struct {
 	eng *Engine
 	fn  TraceFunc
 
-	// The error fn returned, and the code and message sent to libaf for it.
-	goErr    error
-	sentCode Code
-	sentMsg  string
+	// The error fn returned (libaf's error carries it back as a payload).
+	goErr error
 
 	panicked bool
 	panicVal any
@@ -162,11 +160,8 @@ func trace(eng *Engine, fn TraceFunc, staticMask, listMask *Value, with bool, ex
 		if ae, ok := st.goErr.(*Error); ok && ae.fromLib {
 			// af_trace returns an operation's error unchanged when the
 			// callback passes it on. The binding had to hand libaf a copy
-			// (af_error_new), which libaf wraps as CALLBACK; undo that.
+			// (newCError), which libaf wraps as CALLBACK; undo that.
 			return nil, ae
-		}
-		if st.goErr != nil {
-			err = spliceGoError(err, st.goErr, st.sentCode, st.sentMsg)
 		}
 		return nil, err
 	}
@@ -212,9 +207,8 @@ func afgoTraceCallback(h C.uintptr_t, inputs **C.af_value_t, n C.size_t, out **C
 		}
 	}
 	if err != nil {
-		ce, code, msg := newCError(err)
-		st.goErr, st.sentCode, st.sentMsg = err, code, msg
-		return ce
+		st.goErr = err
+		return newCError(err)
 	}
 	// libaf takes ownership of *out: give it its own reference so the Go
 	// handle (and its finalizer) stay valid.

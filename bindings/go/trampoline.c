@@ -2,6 +2,7 @@
 // calls the exported Go function afgoTraceCallback with the cgo.Handle
 // carried in user_data (an integer: no Go pointer ever reaches C).
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "af/af.h"
 #include "_cgo_export.h"
@@ -97,4 +98,63 @@ static void afgo_done_trampoline(void* user_data) { afgoDoneCallback((uintptr_t)
 
 af_error_t* afgo_future_on_done(af_future_t* f, uintptr_t handle) {
   return af_future_on_done(f, afgo_done_trampoline, (void*)handle, afgo_handle_destroy);
+}
+
+/* ---- Go errors carried as error payloads ------------------------------ */
+/* A Go callback's error crosses libaf as the payload of the af_error_t it
+ * returns (af_error_new_with): a malloc'ed afgo_err_payload holding the
+ * cgo.Handle of the Go error (an integer: no Go pointer is stored in C
+ * memory). libaf keeps the payload on that node through every wrapping and
+ * calls afgo_err_payload_destroy exactly once, on whatever thread frees the
+ * last error holding it; that deletes the handle and frees the struct.
+ *
+ * Another binding in the same process may put its own payloads on errors
+ * that reach us (its callback's error inside our run, or the reverse), and
+ * a second copy of this binding (another Go c-shared library, with its own
+ * handle table) may too. So a payload is ours only if it starts with
+ * AFGO_ERR_MAGIC and names afgo_err_owner, a static of this very copy. */
+
+#define AFGO_ERR_MAGIC UINT64_C(0x6166676f45727221) /* "afgoErr!" */
+
+typedef struct afgo_err_payload {
+  uint64_t magic; /* AFGO_ERR_MAGIC while alive, 0 once destroyed */
+  const void* owner; /* &afgo_err_owner */
+  uintptr_t handle; /* cgo.Handle of the Go error */
+} afgo_err_payload;
+
+static const char afgo_err_owner = 0;
+
+static void afgo_err_payload_destroy(void* payload) {
+  afgo_err_payload* p = (afgo_err_payload*)payload;
+  uintptr_t h = p->handle;
+  p->magic = 0;
+  p->owner = NULL;
+  afgoHandleDelete(h);
+  free(p);
+}
+
+/* An owned error (code, msg) carrying the Go error whose cgo.Handle is
+ * handle. Takes the handle in every case: if the payload cannot be
+ * allocated, it is deleted here and the error is a plain one. */
+af_error_t* afgo_error_new(int32_t code, const char* msg, size_t len, uintptr_t handle) {
+  afgo_err_payload* p = (afgo_err_payload*)malloc(sizeof *p);
+  if (p == NULL) {
+    afgoHandleDelete(handle);
+    return af_error_new(code, msg, len);
+  }
+  p->magic = AFGO_ERR_MAGIC;
+  p->owner = &afgo_err_owner;
+  p->handle = handle;
+  /* On NULL (out of memory) libaf has already run the destroy callback. */
+  return af_error_new_with(code, msg, len, p, afgo_err_payload_destroy);
+}
+
+/* The cgo.Handle of the Go error e itself carries (not its causes), or 0
+ * when e carries no payload of this binding. Valid while e is. */
+uintptr_t afgo_error_handle(const af_error_t* e) {
+  const afgo_err_payload* p = (const afgo_err_payload*)af_error_payload(e);
+  if (p == NULL || p->magic != AFGO_ERR_MAGIC || p->owner != &afgo_err_owner) {
+    return 0;
+  }
+  return p->handle;
 }

@@ -1,10 +1,10 @@
 //! `af::Error`: a libaf error (code, message, cause chain) as a Rust value.
 
-use crate::parked;
 use std::ffi::CStr;
 use std::fmt;
 use std::sync::Arc;
 
+use crate::payload;
 use crate::sys;
 
 /// The `AF_ERR_*` codes of `af.h`.
@@ -197,6 +197,11 @@ impl Error {
     /// # Safety
     /// `e` must be a valid `af_error_t*` (non-null).
     pub(crate) unsafe fn copy_from_raw(e: *const sys::af_error_t) -> Error {
+        // The node a Rust callback's error became: give back that very error
+        // (with its causes and the foreign error it may wrap).
+        if let Some(orig) = payload::carried(e) {
+            return orig.clone();
+        }
         let code = ErrorCode::from_i32(sys::af_error_code(e));
         let msg = sys::af_error_message(e);
         let message = if msg.is_null() {
@@ -205,12 +210,6 @@ impl Error {
             CStr::from_ptr(msg).to_string_lossy().into_owned()
         };
         let c = sys::af_error_cause(e);
-        if c.is_null() {
-            // The leaf a host closure sent: give back its own error.
-            if let Some(orig) = parked::claim(code, &message) {
-                return orig;
-            }
-        }
         let message = binding_names(&message);
         let cause = if c.is_null() {
             None
@@ -237,21 +236,16 @@ impl Error {
     }
 
     /// An owned `af_error_t*` with this code and message (causes are
-    /// appended to the message: the C API has no way to build a chain).
+    /// appended to the message: the C API has no way to build a chain) that
+    /// carries this very error as its payload (`af_error_new_with`): when
+    /// libaf hands it back, e.g. as the cause of the `Callback` error a
+    /// callback's failure becomes, [`from_raw`](Self::from_raw) gives back
+    /// this error (its causes, the error it [wraps](Self::wrap)) at that
+    /// place in the chain. libaf drops it with the last error holding it.
     /// NULL only if libaf is out of memory.
     pub fn into_raw(self) -> *mut sys::af_error_t {
         let msg = self.flat_message();
-        unsafe { sys::af_error_new(self.code.as_i32(), msg.as_ptr().cast(), msg.len()) }
-    }
-
-    /// [`into_raw`](Self::into_raw) for a callback's error: the caller of
-    /// the run gets this very error back (see `parked`).
-    pub(crate) fn into_raw_parked(self) -> *mut sys::af_error_t {
-        let msg = self.flat_message();
-        let code = self.code;
-        let raw = unsafe { sys::af_error_new(code.as_i32(), msg.as_ptr().cast(), msg.len()) };
-        parked::park(code, msg, self);
-        raw
+        payload::new_error(self, &msg)
     }
 
     fn flat_message(&self) -> String {

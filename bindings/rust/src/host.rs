@@ -55,7 +55,7 @@ impl HostRequest {
 
     /// Fails the call: `err` becomes the cause of a `Callback` error.
     pub fn fail(&self, err: Error) -> Result<()> {
-        check(unsafe { sys::af_host_request_fail(self.raw.as_ptr(), err.into_raw_parked()) })
+        check(unsafe { sys::af_host_request_fail(self.raw.as_ptr(), err.into_raw()) })
     }
 }
 
@@ -257,7 +257,7 @@ unsafe extern "C" fn host_trampoline(
             *out = v.into_raw();
             ptr::null_mut()
         }
-        Ok(Err(e)) => e.into_raw_parked(),
+        Ok(Err(e)) => e.into_raw(),
         Err(payload) => {
             let msg = format!(
                 "the Rust host function panicked: {}",

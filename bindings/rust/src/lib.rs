@@ -49,7 +49,7 @@ mod ir;
 mod iter;
 mod journal;
 mod lazy;
-mod parked;
+mod payload;
 mod program;
 mod provider;
 mod provider_options;

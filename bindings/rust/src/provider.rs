@@ -184,7 +184,7 @@ impl LmRequest {
     /// failed call).
     pub fn fail(self, err: Error) -> Result<()> {
         let raw = self.into_raw();
-        check(unsafe { sys::af_lm_request_fail(raw, err.into_raw_parked()) })
+        check(unsafe { sys::af_lm_request_fail(raw, err.into_raw()) })
     }
 
     fn into_raw(self) -> *mut sys::af_lm_request_t {

@@ -218,6 +218,14 @@ extern "C" {
     pub fn af_error_message(e: *const af_error_t) -> *const c_char;
     pub fn af_error_cause(e: *const af_error_t) -> *const af_error_t;
     pub fn af_error_new(code: i32, msg: *const c_char, len: usize) -> *mut af_error_t;
+    pub fn af_error_new_with(
+        code: i32,
+        msg: *const c_char,
+        len: usize,
+        payload: *mut c_void,
+        destroy: af_destroy_fn,
+    ) -> *mut af_error_t;
+    pub fn af_error_payload(e: *const af_error_t) -> *mut c_void;
     pub fn af_error_free(e: *mut af_error_t);
 
     // Bytes
