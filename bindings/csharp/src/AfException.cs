@@ -61,16 +61,18 @@ namespace Af
             return e as AfException ?? Create((ErrorCode)Native.af_error_code(error), e.Message, e);
         }
 
-        // One link of the chain. A leaf that stands for what a callback threw
+        // One link of the chain. A node carrying what a callback of this
+        // binding threw (its af_error_new_with payload, see CallbackErrors)
         // is that exception itself (any type), so it is the InnerException of
         // the error libaf wrapped it in.
         private static Exception Convert(IntPtr error)
         {
+            Exception thrown = CallbackErrors.Own(error);
+            if (thrown != null) return thrown;
             var code = (ErrorCode)Native.af_error_code(error);
             string msg = Utf8.FromNulTerminated(Native.af_error_message(error)) ?? "";
             IntPtr causePtr = Native.af_error_cause(error);
-            if (causePtr == IntPtr.Zero)
-                return CallbackErrors.Claim(code, msg) ?? Create(code, BindingNames(msg));
+            if (causePtr == IntPtr.Zero) return Create(code, BindingNames(msg));
             return Create(code, BindingNames(msg), Convert(causePtr));
         }
 

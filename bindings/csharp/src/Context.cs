@@ -71,7 +71,9 @@ namespace Af
         {
             public Context Context;
             public Func<Context, Value[], Value> Fn;
-            public ExceptionDispatchInfo Error;
+            // fn threw: the error af_trace returns carries the exception
+            // (CallbackErrors), rethrown by TraceRaw.
+            public bool Threw;
         }
 
         // Rooted for the life of the process: native code may call it during
@@ -104,11 +106,8 @@ namespace Af
             }
             catch (Exception ex)
             {
-                if (st != null) st.Error = ExceptionDispatchInfo.Capture(ex);
-                var ae = ex as AfException;
-                string msg;
-                try { msg = ex.GetType().Name + ": " + ex.Message; } catch (Exception) { msg = "exception in trace callback"; }
-                return AfException.ToNative(ae != null ? ae.Code : ErrorCode.Callback, ae != null ? ae.Message : msg);
+                if (st != null) st.Threw = true;
+                return CallbackErrors.Send(ex, ErrorCode.Callback, "");
             }
             finally
             {
@@ -183,13 +182,19 @@ namespace Af
                 gch.Free();
                 GC.KeepAlive(s_traceTrampoline);
             }
-            if (st.Error != null)
+            if (st.Threw && err != IntPtr.Zero)
             {
                 // The managed exception is the real story; libaf's CALLBACK
-                // error (and anything built on top of it) only wraps it.
-                Native.af_error_free(err);
-                Native.af_ir_free(ir);
-                st.Error.Throw();
+                // error (and anything built on top of it) only wraps it. It
+                // is read from the error's payload before the error is freed.
+                Exception thrown = CallbackErrors.Carried(err);
+                if (thrown != null)
+                {
+                    Native.af_error_free(err);
+                    Native.af_ir_free(ir);
+                    ExceptionDispatchInfo.Capture(thrown).Throw(); // same object, stack kept
+                    throw thrown; // not reached
+                }
             }
             AfException.Check(err);
             if (ir == IntPtr.Zero) throw AfException.Create(ErrorCode.Internal, "af_trace returned no IR");

@@ -98,8 +98,9 @@ namespace Af
 
         /// <summary>The af_error_t* for an exception thrown by a callback: an
         /// AfException keeps its code and message, anything else is CALLBACK
-        /// with the exception's type and message. The caller gets ex itself
-        /// back (CallbackErrors).</summary>
+        /// with the exception's type and message. The error carries ex (its
+        /// af_error_new_with payload), so the caller gets ex itself back
+        /// (CallbackErrors).</summary>
         internal static IntPtr ErrorFor(Exception ex) => CallbackErrors.Send(ex, ErrorCode.Callback, "");
 
         private static IntPtr HostTrampoline(IntPtr userData, IntPtr args, UIntPtr n, IntPtr output)

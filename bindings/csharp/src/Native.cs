@@ -67,6 +67,19 @@ namespace Af
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern IntPtr af_error_new(int code, byte[] msg, UIntPtr len);
 
+        /// <summary>af_error_new carrying payload, kept opaque by libaf on
+        /// this error node through every wrapping; destroy(payload) runs
+        /// exactly once, on whatever thread frees the last error holding it
+        /// (also when this returns IntPtr.Zero). destroy must stay alive
+        /// (rooted) until then.</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_error_new_with(int code, byte[] msg, UIntPtr len, IntPtr payload, DestroyFn destroy);
+
+        /// <summary>The payload e itself carries (borrowed, valid while e
+        /// is), or IntPtr.Zero. Walk af_error_cause for the rest.</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_error_payload(IntPtr e);
+
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern void af_error_free(IntPtr e);
 
