@@ -8,7 +8,7 @@ libaf runs exactly once.
 
 A callback must not let a Python exception escape into C: each trampoline
 catches everything and turns it into an af_error_t* that carries the
-exception back out (see errors.error_from_exception).
+exception itself back out as its payload (see errors.error_from_exception).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def submit_trampoline(user_data, req):  # type: ignore[no-untyped-def]
     try:
         get_handle(user_data)(req)
     except BaseException as exc:  # noqa: BLE001 - the request must still finish
-        _lib.lib.af_lm_request_fail(req, error_from_exception(exc, 6))
+        _lib.lib.af_error_free(_lib.lib.af_lm_request_fail(req, error_from_exception(exc, 6)))
 
 
 @_lib.DONE_FN

@@ -132,6 +132,8 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "af_error_message": (c_char_p, [P]),
     "af_error_cause": (P, [P]),
     "af_error_new": (ERR, [c_int32, c_char_p, c_size_t]),
+    "af_error_new_with": (ERR, [c_int32, c_char_p, c_size_t, P, DESTROY_FN]),
+    "af_error_payload": (P, [P]),
     "af_error_free": (None, [P]),
     "af_bytes_free": (None, [POINTER(Bytes)]),
     "af_context_new": (ERR, [PP]),

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from . import _blocking, _callbacks, _lib
 from ._lib import lib
-from .errors import Error, check, drop_parked, error_from_exception
+from .errors import Error, check, error_from_exception, forget_exceptions
 from .value import Tree, Value, settle, to_value
 
 if TYPE_CHECKING:
@@ -358,7 +358,7 @@ def _close_at_exit() -> None:
     for ctx in list(_live):
         ctx.close()
     _lib.stop_releasing()
-    drop_parked()
+    forget_exceptions()
 
 
 _default: Context | None = None

@@ -1,18 +1,16 @@
 """libaf errors as a Python exception hierarchy, one class per AF_ERR_* code.
 
 A C error's cause chain becomes Python's ``__cause__`` chain. When a Python
-callback (a traced function, a host tool, a host provider) raises, the
-exception is parked under a token written into the C error it returns; when
-that error comes back out of libaf, the parked exception itself is put at the
-bottom of the chain, so ``raise ... from`` shows the original traceback.
+callback (a traced function, a host tool, a host provider) raises, the C
+error it returns carries the exception as its payload (af_error_new_with);
+when that error comes back out of libaf, wrapped or not, the exception itself
+is put at the bottom of the chain, so ``raise ... from`` shows the original
+traceback. The error's message is the exception's text only.
 """
 
 from __future__ import annotations
 
-import itertools
-import re
-import threading
-from collections import OrderedDict
+import ctypes
 
 from . import _lib
 
@@ -142,50 +140,86 @@ def error_class(code: int) -> type[Error]:
     return _BY_CODE.get(code, Error)
 
 
-# Parked callback exceptions. Bounded: an error libaf swallows (a keep-going
-# run turns it into a value) never comes back to claim its exception.
-_PARKED: OrderedDict[int, BaseException] = OrderedDict()
-_PARKED_MAX = 256
-_PARKED_LOCK = threading.Lock()
-_TOKENS = itertools.count(1)
-_TOKEN_RE = re.compile(r"^\[python exception #(\d+)\] ")
-_TOKEN_ANY = re.compile(r"\[python exception #\d+\] ")
+# A callback's exception rides on the C error it returns, as that error's
+# payload (af_error_new_with): libaf keeps the payload on that node through
+# every error wrapped around it, across threads and runs, and runs
+# _destroy_payload exactly once when the last error holding it is freed.
+#
+# The payload is the address of a small C struct (a magic number) that
+# Python owns; _PAYLOADS, keyed by that address, keeps the struct
+# alive and holds the exception until destroy. A payload is ours only if its
+# address is a key of _PAYLOADS (a foreign one, which may not even be a
+# pointer, is never dereferenced) and the struct there has our magic.
 
 
-def drop_parked() -> None:
-    """Forgets the parked exceptions (at exit): errors that became values
-    (keep-going, per-item errors) never claim theirs, and their tracebacks
-    must not outlive the modules the frames' objects need to finalize."""
-    with _PARKED_LOCK:
-        _PARKED.clear()
+class _Payload(ctypes.Structure):
+    _fields_ = [("magic", ctypes.c_uint64)]
 
 
-def error_from_exception(exc: BaseException, default_code: int) -> int:
+_MAGIC = 0x6C69626166507945  # "libafPyE"
+# address -> [the struct, the exception (None once forgotten)]
+_PAYLOADS: dict[int, list] = {}
+
+
+def _destroy_payload(payload: int | None) -> None:
+    # Runs once per payload, on whatever thread frees the last error holding
+    # it (ctypes takes the GIL), at interpreter shutdown too: it takes no
+    # lock (a dict pop is atomic) and never raises. Dropping the entry
+    # releases the exception unless the caller it was raised to still has it.
+    try:
+        _PAYLOADS.pop(payload or 0, None)
+    except BaseException:  # noqa: BLE001 - nothing may unwind into libaf
+        pass
+
+
+_destroy_payload_fn = _lib.DESTROY_FN(_destroy_payload)  # lives as long as the module
+
+
+def forget_exceptions() -> None:
+    """Forgets the exceptions the C errors still alive carry (at exit):
+    errors that became values (keep-going, per-item errors) may outlive the
+    interpreter, and the exceptions' tracebacks must not outlive the modules
+    the frames' objects need to finalize. The payload structs stay until
+    their destroy: an error converted later is then a plain libaf error."""
+    for entry in list(_PAYLOADS.values()):
+        entry[1] = None
+
+
+def error_from_exception(exc: BaseException, default_code: int) -> int | None:
     """A new owned af_error_t* for a callback to return: it carries exc's
     code if exc is a libaf Error (so a failed operation keeps its code),
-    else default_code, and a token that brings exc back in raise_error."""
-    token = next(_TOKENS)
-    with _PARKED_LOCK:
-        _PARKED[token] = exc
-        while len(_PARKED) > _PARKED_MAX:
-            _PARKED.popitem(last=False)
+    else default_code, its text, and exc itself as its payload, which
+    brings exc back in check."""
     code = exc.code if isinstance(exc, Error) and exc.code else default_code
     text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    msg = f"[python exception #{token}] {text}".encode("utf-8", "replace")
-    return _lib.lib.af_error_new(code, msg, len(msg))
+    msg = text.encode("utf-8", "replace")
+    payload = _Payload(_MAGIC)
+    addr = ctypes.addressof(payload)
+    _PAYLOADS[addr] = [payload, exc]  # before the call: a failing one runs destroy
+    err = _lib.lib.af_error_new_with(code, msg, len(msg), addr, _destroy_payload_fn)
+    if not err:  # out of memory (destroy has run): the message alone, if that fits
+        err = _lib.lib.af_error_new(code, msg, len(msg))
+    return err
+
+
+def _carried(err: int) -> BaseException | None:
+    """The exception err itself carries as our payload, else None."""
+    payload = _lib.lib.af_error_payload(err)
+    if not payload:
+        return None
+    entry = _PAYLOADS.get(payload)
+    if entry is None or entry[0].magic != _MAGIC:
+        return None  # another binding's payload (or one already destroyed)
+    return entry[1]
 
 
 def _convert(err: int) -> BaseException:
-    """The exception for a borrowed af_error_t*, with its causes chained."""
+    """The exception for a borrowed af_error_t*, with its causes chained: a
+    node carrying a callback's exception is that exception itself."""
+    carried = _carried(err)
+    if carried is not None:
+        return carried
     message = (_lib.lib.af_error_message(err) or b"").decode("utf-8", "replace")
-    m = _TOKEN_RE.match(message)
-    if m:
-        with _PARKED_LOCK:
-            parked = _PARKED.pop(int(m.group(1)), None)
-        if parked is not None:
-            return parked
-    # A wrapping error quotes its cause's message: drop the token there too.
-    message = _TOKEN_ANY.sub("", message)
     exc = error_class(_lib.lib.af_error_code(err))(message, _lib.lib.af_error_code(err))
     cause = _lib.lib.af_error_cause(err)
     if cause:
@@ -194,7 +228,8 @@ def _convert(err: int) -> BaseException:
 
 
 def to_exception(err: int) -> BaseException:
-    """Converts and frees an owned af_error_t*."""
+    """Converts and frees an owned af_error_t* (the exceptions it carries
+    are read first, so freeing it cannot release them)."""
     try:
         return _convert(err)
     finally:

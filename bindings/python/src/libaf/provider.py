@@ -84,7 +84,7 @@ class LmRequest:
                     exc = TypeError(f"host provider {self._provider} answered an {call} with data JSON "
                                     f"cannot hold: {e}")
         if exc is not None:
-            lib.af_lm_request_fail(ptr, error_from_exception(exc, _PROVIDER))
+            lib.af_error_free(lib.af_lm_request_fail(ptr, error_from_exception(exc, _PROVIDER)))
             return
         data = reply.encode("utf-8", "surrogatepass")
         err = lib.af_lm_request_complete(ptr, data, len(data))
@@ -135,7 +135,7 @@ def _host_submit(fn: HostFn) -> Callable[[int], None]:
         try:
             req = LmRequest(ptr, name)
         except BaseException as exc:  # noqa: BLE001
-            lib.af_lm_request_fail(ptr, error_from_exception(exc, _PROVIDER))
+            lib.af_error_free(lib.af_lm_request_fail(ptr, error_from_exception(exc, _PROVIDER)))
             return
         if is_coro:
             asyncio.run_coroutine_threadsafe(answer_async(req), background_loop())
