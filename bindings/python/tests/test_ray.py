@@ -169,3 +169,27 @@ def test_a_retried_shard_replays_what_its_first_attempt_finished(cluster, progra
     assert asked.count("t37") == 1, "the retried shard asked again for a call its first attempt finished"
     assert 60 <= len(asked) < 60 + 10
     assert libaf.journal_summary(journals / "shard-30.afj")["calls"] == 10
+
+
+def test_the_readme_ray_example_runs_as_written(cluster, tmp_path: Path, monkeypatch) -> None:
+    # The README's block, verbatim, in a directory holding the file it names
+    # (what `af demo --save-item triage_item.afg` writes).
+    from conftest import REPO
+
+    af_cli = REPO / "build" / "bin" / "af"
+    if not af_cli.exists():
+        pytest.skip("the af CLI is not built here (it writes the example's triage_item.afg)")
+    import subprocess
+
+    subprocess.run([str(af_cli), "demo", "--save", str(tmp_path / "triage.afg"), "--save-item",
+                    str(tmp_path / "triage_item.afg")], check=True, capture_output=True)
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("```python\nimport libaf.ray as afray")[1].split("```")[0]
+    monkeypatch.chdir(tmp_path)
+    scope: dict = {}
+    exec("import libaf.ray as afray" + block, scope)  # noqa: S102 - the README's own code
+    results = scope["results"]
+    assert len(results) == 1000
+    assert results[0]["team"] == "billing" and "charged twice" in results[0]["reply"]
+    assert sorted(p.name for p in (tmp_path / "runs" / "triage").glob("*.afj")) == ["shard-0.afj", "shard-250.afj",
+                                                                                   "shard-500.afj", "shard-750.afj"]
