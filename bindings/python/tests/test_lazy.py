@@ -146,3 +146,17 @@ def test_a_promise_keeps_its_context_alive() -> None:
     del reply, item
     gc.collect()
     assert ctx_ref() is None
+
+
+def test_with_makes_a_context_current_for_its_block() -> None:
+    from libaf.context import current, default_context
+
+    with libaf.Context(lazy=True) as ctx:
+        assert current() is ctx
+        v = libaf.format("a{}", "b")  # no ctx=: recorded on ctx, a promise
+        with libaf.Context() as inner:
+            assert current() is inner
+        assert current() is ctx
+        assert ctx.stats()["lazy"]["recorded"] >= 1
+        assert v.to_py() == "ab"
+    assert current() is default_context()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import contextvars
 import ctypes
 import inspect
 import json
@@ -64,6 +65,7 @@ class Context:
         # the handle close() left for the last of them to free.
         self._holds = 0
         self._orphan: int | None = None
+        self._entered: list[contextvars.Token] = []  # of the with blocks it is current in
         out = ctypes.c_void_p()
         options: dict[str, Any] = {}
         if lazy:
@@ -122,9 +124,14 @@ class Context:
             pass
 
     def __enter__(self) -> "Context":
+        """Makes this context current for the block (on this thread or
+        task): operations given no ``ctx=`` use it. Closes it at the end."""
+        self._entered.append(_entered.set(self))
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self._entered:
+            _entered.reset(self._entered.pop())
         self.close()
 
     @property
@@ -364,6 +371,8 @@ def _close_at_exit() -> None:
 _default: Context | None = None
 _default_lock = threading.Lock()
 _tracing = threading.local()
+# The context of the innermost ``with Context(...)`` block of this thread or task.
+_entered: contextvars.ContextVar[Context | None] = contextvars.ContextVar("libaf_context", default=None)
 
 
 def default_context() -> Context:
@@ -376,13 +385,17 @@ def default_context() -> Context:
 
 
 def current(ctx: Context | None = None) -> Context:
-    """ctx, else the context tracing on this thread, else the default."""
+    """ctx, else the context tracing on this thread, else the one of the
+    innermost ``with Context(...)`` block, else the default."""
     if ctx is not None:
         if not isinstance(ctx, Context):
             raise TypeError(f"ctx must be a libaf.Context, got {type(ctx).__name__}")
         return ctx
     stack = getattr(_tracing, "stack", None)
-    return stack[-1] if stack else default_context()
+    if stack:
+        return stack[-1]
+    entered = _entered.get()
+    return entered if entered is not None else default_context()
 
 
 @contextlib.contextmanager
