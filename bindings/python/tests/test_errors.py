@@ -299,3 +299,13 @@ def test_interpreter_exits_cleanly_with_callback_exceptions_alive() -> None:
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["CALLBACK", "exiting"]
     assert "Exception ignored" not in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_hints_name_python_methods_not_c_functions() -> None:
+    with libaf.Context() as ctx:
+        with pytest.raises(libaf.NotFound) as tool:
+            libaf.host_call("nowhere", ctx=ctx)
+        assert "Context.register_function" in str(tool.value) and "af_register_function" not in str(tool.value)
+        with pytest.raises(libaf.NotFound) as route:
+            libaf.lm_call([{"role": "user", "content": "hi"}], "m", ctx=ctx)
+        assert "Context.route" in str(route.value) and "af_context_route" not in str(route.value)

@@ -213,13 +213,34 @@ def _carried(err: int) -> BaseException | None:
     return entry[1]
 
 
+# The C functions libaf's hints name, as a Python caller spells them (longest
+# first: a name may start another).
+_PYTHON_NAMES = (
+    ("af_register_function_blocking", "Context.register_function(..., blocking=True)"),
+    ("af_register_function_async", "Context.register_function (an async def)"),
+    ("af_register_function", "Context.register_function"),
+    ("af_context_route_fallback", "Context.route_fallback"),
+    ("af_context_route", "Context.route"),
+    ("af_ir_related_json_with", "Ir.ancestors / Ir.descendants (max_bytes=)"),
+    ("af_host_request_fail", "raising from the tool"),
+)
+
+
+def _python_names(message: str) -> str:
+    if "af_" not in message:
+        return message
+    for c_name, py_name in _PYTHON_NAMES:
+        message = message.replace(c_name, py_name)
+    return message
+
+
 def _convert(err: int) -> BaseException:
     """The exception for a borrowed af_error_t*, with its causes chained: a
     node carrying a callback's exception is that exception itself."""
     carried = _carried(err)
     if carried is not None:
         return carried
-    message = (_lib.lib.af_error_message(err) or b"").decode("utf-8", "replace")
+    message = _python_names((_lib.lib.af_error_message(err) or b"").decode("utf-8", "replace"))
     exc = error_class(_lib.lib.af_error_code(err))(message, _lib.lib.af_error_code(err))
     cause = _lib.lib.af_error_cause(err)
     if cause:
