@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from . import _callbacks, _lib
 from ._lib import lib
 from .context import Context, current, tracing_with
-from .errors import check
+from .errors import CallbackError, Error, check
 from .ir import Ir
 from .value import Tree, Value, to_py, to_value
 
@@ -72,10 +72,28 @@ def trace_ir(fn: Callable[..., Tree], examples: Sequence[Tree], static: Static, 
             opts = _lib.TraceOptionsC(ctypes.sizeof(_lib.TraceOptionsC), static_ptr, lv._ptr)
             err = lib.af_trace_with(ctx._handle, _callbacks.trace_trampoline, h, _lib.handles(ex), len(ex),
                                     ctypes.byref(opts), ctypes.byref(out))
-        check(err)
+        escaped = _operation_error(err)
     finally:
         _callbacks.drop_handle(h)
+    if escaped is not None:
+        raise escaped  # outside the except block: no CallbackError as its context
     return Ir._own(out.value)
+
+
+def _operation_error(err: int | None) -> BaseException | None:
+    """Checks af_trace's error. A libaf error the traced function let
+    through (an operation's own, e.g. InvalidArgument from a bad format) is
+    returned, to be raised as itself rather than as the CallbackError libaf
+    wraps around it; anything else the function raised stays a
+    CallbackError with it as the cause."""
+    try:
+        check(err)
+    except CallbackError as e:
+        cause = e.__cause__
+        if isinstance(cause, Error) and not isinstance(cause, CallbackError):
+            return cause
+        raise
+    return None
 
 
 def _items_key(obj: Any) -> Any:
