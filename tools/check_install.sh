@@ -45,6 +45,12 @@ PKG_CONFIG_PATH=$(dirname "$(find "$TMP/prefix" -name af.pc)")
 export PKG_CONFIG_PATH
 cc -std=c99 -o "$TMP/pc-consumer" "$TMP/consumer/main.c" $(pkg-config --cflags --libs af)
 LD_LIBRARY_PATH=$(pkg-config --variable=libdir af) "$TMP/pc-consumer"
+# A C program linked against a non-system prefix with an rpath (README) and
+# the installed af CLI run with no LD_LIBRARY_PATH.
+cc -std=c99 -o "$TMP/pc-consumer-rpath" "$TMP/consumer/main.c" $(pkg-config --cflags --libs af) \
+  -Wl,-rpath,"$(pkg-config --variable=libdir af)"
+env -u LD_LIBRARY_PATH "$TMP/pc-consumer-rpath"
+env -u LD_LIBRARY_PATH "$TMP/prefix/bin/af" version
 # The C++17 wrapper is installed beside af.h and builds against the same flags.
 cat >"$TMP/consumer/main.cpp" <<'CPP'
 #include <af/af.hpp>
