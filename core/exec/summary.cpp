@@ -24,6 +24,7 @@ void RunSummary::Counts::add(const Counts& o) {
   prompt_tokens += o.prompt_tokens;
   completion_tokens += o.completion_tokens;
   retries += o.retries;
+  journaled += o.journaled;
   queued_ns += o.queued_ns;
   in_flight_ns += o.in_flight_ns;
 }
@@ -35,6 +36,15 @@ void RunSummary::add(const CallSpan& s) noexcept {
   // flight from then on.
   const int64_t start = s.started_ns ? s.started_ns : s.finished_ns;
   Counts c;
+  if (s.attempts == 0) {  // a journal's answer: no request, nothing spent
+    c.journaled = 1;
+    try {
+      std::lock_guard<std::mutex> lock(mu_);
+      models_[s.model].add(c);
+    } catch (...) {
+    }
+    return;
+  }
   c.calls = 1;
   c.failed = s.code != 0;
   c.prompt_tokens = s.prompt_tokens;
@@ -60,7 +70,7 @@ std::string RunSummary::to_json() const {
            ",\"prompt_tokens\":" + std::to_string(c.prompt_tokens) +
            ",\"completion_tokens\":" + std::to_string(c.completion_tokens) +
            ",\"retries\":" + std::to_string(c.retries) + ",\"queued_ms\":" + ms(c.queued_ns) +
-           ",\"in_flight_ms\":" + ms(c.in_flight_ns) + "}";
+           ",\"in_flight_ms\":" + ms(c.in_flight_ns) + ",\"journaled\":" + std::to_string(c.journaled) + "}";
   };
   const int64_t t1 = t1_.load(std::memory_order_acquire);
   std::string models;

@@ -30,6 +30,7 @@ class RunSummary {
  private:
   struct Counts {
     uint64_t calls = 0, failed = 0, prompt_tokens = 0, completion_tokens = 0, retries = 0;
+    uint64_t journaled = 0;  // answered from the run's journal (no provider request)
     int64_t queued_ns = 0, in_flight_ns = 0;
     void add(const Counts& o);
   };

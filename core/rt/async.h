@@ -33,7 +33,7 @@ struct CallSpan {
   int64_t finished_ns = 0;
   std::string model;
   int32_t code = 0;      // 0 = success, else an af::Code
-  uint32_t attempts = 1;
+  uint32_t attempts = 1;  // 0: answered from the run's journal, no request made
   // The provider's usage of a successful request (0 when unknown or failed).
   uint64_t prompt_tokens = 0;
   uint64_t completion_tokens = 0;

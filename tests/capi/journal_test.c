@@ -95,8 +95,17 @@ static void a_rerun_asks_no_provider(void) {
   CHECK_INT_EQ(journal_calls(path), 3 * N_TICKETS);
   struct stat st;
   CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
+  af_bytes_t summary = {NULL, 0};
+  o.summary = &summary;
   char* again = run_json(p, in, &o);
+  o.summary = NULL;
   CHECK_INT_EQ(stat_field(echo, "submitted"), asked);
+  /* The summary counts the journal's answers apart: no request, nothing spent. */
+  if (summary.data) {
+    CHECK_CONTAINS((const char*)summary.data, "\"calls\":0,");
+    CHECK_CONTAINS((const char*)summary.data, "\"journaled\":180}");
+  }
+  af_bytes_free(&summary);
   if (first && again) CHECK_STR_EQ(again, first);
   /* Without the journal the provider is asked again, and answers the same. */
   char* plain = run_json(p, in, NULL);

@@ -172,7 +172,7 @@ check cost-bad-batch 2 'positive integer' -- "$AF" cost triage.afg --batch 0
 IN='[["printer on fire","refund"]]'
 check journal-first 0 'af: 6 LM calls' -- "$AF" run triage.afg --input "$IN" --provider echo --journal j/run.afj
 check journal-mode 0 '600' -- stat -c %a j/run.afj
-check journal-resume 0 'af: 0 LM calls' -- "$AF" run triage.afg --input "$IN" --provider echo --journal j/run.afj
+check journal-resume 0 'af: 0 LM calls, 0 prompt + 0 completion tokens, 0 retries, 0.00 s in flight, 0.00 s queued, 6 answered from the journal' -- "$AF" run triage.afg --input "$IN" --provider echo --journal j/run.afj
 check journal-resume-same-output 0 '"billing-drafter|Draft a short, friendly reply to this billing question: refund"' -- "$AF" run triage.afg --input "$IN" --provider echo --journal j/run.afj
 check journal-show 0 'triage-reviewer: 2 calls' -- "$AF" journal show j/run.afj
 check journal-show-json 0 '"calls":6' -- "$AF" journal show j/run.afj --json

@@ -412,6 +412,7 @@ static void print_counts(const char* what, const af_value_t* c) {
           count_of(c, "completion_tokens"), count_of(c, "retries"),
           count_of(c, "in_flight_ms") / 1000, count_of(c, "queued_ms") / 1000);
   if (count_of(c, "failed") > 0) fprintf(stderr, ", %.0f failed", count_of(c, "failed"));
+  if (count_of(c, "journaled") > 0) fprintf(stderr, ", %.0f answered from the journal", count_of(c, "journaled"));
 }
 
 /* The run summary (af_run_options_t.summary) on stderr: the totals and the

@@ -1121,7 +1121,7 @@ AF_API af_error_t* af_profile_event(const char* name, size_t name_len, const cha
  * items included; answers from a memoize scope make none):
  *   {"wall_ms": 312.5,
  *    "total": {"calls", "failed", "prompt_tokens", "completion_tokens",
- *              "retries", "queued_ms", "in_flight_ms"},
+ *              "retries", "queued_ms", "in_flight_ms", "journaled"},
  *    "models": {"<model>": {the same fields}, ...}}
  * calls: requests that finished (failed: with an error); tokens: the
  * provider's usage of each successful request, as af_provider_stats counts
@@ -1130,8 +1130,9 @@ AF_API af_error_t* af_profile_event(const char* name, size_t name_len, const cha
  * requests waited for a provider slot (max_in_flight); in_flight_ms: time
  * from taking a slot to the answer, summed over requests (concurrent
  * requests add up, so it may exceed wall_ms); wall_ms: the run's start to
- * its end (to now while it runs). Times in milliseconds. Fields may be
- * added. */
+ * its end (to now while it runs); journaled: calls answered from the run's
+ * journal (af_run_options_t.journal_path), which made no request and are
+ * in none of the other counts. Times in milliseconds. Fields may be added. */
 /* The summary of a run started with AF_RUN_SUMMARY (owned bytes): complete
  * once the run finished, so far before. INVALID_ARGUMENT for a run started
  * without it. */
