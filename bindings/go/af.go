@@ -29,7 +29,9 @@
 //     closed at once (later calls return the closed-handle error,
 //     CodeInvalidArgument) and the last call in progress frees it. Close
 //     never waits, so it may be called from a callback running inside a
-//     call on the same handle. A run started with CallAsync keeps its
+//     call on the same handle. The borrowed Values a trace or host function
+//     receives hold a reference of their own, closed when it returns, so a
+//     use racing that return is safe in the same way. A run started with CallAsync keeps its
 //     Engine, Program and inputs alive until it finishes; a promise of a
 //     lazy Engine (and any Value holding one) keeps its Engine alive.
 //   - Values and IRs are immutable and may be used from several goroutines at

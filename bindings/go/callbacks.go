@@ -95,7 +95,7 @@ func afgoHostCallback(h C.uintptr_t, args **C.af_value_t, n C.size_t, out **C.af
 	}
 	panicked, panicVal, goexited := runGuardedServing(func() { res, err = fn(ins) }, events)
 	for _, v := range ins {
-		v.ptr.Invalidate() // borrowed for the call only
+		v.endBorrow() // borrowed for the call only
 	}
 	switch {
 	case panicked:

@@ -32,23 +32,24 @@ import (
 // handle (each use keeps the handle reachable until its Release), so it
 // finds no use in progress and frees directly.
 //
-// The state is one atomic word: the open flag, the no-free flag (a
-// borrowed pointer, see initBorrowed) and the number of uses in progress.
-// The object is freed by whoever moves the word to exactly zero (not open,
-// not borrowed, no use), which happens once: a closed handle never opens
+// A value libaf lends a callback is a handle like any other: it holds a
+// reference of its own, closed when the callback returns (see borrowValue).
+//
+// The state is one atomic word: the open flag and the number of uses in
+// progress. The object is freed by whoever moves the word to exactly zero
+// (not open, no use), which happens once: a closed handle never opens
 // again and its count only goes down. (libaf's handle types are incomplete
 // C structs, which Go does not accept as the type argument of
 // atomic.Pointer; hence the pointer type as parameter and an
 // unsafe.Pointer field.)
 type cPtr[P any] struct {
 	p     unsafe.Pointer // set by init before the handle is shared; never changed
-	state atomic.Uint64  // cPtrOpen | cPtrNoFree | uses in progress
+	state atomic.Uint64  // cPtrOpen | uses in progress
 }
 
 const (
-	cPtrOpen   uint64 = 1 << 63        // set by init, cleared by Close and Invalidate
-	cPtrNoFree uint64 = 1 << 62        // set by initBorrowed: the pointer is not ours to free
-	cPtrUses          = cPtrNoFree - 1 // the uses in progress
+	cPtrOpen uint64 = 1 << 63      // set by init, cleared by Close
+	cPtrUses        = cPtrOpen - 1 // the uses in progress
 )
 
 func (c *cPtr[P]) cast(raw unsafe.Pointer) P { return *(*P)(unsafe.Pointer(&raw)) }
@@ -58,13 +59,6 @@ func (c *cPtr[P]) cast(raw unsafe.Pointer) P { return *(*P)(unsafe.Pointer(&raw)
 func (c *cPtr[P]) init(p P) {
 	atomic.StorePointer(&c.p, *(*unsafe.Pointer)(unsafe.Pointer(&p)))
 	c.state.Store(cPtrOpen)
-}
-
-// initBorrowed is init for a borrowed pointer (libaf owns it; valid only
-// during a callback): it is never freed here, and Invalidate closes it.
-func (c *cPtr[P]) initBorrowed(p P) {
-	atomic.StorePointer(&c.p, *(*unsafe.Pointer)(unsafe.Pointer(&p)))
-	c.state.Store(cPtrOpen | cPtrNoFree)
 }
 
 // Acquire starts a use: the pointer, valid until the matching Release, and
@@ -86,7 +80,7 @@ func (c *cPtr[P]) Acquire() (P, bool) {
 // Release ends a use begun by a successful Acquire. The last use of a
 // handle closed meanwhile frees the object with free.
 func (c *cPtr[P]) Release(free func(P)) {
-	if c.state.Add(^uint64(0)) == 0 { // closed, not borrowed, and this was the last use
+	if c.state.Add(^uint64(0)) == 0 { // closed, and this was the last use
 		free(c.cast(atomic.LoadPointer(&c.p)))
 	}
 }
@@ -94,7 +88,7 @@ func (c *cPtr[P]) Release(free func(P)) {
 // Close closes the handle: later Acquires fail. The object is freed with
 // free now if no use is in progress, else by the last Release. Reports
 // whether this call closed it (true for exactly one caller, however many
-// goroutines close at once; false on a zero or invalidated cPtr too).
+// goroutines close at once; false on a zero cPtr too).
 func (c *cPtr[P]) Close(free func(P)) bool {
 	for {
 		s := c.state.Load()
@@ -102,23 +96,10 @@ func (c *cPtr[P]) Close(free func(P)) bool {
 			return false
 		}
 		if c.state.CompareAndSwap(s, s&^cPtrOpen) {
-			if s&cPtrUses == 0 && s&cPtrNoFree == 0 {
+			if s&cPtrUses == 0 {
 				free(c.cast(atomic.LoadPointer(&c.p)))
 			}
 			return true
-		}
-	}
-}
-
-// Invalidate closes a borrowed pointer when its callback returns: later
-// Acquires fail; nothing is freed (cPtrNoFree). As before, it does not wait
-// for uses in progress: a borrowed value used by another goroutine after
-// its callback returned is the caller's error.
-func (c *cPtr[P]) Invalidate() {
-	for {
-		s := c.state.Load()
-		if s&cPtrOpen == 0 || c.state.CompareAndSwap(s, s&^cPtrOpen) {
-			return
 		}
 	}
 }

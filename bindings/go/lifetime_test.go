@@ -583,3 +583,81 @@ func TestEngineClosedDuringHostFunctionCall(t *testing.T) {
 		out.Close()
 	}
 }
+
+// TestBorrowedInputRacingTraceReturn: a trace function's inputs are
+// borrowed for the call, but a goroutine may (wrongly) still use one while
+// the trace function returns. That use completes on a live value or gets
+// the closed-handle error; it never reads the input libaf freed.
+func TestBorrowedInputRacingTraceReturn(t *testing.T) {
+	rounds := 100
+	if testing.Short() {
+		rounds = 30
+	}
+	const readers = 4
+	eng := newCtx(t)
+	x := js(t, eng, `"x"`)
+	var mixed int
+	for r := 0; r < rounds; r++ {
+		var wg sync.WaitGroup
+		var completed, closed atomic.Int64
+		errs := make(chan error, readers)
+		ir, err := af.Trace(eng, func(e *af.Engine, in []*af.Value) (*af.Value, error) {
+			v := in[0]
+			// What the input reads as while it is lent, on this goroutine.
+			wantJSON, jerr := v.JSON()
+			wantStr, wantKind := v.String(), v.Kind()
+			started := make(chan struct{}, readers)
+			for g := 0; g < readers; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					started <- struct{}{}
+					for i := 0; ; i++ {
+						s, err := v.JSON()
+						if err != nil && (jerr == nil || err.Error() != jerr.Error()) {
+							if ferr := wantClosedOrNil(err); ferr != nil {
+								errs <- fmt.Errorf("JSON: %v", ferr)
+							}
+							closed.Add(1)
+							return
+						}
+						if err == nil && s != wantJSON {
+							errs <- fmt.Errorf("JSON %q, want %q", s, wantJSON)
+							return
+						}
+						if k := v.Kind(); k != wantKind && k != af.KindInvalid {
+							errs <- fmt.Errorf("Kind %v, want %v", k, wantKind)
+							return
+						}
+						if s := v.String(); s != wantStr && s != "<af.Value closed>" {
+							errs <- fmt.Errorf("String %q, want %q", s, wantStr)
+							return
+						}
+						completed.Add(1)
+						if i > 100000 {
+							errs <- errors.New("the input never read as closed after the trace function returned")
+							return
+						}
+					}
+				}()
+			}
+			for g := 0; g < readers; g++ {
+				<-started
+			}
+			return e.Format("{}!", v) // the readers still read v meanwhile
+		}, x)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("round %d: %v", r, err)
+		}
+		if err != nil {
+			t.Fatalf("round %d: Trace: %v", r, err)
+		}
+		ir.Close()
+		if completed.Load() > 0 && closed.Load() == readers {
+			mixed++
+		}
+	}
+	t.Logf("%d rounds, %d with reads on both sides of the return", rounds, mixed)
+}

@@ -179,10 +179,12 @@ func afgoTraceCallback(h C.uintptr_t, inputs **C.af_value_t, n C.size_t, out **C
 		}
 	}
 	// Borrowed inputs die with this call: make later use an error, not a
-	// use-after-free. (Deferred first, so it runs after the recover below.)
+	// use-after-free (a use in progress on another goroutine keeps the
+	// input's own reference until it ends). (Deferred first, so it runs
+	// after the recover below.)
 	defer func() {
 		for _, v := range ins {
-			v.ptr.Invalidate()
+			v.endBorrow()
 		}
 	}()
 	defer func() {

@@ -77,13 +77,22 @@ func newValue(p *C.af_value_t) *Value {
 	return v
 }
 
-// borrowValue wraps a borrowed af_value_t* (no reference, no finalizer;
-// invalidated when its callback returns).
+// borrowValue wraps a value libaf lends a callback for the call only. The
+// handle takes a reference of its own (af_value_clone: a reference count),
+// so that another goroutine's use racing the callback's return completes on
+// a live value rather than on one libaf has freed; endBorrow closes it when
+// the callback returns (no finalizer: that always runs). User code cannot
+// Close it (see Close).
 func borrowValue(p *C.af_value_t) *Value {
 	v := &Value{borrowed: true}
-	v.ptr.initBorrowed(p)
+	v.ptr.init(C.af_value_clone(p))
 	return v
 }
+
+// endBorrow ends a borrowed value's life when its callback returns: later
+// uses get the closed-handle error, and its reference is dropped now or by
+// the last use still in progress (see cPtr).
+func (v *Value) endBorrow() { v.ptr.Close(freeValue) }
 
 func freeValue(p *C.af_value_t) { C.af_value_free(p) }
 
