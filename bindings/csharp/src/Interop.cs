@@ -114,5 +114,36 @@ namespace Af
             for (int i = _held.Count - 1; i >= 0; i--) _held[i].DangerousRelease();
             _held.Clear();
         }
+
+        /// <summary>For references held longer than one call (a walk, a run
+        /// in flight): DangerousAddRef on each handle, all or none (throws
+        /// ObjectDisposedException, holding none, if one is closed). Returns
+        /// the handles to give to Unpin exactly once.</summary>
+        public static SafeHandle[] Pin(params SafeHandle[] handles)
+        {
+            var added = new List<SafeHandle>(handles.Length);
+            try
+            {
+                foreach (var h in handles)
+                {
+                    bool ok = false;
+                    h.DangerousAddRef(ref ok); // ObjectDisposedException if closed
+                    if (ok) added.Add(h);
+                }
+            }
+            catch
+            {
+                Unpin(added.ToArray());
+                throw;
+            }
+            return added.ToArray();
+        }
+
+        /// <summary>Releases what Pin returned (null: nothing).</summary>
+        public static void Unpin(SafeHandle[] pinned)
+        {
+            if (pinned == null) return;
+            for (int i = pinned.Length - 1; i >= 0; i--) pinned[i].DangerousRelease();
+        }
     }
 }

@@ -158,7 +158,8 @@ namespace Af
         public override string ToString()
         {
             if (Handle.IsClosed) return "<disposed ir>";
-            return ToText();
+            try { return ToText(); }
+            catch (ObjectDisposedException) { return "<disposed ir>"; } // disposed by another thread meanwhile
         }
 
         /// <summary>Starts a step-by-step walk of this IR on inputs.</summary>
@@ -176,30 +177,25 @@ namespace Af
         {
             if (ctx == null) throw new ArgumentNullException(nameof(ctx));
             if (ir == null) throw new ArgumentNullException(nameof(ir));
-            // The walk holds its context and IR for its whole life.
-            var deps = new SafeHandle[] { ctx.Handle, ir.Handle };
-            int added = 0;
+            // The walk holds its context and IR for its whole life
+            // (released by WalkHandle after af_walk_free).
+            SafeHandle[] deps = Borrow.Pin(ctx.Handle, ir.Handle);
             IntPtr w = IntPtr.Zero;
             try
             {
-                foreach (var d in deps)
-                {
-                    bool ok = false;
-                    d.DangerousAddRef(ref ok);
-                    if (ok) added++;
-                }
                 using (var b = new Borrow())
                 {
+                    IntPtr c = b.Add(ctx.Handle);
+                    IntPtr i = b.Add(ir.Handle);
                     IntPtr[] ins = b.AddAll(inputs, nameof(inputs));
-                    AfException.Check(Native.af_walk_new(ctx.Handle.DangerousGetHandle(), ir.Handle.DangerousGetHandle(),
-                                                         ins, (UIntPtr)(ulong)ins.Length, out w));
+                    AfException.Check(Native.af_walk_new(c, i, ins, (UIntPtr)(ulong)ins.Length, out w));
                 }
                 if (w == IntPtr.Zero) throw AfException.Create(ErrorCode.Internal, "af_walk_new returned null");
                 Handle = new WalkHandle(w, deps);
             }
             catch
             {
-                for (int i = 0; i < added; i++) deps[i].DangerousRelease();
+                Borrow.Unpin(deps);
                 throw;
             }
         }

@@ -390,12 +390,12 @@ namespace Af
         public ProgramRun Start(Context ctx, RunOptions options, params Value[] inputs)
         {
             if (ctx == null) throw new ArgumentNullException(nameof(ctx));
-            IntPtr f;
             using (var b = new Borrow())
             {
                 IntPtr c = b.Add(ctx.Handle);
                 IntPtr p = b.Add(Handle);
                 IntPtr[] ins = b.AddAll(inputs, nameof(inputs));
+                IntPtr f;
                 var opts = RunOptions.ToNative(options, b);
                 try
                 {
@@ -405,8 +405,10 @@ namespace Af
                 {
                     RunOptions.FreeNative(ref opts);
                 }
+                // Still borrowed here, so pinning them cannot fail on a
+                // concurrent Dispose after the run has started.
+                return new ProgramRun(new FutureHandle(f), ctx.Handle, Handle);
             }
-            return new ProgramRun(new FutureHandle(f), ctx.Handle, Handle);
         }
 
         /// <summary>Runs the program asynchronously: the Task completes with the
@@ -451,51 +453,30 @@ namespace Af
         // was in flight"; an explicit Dispose of the context is deferred too.
         private SafeHandle[] _pins;
 
+        // Handle itself, pinned (Borrow.Pin) until Done has read the result,
+        // even if the run is disposed first: Done's af_future_wait uses it.
+        private SafeHandle[] _self;
+
         internal ProgramRun(FutureHandle h, params SafeHandle[] pins)
         {
             Handle = h;
-            _pins = AddRefAll(pins);
-            // The handle stays alive until Done has read the result, even if
-            // the run is disposed first.
-            bool added = false;
-            Handle.DangerousAddRef(ref added);
+            _pins = Borrow.Pin(pins);
+            _self = Borrow.Pin(Handle);
             GCHandle gch = GCHandle.Alloc(this); // freed by libaf (s_freeHandle) after Done
             IntPtr err = Native.af_future_on_done(Handle.DangerousGetHandle(), s_done, GCHandle.ToIntPtr(gch),
                                                   Context.s_freeHandle);
             if (err != IntPtr.Zero)
             {
-                Handle.DangerousRelease();
-                Handle.Dispose();
                 ReleasePins();
+                Handle.Dispose();
                 AfException.Check(err);
             }
         }
 
-        private static SafeHandle[] AddRefAll(SafeHandle[] hs)
-        {
-            var added = new System.Collections.Generic.List<SafeHandle>();
-            try
-            {
-                foreach (var h in hs)
-                {
-                    bool ok = false;
-                    h.DangerousAddRef(ref ok); // ObjectDisposedException if closed
-                    if (ok) added.Add(h);
-                }
-            }
-            catch
-            {
-                foreach (var h in added) h.DangerousRelease();
-                throw;
-            }
-            return added.ToArray();
-        }
-
         private void ReleasePins()
         {
-            var pins = Interlocked.Exchange(ref _pins, null);
-            if (pins != null)
-                foreach (var h in pins) h.DangerousRelease();
+            Borrow.Unpin(Interlocked.Exchange(ref _self, null));
+            Borrow.Unpin(Interlocked.Exchange(ref _pins, null));
         }
 
         private static void Done(IntPtr userData)
@@ -505,6 +486,7 @@ namespace Af
                 var run = (ProgramRun)GCHandle.FromIntPtr(userData).Target;
                 try
                 {
+                    // Handle is pinned (_self) until the finally below.
                     IntPtr err = Native.af_future_wait(run.Handle.DangerousGetHandle(), out IntPtr o);
                     if (err != IntPtr.Zero) run._tcs.TrySetException(AfException.FromNative(err));
                     else run._tcs.TrySetResult(Value.Own(o));
@@ -515,7 +497,6 @@ namespace Af
                 }
                 finally
                 {
-                    run.Handle.DangerousRelease();
                     run.ReleasePins();
                 }
             }

@@ -350,7 +350,12 @@ namespace Af
             }
             catch (AfException)
             {
-                return "<" + Kind.ToString().ToLowerInvariant() + ">";
+                try { return "<" + Kind.ToString().ToLowerInvariant() + ">"; }
+                catch (ObjectDisposedException) { return "<disposed value>"; }
+            }
+            catch (ObjectDisposedException)
+            {
+                return "<disposed value>"; // disposed by another thread meanwhile
             }
         }
 
