@@ -459,15 +459,18 @@ static int journal_show(const char* path, enum journal_view view) {
   size_t n = 0, i;
   FILE* f = view == JOURNAL_BRIEF ? stderr : stdout;
   af_error_t* err = af_journal_summary_json(path, strlen(path), &json);
-  if (!err && view == JOURNAL_JSON) printf("%s\n", (const char*)json.data);
-  if (!err && view != JOURNAL_JSON) err = af_context_new(&ctx);
-  if (!err && view != JOURNAL_JSON) err = af_value_from_json(ctx, (const char*)json.data, json.len, &doc);
-  if (!err && view != JOURNAL_JSON) err = af_value_key(doc, "models", 6, &models);
-  if (!err && view != JOURNAL_JSON) {
-    err = af_value_len(models, &n);
+  if (!err && view == JOURNAL_JSON) {
+    printf("%s\n", (const char*)json.data);
+    af_bytes_free(&json);
+    return 0;
+  }
+  if (!err) err = af_context_new(&ctx);
+  if (!err) err = af_value_from_json(ctx, (const char*)json.data, json.len, &doc);
+  if (!err) err = af_value_key(doc, "models", 6, &models);
+  if (!err) err = af_value_len(models, &n);
+  if (!err)
     fprintf(f, "af: journal %s: %.0f LM calls recorded, %.0f prompt + %.0f completion tokens\n", path,
             count_of(doc, "calls"), count_of(doc, "prompt_tokens"), count_of(doc, "completion_tokens"));
-  }
   for (i = 0; !err && view == JOURNAL_TEXT && i < n; i++) {
     const char* model;
     size_t len;
