@@ -1,5 +1,8 @@
 // Control flow (switch, while_loop), host functions, and the run-time
 // scopes of a context (collect, inject, memoize).
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <span>
 
 #include "handles.h"
@@ -46,7 +49,7 @@ std::string host_what(const std::string& name) { return "host function \"" + nam
 template <class Fn, class Setup>
 af_error_t* register_host(const char* api, af_context_t* ctx, const char* name, size_t name_len, Fn fn,
                           void* user_data, void (*destroy)(void*), const af_value_t* result_kinds,
-                          HostFunction::Mode mode, Setup setup) {
+                          HostFunction::Mode mode, bool pure, Setup setup) {
   std::shared_ptr<CHostFn<Fn>> holder;
   try {
     holder = std::make_shared<CHostFn<Fn>>();
@@ -66,6 +69,7 @@ af_error_t* register_host(const char* api, af_context_t* ctx, const char* name, 
     auto f = std::make_shared<HostFunction>();
     f->name = n;
     f->mode = mode;
+    f->pure = pure;
     f->result_kinds = unwrap(result_kinds);
     f->result = parse_result_kinds(f->result_kinds);
     setup(*f, std::move(holder), n);
@@ -96,6 +100,19 @@ void set_sync_call(HostFunction& f, std::shared_ptr<CHostFn<af_host_fn>> holder,
 struct af_host_request {
   std::shared_ptr<HostRequest> req;
 };
+
+namespace {
+
+// Async functions: the C callback starts the work with a request it owns.
+void set_async_start(HostFunction& f, std::shared_ptr<CHostFn<af_host_async_fn>> holder, const std::string&) {
+  f.start = [holder](std::span<const Value> args, std::shared_ptr<HostRequest> req) {
+    ArgHandles handles(args);
+    auto* h = new af_host_request{std::move(req)};
+    holder->fn(holder->user_data, handles.h.data(), handles.h.size(), h);
+  };
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -132,29 +149,50 @@ af_error_t* af_register_function(af_context_t* ctx, const char* name, size_t nam
                                  void* user_data, void (*destroy)(void*),
                                  const af_value_t* result_kinds) {
   return register_host("af_register_function", ctx, name, name_len, fn, user_data, destroy, result_kinds,
-                       HostFunction::Mode::Sync, set_sync_call);
+                       HostFunction::Mode::Sync, false, set_sync_call);
 }
 
 af_error_t* af_register_function_blocking(af_context_t* ctx, const char* name, size_t name_len, af_host_fn fn,
                                           void* user_data, void (*destroy)(void*),
                                           const af_value_t* result_kinds) {
   return register_host("af_register_function_blocking", ctx, name, name_len, fn, user_data, destroy,
-                       result_kinds, HostFunction::Mode::Blocking, set_sync_call);
+                       result_kinds, HostFunction::Mode::Blocking, false, set_sync_call);
 }
 
 af_error_t* af_register_function_async(af_context_t* ctx, const char* name, size_t name_len,
                                        af_host_async_fn fn, void* user_data, void (*destroy)(void*),
                                        const af_value_t* result_kinds) {
-  return register_host(
-      "af_register_function_async", ctx, name, name_len, fn, user_data, destroy, result_kinds,
-      HostFunction::Mode::Async,
-      [](HostFunction& f, std::shared_ptr<CHostFn<af_host_async_fn>> holder, const std::string&) {
-        f.start = [holder](std::span<const Value> args, std::shared_ptr<HostRequest> req) {
-          ArgHandles handles(args);
-          auto* h = new af_host_request{std::move(req)};
-          holder->fn(holder->user_data, handles.h.data(), handles.h.size(), h);
-        };
-      });
+  return register_host("af_register_function_async", ctx, name, name_len, fn, user_data, destroy, result_kinds,
+                       HostFunction::Mode::Async, false, set_async_start);
+}
+
+af_error_t* af_register_function_with(af_context_t* ctx, const char* name, size_t name_len,
+                                      const af_function_options_t* options) {
+  constexpr const char* api = "af_register_function_with";
+  if (!options) return guard([] { invalid(std::string(api) + ": `options` is NULL"); });
+  // Fields beyond the caller's struct keep their defaults (zero).
+  af_function_options_t o{};
+  std::memcpy(&o, options, std::min<size_t>(options->struct_size, sizeof o));
+  const char* bad = nullptr;
+  if (options->struct_size < offsetof(af_function_options_t, result_kinds) + sizeof o.result_kinds)
+    bad = "options.struct_size is too small; set it to sizeof(af_function_options_t)";
+  else if (o.flags & ~uint32_t(AF_FUNCTION_PURE | AF_FUNCTION_BLOCKING))
+    bad = "unknown bits in options.flags (AF_FUNCTION_PURE, AF_FUNCTION_BLOCKING)";
+  else if (!o.fn == !o.async_fn)
+    bad = "set exactly one of options.fn (sync or blocking) and options.async_fn";
+  else if (o.async_fn && (o.flags & AF_FUNCTION_BLOCKING))
+    bad = "AF_FUNCTION_BLOCKING is for options.fn (an async function never blocks a thread)";
+  if (bad) {
+    if (o.destroy) o.destroy(o.user_data);
+    return guard([&] { invalid(std::string(api) + ": " + bad); });
+  }
+  const bool pure = o.flags & AF_FUNCTION_PURE;
+  if (o.async_fn)
+    return register_host(api, ctx, name, name_len, o.async_fn, o.user_data, o.destroy, o.result_kinds,
+                         HostFunction::Mode::Async, pure, set_async_start);
+  return register_host(api, ctx, name, name_len, o.fn, o.user_data, o.destroy, o.result_kinds,
+                       (o.flags & AF_FUNCTION_BLOCKING) ? HostFunction::Mode::Blocking : HostFunction::Mode::Sync,
+                       pure, set_sync_call);
 }
 
 int af_host_request_cancelled(const af_host_request_t* req) { return req && req->req->cancelled() ? 1 : 0; }

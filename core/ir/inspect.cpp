@@ -3,6 +3,7 @@
 // parsing the text form.
 #include <algorithm>
 
+#include "ir/effects.h"
 #include "ir/prim.h"
 #include "ir/query.h"
 #include "value/error.h"
@@ -115,6 +116,9 @@ void append_eqn(std::string& out, const IR& ir, size_t i, const std::vector<size
   deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
   out += ",\"deps\":";
   append_indices(out, deps);
+  // Whether it must run even when nothing reads it (ir/effects.h): compile
+  // keeps it, never merges or memoizes it.
+  out += eqn_has_effects(e) ? ",\"effects\":true" : ",\"effects\":false";
   // Value params as JSON; IR params by sub-IR path (af_ir_sub opens them).
   out += ",\"params\":{";
   bool first = true;

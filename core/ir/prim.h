@@ -71,6 +71,11 @@ struct Prim {
   uint32_t version = 1;
   uint32_t flags = kPure;
   double cost = 1.0;  // cost hint for critical-path priorities
+  // An equation's flags when they depend on its params (host_call: a
+  // function registered pure has none), or nullptr: `flags`. Read through
+  // eqn_flags (ir/effects.h), never `flags` alone, wherever an equation is
+  // at hand.
+  uint32_t (*flags_of)(const Params& params) = nullptr;
   // The params it takes (empty: none). The saved-graph loader (core/io)
   // rejects a missing, unknown or wrongly-kinded param before any rule
   // sees it.

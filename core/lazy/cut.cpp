@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ir/effects.h"
 #include "value/hash.h"
 
 namespace af::lazy {
@@ -61,7 +62,7 @@ Cut::Cut(const std::vector<std::shared_ptr<Node>>& batch) {
     nodes.push_back(&n);
   }
   for (Node* n : nodes) {
-    const bool observable = n->prim->flags & kObservable;
+    const bool observable = eqn_flags(*n->prim, n->params) & kObservable;
     for (uint32_t i = 0; i < n->out_avals.size(); ++i) {
       const VarId var = n->first_var + i;
       const Cell* c = n->cells[i].load(std::memory_order_acquire);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <unordered_map>
 
+#include "ir/effects.h"
 #include "lazy/cut.h"
 #include "value/hash.h"
 
@@ -158,7 +159,7 @@ std::shared_ptr<Node> Graph::new_node(const Prim& p, Params params, std::vector<
   n->graph = weak_from_this();
   n->seq = recorded_.fetch_add(1, std::memory_order_relaxed) + 1;
   n->shape = shape_of(*n);
-  if (p.flags & kObservable) {
+  if (eqn_flags(p, n->params) & kObservable) {
     std::lock_guard lock(mu_);
     observable_.push_back(n);
   }

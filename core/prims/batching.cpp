@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "ir/effects.h"
 #include "ir/registry.h"
 #include "prims/builtins.h"
 #include "prims/control_flow.h"
@@ -244,7 +245,7 @@ void map_directly(const Eqn& e, std::span<const Value> in, const std::vector<boo
 // Whether an equation must run once per item: it has effects, is sampled
 // (an LM call) or observable, or holds a sub-IR with such an equation.
 bool runs_per_item(const Eqn& e) {
-  if (e.prim->flags & (kEffectful | kNondeterministic | kObservable | kNoMerge)) return true;
+  if (eqn_flags(e) & (kEffectful | kNondeterministic | kObservable | kNoMerge)) return true;
   return e.params.any_ir(
       [](const IR& ir) { return std::any_of(ir.eqns.begin(), ir.eqns.end(), runs_per_item); });
 }

@@ -1,7 +1,8 @@
-// host_call[name, result](args...) -> result: calls the host function
+// host_call[name, result, pure?](args...) -> result: calls the host function
 // registered under `name` on the running context; `result` is the tree of
 // kind names declared at registration, kept in the IR so a saved graph
-// knows its output kinds without the function.
+// knows its output kinds without the function; `pure` (true, or absent) is
+// how the function was registered when the call was recorded.
 //
 // Modes (HostFunction::Mode): sync functions run inline, blocking ones on
 // the context's host pool, async ones finish a HostRequest later. The
@@ -9,8 +10,16 @@
 // registration, which may change after compiling); a sync function still
 // runs on the thread that reached it.
 //
-// Flags: nondeterministic (like an LM call: cse merges it only on request;
-// dce removes it when its result is unused; memoize caches it).
+// Flags (flags_of): a call of an effectful function (the default) is
+// effectful and observable: dce never removes it, cse never merges it,
+// memoize never answers it and a lazy context runs it even when nothing
+// reads its result — so it runs exactly once per run in
+// compiled and lazy mode alike. A call of a function registered pure
+// (AF_FUNCTION_PURE) has no flags: removed when unused, merged with an equal
+// call, memoized, dropped unread on a lazy context. Effectful is the default
+// because the two mistakes cost differently: a pure function taken for
+// effectful costs a call that was not needed; an effectful one taken for
+// pure silently loses a message sent, a row written, a charge made.
 // Rules: batch maps it over the items (one host call per item). push and
 // pull are not supported (docs/SEMANTICS.md §3): transforming a program whose
 // tangent / cotangent reaches a host call is INVALID_ARGUMENT naming the
@@ -98,6 +107,12 @@ void host_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<As
   }
 }
 
+uint32_t host_flags(const Params& params) {
+  const Param* pure = params.find("pure");
+  const bool is_pure = pure && std::get<Value>(*pure).as_bool();  // a bool Value: checked by every loader
+  return is_pure ? kPure : kEffectful | kNondeterministic | kObservable;
+}
+
 void host_push(PushCtx&, const Eqn& e) {
   invalid("pushforward: host function " + json_quoted(e.params.value("name").as_str()) +
           " has no pushforward rule (a tangent reaches its arguments; wrap them in stop_gradient if the "
@@ -115,8 +130,11 @@ void host_pull_bwd(PullCtx&, const Eqn& e) {
 void add_host_prims(std::vector<Prim>& out) {
   out.push_back(Prim{
       .name = "host_call",
-      .flags = kNondeterministic | kObservable,
-      .params = {{.name = "name", .value_kind = Kind::Str, .names_host_function = true}, {.name = "result"}},
+      .flags = kEffectful | kNondeterministic | kObservable,
+      .flags_of = host_flags,
+      .params = {{.name = "name", .value_kind = Kind::Str, .names_host_function = true},
+                 {.name = "result"},
+                 {.name = "pure", .value_kind = Kind::Bool, .optional = true}},
       .impl_async = host_impl_async,
       .abstract_eval = host_abstract,
       .batch = batch_by_map,
@@ -134,6 +152,7 @@ Value op_host_call(std::string_view name, std::span<const Value> args, RunEnv& e
   Params params;
   params.set("name", Value::str(std::string(name)));
   params.set("result", fn->result_kinds);
+  if (fn->pure) params.set("pure", Value::boolean(true));
   static const Prim& p = prim("host_call");
   return bind(p, std::move(params), Value::list(std::vector<Value>(args.begin(), args.end())), env);
 }

@@ -41,6 +41,10 @@ struct HostFunction {
   // Async: called with the argument trees and the request to finish. A throw
   // fails the call (the request is then finished already).
   std::function<void(std::span<const Value> args, std::shared_ptr<HostRequest> req)> start;
+  // Registered pure (same arguments, same result, no effects): its calls may
+  // be removed, merged and memoized (prims/host.cpp). Recorded into each
+  // call's equation when it is traced or recorded.
+  bool pure = false;
   Value result_kinds;  // as declared: a tree of kind names ("str", "list<int>")
   AbstractOut result;  // parsed from result_kinds
 };

@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "rt/context.h"
+#include "ir/effects.h"
 #include "ir/prim.h"
 #include "ir/registry.h"
 #include "value/error.h"
@@ -191,7 +192,7 @@ uint64_t memo_key(const Eqn& e, std::span<const Value> in) {
 }  // namespace
 
 bool memoizable(const Eqn& e) {
-  if (e.prim->flags & (kEffectful | kNoMerge)) return false;
+  if (eqn_flags(e) & (kEffectful | kNoMerge)) return false;
   for (const auto& [name, p] : e.params.items())
     if (!std::holds_alternative<Value>(p)) return false;  // sub-IRs memoize their own equations
   return true;

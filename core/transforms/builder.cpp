@@ -264,18 +264,6 @@ IRPtr rewire(const IR& ir, std::span<const Aval> new_in, std::span<const size_t>
   return b.finish(std::move(ins), std::move(in_tree), std::move(sel), std::move(out_tree));
 }
 
-bool params_have_effects(const Params& ps) {
-  return ps.any_ir([](const IR& ir) {
-    return ir.facts.flag(IRFacts::kEffects, [&] { return has_effects(ir); });
-  });
-}
-
-bool has_effects(const IR& ir) {
-  for (const Eqn& e : ir.eqns)
-    if (eqn_has_effects(e)) return true;
-  return false;
-}
-
 TreeDef tree_without(const TreeDef& def, const std::vector<bool>& keep) {
   std::vector<Value> leaves;
   leaves.reserve(keep.size());

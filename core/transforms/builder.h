@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "ir/effects.h"
 #include "ir/ir.h"
 #include "ir/prim.h"
 
@@ -126,22 +127,6 @@ IRPtr rewire(const IR& ir, std::span<const Aval> new_in, std::span<const size_t>
 // The avals of ir's input / output leaves.
 std::vector<Aval> in_avals(const IR& ir);
 std::vector<Aval> out_avals(const IR& ir);
-
-// True if ir (or any sub-IR in its params, recursively) holds an effectful
-// or no-merge equation (checkpoint): such an IR must run even if unused.
-bool has_effects(const IR& ir);
-// Inline: compile asks both of every equation, and most hold no sub-IR.
-bool params_have_effects(const Params& ps);
-inline bool eqn_has_effects(const Eqn& e) {
-  if (e.prim->flags & (kEffectful | kNoMerge)) return true;
-  return !e.params.empty() && params_have_effects(e.params);
-}
-// Whether CSE may merge e with an identical equation (ir/ir.h eqn_same): it
-// has no effects, and it is deterministic unless merging nondeterministic
-// equations (LM calls, host functions) was asked for.
-inline bool mergeable(const Eqn& e, bool merge_nondeterministic) {
-  return !eqn_has_effects(e) && (!(e.prim->flags & kNondeterministic) || merge_nondeterministic);
-}
 
 // The tree `def` with the leaves where keep[k] is false replaced by null
 // nodes (how transformed IRs show Zero outputs and dropped outputs).

@@ -826,7 +826,14 @@ static void memoize_runs_identical_calls_once(void) {
   af_value_t* kinds = mk_json("\"str\"");
   af_ir_t* ir;
   af_ir_t* b = NULL;
-  CHECK_OK(af_register_function(ctx, "upper", 5, upper, &k, NULL, kinds));
+  af_function_options_t o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.flags = AF_FUNCTION_PURE; /* memoize answers only pure functions (effects_test.c) */
+  o.fn = upper;
+  o.user_data = &k;
+  o.result_kinds = kinds;
+  CHECK_OK(af_register_function_with(ctx, "upper", 5, &o));
   ir = TRACE(host_trace_fn, NULL, "[\"x\"]", NULL);
   if (!ir) goto done;
   CHECK_OK(af_memoize_push(ctx));

@@ -11,9 +11,11 @@
 #include <vector>
 
 #include "exec/sequential.h"
+#include "ir/effects.h"
 #include "ir/ir.h"
 #include "ir/prim.h"
 #include "prims/ops.h"
+#include "ir/effects.h"
 #include "ir/registry.h"
 #include "trace/trace.h"
 #include "transforms/builder.h"
@@ -354,7 +356,7 @@ TEST(PrimsRegistry, BuiltinsAreRegisteredWithTheirFlags) {
                         {"match", kPure, 1.0},         {"stop_gradient", kPure, 0.0},
                         {"depends", kObservable, 0.0},
                         {"checkpoint", kEffectful | kNoMerge | kObservable, 0.0},
-                        {"host_call", kNondeterministic | kObservable, 1.0}};
+                        {"host_call", kEffectful | kNondeterministic | kObservable, 1.0}};
   std::vector<const Prim*> all = all_prims();
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -370,6 +372,19 @@ TEST(PrimsRegistry, BuiltinsAreRegisteredWithTheirFlags) {
     EXPECT_NE(p->abstract_eval, nullptr);
     EXPECT_NE(std::find(all.begin(), all.end(), p), all.end());
   }
+}
+
+// A host call's flags come from its params: a function registered pure
+// has none, an effectful one (no "pure" param) has the primitive's.
+TEST(PrimsRegistry, HostCallFlagsFollowThePureParam) {
+  const Prim& p = prim("host_call");
+  Params effectful, pure, not_pure;
+  pure.set("pure", Value::boolean(true));
+  not_pure.set("pure", Value::boolean(false));
+  EXPECT_EQ(eqn_flags(p, effectful), kEffectful | kNondeterministic | kObservable);
+  EXPECT_EQ(eqn_flags(p, not_pure), kEffectful | kNondeterministic | kObservable);
+  EXPECT_EQ(eqn_flags(p, pure), uint32_t(kPure));
+  EXPECT_EQ(eqn_flags(prim("concat"), pure), uint32_t(kPure));  // no flags_of: the primitive's
 }
 
 // One primitive, one place: every built-in primitive of this layer names

@@ -321,7 +321,7 @@ TEST(Dce, RecursesIntoBranchesAndLoopBodies) {
 
 // ---- cse
 
-TEST(Cse, MergesPureEquationsNeverCheckpointsAndHostCallsOnRequest) {
+TEST(Cse, MergesPureEquationsAndPureHostCallsNeverCheckpointsOrEffectfulHostCalls) {
   IRPtr ir = trace_json(
       [&](auto in) {
         Value a = op_concat(std::vector<Value>{in[0], S("!")}, env());
@@ -330,15 +330,30 @@ TEST(Cse, MergesPureEquationsNeverCheckpointsAndHostCallsOnRequest) {
         Value c2 = op_checkpoint(b, "k", "c", env());
         Value h1 = op_host_call("upper", in, env());
         Value h2 = op_host_call("upper", in, env());
-        return Value::list({a, b, c1, c2, h1, h2});
+        Value p1 = op_host_call("upper_pure", in, env());
+        Value p2 = op_host_call("upper_pure", in, env());
+        return Value::list({a, b, c1, c2, h1, h2, p1, p2});
       },
       R"(["x"])");
   IRPtr c = cse(*ir);
   EXPECT_EQ(count_prim(*c, "concat"), 1u);
   EXPECT_EQ(count_prim(*c, "checkpoint"), 2u);
-  EXPECT_EQ(count_prim(*c, "host_call"), 2u);
-  EXPECT_EQ(count_prim(*cse(*ir, true), "host_call"), 1u);
-  EXPECT_EQ(run_json(c, R"(["a"])"), R"(["a!","a!","a!","a!","A","A"])");
+  EXPECT_EQ(count_prim(*c, "host_call"), 3u);  // the effectful two and one pure
+  EXPECT_EQ(count_prim(*cse(*ir, true), "host_call"), 3u);
+  EXPECT_EQ(run_json(c, R"(["a"])"), R"(["a!","a!","a!","a!","A","A","A","A"])");
+}
+
+TEST(Dce, RemovesUnusedPureHostCallsNeverEffectfulOnes) {
+  IRPtr ir = trace_json(
+      [&](auto in) {
+        op_host_call("upper", in, env());
+        op_host_call("upper_pure", in, env());
+        return in[0];
+      },
+      R"(["x"])");
+  IRPtr d = dce(*ir, Value());
+  EXPECT_EQ(count_prim(*d, "host_call"), 1u);
+  EXPECT_EQ(d->eqns[0].params.value("name").as_str(), "upper");
 }
 
 TEST(Cse, InsideBranches) {

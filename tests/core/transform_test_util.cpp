@@ -19,9 +19,10 @@ Value pair(std::span<const Value> args) {
 }
 
 void add_host(ExecContext& ctx, const char* name, const char* kinds,
-              std::function<Value(std::span<const Value>)> fn) {
+              std::function<Value(std::span<const Value>)> fn, bool pure = false) {
   auto f = std::make_shared<HostFunction>();
   f->name = name;
+  f->pure = pure;
   f->result_kinds = J(kinds);
   f->result = parse_result_kinds(f->result_kinds);
   f->call = std::move(fn);
@@ -32,6 +33,7 @@ void add_host(ExecContext& ctx, const char* name, const char* kinds,
 
 TestContext::TestContext() {
   add_host(ctx, "upper", "\"str\"", upper);
+  add_host(ctx, "upper_pure", "\"str\"", upper, true);
   add_host(ctx, "pair", "{\"a\":\"str\",\"n\":\"int\"}", pair);
 }
 

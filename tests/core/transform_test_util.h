@@ -40,8 +40,9 @@ namespace af::testing {
 inline Value J(const char* json) { return from_json(json); }
 inline Value S(const char* s) { return Value::str(s); }
 
-// A context with the test host functions: "upper" (str -> str, upper-cased)
-// and "pair" (str, str -> {"a": str, "n": int}).
+// A context with the test host functions: "upper" (str -> str, upper-cased;
+// effectful, as functions are by default), "upper_pure" (the same, registered
+// pure) and "pair" (str, str -> {"a": str, "n": int}).
 class TestContext {
  public:
   TestContext();

@@ -132,6 +132,41 @@ int main() {
   expect(other.load(path) == reply, "the saved file loads as the same IR");
   std::remove(path.c_str());
 
+  // Effects: an unused call of an effectful function (the default) runs, an
+  // unused call of a pure one is dropped; equal pure calls merge.
+  {
+    int sent = 0, looked = 0;
+    ctx.register_function("send", ctx.str("str"), [&](const std::vector<af::Value>& args) {
+      ++sent;
+      return args.at(0);
+    });
+    ctx.register_function(
+        "lookup", ctx.str("str"),
+        [&](const std::vector<af::Value>& args) {
+          ++looked;
+          return args.at(0);
+        },
+        af::Context::FunctionOptions{true, false});
+    af::Ir unused = ctx.trace(
+        [](af::Context& c, const std::vector<af::Value>& in) {
+          c.host_call("send", {in[0]});
+          c.host_call("lookup", {in[0]});
+          return c.concat({c.host_call("lookup", {in[0]}), c.host_call("lookup", {in[0]})});
+        },
+        {ctx.str("q")});
+    expect(af::Program::compile(ctx, unused).call(ctx, {ctx.str("a")}).str() == "aa", "pure calls answer");
+    expect(sent == 1 && looked == 1, "the effectful call ran, the pure ones merged and the unused one was dropped: " +
+                                         std::to_string(sent) + " " + std::to_string(looked));
+    ctx.register_function_async(
+        "lookup_later", ctx.str("str"),
+        [](const std::vector<af::Value>& args, af::HostRequest& req) { req.complete(args.at(0)); }, af::Context::FunctionOptions{true, false});
+    expect(ctx.host_call("lookup_later", {ctx.str("z")}).str() == "z", "an async function registered with options");
+    expect_error(af::Code::InvalidArgument,
+                 [&] { ctx.register_function_async("no", ctx.str("str"), [](const std::vector<af::Value>&, af::HostRequest&) {},
+                                                   af::Context::FunctionOptions{false, true}); },
+                 "an async function cannot block");
+  }
+
   // Pullback: feedback flows to the inputs of a format.
   af::Ir fmt = ctx.trace(
       [](af::Context& c, const std::vector<af::Value>& in) { return c.format("<{}>", {in[0]}); }, {ctx.str("x")});

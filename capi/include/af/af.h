@@ -262,6 +262,52 @@ AF_API af_error_t* af_register_function_async(af_context_t* ctx, const char* nam
                                               size_t name_len, af_host_async_fn fn,
                                               void* user_data, void (*destroy)(void*),
                                               const af_value_t* result_kinds);
+/* Registration with options: one call for every kind of host function.
+ * Zero the struct, set struct_size = sizeof(af_function_options_t) and the
+ * fields you need (a program built against an older af.h passes a smaller
+ * struct_size and gets the defaults of the fields it lacks).
+ *
+ * Effects. A host function is effectful unless registered with
+ * AF_FUNCTION_PURE. A call of an effectful function (sends, writes,
+ * charges, reads a clock) runs exactly once per run, in compiled and lazy
+ * mode alike: compile never removes it when its result is unused (dce),
+ * never merges two equal calls (cse, even with merge_nondeterministic),
+ * memoize never answers it, and a lazy context runs it even when no one
+ * reads its result (af_eval(ctx, NULL, 0) or the next evaluation). In a
+ * batched program it runs once per item when its arguments depend on the
+ * item, and once for the whole batch when they do not (as any equation). A pure function (same arguments, same result, no
+ * effects) lets libaf drop a call whose result is unused (lazy: never read),
+ * merge equal calls and answer one from a memoize scope. Effectful is the
+ * default because its mistake is cheaper: a pure function taken for
+ * effectful costs a call that was not needed, an effectful one taken for
+ * pure silently loses what it does. The flag is recorded in each call's
+ * equation when it is traced or recorded ("pure": true among its params,
+ * "effects" in af_ir_eqn_json) and saved in .afg files: a loaded graph keeps
+ * the flags it was traced with, whatever the loading host registers under
+ * that name. Graphs saved before the flag existed call effectful functions. */
+#define AF_FUNCTION_PURE 1u     /* no effects: calls may be dropped, merged, memoized */
+#define AF_FUNCTION_BLOCKING 2u /* fn runs on the host pool (af_register_function_blocking) */
+typedef struct af_function_options {
+  uint32_t struct_size; /* sizeof(af_function_options_t) */
+  uint32_t flags;       /* AF_FUNCTION_* */
+  /* Exactly one of fn (sync, or blocking with AF_FUNCTION_BLOCKING) and
+   * async_fn (see af_register_function_async). */
+  af_host_fn fn;
+  af_host_async_fn async_fn;
+  void* user_data;
+  void (*destroy)(void*); /* runs exactly once, as for af_register_function */
+  const af_value_t* result_kinds; /* borrowed; as for af_register_function */
+} af_function_options_t;
+/* Registers the function options describes under name (see
+ * af_register_function for names, result_kinds and destroy; options is
+ * borrowed). INVALID_ARGUMENT: options NULL or struct_size too small
+ * (nothing is read beyond it, so destroy does not run); and, after
+ * destroy(user_data) has run: unknown flag bits, neither or both of fn and
+ * async_fn, AF_FUNCTION_BLOCKING with async_fn, and the errors of
+ * af_register_function. */
+AF_API af_error_t* af_register_function_with(af_context_t* ctx, const char* name, size_t name_len,
+                                             const af_function_options_t* options);
+
 /* 1 if the run no longer wants the result (cancelled, timed out, failed
  * elsewhere): the host may stop working, but must still finish and free req.
  * Finishing such a request is accepted and ignored. 0 otherwise or for NULL. */
@@ -799,7 +845,9 @@ AF_API void af_ir_free(af_ir_t* ir);
  * producer, consumers) and every equation as af_ir_eqn_json gives it. */
 AF_API af_error_t* af_ir_json(const af_ir_t* ir, af_bytes_t* out);
 /* Equation i: prim, in (each {"var","kind"} or {"lit","kind"}), out, the
- * input/output structures, deps (the equations it reads directly), params
+ * input/output structures, deps (the equations it reads directly), effects
+ * (true: it runs even when nothing reads it — an effectful host call, a
+ * checkpoint, or a sub-IR holding one; see AF_FUNCTION_PURE), params
  * (values as JSON; IR params as {"sub": path} / {"subs": [paths]}), subs,
  * tags, name_path, and sched when af_sched set one. */
 AF_API af_error_t* af_ir_eqn_json(const af_ir_t* ir, size_t i, af_bytes_t* out);
@@ -892,17 +940,18 @@ AF_API af_error_t* af_pushforward(af_context_t* ctx, const af_ir_t* ir, af_ir_t*
 AF_API af_error_t* af_pullback(af_context_t* ctx, const af_ir_t* ir, af_ir_t** out);
 /* Dead code elimination. out_used: a bool tree prefix of the output (NULL =
  * every output); outputs marked false become null. Recurses into switch
- * branches and loop bodies; checkpoints are always kept. */
+ * branches and loop bodies; checkpoints and calls of effectful host
+ * functions (AF_FUNCTION_PURE) are always kept. */
 AF_API af_error_t* af_dce(af_context_t* ctx, const af_ir_t* ir, const af_value_t* out_used,
                           af_ir_t** out);
 /* Common subexpression elimination: identical pure equations (same
- * primitive, params, inputs, tags, name path) are merged; checkpoints never
- * are, host functions and LM calls only with af_cse_ex's
- * merge_nondeterministic. */
+ * primitive, params, inputs, tags, name path) are merged, calls of pure host
+ * functions among them; checkpoints and calls of effectful host functions
+ * never are, LM calls only with af_cse_ex's merge_nondeterministic. */
 AF_API af_error_t* af_cse(af_context_t* ctx, const af_ir_t* ir, af_ir_t** out);
 typedef struct af_cse_options {
   uint32_t struct_size;            /* sizeof(af_cse_options_t) */
-  uint32_t merge_nondeterministic; /* nonzero: merge LM calls and host functions too */
+  uint32_t merge_nondeterministic; /* nonzero: merge LM calls too */
 } af_cse_options_t;
 /* af_cse with options (NULL = defaults). */
 AF_API af_error_t* af_cse_ex(af_context_t* ctx, const af_ir_t* ir, const af_cse_options_t* options,

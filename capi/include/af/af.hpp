@@ -129,6 +129,7 @@ inline std::exception_ptr thrown_by(const af_error_t* e) noexcept {
 /* libaf's hints name C functions; say what a C++ caller calls instead. */
 inline std::string binding_names(std::string msg) {
   static const std::pair<std::string_view, std::string_view> names[] = {
+      {"af_register_function_with", "af::Context::register_function"},
       {"af_register_function", "af::Context::register_function"},
       {"af_context_route_fallback", "af::Context::route"},
       {"af_context_route", "af::Context::route"},
@@ -916,6 +917,29 @@ class Context {
     detail::check(af_register_function_async(ptr(), name.data(), name.size(), &async_host_trampoline, state,
                                              &destroy_async_host, result_kinds.get()));
   }
+  /* How a function registered with options runs: pure (AF_FUNCTION_PURE:
+   * same arguments, same result, no effects, so libaf may drop a call whose
+   * result is unused, merge equal calls and memoize them; functions are
+   * effectful by default) and, for a sync one, blocking (on the host pool). */
+  struct FunctionOptions {
+    bool pure = false;
+    bool blocking = false;
+  };
+  void register_function(std::string_view name, const Value& result_kinds, HostFn fn, FunctionOptions how) {
+    af_function_options_t o = function_options(how, result_kinds);
+    o.fn = &host_trampoline;
+    o.user_data = new HostFn(std::move(fn));  // deleted by libaf's destroy, also on error
+    o.destroy = &destroy_host;
+    detail::check(af_register_function_with(ptr(), name.data(), name.size(), &o));
+  }
+  void register_function_async(std::string_view name, const Value& result_kinds, AsyncHostFn fn,
+                               FunctionOptions how) {
+    af_function_options_t o = function_options(how, result_kinds);
+    o.async_fn = &async_host_trampoline;
+    o.user_data = new AsyncHostFn(std::move(fn));  // deleted by libaf's destroy, also on error
+    o.destroy = &destroy_async_host;
+    detail::check(af_register_function_with(ptr(), name.data(), name.size(), &o));
+  }
   Value host_call(std::string_view name, const std::vector<Value>& args) {
     auto p = detail::ptrs(args);
     return make([&](af_value_t** o) { return af_host_call(ptr(), name.data(), name.size(), p.data(), p.size(), o); });
@@ -1087,6 +1111,13 @@ class Context {
     }
   }
   static void destroy_async_host(void* ud) noexcept { delete static_cast<AsyncHostFn*>(ud); }
+  static af_function_options_t function_options(FunctionOptions how, const Value& result_kinds) noexcept {
+    af_function_options_t o{};
+    o.struct_size = sizeof o;
+    o.flags = (how.pure ? AF_FUNCTION_PURE : 0u) | (how.blocking ? AF_FUNCTION_BLOCKING : 0u);
+    o.result_kinds = result_kinds.get();
+    return o;
+  }
 
   std::shared_ptr<af_context_t> h_;
 };
