@@ -145,6 +145,16 @@ af_error_t* af_while_loop(af_context_t* ctx, const af_ir_t* cond, const af_ir_t*
   });
 }
 
+af_error_t* af_scan(af_context_t* ctx, const af_ir_t* body, const af_value_t* init, const af_value_t* xs,
+                    int32_t reverse, af_value_t** out) {
+  return op("af_scan", ctx, out, [&](RunEnv& env) {
+    require(body, "af_scan", "body");
+    require(init, "af_scan", "init");
+    require(xs, "af_scan", "xs");
+    return op_scan(body->ir, unwrap(init), unwrap(xs), reverse != 0, env);
+  });
+}
+
 af_error_t* af_register_function(af_context_t* ctx, const char* name, size_t name_len, af_host_fn fn,
                                  void* user_data, void (*destroy)(void*),
                                  const af_value_t* result_kinds) {

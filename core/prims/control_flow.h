@@ -32,4 +32,12 @@ const IRPtr& switch_branch(const Params& p, const std::string& key);
 Value op_while_loop(const IRPtr& cond, const IRPtr& body, const Value& init, uint64_t max_iters,
                     RunEnv& env);
 
+// scan(body, init, xs, reverse): carry = init; for each item of xs in order
+// (last to first when reverse), [carry, y] = body(carry, item); returns
+// [carry, ys] where ys holds each y at its item's index (y's structure with
+// a list at each leaf). xs is a list, or a tree whose leaves are lists of
+// one length (the item is the tree of their i-th items). Defined in
+// prims/scan.cpp on the scan primitive, with every rule.
+Value op_scan(const IRPtr& body, const Value& init, const Value& xs, bool reverse, RunEnv& env);
+
 }  // namespace af

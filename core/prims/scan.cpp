@@ -9,6 +9,9 @@
 //       n iterations (last to first when reverse); iteration i reads item i
 //       of every xs list; body maps [x_i..., carry...] to [next carry...,
 //       y_i...]; output y_j holds y_j of iteration i at index i.
+//   length(list) -> int
+//       the number of items of a list: the count of a scan a program asks
+//       for (op_scan) over a list it receives.
 //
 // Both have every rule, so pullback(pullback(while_loop)) and the other
 // compositions work: batch maps them over the items; push carries the
@@ -19,12 +22,14 @@
 
 #include "ir/registry.h"
 #include "prims/builtins.h"
+#include "prims/control_flow.h"
 #include "prims/pass_loop.h"
 #include "transforms/builder.h"
 #include "transforms/batch.h"
 #include "transforms/dce.h"
 #include "transforms/pullback.h"
 #include "transforms/pushforward.h"
+#include "trace/trace.h"
 #include "value/error.h"
 
 namespace af {
@@ -279,7 +284,9 @@ size_t scan_count(std::span<const Value> in, size_t n_xs) {
   if (n < 0) invalid("scan: negative count");
   for (size_t i = 0; i < n_xs; ++i)
     if (in[1 + i].kind() != Kind::List || in[1 + i].size() != size_t(n))
-      invalid("scan: xs " + std::to_string(i) + " must hold " + std::to_string(n) + " items");
+      invalid("scan: list " + std::to_string(i) + " of xs has " +
+              (in[1 + i].kind() == Kind::List ? std::to_string(in[1 + i].size()) + " items" : std::string("no items")) +
+              " where the count is " + std::to_string(n) + " (all lists of xs must have one length)");
   return size_t(n);
 }
 
@@ -520,6 +527,25 @@ void scan_pull_bwd(PullCtx& ctx, const Eqn& e) {
     if (nzx[i]) ctx.add_cotangent(1 + i, o[j++]);
 }
 
+// ---- length
+
+void length_impl(const Eqn&, std::span<const Value> in, std::span<Value> out, RunEnv&) {
+  out[0] = Value::integer(int64_t(in[0].size()));
+}
+
+AbstractOut length_abstract(const Params&, std::span<const Aval> in, const TreeDef&) {
+  if (in.size() != 1 || in[0].list_depth == 0) invalid("length: takes one list");
+  return AbstractOut{{Aval{Kind::Int, 0}}, TreeDef::leaf()};
+}
+
+// An int has no tangent or cotangent (as stop_gradient's).
+void length_push(PushCtx& ctx, const Eqn&) {
+  ctx.emit_primal();
+  ctx.tangent_out(0, std::nullopt);
+}
+
+void length_pull_bwd(PullCtx&, const Eqn&) {}
+
 // ---- dce: a loop keeps its whole carry; unread per-iteration outputs (ys)
 // go, and so do the xs the remaining body no longer reads (scan).
 
@@ -599,6 +625,109 @@ void add_scan_prims(std::vector<Prim>& out) {
       .pullback_bwd = scan_pull_bwd,
       .dce = scan_dce,
   });
+  out.push_back(Prim{
+      .name = "length",
+      .cost = 0.0,
+      .params = {},
+      .impl = length_impl,
+      .abstract_eval = length_abstract,
+      .batch = batch_by_map,
+      .pushforward = length_push,
+      .pullback_fwd = pull_fwd_copy,
+      .pullback_bwd = length_pull_bwd,
+      .dce = dce_whole,
+  });
+}
+
+namespace {
+
+// The values of v at the leaves of def (a leaf of def may hold a whole
+// list: a list<T> input, or the list of one xs leaf's items).
+void values_at(const Value& v, const TreeDef& def, const std::string& path, std::vector<Value>& out) {
+  const TreeDef::Node& n = def.root();
+  auto mismatch = [&] { invalid("scan: " + path + " does not have the structure the body takes: " + def.to_string()); };
+  switch (n.type) {
+    case TreeDef::NodeType::Leaf:
+      out.push_back(v);
+      return;
+    case TreeDef::NodeType::Null:
+      if (!v.is_null()) mismatch();
+      return;
+    case TreeDef::NodeType::List:
+      if (v.kind() != Kind::List || v.size() != n.n_children) mismatch();
+      for (uint32_t c = 0; c < n.n_children; ++c)
+        values_at(v.items()[c], def.child(c), path + "[" + std::to_string(c) + "]", out);
+      return;
+    case TreeDef::NodeType::Dict:
+      if (v.kind() != Kind::Dict || v.size() != n.n_children) mismatch();
+      for (uint32_t c = 0; c < n.n_children; ++c) {
+        const Value* item = v.find(n.keys[c]);
+        if (!item) mismatch();
+        values_at(*item, def.child(c), path + "[" + json_quoted(n.keys[c]) + "]", out);
+      }
+      return;
+  }
+}
+
+}  // namespace
+
+Value op_scan(const IRPtr& body, const Value& init, const Value& xs, bool reverse, RunEnv& env) {
+  if (!body) invalid("scan: the body is required");
+  if (body->num_inputs() != 2)
+    invalid("scan: the body must take two inputs (the carry and one item of xs), it takes " +
+            std::to_string(body->num_inputs()));
+  const TreeDef in_def = body->in_tree, carry_def = in_def.child(0);
+  std::vector<Value> carry, lists;
+  values_at(init, carry_def, "init", carry);
+  values_at(xs, in_def.child(1), "xs", lists);
+  if (lists.empty()) invalid("scan: xs holds no list (give a list, or a tree whose leaves are lists of one length)");
+  const size_t k = carry.size(), a = lists.size();
+  const std::vector<Aval> bi = in_avals(*body), bo = out_avals(*body);
+  for (size_t i = 0; i < k; ++i)
+    if (!(aval_of(carry[i]) == bi[i]))
+      invalid("scan: carry leaf " + std::to_string(i) + " is " + aval_name(aval_of(carry[i])) +
+              ", the body takes " + aval_name(bi[i]));
+  const TreeDef out_def = body->out_tree;
+  auto is_empty = [](const Value& v) { return v.kind() == Kind::List && v.size() == 0; };
+  if (std::all_of(lists.begin(), lists.end(), is_empty)) {  // no items: nothing runs, no kinds to check
+    std::vector<Value> ys(out_def.num_leaves() - k, Value::list({}));
+    return Value::list({init, out_def.child(1).unflatten(ys)});
+  }
+  for (size_t j = 0; j < a; ++j) {
+    const Aval x = aval_of(lists[j]);
+    if (x.list_depth == 0 && !is_empty(lists[j]))
+      invalid("scan: xs leaf " + std::to_string(j) + " is " + aval_name(x) +
+              ", not a list (xs is a list of items, or a tree whose leaves are such lists)");
+    if (is_empty(lists[j])) continue;  // the run says it differs in length from the others
+    if (x.list_depth == 0 || !(Aval{x.kind, uint8_t(x.list_depth - 1)} == bi[k + j]))
+      invalid("scan: xs leaf " + std::to_string(j) + " is " + aval_name(x) + ", the body takes items " +
+              aval_name(bi[k + j]) + " (xs leaves are lists of the items)");
+  }
+  if (out_def.root().type != TreeDef::NodeType::List || out_def.root().n_children != 2 ||
+      !(out_def.child(0) == carry_def))
+    invalid("scan: the body must return [next carry, y] with the carry's structure " + carry_def.to_string() +
+            ", it returns " + out_def.to_string());
+  for (size_t i = 0; i < k; ++i)
+    if (!(bo[i] == bi[i]))
+      invalid("scan: the body changes carry leaf " + std::to_string(i) + " from " + aval_name(bi[i]) + " to " +
+              aval_name(bo[i]));
+  // The primitive's body: [x..., carry...] -> [next carry..., y...], flat.
+  std::vector<Aval> flat_in(bi.begin() + long(k), bi.end());
+  flat_in.insert(flat_in.end(), bi.begin(), bi.begin() + long(k));
+  std::vector<size_t> in_from(k + a), out_select(bo.size());
+  for (size_t i = 0; i < k; ++i) in_from[i] = a + i;
+  for (size_t j = 0; j < a; ++j) in_from[k + j] = j;
+  for (size_t o = 0; o < bo.size(); ++o) out_select[o] = o;
+  IRPtr flat = rewire(*body, flat_in, in_from, out_select);
+  static const Prim& length = prim("length");
+  static const Prim& scan = prim("scan");
+  std::vector<Value> in{bind_flat(length, Params(), {lists[0]}, env)};
+  in.insert(in.end(), lists.begin(), lists.end());
+  in.insert(in.end(), carry.begin(), carry.end());
+  Value out = bind_flat(scan, scan_params(std::move(flat), a, reverse), std::move(in), env);
+  std::vector<Value> leaves = out.items();
+  return Value::list({carry_def.unflatten(std::span<const Value>(leaves).first(k)),
+                      out_def.child(1).unflatten(std::span<const Value>(leaves).subspan(k))});
 }
 
 }  // namespace af

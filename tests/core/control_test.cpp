@@ -66,7 +66,7 @@ TEST(HostFunctions, ResultKindsAreParsedAndChecked) {
   EXPECT_AF_ERROR(parse_result_kinds(J("[1]")), Code::InvalidArgument, "not a kind name");
   EXPECT_EQ(to_json(op_host_call("pair", std::vector<Value>{S("ab"), S("c")}, env())), R"({"a":"ab+c","n":2})");
   EXPECT_AF_ERROR(op_host_call("missing", std::vector<Value>{}, env()), Code::NotFound,
-                  R"(host function "missing" is not registered on this context (registered: "pair", "upper"))");
+                  R"(host function "missing" is not registered on this context (registered: "pair", "upper", "upper_pure"))");
   IRPtr ir = trace_json([&](auto in) { return op_host_call("pair", in, env()); }, R"(["x","y"])");
   EXPECT_EQ(to_text(*ir).find("host_call[name=\"pair\", result={\"a\":\"str\",\"n\":\"int\"}]") != std::string::npos,
             true)

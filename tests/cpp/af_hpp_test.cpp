@@ -132,6 +132,22 @@ int main() {
   expect(other.load(path) == reply, "the saved file loads as the same IR");
   std::remove(path.c_str());
 
+  // Scan: a rolling summary threaded through chunks, eagerly and traced.
+  {
+    af::Ir step = ctx.trace(
+        [](af::Context& c, const std::vector<af::Value>& in) {
+          af::Value next = c.format("{}+{}", {in[0], in[1]});
+          return c.list({next, c.format("<{}>", {in[1]})});
+        },
+        {ctx.str("c"), ctx.str("x")});
+    af::Value r = ctx.scan(step, ctx.str("s"), ctx.json(R"(["a","b"])"));
+    expect(r.json() == R"(["s+a+b",["<a>","<b>"]])", "scan threads the carry: " + r.json());
+    r = ctx.scan(step, ctx.str("s"), ctx.json(R"(["a","b"])"), true);
+    expect(r.json() == R"(["s+b+a",["<a>","<b>"]])", "a reverse scan: " + r.json());
+    expect_error(af::Code::InvalidArgument, [&] { ctx.scan(step, ctx.str("s"), ctx.str("not a list")); },
+                 "xs must hold lists");
+  }
+
   // Effects: an unused call of an effectful function (the default) runs, an
   // unused call of a pure one is dropped; equal pure calls merge.
   {

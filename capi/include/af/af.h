@@ -714,6 +714,23 @@ AF_API af_error_t* af_switch(af_context_t* ctx, const af_value_t* key, const cha
  * nesting sub-IRs 64 deep already (as af_switch). */
 AF_API af_error_t* af_while_loop(af_context_t* ctx, const af_ir_t* cond, const af_ir_t* body,
                                  const af_value_t* init, uint64_t max_iters, af_value_t** out);
+/* scan: carry = init; for each item of xs in order (last to first when
+ * reverse is nonzero), [carry, y] = body(carry, item); *out is [carry, ys]:
+ * the last carry and, for each y leaf, the list of its values by item
+ * index — a rolling summary over a document's chunks, a refinement that
+ * threads a draft through a list. xs is a list, or a tree whose leaves are
+ * lists of one length (the item is the tree of their i-th items). body
+ * takes two positional inputs, the carry and an item, and returns
+ * [next carry, y] with the carry's structure and kinds. Inside a trace it
+ * records one equation with every rule (batch maps it over items; push and
+ * pull thread tangents / feedback through the carry); af_ir_cost_json
+ * counts one pass of body (how many items come is known only when it
+ * runs). With no items it returns [init, ys of empty lists] and runs
+ * nothing. INVALID_ARGUMENT: body does not take (init, an item of xs), does
+ * not return [carry, y], changes the carry's structure or a kind, a leaf of
+ * xs is not a list; when it runs: the lists of xs differ in length. */
+AF_API af_error_t* af_scan(af_context_t* ctx, const af_ir_t* body, const af_value_t* init,
+                           const af_value_t* xs, int32_t reverse, af_value_t** out);
 
 /* Calls host function name on args (positional trees): recorded inside a
  * trace (as host_call), called at once outside. NOT_FOUND: name is not

@@ -889,6 +889,11 @@ class Context {
   Value while_loop(const Ir& cond, const Ir& body, const Value& init, uint64_t max_iters) {
     return make([&](af_value_t** o) { return af_while_loop(ptr(), cond.ptr(), body.ptr(), init.get(), max_iters, o); });
   }
+  /* [carry, ys]: body(carry, item) -> [next carry, y] over the items of xs
+   * (last to first when reverse); see af_scan. */
+  Value scan(const Ir& body, const Value& init, const Value& xs, bool reverse = false) {
+    return make([&](af_value_t** o) { return af_scan(ptr(), body.ptr(), init.get(), xs.get(), reverse ? 1 : 0, o); });
+  }
   /* Runs ir (inlined when called inside a trace). */
   Value call(const Ir& ir, const std::vector<Value>& inputs) {
     auto p = detail::ptrs(inputs);
