@@ -4,9 +4,6 @@ package af
 #include <stdint.h>
 #include <stdlib.h>
 #include "af/af.h"
-
-af_error_t* afgo_register_function(af_context_t* ctx, const char* name, size_t name_len,
-                                   uintptr_t handle, const af_value_t* result_kinds);
 */
 import "C"
 
@@ -132,14 +129,64 @@ type HostFunc func(args []*Value) (*Value, error)
 // earlier function of that name). resultKinds: the result's structure with
 // kind names as leaves ("str", {"n": "int"}, ...). libaf releases fn exactly
 // once: when it is replaced, when eng is closed, or at once if registration
-// fails.
+// fails. The function is effectful: every call runs (see FunctionOptions.Pure
+// and RegisterFunctionWith to register a pure one).
 func (eng *Engine) RegisterFunction(name string, resultKinds *Value, fn HostFunc) error {
-	if fn == nil {
-		return &Error{Message: "RegisterFunction: fn is nil", code: CodeInvalidArgument}
+	return eng.registerHost("RegisterFunction", name, resultKinds, nil, false, fn)
+}
+
+// FunctionOptions are the options of a host function's registration
+// (RegisterFunctionWith, RegisterFunctionAsyncWith); the zero value (or
+// nil) registers what RegisterFunction does: an effectful function called
+// on a scheduler thread.
+type FunctionOptions struct {
+	// Pure declares that the function has no effects: the same arguments
+	// give the same result, and nothing else happens. libaf may then drop a
+	// call whose result is unused (on a lazy engine: a promise never read),
+	// merge equal calls (CSE, which Compile does) and answer a call from a
+	// memoize scope (PushMemoize).
+	//
+	// Without it the function is effectful (it sends, writes, charges, reads
+	// a clock): each call runs exactly once per run, compiled or lazy, even
+	// when nothing reads its result: DCE keeps it, CSE never merges it,
+	// memoize never answers it, and a lazy engine runs it at the next Eval
+	// or evaluation even when its promise was closed unread. Effectful is
+	// the default because its mistake is cheaper: a pure function taken for
+	// effectful costs a call that was not needed, an effectful one taken
+	// for pure silently loses what it does.
+	//
+	// The flag is recorded in each call's equation when it is traced or
+	// recorded (IR.EqnJSON: "pure": true among its params, "effects":
+	// false) and kept in saved graphs: a loaded graph runs by the flags it
+	// was traced with, whatever is registered under that name when it runs.
+	Pure bool
+	// Blocking runs each call on the engine's host pool instead of a
+	// scheduler thread, as RegisterFunctionBlocking does. For a HostFunc
+	// only: RegisterFunctionAsyncWith refuses it (CodeInvalidArgument).
+	Blocking bool
+}
+
+// flags is opts as AF_FUNCTION_* bits (nil: none).
+func (opts *FunctionOptions) flags() C.uint32_t {
+	var f C.uint32_t
+	if opts == nil {
+		return f
 	}
-	return eng.registerHost(name, resultKinds, fn, func(cp *C.af_context_t, p *C.char, n C.size_t, h C.uintptr_t, kp *C.af_value_t) *C.af_error_t {
-		return C.afgo_register_function(cp, p, n, h, kp)
-	})
+	if opts.Pure {
+		f |= C.AF_FUNCTION_PURE
+	}
+	if opts.Blocking {
+		f |= C.AF_FUNCTION_BLOCKING
+	}
+	return f
+}
+
+// RegisterFunctionWith registers fn as host function name on eng with opts
+// (nil: the defaults, as RegisterFunction): Pure lets libaf drop, merge and
+// memoize its calls, Blocking runs them on the host pool. See
+// RegisterFunction for resultKinds and fn's lifetime.
+func (eng *Engine) RegisterFunctionWith(name string, resultKinds *Value, opts *FunctionOptions, fn HostFunc) error {
+	return eng.registerHost("RegisterFunctionWith", name, resultKinds, opts, false, fn)
 }
 
 // HostCall calls host function name on args: recorded inside a trace,

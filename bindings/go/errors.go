@@ -197,6 +197,7 @@ func convertError(e *C.af_error_t) *Error {
 // bindingNames rewrites the C function names libaf's hints mention into
 // this package's methods, so a message says what a Go caller should call.
 var bindingNames = strings.NewReplacer(
+	"af_register_function_with", "(*Engine).RegisterFunctionWith",
 	"af_register_function_blocking", "(*Engine).RegisterFunctionBlocking",
 	"af_register_function_async", "(*Engine).RegisterFunctionAsync",
 	"af_register_function", "(*Engine).RegisterFunction",

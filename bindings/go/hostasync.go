@@ -4,10 +4,9 @@ package af
 #include <stdint.h>
 #include "af/af.h"
 
-af_error_t* afgo_register_function_blocking(af_context_t* ctx, const char* name, size_t name_len,
-                                            uintptr_t handle, const af_value_t* result_kinds);
-af_error_t* afgo_register_function_async(af_context_t* ctx, const char* name, size_t name_len,
-                                         uintptr_t handle, const af_value_t* result_kinds);
+af_error_t* afgo_register_function_with(af_context_t* ctx, const char* name, size_t name_len,
+                                        uint32_t flags, int async, uintptr_t handle,
+                                        const af_value_t* result_kinds);
 */
 import "C"
 
@@ -16,6 +15,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/cgo"
+	"strings"
 	"time"
 	"unsafe"
 )
@@ -34,32 +34,44 @@ const cancelPoll = 10 * time.Millisecond
 // RegisterFunctionBlocking is RegisterFunction for functions that block
 // (network, disk, subprocesses): each call runs on the engine's host pool,
 // at most "host_threads" at once (an engine option, default 8), never on a
-// scheduler thread.
+// scheduler thread. It is RegisterFunctionWith with FunctionOptions{Blocking:
+// true}: an effectful function.
 func (eng *Engine) RegisterFunctionBlocking(name string, resultKinds *Value, fn HostFunc) error {
-	if fn == nil {
-		return &Error{Message: "RegisterFunctionBlocking: fn is nil", code: CodeInvalidArgument}
-	}
-	return eng.registerHost(name, resultKinds, fn, func(cp *C.af_context_t, p *C.char, n C.size_t, h C.uintptr_t, kp *C.af_value_t) *C.af_error_t {
-		return C.afgo_register_function_blocking(cp, p, n, h, kp)
-	})
+	return eng.registerHost("RegisterFunctionBlocking", name, resultKinds, &FunctionOptions{Blocking: true}, false, fn)
 }
 
 // RegisterFunctionAsync registers fn as async host function name on eng (see
 // RegisterFunction for resultKinds and the function's lifetime). Outside a
-// trace, HostCall waits for it.
+// trace, HostCall waits for it. The function is effectful (see
+// RegisterFunctionAsyncWith for a pure one).
 func (eng *Engine) RegisterFunctionAsync(name string, resultKinds *Value, fn AsyncHostFunc) error {
-	if fn == nil {
-		return &Error{Message: "RegisterFunctionAsync: fn is nil", code: CodeInvalidArgument}
-	}
-	return eng.registerHost(name, resultKinds, fn, func(cp *C.af_context_t, p *C.char, n C.size_t, h C.uintptr_t, kp *C.af_value_t) *C.af_error_t {
-		return C.afgo_register_function_async(cp, p, n, h, kp)
-	})
+	return eng.registerHost("RegisterFunctionAsync", name, resultKinds, nil, true, fn)
 }
 
-// registerHost is the part the registrations share: handles, a cgo.Handle
-// for fn (deleted by libaf's destroy callback, also on error).
-func (eng *Engine) registerHost(name string, resultKinds *Value, fn any,
-	register func(*C.af_context_t, *C.char, C.size_t, C.uintptr_t, *C.af_value_t) *C.af_error_t) error {
+// RegisterFunctionAsyncWith is RegisterFunctionAsync with opts (nil: the
+// defaults): FunctionOptions.Pure as for RegisterFunctionWith.
+// FunctionOptions.Blocking is CodeInvalidArgument (an async function never
+// blocks a thread).
+func (eng *Engine) RegisterFunctionAsyncWith(name string, resultKinds *Value, opts *FunctionOptions, fn AsyncHostFunc) error {
+	return eng.registerHost("RegisterFunctionAsyncWith", name, resultKinds, opts, true, fn)
+}
+
+// registerHost is every registration: one af_register_function_with call
+// (through afgo_register_function_with, trampoline.c) with the flags of
+// opts, fn held by a cgo.Handle that libaf's destroy callback deletes
+// exactly once, also on error. method names the exported method for
+// messages; fn is a HostFunc (async false) or an AsyncHostFunc (async true).
+func (eng *Engine) registerHost(method, name string, resultKinds *Value, opts *FunctionOptions, async bool, fn any) error {
+	switch f := fn.(type) {
+	case HostFunc:
+		if f == nil {
+			return &Error{Message: method + ": fn is nil", code: CodeInvalidArgument}
+		}
+	case AsyncHostFunc:
+		if f == nil {
+			return &Error{Message: method + ": fn is nil", code: CodeInvalidArgument}
+		}
+	}
 	cp, err := eng.acquire()
 	if err != nil {
 		return err
@@ -70,11 +82,21 @@ func (eng *Engine) registerHost(name string, resultKinds *Value, fn any,
 		return err
 	}
 	defer resultKinds.release()
+	var isAsync C.int
+	if async {
+		isAsync = 1
+	}
 	h := cgo.NewHandle(fn)
 	p, n := cstr(name)
-	e := register(cp, p, n, C.uintptr_t(h), kp)
+	e := C.afgo_register_function_with(cp, p, n, opts.flags(), isAsync, C.uintptr_t(h), kp)
 	runtime.KeepAlive(name)
-	return takeError(e)
+	err = takeError(e)
+	if ae, ok := err.(*Error); ok && ae.fromLib {
+		// libaf names af_register_function_with (bindingNames made it
+		// RegisterFunctionWith): name the method the caller called.
+		ae.Message = strings.Replace(ae.Message, "(*Engine).RegisterFunctionWith", "(*Engine)."+method, 1)
+	}
+	return err
 }
 
 //export afgoAsyncHostCallback

@@ -3,6 +3,7 @@
 // carried in user_data (an integer: no Go pointer ever reaches C).
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "af/af.h"
 #include "_cgo_export.h"
@@ -42,27 +43,32 @@ static af_error_t* afgo_host_trampoline(void* user_data, const af_value_t* const
   return afgoHostCallback((uintptr_t)user_data, (af_value_t**)args, n, out);
 }
 
-af_error_t* afgo_register_function(af_context_t* ctx, const char* name, size_t name_len,
-                                   uintptr_t handle, const af_value_t* result_kinds) {
-  return af_register_function(ctx, name, name_len, afgo_host_trampoline, (void*)handle,
-                              afgo_handle_destroy, result_kinds);
-}
-
-af_error_t* afgo_register_function_blocking(af_context_t* ctx, const char* name, size_t name_len,
-                                            uintptr_t handle, const af_value_t* result_kinds) {
-  return af_register_function_blocking(ctx, name, name_len, afgo_host_trampoline, (void*)handle,
-                                       afgo_handle_destroy, result_kinds);
-}
-
 static void afgo_async_host_trampoline(void* user_data, const af_value_t* const* args, size_t n,
                                        af_host_request_t* req) {
   afgoAsyncHostCallback((uintptr_t)user_data, (af_value_t**)args, n, req);
 }
 
-af_error_t* afgo_register_function_async(af_context_t* ctx, const char* name, size_t name_len,
-                                         uintptr_t handle, const af_value_t* result_kinds) {
-  return af_register_function_async(ctx, name, name_len, afgo_async_host_trampoline, (void*)handle,
-                                    afgo_handle_destroy, result_kinds);
+/* Every host function of the binding (sync, blocking, async; pure or
+ * effectful) is registered here: flags are AF_FUNCTION_* bits, async picks
+ * async_fn over fn. libaf checks the combination (AF_FUNCTION_BLOCKING with
+ * an async function is INVALID_ARGUMENT) and runs destroy on every error
+ * once it has read the struct, so the handle is always released. */
+af_error_t* afgo_register_function_with(af_context_t* ctx, const char* name, size_t name_len,
+                                        uint32_t flags, int async, uintptr_t handle,
+                                        const af_value_t* result_kinds) {
+  af_function_options_t o;
+  memset(&o, 0, sizeof o);
+  o.struct_size = (uint32_t)sizeof o;
+  o.flags = flags;
+  if (async) {
+    o.async_fn = afgo_async_host_trampoline;
+  } else {
+    o.fn = afgo_host_trampoline;
+  }
+  o.user_data = (void*)handle;
+  o.destroy = afgo_handle_destroy;
+  o.result_kinds = result_kinds;
+  return af_register_function_with(ctx, name, name_len, &o);
 }
 
 static void afgo_submit_trampoline(void* user_data, af_lm_request_t* req) {

@@ -59,22 +59,25 @@ func (ir *IR) Pullback(eng *Engine) (*IR, error) {
 }
 
 // DCE removes dead code. outUsed: a bool tree prefix of the output (nil =
-// every output); outputs marked false become null.
+// every output); outputs marked false become null. Checkpoints and calls of
+// effectful host functions (not FunctionOptions.Pure) are always kept.
 func (ir *IR) DCE(eng *Engine, outUsed *Value) (*IR, error) {
 	return transform(eng, ir, outUsed, func(c *C.af_context_t, i *C.af_ir_t, a *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
 		return C.af_dce(c, i, a, out)
 	})
 }
 
-// CSE merges identical pure equations.
+// CSE merges identical pure equations, calls of pure host functions
+// (FunctionOptions.Pure) among them; calls of effectful host functions and
+// checkpoints never.
 func (ir *IR) CSE(eng *Engine) (*IR, error) {
 	return transform(eng, ir, nil, func(c *C.af_context_t, i *C.af_ir_t, _ *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
 		return C.af_cse(c, i, out)
 	})
 }
 
-// CSEWith is CSE that also merges LM calls and host functions when
-// mergeNondeterministic is true.
+// CSEWith is CSE that also merges LM calls when mergeNondeterministic is
+// true (calls of effectful host functions are never merged).
 func (ir *IR) CSEWith(eng *Engine, mergeNondeterministic bool) (*IR, error) {
 	var opts C.af_cse_options_t
 	opts.struct_size = C.uint32_t(C.sizeof_af_cse_options_t)

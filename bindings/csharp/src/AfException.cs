@@ -80,7 +80,10 @@ namespace Af
         /// this binding's methods.</summary>
         private static string BindingNames(string msg)
         {
-            return msg.Replace("af_register_function_blocking", "Context.RegisterFunctionBlocking")
+            return msg.Replace("af_register_function_with", "Context.RegisterFunction")
+                      .Replace("AF_FUNCTION_BLOCKING", "FunctionFlags.Blocking")
+                      .Replace("AF_FUNCTION_PURE", "FunctionFlags.Pure")
+                      .Replace("af_register_function_blocking", "Context.RegisterFunctionBlocking")
                       .Replace("af_register_function_async", "Context.RegisterFunctionAsync")
                       .Replace("af_register_function", "Context.RegisterFunction")
                       .Replace("af_context_route", "Context.Route");

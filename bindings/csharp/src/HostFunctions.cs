@@ -10,6 +10,24 @@ using System.Threading.Tasks;
 
 namespace Af
 {
+    /// <summary>Options of a host function's registration
+    /// (Context.RegisterFunction and its siblings; af.h AF_FUNCTION_*).</summary>
+    [Flags]
+    public enum FunctionFlags : uint
+    {
+        /// <summary>Effectful (the default): every call runs exactly once per
+        /// run, even when its result is unused; equal calls are not merged and
+        /// a memoize scope never answers one.</summary>
+        None = 0,
+        /// <summary>No effects (same arguments, same result): libaf may drop a
+        /// call whose result is unused (on a lazy context: never read), merge
+        /// equal calls and answer one from a memoize scope.</summary>
+        Pure = 1,
+        /// <summary>Each call runs on the context's host pool
+        /// (RegisterFunctionBlocking); not for async functions.</summary>
+        Blocking = 2,
+    }
+
     public sealed partial class Context
     {
         // --- Control flow ----------------------------------------------------
@@ -140,18 +158,31 @@ namespace Af
         /// concurrently. An exception it throws becomes the cause of a CALLBACK
         /// error (an AfException keeps its code). libaf releases fn exactly
         /// once: when replaced, when the context is disposed, or at once if
-        /// registration fails.</summary>
+        /// registration fails. The function is effectful: see the overload
+        /// taking FunctionFlags.</summary>
         public void RegisterFunction(string name, Value resultKinds, Func<Value[], Value> fn) =>
-            Register(name, resultKinds, fn, (c, n, len, ud, k) =>
-                Native.af_register_function(c, n, len, s_hostTrampoline, ud, s_freeHandle, k));
+            RegisterFunction(name, resultKinds, FunctionFlags.None, fn);
+
+        /// <summary>RegisterFunction with flags: FunctionFlags.Pure for a
+        /// function without effects (its calls may be dropped when unused,
+        /// merged when equal, answered by a memoize scope), Blocking to run it
+        /// on the host pool (as RegisterFunctionBlocking). Without Pure every
+        /// call runs exactly once per run. AfInvalidArgumentException for
+        /// unknown flag bits.</summary>
+        public void RegisterFunction(string name, Value resultKinds, FunctionFlags flags, Func<Value[], Value> fn) =>
+            Register(name, resultKinds, flags, fn, false);
 
         /// <summary>RegisterFunction for functions that block (network, disk,
         /// processes): each call runs on the context's host pool, at most
         /// "host_threads" at once (a context option, default 8), never on a
         /// scheduler thread.</summary>
         public void RegisterFunctionBlocking(string name, Value resultKinds, Func<Value[], Value> fn) =>
-            Register(name, resultKinds, fn, (c, n, len, ud, k) =>
-                Native.af_register_function_blocking(c, n, len, s_hostTrampoline, ud, s_freeHandle, k));
+            RegisterFunctionBlocking(name, resultKinds, FunctionFlags.None, fn);
+
+        /// <summary>RegisterFunctionBlocking with flags (FunctionFlags.Pure;
+        /// Blocking is implied).</summary>
+        public void RegisterFunctionBlocking(string name, Value resultKinds, FunctionFlags flags, Func<Value[], Value> fn) =>
+            Register(name, resultKinds, flags | FunctionFlags.Blocking, fn, false);
 
         /// <summary>Registers an async host function: fn starts the work and
         /// returns its Task; no libaf thread waits for it. The token is
@@ -160,19 +191,31 @@ namespace Af
         /// fails the call as a thrown exception would. Outside a trace,
         /// HostCall waits for the Task.</summary>
         public void RegisterFunctionAsync(string name, Value resultKinds, Func<Value[], CancellationToken, Task<Value>> fn) =>
-            Register(name, resultKinds, fn, (c, n, len, ud, k) =>
-                Native.af_register_function_async(c, n, len, s_asyncHostTrampoline, ud, s_freeHandle, k));
+            RegisterFunctionAsync(name, resultKinds, FunctionFlags.None, fn);
+
+        /// <summary>RegisterFunctionAsync with flags (FunctionFlags.Pure).
+        /// FunctionFlags.Blocking is AfInvalidArgumentException: an async
+        /// function never blocks a thread.</summary>
+        public void RegisterFunctionAsync(string name, Value resultKinds, FunctionFlags flags,
+                                          Func<Value[], CancellationToken, Task<Value>> fn) =>
+            Register(name, resultKinds, flags, fn, true);
 
         /// <summary>RegisterFunctionAsync without a cancellation token.</summary>
-        public void RegisterFunctionAsync(string name, Value resultKinds, Func<Value[], Task<Value>> fn)
+        public void RegisterFunctionAsync(string name, Value resultKinds, Func<Value[], Task<Value>> fn) =>
+            RegisterFunctionAsync(name, resultKinds, FunctionFlags.None, fn);
+
+        /// <summary>RegisterFunctionAsync with flags, without a cancellation
+        /// token.</summary>
+        public void RegisterFunctionAsync(string name, Value resultKinds, FunctionFlags flags, Func<Value[], Task<Value>> fn)
         {
             if (fn == null) throw new ArgumentNullException(nameof(fn));
-            RegisterFunctionAsync(name, resultKinds, (args, _) => fn(args));
+            RegisterFunctionAsync(name, resultKinds, flags, (args, _) => fn(args));
         }
 
-        private delegate IntPtr RegisterFn(IntPtr ctx, byte[] name, UIntPtr len, IntPtr userData, IntPtr kinds);
-
-        private void Register(string name, Value resultKinds, Delegate fn, RegisterFn register)
+        // Every registration: one af_register_function_with. fn is a
+        // Func<Value[], Value> (s_hostTrampoline) or, when isAsync, a
+        // Func<Value[], CancellationToken, Task<Value>> (s_asyncHostTrampoline).
+        private void Register(string name, Value resultKinds, FunctionFlags flags, Delegate fn, bool isAsync)
         {
             if (fn == null) throw new ArgumentNullException(nameof(fn));
             if (resultKinds == null) throw new ArgumentNullException(nameof(resultKinds));
@@ -180,9 +223,30 @@ namespace Af
             using (var b = new Borrow())
             {
                 IntPtr c = b.Add(Handle);
-                IntPtr k = b.Add(resultKinds);
-                GCHandle gch = GCHandle.Alloc(fn); // freed by libaf through s_freeHandle, also on error
-                AfException.Check(register(c, n, Utf8.Len(n), GCHandle.ToIntPtr(gch), k));
+                var o = new Native.AfFunctionOptions
+                {
+                    StructSize = (uint)Marshal.SizeOf(typeof(Native.AfFunctionOptions)),
+                    Flags = (uint)flags,
+                    Fn = isAsync ? IntPtr.Zero : Marshal.GetFunctionPointerForDelegate(s_hostTrampoline),
+                    AsyncFn = isAsync ? Marshal.GetFunctionPointerForDelegate(s_asyncHostTrampoline) : IntPtr.Zero,
+                    Destroy = Marshal.GetFunctionPointerForDelegate(s_freeHandle),
+                    ResultKinds = b.Add(resultKinds),
+                };
+                // Freed by libaf through s_freeHandle, also on error (bad
+                // flags included: only a too small struct_size skips it).
+                GCHandle gch = GCHandle.Alloc(fn);
+                o.UserData = GCHandle.ToIntPtr(gch);
+                IntPtr err;
+                try
+                {
+                    err = Native.af_register_function_with(c, n, Utf8.Len(n), ref o);
+                }
+                catch (Exception)
+                {
+                    gch.Free(); // the call never reached libaf (no such symbol): nothing took it
+                    throw;
+                }
+                AfException.Check(err);
             }
         }
 
@@ -340,7 +404,9 @@ namespace Af
                 AfException.Check(Native.af_inject_pop(b.Add(Handle)));
         }
 
-        /// <summary>Opens a memoize scope: identical calls run once.</summary>
+        /// <summary>Opens a memoize scope: identical calls run once. A call of
+        /// an effectful host function (registered without FunctionFlags.Pure)
+        /// is never answered from it.</summary>
         public void PushMemoize()
         {
             using (var b = new Borrow())

@@ -411,6 +411,32 @@ namespace Af
         public static extern IntPtr af_register_function_async(IntPtr ctx, byte[] name, UIntPtr nameLen, AsyncHostFn fn,
                                                                IntPtr userData, DestroyFn destroy, IntPtr resultKinds);
 
+        /// <summary>No effects: calls may be dropped, merged, memoized.</summary>
+        public const uint AF_FUNCTION_PURE = 1;
+        /// <summary>fn runs on the host pool (as af_register_function_blocking).</summary>
+        public const uint AF_FUNCTION_BLOCKING = 2;
+
+        /// <summary>af_function_options_t. StructSize =
+        /// Marshal.SizeOf(typeof(AfFunctionOptions)) (48 on 64-bit); exactly
+        /// one of Fn (an HostFn) and AsyncFn (an AsyncHostFn). Function
+        /// pointers are IntPtr (Marshal.GetFunctionPointerForDelegate of a
+        /// rooted delegate); ResultKinds is borrowed.</summary>
+        [StructLayout(LayoutKind.Sequential)]
+        public struct AfFunctionOptions
+        {
+            public uint StructSize;
+            public uint Flags; // AF_FUNCTION_*
+            public IntPtr Fn;
+            public IntPtr AsyncFn;
+            public IntPtr UserData;
+            public IntPtr Destroy;
+            public IntPtr ResultKinds;
+        }
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_register_function_with(IntPtr ctx, byte[] name, UIntPtr nameLen,
+                                                              ref AfFunctionOptions options);
+
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern int af_host_request_cancelled(IntPtr req);
 

@@ -244,7 +244,10 @@ namespace Af.Tests
         public void CollectInjectAndMemoizeScopes()
         {
             int calls = 0;
-            ctx.RegisterFunction("count", J("\"str\""), a => { Interlocked.Increment(ref calls); return a[0].Clone(); });
+            // Pure: a memoize scope answers only calls of pure functions
+            // (EffectsTests.MemoizeAnswersOnlyPureCalls).
+            ctx.RegisterFunction("count", J("\"str\""), FunctionFlags.Pure,
+                                 a => { Interlocked.Increment(ref calls); return a[0].Clone(); });
             using (var ir = ctx.Trace((c, a) =>
                    {
                        using (var bang = c.Str("!"))

@@ -1,7 +1,7 @@
 //! Host functions (closures registered by name and called from programs)
 //! and the run-time scopes of a context (collect, inject, memoize).
 
-use std::os::raw::{c_char, c_void};
+use std::os::raw::c_void;
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
 
@@ -14,17 +14,53 @@ use crate::value::{borrowed_values, make_value, value_ptrs, Value};
 type HostFn = dyn Fn(&[Value]) -> Result<Value> + Send + Sync + 'static;
 type AsyncHostFn = dyn Fn(&[Value], HostRequest) + Send + Sync + 'static;
 
-/// `af_register_function` and its blocking and async siblings, which differ
-/// only in the trampoline type `T`.
-type RegisterFn<T> = unsafe extern "C" fn(
-    *mut sys::af_context_t,
-    *const c_char,
-    usize,
-    T,
-    *mut c_void,
-    sys::af_destroy_fn,
-    *const sys::af_value_t,
-) -> *mut sys::af_error_t;
+/// What calls a registered closure: exactly one of the two kinds.
+enum Trampoline {
+    Sync(sys::af_host_fn),
+    Async(sys::af_host_async_fn),
+}
+
+/// How a host function is registered ([`Context::register_function_with`],
+/// [`Context::register_function_async_with`]). `Default` is what
+/// [`register_function`](Context::register_function) uses: effectful,
+/// called on a scheduler thread.
+///
+/// A host function is effectful unless `pure`: each call of an effectful
+/// function runs exactly once per run, compiled or lazy, even when nothing
+/// reads its result (it is never dropped by dce, merged by cse nor answered
+/// by a memoize scope). A pure function (same arguments, same result, no
+/// effects) lets libaf drop a call whose result is unused, merge equal calls
+/// and answer one from a memoize scope. Effectful is the default because its
+/// mistake is cheaper: a pure function taken for effectful costs a call that
+/// was not needed, an effectful one taken for pure silently loses what it
+/// does. The flag is recorded in each call's equation when it is traced or
+/// recorded (and kept in saved graphs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct FunctionOptions {
+    /// No effects (`AF_FUNCTION_PURE`): calls may be dropped, merged,
+    /// memoized.
+    pub pure: bool,
+    /// Each call runs on the context's host pool (`AF_FUNCTION_BLOCKING`, as
+    /// [`register_function_blocking`](Context::register_function_blocking)).
+    /// Sync functions only: with
+    /// [`register_function_async_with`](Context::register_function_async_with)
+    /// it is `InvalidArgument`.
+    pub blocking: bool,
+}
+
+impl FunctionOptions {
+    /// The `AF_FUNCTION_*` flags these options stand for.
+    pub fn flags(&self) -> u32 {
+        let mut flags = 0;
+        if self.pure {
+            flags |= sys::AF_FUNCTION_PURE;
+        }
+        if self.blocking {
+            flags |= sys::AF_FUNCTION_BLOCKING;
+        }
+        flags
+    }
+}
 
 /// One call of an async host function ([`Context::register_function_async`]).
 /// Finish it once with [`complete`](Self::complete) or [`fail`](Self::fail),
@@ -72,7 +108,9 @@ impl std::fmt::Debug for HostRequest {
 }
 
 impl Context {
-    /// Registers `f` as host function `name` (replacing an earlier one).
+    /// Registers `f` as host function `name` (replacing an earlier one), an
+    /// effectful function ([`FunctionOptions`]; for a pure one use
+    /// [`register_function_with`](Self::register_function_with)).
     /// `result_kinds`: the result's structure with kind names as leaves
     /// (`"str"`, `{"n": "int"}`, ...). `f` may be called from any thread; an
     /// error it returns becomes the cause of a `Callback` error, and a panic
@@ -83,9 +121,7 @@ impl Context {
     where
         F: Fn(&[Value]) -> Result<Value> + Send + Sync + 'static,
     {
-        let f: Box<HostFn> = Box::new(f);
-        let register = sys::af_register_function;
-        self.register(register, name, result_kinds, f, Some(host_trampoline))
+        self.register_function_with(name, result_kinds, &FunctionOptions::default(), f)
     }
 
     /// Like [`register_function`](Self::register_function), but each call
@@ -101,48 +137,107 @@ impl Context {
     where
         F: Fn(&[Value]) -> Result<Value> + Send + Sync + 'static,
     {
-        let f: Box<HostFn> = Box::new(f);
-        let register = sys::af_register_function_blocking;
-        self.register(register, name, result_kinds, f, Some(host_trampoline))
+        let options = FunctionOptions {
+            blocking: true,
+            ..FunctionOptions::default()
+        };
+        self.register_function_with(name, result_kinds, &options, f)
     }
 
-    /// Registers an async host function: `f` receives the arguments and a
-    /// [`HostRequest`], starts the work (a thread, an async runtime) and
-    /// returns; the work finishes the request later and no libaf thread
-    /// waits meanwhile. A panic in `f` fails the call. Outside a trace,
-    /// [`host_call`](Self::host_call) waits for the request.
+    /// [`register_function`](Self::register_function) with options
+    /// (`af_register_function_with`): `pure` (its calls may be dropped when
+    /// unused, merged when equal, answered by a memoize scope) and
+    /// `blocking` (as
+    /// [`register_function_blocking`](Self::register_function_blocking)).
+    ///
+    /// ```
+    /// use af::{Context, FunctionOptions, Value};
+    ///
+    /// let ctx = Context::new()?;
+    /// let pure = FunctionOptions { pure: true, ..Default::default() };
+    /// ctx.register_function_with("upper", &Value::from("str"), &pure, |args| {
+    ///     Ok(Value::from(args[0].as_str()?.to_uppercase()))
+    /// })?;
+    /// assert_eq!(ctx.host_call("upper", &[Value::from("a")])?, "A");
+    /// # Ok::<(), af::Error>(())
+    /// ```
+    pub fn register_function_with<F>(
+        &self,
+        name: &str,
+        result_kinds: &Value,
+        options: &FunctionOptions,
+        f: F,
+    ) -> Result<()>
+    where
+        F: Fn(&[Value]) -> Result<Value> + Send + Sync + 'static,
+    {
+        let f: Box<HostFn> = Box::new(f);
+        let trampoline = Trampoline::Sync(Some(host_trampoline));
+        self.register(name, result_kinds, options, f, trampoline)
+    }
+
+    /// Registers an async host function (effectful; see
+    /// [`register_function_async_with`](Self::register_function_async_with)):
+    /// `f` receives the arguments and a [`HostRequest`], starts the work (a
+    /// thread, an async runtime) and returns; the work finishes the request
+    /// later and no libaf thread waits meanwhile. A panic in `f` fails the
+    /// call. Outside a trace, [`host_call`](Self::host_call) waits for the
+    /// request.
     pub fn register_function_async<F>(&self, name: &str, result_kinds: &Value, f: F) -> Result<()>
     where
         F: Fn(&[Value], HostRequest) + Send + Sync + 'static,
     {
-        let f: Box<AsyncHostFn> = Box::new(f);
-        let register = sys::af_register_function_async;
-        self.register(register, name, result_kinds, f, Some(async_host_trampoline))
+        self.register_function_async_with(name, result_kinds, &FunctionOptions::default(), f)
     }
 
-    /// The one registration path: `closure` goes to libaf boxed behind
-    /// `user_data`, with `trampoline` to call it and `drop_boxed` to free
-    /// it. libaf runs the destroy callback before returning an error, so the
-    /// box is never freed twice nor leaked.
-    fn register<C, T>(
+    /// [`register_function_async`](Self::register_function_async) with
+    /// options: `pure` as for
+    /// [`register_function_with`](Self::register_function_with); `blocking`
+    /// is `InvalidArgument` (an async function never blocks a thread).
+    pub fn register_function_async_with<F>(
         &self,
-        register: RegisterFn<T>,
         name: &str,
         result_kinds: &Value,
+        options: &FunctionOptions,
+        f: F,
+    ) -> Result<()>
+    where
+        F: Fn(&[Value], HostRequest) + Send + Sync + 'static,
+    {
+        let f: Box<AsyncHostFn> = Box::new(f);
+        let trampoline = Trampoline::Async(Some(async_host_trampoline));
+        self.register(name, result_kinds, options, f, trampoline)
+    }
+
+    /// The one registration path (`af_register_function_with`): `closure`
+    /// goes to libaf boxed behind `user_data`, with `trampoline` to call it
+    /// and `drop_boxed` to free it. libaf runs the destroy callback before
+    /// returning an error (the options struct is always complete), so the
+    /// box is never freed twice nor leaked.
+    fn register<C>(
+        &self,
+        name: &str,
+        result_kinds: &Value,
+        options: &FunctionOptions,
         closure: C,
-        trampoline: T,
+        trampoline: Trampoline,
     ) -> Result<()> {
         let user_data = Box::into_raw(Box::new(closure)).cast::<c_void>();
+        let (fn_, async_fn) = match trampoline {
+            Trampoline::Sync(f) => (f, None),
+            Trampoline::Async(f) => (None, f),
+        };
+        let raw = sys::af_function_options_t {
+            struct_size: std::mem::size_of::<sys::af_function_options_t>() as u32,
+            flags: options.flags(),
+            fn_,
+            async_fn,
+            user_data,
+            destroy: Some(drop_boxed::<C>),
+            result_kinds: result_kinds.as_ptr(),
+        };
         check(unsafe {
-            register(
-                self.as_ptr(),
-                name.as_ptr().cast(),
-                name.len(),
-                trampoline,
-                user_data,
-                Some(drop_boxed::<C>),
-                result_kinds.as_ptr(),
-            )
+            sys::af_register_function_with(self.as_ptr(), name.as_ptr().cast(), name.len(), &raw)
         })
     }
 

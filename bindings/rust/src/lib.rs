@@ -63,7 +63,7 @@ mod walk;
 pub use context::{is_tracing, Context, TraceOptions};
 pub use error::{Error, ErrorCode, Result};
 pub use graph::{graph_from_json, graph_to_json, graph_verify};
-pub use host::{profile_event, HostRequest};
+pub use host::{profile_event, FunctionOptions, HostRequest};
 pub use inspect::Direction;
 pub use ir::Ir;
 pub use iter::{Entries, Items};

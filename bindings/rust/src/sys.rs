@@ -172,6 +172,33 @@ pub type af_host_async_fn = Option<
     ),
 >;
 
+/// Flags of [`af_function_options`]: a pure host function has no effects
+/// (its calls may be dropped when unused, merged when equal, answered by a
+/// memoize scope); without it a function is effectful.
+pub const AF_FUNCTION_PURE: u32 = 1;
+/// `fn_` runs on the context's host pool (as `af_register_function_blocking`).
+pub const AF_FUNCTION_BLOCKING: u32 = 2;
+
+/// Options of `af_register_function_with` (zero it, set `struct_size`, then
+/// the fields needed). Exactly one of `fn_` (sync, or blocking with
+/// `AF_FUNCTION_BLOCKING`) and `async_fn`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct af_function_options {
+    pub struct_size: u32,
+    /// `AF_FUNCTION_*`.
+    pub flags: u32,
+    /// `fn` in af.h.
+    pub fn_: af_host_fn,
+    pub async_fn: af_host_async_fn,
+    pub user_data: *mut c_void,
+    /// Runs exactly once, as for `af_register_function`.
+    pub destroy: af_destroy_fn,
+    /// Borrowed.
+    pub result_kinds: *const af_value_t,
+}
+pub type af_function_options_t = af_function_options;
+
 /// The submit callback of a host provider.
 pub type af_provider_submit_fn =
     Option<unsafe extern "C" fn(user_data: *mut c_void, req: *mut af_lm_request_t)>;
@@ -565,6 +592,12 @@ extern "C" {
         user_data: *mut c_void,
         destroy: af_destroy_fn,
         result_kinds: *const af_value_t,
+    ) -> *mut af_error_t;
+    pub fn af_register_function_with(
+        ctx: *mut af_context_t,
+        name: *const c_char,
+        name_len: usize,
+        options: *const af_function_options_t,
     ) -> *mut af_error_t;
     pub fn af_host_request_cancelled(req: *const af_host_request_t) -> i32;
     pub fn af_host_request_complete(

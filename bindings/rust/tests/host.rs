@@ -6,7 +6,7 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use af::{Context, Error, ErrorCode, Value};
+use af::{Context, Error, ErrorCode, FunctionOptions, Value};
 
 /// Counts drops of the closure it is captured in.
 struct DropCounter(Arc<AtomicUsize>);
@@ -167,7 +167,13 @@ fn collect_inject_and_memoize_scopes() {
     let ctx = Context::new().unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let seen = calls.clone();
-    ctx.register_function("count", &Value::from("str"), move |a| {
+    // Pure: memoize answers only calls of pure functions (an effectful one
+    // runs every time; tests/effects.rs).
+    let pure = FunctionOptions {
+        pure: true,
+        ..Default::default()
+    };
+    ctx.register_function_with("count", &Value::from("str"), &pure, move |a| {
         seen.fetch_add(1, Ordering::SeqCst);
         Ok(a[0].clone())
     })
@@ -214,6 +220,13 @@ fn collect_inject_and_memoize_scopes() {
     );
     ctx.inject_pop().unwrap();
 
+    // Without a memoize scope each run calls it (its two equal calls merged
+    // into one, as compile merges equal calls of a pure function)...
+    calls.store(0, Ordering::SeqCst);
+    ir.call(&ctx, &[Value::from("m")]).unwrap();
+    ir.call(&ctx, &[Value::from("m")]).unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    // ... inside one, the second run is answered from the scope.
     calls.store(0, Ordering::SeqCst);
     ctx.memoize_push().unwrap();
     ir.call(&ctx, &[Value::from("m")]).unwrap();

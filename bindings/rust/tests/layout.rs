@@ -55,6 +55,9 @@ fn structs_and_constants_match_the_header() {
         ("sizeof(af_cse_options_t)", size_of::<sys::af_cse_options_t>() as i64),
         ("sizeof(af_trace_options_t)", size_of::<sys::af_trace_options_t>() as i64),
         ("sizeof(af_bytes_t)", size_of::<sys::af_bytes_t>() as i64),
+        ("sizeof(af_function_options_t)", size_of::<sys::af_function_options_t>() as i64),
+        // `fn` is a Rust keyword: the field is `fn_`.
+        ("offsetof(af_function_options_t, fn)", offset_of!(sys::af_function_options_t, fn_) as i64),
     ];
     macro_rules! off {
         ($t:ident, $($f:ident),*) => {$(
@@ -69,6 +72,7 @@ fn structs_and_constants_match_the_header() {
     off!(af_cse_options_t, struct_size, merge_nondeterministic);
     off!(af_trace_options_t, struct_size, static_mask, list_mask);
     off!(af_bytes_t, data, len);
+    off!(af_function_options_t, struct_size, flags, async_fn, user_data, destroy, result_kinds);
     macro_rules! consts {
         ($($c:ident),*) => {$( rust.push((stringify!($c), sys::$c as i64)); )*};
     }
@@ -79,7 +83,7 @@ fn structs_and_constants_match_the_header() {
             AF_KIND_FLOAT, AF_KIND_STR, AF_KIND_LIST, AF_KIND_DICT, AF_KIND_PLACEHOLDER,
             AF_WALK_DONE, AF_RUN_KEEP_GOING, AF_RUN_PROFILE, AF_RUN_ITEM_ERRORS, AF_RUN_SUMMARY,
             AF_IR_ANCESTORS,
-            AF_IR_DESCENDANTS, AF_IR_DEEP);
+            AF_IR_DESCENDANTS, AF_IR_DEEP, AF_FUNCTION_PURE, AF_FUNCTION_BLOCKING);
     let body: String = rust
         .iter()
         .map(|(name, _)| {

@@ -89,14 +89,24 @@ def abi_version() -> int:
     return _c.af_abi_version()
 
 
-def register_function(name: str, fn: Callable[..., Any], result_kinds: Any, ctx: Context | None = None) -> None:
+def register_function(
+    name: str,
+    fn: Callable[..., Any],
+    result_kinds: Any,
+    ctx: Context | None = None,
+    *,
+    blocking: bool = False,
+    pure: bool = False,
+) -> None:
     """Registers a host tool on ctx (default context): see Context.register_function."""
-    current(ctx).register_function(name, fn, result_kinds)
+    current(ctx).register_function(name, fn, result_kinds, blocking=blocking, pure=pure)
 
 
-def tool(name: str, result_kinds: Any, ctx: Context | None = None) -> Callable[[Callable[..., Any]], Callable[..., Value]]:
+def tool(
+    name: str, result_kinds: Any, ctx: Context | None = None, *, blocking: bool = False, pure: bool = False
+) -> Callable[[Callable[..., Any]], Callable[..., Value]]:
     """Decorator registering a host tool on ctx (default context): see Context.tool."""
-    return current(ctx).tool(name, result_kinds)
+    return current(ctx).tool(name, result_kinds, blocking=blocking, pure=pure)
 
 
 def route(model_pattern: str, provider: Provider, ctx: Context | None = None) -> None:

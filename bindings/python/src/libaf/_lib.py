@@ -37,6 +37,9 @@ RUN_KEEP_GOING = 1
 RUN_PROFILE = 2
 RUN_ITEM_ERRORS = 4
 RUN_SUMMARY = 8
+#: af_function_options_t.flags (AF_FUNCTION_*).
+FUNCTION_PURE = 1
+FUNCTION_BLOCKING = 2
 
 
 def _find_library() -> str:
@@ -106,6 +109,21 @@ class RunOptionsC(Structure):
         ("max_value_bytes", c_uint64),
         ("journal_path", c_char_p),
         ("journal_path_len", c_size_t),
+    ]
+
+
+class FunctionOptionsC(Structure):
+    """af_function_options_t: exactly one of fn and async_fn is set (a
+    field left unset is NULL)."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("flags", c_uint32),
+        ("fn", HOST_FN),
+        ("async_fn", ASYNC_HOST_FN),
+        ("user_data", c_void_p),
+        ("destroy", DESTROY_FN),
+        ("result_kinds", c_void_p),
     ]
 
 
@@ -216,6 +234,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "af_register_function": (ERR, [P, c_char_p, c_size_t, HOST_FN, P, DESTROY_FN, P]),
     "af_register_function_blocking": (ERR, [P, c_char_p, c_size_t, HOST_FN, P, DESTROY_FN, P]),
     "af_register_function_async": (ERR, [P, c_char_p, c_size_t, ASYNC_HOST_FN, P, DESTROY_FN, P]),
+    "af_register_function_with": (ERR, [P, c_char_p, c_size_t, POINTER(FunctionOptionsC)]),
     "af_host_request_cancelled": (c_int, [P]),
     "af_host_request_complete": (ERR, [P, P]),
     "af_host_request_fail": (ERR, [P, P]),

@@ -144,7 +144,8 @@ class Context:
 
     def eval(self, *values: Value, timeout: float | None = None, cancel: "CancelToken | None" = None) -> None:
         """Evaluates the promises among values (deep) and the pending
-        observable operations (checkpoints, depends, host tools) as one run.
+        observable operations (checkpoints, depends, calls of host tools
+        not registered pure) as one run.
         A failed operation does not raise here: reading its promises does.
         With no values, runs just the pending observable operations.
 
@@ -238,7 +239,13 @@ class Context:
         check(lib.af_context_route_fallback(self._handle, pat, len(pat), arr, len(providers)))
 
     def register_function(
-        self, name: str, fn: Callable[..., Tree], result_kinds: Tree, *, blocking: bool = False
+        self,
+        name: str,
+        fn: Callable[..., Tree],
+        result_kinds: Tree,
+        *,
+        blocking: bool = False,
+        pure: bool = False,
     ) -> None:
         """Registers a host tool: fn receives the positional argument trees
         as Values and returns plain data or a Value shaped like result_kinds
@@ -249,29 +256,47 @@ class Context:
         event loop and no libaf thread waits for it; when the run no longer
         wants its result (cancelled, timed out) the coroutine is cancelled.
         blocking=True runs a plain function on the context's host pool (at
-        most ``host_threads`` at once, a context option), for slow tools."""
+        most ``host_threads`` at once, a context option), for slow tools; a
+        coroutine function with blocking=True raises InvalidArgument.
+
+        Effects: a tool is effectful unless pure=True. Each call of an
+        effectful tool runs exactly once per run, compiled or lazy: never
+        dropped when its result is unused, never merged with an equal call,
+        never answered by :meth:`memoize`, and run on a lazy context even
+        when nothing reads it. pure=True (same arguments, same result, no
+        effects) lets libaf drop unused calls, merge equal ones and memoize
+        them. The flag is recorded in each call when it is traced or
+        recorded, and kept in saved graphs."""
         if not callable(fn):
             raise TypeError(f"register_function() needs a callable, got {type(fn).__name__}")
         n = _lib.utf8(name, "name")
         kinds = to_value(result_kinds)
+        options = _lib.FunctionOptionsC()  # zeroed: unset callbacks are NULL
+        options.struct_size = ctypes.sizeof(_lib.FunctionOptionsC)
+        options.flags = (_lib.FUNCTION_PURE if pure else 0) | (_lib.FUNCTION_BLOCKING if blocking else 0)
         if inspect.iscoroutinefunction(fn):
-            if blocking:
-                raise ValueError("register_function(): a coroutine function is async; blocking=True is for plain functions")
+            # With blocking=True libaf refuses the pair (INVALID_ARGUMENT).
+            options.async_fn = _callbacks.async_host_trampoline
             h = _callbacks.new_handle(_start_coroutine(fn))
-            register, trampoline = lib.af_register_function_async, _callbacks.async_host_trampoline
         else:
+            options.fn = _callbacks.host_trampoline
             h = _callbacks.new_handle(fn)
-            register = lib.af_register_function_blocking if blocking else lib.af_register_function
-            trampoline = _callbacks.host_trampoline
-        # destroy runs on failure too, so the handle never leaks.
-        check(register(self._handle, n, len(n), trampoline, h, _callbacks.destroy_trampoline, kinds._ptr))
+        options.user_data = h
+        options.destroy = _callbacks.destroy_trampoline
+        options.result_kinds = kinds._ptr
+        # destroy runs on failure too (the struct is complete), so the
+        # handle never leaks.
+        check(lib.af_register_function_with(self._handle, n, len(n), ctypes.byref(options)))
 
-    def tool(self, name: str, result_kinds: Tree) -> Callable[[Callable[..., Tree]], Callable[..., Value]]:
-        """Decorator form of register_function; the decorated name becomes
-        a function that calls the tool through libaf (recorded in a trace)."""
+    def tool(
+        self, name: str, result_kinds: Tree, *, blocking: bool = False, pure: bool = False
+    ) -> Callable[[Callable[..., Tree]], Callable[..., Value]]:
+        """Decorator form of register_function (same blocking and pure); the
+        decorated name becomes a function that calls the tool through libaf
+        (recorded in a trace)."""
 
         def register(fn: Callable[..., Tree]) -> Callable[..., Value]:
-            self.register_function(name, fn, result_kinds)
+            self.register_function(name, fn, result_kinds, blocking=blocking, pure=pure)
 
             def call(*args: Tree) -> Value:
                 return self.host_call(name, *args)
@@ -327,7 +352,9 @@ class Context:
 
     @contextlib.contextmanager
     def memoize(self) -> Iterator[None]:
-        """Identical calls (same primitive, params, inputs) run once inside the block."""
+        """Identical calls (same primitive, params, inputs) run once inside
+        the block; calls of effectful host tools (registered without
+        pure=True) always run."""
         check(lib.af_memoize_push(self._handle))
         try:
             with _blocking.scope():

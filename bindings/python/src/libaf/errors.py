@@ -213,9 +213,12 @@ def _carried(err: int) -> BaseException | None:
     return entry[1]
 
 
-# The C functions libaf's hints name, as a Python caller spells them (longest
-# first: a name may start another).
+# The C functions (and options) libaf's hints name, as a Python caller spells
+# them (longest first: a name may start another).
 _PYTHON_NAMES = (
+    ("AF_FUNCTION_BLOCKING is for options.fn (an async function never blocks a thread)",
+     "blocking=True is for plain functions (a coroutine function never blocks a thread)"),
+    ("af_register_function_with", "Context.register_function"),
     ("af_register_function_blocking", "Context.register_function(..., blocking=True)"),
     ("af_register_function_async", "Context.register_function (an async def)"),
     ("af_register_function", "Context.register_function"),
@@ -227,7 +230,7 @@ _PYTHON_NAMES = (
 
 
 def _python_names(message: str) -> str:
-    if "af_" not in message:
+    if "af_" not in message and "AF_FUNCTION_" not in message:
         return message
     for c_name, py_name in _PYTHON_NAMES:
         message = message.replace(c_name, py_name)

@@ -77,7 +77,9 @@ class ShardError(Exception):
 class Tool:
     """A host tool for the workers: ``fn`` (picklable: a module-level
     function or a ``functools.partial`` of one) and its result kinds, as in
-    :meth:`libaf.Context.register_function`."""
+    :meth:`libaf.Context.register_function`. Whether a call is pure is
+    recorded in the shipped program when it is traced (``pure=True`` there),
+    so a worker runs the calls as traced and a Tool takes no such flag."""
 
     fn: Callable[..., Any]
     result_kinds: Any
