@@ -29,7 +29,7 @@
 
 #include <new>
 
-#include "rt/context.h"
+#include "ir/effects.h"
 #include "ir/registry.h"
 #include "prims/builtins.h"
 #include "trace/trace.h"
@@ -37,7 +37,10 @@
 #include "transforms/dce.h"
 #include "transforms/pullback.h"
 #include "transforms/pushforward.h"
+#include "rt/context.h"
+#include "rt/journal.h"
 #include "value/error.h"
+#include "value/hash.h"
 
 namespace af {
 
@@ -61,6 +64,59 @@ void call_and_finish(const HostFunction& fn, const Value& declared, std::span<co
   }
 }
 
+// A journal's key of a host call (rt/journal.h): the function's name and
+// its arguments' exact JSON, length-prefixed after a tag no LM request key
+// starts with.
+JournalKey host_key(const std::string& name, std::span<const Value> args) {
+  std::string b;
+  for (std::string_view part : {std::string_view("host_call"), std::string_view(name)}) {
+    const uint64_t n = part.size();
+    b.append(reinterpret_cast<const char*>(&n), sizeof n);
+    b.append(part);
+  }
+  b += to_json(Value::list(std::vector<Value>(args.begin(), args.end())));
+  return hash128_bytes(b);
+}
+
+// The op an effectful call runs under when its run has a journal: its
+// result reaches the run (`outer`) only once its row is committed, so a
+// resumed run never does the call again once anything used its result.
+class JournaledOp final : public AsyncOp {
+ public:
+  JournaledOp(std::shared_ptr<AsyncOp> outer, std::shared_ptr<Journal> journal, JournalKey key, Value declared,
+              std::string fn, std::string name_path)
+      : outer_(std::move(outer)), journal_(std::move(journal)), key_(std::move(key)),
+        declared_(std::move(declared)), fn_(std::move(fn)), name_path_(std::move(name_path)) {}
+  bool profiling() const noexcept override { return outer_->profiling(); }
+  void record_event(const HostEvent& ev) noexcept override { outer_->record_event(ev); }
+
+ private:
+  void on_finish(std::vector<Value>* out, const Error* err) noexcept override {
+    if (err) {
+      outer_->fail(*err);
+      return;
+    }
+    try {
+      JournalEntry entry{to_json(parse_result_kinds(declared_).out_tree.unflatten(*out)), fn_, "host",
+                         name_path_, 0, 0};
+      journal_->record(std::move(key_), std::move(entry),
+                       [outer = outer_, leaves = std::move(*out)](const Error* failed) mutable {
+                         if (failed) outer->fail(*failed);
+                         else outer->succeed(std::move(leaves));
+                       });
+    } catch (const Error& e) {
+      outer_->fail(e);
+    } catch (const std::exception& e) {
+      outer_->fail(Error(Code::Internal, std::string("journal of host function ") + json_quoted(fn_) + ": " + e.what()));
+    }
+  }
+  std::shared_ptr<AsyncOp> outer_;
+  std::shared_ptr<Journal> journal_;
+  JournalKey key_;
+  Value declared_;
+  std::string fn_, name_path_;
+};
+
 // Every host_call runs through here in the dataflow executor (it is an
 // async equation whatever the function's mode: the mode is the
 // registration's, known only at run time).
@@ -70,6 +126,27 @@ void host_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<As
   std::shared_ptr<const HostFunction> fn = env.context->hosts.require(name);
   const Value& declared = e.params.value("result");
   std::vector<Value> args = e.in_tree.unflatten(in).items();
+  // An effectful call of a run with a journal: answered from the journal
+  // when an earlier run recorded it (not done again), else recorded once
+  // done. Pure calls run again, as any pure equation does.
+  if (env.journal && (eqn_flags(e) & kEffectful)) {
+    JournalKey key = host_key(name, args);
+    if (std::optional<JournalEntry> recorded = env.journal->take(key)) {
+      try {
+        op->succeed(result_leaves(fn->name, declared, from_json(recorded->reply)));
+      } catch (const Error& err) {  // the program's hash binds the kinds: a damaged journal
+        op->fail(Error(Code::Format, "host function " + json_quoted(name) +
+                                         ": the journal's result does not fit its declared kinds: " + err.what()));
+      }
+      return;
+    }
+    auto inner = std::make_shared<JournaledOp>(op, env.journal, std::move(key), declared, name,
+                                               name_path_text(e.name_path()));
+    op->on_cancel([weak = std::weak_ptr<JournaledOp>(inner)] {
+      if (auto i = weak.lock()) i->cancel(Error(Code::Cancelled, "the run no longer wants this host call"));
+    });
+    op = std::move(inner);
+  }
   // The function's thread serves the run's lazy evaluation, if any, while
   // it runs: reading a promise that evaluation runs then fails at once
   // (core/lazy) instead of waiting for itself.

@@ -369,15 +369,21 @@ std::string Journal::summary_json(const std::string& path) {
   sqlite3_busy_timeout(c.db, 5000);
   auto meta = read_meta(c.db, path);
   if (!meta) fail(Code::Format, where(path) + ": is empty, not a libaf journal");
-  std::vector<Entry> models;
+  std::vector<Entry> models, hosts;
   int64_t calls = 0, prompt = 0, completion = 0;
+  // Host calls (provider "host", model = the function's name) are counted
+  // apart from LM calls.
   Stmt st(c.db,
-          "SELECT model, count(*), sum(prompt_tokens), sum(completion_tokens) FROM calls GROUP BY model "
-          "ORDER BY model",
+          "SELECT model, count(*), sum(prompt_tokens), sum(completion_tokens), provider = 'host' FROM calls "
+          "GROUP BY model, provider = 'host' ORDER BY model",
           path);
   int rc;
   while ((rc = sqlite3_step(st.s)) == SQLITE_ROW) {
     int64_t n = sqlite3_column_int64(st.s, 1), p = sqlite3_column_int64(st.s, 2), q = sqlite3_column_int64(st.s, 3);
+    if (sqlite3_column_int(st.s, 4)) {
+      hosts.emplace_back(st.text(0), Value::integer(n));
+      continue;
+    }
     calls += n;
     prompt += p;
     completion += q;
@@ -391,7 +397,8 @@ std::string Journal::summary_json(const std::string& path) {
                               {"calls", Value::integer(calls)},
                               {"prompt_tokens", Value::integer(prompt)},
                               {"completion_tokens", Value::integer(completion)},
-                              {"models", Value::dict(std::move(models))}}));
+                              {"models", Value::dict(std::move(models))},
+                              {"host_calls", Value::dict(std::move(hosts))}}));
 }
 
 void Journal::compact(const std::string& path) {

@@ -218,12 +218,116 @@ static void bad_journals_are_refused(void) {
   remove_dir();
 }
 
+/* Effectful host calls are journaled: a run that failed after "send" did
+ * its work resumes without sending again; a pure function runs again. */
+struct counts {
+  int sent, looked, boomed, boom_fails;
+};
+static struct counts counts;
+
+static af_error_t* str_result(const af_value_t* const* args, const char* prefix, af_value_t** out) {
+  const char* s = NULL;
+  size_t len = 0;
+  char buf[128];
+  af_error_t* e = af_value_get_str(args[0], &s, &len);
+  if (e) return e;
+  snprintf(buf, sizeof buf, "%s(%.*s)", prefix, (int)(len < 100 ? len : 100), s);
+  return af_value_str(NULL, buf, strlen(buf), out);
+}
+static af_error_t* send_fn(void* ud, const af_value_t* const* args, size_t n, af_value_t** out) {
+  (void)ud;
+  (void)n;
+  counts.sent++;
+  return str_result(args, "sent", out);
+}
+static af_error_t* lookup_fn(void* ud, const af_value_t* const* args, size_t n, af_value_t** out) {
+  (void)ud;
+  (void)n;
+  counts.looked++;
+  return str_result(args, "found", out);
+}
+static af_error_t* boom_fn(void* ud, const af_value_t* const* args, size_t n, af_value_t** out) {
+  (void)ud;
+  (void)n;
+  counts.boomed++;
+  if (counts.boom_fails-- > 0) return af_error_new(AF_ERR_PROVIDER, "the mail server is down", 23);
+  return str_result(args, "boom", out);
+}
+static af_error_t* effects_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                              af_value_t** out) {
+  af_value_t *sent = NULL, *parts[2] = {NULL, NULL};
+  af_error_t* e = af_host_call(c, "send", 4, in, n, &sent);
+  (void)ud;
+  if (!e) e = af_host_call(c, "boom", 4, (const af_value_t* const*)&sent, 1, &parts[0]);
+  if (!e) e = af_host_call(c, "lookup", 6, in, n, &parts[1]);
+  if (!e) e = af_concat(c, (const af_value_t* const*)parts, 2, out);
+  af_value_free(sent);
+  free_items(parts, 2);
+  return e;
+}
+
+static void effectful_host_calls_are_journaled(void) {
+  af_value_t* kinds = mk_json("\"str\"");
+  af_function_options_t o;
+  af_ir_t* ir = NULL;
+  af_program_t* p = NULL;
+  af_value_t* in = mk_str("hi");
+  af_value_t* out = NULL;
+  const char* path = journal_path("effects.afj");
+  af_run_options_t ro = with_journal(path);
+  af_bytes_t b = {NULL, 0};
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.result_kinds = kinds;
+  o.fn = send_fn;
+  CHECK_OK(af_register_function_with(ctx, "send", 4, &o));
+  o.fn = boom_fn;
+  CHECK_OK(af_register_function_with(ctx, "boom", 4, &o));
+  o.fn = lookup_fn;
+  o.flags = AF_FUNCTION_PURE;
+  CHECK_OK(af_register_function_with(ctx, "lookup", 6, &o));
+  memset(&counts, 0, sizeof counts);
+  counts.boom_fails = 1;
+  ir = TRACE(effects_fn, NULL, "[\"x\"]", NULL);
+  if (!ir || !CHECK_OK(af_compile(ctx, ir, &p))) goto done;
+  /* The first run fails at "boom", after "send" did its work. */
+  CHECK_ERR(af_program_call_with(ctx, p, (const af_value_t* const*)&in, 1, &ro, &out), AF_ERR_CALLBACK,
+            "mail server is down");
+  CHECK_INT_EQ(counts.sent, 1);
+  /* The rerun answers "send" from the journal and does the rest. */
+  if (CHECK_OK(af_program_call_with(ctx, p, (const af_value_t* const*)&in, 1, &ro, &out)))
+    CHECK_JSON(out, "\"boom(sent(hi))found(hi)\"");
+  CHECK_INT_EQ(counts.sent, 1);
+  CHECK_INT_EQ(counts.boomed, 2);
+  CHECK_INT_EQ(counts.looked, 2); /* pure: runs again */
+  af_value_free(out);
+  out = NULL;
+  /* A third run does no effect at all. */
+  if (CHECK_OK(af_program_call_with(ctx, p, (const af_value_t* const*)&in, 1, &ro, &out)))
+    CHECK_JSON(out, "\"boom(sent(hi))found(hi)\"");
+  CHECK_INT_EQ(counts.sent, 1);
+  CHECK_INT_EQ(counts.boomed, 2);
+  if (CHECK_OK(af_journal_summary_json(path, strlen(path), &b))) {
+    CHECK_CONTAINS((const char*)b.data, "\"calls\":0,");
+    CHECK_CONTAINS((const char*)b.data, "\"host_calls\":{\"boom\":1,\"send\":1}");
+  }
+done:
+  af_bytes_free(&b);
+  af_value_free(out);
+  af_value_free(in);
+  af_value_free(kinds);
+  af_program_free(p);
+  af_ir_free(ir);
+  remove_dir();
+}
+
 int main(int argc, char** argv) {
   static const struct test_case cases[] = {
       CASE(a_rerun_asks_no_provider),
       CASE(a_cancelled_run_resumes),
       CASE(another_run_of_the_journal_is_refused),
       CASE(bad_journals_are_refused),
+      CASE(effectful_host_calls_are_journaled),
   };
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

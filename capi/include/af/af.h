@@ -1214,12 +1214,16 @@ AF_API void af_future_free(af_future_t* f);
  * equation's name path. Rerunning the same program on the same inputs with
  * the same journal answers every recorded call from it (as the provider
  * answered it; streamed whole) and asks the providers only the rest, so a
- * run killed at any moment resumes where it stopped. Host functions are run
- * again. The file holds the LM replies in clear: it is created 0600. */
+ * run killed at any moment resumes where it stopped. A call of an effectful
+ * host function (AF_FUNCTION_PURE not set) is journaled the same way (keyed
+ * by its name and arguments; its result reaches the run once its row is
+ * committed), so a resumed run does not do it again; pure functions run
+ * again. The file holds the replies in clear: it is created 0600. */
 /* A journal's contents as JSON (owned bytes):
  *   {"program": "<hash hex>", "inputs": "<hash hex>", "calls": N,
  *    "prompt_tokens": N, "completion_tokens": N,
- *    "models": {"<model>": {"calls", "prompt_tokens", "completion_tokens"}}}
+ *    "models": {"<model>": {"calls", "prompt_tokens", "completion_tokens"}},
+ *    "host_calls": {"<function>": N}}  (effectful host calls, apart from "calls")
  * Read-only (a run may be writing it). Errors: NOT_FOUND (no such file),
  * FORMAT (not a journal, or corrupt), IO, INVALID_ARGUMENT (path not
  * UTF-8). Fields may be added. */
