@@ -97,8 +97,8 @@ class JournaledOp final : public AsyncOp {
       return;
     }
     try {
-      JournalEntry entry{to_json(parse_result_kinds(declared_).out_tree.unflatten(*out)), fn_, "host",
-                         name_path_, 0, 0};
+      JournalEntry entry{to_json(parse_result_kinds(declared_).out_tree.unflatten(*out)), fn_, "host function",
+                         name_path_, 0, 0, /*host_function=*/true};
       journal_->record(std::move(key_), std::move(entry),
                        [outer = outer_, leaves = std::move(*out)](const Error* failed) mutable {
                          if (failed) outer->fail(*failed);

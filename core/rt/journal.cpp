@@ -123,6 +123,13 @@ void open_locked(Connection& c, bool create) {
 
 // The file's meta table, or nothing for a new (empty) file; FORMAT for a
 // SQLite file of something else.
+// Whether the calls table has its kind column (journals written before host
+// function rows existed do not).
+bool has_kind_column(sqlite3* db, const std::string& path) {
+  Stmt st(db, "SELECT count(*) FROM pragma_table_info('calls') WHERE name = 'kind'", path);
+  return sqlite3_step(st.s) == SQLITE_ROW && sqlite3_column_int(st.s, 0) > 0;
+}
+
 std::optional<std::unordered_map<std::string, std::string>> read_meta(sqlite3* db, const std::string& path) {
   const int64_t app = single_int(db, "PRAGMA application_id", path);
   const int64_t tables = single_int(db, "SELECT count(*) FROM sqlite_master", path);
@@ -186,6 +193,7 @@ struct Journal::Writer {
       sqlite3_bind_int64(insert, 7, int64_t(e.prompt_tokens));
       sqlite3_bind_int64(insert, 8, int64_t(e.completion_tokens));
       sqlite3_bind_int64(insert, 9, int64_t(row_checksum(p.key, p.seq, e)));
+      sqlite3_bind_int(insert, 10, e.host_function ? 1 : 0);
       if (int rc = sqlite3_step(insert); rc != SQLITE_DONE) {
         sqlite3_reset(insert);
         return failed(rc);
@@ -255,8 +263,8 @@ std::shared_ptr<Journal> Journal::open(const std::string& path, uint64_t program
         "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;"
         "CREATE TABLE calls(request BLOB NOT NULL, seq INTEGER NOT NULL, name TEXT NOT NULL,"
         " model TEXT NOT NULL, provider TEXT NOT NULL, reply TEXT NOT NULL, prompt_tokens INTEGER NOT NULL,"
-        " completion_tokens INTEGER NOT NULL, checksum INTEGER NOT NULL, PRIMARY KEY (request, seq))"
-        " WITHOUT ROWID;"
+        " completion_tokens INTEGER NOT NULL, checksum INTEGER NOT NULL,"
+        " kind INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (request, seq)) WITHOUT ROWID;"
         "INSERT INTO meta VALUES ('format', '" + std::string(kFormat) + "'), ('program', '" + hex(program) +
         "'), ('inputs', '" + hex(inputs) + "');"
         "PRAGMA application_id = " + std::to_string(kApplicationId) + ";"
@@ -272,6 +280,10 @@ std::shared_ptr<Journal> Journal::open(const std::string& path, uint64_t program
     };
     differs("program", program);
     differs("inputs", inputs);
+    // Journals written before host function rows existed lack the column
+    // that tells them apart (0 = an LM call, 1 = a host function's).
+    if (!has_kind_column(c.db, path))
+      exec(c.db, "ALTER TABLE calls ADD COLUMN kind INTEGER NOT NULL DEFAULT 0", path, "upgrading it");
   }
   std::shared_ptr<Journal> j(new Journal());
   {
@@ -299,7 +311,7 @@ std::shared_ptr<Journal> Journal::open(const std::string& path, uint64_t program
   }
   const char* insert =
       "INSERT OR REPLACE INTO calls (request, seq, name, model, provider, reply, prompt_tokens,"
-      " completion_tokens, checksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+      " completion_tokens, checksum, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
   if (int rc = sqlite3_prepare_v3(c.db, insert, -1, SQLITE_PREPARE_PERSISTENT, &w->insert, nullptr); rc != SQLITE_OK)
     db_fail(c.db, rc, path, "preparing its writes");
   w->thread = std::thread(Writer::loop, w);
@@ -371,11 +383,14 @@ std::string Journal::summary_json(const std::string& path) {
   if (!meta) fail(Code::Format, where(path) + ": is empty, not a libaf journal");
   std::vector<Entry> models, hosts;
   int64_t calls = 0, prompt = 0, completion = 0;
-  // Host calls (provider "host", model = the function's name) are counted
-  // apart from LM calls.
+  // Host function calls (kind 1, model = the function's name) are counted
+  // apart from LM calls; a journal written before they existed has none.
   Stmt st(c.db,
-          "SELECT model, count(*), sum(prompt_tokens), sum(completion_tokens), provider = 'host' FROM calls "
-          "GROUP BY model, provider = 'host' ORDER BY model",
+          has_kind_column(c.db, path)
+              ? "SELECT model, count(*), sum(prompt_tokens), sum(completion_tokens), kind FROM calls "
+                "GROUP BY model, kind ORDER BY model"
+              : "SELECT model, count(*), sum(prompt_tokens), sum(completion_tokens), 0 FROM calls "
+                "GROUP BY model ORDER BY model",
           path);
   int rc;
   while ((rc = sqlite3_step(st.s)) == SQLITE_ROW) {

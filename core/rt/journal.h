@@ -40,6 +40,10 @@ struct JournalEntry {
   std::string name;      // the equation's name path ("" for none): for people only
   uint64_t prompt_tokens = 0;
   uint64_t completion_tokens = 0;
+  // A host function's call (model = the function's name), not an LM call:
+  // summaries count it apart. Not part of the row's checksum (rows written
+  // before the column existed stay valid).
+  bool host_function = false;
 };
 
 class Journal {
