@@ -1,6 +1,8 @@
 // echo: deterministic and offline. lm_call answers "<model>|<content of the
 // last message>"; lm_schema_call answers the smallest valid instance of the
-// schema. Optional latency (fixed, or drawn per request from a seeded hash
+// schema, or with "schema_replies": "varied" an instance whose enum values,
+// bools and bounded ints are drawn from a hash of the last message (so a
+// demo's tickets take different branches, reproducibly). Optional latency (fixed, or drawn per request from a seeded hash
 // of the request, so a run is reproducible) simulates a real endpoint. A
 // streamed request gets its answer in pieces (each word with the spaces
 // after it) just before it completes.
@@ -33,12 +35,17 @@ uint64_t fnv(std::string_view s) {
 
 class Echo final : public Provider {
  public:
-  Echo(std::string name, uint32_t max, double lat, double lo, double hi, uint64_t seed)
-      : Provider(std::move(name), max), fixed_ms_(lat), min_ms_(lo), max_ms_(hi), seed_(seed) {}
+  Echo(std::string name, uint32_t max, double lat, double lo, double hi, uint64_t seed, bool varied)
+      : Provider(std::move(name), max), fixed_ms_(lat), min_ms_(lo), max_ms_(hi), seed_(seed), varied_(varied) {}
   ~Echo() override { shutdown(); }
 
+  template <bool Varied>
   static std::string answer(const Request& r) {
-    if (r.schema) return r.schema->smallest_reply();
+    if (r.schema) {
+      if constexpr (Varied)
+        return r.schema->varied_reply(r.messages.empty() ? 0 : fnv(r.messages.back().content.as_str()));
+      return r.schema->smallest_reply();
+    }
     const std::string& model = r.model.as_str();
     const std::string* last = r.messages.empty() ? nullptr : &r.messages.back().content.as_str();
     std::string s;
@@ -118,7 +125,7 @@ class Echo final : public Provider {
       for (const Message& m : call->request().messages) call->prompt_tokens += words(m.content.as_str());
       const double ms = latency_ms(call->request());
       if (ms <= 0) {
-        reply(*call);
+        (varied_ ? reply<true> : reply<false>)(*call);
         call.reset();
         continue;
       }
@@ -133,7 +140,7 @@ class Echo final : public Provider {
     // and then drops it. (A cancel hook per call cost an allocation and
     // ~9 % of the engine's instructions per LM call.)
     try {
-      timer_->schedule({due.data(), due.size()}, calls.first(waits), reply);
+      timer_->schedule({due.data(), due.size()}, calls.first(waits), varied_ ? reply<true> : reply<false>);
     } catch (...) {
       for (auto& call : calls.first(waits))
         if (call) call->fail(Error(Code::OutOfMemory, "echo: out of memory"));
@@ -142,11 +149,12 @@ class Echo final : public Provider {
 
  private:
   // Answers the call, with the reply's usage (set on the thread that completes it).
+  template <bool Varied>
   static void reply(Call& call) noexcept {
     if (call.finished()) return;  // cancelled while it waited
     std::string content;
     try {
-      content = answer(call.request());
+      content = answer<Varied>(call.request());
     } catch (const Error& e) {
       call.fail(e);
       return;
@@ -162,6 +170,7 @@ class Echo final : public Provider {
 
   double fixed_ms_, min_ms_, max_ms_;
   uint64_t seed_;
+  bool varied_;
   std::shared_ptr<TimerQueue> timer_ = std::make_shared<TimerQueue>();
 };
 
@@ -175,10 +184,13 @@ ProviderPtr make_echo(const Value& options) {
   double lo = o.number("latency_min_ms", 0, 0, 3.6e6);
   double hi = o.number("latency_max_ms", 0, 0, 3.6e6);
   auto seed = uint64_t(o.integer("seed", 0, INT64_MIN, INT64_MAX));
+  const std::string replies = o.str("schema_replies", "smallest");
   o.finish();
+  if (replies != "smallest" && replies != "varied")
+    invalid("echo provider: \"schema_replies\" is \"smallest\" or \"varied\", not " + json_quoted(replies));
   if (hi > 0 && lo > hi) invalid("echo provider: latency_min_ms is greater than latency_max_ms");
   if (hi > 0 && lat > 0) invalid("echo provider: give latency_ms or latency_min_ms/latency_max_ms, not both");
-  auto p = std::make_shared<Echo>(std::move(name), common.max_in_flight, lat, lo, hi, seed);
+  auto p = std::make_shared<Echo>(std::move(name), common.max_in_flight, lat, lo, hi, seed, replies == "varied");
   common.apply(*p);
   return p;
 }

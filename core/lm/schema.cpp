@@ -477,7 +477,17 @@ void validate(const SchemaNode& n, simdjson::dom::element e, const ReplyPath& pa
   fail(Code::Internal, "schema: unknown node");
 }
 
-Value smallest(const SchemaNode& n, const std::string& path) {
+// A valid instance of n: the smallest one, or (varied) one whose enum
+// values, bools and small int ranges are drawn from `seed` and the leaf's
+// path, so different prompts get different, reproducible answers.
+uint64_t draw(uint64_t seed, const std::string& path) {
+  uint64_t h = seed ^ 0x9e3779b97f4a7c15ULL;
+  for (unsigned char c : path) h = (h ^ c) * 1099511628211ULL;
+  h ^= h >> 29;
+  return h * 0xbf58476d1ce4e5b9ULL;
+}
+
+Value instance(const SchemaNode& n, const std::string& path, const std::optional<uint64_t>& seed) {
   switch (n.type) {
     case SchemaNode::Str: {
       size_t len = n.imin ? size_t(*n.imin) : 0;
@@ -491,6 +501,9 @@ Value smallest(const SchemaNode& n, const std::string& path) {
       int64_t i = 0;
       if (n.imin && i < *n.imin) i = *n.imin;
       if (n.imax && i > *n.imax) i = *n.imax;
+      // Varied: within [min, max] when both bound a range of at most 2^32.
+      if (seed && n.imin && n.imax && uint64_t(*n.imax - *n.imin) < (uint64_t(1) << 32))
+        i = *n.imin + int64_t(draw(*seed, path) % (uint64_t(*n.imax - *n.imin) + 1));
       return Value::integer(i);
     }
     case SchemaNode::Float: {
@@ -499,14 +512,15 @@ Value smallest(const SchemaNode& n, const std::string& path) {
       if (n.fmax && d > *n.fmax) d = *n.fmax;
       return Value::floating(d);
     }
-    case SchemaNode::Bool: return Value::boolean(false);
-    case SchemaNode::Enum: return n.values[0];
+    case SchemaNode::Bool: return Value::boolean(seed && (draw(*seed, path) & 1));
+    case SchemaNode::Enum: return n.values[seed ? draw(*seed, path) % n.values.size() : 0];
     case SchemaNode::Dict:
     case SchemaNode::List: {  // both travel as objects
       std::vector<Entry> e;
       for (size_t i = 0; i < n.items.size(); ++i)
-        e.emplace_back(n.keys[i], smallest(n.items[i], n.type == SchemaNode::Dict ? child_path(path, n.keys[i])
-                                                                                  : index_path(path, i)));
+        e.emplace_back(n.keys[i], instance(n.items[i],
+                                           n.type == SchemaNode::Dict ? child_path(path, n.keys[i]) : index_path(path, i),
+                                           seed));
       return Value::dict(std::move(e));
     }
   }
@@ -624,16 +638,25 @@ Schema Schema::parse(const Value& tree) {
   append_json_schema(s.json_schema_, *wire, false);
   append_json_schema(s.grammar_json_schema_, *wire, true);
   s.wire_ = std::move(wire);
+  s.root_ = std::move(root);
   // The smallest reply, made once: the echo provider answers it to every
   // request of the schema.
   try {
-    Value v = smallest(*root, "$");
-    s.smallest_reply_ = to_json(root->is_leaf() ? Value::dict({{"value", v}}) : v);
+    s.smallest_reply_ = s.wire_reply(instance(*s.root_, "$", std::nullopt));
   } catch (const Error& e) {
     if (e.code() != Code::Provider) throw;
     s.smallest_error_ = e.what();
   }
   return s;
+}
+
+std::string Schema::wire_reply(const Value& v) const {
+  return to_json(root_->is_leaf() ? Value::dict({{"value", v}}) : v);
+}
+
+std::string Schema::varied_reply(uint64_t seed) const {
+  if (!smallest_error_.empty()) fail(Code::Provider, smallest_error_);
+  return wire_reply(instance(*root_, "$", seed));
 }
 
 std::vector<Value> Schema::parse_reply(std::string_view reply) const {

@@ -61,6 +61,10 @@ class Schema {
   // The smallest valid reply (what the echo provider answers), wire form.
   // PROVIDER error if a string pattern defeats the simple synthesis.
   const std::string& smallest_reply() const;
+  // A valid reply whose enum values, bools and bounded ints are drawn from
+  // seed (echo's "schema_replies": "varied"); strings and unbounded numbers
+  // as in the smallest one. PROVIDER as smallest_reply.
+  std::string varied_reply(uint64_t seed) const;
 
  private:
   Value tree_;
@@ -72,6 +76,8 @@ class Schema {
   std::string json_schema_;
   std::string grammar_json_schema_;
   std::string smallest_reply_, smallest_error_;  // one of them is set
+  std::shared_ptr<const SchemaNode> root_;  // the schema as given (wire_ may wrap a leaf)
+  std::string wire_reply(const Value& v) const;
 };
 
 // Parsed schemas are cached by tree (equations reuse the same param).

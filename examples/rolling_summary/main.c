@@ -99,7 +99,7 @@ static af_error_t* route_summarizer(af_context_t* ctx) {
   af_provider_t* p = NULL;
   af_error_t* e;
   if (url && *url) {
-    snprintf(opts, sizeof opts, "{\"url\":\"%s\"}", url);
+    snprintf(opts, sizeof opts, "{\"base_url\":\"%s\"}", url);
     e = af_provider_openai_new(opts, strlen(opts), &p);
   } else {
     e = af_provider_echo_new(NULL, 0, &p);

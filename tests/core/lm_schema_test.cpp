@@ -3,6 +3,8 @@
 // priorities, cancellation), the timer queue.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -201,6 +203,26 @@ TEST(LmSchema, LeavesFollowTheOutputTree) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("$.z.1: expected a string"), std::string::npos) << e.what();
   }
+}
+
+// echo's "schema_replies": "varied": every reply is valid, and enum values,
+// bools and bounded ints take every value they may as the seed changes.
+TEST(LmSchema, VariedRepliesAreValidAndCoverTheChoices) {
+  Schema s = Schema::parse(J(R"({"team":{"type":"enum","values":["billing","technical"]},)"
+                             R"("urgent":{"type":"bool"},"n":{"type":"int","min":1,"max":5},)"
+                             R"("free":{"type":"int"},"code":{"type":"str","min":2,"pattern":"^[0-9]+$"}})"));
+  std::set<std::string> seen;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    const std::string reply = s.varied_reply(seed);
+    std::vector<Value> leaves;
+    ASSERT_NO_THROW(leaves = s.parse_reply(reply)) << reply;
+    for (const Value& v : leaves) seen.insert(to_json(v));
+    EXPECT_EQ(s.varied_reply(seed), reply);  // reproducible
+  }
+  for (const char* v : {"\"billing\"", "\"technical\"", "true", "false", "1", "2", "3", "4", "5", "0", "\"00\""})
+    EXPECT_TRUE(seen.count(v)) << v;
+  EXPECT_EQ(seen.size(), 11u);  // the unbounded int and the string stay the smallest
+  EXPECT_THROW(make_echo(J(R"({"schema_replies":"random"})")), Error);
 }
 
 TEST(LmSchema, SmallestReplyIsValid) {

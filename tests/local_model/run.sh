@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The integration suite against the local model: the C API cases
 # (local_model_test), then the README's demo (af demo: trace, batch, save,
-# run the saved file) on it, then one query through the SQLite extension. Needs the
+# run the saved file) on it, one query through the SQLite extension, and the
+# scan example (examples/rolling_summary). Needs the
 # server that tools/local_model.sh starts:
 #   bash tools/local_model.sh run bash tests/local_model/run.sh [BUILD_DIR]
 # Ends with one line "N passed, N failed".
@@ -148,6 +149,28 @@ PY
   else
     echo "FAIL sqlite (exit $rc)"
     tail -20 "$T/sql.txt" | sed 's/^/  | /'
+    failed=$((failed + 1))
+  fi
+fi
+# The scan example on the model: a document summarized chunk by chunk
+# (af_scan threads the summary); each of its four steps answers with text.
+start=$(date +%s)
+left=$((AF_LOCAL_MODEL_DEADLINE - start))
+if [ "$left" -le 0 ]; then
+  echo "SKIP rolling_summary: slow, not wrong: the suite's time budget is spent"
+  skipped=$((skipped + 1))
+else
+  rc=0
+  AF_SUMMARY_URL=$AF_LOCAL_MODEL_URL timeout "$left" "$BUILD/bin/rolling_summary_example" >"$T/summary.txt" 2>&1 ||
+    rc=$?
+  if [ "$rc" = 124 ]; then
+    timed_out rolling_summary "the scan example"
+  elif [ "$rc" = 0 ] && [ "$(grep -cE '^after chunk [1-4]: .*[^ ]' "$T/summary.txt")" = 4 ]; then
+    echo "ok   rolling_summary: af_scan on the model ($(($(date +%s) - start)) s)"
+    passed=$((passed + 1))
+  else
+    echo "FAIL rolling_summary (exit $rc)"
+    tail -20 "$T/summary.txt" | sed 's/^/  | /'
     failed=$((failed + 1))
   fi
 fi

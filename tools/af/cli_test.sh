@@ -25,12 +25,12 @@ check() {  # check NAME EXPECTED_STATUS FRAGMENT -- command...
   fi
 }
 
-check demo 0 '"billing-drafter|Draft a short, friendly reply to this billing question: I was charged twice' -- "$AF" demo
+check demo 0 '"billing-drafter|Draft a short, friendly reply to this billing question: How do I change the card' -- "$AF" demo
 check demo-saved 0 '"ok":true' -- "$AF" verify triage.afg
 check demo-prints-dot 0 'doubleoctagon' -- "$AF" demo --save t3.afg
-check demo-tickets 0 '"team":["billing","billing"]' -- "$AF" demo --save t2.afg 'one "quoted" ticket' two
+check demo-tickets 0 '"team":["technical","billing"]' -- "$AF" demo --save t2.afg 'one "quoted" ticket' two
 check demo-ticket-escaping 0 'question: a\ttab \"q\" back\\slash' -- "$AF" demo --save t4.afg "$(printf 'a\ttab "q" back\\slash')"
-check demo-long-ticket 0 'question: aaaaaaaaaa' -- "$AF" demo --save t5.afg "$(head -c 5000 /dev/zero | tr '\0' a)"
+check demo-long-ticket 0 ': aaaaaaaaaa' -- "$AF" demo --save t5.afg "$(head -c 5000 /dev/zero | tr '\0' a)"
 check demo-every-ticket-runs 0 '300 LM calls' -- "$AF" demo --save t6.afg $(seq 1 100)
 check demo-invalid-utf8 1 'UTF-8' -- "$AF" demo --save t7.afg "$(printf 'bad \377 byte')"
 check run-demo-saved 0 '"urgency":[1]' -- "$AF" run triage.afg --input '[["x"]]' --provider echo

@@ -644,7 +644,7 @@ static int demo(const char* const* tickets, size_t n, const char* save, const ch
   simulated = !run_with.provider;
   if (simulated) {
     run_with.provider = "echo";
-    run_with.provider_options = "{\"latency_ms\":100}";
+    run_with.provider_options = "{\"latency_ms\":100,\"schema_replies\":\"varied\"}";
   }
   run_with.input = (const char*)input.data;
   run_with.item_errors = 1;
@@ -657,7 +657,10 @@ static int demo(const char* const* tickets, size_t n, const char* save, const ch
   af_bytes_free(&input);
   if (rc == 0 && simulated)
     printf("== %lu LM calls of 100 ms each in %.0f ms: each ticket's calls wait for each other,\n"
-           "   the tickets' calls run concurrently\n",
+           "   the tickets' calls run concurrently\n"
+           "== echo is offline: it picks each structured answer (team, urgency) from a hash of the\n"
+           "   prompt, so tickets take different branches but not for their meaning; with a real\n"
+           "   model (tools/local_model.sh demo) the team follows the ticket\n",
            (unsigned long)(3 * n), (now_s() - t0) * 1e3);
   return rc;
 }

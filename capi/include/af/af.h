@@ -1306,8 +1306,11 @@ AF_API void af_walk_free(af_walk_t* w);
  * fail because of a limit. */
 
 /* echo: deterministic and offline. lm_call answers "<model>|<content of the
- * last message>"; lm_schema_call the smallest valid instance of the schema.
- * Options: "latency_ms" (fixed), or "latency_min_ms" + "latency_max_ms" +
+ * last message>"; lm_schema_call the smallest valid instance of the schema,
+ * or with "schema_replies": "varied" (default "smallest") an instance whose
+ * enum values, bools and bounded ints are drawn from a hash of the last
+ * message (different prompts take different branches, reproducibly; `af
+ * demo` uses it). Options: "latency_ms" (fixed), or "latency_min_ms" + "latency_max_ms" +
  * "seed" (a latency drawn per request from a hash of the request and seed,
  * so runs are reproducible). A cancelled request ends at once for its
  * caller; echo holds it until its latency runs out, then drops it. */
