@@ -107,6 +107,56 @@ func (eng *Engine) WhileLoop(cond, body *IR, init *Value, maxIters uint64) (*Val
 	return eng.takeResult(e, out, nil)
 }
 
+// Scan threads a carry through the items of xs: carry = init; for each item
+// in order (last to first when reverse), [carry, y] = body(carry, item). It
+// returns [carry, ys]: the last carry and, for each leaf of y, the list of
+// its values by item index (ys keep their items' indices when reverse) — a
+// rolling summary over a document's chunks, a draft refined against a list
+// of critiques.
+//
+// xs is a list, or a tree whose leaves are lists of one length (the item is
+// the tree of their i-th items); inside a trace it is usually a list input
+// of any length (TraceOptions.ListMask). body is a traced IR taking two
+// positional inputs, the carry and an item, and returning [next carry, y]
+// with the carry's structure and kinds. Recorded inside a trace (one scan
+// equation, with every transform: Batch maps it over items, Pushforward and
+// Pullback thread tangents and feedback through the carry), run at once
+// outside, a promise on a lazy engine. No items: [init, ys of empty lists],
+// and body never runs.
+//
+// CodeInvalidArgument: body does not take (init, an item of xs), does not
+// return [carry, y] or changes the carry's structure or a kind; a leaf of xs
+// is not a list; when it runs: the lists of xs differ in length.
+func (eng *Engine) Scan(body *IR, init, xs *Value, reverse bool) (*Value, error) {
+	cp, err := eng.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer eng.release()
+	bodyp, err := body.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer body.release()
+	ip, err := init.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer init.release()
+	xp, err := xs.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer xs.release()
+	var rev C.int32_t
+	if reverse {
+		rev = 1
+	}
+	var out *C.af_value_t
+	e := C.af_scan(cp, bodyp, ip, xp, rev, &out)
+	return eng.takeResult(e, out, nil)
+}
+
 // cSlice allocates n zeroed T in C memory (free the pointer with C.free;
 // nil for n == 0).
 func cSlice[T any](n int) ([]T, unsafe.Pointer) {

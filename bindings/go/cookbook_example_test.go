@@ -113,3 +113,63 @@ func Example_cookbook() {
 	// "hi!"
 	// "Hello, Ada!" 1
 }
+
+// The README's rolling summary (a cookbook entry of its own), compiled and
+// run by go test (TestReadmeRollingSummaryIsTheExample checks that README.md
+// shows this very code).
+func Example_rollingSummary() {
+	// rolling-summary:begin
+	eng := orPanic(af.NewEngine())
+	defer eng.Close()
+	ctx := context.Background()
+	// The echo provider stands in for a summarizer model (it answers
+	// "<model>|<prompt>"); route "summarizer" to a real provider instead,
+	// e.g. af.NewOpenAIProvider.
+	orPanic(0, eng.Route("summarizer", orPanic(af.NewEchoProvider(""))))
+
+	// One step: fold the next chunk into the summary so far. The new summary
+	// is both the next carry and this chunk's y.
+	summary, chunk := orPanic(eng.ValueOf("summary")), orPanic(eng.ValueOf("chunk"))
+	step := orPanic(af.Trace(eng, func(eng *af.Engine, in []*af.Value) (*af.Value, error) {
+		prompt, err := eng.Format("Update the summary ({}) with: {}", in[0], in[1])
+		if err != nil {
+			return nil, err
+		}
+		msgs, err := eng.ValueOf([]map[string]any{{"role": "user", "content": prompt}})
+		if err != nil {
+			return nil, err
+		}
+		next, err := eng.LMCall(msgs, orPanic(eng.ValueOf("summarizer")))
+		if err != nil {
+			return nil, err
+		}
+		return eng.List(next, next) // [next carry, y]
+	}, summary, chunk))
+
+	// The program scans the step over a list of chunks of any length
+	// (ListMask marks input 1), traced and compiled once.
+	summarize := orPanic(af.Compile(eng, orPanic(af.TraceWith(eng, func(eng *af.Engine, in []*af.Value) (*af.Value, error) {
+		return eng.Scan(step, in[0], in[1], false) // [final summary, summary after each chunk]
+	}, af.TraceOptions{ListMask: orPanic(eng.ValueOf([]bool{false, true}))},
+		summary, orPanic(eng.ValueOf([]string{"chunk"}))))))
+
+	// Any document: its chunks are the list.
+	for _, doc := range [][]string{
+		{"Sales rose in May.", "June was flat."},
+		{"Q1 up.", "Q2 flat.", "Q3 down."},
+	} {
+		out := orPanic(eng.Call(ctx, summarize, orPanic(eng.ValueOf("none")), orPanic(eng.ValueOf(doc))))
+		after := orPanic(out.Index(1))
+		for i, n := 0, orPanic(after.Len()); i < n; i++ {
+			fmt.Printf("after chunk %d: %s\n", i+1, orPanic(orPanic(after.Index(i)).AsString()))
+		}
+	}
+	// rolling-summary:end
+
+	// Output:
+	// after chunk 1: summarizer|Update the summary (none) with: Sales rose in May.
+	// after chunk 2: summarizer|Update the summary (summarizer|Update the summary (none) with: Sales rose in May.) with: June was flat.
+	// after chunk 1: summarizer|Update the summary (none) with: Q1 up.
+	// after chunk 2: summarizer|Update the summary (summarizer|Update the summary (none) with: Q1 up.) with: Q2 flat.
+	// after chunk 3: summarizer|Update the summary (summarizer|Update the summary (summarizer|Update the summary (none) with: Q1 up.) with: Q2 flat.) with: Q3 down.
+}

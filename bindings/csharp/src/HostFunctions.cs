@@ -1,4 +1,4 @@
-// HostFunctions.cs — control flow (switch, while_loop), host functions,
+// HostFunctions.cs — control flow (switch, while_loop, scan), host functions,
 // run-time scopes (collect, inject, memoize), routes and LM calls, as members
 // of Context.
 using System;
@@ -90,6 +90,35 @@ namespace Af
             {
                 AfException.Check(Native.af_while_loop(b.Add(Handle), b.Add(cond.Handle), b.Add(body.Handle), b.Add(init),
                                                        maxIters, out IntPtr o));
+                return Value.Own(o, Handle);
+            }
+        }
+
+        /// <summary>A carry threaded through a list: carry = init; for each
+        /// item of xs in order (last to first when reverse), [carry, y] =
+        /// body(carry, item); returns [carry, ys]: the last carry and, for each
+        /// y leaf, the list of its values by item index (a reverse scan keeps
+        /// ys at their items' indices). xs is a list, or a tree whose leaves
+        /// are lists of one length (the item is the tree of their i-th items);
+        /// in a trace it is usually a list input of any length (TraceWith and
+        /// a list mask). body is an IR of two inputs, (carry, item), returning
+        /// [next carry, y] with the carry's structure and kinds. Recorded
+        /// inside a trace (one scan equation with every rule: batch, push,
+        /// pull), evaluated outside, a promise on a lazy context. No items:
+        /// [init, ys of empty lists], nothing runs. AfInvalidArgumentException
+        /// when body does not take (init, an item), does not return [carry, y]
+        /// or changes the carry's structure or a kind, when a leaf of xs is
+        /// not a list, or (when it runs) the lists of xs differ in
+        /// length.</summary>
+        public Value Scan(Ir body, Value init, Value xs, bool reverse = false)
+        {
+            if (body == null) throw new ArgumentNullException(nameof(body));
+            if (init == null) throw new ArgumentNullException(nameof(init));
+            if (xs == null) throw new ArgumentNullException(nameof(xs));
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_scan(b.Add(Handle), b.Add(body.Handle), b.Add(init), b.Add(xs),
+                                                 reverse ? 1 : 0, out IntPtr o));
                 return Value.Own(o, Handle);
             }
         }

@@ -385,6 +385,11 @@ namespace Af
         public static extern IntPtr af_while_loop(IntPtr ctx, IntPtr cond, IntPtr body, IntPtr init, ulong maxIters,
                                                   out IntPtr output);
 
+        /// <summary>reverse: nonzero = last item first (int32_t).</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_scan(IntPtr ctx, IntPtr body, IntPtr init, IntPtr xs, int reverse,
+                                            out IntPtr output);
+
         /// <summary>af_host_fn. args: const af_value_t* const* (borrowed);
         /// output: af_value_t** receiving an owned value. Must not throw.</summary>
         [UnmanagedFunctionPointer(CallingConvention.Cdecl)]

@@ -6,8 +6,10 @@ using System.Threading;
 
 namespace Af.Tests
 {
-    /// <summary>The README's cookbook, compiled and run here; ReadmeShowsTheCookbook
-    /// keeps README.md's copy identical. Also the implicit conversions.</summary>
+    /// <summary>The README's cookbook and its rolling summary (Context.Scan),
+    /// compiled and run here; ReadmeShowsTheCookbook and
+    /// ReadmeShowsTheRollingSummary keep README.md's copies identical. Also
+    /// the implicit conversions.</summary>
     public sealed class CookbookTests
     {
         [Test]
@@ -71,6 +73,51 @@ namespace Af.Tests
             Assert.Equal("\"pong\"|[\"pong\",\"HI\"]|True|\"hi!\"|\"Hello, Ada!\" 1", string.Join("|", printed));
         }
 
+        [Test]
+        public void RollingSummary()
+        {
+            var printed = new List<string>();
+            Action<object> print = o => printed.Add(o.ToString());
+            // rolling-summary:begin
+            using (var ctx = new Context())
+            {
+                // The echo provider stands in for an LM: it answers "<model>|<last message>".
+                using (var echo = Provider.Echo()) ctx.Route("summarizer", echo);
+
+                // One step: [the summary so far, the next chunk] -> [new summary, new summary].
+                var step = ctx.Trace((c, a) =>
+                {
+                    Value prompt = c.Format("Update the summary <{}> with: {}", a[0], a[1]);
+                    Value msg = Value.Dict(c, ("role", (Value)"user"), ("content", prompt));
+                    Value summary = c.LmCall(c.List(msg), "summarizer");
+                    return c.List(summary, summary);
+                }, "summary", "chunk");
+
+                // Traced once over a list of chunks of any length (list mask [false, true]):
+                // carry = the summary, y = the summary after each chunk.
+                var summarize = Program.Compile(ctx, ctx.TraceWith((c, a) => c.Scan(step, a[0], a[1]),
+                    new Value[] { "", ctx.List("chunk") }, ctx.FromJson("[false, true]")));
+
+                // A long document, cut into chunks on the host; the result is [summary, ys].
+                string doc = "Ada wrote a program. Babbage built the engine. It was never finished.";
+                Value chunks = ctx.List(doc.Split(new[] { ". " }, StringSplitOptions.None).Select(s => (Value)s).ToArray());
+                Value result = summarize.Call(ctx, "-", chunks);
+                print(result[0].AsString());    // the final summary
+                print(result[1].Count);         // one summary per chunk
+                print(result[1][0].AsString()); // the summary after the first chunk
+                // The same program on a document of another length.
+                print(summarize.Call(ctx, "-", ctx.List("Short.")).ToJson());
+            }
+            // rolling-summary:end
+            Assert.Equal(string.Join("|",
+                "summarizer|Update the summary <summarizer|Update the summary <summarizer|Update the summary <-> with: " +
+                "Ada wrote a program> with: Babbage built the engine> with: It was never finished.",
+                "3",
+                "summarizer|Update the summary <-> with: Ada wrote a program",
+                "[\"summarizer|Update the summary <-> with: Short.\",[\"summarizer|Update the summary <-> with: Short.\"]]"),
+                string.Join("|", printed));
+        }
+
         private static string Between(string s, string begin, string end)
         {
             int i = s.IndexOf(begin, StringComparison.Ordinal);
@@ -82,18 +129,36 @@ namespace Af.Tests
             return s.Substring(0, s.LastIndexOf('\n') + 1);
         }
 
-        [Test]
-        public void ReadmeShowsTheCookbook()
+        // The first csharp block of README.md's section `heading` (up to the
+        // next "\n## " or "\n### ") equals the lines between "// <marker>:begin"
+        // and "// <marker>:end" of this file, unindented.
+        private static void ReadmeShows(string heading, string marker, string what)
         {
             string dir = Path.Combine(Environment.GetEnvironmentVariable("AF_REPO") ?? "../..", "bindings", "csharp");
             string readme = File.ReadAllText(Path.Combine(dir, "README.md"));
             string tests = File.ReadAllText(Path.Combine(dir, "tests", "CookbookTests.cs"));
-            string shown = Between(Between(readme, "## Cookbook", "\n## "), "```csharp", "```");
+            string section = Between(readme, heading, "\n## ");
+            int sub = section.IndexOf("\n### ", StringComparison.Ordinal);
+            if (sub >= 0) section = section.Substring(0, sub + 1);
+            string shown = Between(section, "```csharp", "```");
             const string indent = "            ";
-            string code = string.Concat(Between(tests, "// cookbook:begin", "// cookbook:end")
+            string code = string.Concat(Between(tests, "// " + marker + ":begin", "// " + marker + ":end")
                 .Split('\n').Select(l => (l.StartsWith(indent) ? l.Substring(indent.Length) : l) + "\n"));
             code = code.Substring(0, code.Length - 1);
-            Assert.Equal(code, shown, "README.md's cookbook (copy CookbookTests.Cookbook into it)");
+            Assert.Equal(code, shown, what);
+        }
+
+        [Test]
+        public void ReadmeShowsTheCookbook()
+        {
+            ReadmeShows("## Cookbook", "cookbook", "README.md's cookbook (copy CookbookTests.Cookbook into it)");
+        }
+
+        [Test]
+        public void ReadmeShowsTheRollingSummary()
+        {
+            ReadmeShows("### Rolling summary", "rolling-summary",
+                        "README.md's rolling summary (copy CookbookTests.RollingSummary into it)");
         }
 
         [Test]

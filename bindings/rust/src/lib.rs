@@ -20,7 +20,8 @@
 //! ```
 //!
 //! Beyond tracing: transforms ([`Ir::pullback`], [`Ir::batch`], ...),
-//! control flow ([`Context::switch`], [`Context::while_loop`]), host
+//! control flow ([`Context::switch`], [`Context::while_loop`],
+//! [`Context::scan`]), host
 //! functions ([`Context::register_function`]), compiled programs run sync or
 //! async ([`Program`], [`Future`]), LM providers ([`Provider`]), run
 //! journals that let a stopped run resume without asking again the LM calls

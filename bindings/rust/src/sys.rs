@@ -564,6 +564,14 @@ extern "C" {
         max_iters: u64,
         out: *mut *mut af_value_t,
     ) -> *mut af_error_t;
+    pub fn af_scan(
+        ctx: *mut af_context_t,
+        body: *const af_ir_t,
+        init: *const af_value_t,
+        xs: *const af_value_t,
+        reverse: i32,
+        out: *mut *mut af_value_t,
+    ) -> *mut af_error_t;
 
     // Host functions
     pub fn af_register_function(

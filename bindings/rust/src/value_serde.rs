@@ -47,7 +47,7 @@ impl Serialize for Value {
             }
             Kind::Placeholder => Err(ser::Error::custom(
                 "cannot serialize a placeholder: its content is unknown while tracing \
-                 (use Context::switch / Context::while_loop or a static input)",
+                 (use Context::switch / Context::while_loop / Context::scan or a static input)",
             )),
             Kind::Other(k) => Err(ser::Error::custom(format!(
                 "cannot serialize a value of kind {k} (unknown to this binding)"
