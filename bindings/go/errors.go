@@ -54,6 +54,11 @@ func (c Code) String() string {
 	return "code " + itoa(int(c))
 }
 
+// Name is the code's name as libaf spells it ("NOT_FOUND"; "UNKNOWN" for a
+// code libaf does not define): the name error values carry
+// ({"error": {"name"}}) and the database hosts print.
+func (c Code) Name() string { return C.GoString(C.af_error_code_name(C.int32_t(c))) }
+
 // CodeName is code.String(), kept for callers written before Code had a
 // String method.
 func CodeName(code Code) string { return code.String() }

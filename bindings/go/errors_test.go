@@ -107,3 +107,13 @@ func TestHostProviderErrorsComeBackByIdentity(t *testing.T) {
 		t.Fatalf("the provider's error is not in the chain: %v", err)
 	}
 }
+
+// Code names come from libaf's one table (af_error_code_name).
+func TestCodeNameIsLibafs(t *testing.T) {
+	for c, want := range map[af.Code]string{af.CodeNotFound: "NOT_FOUND", af.CodeOutOfMemory: "OUT_OF_MEMORY",
+		af.CodeInternal: "INTERNAL", af.Code(99): "UNKNOWN"} {
+		if got := c.Name(); got != want {
+			t.Errorf("Code(%d).Name() = %q, want %q", int(c), got, want)
+		}
+	}
+}

@@ -78,6 +78,9 @@ using namespace af::capi;
 extern "C" {
 
 int32_t af_error_code(const af_error_t* e) { return e ? e->code : AF_ERR_INVALID_ARGUMENT; }
+const char* af_error_code_name(int32_t code) {
+  return code >= AF_ERR_INVALID_ARGUMENT && code <= AF_ERR_INTERNAL ? af::code_name(af::Code(code)) : "UNKNOWN";
+}
 const char* af_error_message(const af_error_t* e) { return e ? e->message.c_str() : ""; }
 const af_error_t* af_error_cause(const af_error_t* e) { return e ? e->cause : nullptr; }
 

@@ -61,17 +61,9 @@ static af_error_t* error(int32_t code, const char* fmt, ...) {
 
 static af_error_t* oom(void) { return af_error_new(AF_ERR_OUT_OF_MEMORY, "out of memory", 13); }
 
-const char* afsql_code_name(int32_t code) {
-  static const char* const names[] = {"OK",       "INVALID_ARGUMENT", "NOT_FOUND", "SCHEMA",
-                                      "FORMAT",   "VERSION",          "PROVIDER",  "TIMEOUT",
-                                      "CANCELLED", "CALLBACK",        "IO",        "OUT_OF_MEMORY",
-                                      "INTERNAL"};
-  return code >= 0 && code <= AF_ERR_INTERNAL ? names[code] : "UNKNOWN";
-}
-
 void afsql_error_text(const af_error_t* e, char* buf, size_t size) {
   if (size == 0) return;
-  snprintf(buf, size, "%s: %s", afsql_code_name(af_error_code(e)), af_error_message(e));
+  snprintf(buf, size, "%s: %s", af_error_code_name(af_error_code(e)), af_error_message(e));
 }
 
 /* ---- sessions and routes ------------------------------------------------ */

@@ -73,8 +73,6 @@ af_error_t* afsql_run_finish(afsql_run* r, af_bytes_t* json);
 /* "NAME: message" of an error (e.g. "FORMAT: graph bytes: bad magic"),
  * cut to fit buf (always NUL-terminated). */
 void afsql_error_text(const af_error_t* e, char* buf, size_t size);
-/* The name of an AF_ERR_* code ("TIMEOUT"), "UNKNOWN" for others. */
-const char* afsql_code_name(int32_t code);
 
 #ifdef __cplusplus
 }

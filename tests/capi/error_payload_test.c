@@ -98,11 +98,25 @@ static void two_callbacks_failing_at_once_keep_their_own(void) {
   af_value_free(kinds);
 }
 
+/* af_error_code_name: every AF_ERR_* code by its name, the same name an
+ * error value carries; others are UNKNOWN. */
+static void codes_have_one_table_of_names(void) {
+  static const char* const names[] = {"INVALID_ARGUMENT", "NOT_FOUND", "SCHEMA",    "FORMAT",
+                                      "VERSION",          "PROVIDER",  "TIMEOUT",   "CANCELLED",
+                                      "CALLBACK",         "IO",        "OUT_OF_MEMORY", "INTERNAL"};
+  int32_t c;
+  for (c = AF_ERR_INVALID_ARGUMENT; c <= AF_ERR_INTERNAL; ++c) CHECK_STR_EQ(af_error_code_name(c), names[c - 1]);
+  CHECK_STR_EQ(af_error_code_name(0), "UNKNOWN");
+  CHECK_STR_EQ(af_error_code_name(13), "UNKNOWN");
+  CHECK_STR_EQ(af_error_code_name(-1), "UNKNOWN");
+}
+
 int main(int argc, char** argv) {
   static const struct test_case cases[] = {
       CASE(a_payload_is_kept_and_destroyed_once),
       CASE(a_callbacks_payload_comes_back_as_the_cause),
       CASE(two_callbacks_failing_at_once_keep_their_own),
+      CASE(codes_have_one_table_of_names),
   };
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -52,6 +52,18 @@ namespace Af
             return "AfException(" + Code + "): " + base.ToString();
         }
 
+        /// <summary>The code's name as libaf spells it ("NOT_FOUND";
+        /// "UNKNOWN" for a code libaf does not define): the name error values
+        /// carry ({"error": {"name"}}) and the database hosts print.</summary>
+        public string CodeName => NameOf(Code);
+
+        /// <summary>The name of any code, from libaf's one table
+        /// (af_error_code_name).</summary>
+        public static string NameOf(ErrorCode code)
+        {
+            return Marshal.PtrToStringAnsi(Native.af_error_code_name((int)code));
+        }
+
         /// <summary>Builds an AfException from an af_error_t* (and its causes)
         /// WITHOUT freeing it. Returns null for IntPtr.Zero.</summary>
         public static AfException FromNativeBorrowed(IntPtr error)

@@ -55,6 +55,8 @@ namespace Af
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern int af_error_code(IntPtr e);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_error_code_name(int code); // static, never freed
 
         /// <summary>NUL-terminated UTF-8, owned by e.</summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

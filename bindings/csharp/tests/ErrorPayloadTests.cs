@@ -79,6 +79,25 @@ namespace Af.Tests
             Assert.Same(thrown[tag], got, what + " " + tag + ": the very object thrown");
         }
 
+        /// <summary>Code names come from libaf's one table
+        /// (af_error_code_name).</summary>
+        [Test]
+        public void CodeNamesAreLibafs()
+        {
+            Assert.Equal("NOT_FOUND", AfException.NameOf(ErrorCode.NotFound), "NotFound");
+            Assert.Equal("OUT_OF_MEMORY", AfException.NameOf(ErrorCode.OutOfMemory), "OutOfMemory");
+            Assert.Equal("UNKNOWN", AfException.NameOf((ErrorCode)99), "99");
+            try
+            {
+                ctx.HostCall("no such function").Dispose();
+                Assert.True(false, "a call of an unregistered function fails");
+            }
+            catch (AfException e)
+            {
+                Assert.Equal("NOT_FOUND", e.CodeName, "CodeName");
+            }
+        }
+
         [Test]
         public void ConcurrentHostFailuresWithTheSameMessageGetTheirOwnExceptions()
         {

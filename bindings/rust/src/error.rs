@@ -77,23 +77,14 @@ impl ErrorCode {
         }
     }
 
-    /// The name of the code without the `AF_ERR_` prefix ("INVALID_ARGUMENT").
+    /// The name of the code without the `AF_ERR_` prefix ("INVALID_ARGUMENT";
+    /// "UNKNOWN" for a code libaf does not define), from libaf's one table.
     pub fn name(self) -> &'static str {
-        match self {
-            ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
-            ErrorCode::NotFound => "NOT_FOUND",
-            ErrorCode::Schema => "SCHEMA",
-            ErrorCode::Format => "FORMAT",
-            ErrorCode::Version => "VERSION",
-            ErrorCode::Provider => "PROVIDER",
-            ErrorCode::Timeout => "TIMEOUT",
-            ErrorCode::Cancelled => "CANCELLED",
-            ErrorCode::Callback => "CALLBACK",
-            ErrorCode::Io => "IO",
-            ErrorCode::OutOfMemory => "OUT_OF_MEMORY",
-            ErrorCode::Internal => "INTERNAL",
-            ErrorCode::Other(_) => "UNKNOWN",
-        }
+        // SAFETY: af_error_code_name returns a static NUL-terminated ASCII
+        // string for any code, never NULL.
+        unsafe { std::ffi::CStr::from_ptr(sys::af_error_code_name(self.as_i32())) }
+            .to_str()
+            .unwrap_or("UNKNOWN")
     }
 }
 

@@ -242,6 +242,7 @@ extern "C" {
 
     // Errors
     pub fn af_error_code(e: *const af_error_t) -> i32;
+    pub fn af_error_code_name(code: i32) -> *const c_char;
     pub fn af_error_message(e: *const af_error_t) -> *const c_char;
     pub fn af_error_cause(e: *const af_error_t) -> *const af_error_t;
     pub fn af_error_new(code: i32, msg: *const c_char, len: usize) -> *mut af_error_t;

@@ -151,3 +151,14 @@ fn error_display_and_codes() {
     assert_eq!(ErrorCode::from_i32(99), ErrorCode::Other(99));
     assert_eq!(ErrorCode::InvalidArgument, 1);
 }
+
+// Code names come from libaf's one table (af_error_code_name): each code's
+// name, and UNKNOWN for a code libaf does not define.
+#[test]
+fn code_names_come_from_libaf() {
+    assert_eq!(ErrorCode::NotFound.name(), "NOT_FOUND");
+    assert_eq!(ErrorCode::OutOfMemory.name(), "OUT_OF_MEMORY");
+    assert_eq!(ErrorCode::Internal.name(), "INTERNAL");
+    assert_eq!(ErrorCode::Other(99).name(), "UNKNOWN");
+    assert_eq!(ErrorCode::Timeout.to_string(), "TIMEOUT");
+}

@@ -92,6 +92,11 @@ typedef struct af_error af_error_t;
 
 /* The AF_ERR_* code of e (AF_ERR_INVALID_ARGUMENT if e is NULL). */
 AF_API int32_t af_error_code(const af_error_t* e);
+/* The name of an AF_ERR_* code without its prefix ("NOT_FOUND"; "UNKNOWN"
+ * for a code this libaf does not define): static storage, never NULL. The
+ * one table of names: errors as values ({"error": {"name"}}), the C++
+ * wrapper, the bindings and the database hosts all use it. */
+AF_API const char* af_error_code_name(int32_t code);
 /* NUL-terminated UTF-8 message, owned by e ("" if e is NULL). */
 AF_API const char* af_error_message(const af_error_t* e);
 /* The error that caused e (owned by e), or NULL if none. */

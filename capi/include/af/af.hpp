@@ -67,24 +67,8 @@ enum class Code : int32_t {
   Internal = AF_ERR_INTERNAL,
 };
 
-/* "NOT_FOUND", ... as in af.h's AF_ERR_* names. */
-inline const char* code_name(Code c) noexcept {
-  switch (c) {
-    case Code::InvalidArgument: return "INVALID_ARGUMENT";
-    case Code::NotFound: return "NOT_FOUND";
-    case Code::Schema: return "SCHEMA";
-    case Code::Format: return "FORMAT";
-    case Code::Version: return "VERSION";
-    case Code::Provider: return "PROVIDER";
-    case Code::Timeout: return "TIMEOUT";
-    case Code::Cancelled: return "CANCELLED";
-    case Code::Callback: return "CALLBACK";
-    case Code::IO: return "IO";
-    case Code::OutOfMemory: return "OUT_OF_MEMORY";
-    case Code::Internal: return "INTERNAL";
-  }
-  return "UNKNOWN";
-}
+/* "NOT_FOUND", ... as in af.h's AF_ERR_* names (af_error_code_name). */
+inline const char* code_name(Code c) noexcept { return af_error_code_name(static_cast<int32_t>(c)); }
 
 /* A libaf error: code, message (what()), the error that caused it, and for
  * the error a host callback raised, what the callback threw (origin()). */
