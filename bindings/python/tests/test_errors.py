@@ -28,6 +28,8 @@ CODES = {
 def test_each_code_has_its_class(code: int, cls: type) -> None:
     assert errors.error_class(code) is cls
     assert issubclass(cls, libaf.Error) and cls.code == code
+    # Its name is libaf's (af_error_code_name: the one table of names).
+    assert cls.name == _lib.lib.af_error_code_name(code).decode()
 
 
 def test_python_bases_make_errors_catchable_idiomatically() -> None:

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-from typing import Callable, Iterator, Mapping, Union
+from typing import Any, Callable, Iterator, Mapping, Union
 
 from . import _lib
 from ._lib import lib
 from .context import Context, current
 from .errors import check
 from .ir import Ir
-from .value import Tree, Value, to_value
+from .errors import InvalidArgument
+from .value import Kind, Tree, Value, to_value
 
 __all__ = [
     "format",
@@ -26,6 +27,7 @@ __all__ = [
     "fold",
     "switch",
     "while_loop",
+    "scan",
     "lm_call",
     "lm_schema_call",
     "host_call",
@@ -175,6 +177,110 @@ def while_loop(
     b_ir = _as_ir(body, [iv], "body", cx)
     c = cx._handle
     return cx._op(lambda o: lib.af_while_loop(c, c_ir._ptr, b_ir._ptr, iv._ptr, max_iters, o), [iv], may_wait=True)
+
+
+#: scan's item= when not given (None is an item: a null).
+_NO_ITEM: Any = object()
+
+
+def _scan_item(xs: Value) -> tuple[Tree, Tree] | None:
+    """An example item of xs and the lists mask to trace a body on it with
+    (True where the item is itself a list of any length), or None when xs
+    shows none: an empty list, or a traced list that is not an input of the
+    enclosing trace (e.g. another operation's output). Raises InvalidArgument
+    for a leaf that is not a list."""
+    from .trace import list_item_example
+
+    known = list_item_example(xs)
+    if known is not None:
+        return known
+    kind = xs.kind
+    if kind == Kind.LIST:
+        if len(xs) == 0:
+            return None
+        return xs[0], False
+    if kind == Kind.DICT:
+        items, masks = {}, {}
+        for k, v in xs.items():
+            sub = _scan_item(v)
+            if sub is None:
+                return None
+            items[k], masks[k] = sub
+        return items, masks
+    if kind == Kind.PLACEHOLDER:
+        return None
+    raise InvalidArgument(
+        f"scan: xs is {kind.name.lower()}, not a list (xs is a list of items, or a tree whose leaves are such lists)"
+    )
+
+
+def scan(
+    body: Traceable,
+    init: Tree,
+    xs: Tree,
+    *,
+    reverse: bool = False,
+    item: Any = _NO_ITEM,
+    ctx: Context | None = None,
+) -> Value:
+    """[carry, ys]: carry = init; for each item of xs in order (last to first
+    when reverse), ``carry, y = body(carry, item)``; ys holds each item's y
+    at the item's index (y's structure with a list at each leaf). With no
+    items: ``[init, ys of empty lists]``, nothing runs.
+
+    xs is a list, or a tree (dict, list) whose leaves are lists of one
+    length; the item is then the tree of their i-th items. Inside a trace it
+    is usually an input traced as a list of any length
+    (``libaf.trace(..., lists=...)``): the scan is one equation that batches,
+    differentiates (feedback flows back through the carry) and saves like any
+    other.
+
+    body is a libaf.Ir taking (carry, item) and returning [next carry, y] with
+    the carry's structure and kinds, or a callable of (carry, item) traced
+    here on init and an item of xs: the first item of a concrete list, the
+    example item of a list input of the enclosing trace. When xs shows no
+    item (an empty list, a traced list made by another operation), pass
+    ``item=`` an example item (its structure and leaf kinds), or an Ir
+    (else InvalidArgument saying so, before anything is traced).
+
+    InvalidArgument: body does not take (init, an item), does not return
+    [carry, y] or changes the carry's structure or a kind, xs is not a list
+    (or a tree of lists); when it runs, lists of xs of different lengths."""
+    cx = current(ctx)
+    iv, xv = to_value(init), to_value(xs)
+    if isinstance(body, Ir):
+        b_ir = body
+    elif callable(body):
+        if item is not _NO_ITEM:
+            example: tuple[Tree, Tree] | None = (item, None)
+        else:
+            example = _scan_item(xv)
+        if example is None:
+            raise InvalidArgument(
+                "scan: xs shows no item to trace body on (an empty list, or a traced list that is not an "
+                "input of this trace): pass item= an example item, or body as a traced libaf.Ir"
+            )
+        from .trace import trace_ir
+
+        ex_item, item_lists = example
+        lists = None if item_lists is None or not _any_true(item_lists) else [False, item_lists]
+        b_ir = trace_ir(body, [iv, ex_item], None, cx, lists)
+    else:
+        raise TypeError(f"body must be a libaf.Ir or a callable, got {type(body).__name__}")
+    rev = 1 if reverse else 0
+    c = cx._handle
+    # Run eagerly, the body may call LMs and host tools: it may wait.
+    return cx._op(lambda o: lib.af_scan(c, b_ir._ptr, iv._ptr, xv._ptr, rev, o), [iv, xv], may_wait=True)
+
+
+def _any_true(mask: Tree) -> bool:
+    if mask is True:
+        return True
+    if isinstance(mask, dict):
+        return any(_any_true(m) for m in mask.values())
+    if isinstance(mask, (list, tuple)):
+        return any(_any_true(m) for m in mask)
+    return False
 
 
 def lm_call(messages: Tree, model: Tree, ctx: Context | None = None, *, params: dict | None = None) -> Value:

@@ -20,7 +20,7 @@ from ._lib import lib
 from .context import Context, current, tracing_with
 from .errors import CallbackError, Error, check
 from .ir import Ir
-from .value import Tree, Value, to_py, to_value
+from .value import Kind, Tree, Value, to_py, to_value
 
 if TYPE_CHECKING:
     from .program import Program
@@ -45,6 +45,64 @@ def _mask(static: Static, n: int) -> Tree:
     return static
 
 
+# The lists of any length among the inputs of the traces running now: the
+# placeholder's handle -> (an example item, whether that item is itself a list
+# of any length). A placeholder's items cannot be read from libaf while
+# tracing; libaf.scan needs one to trace a Python callable body on.
+_list_items: dict[int, tuple[Value, bool]] = {}
+_list_items_lock = threading.Lock()
+
+
+def _remember_list_items(mask: Any, examples: Any, inputs: Any) -> list[int]:
+    """Records the example item of each input list_mask marks (walking the
+    mask, the examples and the placeholders together); returns the handles
+    recorded, for _forget."""
+    known: list[int] = []
+
+    def walk(m: Any, ex: Value, ph: Value) -> None:
+        if m is True:
+            if ph._ptr and ph.is_placeholder and ex.kind == Kind.LIST and len(ex) > 0:
+                item = ex[0]
+                with _list_items_lock:
+                    _list_items[ph._ptr] = (item, item.kind == Kind.LIST)
+                known.append(ph._ptr)
+        elif isinstance(m, (list, tuple)) and ex.kind == Kind.LIST and ph.kind == Kind.LIST:
+            for i, sub in enumerate(m):
+                if i < len(ex) and i < len(ph):
+                    walk(sub, ex[i], ph[i])
+        elif isinstance(m, dict) and ex.kind == Kind.DICT and ph.kind == Kind.DICT:
+            ex_keys, ph_keys = set(ex.keys()), set(ph.keys())
+            for k, sub in m.items():
+                if k in ex_keys and k in ph_keys:
+                    walk(sub, ex[k], ph[k])
+
+    if mask is None:
+        return known
+    if mask is True:
+        mask = [True] * len(inputs)
+    if isinstance(mask, (list, tuple)):
+        try:
+            for i, m in enumerate(mask):
+                if i < len(examples) and i < len(inputs):
+                    walk(m, examples[i], inputs[i])
+        except Error:
+            pass  # a mask libaf rejects fails the trace itself; nothing more to record
+    return known
+
+
+def _forget(known: list[int]) -> None:
+    with _list_items_lock:
+        for p in known:
+            _list_items.pop(p, None)
+
+
+def list_item_example(v: Value) -> tuple[Value, bool] | None:
+    """For a list of any length an enclosing trace takes as input: an
+    example item and whether it is itself a list of any length; else None."""
+    with _list_items_lock:
+        return _list_items.get(v._ptr or 0)
+
+
 def trace_ir(fn: Callable[..., Tree], examples: Sequence[Tree], static: Static, ctx: Context,
              lists: Static = None) -> Ir:
     """Traces fn on placeholders shaped like examples (af_trace, or
@@ -58,8 +116,12 @@ def trace_ir(fn: Callable[..., Tree], examples: Sequence[Tree], static: Static, 
     lv = None if list_mask is None else to_value(list_mask)
 
     def body(*inputs: Value) -> Tree:
-        with tracing_with(ctx):
-            return fn(*inputs)
+        known = _remember_list_items(list_mask, ex, list(inputs))
+        try:
+            with tracing_with(ctx):
+                return fn(*inputs)
+        finally:
+            _forget(known)
 
     h = _callbacks.new_handle(body)
     out = ctypes.c_void_p()
