@@ -6,42 +6,23 @@
 // stream_options.include_usage, after the finish_reason) is kept.
 #pragma once
 
-#include <cstdint>
-#include <functional>
-#include <string>
-#include <string_view>
+#include "lm/stream_parser.h"
 
 namespace af::lm {
 
-class ChatStream {
+class ChatStream final : public SseParser {
  public:
-  // max_bytes caps the text and any one event (a runaway stream is refused).
-  ChatStream(std::function<void(std::string_view)> on_text, size_t max_bytes)
-      : on_text_(std::move(on_text)), max_bytes_(max_bytes) {}
+  using SseParser::SseParser;
+  bool ended() const noexcept override { return done_ || finished_; }
+  const char* end_marker() const noexcept override { return "finish_reason or [DONE]"; }
 
-  // Feeds body bytes (any split). false once the stream is unusable: then
-  // error() says why (an event that is not a JSON object, an error event,
-  // text over the cap). Bytes after the end are ignored.
-  bool feed(std::string_view bytes);
-  bool ended() const noexcept { return done_ || finished_; }
-  const std::string& error() const noexcept { return error_; }
-  const std::string& text() const noexcept { return text_; }
-  uint64_t prompt_tokens() const noexcept { return prompt_tokens_; }
-  uint64_t completion_tokens() const noexcept { return completion_tokens_; }
+ protected:
+  bool closed() const noexcept override { return done_; }
+  bool event(std::string data) override;
 
  private:
-  bool line(std::string_view l);
-  bool event();
-  std::function<void(std::string_view)> on_text_;
-  size_t max_bytes_;
-  std::string pending_;  // an incomplete line
-  std::string data_;     // the data lines of the event being read
-  bool has_data_ = false;
-  std::string text_;
-  std::string error_;
   bool done_ = false;      // [DONE] read: nothing more is read
   bool finished_ = false;  // a finish_reason read (a usage chunk may follow)
-  uint64_t prompt_tokens_ = 0, completion_tokens_ = 0;
 };
 
 }  // namespace af::lm

@@ -1,44 +1,14 @@
-// openai: any OpenAI-compatible chat-completions endpoint over HTTP(S),
-// through libcurl's multi interface on one thread per provider. Requests
-// in flight hold no engine thread; cancelling a call aborts its transfer.
-//
-// Retries: 429, 5xx, connection failures, per-attempt timeouts and streams
-// cut off before their end are retried up to max_retries times with
-// exponential backoff and jitter; a Retry-After header (seconds or HTTP
-// date) sets the delay instead, clamped to backoff_max_ms (a server cannot
-// stall a call for a day; the run's own deadline cancels a waiting retry
-// like any transfer). A 429 also pauses the whole provider for that delay:
-// its other waiting requests do not start into the same limit. Other
-// statuses and malformed bodies or events fail at once.
-//
-// Streaming: a request that wants its text as it arrives (Request::stream)
-// is sent with "stream": true and, when the reply is text/event-stream,
-// read as server-sent events (lm/chat_stream.h); a retry after some text
-// arrived restarts the call's stream. Any other reply is read whole.
-//
-// Secrets: the API key is read from a named environment variable when the
-// provider is made and only ever goes into the Authorization header. It is
-// refused over plain http:// except to a loopback host (the option
-// "allow_insecure_http" lifts that), and every message built here passes
-// through safe_text, so a server that echoes the request cannot put the key
-// — or terminal escapes — into a host's logs.
-#include <curl/curl.h>
+// openai: any OpenAI-compatible chat-completions endpoint over HTTP(S)
+// (POST base_url + "/chat/completions"). The engine — retries, timeouts,
+// streams, the key — is lm/http_engine.cpp's; this file is the wire format:
+// the request body (response_format json_schema, or json_object with the
+// schema and a system instruction), a whole reply (choices[0].message,
+// usage) and a stream of chat.completion.chunk events (lm/chat_stream.h).
 #include <simdjson.h>
-
-#include <algorithm>
-#include <atomic>
-#include <cctype>
-#include <cmath>
-#include <cstdlib>
-#include <ctime>
-#include <map>
-#include <mutex>
-#include <random>
-#include <thread>
-#include <vector>
 
 #include "lm/chat_stream.h"
 #include "lm/excerpt.h"
+#include "lm/http_engine.h"
 #include "lm/options.h"
 #include "lm/providers.h"
 #include "lm/schema.h"
@@ -47,361 +17,75 @@ namespace af::lm {
 
 namespace {
 
-struct Config {
-  std::string name;
-  std::string url;  // base_url + "/chat/completions"
-  std::string url_shown;  // url without user:password@, for messages
-  std::string auth_header;  // "Authorization: Bearer ..." or empty
-  std::string key;  // the raw key, redacted from every message
-  int64_t timeout_ms = 60000;
-  uint32_t max_retries = 3;
-  int64_t backoff_ms = 500;
-  int64_t backoff_max_ms = 20000;
+class OpenAIWire final : public Wire {
+ public:
   // How structured output is asked for: response_format json_schema (OpenAI,
   // vLLM, llama.cpp's server) or json_object with a "schema" member
   // (llama-cpp-python's server and servers like it).
   bool json_object = false;
   Value extra;  // dict or null
-};
 
-// Retry-After: delta-seconds or an HTTP date, in ms within [0, cap_ms];
-// -1 if absent or unreadable (then the usual backoff applies). The value is
-// the server's: huge, negative, fractional, "inf" and "nan" all stay in range.
-int64_t retry_after_ms(const std::string& v, int64_t cap_ms) {
-  if (v.empty()) return -1;
-  char* end = nullptr;
-  double secs = std::strtod(v.c_str(), &end);
-  if (end != v.c_str() && (*end == 0 || *end == ' ' || *end == '\r')) {
-    if (std::isnan(secs)) return -1;
-    if (secs <= 0) return 0;
-    if (secs >= double(cap_ms) / 1000.0) return cap_ms;  // inf included
-    return std::min<int64_t>(cap_ms, int64_t(secs * 1000.0));
-  }
-  time_t when = curl_getdate(v.c_str(), nullptr);
-  if (when < 0) return -1;
-  int64_t delta_s = int64_t(when) - int64_t(std::time(nullptr));
-  if (delta_s <= 0) return 0;
-  if (delta_s >= cap_ms / 1000 + 1) return cap_ms;
-  return std::min<int64_t>(cap_ms, delta_s * 1000);
-}
-
-// Loopback hosts may receive a key over plain http: the bytes never leave
-// the machine. The host is parsed exactly (no prefix tricks such as
-// 127.0.0.1.example.com).
-bool loopback_url(std::string_view url) {
-  url.remove_prefix(url.find("://") + 3);
-  url = url.substr(0, url.find_first_of("/?#"));
-  if (size_t at = url.rfind('@'); at != std::string_view::npos) url.remove_prefix(at + 1);
-  std::string_view host = url;
-  if (!host.empty() && host.front() == '[') {
-    host = host.substr(0, host.find(']') + 1);
-    return host == "[::1]";
-  }
-  host = host.substr(0, host.find(':'));
-  std::string lower;
-  for (char c : host) lower += char(std::tolower(static_cast<unsigned char>(c)));
-  if (lower == "localhost") return true;
-  // 127.a.b.c, four decimal parts each 0..255.
-  int parts = 0, value = -1;
-  for (char c : lower + ".") {
-    if (c == '.') {
-      if (value < 0 || value > 255) return false;
-      if (parts == 0 && value != 127) return false;
-      ++parts;
-      value = -1;
-    } else if (c >= '0' && c <= '9') {
-      value = (value < 0 ? 0 : value * 10) + (c - '0');
-      if (value > 255) return false;
-    } else {
-      return false;
+  std::string body(const Request& r) const override {
+    std::string s = "{\"model\":";
+    append_json_string(s, r.model.as_str());
+    s += ",\"messages\":[";
+    auto message = [&s](const std::string& role, const std::string& content) {
+      s += "{\"role\":";
+      append_json_string(s, role);
+      s += ",\"content\":";
+      append_json_string(s, content);
+      s += '}';
+    };
+    // json_object mode: the server builds a grammar from the schema, which
+    // ignores numeric bounds (small int ranges also go as enums, which it
+    // enforces), and tells the model nothing of it (field meanings, bounds):
+    // a system instruction carries it, joined to the conversation's own
+    // system message when it starts with one.
+    size_t first = 0;
+    if (r.schema && json_object) {
+      std::string instruction = schema_instruction(*r.schema);
+      if (!r.messages.empty() && r.messages[0].role == "system") {
+        message("system", r.messages[0].content.as_str() + "\n\n" + instruction);
+        first = 1;
+      } else {
+        message("system", instruction);
+      }
     }
-  }
-  return parts == 4;
-}
-
-// base_url without "user:password@" (it may hold credentials too).
-std::string url_for_messages(const std::string& url) {
-  size_t start = url.find("://") + 3;
-  size_t end = url.find_first_of("/?#", start);
-  size_t at = url.rfind('@', end == std::string::npos ? url.size() : end);
-  if (at == std::string::npos || at < start) return url;
-  return url.substr(0, start) + url.substr(at + 1);
-}
-
-// A reply body larger than this aborts the transfer (PROVIDER, not retried:
-// the same server would send the same body again).
-constexpr size_t kMaxReplyBytes = size_t(64) << 20;
-
-struct Transfer {
-  std::shared_ptr<Call> call;
-  std::string body;
-  std::string response;
-  std::string retry_after;
-  CURL* easy = nullptr;  // from the engine's idle handles while attempting
-  uint32_t attempt = 0;
-  int64_t due_ns = 0;     // when waiting to retry
-  bool active = false;    // in the multi handle
-  bool done = false;
-  bool too_large = false;  // the body passed kMaxReplyBytes
-  // Streaming: the events of this attempt (null until a 200 event stream
-  // starts); whether any text reached the call (a retry then restarts it).
-  std::unique_ptr<ChatStream> stream;
-  bool streamed = false;
-};
-
-// A 200 reply to a streamed request is read as an event stream when its
-// Content-Type says so; any other body (a server that does not stream, an
-// HTML error page) is read whole, as a JSON reply.
-bool starts_event_stream(Transfer& t) {
-  long status = 0;
-  const char* type = nullptr;
-  curl_easy_getinfo(t.easy, CURLINFO_RESPONSE_CODE, &status);
-  curl_easy_getinfo(t.easy, CURLINFO_CONTENT_TYPE, &type);
-  if (status != 200 || !type) return false;
-  constexpr std::string_view kEvents = "text/event-stream";
-  std::string_view ct(type);
-  if (ct.size() < kEvents.size()) return false;
-  for (size_t i = 0; i < kEvents.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(ct[i])) != kEvents[i]) return false;
-  std::shared_ptr<Call> call = t.call;
-  bool* streamed = &t.streamed;
-  t.stream = std::make_unique<ChatStream>(
-      [call, streamed](std::string_view text) {
-        *streamed = true;
-        call->delta(text);
-      },
-      kMaxReplyBytes);
-  return true;
-}
-
-size_t on_body(char* p, size_t size, size_t n, void* ud) {
-  auto* t = static_cast<Transfer*>(ud);
-  if (t->call->request().stream && (t->stream || (t->response.empty() && starts_event_stream(*t))))
-    return t->stream->feed({p, size * n}) ? size * n : 0;  // a bad event aborts the transfer
-  if (t->response.size() + size * n > kMaxReplyBytes) {
-    t->too_large = true;
-    return 0;  // a runaway body: abort the transfer
-  }
-  t->response.append(p, size * n);
-  return size * n;
-}
-
-size_t on_header(char* p, size_t size, size_t n, void* ud) {
-  auto* t = static_cast<Transfer*>(ud);
-  std::string_view h(p, size * n);
-  constexpr std::string_view kName = "retry-after:";
-  if (h.size() > kName.size()) {
-    bool match = true;
-    for (size_t i = 0; i < kName.size() && match; ++i) match = std::tolower(static_cast<unsigned char>(h[i])) == kName[i];
-    if (match) {
-      std::string v(h.substr(kName.size()));
-      while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.erase(v.begin());
-      while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.pop_back();
-      t->retry_after = v;
+    for (size_t i = first; i < r.messages.size(); ++i) {
+      if (s.back() != '[') s += ',';
+      message(r.messages[i].role, r.messages[i].content.as_str());
     }
-  }
-  return size * n;
-}
-
-// The curl thread and its multi handle; shared with cancel hooks, which
-// only hold it weakly.
-class Engine : public std::enable_shared_from_this<Engine> {
- public:
-  explicit Engine(Config cfg) : cfg_(std::move(cfg)), rng_(std::random_device{}()) {
-    static std::once_flag once;
-    std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-    multi_ = curl_multi_init();
-    if (!multi_) fail(Code::OutOfMemory, "openai provider: curl_multi_init failed");
-    headers_ = curl_slist_append(nullptr, "Content-Type: application/json");
-    if (headers_ && !cfg_.auth_header.empty())
-      headers_ = curl_slist_append(headers_, cfg_.auth_header.c_str());
-    if (!headers_) {
-      curl_multi_cleanup(multi_);
-      fail(Code::OutOfMemory, "openai provider: out of memory");
-    }
-  }
-  ~Engine() {
-    for (CURL* e : idle_) curl_easy_cleanup(e);
-    curl_multi_cleanup(multi_);
-    curl_slist_free_all(headers_);
+    s += ']';
+    if (r.schema && json_object)
+      s += ",\"response_format\":{\"type\":\"json_object\",\"schema\":" + r.schema->grammar_json_schema() + "}";
+    else if (r.schema)
+      s += ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"output\",\"strict\":true,"
+           "\"schema\":" + r.schema->json_schema() + "}}";
+    if (r.stream) s += ",\"stream\":true,\"stream_options\":{\"include_usage\":true}";
+    // The provider's "extra" defaults, then the call's own sampling params
+    // (which win over a default of the same name), stepped for a re-ask.
+    const Value sampling = sampling_for(extra, r);
+    if (sampling.kind() == Kind::Dict)
+      for (const auto& [k, v] : sampling.entries()) {
+        s += ',';
+        append_json_string(s, k);
+        s += ':';
+        append_json(s, v);
+      }
+    s += '}';
+    return s;
   }
 
-  void begin() {
-    thread_ = std::thread([self = shared_from_this()] { self->loop(); });
-    // Read by add() from any thread; thread_ itself changes in stop().
-    curl_thread_ = thread_.get_id();
-  }
-
-  void stop() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    curl_multi_wakeup(multi_);
-    if (thread_.joinable()) {
-      if (thread_.get_id() == std::this_thread::get_id()) thread_.detach();
-      else thread_.join();
-    }
-  }
-
-  void add(std::shared_ptr<Transfer> t) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      incoming_.push_back(std::move(t));
-    }
-    // A call finished on the curl thread often submits the next one from
-    // there: that thread looks at incoming_ before it polls again, so only
-    // other threads need to wake it.
-    if (std::this_thread::get_id() != curl_thread_) curl_multi_wakeup(multi_);
-  }
-
-  void cancel(std::shared_ptr<Transfer> t) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      cancels_.push_back(std::move(t));
-    }
-    curl_multi_wakeup(multi_);
-  }
-
-  const Config& config() const { return cfg_; }
-  // The provider's limiter, paused by a 429 (set once, before any request).
-  void set_limiter(std::weak_ptr<Limiter> l) { limiter_ = std::move(l); }
-
- private:
-  void attempt(const std::shared_ptr<Transfer>& t) {
-    ++t->attempt;
-    t->call->attempts = t->attempt;
-    t->response.clear();
-    t->retry_after.clear();
-    t->too_large = false;
-    t->stream.reset();
-    if (t->streamed) t->call->restart();  // the retry's text starts over
-    t->streamed = false;
-    if (t->easy) {
-      curl_easy_reset(t->easy);  // a retry
-    } else if (!idle_.empty()) {
-      // A handle kept from an earlier request: reset, not remade (making and
-      // freeing one per request was most of the provider's own cost).
-      t->easy = idle_.back();
-      idle_.pop_back();
-      curl_easy_reset(t->easy);
-    } else {
-      t->easy = curl_easy_init();
-      if (!t->easy)
-        return finish(t, Error(Code::OutOfMemory, "openai provider: curl_easy_init failed"));
-    }
-    CURL* e = t->easy;
-    curl_easy_setopt(e, CURLOPT_URL, cfg_.url.c_str());
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers_);
-    curl_easy_setopt(e, CURLOPT_POST, 1L);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->body.data());
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(t->body.size()));
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, t.get());
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, long(cfg_.timeout_ms));
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, long(std::min<int64_t>(cfg_.timeout_ms, 30000)));
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
-    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
-    if (curl_multi_add_handle(multi_, e) != CURLM_OK)
-      return finish(t, Error(Code::Internal, "openai provider: curl_multi_add_handle failed"));
-    t->active = true;
-    active_[t.get()] = t;
-  }
-
-  void detach(const std::shared_ptr<Transfer>& t) {
-    if (t->active) {
-      curl_multi_remove_handle(multi_, t->easy);
-      t->active = false;
-      active_.erase(t.get());
-    }
-  }
-
-  // The transfer is over: its handle goes back to the idle ones (a few are
-  // kept; connections live in the multi handle's cache either way).
-  void release(const std::shared_ptr<Transfer>& t) {
-    detach(t);
-    if (t->easy && idle_.size() < kMaxIdle)
-      idle_.push_back(t->easy);
-    else if (t->easy)
-      curl_easy_cleanup(t->easy);
-    t->easy = nullptr;
-    t->done = true;
-  }
-
-  // Every failure leaves through here: the message may hold server text.
-  void finish(const std::shared_ptr<Transfer>& t, const Error& err) {
-    release(t);
-    t->call->fail(Error(err.code(), safe_text(err.what(), cfg_.key)));
-  }
-
-  std::string excerpt(std::string_view body) const { return safe_excerpt(body, cfg_.key); }
-
-  std::string what(const std::shared_ptr<Transfer>& t) const {
-    return "provider " + cfg_.name + " (" + cfg_.url_shown + ", attempt " + std::to_string(t->attempt) + " of " +
-           std::to_string(cfg_.max_retries + 1) + ")";
-  }
-
-  // A failed attempt: retry later, or fail for good. A rate-limited one
-  // (429) pauses the provider's other requests as long.
-  void retry_or_fail(const std::shared_ptr<Transfer>& t, const Error& err, int64_t after_ms,
-                     bool rate_limited = false) {
-    detach(t);
-    int64_t delay;
-    if (after_ms >= 0) {
-      delay = after_ms;
-    } else {
-      double base = double(cfg_.backoff_ms) * double(1ull << std::min<uint32_t>(t->attempt - 1, 30));
-      base = std::min(base, double(cfg_.backoff_max_ms));
-      std::uniform_real_distribution<double> jitter(0.5, 1.0);
-      delay = int64_t(base * jitter(rng_));
-    }
-    if (rate_limited)
-      if (auto lim = limiter_.lock()) lim->pause(delay);
-    if (t->attempt > cfg_.max_retries || t->call->finished()) return finish(t, err);
-    t->due_ns = now_ns() + delay * 1000000;
-    delayed_.emplace(t->due_ns, t);
-  }
-
-  void completed(const std::shared_ptr<Transfer>& t, CURLcode res) {
-    if (res != CURLE_OK && t->too_large)
-      return finish(t, Error(Code::Provider, what(t) + ": the reply is larger than " +
-                                                 std::to_string(kMaxReplyBytes >> 20) + " MiB"));
-    if (t->stream && !t->stream->error().empty())
-      return finish(t, Error(Code::Provider, what(t) + ": bad stream: " + excerpt(t->stream->error())));
-    if (res != CURLE_OK) {
-      Code code = res == CURLE_OPERATION_TIMEDOUT ? Code::Timeout : Code::Provider;
-      std::string why = res == CURLE_OPERATION_TIMEDOUT
-                            ? "no reply within " + std::to_string(cfg_.timeout_ms) + " ms"
-                            : std::string(curl_easy_strerror(res));
-      return retry_or_fail(t, Error(code, what(t) + ": " + why), -1);
-    }
-    long status = 0;
-    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
-    if (status == 429 || status >= 500) {
-      return retry_or_fail(t, Error(Code::Provider, what(t) + ": HTTP " + std::to_string(status) + ": " +
-                                                        excerpt(t->response)),
-                           retry_after_ms(t->retry_after, cfg_.backoff_max_ms), status == 429);
-    }
-    if (status < 200 || status >= 300)
-      return finish(t, Error(Code::Provider, what(t) + ": HTTP " + std::to_string(status) + ": " + excerpt(t->response)));
-    if (t->stream) return stream_completed(t);
+  bool reply(std::string_view body, Call& call, std::string& text, std::string& why,
+             std::string_view secret) const override {
     // The reply is read in place (simdjson DOM): only choices[0].message and
     // usage matter, and making a Value of the whole reply was about an
     // eighth of the provider's instructions per request.
     thread_local simdjson::dom::parser parser;  // the curl thread's
     simdjson::dom::element root;
-    if (parser.parse(t->response).get(root) != simdjson::SUCCESS) {
-      std::string why = "invalid JSON";
-      try {
-        from_json(t->response);  // the same failure, worded as everywhere else
-      } catch (const Error& e) {
-        why = e.what();
-      }
-      return finish(t, Error(Code::Provider, what(t) + ": the response is not valid JSON (" + why +
-                                                 "): " + excerpt(t->response)));
+    if (parser.parse(body.data(), body.size()).get(root) != simdjson::SUCCESS) {
+      why = not_json_message(body, secret);
+      return false;
     }
     simdjson::dom::object msg;
     const bool has_msg = root["choices"].at(0)["message"].get(msg) == simdjson::SUCCESS;
@@ -409,12 +93,12 @@ class Engine : public std::enable_shared_from_this<Engine> {
     if (!has_msg || msg["content"].get(content) != simdjson::SUCCESS) {
       std::string_view refusal;
       if (has_msg && msg["refusal"].get(refusal) == simdjson::SUCCESS)
-        return finish(t,
-                      Error(Code::Provider, what(t) + ": the model refused: " + excerpt(refusal)));
-      return finish(t, Error(Code::Provider, what(t) + ": the response has no choices[0].message.content: " +
-                                                 excerpt(t->response)));
+        why = "the model refused: " + safe_excerpt(refusal, secret);
+      else
+        why = "the response has no choices[0].message.content: " + safe_excerpt(body, secret);
+      return false;
     }
-    std::string text(content);
+    text = std::string(content);
     // Usage is optional in the wire format (some servers omit it): counted
     // when present with integer fields.
     if (simdjson::dom::object usage; root["usage"].get(usage) == simdjson::SUCCESS) {
@@ -422,240 +106,38 @@ class Engine : public std::enable_shared_from_this<Engine> {
         int64_t n = 0;
         return usage[k].get(n) == simdjson::SUCCESS ? Call::reply_tokens(n) : 0;
       };
-      t->call->prompt_tokens = count("prompt_tokens");
-      t->call->completion_tokens = count("completion_tokens");
+      call.prompt_tokens = count("prompt_tokens");
+      call.completion_tokens = count("completion_tokens");
     }
-    release(t);
-    t->call->complete(std::move(text));
+    return true;
   }
 
-  // The transfer of an event stream ended: complete with its text, or
-  // retry a stream cut off before its end.
-  void stream_completed(const std::shared_ptr<Transfer>& t) {
-    const ChatStream& s = *t->stream;
-    if (!s.ended())
-      return retry_or_fail(t, Error(Code::Provider, what(t) + ": the stream ended before the reply did (no "
-                                                              "finish_reason or [DONE] after " +
-                                                              std::to_string(s.text().size()) + " bytes of text)"),
-                           -1);
-    t->call->prompt_tokens = s.prompt_tokens();
-    t->call->completion_tokens = s.completion_tokens();
-    std::string text = s.text();
-    release(t);
-    t->call->complete(std::move(text));
+  std::string_view stream_type() const noexcept override { return "text/event-stream"; }
+  std::unique_ptr<StreamParser> stream(std::function<void(std::string_view)> on_text,
+                                       size_t max_bytes) const override {
+    return std::make_unique<ChatStream>(std::move(on_text), max_bytes);
   }
-
-  void loop() {
-    std::vector<std::shared_ptr<Transfer>> in, cancels;
-    for (;;) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (stop_) break;
-        in.swap(incoming_);
-        cancels.swap(cancels_);
-      }
-      for (auto& t : in)
-        if (!t->done && !t->call->finished()) attempt(t);
-        else if (!t->done) release(t);
-      in.clear();
-      for (auto& t : cancels)
-        if (!t->done) release(t);  // the call already finished as cancelled
-      cancels.clear();
-      int64_t now = now_ns();
-      while (!delayed_.empty() && delayed_.begin()->first <= now) {
-        auto t = delayed_.begin()->second;
-        delayed_.erase(delayed_.begin());
-        if (t->done) continue;
-        if (t->call->finished()) release(t);
-        else attempt(t);
-      }
-      int running = 0;
-      curl_multi_perform(multi_, &running);
-      int left = 0;
-      while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
-        if (m->msg != CURLMSG_DONE) continue;
-        Transfer* raw = nullptr;
-        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&raw));
-        auto it = active_.find(raw);
-        if (it == active_.end()) continue;
-        std::shared_ptr<Transfer> t = it->second;
-        completed(t, m->data.result);
-      }
-      int timeout = 1000;
-      if (!delayed_.empty())
-        timeout = int(std::clamp<int64_t>((delayed_.begin()->first - now_ns()) / 1000000 + 1, 0, 1000));
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (!incoming_.empty() || !cancels_.empty() || stop_) timeout = 0;  // work queued meanwhile
-      }
-      curl_multi_poll(multi_, nullptr, 0, timeout, nullptr);
-    }
-    // Stopping: whatever is left fails.
-    std::vector<std::shared_ptr<Transfer>> left;
-    for (auto& [_, t] : active_) left.push_back(t);
-    for (auto& [_, t] : delayed_) left.push_back(t);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (auto& t : incoming_) left.push_back(t);
-      incoming_.clear();
-      cancels_.clear();
-    }
-    delayed_.clear();
-    for (auto& t : left)
-      if (!t->done) finish(t, Error(Code::Cancelled, "provider " + cfg_.name + " was freed"));
-  }
-
-  static constexpr size_t kMaxIdle = 64;
-  Config cfg_;
-  CURLM* multi_ = nullptr;
-  curl_slist* headers_ = nullptr;  // the same for every request
-  std::vector<CURL*> idle_;        // easy handles to reuse (curl thread only)
-  std::thread thread_;
-  std::thread::id curl_thread_;
-  std::mutex mu_;
-  bool stop_ = false;
-  std::vector<std::shared_ptr<Transfer>> incoming_, cancels_;
-  std::map<Transfer*, std::shared_ptr<Transfer>> active_;
-  std::multimap<int64_t, std::shared_ptr<Transfer>> delayed_;
-  std::mt19937_64 rng_;
-  std::weak_ptr<Limiter> limiter_;
 };
 
-std::string request_body(const Config& cfg, const Request& r) {
-  std::string s = "{\"model\":";
-  append_json_string(s, r.model.as_str());
-  s += ",\"messages\":[";
-  auto message = [&s](const std::string& role, const std::string& content) {
-    s += "{\"role\":";
-    append_json_string(s, role);
-    s += ",\"content\":";
-    append_json_string(s, content);
-    s += '}';
-  };
-  // json_object mode: the server builds a grammar from the schema, which
-  // ignores numeric bounds (small int ranges also go as enums, which it
-  // enforces), and tells the model nothing of it (field meanings, bounds):
-  // a system instruction carries it, joined to the conversation's own
-  // system message when it starts with one.
-  size_t first = 0;
-  if (r.schema && cfg.json_object) {
-    std::string instruction =
-        "Reply with only a JSON value that matches this JSON Schema:\n" + r.schema->grammar_json_schema();
-    if (!r.messages.empty() && r.messages[0].role == "system") {
-      message("system", r.messages[0].content.as_str() + "\n\n" + instruction);
-      first = 1;
-    } else {
-      message("system", instruction);
-    }
-  }
-  for (size_t i = first; i < r.messages.size(); ++i) {
-    if (s.back() != '[') s += ',';
-    message(r.messages[i].role, r.messages[i].content.as_str());
-  }
-  s += ']';
-  if (r.schema && cfg.json_object)
-    s += ",\"response_format\":{\"type\":\"json_object\",\"schema\":" + r.schema->grammar_json_schema() + "}";
-  else if (r.schema)
-    s += ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"output\",\"strict\":true,"
-         "\"schema\":" + r.schema->json_schema() + "}}";
-  if (r.stream) s += ",\"stream\":true,\"stream_options\":{\"include_usage\":true}";
-  // The provider's "extra" defaults, then the call's own sampling params
-  // (which win over a default of the same name), stepped for a re-ask.
-  const Value sampling = sampling_for(cfg.extra, r);
-  if (sampling.kind() == Kind::Dict)
-    for (const auto& [k, v] : sampling.entries()) {
-      s += ',';
-      append_json_string(s, k);
-      s += ':';
-      append_json(s, v);
-    }
-  s += '}';
-  return s;
-}
-
-class OpenAI final : public Provider {
- public:
-  OpenAI(Config cfg, uint32_t max) : Provider(cfg.name, max), engine_(std::make_shared<Engine>(std::move(cfg))) {
-    engine_->set_limiter(limiter().weak_from_this());
-    engine_->begin();
-  }
-  ~OpenAI() override {
-    shutdown();
-    engine_->stop();
-  }
-
- protected:
-  void start(std::shared_ptr<Call> call) noexcept override {
-    try {
-      auto t = std::make_shared<Transfer>();
-      t->body = request_body(engine_->config(), call->request());
-      t->call = call;
-      std::weak_ptr<Engine> engine = engine_;
-      std::weak_ptr<Transfer> weak = t;
-      call->on_cancel([engine, weak] {
-        auto e = engine.lock();
-        auto tr = weak.lock();
-        if (e && tr) e->cancel(std::move(tr));
-      });
-      engine_->add(std::move(t));
-    } catch (const Error& e) {
-      call->fail(e);
-    } catch (...) {
-      call->fail(Error(Code::OutOfMemory, "openai provider: out of memory"));
-    }
-  }
-
- private:
-  std::shared_ptr<Engine> engine_;
-};
+constexpr HttpDefaults kOpenAI{"openai", nullptr, "https://api.openai.com/v1", "/chat/completions",
+                               "Authorization: Bearer ", "", 16};
 
 }  // namespace
 
 ProviderPtr make_openai(const Value& options) {
   Options o(options, "openai provider");
-  Config cfg;
-  cfg.name = o.str("name", "openai");
-  CommonOptions common = read_common_options(o, CommonOptions{16});
-  std::string base = o.str("base_url", "");
-  std::string key_env = o.str("api_key_env", "");
-  bool allow_http = o.boolean("allow_insecure_http", false);
-  cfg.timeout_ms = o.integer("timeout_ms", 60000, 1, 24 * 3600 * 1000LL);
-  cfg.max_retries = uint32_t(o.integer("max_retries", 3, 0, 100));
-  cfg.backoff_ms = o.integer("backoff_ms", 500, 0, 3600 * 1000LL);
-  cfg.backoff_max_ms = o.integer("backoff_max_ms", 20000, 0, 3600 * 1000LL);
+  HttpOptions http(o, kOpenAI);
+  auto wire = std::make_shared<OpenAIWire>();
   std::string structured = o.str("structured_output", "json_schema");
   if (structured != "json_schema" && structured != "json_object")
     invalid("openai provider: option \"structured_output\" must be \"json_schema\" (the default) or "
             "\"json_object\" (response_format {\"type\": \"json_object\", \"schema\": ...}), found \"" +
             structured + "\"");
-  cfg.json_object = structured == "json_object";
-  if (const Value* extra = o.raw("extra")) {
-    if (extra->kind() != Kind::Dict) invalid("openai provider: option \"extra\" must be an object");
-    for (const auto& [k, _] : extra->entries())
-      if (k == "model" || k == "messages" || k == "response_format" || k == "stream" || k == "stream_options")
-        invalid("openai provider: option \"extra\" may not set \"" + k + "\" (libaf sets it per request)");
-    cfg.extra = *extra;
-  }
+  wire->json_object = structured == "json_object";
+  wire->extra = read_extra(o, "openai", {"model", "messages", "response_format", "stream", "stream_options"});
   o.finish();
-  if (base.empty()) invalid("openai provider: option \"base_url\" is required (e.g. \"https://api.openai.com/v1\")");
-  if (base.rfind("http://", 0) != 0 && base.rfind("https://", 0) != 0)
-    invalid("openai provider: \"base_url\" must start with http:// or https://, found \"" + base + "\"");
-  while (!base.empty() && base.back() == '/') base.pop_back();
-  cfg.url = base + "/chat/completions";
-  cfg.url_shown = url_for_messages(cfg.url);
-  if (!key_env.empty()) {
-    const char* key = std::getenv(key_env.c_str());
-    if (!key || !*key)
-      invalid("openai provider: the environment variable " + key_env + " (option \"api_key_env\") is not set");
-    if (base.rfind("http://", 0) == 0 && !loopback_url(base) && !allow_http)
-      invalid("openai provider: refusing to send the API key (" + key_env + ") over plain http to " +
-              url_for_messages(base) + "; use https://, a loopback host, or set \"allow_insecure_http\": true");
-    cfg.key = key;
-    cfg.auth_header = std::string("Authorization: Bearer ") + key;
-  }
-  auto p = std::make_shared<OpenAI>(std::move(cfg), common.max_in_flight);
-  common.apply(*p);
-  return p;
+  http.finish();
+  return make_http_provider(http, std::move(wire));
 }
 
 }  // namespace af::lm

@@ -11,8 +11,11 @@ namespace af::lm {
 
 ProviderPtr make_echo(const Value& options);
 ProviderPtr make_openai(const Value& options);
+ProviderPtr make_anthropic(const Value& options);
+ProviderPtr make_ollama(const Value& options);
 ProviderPtr make_replay(const Value& options);
-// {"type": "echo" | "openai" | "replay", ...the options of that type}
+// {"type": "echo" | "openai" | "anthropic" | "ollama" | "replay", ...the
+// options of that type}
 ProviderPtr make_provider(const Value& spec);
 // A provider whose work is done by `submit` (the host): it receives each
 // started call and finishes it later from any thread. `on_free` runs once

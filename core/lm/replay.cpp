@@ -2,7 +2,7 @@
 // each request to an upstream provider and appends its answer. A line is
 // {"request": {"model", "messages", "schema", "params"?}, "content": str};
 // identical requests are answered in recorded order (the last answer
-// repeats). Recording forwards the upstream's stream.
+// repeats). Recording forwards the upstream's stream and usage counts.
 #include <cctype>
 #include <deque>
 #include <fstream>
@@ -112,6 +112,10 @@ class Replay final : public Provider {
             call->fail(Error(Code::IO, "replay provider: cannot record the answer"));
             return;
           }
+          // The upstream's usage is the recorded call's: its provider stats
+          // and the run summary count what the upstream server reported.
+          call->prompt_tokens = u.prompt_tokens;
+          call->completion_tokens = u.completion_tokens;
           call->complete(*content);
         },
         call->priority());
@@ -167,15 +171,17 @@ ProviderPtr make_replay(const Value& options) {
 ProviderPtr make_provider(const Value& spec) {
   if (spec.kind() != Kind::Dict) invalid(std::string("provider spec: expected an object with \"type\", found ") + kind_name(spec.kind()));
   const Value* t = spec.find("type");
-  if (!t || t->kind() != Kind::Str) invalid("provider spec: \"type\" (\"echo\", \"openai\" or \"replay\") is required");
+  if (!t || t->kind() != Kind::Str) invalid("provider spec: \"type\" (\"echo\", \"openai\", \"anthropic\", \"ollama\" or \"replay\") is required");
   std::vector<Entry> rest;
   for (const auto& [k, v] : spec.entries())
     if (k != "type") rest.emplace_back(k, v);
   Value opts = Value::dict(std::move(rest));
   if (t->as_str() == "echo") return make_echo(opts);
   if (t->as_str() == "openai") return make_openai(opts);
+  if (t->as_str() == "anthropic") return make_anthropic(opts);
+  if (t->as_str() == "ollama") return make_ollama(opts);
   if (t->as_str() == "replay") return make_replay(opts);
-  invalid("provider spec: unknown type \"" + t->as_str() + "\" (known: echo, openai, replay)");
+  invalid("provider spec: unknown type \"" + t->as_str() + "\" (known: echo, openai, anthropic, ollama, replay)");
 }
 
 }  // namespace af::lm

@@ -1,9 +1,25 @@
 #!/usr/bin/env python3
 """A local chat-completions server with fault injection, for libaf's tests.
 
-Speaks POST <base>/chat/completions like an OpenAI-compatible endpoint. The
-model name picks the behaviour (counters are kept per model + last message,
-so tests do not disturb each other):
+Speaks three wire formats, told apart by the path:
+  POST <base>/chat/completions  OpenAI-compatible chat completions
+  POST /v1/messages             Anthropic's Messages API
+  POST /api/chat                Ollama's native chat API
+The Anthropic and Ollama paths check what they receive as strictly as the
+real servers do, or more, so a client that sends the wrong format fails:
+Anthropic wants the anthropic-version header 2023-06-01, an x-api-key
+header and no Authorization header, "max_tokens", the system prompt in
+"system" (a "system" role among the messages is a 400) and no field the API
+does not know (a "seed", a "response_format": 400 "Extra inputs are not
+permitted"); Ollama wants "stream" set explicitly to true or false
+(Ollama streams unless told not to), sampling params inside "options" under
+Ollama's names (no "max_tokens", no top-level "temperature"), and "format"
+a JSON Schema object or "json". Their errors have those APIs' shapes
+({"type": "error", "error": {"type", "message"}} and {"error": "..."}).
+
+The model name picks the behaviour (counters are kept per model + last
+message, so tests do not disturb each other); every format serves these
+unless said otherwise:
 
   ok              200, content "<model>|<last message content>"
   429xN           N times 429 with Retry-After: 1, then ok
@@ -36,6 +52,11 @@ so tests do not disturb each other):
   schema-fix      schema-bad, then (once the request carries a correction
                   turn: an assistant message) the schema-ok reply
   schema-huge-bad schema-bad with a 1 MiB "answer" (non-ASCII characters)
+  529xN           N times 529 (Anthropic's "overloaded"), then ok
+  bad-request     400 with the format's error body, its message holding a
+                  terminal escape
+  error-200       200 whose body is the format's error object (Anthropic and
+                  Ollama)
   usage-huge      ok, with a usage block claiming 10^9 prompt tokens
   usage-max       ok, with a usage block claiming 2^63-1 prompt and
                   completion tokens
@@ -44,20 +65,38 @@ so tests do not disturb each other):
                   "temperature" is 0 or absent (whatever the messages say),
                   schema-ok once it is above 0
 
-A request with "stream": true gets its reply as server-sent events (the
-content in pieces of 4 characters, a finish_reason chunk, a usage chunk,
-then "data: [DONE]"), and these models misbehave mid-stream:
+The OpenAI-only models: chaos, refusal (Anthropic has its own: content []
+with stop_reason "refusal"), usage-huge, usage-max. Where a model shows
+what it received (show-format), Anthropic shows the "system" field and
+Ollama the "format" field; show-auth shows the x-api-key header for
+Anthropic, and echo-auth-error echoes it.
+
+An Anthropic reply has a thinking block and the text in two text blocks
+(the client must join the text blocks only); usage is input_tokens =
+len(model), output_tokens = len(reply). An Ollama reply has the counts in
+prompt_eval_count and eval_count.
+
+A request with "stream": true gets its reply in pieces of 4 characters:
+OpenAI as server-sent events (a finish_reason chunk, a usage chunk, then
+"data: [DONE]"); Anthropic as its events (message_start with the input
+tokens, a thinking block's delta, the text block's text_delta events, a
+ping, message_delta with the output tokens, message_stop); Ollama as
+newline-delimited JSON (Content-Type application/x-ndjson; the last line
+"done": true with the counts). These models misbehave mid-stream, in each
+format's own way:
 
   stream-cutxN    N times: two pieces, then the connection closes (no end)
   stream-garbage  one piece, then an event that is not JSON
-  stream-error    one piece, then {"error": {...}} as an event
+  stream-error    one piece, then an error ({"error": {...}} as an event;
+                  Anthropic's "error" event, overloaded_error; Ollama's
+                  {"error": "..."} line)
   stream-forever  a piece every 0.1 s for 30 s (never ends in a test)
   stream-html     200 with an HTML page (not an event stream)
 
 GET /stats?key=<model>|<content> returns {"attempts": N, "aborted": N,
 "times": [seconds since the server started, per attempt], "max_body": the
 largest request body received for <model>, in bytes}. GET /requests
-returns {"total": N}: every chat completion request received, of any model.
+returns {"total": N}: every chat request received, of any model and format.
 Prints "PORT <n>" on stdout once listening on 127.0.0.1 (port 0 = any free
 port). Bounded: exits after --lifetime seconds, when its parent process
 goes away, or on POST /shutdown.
@@ -110,7 +149,28 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass
 
+    ANTHROPIC_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
+                             429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}
+
+    def error_body(self, status, message):
+        """The format's error body for an HTTP error."""
+        if self.dialect == "anthropic":
+            kind = self.ANTHROPIC_ERROR_TYPES.get(status, "api_error")
+            return json.dumps({"type": "error", "error": {"type": kind, "message": message}})
+        if self.dialect == "ollama":
+            return json.dumps({"error": message})
+        return json.dumps({"error": {"message": message}})
+
+    def fail_with(self, status, message, headers=None):
+        self.send(status, self.error_body(status, message), headers)
+
     def reply(self, model, content):
+        if self.dialect == "anthropic":
+            self.anthropic_reply(model, content)
+            return
+        if self.dialect == "ollama":
+            self.ollama_reply(model, content)
+            return
         if self.streaming:
             self.stream_reply(model, content)
             return
@@ -134,9 +194,86 @@ class Handler(BaseHTTPRequestHandler):
         return {"prompt_tokens": len(model), "completion_tokens": len(content),
                 "total_tokens": len(model) + len(content)}
 
-    def start_stream(self):
+    def anthropic_usage(self, model, content):
+        return {"input_tokens": len(model), "output_tokens": len(content)}
+
+    def anthropic_reply(self, model, content):
+        if self.streaming:
+            self.anthropic_stream(model, content)
+            return
+        half = len(content) // 2
+        blocks = [{"type": "thinking", "thinking": "not the reply", "signature": "sig"}]
+        blocks += [{"type": "text", "text": t} for t in (content[:half], content[half:]) if t]
+        self.send(200, json.dumps({"id": "msg_test", "type": "message", "role": "assistant", "model": model,
+                                   "content": blocks, "stop_reason": "end_turn", "stop_sequence": None,
+                                   "usage": self.anthropic_usage(model, content)}))
+
+    def sse(self, kind, obj):
+        """One Anthropic event; False if the client went away."""
+        return self.write(("event: " + kind + "\ndata: " +
+                           (obj if isinstance(obj, str) else json.dumps(obj)) + "\n\n"))
+
+    def anthropic_start(self, model):
+        self.start_stream()
+        self.sse("message_start", {"type": "message_start", "message": {
+            "id": "msg_test", "type": "message", "role": "assistant", "model": model, "content": [],
+            "stop_reason": None, "usage": {"input_tokens": len(model), "output_tokens": 1}}})
+        self.sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                         "content_block": {"type": "thinking", "thinking": ""}})
+        self.sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                         "delta": {"type": "thinking_delta", "thinking": "not the reply"}})
+        self.sse("content_block_stop", {"type": "content_block_stop", "index": 0})
+        return self.sse("content_block_start", {"type": "content_block_start", "index": 1,
+                                                "content_block": {"type": "text", "text": ""}})
+
+    def anthropic_piece(self, piece):
+        return self.sse("content_block_delta", {"type": "content_block_delta", "index": 1,
+                                                "delta": {"type": "text_delta", "text": piece}})
+
+    def anthropic_stream(self, model, content):
+        self.anthropic_start(model)
+        for i in range(0, len(content), 4):
+            if not self.anthropic_piece(content[i:i + 4]):
+                return
+            if i == 4:
+                self.sse("ping", {"type": "ping"})
+        self.sse("content_block_stop", {"type": "content_block_stop", "index": 1})
+        self.sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn",
+                                                                      "stop_sequence": None},
+                                   "usage": {"output_tokens": len(content)}})
+        self.sse("message_stop", {"type": "message_stop"})
+
+    def ollama_line(self, model, piece, done=False, counts=None):
+        obj = {"model": model, "created_at": "2026-01-01T00:00:00Z",
+               "message": {"role": "assistant", "content": piece}, "done": done}
+        if done:
+            obj.update({"done_reason": "stop", "total_duration": 1000, "prompt_eval_count": counts[0],
+                        "eval_count": counts[1]})
+        return obj
+
+    def ollama_reply(self, model, content):
+        counts = (len(model), len(content))
+        if not self.streaming:
+            self.send(200, json.dumps(self.ollama_line(model, content, True, counts)))
+            return
+        self.start_stream("application/x-ndjson")
+        for i in range(0, len(content), 4):
+            if not self.write(json.dumps(self.ollama_line(model, content[i:i + 4])) + "\n"):
+                return
+        self.write(json.dumps(self.ollama_line(model, "", True, counts)) + "\n")
+
+    def write(self, text):
+        """Writes and flushes; False if the client went away."""
+        try:
+            self.wfile.write(text.encode("utf-8"))
+            self.wfile.flush()
+            return True
+        except (BrokenPipeError, ConnectionResetError):
+            return False
+
+    def start_stream(self, ctype="text/event-stream"):
         self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Type", ctype)
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
@@ -169,6 +306,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def stream_fault(self, model, n, key):
         """The mid-stream faults; False if the model is not one of them."""
+        if self.dialect == "anthropic":
+            return self.anthropic_stream_fault(model, n, key)
+        if self.dialect == "ollama":
+            return self.ollama_stream_fault(model, n, key)
         if model.startswith("stream-cutx") and n <= int(model[len("stream-cutx"):]):
             self.start_stream()
             self.event(self.chunk(model, "part"))
@@ -199,6 +340,139 @@ class Handler(BaseHTTPRequestHandler):
             return True
         return False
 
+    def anthropic_stream_fault(self, model, n, key):
+        if model.startswith("stream-cutx") and n <= int(model[len("stream-cutx"):]):
+            self.anthropic_start(model)
+            self.anthropic_piece("part")
+            self.anthropic_piece("ial ")
+            return True  # the connection closes: no message_stop
+        if model == "stream-garbage":
+            self.anthropic_start(model)
+            self.anthropic_piece("text")
+            self.sse("content_block_delta", "{this is not json")
+            return True
+        if model == "stream-error":
+            self.anthropic_start(model)
+            self.anthropic_piece("text")
+            self.sse("error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+            return True
+        if model == "stream-forever":
+            self.anthropic_start(model)
+            return self.forever(key, lambda: self.anthropic_piece("more "))
+        if model == "stream-html":
+            self.send(200, "<html><body>Gateway says hello</body></html>", ctype="text/html")
+            return True
+        return False
+
+    def ollama_stream_fault(self, model, n, key):
+        def line(piece):
+            return self.write(json.dumps(self.ollama_line(model, piece)) + "\n")
+        if model.startswith("stream-cutx") and n <= int(model[len("stream-cutx"):]):
+            self.start_stream("application/x-ndjson")
+            line("part")
+            line("ial ")
+            return True  # the connection closes: no "done": true line
+        if model == "stream-garbage":
+            self.start_stream("application/x-ndjson")
+            line("text")
+            self.write("{this is not json\n")
+            return True
+        if model == "stream-error":
+            self.start_stream("application/x-ndjson")
+            line("text")
+            self.write(json.dumps({"error": "the model crashed"}) + "\n")
+            return True
+        if model == "stream-forever":
+            self.start_stream("application/x-ndjson")
+            return self.forever(key, lambda: line("more "))
+        if model == "stream-html":
+            self.send(200, "<html><body>Gateway says hello</body></html>", ctype="text/html")
+            return True
+        return False
+
+    def forever(self, key, piece):
+        """A piece every 0.1 s for 30 s, or until the client goes away."""
+        end = time.time() + 30
+        while time.time() < end:
+            if not piece():
+                with LOCK:
+                    ABORTED[key] = ABORTED.get(key, 0) + 1
+                return True
+            time.sleep(0.1)
+        return True
+
+    def anthropic_request(self, req):
+        """Why req (and the headers) are not a Messages API request, or None."""
+        version = self.headers.get("anthropic-version")
+        if version != "2023-06-01":
+            return 400, "anthropic-version: expected 2023-06-01, found %r" % version
+        if not self.headers.get("x-api-key"):
+            return 401, "x-api-key header is required"
+        if self.headers.get("Authorization") is not None:
+            return 400, "the Authorization header is not the Messages API's (use x-api-key)"
+        if not isinstance(req, dict):
+            return 400, "the body is not an object"
+        known = {"model", "messages", "max_tokens", "system", "stream", "temperature", "top_p", "top_k",
+                 "stop_sequences", "metadata"}
+        for k in req:
+            if k not in known:
+                return 400, k + ": Extra inputs are not permitted"
+        if not isinstance(req.get("model"), str):
+            return 400, "model: Field required"
+        if not isinstance(req.get("max_tokens"), int) or req["max_tokens"] < 1:
+            return 400, "max_tokens: Field required (an integer >= 1)"
+        if "system" in req and not isinstance(req["system"], str):
+            return 400, "system: Input should be a string"
+        if "stream" in req and not isinstance(req["stream"], bool):
+            return 400, "stream: Input should be a boolean"
+        if "stop_sequences" in req and not (isinstance(req["stop_sequences"], list) and
+                                            all(isinstance(x, str) for x in req["stop_sequences"])):
+            return 400, "stop_sequences: Input should be a list of strings"
+        msgs = req.get("messages")
+        if not isinstance(msgs, list) or not msgs:
+            return 400, "messages: at least one message is required"
+        for i, m in enumerate(msgs):
+            if not isinstance(m, dict) or m.get("role") not in ("user", "assistant"):
+                return 400, "messages.%d.role: Unexpected role %r (the system prompt goes in \"system\")" % (
+                    i, m.get("role") if isinstance(m, dict) else m)
+            if not isinstance(m.get("content"), (str, list)):
+                return 400, "messages.%d.content: Field required" % i
+        return None
+
+    def ollama_request(self, req):
+        """Why req is not an /api/chat request (as libaf must send it), or None."""
+        if not isinstance(req, dict):
+            return 400, "the body is not an object"
+        known = {"model", "messages", "stream", "format", "options", "keep_alive", "tools", "think"}
+        for k in req:
+            if k not in known:
+                return 400, "unknown field %r (sampling params go in \"options\")" % k
+        if not isinstance(req.get("model"), str):
+            return 400, "model is required"
+        if not isinstance(req.get("stream"), bool):
+            return 400, "\"stream\" must be set to true or false (Ollama streams unless told not to)"
+        if "format" in req and not (req["format"] == "json" or
+                                    (isinstance(req["format"], dict) and "type" in req["format"])):
+            return 400, "format must be \"json\" or a JSON Schema object"
+        opts = req.get("options", {})
+        if not isinstance(opts, dict):
+            return 400, "options must be an object"
+        known_opts = {"num_predict", "temperature", "top_p", "top_k", "min_p", "seed", "stop", "num_ctx",
+                      "repeat_penalty", "repeat_last_n", "presence_penalty", "frequency_penalty"}
+        for k in opts:
+            if k not in known_opts:
+                return 400, "options: unknown option %r" % k
+        if "stop" in opts and not isinstance(opts["stop"], list):
+            return 400, "options.stop must be a list"
+        msgs = req.get("messages")
+        if not isinstance(msgs, list) or not msgs:
+            return 400, "messages are required"
+        for i, m in enumerate(msgs):
+            if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant", "tool") or \
+                    not isinstance(m.get("content"), str):
+                return 400, "messages[%d] is not a {role, content} message" % i
+        return None
+
     def do_GET(self):
         url = urlparse(self.path)
         if url.path == "/requests":
@@ -213,7 +487,8 @@ class Handler(BaseHTTPRequestHandler):
                        "times": TIMES.get(key, []), "max_body": MAX_BODY.get(key.split("|")[0], 0)}
             self.send(200, json.dumps(out))
             return
-        self.send(404, json.dumps({"error": {"message": "not found"}}))
+        self.dialect = "openai"
+        self.fail_with(404, "not found")
 
     def sleep_or_abort(self, seconds, key):
         """Sleeps; returns False if the client went away meanwhile."""
@@ -237,9 +512,9 @@ class Handler(BaseHTTPRequestHandler):
         fault = rng.choices(["ok", "429", "500", "reset", "slow", "garbage", "cut", "hang", "usage"],
                             [40, 10, 10, 10, 10, 10, 10, 10, 5])[0]
         if fault == "429":
-            self.send(429, json.dumps({"error": {"message": "rate limited"}}), {"Retry-After": "1"})
+            self.fail_with(429, "rate limited", {"Retry-After": "1"})
         elif fault == "500":
-            self.send(500, json.dumps({"error": {"message": "internal failure"}}))
+            self.fail_with(500, "internal failure")
         elif fault == "reset":
             # RST instead of a reply: linger 0, then close.
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -272,6 +547,11 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.reply(model, model + "|" + last)
 
+    def key_header(self):
+        """The header the format carries its key in ("" if none)."""
+        name = "x-api-key" if self.dialect == "anthropic" else "Authorization"
+        return self.headers.get(name, "")
+
     def do_POST(self):
         if self.path == "/shutdown":
             self.send(200, "{}")
@@ -279,22 +559,39 @@ class Handler(BaseHTTPRequestHandler):
             return
         length = int(self.headers.get("Content-Length", "0"))
         raw = self.rfile.read(length).decode("utf-8")
-        if not self.path.endswith("/chat/completions"):
-            self.send(404, json.dumps({"error": {"message": "no such path " + self.path}}))
+        if self.path.endswith("/chat/completions"):
+            self.dialect = "openai"
+        elif self.path == "/v1/messages":
+            self.dialect = "anthropic"
+        elif self.path == "/api/chat":
+            self.dialect = "ollama"
+        else:
+            self.dialect = "openai"
+            self.fail_with(404, "no such path " + self.path)
             return
         try:
             req = json.loads(raw)
+            wrong = None
+            if self.dialect == "anthropic":
+                wrong = self.anthropic_request(req)
+            elif self.dialect == "ollama":
+                wrong = self.ollama_request(req)
+            if wrong:
+                self.fail_with(*wrong)
+                return
             model = req["model"]
             last = req["messages"][-1]["content"]
+            if isinstance(last, list):  # Anthropic content blocks
+                last = "".join(b.get("text", "") for b in last if isinstance(b, dict))
         except (ValueError, KeyError, IndexError, TypeError):
-            self.send(400, json.dumps({"error": {"message": "bad request body"}}))
+            self.fail_with(400, "bad request body")
             return
         key = model + "|" + last
         with LOCK:
             MAX_BODY[model] = max(MAX_BODY.get(model, 0), length)
         n = count(key)
         self.streaming = req.get("stream") is True
-        if model == "chaos":
+        if model == "chaos" and self.dialect == "openai":
             self.chaos(model, last, key, n)
             return
         if self.streaming and self.stream_fault(model, n, key):
@@ -305,27 +602,36 @@ class Handler(BaseHTTPRequestHandler):
             return
         if model.startswith("429x"):
             if n <= int(model[4:]):
-                self.send(429, json.dumps({"error": {"message": "rate limited"}}), {"Retry-After": "1"})
+                self.fail_with(429, "rate limited", {"Retry-After": "1"})
                 return
+        elif model.startswith("529x"):
+            if n <= int(model[4:]):
+                self.fail_with(529, "Overloaded")
+                return
+        elif model == "bad-request":
+            self.fail_with(400, "\x1b[31mbad request\x1b[0m: the prompt is too long")
+            return
+        elif model == "error-200" and self.dialect != "openai":
+            self.send(200, self.error_body(500, "model 'error-200' is not loaded"))
+            return
         elif model.startswith("retry-after:"):
             if n == 1:
-                self.send(429, json.dumps({"error": {"message": "rate limited"}}),
-                          {"Retry-After": model[len("retry-after:"):]})
+                self.fail_with(429, "rate limited", {"Retry-After": model[len("retry-after:"):]})
                 return
         elif model == "huge-body":
             self.send(200, b"x" * (65 << 20))
             return
         elif model == "echo-auth-error":
-            body = ("\x1b[2J\x1b[31mbad key: " + self.headers.get("Authorization", "") +
+            body = ("\x1b[2J\x1b[31mbad key: " + self.key_header() +
                     "\r\n\x07\u009b31m (8-bit CSI)\x1b[0m")
             self.send(400, body, ctype="text/plain")
             return
         elif model.startswith("500x"):
             if n <= int(model[4:]):
-                self.send(500, json.dumps({"error": {"message": "internal failure"}}))
+                self.fail_with(500, "internal failure")
                 return
         elif model == "500always":
-            self.send(500, json.dumps({"error": {"message": "always failing"}}))
+            self.fail_with(500, "always failing")
             return
         elif model == "slow":
             if not self.sleep_or_abort(3, key):
@@ -337,7 +643,17 @@ class Handler(BaseHTTPRequestHandler):
             self.send(200, "{this is not json")
             return
         elif model == "nocontent":
-            self.send(200, json.dumps({"choices": []}))
+            if self.dialect == "anthropic":
+                self.send(200, json.dumps({"id": "msg_test", "type": "message", "role": "assistant",
+                                           "stop_reason": "end_turn"}))
+            elif self.dialect == "ollama":
+                self.send(200, json.dumps({"model": model, "done": True}))
+            else:
+                self.send(200, json.dumps({"choices": []}))
+            return
+        elif model == "refusal" and self.dialect == "anthropic":
+            self.send(200, json.dumps({"id": "msg_test", "type": "message", "role": "assistant", "content": [],
+                                       "stop_reason": "refusal", "usage": {"input_tokens": 1, "output_tokens": 0}}))
             return
         elif model == "refusal":
             self.send(200, json.dumps({"choices": [{"message": {"role": "assistant", "content": None,
@@ -357,7 +673,8 @@ class Handler(BaseHTTPRequestHandler):
             self.reply(model, json.dumps({"answer": "\u00e9" * (1 << 19), "score": 99}, ensure_ascii=False))
             return
         elif model == "schema-greedy":
-            sampled = (req.get("temperature") or 0) > 0
+            params = req.get("options", {}) if self.dialect == "ollama" else req
+            sampled = (params.get("temperature") or 0) > 0
             self.reply(model, json.dumps({"answer": "fine", "score": 7} if sampled else {"answer": "x", "score": 99}))
             return
         elif model == "html":
@@ -367,14 +684,19 @@ class Handler(BaseHTTPRequestHandler):
             self.reply(model, raw)
             return
         elif model == "show-format":
-            fmt = json.dumps(req.get("response_format"))
+            if self.dialect == "anthropic":
+                fmt = req.get("system", "")
+            elif self.dialect == "ollama":
+                fmt = json.dumps(req.get("format"))
+            else:
+                fmt = json.dumps(req.get("response_format"))
             self.reply(model, json.dumps({"answer": fmt, "score": 1}))
             return
         elif model == "show-messages":
             self.reply(model, json.dumps({"answer": json.dumps(req["messages"]), "score": 1}))
             return
         elif model == "show-auth":
-            self.reply(model, self.headers.get("Authorization", ""))
+            self.reply(model, self.key_header())
             return
         self.reply(model, model + "|" + last)
 

@@ -1,0 +1,128 @@
+// The HTTP providers (openai, anthropic, ollama): one engine, many wire
+// formats. The engine (http_engine.cpp) owns what every HTTP provider does
+// alike: libcurl's multi interface on one thread per provider, retries with
+// backoff, jitter and Retry-After, per-attempt timeouts, cancellation, the
+// reply cap, streamed replies, the API key (read once, only ever in its
+// header, refused over plain http except to loopback) and the redaction of
+// every message. A provider supplies only its Wire: the request body, and
+// how a whole reply or a stream of one is read.
+#pragma once
+
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lm/provider.h"
+#include "lm/stream_parser.h"
+
+namespace af::lm {
+
+class Options;
+
+class Wire {
+ public:
+  virtual ~Wire() = default;
+  // The request body for r (JSON).
+  virtual std::string body(const Request& r) const = 0;
+  // A whole 2xx reply: true with its text (and the usage counts set on
+  // call), or false with why it is unusable. Server text in `why` goes
+  // through safe_excerpt(..., secret) (the engine also redacts the whole
+  // message, but a key cut by an excerpt's end is only caught here).
+  virtual bool reply(std::string_view body, Call& call, std::string& text, std::string& why,
+                     std::string_view secret) const = 0;
+  // The Content-Type of a streamed reply ("text/event-stream"): a 200 reply
+  // to a streamed request of another type is read whole, as a JSON reply.
+  virtual std::string_view stream_type() const noexcept = 0;
+  virtual std::unique_ptr<StreamParser> stream(std::function<void(std::string_view)> on_text,
+                                               size_t max_bytes) const = 0;
+};
+
+// What a provider type's options default to.
+struct HttpDefaults {
+  const char* type;          // "openai": options and messages name it
+  const char* base_url;      // nullptr: the option is required
+  const char* base_example;  // for the message when it is missing
+  const char* path;          // appended to base_url: "/chat/completions"
+  // The key: nullptr when the type takes none (no "api_key_env" or
+  // "allow_insecure_http" options), else the header line before the key
+  // ("Authorization: Bearer ").
+  const char* key_header;
+  const char* key_env;  // the default of "api_key_env" ("" = no key)
+  uint32_t max_in_flight;
+};
+
+struct HttpConfig {
+  std::string type;
+  std::string name;
+  std::string url;        // base_url + path
+  std::string url_shown;  // url without user:password@, for messages
+  std::vector<std::string> headers;  // besides Content-Type: the key's, the format's own
+  std::string key;                   // the raw key, redacted from every message
+  int64_t timeout_ms = 60000;
+  uint32_t max_retries = 3;
+  int64_t backoff_ms = 500;
+  int64_t backoff_max_ms = 20000;
+};
+
+// The options every HTTP provider reads: "name", the common options
+// (Provider::configure's), "base_url", "timeout_ms", "max_retries",
+// "backoff_ms", "backoff_max_ms" and, for a type with a key, "api_key_env"
+// and "allow_insecure_http". read() takes them from o before the type's own
+// options; finish(), after o.finish(), checks base_url and reads the key.
+class HttpOptions {
+ public:
+  HttpOptions(Options& o, const HttpDefaults& d);
+  void finish();
+  HttpConfig cfg;
+  CommonOptions common;
+
+ private:
+  HttpDefaults d_;
+  std::string base_;
+  std::string key_env_;
+  bool allow_http_ = false;
+};
+
+// Option "extra": an object (or null) of request defaults; keys libaf sets
+// per request (`reserved`) are refused.
+Value read_extra(Options& o, const char* type, std::initializer_list<const char*> reserved);
+
+// Request fields built from a provider's defaults and a call's params: a
+// later field of the same name replaces an earlier one (a call's
+// "max_tokens" mapped to Ollama's "num_predict" wins over a default
+// "num_predict"). Appended as ,"name":value... by append_to.
+class Fields {
+ public:
+  void set(std::string name, Value v);
+  bool has(std::string_view name) const;
+  void append_to(std::string& json) const;
+
+ private:
+  std::vector<std::pair<std::string, Value>> fields_;
+};
+
+// A "stop" param as a list of strings (Anthropic's stop_sequences and
+// Ollama's stop take only lists; libaf's params allow one string).
+Value stop_list(const Value& stop);
+
+// A schema call's instruction for servers told of the schema only in
+// words (or whose grammars ignore parts of it): the JSON Schema with small
+// int ranges as enums.
+std::string schema_instruction(const Schema& schema);
+
+// "the response is not valid JSON (<why>): <excerpt>", the why worded as
+// everywhere else (from_json), for a reply body simdjson refused.
+std::string not_json_message(std::string_view body, std::string_view secret);
+
+// The provider: made from the options read, sending every request in wire's format.
+ProviderPtr make_http_provider(HttpOptions& opts, std::shared_ptr<const Wire> wire);
+
+// Exposed for tests.
+int64_t retry_after_ms(const std::string& v, int64_t cap_ms);
+bool loopback_url(std::string_view url);
+std::string url_for_messages(const std::string& url);
+
+}  // namespace af::lm

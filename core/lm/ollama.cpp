@@ -1,0 +1,127 @@
+// ollama: Ollama's native chat API (POST base_url + "/api/chat", default
+// http://127.0.0.1:11434, no key). The engine — retries, timeouts, streams
+// — is lm/http_engine.cpp's; this file is the wire format.
+//
+// Ollama streams unless told not to, so every request says "stream": true
+// or false; a streamed reply is newline-delimited JSON
+// (lm/ollama_stream.h). Sampling params go in "options" under Ollama's
+// names (max_tokens is num_predict), over the provider's "extra" model
+// options. A schema call sends the JSON Schema as "format" (Ollama turns it
+// into a grammar, which ignores numeric bounds: small int ranges also go as
+// enums) and, since the grammar tells the model nothing of field meanings,
+// as a system instruction too, joined to the conversation's own system
+// message when it starts with one.
+#include <simdjson.h>
+
+#include "lm/excerpt.h"
+#include "lm/http_engine.h"
+#include "lm/ollama_stream.h"
+#include "lm/options.h"
+#include "lm/providers.h"
+#include "lm/schema.h"
+
+namespace af::lm {
+
+namespace {
+
+class OllamaWire final : public Wire {
+ public:
+  Value extra;  // dict or null: model options, under the call's params
+
+  std::string body(const Request& r) const override {
+    std::string s = "{\"model\":";
+    append_json_string(s, r.model.as_str());
+    s += ",\"messages\":[";
+    auto message = [&s](const std::string& role, const std::string& content) {
+      if (s.back() != '[') s += ',';
+      s += "{\"role\":";
+      append_json_string(s, role);
+      s += ",\"content\":";
+      append_json_string(s, content);
+      s += '}';
+    };
+    size_t first = 0;
+    if (r.schema) {
+      std::string instruction = schema_instruction(*r.schema);
+      if (!r.messages.empty() && r.messages[0].role == "system") {
+        message("system", r.messages[0].content.as_str() + "\n\n" + instruction);
+        first = 1;
+      } else {
+        message("system", instruction);
+      }
+    }
+    for (size_t i = first; i < r.messages.size(); ++i)
+      message(r.messages[i].role, r.messages[i].content.as_str());
+    s += ']';
+    s += r.stream ? ",\"stream\":true" : ",\"stream\":false";
+    if (r.schema) s += ",\"format\":" + r.schema->grammar_json_schema();
+    Fields options;
+    const Value sampling = sampling_for(extra, r);
+    if (sampling.kind() == Kind::Dict)
+      for (const auto& [k, v] : sampling.entries()) {
+        if (k == "max_tokens") options.set("num_predict", v);
+        else if (k == "stop") options.set("stop", stop_list(v));
+        else options.set(k, v);
+      }
+    std::string opts;
+    options.append_to(opts);
+    if (!opts.empty()) {
+      opts[0] = '{';  // append_to wrote ",name:value,...": an object's members
+      s += ",\"options\":" + opts + "}";
+    }
+    s += '}';
+    return s;
+  }
+
+  bool reply(std::string_view body, Call& call, std::string& text, std::string& why,
+             std::string_view secret) const override {
+    thread_local simdjson::dom::parser parser;  // the curl thread's
+    simdjson::dom::element root;
+    if (parser.parse(body.data(), body.size()).get(root) != simdjson::SUCCESS) {
+      why = not_json_message(body, secret);
+      return false;
+    }
+    if (simdjson::dom::element err; root["error"].get(err) == simdjson::SUCCESS) {
+      why = "the server reported an error: " + safe_excerpt(body, secret);
+      return false;
+    }
+    std::string_view content;
+    if (root["message"]["content"].get(content) != simdjson::SUCCESS) {
+      why = "the response has no message.content: " + safe_excerpt(body, secret);
+      return false;
+    }
+    text = std::string(content);
+    auto count = [&](const char* k) -> uint64_t {
+      int64_t n = 0;
+      return root[k].get(n) == simdjson::SUCCESS ? Call::reply_tokens(n) : 0;
+    };
+    call.prompt_tokens = count("prompt_eval_count");
+    call.completion_tokens = count("eval_count");
+    return true;
+  }
+
+  std::string_view stream_type() const noexcept override { return "application/x-ndjson"; }
+  std::unique_ptr<StreamParser> stream(std::function<void(std::string_view)> on_text,
+                                       size_t max_bytes) const override {
+    return std::make_unique<OllamaStream>(std::move(on_text), max_bytes);
+  }
+};
+
+// A local server runs a few requests at once (OLLAMA_NUM_PARALLEL) and
+// queues the rest: more in flight only waits there, on the timeout's clock.
+constexpr HttpDefaults kOllama{"ollama", "http://127.0.0.1:11434", "http://127.0.0.1:11434", "/api/chat",
+                               nullptr, nullptr, 4};
+
+}  // namespace
+
+ProviderPtr make_ollama(const Value& options) {
+  Options o(options, "ollama provider");
+  HttpOptions http(o, kOllama);
+  auto wire = std::make_shared<OllamaWire>();
+  wire->extra = read_extra(o, "ollama", {});
+  o.finish();
+  http.finish();
+  return make_http_provider(http, std::move(wire));
+}
+
+}  // namespace af::lm

@@ -1,0 +1,28 @@
+// OllamaStream: a streamed /api/chat reply — newline-delimited JSON, one
+// object per line — read as its bytes arrive. Each line's
+// message.content is a piece of the text; the line with "done": true ends
+// the reply and carries the counts (prompt_eval_count, eval_count). A line
+// with "error" (the server failed mid-reply) is an error, and so is a line
+// that is not a JSON object.
+#pragma once
+
+#include "lm/stream_parser.h"
+
+namespace af::lm {
+
+class OllamaStream final : public StreamParser {
+ public:
+  using StreamParser::StreamParser;
+  bool ended() const noexcept override { return done_; }
+  const char* end_marker() const noexcept override { return "line with \"done\": true"; }
+
+ protected:
+  bool line(std::string_view l) override;
+  bool closed() const noexcept override { return done_; }
+  const char* line_name() const noexcept override { return "a line"; }
+
+ private:
+  bool done_ = false;
+};
+
+}  // namespace af::lm
