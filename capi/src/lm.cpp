@@ -73,6 +73,10 @@ af_error_t* af_lm_schema_call(af_context_t* ctx, const af_value_t* messages, con
   return af_lm_schema_call_ex(ctx, messages, model, schema, nullptr, out);
 }
 
+af_error_t* af_provider_new(const char* spec_json, size_t len, af_provider_t** out) {
+  return new_provider("af_provider_new", spec_json, len, out, lm::make_provider);
+}
+
 af_error_t* af_provider_echo_new(const char* options_json, size_t len, af_provider_t** out) {
   return new_provider("af_provider_echo_new", options_json, len, out, lm::make_echo);
 }

@@ -54,7 +54,7 @@ void _PG_init(void) {
    * a route names an endpoint and the environment variable holding its key,
    * so an ordinary user must not be able to point them elsewhere. */
   DefineCustomStringVariable("af.routes", "libaf provider routes: a JSON object model pattern -> {type, options}.",
-                             "Types: echo, openai, replay; options as af run --provider-options.", &routes_guc,
+                             "Types: echo, openai, anthropic, ollama, replay; options as af run --provider-options.", &routes_guc,
                              "", PGC_SUSET, 0, NULL, NULL, NULL);
   MarkGUCPrefixReserved("af");
 }

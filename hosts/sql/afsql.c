@@ -117,32 +117,60 @@ static char* cstr(const char* p, size_t len) {
   return c;
 }
 
+/* The provider spec af_provider_new takes: the options object (empty for
+ * none) with "type" added first. */
+static af_error_t* provider_spec(af_context_t* ctx, const char* type, size_t type_len, const char* options,
+                                 size_t options_len, af_bytes_t* out) {
+  af_value_t *opts = NULL, *spec = NULL;
+  const char** keys = NULL;
+  size_t* lens = NULL;
+  const af_value_t** values = NULL;
+  size_t n = 0, i;
+  af_error_t* err = af_value_from_json(ctx, options_len ? options : "{}", options_len ? options_len : 2, &opts);
+  if (!err && af_value_kind(opts) != AF_KIND_DICT)
+    err = error(AF_ERR_INVALID_ARGUMENT, "the provider options must be a JSON object");
+  if (!err) err = af_value_len(opts, &n);
+  if (!err) {
+    keys = calloc(n + 1, sizeof *keys);
+    lens = calloc(n + 1, sizeof *lens);
+    values = calloc(n + 1, sizeof *values);
+    if (!keys || !lens || !values) err = oom();
+  }
+  if (!err) {
+    keys[0] = "type";
+    lens[0] = 4;
+    err = af_value_str(ctx, type, type_len, (af_value_t**)&values[0]);
+  }
+  for (i = 0; !err && i < n; i++) {
+    err = af_value_key_at(opts, i, &keys[i + 1], &lens[i + 1]);
+    if (!err) err = af_value_index(opts, i, (af_value_t**)&values[i + 1]);
+  }
+  if (!err) err = af_value_dict(ctx, keys, lens, values, n + 1, &spec);
+  if (!err) err = af_value_to_json(spec, out);
+  for (i = 0; values && i <= n; i++) af_value_free((af_value_t*)values[i]);
+  free(keys);
+  free(lens);
+  free(values);
+  af_value_free(spec);
+  af_value_free(opts);
+  return err;
+}
+
 af_error_t* afsql_route(afsql_session* s, const char* pattern, size_t pattern_len, const char* type,
                         size_t type_len, const char* options, size_t options_len) {
   af_provider_t* p = NULL;
-  af_error_t* err;
-  if (!options || options_len == 0) {
-    options = NULL;
-    options_len = 0;
-  }
-  if (type_len == 4 && memcmp(type, "echo", 4) == 0) {
-    err = af_provider_echo_new(options, options_len, &p);
-  } else if (type_len == 6 && memcmp(type, "openai", 6) == 0) {
-    err = af_provider_openai_new(options, options_len, &p);
-  } else if (type_len == 6 && memcmp(type, "replay", 6) == 0) {
-    err = af_provider_replay_new(options, options_len, &p);
-  } else {
-    return error(AF_ERR_INVALID_ARGUMENT, "the provider type must be echo, openai or replay, not \"%.*s\"",
-                 (int)(type_len > 64 ? 64 : type_len), type);
-  }
+  af_bytes_t spec = {0};
+  af_error_t* err = provider_spec(s->ctx, type, type_len, options, options ? options_len : 0, &spec);
+  if (!err) err = af_provider_new((const char*)spec.data, spec.len, &p);
   if (!err) err = af_context_route(s->ctx, pattern, pattern_len, p);
   af_provider_free(p); /* the route holds its own reference */
+  af_bytes_free(&spec);
   return err;
 }
 
 af_error_t* afsql_route_all(afsql_session* s, const char* json, size_t len) {
   static const char usage[] =
-      "routes must be a JSON object {\"model pattern\": {\"type\": \"echo\"|\"openai\"|\"replay\", "
+      "routes must be a JSON object {\"model pattern\": {\"type\": \"echo\"|\"openai\"|\"anthropic\"|\"ollama\"|\"replay\", "
       "\"options\": {...}}}";
   af_value_t* doc = NULL;
   size_t n = 0, i;

@@ -160,7 +160,7 @@ static void route_fn(sqlite3_context* cx, int argc, sqlite3_value** argv) {
   size_t plen, tlen, olen;
   afsql_session* s = NULL;
   af_error_t* err = text_arg(argv[0], "af_route: the model pattern", 0, &pattern, &plen);
-  if (!err) err = text_arg(argv[1], "af_route: the provider type (echo, openai or replay)", 0, &type, &tlen);
+  if (!err) err = text_arg(argv[1], "af_route: the provider type (echo, openai, anthropic, ollama or replay)", 0, &type, &tlen);
   if (!err) err = text_arg(argv[2], "af_route: the options (a JSON object, or NULL)", 1, &options, &olen);
   if (!err) err = session_of(cx, &s);
   if (!err) err = afsql_route(s, pattern, plen, type, tlen, options, olen);

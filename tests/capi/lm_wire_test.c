@@ -8,14 +8,9 @@
  * sampling params under each API's names, schema calls, streamed calls
  * (the pieces make up the result), retries after 429/529/5xx, timeouts,
  * bad bodies and error bodies (PROVIDER, quoted safely), usage in the
- * provider stats and the run summary, and a fallback to another provider.
- *
- * The C API has no constructor for these types yet (af_provider_openai_new
- * has no sibling): a provider spec by type name reaches make_provider only
- * as a replay provider's upstream in record mode, which forwards each
- * request, its stream, its usage and its error as they are. So each
- * provider here is {"type":"replay","mode":"record","upstream":{"type":
- * "anthropic"|"ollama", ...}} writing to an unlinked temporary file. */
+ * provider stats and the run summary (also through a replay provider
+ * recording it), and a fallback to another provider. Providers are made
+ * from a spec by type name (af_provider_new). */
 #include "check.h"
 #include "lm_helpers.h"
 
@@ -44,13 +39,32 @@ static const struct wire kWires[] = {
 static const char* kSchema =
     "{\"answer\":{\"type\":\"str\"},\"score\":{\"type\":\"int\",\"min\":1,\"max\":10}}";
 
-/* A provider of type w->type for the server (400 ms per attempt, 2 retries
- * 10 ms apart or `retries`; Retry-After clamped to 50 ms), plus upstream options `up`
- * and replay options `outer` (JSON members, or NULL), named after the type. */
-static af_provider_t* wire_for(const struct server* s, const struct wire* w, int retries, const char* up,
-                               const char* outer) {
+/* The spec of a provider of type w->type for the server (400 ms per
+ * attempt, 2 retries 10 ms apart or `retries`; Retry-After clamped to 50
+ * ms), plus options `up` (JSON members, or NULL), named after the type. */
+static void spec_for(char* spec, size_t size, const struct server* s, const struct wire* w, int retries,
+                     const char* up) {
+  snprintf(spec, size,
+           "{\"type\":\"%s\",\"name\":\"%s\",\"base_url\":\"http://127.0.0.1:%d\",\"timeout_ms\":400,"
+           "\"max_retries\":%d,\"backoff_ms\":10,\"backoff_max_ms\":50%s%s%s}",
+           w->type, w->type, s->port, retries, w->options, up ? "," : "", up ? up : "");
+}
+
+/* The provider of spec_for, made by af_provider_new. */
+static af_provider_t* wire_for(const struct server* s, const struct wire* w, int retries, const char* up) {
+  char spec[1024];
+  af_provider_t* p = NULL;
+  spec_for(spec, sizeof spec, s, w, retries, up);
+  CHECK_OK(af_provider_new(spec, strlen(spec), &p));
+  return p;
+}
+
+/* The same provider as a replay provider's upstream in record mode (which
+ * forwards each request, its stream, usage and error as they are), writing
+ * to an unlinked temporary file. */
+static af_provider_t* recorded_wire_for(const struct server* s, const struct wire* w) {
   char path[] = "/tmp/af_wire_test_XXXXXX";
-  char opts[1024];
+  char spec[1024], opts[1400];
   af_provider_t* p = NULL;
   int fd = mkstemp(path);
   if (fd < 0) {
@@ -58,12 +72,9 @@ static af_provider_t* wire_for(const struct server* s, const struct wire* w, int
     return NULL;
   }
   close(fd);
-  snprintf(opts, sizeof opts,
-           "{\"path\":\"%s\",\"mode\":\"record\",\"name\":\"%s\"%s%s,\"upstream\":{\"type\":\"%s\","
-           "\"base_url\":\"http://127.0.0.1:%d\",\"timeout_ms\":400,\"max_retries\":%d,\"backoff_ms\":10,"
-           "\"backoff_max_ms\":50%s%s%s}}",
-           path, w->type, outer ? "," : "", outer ? outer : "", w->type, s->port, retries, w->options, up ? "," : "",
-           up ? up : "");
+  spec_for(spec, sizeof spec, s, w, 2, NULL);
+  snprintf(opts, sizeof opts, "{\"path\":\"%s\",\"mode\":\"record\",\"name\":\"%s\",\"upstream\":%s}", path,
+           w->type, spec);
   CHECK_OK(af_provider_replay_new(opts, strlen(opts), &p));
   unlink(path); /* the recording is written to the open file, then gone */
   return p;
@@ -111,7 +122,7 @@ static void plain_calls_and_the_system_prompt(void) {
   size_t i;
   for (i = 0; i < NWIRES; i++) {
     const struct wire* w = &kWires[i];
-    af_provider_t* p = wire_for(&s, w, 2, NULL, NULL);
+    af_provider_t* p = wire_for(&s, w, 2, NULL);
     af_value_t* out = NULL;
     char buf[4096];
     const char* got;
@@ -164,8 +175,7 @@ static void sampling_params_use_each_apis_names(void) {
   for (i = 0; i < NWIRES; i++) {
     const struct wire* w = &kWires[i];
     af_provider_t* p = wire_for(&s, w, 2, i == 0 ? "\"extra\":{\"top_k\":5,\"temperature\":1}"
-                                              : "\"extra\":{\"num_ctx\":2048,\"num_predict\":99}",
-                                NULL);
+                                              : "\"extra\":{\"num_ctx\":2048,\"num_predict\":99}");
     af_value_t* out = NULL;
     char buf[4096];
     if (!p) continue;
@@ -195,7 +205,7 @@ static void sampling_params_use_each_apis_names(void) {
   /* Anthropic's max_tokens option and anthropic_version (which the server
    * checks: another version is a 400 quoted in the error). */
   {
-    af_provider_t* p = wire_for(&s, &kWires[0], 2, "\"max_tokens\":33", NULL);
+    af_provider_t* p = wire_for(&s, &kWires[0], 2, "\"max_tokens\":33");
     af_value_t* out = NULL;
     char buf[4096];
     const char* got;
@@ -205,7 +215,7 @@ static void sampling_params_use_each_apis_names(void) {
       CHECK_CONTAINS(got, "\"max_tokens\":33,");
       af_provider_free(p);
     }
-    p = wire_for(&s, &kWires[0], 2, "\"anthropic_version\":\"2023-01-01\"", NULL);
+    p = wire_for(&s, &kWires[0], 2, "\"anthropic_version\":\"2023-01-01\"");
     if (p) {
       route("*", p);
       CHECK_ERR(call_model("ok", "v", &out), AF_ERR_PROVIDER, "HTTP 400",
@@ -221,7 +231,7 @@ static void schema_calls(void) {
   size_t i;
   for (i = 0; i < NWIRES; i++) {
     const struct wire* w = &kWires[i];
-    af_provider_t* p = wire_for(&s, w, 2, NULL, "\"schema_retries\":1");
+    af_provider_t* p = wire_for(&s, w, 2, "\"schema_retries\":1");
     af_value_t *msgs = user_msg("rate"), *schema = mk_json(kSchema), *model = NULL, *out = NULL;
     char buf[4096];
     if (!p) goto next;
@@ -368,7 +378,7 @@ static void streamed_calls(void) {
   if (!ir || !CHECK_OK(af_compile(ctx, ir, &prog))) goto done;
   for (i = 0; i < NWIRES; i++) {
     const struct wire* w = &kWires[i];
-    af_provider_t* p = wire_for(&s, w, 2, NULL, NULL);
+    af_provider_t* p = wire_for(&s, w, 2, NULL);
     af_value_t* out = NULL;
     af_bytes_t summary = {NULL, 0};
     if (!p) continue;
@@ -429,7 +439,7 @@ static void retries_after_429_529_and_5xx(void) {
   size_t i;
   for (i = 0; i < NWIRES; i++) {
     const struct wire* w = &kWires[i];
-    af_provider_t* p = wire_for(&s, w, 2, NULL, NULL);
+    af_provider_t* p = wire_for(&s, w, 2, NULL);
     af_value_t* out = NULL;
     char buf[256];
     const char* got;
@@ -466,7 +476,7 @@ static void timeouts(void) {
   size_t i;
   for (i = 0; i < NWIRES; i++) {
     const struct wire* w = &kWires[i];
-    af_provider_t* p = wire_for(&s, w, 1, NULL, NULL);
+    af_provider_t* p = wire_for(&s, w, 1, NULL);
     af_value_t* out = NULL;
     double t0 = now_ms();
     if (!p) continue;
@@ -487,7 +497,7 @@ static void bad_and_error_bodies(void) {
   size_t i;
   for (i = 0; i < NWIRES; i++) {
     const struct wire* w = &kWires[i];
-    af_provider_t* p = wire_for(&s, w, 2, NULL, NULL);
+    af_provider_t* p = wire_for(&s, w, 2, NULL);
     af_value_t* out = NULL;
     af_error_t* e;
     char* m;
@@ -525,23 +535,24 @@ static void bad_and_error_bodies(void) {
 
 /* Usage counts (Anthropic's input/output_tokens, Ollama's
  * prompt_eval_count/eval_count; the server sends len(model) and
- * len(reply)) reach the provider stats and the run summary. */
+ * len(reply)) reach the provider stats and the run summary, also through a
+ * replay provider recording the calls. */
 static void usage_reaches_stats_and_summary(void) {
   struct server s = server_start();
   af_ir_t* ir = TRACE(lm_ask, NULL, "[\"q\", \"m\"]", NULL);
   af_program_t* prog = NULL;
   size_t i;
   if (!ir || !CHECK_OK(af_compile(ctx, ir, &prog))) goto done;
-  for (i = 0; i < NWIRES; i++) {
-    const struct wire* w = &kWires[i];
-    af_provider_t* p = wire_for(&s, w, 2, NULL, NULL);
+  for (i = 0; i < 2 * NWIRES; i++) {
+    const struct wire* w = &kWires[i % NWIRES];
+    af_provider_t* p = i < NWIRES ? wire_for(&s, w, 2, NULL) : recorded_wire_for(&s, w);
     af_value_t *out = NULL, *in[2] = {NULL, NULL};
     af_run_options_t o;
     af_bytes_t summary = {NULL, 0};
     char buf[64];
     const char* got;
     if (!p) continue;
-    printf("  %s\n", w->type);
+    printf("  %s%s\n", w->type, i < NWIRES ? "" : ", recorded");
     route("*", p);
     got = answer("ok", "hello", buf, sizeof buf);
     CHECK_STR_EQ(got, "ok|hello");
@@ -582,7 +593,7 @@ static void fallback_to_another_provider(void) {
     af_value_t* out = NULL;
     char buf[128];
     const char* got;
-    ps[0] = wire_for(&s, w, 1, NULL, NULL);
+    ps[0] = wire_for(&s, w, 1, NULL);
     ps[1] = echo_with(NULL);
     if (!ps[0] || !ps[1]) goto next;
     printf("  %s\n", w->type);
@@ -608,6 +619,32 @@ static void fallback_to_another_provider(void) {
   server_stop(&s);
 }
 
+/* af_provider_new: every built-in type by name, and bad specs refused. */
+static void providers_are_made_from_specs(void) {
+  static const char* const good[] = {
+      "{\"type\":\"echo\",\"latency_ms\":1}",
+      "{\"type\":\"openai\",\"base_url\":\"http://127.0.0.1:9\"}",
+      "{\"type\":\"anthropic\",\"base_url\":\"http://127.0.0.1:9\",\"api_key_env\":\"\"}",
+      "{\"type\":\"ollama\"}",
+  };
+  size_t i;
+  af_provider_t* p = NULL;
+  for (i = 0; i < sizeof good / sizeof good[0]; i++) {
+    if (CHECK_OK(af_provider_new(good[i], strlen(good[i]), &p))) CHECK(p != NULL);
+    af_provider_free(p);
+    p = NULL;
+  }
+#define SPEC_ERR(spec, fragment) \
+  CHECK_ERR(af_provider_new(spec, strlen(spec), &p), AF_ERR_INVALID_ARGUMENT, fragment)
+  SPEC_ERR("{\"type\":\"gemini\"}", "unknown type \"gemini\" (known: echo, openai, anthropic, ollama, replay)");
+  CHECK_NULLED(p, af_provider_free);
+  SPEC_ERR("{\"base_url\":\"x\"}", "\"type\"");
+  SPEC_ERR("[1]", "object");
+  SPEC_ERR("{\"type\":\"ollama\",\"api_key_env\":\"K\"}", "api_key_env");
+#undef SPEC_ERR
+  CHECK_ERR(af_provider_new("{}", 2, NULL), AF_ERR_INVALID_ARGUMENT, "out");
+}
+
 int main(int argc, char** argv) {
   static const struct test_case cases[] = {
       CASE(plain_calls_and_the_system_prompt),
@@ -619,6 +656,7 @@ int main(int argc, char** argv) {
       CASE(bad_and_error_bodies),
       CASE(usage_reaches_stats_and_summary),
       CASE(fallback_to_another_provider),
+      CASE(providers_are_made_from_specs),
   };
   setenv("AF_WIRE_TEST_KEY", KEY, 1);
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);

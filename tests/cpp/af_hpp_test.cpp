@@ -132,6 +132,14 @@ int main() {
   expect(other.load(path) == reply, "the saved file loads as the same IR");
   std::remove(path.c_str());
 
+  // Providers from a spec by type name.
+  {
+    af::Context c2;
+    c2.route("m", af::Provider::from_spec(R"({"type":"echo"})"));
+    expect(c2.lm_call(c2.json(R"([{"role":"user","content":"hi"}])"), c2.str("m")).str() == "m|hi", "a spec's echo");
+    expect_error(af::Code::InvalidArgument, [] { af::Provider::from_spec(R"({"type":"nope"})"); }, "an unknown type");
+  }
+
   // Scan: a rolling summary threaded through chunks, eagerly and traced.
   {
     af::Ir step = ctx.trace(

@@ -1310,6 +1310,14 @@ AF_API void af_walk_free(af_walk_t* w);
  * request), and requests wait for them, highest priority first; they never
  * fail because of a limit. */
 
+/* A provider from a spec naming its type: {"type": "echo" | "openai" |
+ * "anthropic" | "ollama" | "replay", ...that type's options} (the options
+ * documented below, and the common ones above). One constructor for every
+ * built-in type, so a new type needs no new function; a host or a config
+ * file can hold the whole spec. INVALID_ARGUMENT: not a JSON object, no
+ * "type" or an unknown one (the message lists the known), and the type's
+ * own option errors. */
+AF_API af_error_t* af_provider_new(const char* spec_json, size_t len, af_provider_t** out);
 /* echo: deterministic and offline. lm_call answers "<model>|<content of the
  * last message>"; lm_schema_call the smallest valid instance of the schema,
  * or with "schema_replies": "varied" (default "smallest") an instance whose
@@ -1350,11 +1358,35 @@ AF_API af_error_t* af_provider_echo_new(const char* options_json, size_t len,
  * retried, and so is a malformed event), TIMEOUT. */
 AF_API af_error_t* af_provider_openai_new(const char* options_json, size_t len,
                                           af_provider_t** out);
+/* anthropic (af_provider_new {"type":"anthropic", ...}): Anthropic's Messages
+ * API on the openai provider's engine (same retries, timeouts, streaming,
+ * key handling and failures; 529 is retried like 5xx). Options: "base_url"
+ * (default "https://api.anthropic.com"; requests go to base_url +
+ * "/v1/messages"), "api_key_env" (default "ANTHROPIC_API_KEY", sent as
+ * x-api-key; "" = no key; unset is INVALID_ARGUMENT), "allow_insecure_http",
+ * "anthropic_version" (default "2023-06-01"), "max_tokens" (sent with every
+ * request; default 1024; a call's max_tokens wins), "extra" (request fields,
+ * e.g. {"top_k":40}; a call's params win), "max_in_flight" (default 16),
+ * "timeout_ms", "max_retries", "backoff_ms", "backoff_max_ms", and the common
+ * options. System messages go to the top-level "system"; "stop" is sent as
+ * stop_sequences; "seed" is not sent (the API has none). A schema call sends
+ * the JSON Schema as a system instruction (no response_format); the reply is
+ * validated as for any provider. A streamed run reads the API's events; an
+ * "error" event fails the call with PROVIDER.
+ * ollama (af_provider_new {"type":"ollama", ...}): Ollama's native chat API,
+ * POST base_url + "/api/chat" (default base_url "http://127.0.0.1:11434"; no
+ * key). Options: "base_url", "max_in_flight" (default 4), "timeout_ms",
+ * "max_retries", "backoff_ms", "backoff_max_ms" (as openai), "extra" (model
+ * options sent in "options", e.g. {"num_ctx":8192}; a call's params win),
+ * and the common options. Sampling params go in "options" (max_tokens as
+ * num_predict). A schema call sends the JSON Schema as "format" (small int
+ * ranges also as enums) and as a system instruction. A streamed run reads
+ * newline-delimited JSON; an {"error": ...} line fails the call. */
 /* replay: answers from a recorded JSON Lines file (one {"key":...,
  * "content":...} per request; identical requests are answered in recorded
  * order). Options: "path" (required), "mode": "replay" (default; a request
  * not recorded is NOT_FOUND) or "record" (each request goes to "upstream",
- * a provider spec such as {"type":"openai", ...options} or {"type":"echo"},
+ * a provider spec as af_provider_new takes,
  * and its answer is appended to the file, created with its missing
  * directories). */
 AF_API af_error_t* af_provider_replay_new(const char* options_json, size_t len,

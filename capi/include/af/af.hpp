@@ -584,6 +584,8 @@ class LmRequest {
  * the host's own function. */
 class Provider {
  public:
+  /* Any built-in type from a spec: {"type": "anthropic", ...options} (af_provider_new). */
+  static Provider from_spec(std::string_view spec_json) { return make(af_provider_new, spec_json); }
   static Provider echo(std::string_view options_json = {}) { return make(af_provider_echo_new, options_json); }
   static Provider openai(std::string_view options_json) { return make(af_provider_openai_new, options_json); }
   static Provider replay(std::string_view options_json) { return make(af_provider_replay_new, options_json); }

@@ -159,7 +159,7 @@ expect_error "unknown run options are refused" "unknown run option \"timeout\"" 
   "SELECT af_run($ITEM, '[\"a\"]', '{\"timeout\": 5}')"
 expect_error "no route for the model is NOT_FOUND" "NOT_FOUND: .*triage-classifier" \
   "SET af.routes = ''" "SELECT af_run($ITEM, '[\"a\"]')"
-expect_error "af.routes of an unknown provider type" "af.routes: INVALID_ARGUMENT: the provider type must be" \
+expect_error "af.routes of an unknown provider type" "af.routes: INVALID_ARGUMENT: provider spec: unknown type" \
   "SET af.routes = '{\"*\": {\"type\": \"carrier-pigeon\"}}'" "SELECT af_run($ITEM, '[\"a\"]')"
 expect_error "af.routes that is not JSON" "af.routes: INVALID_ARGUMENT" \
   "SET af.routes = 'nope'" "SELECT af_run($ITEM, '[\"a\"]')"

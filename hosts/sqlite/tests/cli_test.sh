@@ -123,7 +123,7 @@ expect_error "unknown run options are refused" "unknown run option \"timeout\"" 
   "$ECHO" "SELECT af_run('item.afg', '[\"a\"]', '{\"timeout\": 5}');"
 expect_error "no route for the model is NOT_FOUND" "NOT_FOUND: .*triage-classifier" \
   "SELECT af_run('item.afg', '[\"a\"]');"
-expect_error "an unknown provider type" "INVALID_ARGUMENT: the provider type must be echo, openai or replay" \
+expect_error "an unknown provider type" "INVALID_ARGUMENT: provider spec: unknown type" \
   "SELECT af_route('*', 'carrier-pigeon', NULL);"
 expect_error "bad provider options" "INVALID_ARGUMENT" "SELECT af_route('*', 'echo', '{\"latency\": 1}');"
 expect_error "a graph that loops forever ends at its timeout_ms" "TIMEOUT" \
