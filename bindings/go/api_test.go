@@ -728,3 +728,17 @@ func TestPullbackOfSchemaCallTakesTextFeedback(t *testing.T) {
 		t.Fatalf("message %q", e.Message)
 	}
 }
+
+// A provider from a spec naming its type (af_provider_new); an unknown type is refused.
+func TestProviderFromSpec(t *testing.T) {
+	ctx := newCtx(t)
+	echo := must(af.NewProvider(`{"type":"echo"}`))(t)
+	defer echo.Close()
+	must(0, ctx.Route("m", echo))(t)
+	wantJSON(t, must(ctx.LMCall(js(t, ctx, `[{"role":"user","content":"hi"}]`), js(t, ctx, `"m"`)))(t), `"m|hi"`)
+	_, err := af.NewProvider(`{"type":"carrier-pigeon"}`)
+	var e *af.Error
+	if !errors.As(err, &e) || e.Code() != af.CodeInvalidArgument || !strings.Contains(e.Error(), "unknown type") {
+		t.Fatalf("an unknown type: %v", err)
+	}
+}

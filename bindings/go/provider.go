@@ -39,6 +39,17 @@ func wrapProvider(p *C.af_provider_t) *Provider {
 
 func freeProvider(p *C.af_provider_t) { C.af_provider_free(p) }
 
+// NewProvider makes a provider of any built-in type from a spec naming it:
+// {"type": "anthropic", ...options} (echo, openai, anthropic, ollama or
+// replay), so a whole provider can come from a config file.
+func NewProvider(specJSON string) (*Provider, error) {
+	p, n := cstr(specJSON)
+	var out *C.af_provider_t
+	e := C.af_provider_new(p, n, &out)
+	runtime.KeepAlive(specJSON)
+	return newProvider(e, out)
+}
+
 // NewEchoProvider is deterministic and offline: lm_call answers
 // "<model>|<content of the last message>". optionsJSON: a JSON object
 // ("" = defaults), e.g. {"latency_ms": 50}.

@@ -608,6 +608,8 @@ namespace Af
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern IntPtr af_provider_openai_new(byte[] optionsJson, UIntPtr len, out IntPtr provider);
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_provider_new(byte[] specJson, UIntPtr len, out IntPtr provider);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern IntPtr af_provider_replay_new(byte[] optionsJson, UIntPtr len, out IntPtr provider);

@@ -30,6 +30,12 @@ namespace Af
             return new Provider(new ProviderHandle(p));
         }
 
+        /// <summary>Any built-in type from a spec naming it: {"type":
+        /// "anthropic", ...options} (echo, openai, anthropic, ollama or replay),
+        /// so a whole provider can come from a config file.</summary>
+        public static Provider FromSpec(string specJson) =>
+            Make(specJson, (byte[] o, UIntPtr n, out IntPtr p) => Native.af_provider_new(o, n, out p));
+
         /// <summary>Deterministic and offline: answers "&lt;model&gt;|&lt;content of
         /// the last message&gt;". optionsJson: a JSON object (null = defaults).</summary>
         public static Provider Echo(string optionsJson = null) =>

@@ -342,6 +342,18 @@ namespace Af.Tests
             }
         }
 
+        /// <summary>A provider from a spec naming its type
+        /// (af_provider_new); an unknown type is refused.</summary>
+        [Test]
+        public void ProviderFromSpec()
+        {
+            using (var echo = Provider.FromSpec("{\"type\":\"echo\"}"))
+                ctx.Route("m", echo);
+            JsonIs("\"m|hi\"", ctx.LmCall(J("[{\"role\":\"user\",\"content\":\"hi\"}]"), J("\"m\"")));
+            var ex = Assert.ThrowsAf(ErrorCode.InvalidArgument, () => Provider.FromSpec("{\"type\":\"carrier-pigeon\"}"));
+            Assert.Contains("unknown type", ex.Message, "message");
+        }
+
         [Test]
         public void ProgramRunsSyncAndAsyncWithEcho()
         {

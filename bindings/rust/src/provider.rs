@@ -40,6 +40,13 @@ fn make_provider(
 }
 
 impl Provider {
+    /// Any built-in type from a spec naming it: `{"type": "anthropic", ...options}`
+    /// (echo, openai, anthropic, ollama or replay; `af_provider_new`), so a
+    /// whole provider can come from a config file.
+    pub fn from_spec(spec_json: &str) -> Result<Provider> {
+        make_provider(|out| unsafe { sys::af_provider_new(spec_json.as_ptr().cast(), spec_json.len(), out) })
+    }
+
     /// Deterministic and offline: answers `"<model>|<content of the last
     /// message>"`. `options_json`: a JSON object ("" = defaults);
     /// [`Provider::echo_with`] takes typed [`EchoOptions`](crate::EchoOptions).

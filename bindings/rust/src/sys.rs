@@ -762,6 +762,11 @@ extern "C" {
     ) -> *mut af_error_t;
 
     // Providers
+    pub fn af_provider_new(
+        spec_json: *const c_char,
+        len: usize,
+        out: *mut *mut af_provider_t,
+    ) -> *mut af_error_t;
     pub fn af_provider_echo_new(
         options_json: *const c_char,
         len: usize,

@@ -179,3 +179,16 @@ fn a_replay_path_that_is_not_utf8_is_refused() {
     assert_eq!(err.code, ErrorCode::InvalidArgument);
     assert!(err.message.contains("not UTF-8"), "{err}");
 }
+
+// A provider from a spec naming its type (af_provider_new), and an unknown type refused.
+#[test]
+fn providers_come_from_specs() {
+    let ctx = af::Context::new().unwrap();
+    ctx.route("m", &af::Provider::from_spec(r#"{"type":"echo"}"#).unwrap()).unwrap();
+    let msgs = af::Value::from_json(r#"[{"role":"user","content":"hi"}]"#).unwrap();
+    assert_eq!(ctx.lm_call(&msgs, &af::Value::from("m")).unwrap().as_str().unwrap(), "m|hi");
+    assert!(af::Provider::from_spec(r#"{"type":"ollama"}"#).is_ok());
+    let err = af::Provider::from_spec(r#"{"type":"carrier-pigeon"}"#).unwrap_err();
+    assert_eq!(err.code, af::ErrorCode::InvalidArgument);
+    assert!(err.message.contains("unknown type"), "{}", err.message);
+}
