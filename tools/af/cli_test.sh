@@ -123,7 +123,7 @@ check run-lm-echo 0 '"m|hi"' -- "$AF" run lm.afg --input '["hi"]' --provider ech
 check run-lm-profile 0 'profile written' -- \
   "$AF" run lm.afg --input '["hi"]' --provider echo --provider-options '{"latency_ms": 1}' --profile prof.json
 if ! grep -q traceEvents prof.json 2>/dev/null; then echo "FAIL profile: no trace events"; fails=$((fails + 1)); fi
-check run-bad-provider 1 'echo, openai or replay' -- "$AF" run lm.afg --input '["hi"]' --provider nope
+check run-bad-provider 1 'echo, openai, anthropic, ollama or replay' -- "$AF" run lm.afg --input '["hi"]' --provider nope
 check run-bad-input 1 'JSON list' -- "$AF" run lm.afg --input '{"a":1}'
 check run-no-input 2 '--input JSON is required' -- "$AF" run lm.afg
 check unknown-command 2 'unknown command' -- "$AF" frobnicate x

@@ -11,7 +11,7 @@
  *                                   --save-item also saves the traced
  *                                   per-ticket program, unbatched (what the
  *                                   SQL extensions' af_run_agg batches)
- *   af run FILE --input JSON [--provider echo|openai|replay
+ *   af run FILE --input JSON [--provider echo|openai|anthropic|ollama|replay
  *          [--provider-options JSON] [--model PATTERN]] [--profile OUT.json]
  *          [--stream [--stream-tag TAG]] [--item-errors] [--timeout-ms N]
  *          [--journal FILE]
@@ -86,7 +86,7 @@ static void usage(FILE* f) {
           "  demo [TICKET...] [--save FILE] [--save-item FILE] [--provider NAME [--provider-options JSON]]\n"
           "       [--stream]                 trace the example LM program, batch it, save it\n"
           "                                  (default triage.afg) and run the saved file\n"
-          "  run FILE --input JSON [--provider echo|openai|replay [--provider-options JSON]\n"
+          "  run FILE --input JSON [--provider echo|openai|anthropic|ollama|replay [--provider-options JSON]\n"
           "      [--model PATTERN]] [--profile OUT.json] [--stream [--stream-tag TAG]] [--item-errors]\n"
           "      [--timeout-ms N] [--journal FILE]\n"
           "                                  run a saved graph on a JSON list of inputs;\n"
@@ -360,22 +360,34 @@ static void progress_draw(void* ud, uint64_t done, uint64_t total) {
 /* Routes the chosen provider (none without --provider); *out keeps a
  * reference until the run ends (free with af_provider_free). */
 static af_error_t* route_provider(af_context_t* ctx, const struct run_opts* o, af_provider_t** out) {
+  static const char* const types[] = {"echo", "openai", "anthropic", "ollama", "replay"};
   af_provider_t* p = NULL;
-  const char* opts = o->provider_options;
-  size_t len = opts ? strlen(opts) : 0;
+  const char* opts = o->provider_options ? o->provider_options : "{}";
+  const char* body;
+  char* spec;
+  size_t i;
   af_error_t* err;
   char msg[256];
   if (!o->provider) return NULL;
-  if (strcmp(o->provider, "echo") == 0) {
-    err = af_provider_echo_new(opts, len, &p);
-  } else if (strcmp(o->provider, "openai") == 0) {
-    err = af_provider_openai_new(opts, len, &p);
-  } else if (strcmp(o->provider, "replay") == 0) {
-    err = af_provider_replay_new(opts, len, &p);
-  } else {
-    snprintf(msg, sizeof msg, "--provider must be echo, openai or replay, not \"%s\"", o->provider);
+  for (i = 0; i < sizeof types / sizeof types[0] && strcmp(o->provider, types[i]) != 0; i++) {
+  }
+  if (i == sizeof types / sizeof types[0]) {
+    snprintf(msg, sizeof msg, "--provider must be echo, openai, anthropic, ollama or replay, not \"%s\"",
+             o->provider);
     return af_error_new(AF_ERR_INVALID_ARGUMENT, msg, strlen(msg));
   }
+  /* The spec af_provider_new takes: the options object with "type" first. */
+  body = opts + strspn(opts, " \t\r\n");
+  if (*body != '{') {
+    snprintf(msg, sizeof msg, "--provider-options must be a JSON object");
+    return af_error_new(AF_ERR_INVALID_ARGUMENT, msg, strlen(msg));
+  }
+  body++;
+  spec = malloc(strlen(body) + 32);
+  if (!spec) return af_error_new(AF_ERR_OUT_OF_MEMORY, "out of memory", 13);
+  sprintf(spec, "{\"type\":\"%s\"%s%s", types[i], body[strspn(body, " \t\r\n")] == '}' ? "" : ",", body);
+  err = af_provider_new(spec, strlen(spec), &p);
+  free(spec);
   if (!err) err = af_context_route(ctx, o->model, strlen(o->model), p);
   if (err) {
     af_provider_free(p);
