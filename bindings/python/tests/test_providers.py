@@ -31,6 +31,14 @@ def test_echo_and_routes(ctx: libaf.Context) -> None:
     assert echo.stats()["max_in_flight"] == 3
 
 
+def test_providers_from_specs(ctx: libaf.Context) -> None:
+    ctx.route("m", libaf.Provider.from_spec({"type": "echo"}))
+    assert libaf.lm_call(MSG, "m", ctx=ctx).to_py() == "m|hi"
+    libaf.Provider.from_spec(type="ollama", base_url="http://127.0.0.1:9")
+    with pytest.raises(libaf.InvalidArgument, match="unknown type"):
+        libaf.Provider.from_spec(type="carrier-pigeon")
+
+
 def test_bad_provider_options(ctx: libaf.Context) -> None:
     with pytest.raises(libaf.InvalidArgument):
         libaf.Provider.echo(no_such_option=1)

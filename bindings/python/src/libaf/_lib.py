@@ -273,6 +273,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "af_lm_schema_call": (ERR, [P, P, P, P, PP]),
     "af_provider_echo_new": (ERR, [c_char_p, c_size_t, PP]),
     "af_provider_openai_new": (ERR, [c_char_p, c_size_t, PP]),
+    "af_provider_new": (ERR, [c_char_p, c_size_t, PP]),
     "af_provider_replay_new": (ERR, [c_char_p, c_size_t, PP]),
     "af_provider_host_new": (ERR, [SUBMIT_FN, P, DESTROY_FN, PP]),
     "af_lm_request_json": (ERR, [P, POINTER(Bytes)]),

@@ -163,7 +163,12 @@ class Context:
     def _eval(self, values: list[Value], timeout: float | None = None, cancel: "CancelToken | None" = None) -> None:
         """af_eval_with, waited for interruptibly: Ctrl-C triggers the cancel
         token (a private one when none is given)."""
-        from .program import CancelToken, RunOptions  # program.py imports this module
+        global _program
+        if _program is None:
+            from . import program as _program_module  # program.py imports this module
+
+            _program = _program_module
+        CancelToken, RunOptions = _program.CancelToken, _program.RunOptions
 
         if cancel is None and _blocking.can_hop():
             cancel = CancelToken()
@@ -380,6 +385,7 @@ def _any_promise(values: list[Value]) -> bool:
 
 
 _holds_lock = threading.Lock()
+_program: Any = None  # the program module, imported on first use (it imports this one)
 
 # Every open context, closed at interpreter exit while Python still runs:
 # closing one ends its runs and runs the destroy callbacks of its host tools
@@ -397,7 +403,15 @@ def _close_at_exit() -> None:
 
 _default: Context | None = None
 _default_lock = threading.Lock()
-_tracing = threading.local()
+
+
+class _Tracing(threading.local):
+    # A class default rather than getattr(..., None) on a bare local: a
+    # missing attribute costs an AttributeError on every operation.
+    stack: "list[Context] | None" = None
+
+
+_tracing = _Tracing()
 # The context of the innermost ``with Context(...)`` block of this thread or task.
 _entered: contextvars.ContextVar[Context | None] = contextvars.ContextVar("libaf_context", default=None)
 
@@ -405,6 +419,8 @@ _entered: contextvars.ContextVar[Context | None] = contextvars.ContextVar("libaf
 def default_context() -> Context:
     """The process-wide context used when no ``ctx=`` is given."""
     global _default
+    if _default is not None:  # made once: no lock on every operation
+        return _default
     with _default_lock:
         if _default is None:
             _default = Context()
@@ -418,7 +434,7 @@ def current(ctx: Context | None = None) -> Context:
         if not isinstance(ctx, Context):
             raise TypeError(f"ctx must be a libaf.Context, got {type(ctx).__name__}")
         return ctx
-    stack = getattr(_tracing, "stack", None)
+    stack = _tracing.stack
     if stack:
         return stack[-1]
     entered = _entered.get()

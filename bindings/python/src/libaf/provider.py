@@ -170,6 +170,14 @@ class Provider:
         return p
 
     @classmethod
+    def from_spec(cls, spec: dict | None = None, **kwargs: Any) -> "Provider":
+        """Any built-in type from a spec naming it: ``{"type": "anthropic",
+        ...options}`` (echo, openai, anthropic, ollama or replay), so a whole
+        provider can come from a config file. ``Provider.from_spec(type=
+        "ollama", base_url=...)`` is the same."""
+        return cls._make(lib.af_provider_new, spec, kwargs)
+
+    @classmethod
     def echo(cls, options: dict | None = None, **kwargs: Any) -> "Provider":
         """Deterministic and offline: answers "<model>|<last message>".
         Options: latency_ms, or latency_min_ms + latency_max_ms + seed;

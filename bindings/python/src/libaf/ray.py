@@ -65,7 +65,7 @@ __all__ = ["Tool", "WorkerSpec", "ShardError", "run", "run_in_process"]
 
 #: Provider spec keys that would carry a secret inside the shipped spec.
 _SECRET_KEYS = ("api_key", "key", "token", "authorization", "password")
-_PROVIDERS = {"echo": Provider.echo, "openai": Provider.openai, "replay": Provider.replay}
+_PROVIDERS = ("anthropic", "echo", "ollama", "openai", "replay")  # the types Provider.from_spec makes
 
 
 class ShardError(Exception):
@@ -90,7 +90,8 @@ class WorkerSpec:
     """What every worker sets up before running shards.
 
     routes: model pattern -> provider, as a dict ``{"type": "echo" |
-      "openai" | "replay", ...options}`` or a picklable host-provider
+      "openai" | "anthropic" | "ollama" | "replay", ...options}`` (as
+      :meth:`libaf.Provider.from_spec` takes) or a picklable host-provider
       callable (as for :meth:`libaf.Provider.host`).
     tools: host-tool name -> :class:`Tool`.
     """
@@ -185,8 +186,7 @@ class _Worker:
     def __init__(self, program: bytes, spec: WorkerSpec) -> None:
         self.ctx = Context()
         for pattern, p in spec.routes.items():
-            provider = _PROVIDERS[p["type"]]({k: v for k, v in p.items() if k != "type"}) \
-                if isinstance(p, dict) else Provider.host(p)
+            provider = Provider.from_spec(p) if isinstance(p, dict) else Provider.host(p)
             self.ctx.route(pattern, provider)
         for name, t in spec.tools.items():
             self.ctx.register_function(name, t.fn, t.result_kinds)

@@ -38,6 +38,10 @@ class Kind(enum.IntEnum):
     PLACEHOLDER = 7
 
 
+_value_free = lib.af_value_free
+_value_kind = lib.af_value_kind
+#: Kind by AF_KIND_* code (Kind(code) builds nothing, but costs a call).
+_KINDS = tuple(sorted(Kind, key=int))
 _builder_lock = threading.Lock()
 _builder_ctx: int | None = None
 
@@ -97,12 +101,17 @@ class Value:
         return cls._own(out.value)
 
     def __del__(self) -> None:
-        _lib.release(self, lib.af_value_free)
+        # _lib.release, inlined: every value made ends here.
+        ptr = self._ptr
+        if ptr and not _lib._exiting:
+            self._ptr = None
+            _value_free(ptr)
 
     @property
     def kind(self) -> Kind:
         """The kind; PLACEHOLDER for a traced leaf."""
-        return Kind(lib.af_value_kind(self._ptr))
+        k = _value_kind(self._ptr)
+        return _KINDS[k] if 0 <= k < len(_KINDS) else Kind(k)  # Kind(k): the enum's own error
 
     @property
     def is_placeholder(self) -> bool:
@@ -182,21 +191,23 @@ class Value:
             yield self[i]
 
     def __bool__(self) -> bool:
-        if self.is_placeholder:
+        kind = self.kind
+        if kind == Kind.PLACEHOLDER:
             raise TypeError("cannot use a traced value as a Python bool: " + _PLACEHOLDER_HINT)
-        if self.kind == Kind.BOOL:
+        if kind == Kind.BOOL:
             self._evaluate()
             out = ctypes.c_int32()
             check(lib.af_value_get_bool(self._ptr, ctypes.byref(out)))
             return bool(out.value)
-        if self.kind in (Kind.LIST, Kind.DICT):
+        if kind in (Kind.LIST, Kind.DICT):
             return len(self) > 0  # never reads the items, which may be traced
         return bool(self.to_py())
 
     def __str__(self) -> str:
-        if self.is_placeholder:
+        kind = self.kind
+        if kind == Kind.PLACEHOLDER:
             raise TypeError("cannot convert a traced value to a Python str: " + _PLACEHOLDER_HINT)
-        if self.kind == Kind.STR:
+        if kind == Kind.STR:
             self._evaluate()
             p, n = ctypes.c_void_p(), ctypes.c_size_t()
             check(lib.af_value_get_str(self._ptr, ctypes.byref(p), ctypes.byref(n)))
@@ -354,10 +365,11 @@ def _check_keys(obj: Any) -> None:
             _check_keys(x)
 
 
-def to_value(obj: Tree) -> Value:
-    """A libaf Value for plain Python data (or the Value itself). Plain trees
-    cross into libaf as one JSON document; trees holding Values (e.g. traced
-    placeholders) are built item by item."""
+def _to_value_per_leaf(obj: Tree) -> Value:
+    """The reference conversion: plain trees as one JSON document after a
+    key check, trees holding Values item by item. to_value falls back to it
+    for everything its fast path does not take, so its errors are the ones
+    users always saw."""
     if isinstance(obj, Value):
         return obj
     if _has_value(obj):
@@ -372,6 +384,259 @@ def to_value(obj: Tree) -> Value:
             raise ValueError(f"cannot convert to a libaf value: {e} (NaN and infinity have no JSON form)") from None
         return Value.from_json(text)
     return _leaf(obj)
+
+
+# -- the fast path ---------------------------------------------------------------
+# A plain tree crosses into libaf as one JSON document (one C call, one
+# Python object). A tree holding Values (e.g. messages whose content is a
+# promise) is built from raw handles: each maximal plain subtree one JSON
+# document, each container on the way to a Value one af_value_list /
+# af_value_dict, and no Python Value (nor its finalizer) for any part but
+# the root. Short str leaves, the constants and dict key sets are interned:
+# a message's "role": "user" costs no C call at all. Anything unusual (a
+# non-str key, an unknown leaf type, an int beyond int64, NaN, a surrogate,
+# nesting libaf refuses) goes to _to_value_per_leaf, which converts it or
+# raises exactly what it always raised.
+
+
+class _Slow(Exception):
+    """The fast path declines: _to_value_per_leaf converts (or explains)."""
+
+
+_SCALARS = (str, int, float, bool, type(None))
+_SCALAR_SET = frozenset(_SCALARS)
+_STR_ONLY = {str}
+_CONTAINERS = (list, tuple, dict)
+#: Interned str leaves (as Values: values are immutable, so one may stand
+#: for every equal str) and dict key sets (as C arrays): strs of at most
+#: _INTERN_LEN characters, at most _INTERN_MAX entries per table, which is
+#: emptied when full. Whoever got an entry holds a reference to it, so
+#: emptying a table never frees a handle in use. None, True and False are
+#: made once and never freed.
+_INTERN_MAX = 4096
+_INTERN_LEN = 64
+_interned: dict[str, Value] = {}
+_key_sets: dict[tuple, tuple[Any, Any]] = {}
+_consts: dict[Any, int] = {}
+_intern_lock = threading.Lock()
+_byref = ctypes.byref
+_c_void_p = ctypes.c_void_p
+
+
+def _ctx_handle() -> int:
+    return _builder_ctx if _builder_ctx is not None else _builder()
+
+
+def _str_value(s: str) -> Value:
+    """The Value of str s (interned when short); _leaf's errors."""
+    v = _interned.get(s)
+    if v is not None:
+        return v
+    v = _leaf(s)
+    if len(s) <= _INTERN_LEN:
+        if len(_interned) >= _INTERN_MAX:
+            _interned.clear()
+        v = _interned.setdefault(s, v)
+    return v
+
+
+def _str_ptr(s: str, temps: list, keep: list) -> int:
+    """A handle of str s, its Value kept alive by keep while it is used."""
+    if len(s) <= _INTERN_LEN:
+        v = _str_value(s)
+        keep.append(v)
+        return v._ptr  # type: ignore[return-value]
+    b = s.encode("utf-8", "surrogatepass")
+    out = _c_void_p()
+    check(lib.af_value_str(_ctx_handle(), b, len(b), _byref(out)))
+    temps.append(out.value)
+    return out.value  # type: ignore[return-value]
+
+
+def _const_ptr(obj: Any) -> int:
+    """The interned handle of None, True or False."""
+    p = _consts.get(obj)
+    if p is None:
+        out = _c_void_p()
+        if obj is None:
+            check(lib.af_value_null(_ctx_handle(), _byref(out)))
+        else:
+            check(lib.af_value_bool(_ctx_handle(), 1 if obj else 0, _byref(out)))
+        with _intern_lock:
+            p = _consts.setdefault(obj, out.value)
+        if p != out.value:
+            lib.af_value_free(out.value)
+    return p
+
+
+def _leaf_ptr(obj: Any, temps: list, keep: list) -> int:
+    """A handle of a plain leaf, as _leaf makes it (NaN and infinity
+    included); _Slow for what _leaf would refuse."""
+    t = type(obj)
+    if t is str:
+        return _str_ptr(obj, temps, keep)
+    if obj is None or t is bool:
+        return _const_ptr(obj)
+    out = _c_void_p()
+    if t is int:
+        if not -(2**63) <= obj < 2**63:
+            raise _Slow
+        check(lib.af_value_int(_ctx_handle(), obj, _byref(out)))
+    elif t is float:
+        check(lib.af_value_float(_ctx_handle(), obj, _byref(out)))
+    else:
+        raise _Slow  # subclasses and the rest: _leaf's own rules
+    temps.append(out.value)
+    return out.value  # type: ignore[return-value]
+
+
+#: json.dumps(obj, allow_nan=False, ensure_ascii=False), made once (dumps
+#: with options makes an encoder every call). No circularity check: _scan
+#: walks every container first, so a cycle never gets here.
+_encode = json.JSONEncoder(allow_nan=False, ensure_ascii=False, check_circular=False).encode
+#: Plain containers interned by their JSON text, like short strs (a system
+#: message sent with every call crosses once): texts of at most
+#: _JSON_INTERN_LEN characters, at most _JSON_INTERN_MAX of them.
+_JSON_INTERN_LEN = 1024
+_JSON_INTERN_MAX = 1024
+_interned_json: dict[str, Value] = {}
+
+
+def _json_value(obj: Any) -> Value:
+    """The Value of a plain container (keys checked by _scan) from one JSON
+    document; _Slow for what JSON cannot carry exactly (NaN, infinity, an
+    int beyond int64, a lone surrogate, too deep)."""
+    try:
+        text = _encode(obj)
+    except (TypeError, ValueError):
+        raise _Slow from None
+    short = len(text) <= _JSON_INTERN_LEN
+    if short:
+        v = _interned_json.get(text)
+        if v is not None:
+            return v
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _Slow from None
+    out = _c_void_p()
+    err = lib.af_value_from_json(_ctx_handle(), data, len(data), _byref(out))
+    if err:
+        lib.af_error_free(err)
+        raise _Slow  # the per-leaf path says what it always said
+    v = Value._own(out.value)
+    if short:
+        if len(_interned_json) >= _JSON_INTERN_MAX:
+            _interned_json.clear()
+        v = _interned_json.setdefault(text, v)
+    return v
+
+
+def _plain_ptr(obj: Any, temps: list, keep: list) -> int:
+    if type(obj) in _CONTAINERS:
+        v = _json_value(obj)
+        keep.append(v)
+        return v._ptr  # type: ignore[return-value]
+    return _leaf_ptr(obj, temps, keep)
+
+
+def _keys_of(d: dict) -> tuple[Any, Any]:
+    """The C key and length arrays of d's keys (all str), shared per key set."""
+    keys = tuple(d)
+    hit = _key_sets.get(keys)
+    if hit is None:
+        enc = [k.encode("utf-8", "surrogatepass") for k in keys]
+        n = max(len(enc), 1)
+        hit = ((ctypes.c_char_p * n)(*enc), (ctypes.c_size_t * n)(*[len(k) for k in enc]))
+        if sum(map(len, keys)) <= 16 * _INTERN_LEN:
+            if len(_key_sets) >= _INTERN_MAX:
+                _key_sets.clear()  # arrays in use are held by their callers
+            _key_sets[keys] = hit
+    return hit
+
+
+def _scan(obj: Any, temps: list, found: list, keep: list) -> int | None:
+    """The handle of a container holding Values, built (in temps); None for
+    a plain container (nothing built). Values met go to found, interned
+    ones used to keep. _Slow for a non-str key or an unknown leaf type."""
+    t = type(obj)
+    if t is dict:
+        if obj and set(map(type, obj)) != _STR_ONLY:
+            raise _Slow
+        items = obj.values()
+    else:
+        items = obj
+    if _SCALAR_SET.issuperset(map(type, items)):
+        return None  # leaves only (the common case), checked at C speed
+    built: list | None = None
+    for i, x in enumerate(items):
+        tx = type(x)
+        if tx in _SCALARS:
+            continue
+        if tx is Value:
+            p = x._ptr
+            found.append(x)
+        elif tx in _CONTAINERS:
+            p = _scan(x, temps, found, keep)
+            if p is None:
+                continue
+        else:
+            raise _Slow  # subclasses (a Value's too) and unknown types
+        if built is None:
+            built = [None] * len(obj)
+        built[i] = p
+    if built is None:
+        return None
+    for i, x in enumerate(items):
+        if built[i] is None:
+            v = _interned.get(x) if type(x) is str else None  # "role": "user"
+            if v is not None:
+                keep.append(v)
+                built[i] = v._ptr
+            else:
+                built[i] = _plain_ptr(x, temps, keep)
+    n = len(built)
+    handles = (_c_void_p * n)(*built) if n else (_c_void_p * 1)()
+    out = _c_void_p()
+    ctx = _builder_ctx if _builder_ctx is not None else _builder()
+    if t is dict:
+        c_keys, c_lens = _keys_of(obj)
+        err = lib.af_value_dict(ctx, c_keys, c_lens, handles, n, _byref(out))
+    else:
+        err = lib.af_value_list(ctx, handles, n, _byref(out))
+    if err:
+        lib.af_error_free(err)
+        raise _Slow  # e.g. nesting deeper than libaf allows: say it as before
+    temps.append(out.value)
+    return out.value  # type: ignore[return-value]
+
+
+def to_value(obj: Tree) -> Value:
+    """A libaf Value for plain Python data (or the Value itself). Plain trees
+    cross into libaf as one JSON document; trees holding Values (e.g. traced
+    placeholders, promises) are built from handles, their plain subtrees one
+    JSON document each."""
+    t = type(obj)
+    if t is Value:
+        return obj  # type: ignore[return-value]
+    if t is str:
+        return _str_value(obj)  # type: ignore[arg-type]
+    if t not in _CONTAINERS:
+        return _to_value_per_leaf(obj)
+    temps: list = []
+    found: list = []
+    keep: list = []
+    try:
+        root = _scan(obj, temps, found, keep)
+        if root is None:
+            return _json_value(obj)
+        temps.pop()  # root is always the last handle _scan made
+    except Exception:  # noqa: BLE001 - _Slow, or an error the per-leaf path raises as it always did
+        return _to_value_per_leaf(obj)
+    finally:
+        for p in temps:
+            lib.af_value_free(p)
+    return Value._own(root, _owner(found) if found else None)
 
 
 def to_py(obj: Any) -> Any:
