@@ -179,6 +179,8 @@ static void xs_may_be_a_tree_of_lists(void) {
   if (!body) goto done;
   if (CHECK_OK(af_scan(ctx, body, init, xs, 0, &out)))
     CHECK_JSON(out, "[\"1+1=2;2+2=4;\",[\"1+1=2;\",\"2+2=4;\"]]");
+  af_value_free(out);
+  out = NULL;
   CHECK_ERR(af_scan(ctx, body, init, ragged, 0, &out), AF_ERR_INVALID_ARGUMENT, "must have one length");
 done:
   af_value_free(out);
