@@ -294,6 +294,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
       return finish(t, Error(Code::Internal, cfg_.type + " provider: curl_multi_add_handle failed"));
     t->active = true;
     active_[t.get()] = t;
+    peak_active_ = std::max(peak_active_, active_.size());
   }
 
   void detach(const std::shared_ptr<Transfer>& t) {
@@ -304,11 +305,17 @@ class Engine : public std::enable_shared_from_this<Engine> {
     }
   }
 
-  // The transfer is over: its handle goes back to the idle ones (a few are
-  // kept; connections live in the multi handle's cache either way).
+  // The transfer is over: its handle goes back to the idle ones
+  // (connections live in the multi handle's cache either way). As many are
+  // kept as transfers were in flight lately: at 1 000 in flight one
+  // multi_perform finishes hundreds of transfers, whose calls' next
+  // requests take their handles back in the next round; a fixed cap of 64
+  // freed and made a handle for nearly every request there. trim_idle()
+  // gives back what a busy spell left once it is over.
+  size_t idle_cap() const { return std::max({kMinIdle, peak_active_, last_peak_active_}); }
   void release(const std::shared_ptr<Transfer>& t) {
     detach(t);
-    if (t->easy && idle_.size() < kMaxIdle)
+    if (t->easy && idle_.size() < idle_cap())
       idle_.push_back(t->easy);
     else if (t->easy)
       curl_easy_cleanup(t->easy);
@@ -396,6 +403,17 @@ class Engine : public std::enable_shared_from_this<Engine> {
     t->call->complete(std::move(text));
   }
 
+  // Once a second (the loop turns at least that often): the peak of
+  // transfers in flight starts over, and idle handles beyond the last two
+  // seconds' peak are freed.
+  void trim_idle(int64_t now) {
+    if (now < trim_ns_) return;
+    trim_ns_ = now + 1000000000;
+    last_peak_active_ = peak_active_;
+    peak_active_ = active_.size();
+    for (const size_t cap = idle_cap(); idle_.size() > cap; idle_.pop_back()) curl_easy_cleanup(idle_.back());
+  }
+
   void loop() {
     std::vector<std::shared_ptr<Transfer>> in, cancels;
     for (;;) {
@@ -413,6 +431,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
         if (!t->done) release(t);  // the call already finished as cancelled
       cancels.clear();
       int64_t now = now_ns();
+      trim_idle(now);
       while (!delayed_.empty() && delayed_.begin()->first <= now) {
         auto t = delayed_.begin()->second;
         delayed_.erase(delayed_.begin());
@@ -456,12 +475,15 @@ class Engine : public std::enable_shared_from_this<Engine> {
       if (!t->done) finish(t, Error(Code::Cancelled, "provider " + cfg_.name + " was freed"));
   }
 
-  static constexpr size_t kMaxIdle = 64;
+  static constexpr size_t kMinIdle = 64;
   HttpConfig cfg_;
   std::shared_ptr<const Wire> wire_;
   CURLM* multi_ = nullptr;
   curl_slist* headers_ = nullptr;  // the same for every request
   std::vector<CURL*> idle_;        // easy handles to reuse (curl thread only)
+  // The most transfers in flight this second and the last (curl thread only).
+  size_t peak_active_ = 0, last_peak_active_ = 0;
+  int64_t trim_ns_ = 0;  // when trim_idle() next looks
   std::thread thread_;
   std::thread::id curl_thread_;
   std::mutex mu_;
