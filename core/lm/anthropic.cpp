@@ -103,14 +103,8 @@ class AnthropicWire final : public Wire {
       why = "the model refused: " + safe_excerpt(body, secret);
       return false;
     }
-    if (simdjson::dom::object usage; root["usage"].get(usage) == simdjson::SUCCESS) {
-      auto count = [&](const char* k) -> uint64_t {
-        int64_t n = 0;
-        return usage[k].get(n) == simdjson::SUCCESS ? Call::reply_tokens(n) : 0;
-      };
-      call.prompt_tokens = count("input_tokens");
-      call.completion_tokens = count("output_tokens");
-    }
+    if (simdjson::dom::element usage; root["usage"].get(usage) == simdjson::SUCCESS)
+      read_usage(usage, "input_tokens", "output_tokens", call);
     return true;
   }
 

@@ -619,6 +619,16 @@ std::string schema_instruction(const Schema& schema) {
   return "Reply with only a JSON value that matches this JSON Schema:\n" + schema.grammar_json_schema();
 }
 
+void read_usage(simdjson::dom::element usage, const char* prompt, const char* completion, Call& call) {
+  if (!usage.is_object()) return;
+  auto count = [&](const char* k) -> uint64_t {
+    int64_t n = 0;
+    return usage[k].get(n) == simdjson::SUCCESS ? Call::reply_tokens(n) : 0;
+  };
+  call.prompt_tokens = count(prompt);
+  call.completion_tokens = count(completion);
+}
+
 std::string not_json_message(std::string_view body, std::string_view secret) {
   std::string why = "invalid JSON";
   try {

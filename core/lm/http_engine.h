@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include <simdjson.h>
+
 #include "lm/provider.h"
 #include "lm/stream_parser.h"
 
@@ -112,6 +114,11 @@ Value stop_list(const Value& stop);
 // words (or whose grammars ignore parts of it): the JSON Schema with small
 // int ranges as enums.
 std::string schema_instruction(const Schema& schema);
+
+// A reply's usage counts: the integer fields `prompt` and `completion` of
+// `usage` (an object, or anything else: then no counts), clamped
+// (Call::reply_tokens), into call. Wire formats name them differently.
+void read_usage(simdjson::dom::element usage, const char* prompt, const char* completion, Call& call);
 
 // "the response is not valid JSON (<why>): <excerpt>", the why worded as
 // everywhere else (from_json), for a reply body simdjson refused.

@@ -91,12 +91,7 @@ class OllamaWire final : public Wire {
       return false;
     }
     text = std::string(content);
-    auto count = [&](const char* k) -> uint64_t {
-      int64_t n = 0;
-      return root[k].get(n) == simdjson::SUCCESS ? Call::reply_tokens(n) : 0;
-    };
-    call.prompt_tokens = count("prompt_eval_count");
-    call.completion_tokens = count("eval_count");
+    read_usage(root, "prompt_eval_count", "eval_count", call);  // Ollama's counts are top-level
     return true;
   }
 

@@ -101,14 +101,8 @@ class OpenAIWire final : public Wire {
     text = std::string(content);
     // Usage is optional in the wire format (some servers omit it): counted
     // when present with integer fields.
-    if (simdjson::dom::object usage; root["usage"].get(usage) == simdjson::SUCCESS) {
-      auto count = [&](const char* k) -> uint64_t {
-        int64_t n = 0;
-        return usage[k].get(n) == simdjson::SUCCESS ? Call::reply_tokens(n) : 0;
-      };
-      call.prompt_tokens = count("prompt_tokens");
-      call.completion_tokens = count("completion_tokens");
-    }
+    if (simdjson::dom::element usage; root["usage"].get(usage) == simdjson::SUCCESS)
+      read_usage(usage, "prompt_tokens", "completion_tokens", call);
     return true;
   }
 
