@@ -29,12 +29,13 @@ class Wire {
   virtual ~Wire() = default;
   // The request body for r (JSON).
   virtual std::string body(const Request& r) const = 0;
-  // A whole 2xx reply: true with its text (and the usage counts set on
-  // call), or false with why it is unusable. Server text in `why` goes
-  // through safe_excerpt(..., secret) (the engine also redacts the whole
-  // message, but a key cut by an excerpt's end is only caught here).
-  virtual bool reply(std::string_view body, Call& call, std::string& text, std::string& why,
-                     std::string_view secret) const = 0;
+  // A whole 2xx reply, parsed by the engine (root; body is its text): true
+  // with its text (and the usage counts set on call), or false with why it
+  // is unusable. Server text in `why` goes through safe_excerpt(..., secret)
+  // (the engine also redacts the whole message, but a key cut by an
+  // excerpt's end is only caught here).
+  virtual bool reply(simdjson::dom::element root, std::string_view body, Call& call, std::string& text,
+                     std::string& why, std::string_view secret) const = 0;
   // The Content-Type of a streamed reply ("text/event-stream"): a 200 reply
   // to a streamed request of another type is read whole, as a JSON reply.
   virtual std::string_view stream_type() const noexcept = 0;
@@ -119,10 +120,6 @@ std::string schema_instruction(const Schema& schema);
 // `usage` (an object, or anything else: then no counts), clamped
 // (Call::reply_tokens), into call. Wire formats name them differently.
 void read_usage(simdjson::dom::element usage, const char* prompt, const char* completion, Call& call);
-
-// "the response is not valid JSON (<why>): <excerpt>", the why worded as
-// everywhere else (from_json), for a reply body simdjson refused.
-std::string not_json_message(std::string_view body, std::string_view secret);
 
 // The provider: made from the options read, sending every request in wire's format.
 ProviderPtr make_http_provider(HttpOptions& opts, std::shared_ptr<const Wire> wire);

@@ -73,14 +73,8 @@ class OllamaWire final : public Wire {
     return s;
   }
 
-  bool reply(std::string_view body, Call& call, std::string& text, std::string& why,
-             std::string_view secret) const override {
-    thread_local simdjson::dom::parser parser;  // the curl thread's
-    simdjson::dom::element root;
-    if (parser.parse(body.data(), body.size()).get(root) != simdjson::SUCCESS) {
-      why = not_json_message(body, secret);
-      return false;
-    }
+  bool reply(simdjson::dom::element root, std::string_view body, Call& call, std::string& text,
+             std::string& why, std::string_view secret) const override {
     if (simdjson::dom::element err; root["error"].get(err) == simdjson::SUCCESS) {
       why = "the server reported an error: " + safe_excerpt(body, secret);
       return false;

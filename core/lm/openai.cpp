@@ -76,17 +76,8 @@ class OpenAIWire final : public Wire {
     return s;
   }
 
-  bool reply(std::string_view body, Call& call, std::string& text, std::string& why,
-             std::string_view secret) const override {
-    // The reply is read in place (simdjson DOM): only choices[0].message and
-    // usage matter, and making a Value of the whole reply was about an
-    // eighth of the provider's instructions per request.
-    thread_local simdjson::dom::parser parser;  // the curl thread's
-    simdjson::dom::element root;
-    if (parser.parse(body.data(), body.size()).get(root) != simdjson::SUCCESS) {
-      why = not_json_message(body, secret);
-      return false;
-    }
+  bool reply(simdjson::dom::element root, std::string_view body, Call& call, std::string& text,
+             std::string& why, std::string_view secret) const override {
     simdjson::dom::object msg;
     const bool has_msg = root["choices"].at(0)["message"].get(msg) == simdjson::SUCCESS;
     std::string_view content;
