@@ -69,12 +69,9 @@ void call_and_finish(const HostFunction& fn, const Value& declared, std::span<co
 // starts with.
 JournalKey host_key(const std::string& name, std::span<const Value> args) {
   std::string b;
-  for (std::string_view part : {std::string_view("host_call"), std::string_view(name)}) {
-    const uint64_t n = part.size();
-    b.append(reinterpret_cast<const char*>(&n), sizeof n);
-    b.append(part);
-  }
-  b += to_json(Value::list(std::vector<Value>(args.begin(), args.end())));
+  append_key_part(b, "host_call");
+  append_key_part(b, name);
+  append_key_part(b, to_json(Value::list(std::vector<Value>(args.begin(), args.end()))));
   return hash128_bytes(b);
 }
 

@@ -261,24 +261,19 @@ std::string correction(const Error& invalid) {
 // provider is asked, each part length-prefixed. `base` holds what every
 // request of the equation shares: the primitive, its sampling params and
 // schema (as JSON: exact, -0.0 and key order included).
-void key_part(std::string& b, std::string_view part) {
-  const uint64_t n = part.size();
-  b.append(reinterpret_cast<const char*>(&n), sizeof n);
-  b.append(part);
-}
 std::string request_base(const Eqn& e, const Value& sampling) {
   std::string b;
-  key_part(b, e.prim->name);
-  key_part(b, sampling.is_null() ? "" : to_json(sampling));
+  append_key_part(b, e.prim->name);
+  append_key_part(b, sampling.is_null() ? "" : to_json(sampling));
   const Param* s = e.params.find("schema");
-  key_part(b, s ? to_json(std::get<Value>(*s)) : "");
+  append_key_part(b, s ? to_json(std::get<Value>(*s)) : "");
   return b;
 }
 JournalKey request_key(std::string b, const lm::Request& req) {
-  key_part(b, req.model.as_str());
+  append_key_part(b, req.model.as_str());
   for (const lm::Message& m : req.messages) {
-    key_part(b, m.role);
-    key_part(b, m.content.as_str());
+    append_key_part(b, m.role);
+    append_key_part(b, m.content.as_str());
   }
   return hash128_bytes(b);
 }

@@ -23,6 +23,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "value/error.h"
@@ -31,6 +32,14 @@ namespace af {
 
 // The key of a request: its 16-byte hash (request_key in prims/lm.cpp).
 using JournalKey = std::string;
+
+// Appends one part of a key's input, length-prefixed (so no two different
+// lists of parts write the same bytes); the key is the hash of them all.
+inline void append_key_part(std::string& b, std::string_view part) {
+  const uint64_t n = part.size();
+  b.append(reinterpret_cast<const char*>(&n), sizeof n);
+  b.append(part);
+}
 
 // What a completed call answered.
 struct JournalEntry {
