@@ -73,6 +73,35 @@ af_error_t* af_lm_schema_call(af_context_t* ctx, const af_value_t* messages, con
   return af_lm_schema_call_ex(ctx, messages, model, schema, nullptr, out);
 }
 
+af_error_t* af_lm_tool_call(af_context_t* ctx, const af_value_t* messages, const af_value_t* history,
+                            const af_value_t* model, const af_value_t* tools, const af_value_t* params,
+                            af_value_t** out) {
+  if (out) *out = nullptr;
+  return guard([&] {
+    require(ctx, "af_lm_tool_call", "ctx");
+    require(messages, "af_lm_tool_call", "messages");
+    require(history, "af_lm_tool_call", "history");
+    require(model, "af_lm_tool_call", "model");
+    require(tools, "af_lm_tool_call", "tools");
+    require(out, "af_lm_tool_call", "out");
+    *out = wrap(op_lm_tool_call(unwrap(messages), unwrap(history), unwrap(model), unwrap(tools),
+                                params ? unwrap(params) : Value(), ctx->env));
+  });
+}
+
+af_error_t* af_tool_results(af_context_t* ctx, const af_value_t* history, const af_value_t* turn,
+                            const af_value_t* results, af_value_t** out) {
+  if (out) *out = nullptr;
+  return guard([&] {
+    require(ctx, "af_tool_results", "ctx");
+    require(history, "af_tool_results", "history");
+    require(turn, "af_tool_results", "turn");
+    require(results, "af_tool_results", "results");
+    require(out, "af_tool_results", "out");
+    *out = wrap(op_tool_results(unwrap(history), unwrap(turn), unwrap(results), ctx->env));
+  });
+}
+
 af_error_t* af_provider_new(const char* spec_json, size_t len, af_provider_t** out) {
   return new_provider("af_provider_new", spec_json, len, out, lm::make_provider);
 }

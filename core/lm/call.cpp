@@ -4,6 +4,7 @@
 
 #include "lm/provider.h"
 #include "lm/schema.h"
+#include "lm/tools.h"
 
 namespace af::lm {
 
@@ -22,6 +23,25 @@ void append_messages(std::string& s, const SmallVec<Message, 2>& messages) {
     append_json_string(s, messages[i].role);
     s += ",\"content\":";
     append_json_string(s, messages[i].content.as_str());
+    append_tool_parts(s, messages[i]);
+    s += '}';
+  }
+  s += ']';
+}
+// ,"tools":[{"name","description","parameters": JSON Schema}...] of a
+// request that offers tools.
+void append_tools(std::string& s, const Tools* tools) {
+  if (!tools) return;
+  s += ",\"tools\":[";
+  for (size_t i = 0; i < tools->list().size(); ++i) {
+    const Tools::Tool& t = tools->list()[i];
+    if (i) s += ',';
+    s += "{\"name\":";
+    append_json_string(s, t.name);
+    s += ",\"description\":";
+    append_json_string(s, t.description);
+    s += ",\"parameters\":";
+    s += t.parameters_json;
     s += '}';
   }
   s += ']';
@@ -39,6 +59,7 @@ std::string Request::to_json() const {
     s += ",\"json_schema\":";
     s += schema->json_schema();
   }
+  append_tools(s, tools.get());
   if (!sampling.is_null()) {
     s += ",\"params\":";
     append_json(s, sampling);
@@ -65,6 +86,7 @@ std::string Request::key() const {
   s += ",\"schema\":";
   if (schema) append_json(s, schema->tree());
   else s += "null";
+  append_tools(s, tools.get());
   if (!sampling.is_null()) {
     s += ",\"params\":";
     append_json(s, sampling);

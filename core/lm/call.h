@@ -20,12 +20,17 @@
 namespace af::lm {
 
 class Schema;
+class Tools;
+struct ToolTurn;
 
 struct Message {
   std::string role;
   // A str Value: a request shares its prompt's bytes with the run that made
   // it (a prompt is not copied per request, however long).
   Value content;
+  // Tool calling (lm/tools.h): an assistant turn's tool calls, or the call a
+  // "tool" message answers; null for a plain message.
+  std::shared_ptr<const ToolTurn> tool = nullptr;
 };
 
 struct Request {
@@ -39,6 +44,9 @@ struct Request {
   // Schema sent as response_format, the reply's parser); null for lm_call.
   // Shared: every request of an equation holds the same one.
   std::shared_ptr<const Schema> schema;
+  // lm_tool_call: the tools offered (lm/tools.h); the provider answers with
+  // the tool reply JSON. Null otherwise. Shared like the schema.
+  std::shared_ptr<const Tools> tools;
   std::shared_ptr<const std::vector<std::string>> tags;  // may be null
   // The call's sampling parameters (temperature, max_tokens, stop, seed,
   // top_p: the equation's params), a dict, or null when it sets none. A

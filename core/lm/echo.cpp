@@ -2,7 +2,11 @@
 // last message>"; lm_schema_call answers the smallest valid instance of the
 // schema, or with "schema_replies": "varied" an instance whose enum values,
 // bools and bounded ints are drawn from a hash of the last message (so a
-// demo's tickets take different branches, reproducibly). Optional latency (fixed, or drawn per request from a seeded hash
+// demo's tickets take different branches, reproducibly). lm_tool_call
+// calls each tool once, in order, with its smallest (or varied) arguments —
+// the k-th request of a conversation, k counted by the assistant turns with
+// tool calls it holds, calls tool k as "call_<k>" — and then answers as
+// lm_call does (so the answer echoes the last tool's result). Optional latency (fixed, or drawn per request from a seeded hash
 // of the request, so a run is reproducible) simulates a real endpoint. A
 // streamed request gets its answer in pieces (each word with the spaces
 // after it) just before it completes.
@@ -13,6 +17,7 @@
 #include "lm/providers.h"
 #include "lm/schema.h"
 #include "lm/timer.h"
+#include "lm/tools.h"
 
 namespace af::lm {
 
@@ -41,6 +46,7 @@ class Echo final : public Provider {
 
   template <bool Varied>
   static std::string answer(const Request& r) {
+    if (r.tools) return tool_answer<Varied>(r);
     if (r.schema) {
       if constexpr (Varied)
         return r.schema->varied_reply(r.messages.empty() ? 0 : fnv(r.messages.back().content.as_str()));
@@ -54,6 +60,28 @@ class Echo final : public Provider {
     s += '|';
     if (last) s += *last;
     return s;
+  }
+
+  template <bool Varied>
+  static std::string tool_answer(const Request& r) {
+    size_t k = 0;
+    for (const Message& m : r.messages) k += m.role == "assistant" && m.tool && !m.tool->calls.empty();
+    const auto& tools = r.tools->list();
+    if (k >= tools.size()) {
+      Request plain;  // the text answer, as lm_call's
+      plain.model = r.model;
+      plain.messages = r.messages;
+      return tool_reply(answer<Varied>(plain), {});
+    }
+    const Tools::Tool& t = tools[k];
+    std::string args = "{}";
+    if (t.parameters) {
+      if constexpr (Varied)
+        args = t.parameters->varied_reply(r.messages.empty() ? 0 : fnv(r.messages.back().content.as_str()));
+      else
+        args = t.parameters->smallest_reply();
+    }
+    return tool_reply("", {ToolCall{"call_" + std::to_string(k), t.name, std::move(args)}});
   }
 
   // Words: runs of bytes above ' ' (spaces and control characters split

@@ -19,6 +19,7 @@
 #include "lm/call_arena.h"
 #include "lm/router.h"
 #include "lm/schema.h"
+#include "lm/tools.h"
 #include "ir/registry.h"
 #include "prims/builtins.h"
 #include "trace/trace.h"
@@ -117,10 +118,11 @@ void set_sampling(const char* op, const Value& given, Params& params) {
 }
 
 // Batch depth D of the inputs: every input is str or list^D<str>.
-uint8_t batch_depth(const char* prim, std::span<const Aval> in, size_t n_roles) {
-  if (in.size() != n_roles + 1)
-    invalid(std::string(prim) + ": expected " + std::to_string(n_roles) + " message content(s) and a model, got " +
-            std::to_string(in.size()) + " input(s)");
+// (lm_tool_call's history sits between the contents and the model.)
+uint8_t batch_depth(const char* prim, std::span<const Aval> in, size_t n_roles, bool history = false) {
+  if (in.size() != n_roles + history + 1)
+    invalid(std::string(prim) + ": expected " + std::to_string(n_roles) + " message content(s), " +
+            (history ? "a history " : "") + "and a model, got " + std::to_string(in.size()) + " input(s)");
   uint8_t depth = 0;
   for (const Aval& a : in) {
     if (a.kind != Kind::Str)
@@ -149,6 +151,25 @@ AbstractOut lm_schema_call_abstract(const Params& params, std::span<const Aval> 
   AbstractOut out;
   out.out_tree = schema->out_tree();
   for (Kind k : schema->leaf_kinds()) out.out.push_back(Aval{k, d});
+  return out;
+}
+
+AbstractOut lm_tool_call_abstract(const Params& params, std::span<const Aval> in, const TreeDef&) {
+  uint8_t d = batch_depth("lm_tool_call", in, checked_roles("lm_tool_call", params).size(), true);
+  check_sampling("lm_tool_call", params);
+  const Param* tp = params.find("tools");
+  const Value* tree = tp ? std::get_if<Value>(tp) : nullptr;
+  if (!tree) invalid("lm_tool_call: param \"tools\" is missing");
+  lm::tools_of(*tree);
+  static const TreeDef out_tree = TreeDef::of(lm::tool_output_prototype());
+  AbstractOut out;
+  out.out_tree = out_tree;
+  out.out.resize(lm::kToolOutputs);
+  out.out[lm::kArguments] = Aval{Kind::Str, uint8_t(d + 1)};
+  out.out[lm::kCalled] = Aval{Kind::Bool, d};
+  out.out[lm::kNames] = Aval{Kind::Str, uint8_t(d + 1)};
+  out.out[lm::kText] = Aval{Kind::Str, d};
+  out.out[lm::kTurn] = Aval{Kind::Str, d};
   return out;
 }
 
@@ -267,6 +288,7 @@ std::string request_base(const Eqn& e, const Value& sampling) {
   append_key_part(b, sampling.is_null() ? "" : to_json(sampling));
   const Param* s = e.params.find("schema");
   append_key_part(b, s ? to_json(std::get<Value>(*s)) : "");
+  if (const Param* t = e.params.find("tools")) append_key_part(b, to_json(std::get<Value>(*t)));
   return b;
 }
 JournalKey request_key(std::string b, const lm::Request& req) {
@@ -274,6 +296,11 @@ JournalKey request_key(std::string b, const lm::Request& req) {
   for (const lm::Message& m : req.messages) {
     append_key_part(b, m.role);
     append_key_part(b, m.content.as_str());
+    if (m.tool) {
+      std::string parts;
+      lm::append_tool_parts(parts, m);
+      append_key_part(b, parts);
+    }
   }
   return hash128_bytes(b);
 }
@@ -326,7 +353,8 @@ struct Batch : std::enable_shared_from_this<Batch> {
   }
 
   std::shared_ptr<AsyncOp> op;
-  std::shared_ptr<const lm::Schema> schema;  // null for lm_call
+  std::shared_ptr<const lm::Schema> schema;  // lm_schema_call's, else null
+  std::shared_ptr<const lm::Tools> tools;    // lm_tool_call's, else null
   const char* prim = "";
   bool item_errors = false;
   bool streams = false;
@@ -372,6 +400,19 @@ struct Batch : std::enable_shared_from_this<Batch> {
         if (auto c = it.call.lock()) cs.push_back(std::move(c));
     }
     for (auto& c : cs) c->cancel(why);
+  }
+
+  // A reply into item i's outputs: parsed for a schema or tool call (SCHEMA
+  // error if it does not fit), else the text itself.
+  void parse_into(std::span<Value> result, std::string& content) const {
+    if (schema) schema->parse_reply(content, result);
+    else if (tools) tools->parse_reply(content, result);
+    else result[0] = Value::str(std::move(content));
+  }
+  // What the host sees streamed for a reply parsed into `result`: a tool
+  // call's text, else the reply.
+  const std::string& shown(std::span<const Value> result, const std::string& content) const {
+    return tools ? lm::Tools::text_of(result) : content;
   }
 
   // Item i's outputs, all set to `v`.
@@ -441,10 +482,10 @@ struct Batch : std::enable_shared_from_this<Batch> {
   void answered(size_t i, lm::Call& call, std::string* content, const Error* err) {
     Item& it = items[i];
     const std::span<Value> result(results.data() + i * n_out, n_out);
-    std::optional<Error> invalid;  // a reply that fails the schema
-    if (content && schema) {
+    std::optional<Error> invalid;  // a reply that fails the schema or the tools
+    if (content && (schema || tools)) {
       try {
-        schema->parse_reply(*content, result);
+        parse_into(result, *content);
       } catch (const Error& e) {
         invalid.emplace(detached(e));
         std::fill(result.begin(), result.end(), Value());  // what it had put there
@@ -498,9 +539,9 @@ struct Batch : std::enable_shared_from_this<Batch> {
       if (it.reasks) after = " (after " + std::to_string(it.reasks) + " re-ask" + (it.reasks > 1 ? "s)" : ")");
       return fail_item(i, Error(invalid->code(), what() + ": " + invalid->what() + after));
     }
-    if (streams) settle_stream(i, *content);
+    if (streams) settle_stream(i, shown(result, *content));
     if (journal) return record(i, call, std::move(*content));
-    if (!schema) result[0] = Value::str(std::move(*content));
+    if (!schema && !tools) result[0] = Value::str(std::move(*content));
     done_one();
   }
 
@@ -508,7 +549,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
   void record(size_t i, lm::Call& call, std::string content) {
     JournalEntry entry{content, call.request().model.as_str(), call.provider_name, name, call.prompt_tokens,
                        call.completion_tokens};
-    if (!schema) results[i * n_out] = Value::str(std::move(content));
+    if (!schema && !tools) results[i * n_out] = Value::str(std::move(content));
     holds.fetch_add(1, std::memory_order_relaxed);
     journal->record(keys[i], std::move(entry), [b = this, i](const Error* err) {
       if (err) b->fail_item(i, *err);
@@ -523,17 +564,14 @@ struct Batch : std::enable_shared_from_this<Batch> {
       const int64_t now = lm::now_ns();
       op->record_span(CallSpan{"journal", 0, now, now, now, recorded.model, 0, 0, 0, 0, nullptr, nullptr});
     }
-    if (schema) {
-      try {
-        schema->parse_reply(recorded.reply, result);
-      } catch (const Error& e) {  // the program's hash binds the schema: a damaged journal
-        return fail_item(i, Error(Code::Format, std::string(prim) + ": the journal's reply does not match the "
-                                                    "schema: " + e.what()));
-      }
-    } else {
-      result[0] = Value::str(recorded.reply);
+    std::string reply = recorded.reply;
+    try {
+      parse_into(result, reply);
+    } catch (const Error& e) {  // the program's hash binds the schema and tools: a damaged journal
+      return fail_item(i, Error(Code::Format, std::string(prim) + ": the journal's reply does not match the "
+                                                  "schema or tools: " + e.what()));
     }
-    if (streams) settle_stream(i, recorded.reply);
+    if (streams) settle_stream(i, shown(result, recorded.reply));
     done_one();
   }
 
@@ -582,6 +620,10 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
     batch->schema = lm::schema_of(std::get<Value>(*s));
     batch->n_out = batch->schema->leaf_kinds().size();
   }
+  if (const Param* t = e.params.find("tools")) {
+    batch->tools = lm::tools_of(std::get<Value>(*t));
+    batch->n_out = lm::kToolOutputs;
+  }
   Expansion ex;
   ex.item_errors = env.item_errors;
   Row row;
@@ -620,11 +662,23 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   size_t n_failed = 0;
   // The route of the model asked last: a batch's items mostly share one.
   const std::string* routed_model = nullptr;
+  // lm_tool_call: each item's history, read before any request is made.
+  std::vector<std::vector<lm::Message>> histories(batch->tools ? n : 0);
   for (size_t i = 0; i < n; ++i) {
     if (ex.failed[i]) {
       item_error(i, *ex.failed[i]);
       ++n_failed;
       continue;
+    }
+    if (batch->tools) {
+      try {
+        histories[i] = lm::history_messages(prim, ex.row(i)[roles.size()]->as_str());
+      } catch (const Error& err) {
+        if (!batch->item_errors) throw;
+        item_error(i, error_value(Error(err.code(), std::string(err.what()) + batch_item(batch->base, i))));
+        ++n_failed;
+        continue;
+      }
     }
     const std::string& model = ex.row(i).back()->as_str();
     if (!routed_model || (routed_model != &model && *routed_model != model)) {
@@ -685,6 +739,10 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
     req.messages.reserve(roles.size());
     for (size_t k = 0; k < roles.size(); ++k)
       req.messages.push_back(lm::Message{roles.items()[k].as_str(), *ex.row(i)[k]});
+    if (batch->tools) {  // the conversation so far, after the call's own messages
+      for (lm::Message& m : histories[i]) req.messages.push_back(std::move(m));
+      req.tools = batch->tools;
+    }
     req.schema = schema;
     req.tags = tags;
     req.sampling = sampling;
@@ -708,8 +766,22 @@ void lm_batch(BatchCtx& ctx, const Eqn& e);
 void lm_push(PushCtx& ctx, const Eqn& e);
 void lm_pull_bwd(PullCtx& ctx, const Eqn& e);
 
+// lm_tool_call has no tangent or feedback rule: what would "improve" a
+// choice of tool is not text about one input. Reached only when a tangent
+// or cotangent does reach it.
+void tool_call_push(PushCtx&, const Eqn&) {
+  invalid("pushforward: lm_tool_call has no pushforward rule (a tangent reaches its messages or history; wrap "
+          "them in stop_gradient)");
+}
+void tool_call_pull_bwd(PullCtx&, const Eqn&) {
+  invalid("pullback: lm_tool_call has no pullback rule (a cotangent reaches its result; wrap the result in "
+          "stop_gradient)");
+}
+
 Prim lm_prim(const char* name, std::vector<ParamSpec> params,
-             AbstractOut (*abstract)(const Params&, std::span<const Aval>, const TreeDef&)) {
+             AbstractOut (*abstract)(const Params&, std::span<const Aval>, const TreeDef&),
+             void (*push)(PushCtx&, const Eqn&) = lm_push,
+             void (*pull_bwd)(PullCtx&, const Eqn&) = lm_pull_bwd) {
   return Prim{
       .name = name,
       .flags = kNondeterministic,
@@ -718,9 +790,9 @@ Prim lm_prim(const char* name, std::vector<ParamSpec> params,
       .impl_async = lm_impl_async,
       .abstract_eval = abstract,
       .batch = lm_batch,
-      .pushforward = lm_push,
+      .pushforward = push,
       .pullback_fwd = pull_fwd_copy,
-      .pullback_bwd = lm_pull_bwd,
+      .pullback_bwd = pull_bwd,
       .dce = dce_whole,
   };
 }
@@ -903,11 +975,48 @@ std::vector<ParamSpec> lm_params(std::vector<ParamSpec> more) {
   return ps;
 }
 
+// ---- tool_results(history, turn, results) -> history (lm/tools.h)
+
+AbstractOut tool_results_abstract(const Params&, std::span<const Aval> in, const TreeDef&) {
+  // (a concrete empty list of results is a plain list)
+  if (in.size() != 3 || !(in[0] == Aval{Kind::Str, 0}) || !(in[1] == Aval{Kind::Str, 0}) ||
+      !(in[2] == Aval{Kind::Str, 1} || in[2] == Aval{Kind::List, 0}))
+    invalid("tool_results: takes a history (str), a turn (str) and the results (list<str>)");
+  return AbstractOut{{Aval{Kind::Str, 0}}, TreeDef::leaf()};
+}
+
+void tool_results_impl(const Eqn&, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
+  std::string h = lm::history_with(in[0].as_str(), in[1].as_str(), in[2]);
+  env.check_value_bytes("tool_results", h.size());  // a loop appending to its history meets it
+  out[0] = Value::str(std::move(h));
+}
+
+// The history is a record, not a text to improve: no tangent, no feedback.
+void tool_results_push(PushCtx& ctx, const Eqn&) {
+  ctx.emit_primal();
+  ctx.tangent_out(0, std::nullopt);
+}
+void tool_results_pull_bwd(PullCtx&, const Eqn&) {}
+
 }  // namespace
 
 void add_lm_prims(std::vector<Prim>& out) {
   out.push_back(lm_prim("lm_call", lm_params({}), lm_call_abstract));
   out.push_back(lm_prim("lm_schema_call", lm_params({{.name = "schema"}}), lm_schema_call_abstract));
+  out.push_back(lm_prim("lm_tool_call", lm_params({{.name = "tools"}}), lm_tool_call_abstract, tool_call_push,
+                        tool_call_pull_bwd));
+  out.push_back(Prim{
+      .name = "tool_results",
+      .cost = 0.0,
+      .params = {},
+      .impl = tool_results_impl,
+      .abstract_eval = tool_results_abstract,
+      .batch = batch_by_map,
+      .pushforward = tool_results_push,
+      .pullback_fwd = pull_fwd_copy,
+      .pullback_bwd = tool_results_pull_bwd,
+      .dce = dce_whole,
+  });
 }
 
 Value op_lm_call(const Value& messages, const Value& model, const Value& sampling, RunEnv& env) {
@@ -938,6 +1047,47 @@ Value op_lm_schema_call(const Value& messages, const Value& model, const Value& 
   set_sampling("lm_schema_call", sampling, params);
   static const Prim& p = prim("lm_schema_call");
   return bind_flat(p, std::move(params), std::move(in), env);
+}
+
+}  // namespace af
+
+namespace af {
+
+Value op_lm_tool_call(const Value& messages, const Value& history, const Value& model, const Value& tools,
+                      const Value& sampling, RunEnv& env) {
+  Value roles;
+  std::vector<Value> in;
+  split_messages("lm_tool_call", messages, roles, in);
+  bool str_like = history.kind() == Kind::Str ||
+                  (history.kind() == Kind::Placeholder && history.placeholder_ref().kind == Kind::Str);
+  if (!str_like)
+    invalid(std::string("lm_tool_call: the history must be a str (\"\" to start, then what tool_results "
+                        "returns), found ") + kind_name(history.kind()));
+  if (history.kind() == Kind::Str) lm::history_messages("lm_tool_call", history.as_str());  // fails here, not at run time
+  check_model("lm_tool_call", model);
+  try {
+    lm::tools_of(tools);  // INVALID_ARGUMENT naming the tool, before anything is recorded
+  } catch (const Error& e) {
+    invalid(std::string("lm_tool_call: ") + e.what());
+  }
+  in.push_back(history);
+  in.push_back(model);
+  Params params;
+  params.set("roles", std::move(roles));
+  params.set("tools", tools);
+  set_sampling("lm_tool_call", sampling, params);
+  static const Prim& p = prim("lm_tool_call");
+  return bind_flat(p, std::move(params), std::move(in), env);
+}
+
+Value op_tool_results(const Value& history, const Value& turn, const Value& results, RunEnv& env) {
+  auto str_like = [](const Value& v) {
+    return v.kind() == Kind::Str || (v.kind() == Kind::Placeholder && v.placeholder_ref().kind == Kind::Str);
+  };
+  if (!str_like(history)) invalid(std::string("tool_results: the history must be a str, found ") + kind_name(history.kind()));
+  if (!str_like(turn)) invalid(std::string("tool_results: the turn must be a str (lm_tool_call's \"turn\"), found ") + kind_name(turn.kind()));
+  static const Prim& p = prim("tool_results");
+  return bind_flat(p, Params(), {history, turn, results}, env);
 }
 
 }  // namespace af

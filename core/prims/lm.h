@@ -16,6 +16,14 @@ Value op_lm_call(const Value& messages, const Value& model, const Value& samplin
 Value op_lm_schema_call(const Value& messages, const Value& model, const Value& schema,
                         const Value& sampling, RunEnv& env);
 
+// Tool calling (lm/tools.h): history is a str (the turns so far, "" for
+// none), tools a static list of tools. The result is the dict of
+// lm/tools.h's ToolOut.
+Value op_lm_tool_call(const Value& messages, const Value& history, const Value& model, const Value& tools,
+                      const Value& sampling, RunEnv& env);
+// The history after a turn and its tools' results (a list of str).
+Value op_tool_results(const Value& history, const Value& turn, const Value& results, RunEnv& env);
+
 // Cost hint of an LM call relative to a cheap primitive (1): priorities
 // follow the longest remaining path, so LM calls dominate them.
 inline constexpr double kLmCallCost = 1000.0;

@@ -802,6 +802,42 @@ AF_API af_error_t* af_lm_schema_call_ex(af_context_t* ctx, const af_value_t* mes
                                         const af_value_t* model, const af_value_t* schema,
                                         const af_value_t* params, af_value_t** out);
 
+/* Tool calling: an LM call that offers tools the model may call.
+ * tools: a list of {"name": str, "description": str (optional),
+ * "parameters": a schema tree as af_lm_schema_call's whose root is a
+ * container (the arguments object; leave it out for no arguments)}; names
+ * are distinct [A-Za-z0-9_-]{1,64}. Static, like a schema.
+ * history: a str (may be traced) holding the JSON array of the turns after
+ * messages — what the model said and the tools answered so far — as
+ * af_tool_results builds it; "" or "[]" for none.
+ * The result is a dict:
+ *   "called":    bool, true when the model called tools (the reply is not final)
+ *   "text":      str, the model's text ("" when it only called tools)
+ *   "names":     list of str, the tools called, in order
+ *   "arguments": list of str, each call's arguments as compact JSON text
+ *   "turn":      str, the model's turn as a history message (JSON)
+ * Each call's name and arguments are checked against its tool; a reply that
+ * fails (an unknown tool, arguments that do not match) is re-asked like an
+ * invalid structured reply, then SCHEMA. params: sampling params as
+ * af_lm_call_ex (may be NULL). Host providers see the tools in the request
+ * JSON ("tools") and answer with {"content": str|null, "tool_calls":
+ * [{"id","name","arguments"}]} (docs/SEMANTICS.md, tools). Not
+ * differentiable: pushforward / pullback reaching it is INVALID_ARGUMENT. */
+AF_API af_error_t* af_lm_tool_call(af_context_t* ctx, const af_value_t* messages,
+                                   const af_value_t* history, const af_value_t* model,
+                                   const af_value_t* tools, const af_value_t* params,
+                                   af_value_t** out);
+
+/* The history after a tool-calling turn: history (a str, as above) with
+ * turn (af_lm_tool_call's "turn") and one tool message per str of results
+ * answering the turn's calls in order. With a final turn (no calls) and no
+ * results it appends the turn alone. Recorded inside a trace (all three may
+ * be traced). INVALID_ARGUMENT: not one result per call, a malformed
+ * history or turn. */
+AF_API af_error_t* af_tool_results(af_context_t* ctx, const af_value_t* history,
+                                   const af_value_t* turn, const af_value_t* results,
+                                   af_value_t** out);
+
 /* ======================================================================= */
 /* IRs: calling, inspecting, transforming                                  */
 /* ======================================================================= */

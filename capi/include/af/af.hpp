@@ -371,12 +371,14 @@ class Value::Range {
     const Value* v_;
     size_t i_;
   };
-  explicit Range(const Value* v) : v_(v), n_(v->size()) {}
-  iterator begin() const { return iterator(v_, 0); }
-  iterator end() const { return iterator(v_, n_); }
+  explicit Range(const Value* v) : v_(*v), n_(v->size()) {}
+  iterator begin() const { return iterator(&v_, 0); }
+  iterator end() const { return iterator(&v_, n_); }
 
  private:
-  const Value* v_;  // the range borrows the value: keep it alive while iterating
+  // A reference of its own: `for (af::Value m : ctx.json(...).items())`
+  // iterates a value that is a temporary of the loop's header.
+  Value v_;
   size_t n_;
 };
 
@@ -855,6 +857,19 @@ class Context {
     return make([&](af_value_t** o) {
       return af_lm_schema_call_ex(ptr(), messages.get(), model.get(), schema.get(), params.get(), o);
     });
+  }
+  /* Tool calling (af_lm_tool_call): a dict {"called", "text", "names",
+   * "arguments", "turn"}; history is "" to start, then what tool_results
+   * returns. params may be null. */
+  Value lm_tool_call(const Value& messages, const Value& history, const Value& model, const Value& tools,
+                     const Value& params = Value()) {
+    return make([&](af_value_t** o) {
+      return af_lm_tool_call(ptr(), messages.get(), history.get(), model.get(), tools.get(), params.get(), o);
+    });
+  }
+  /* The history after a turn and one result (str) per call it made (af_tool_results). */
+  Value tool_results(const Value& history, const Value& turn, const Value& results) {
+    return make([&](af_value_t** o) { return af_tool_results(ptr(), history.get(), turn.get(), results.get(), o); });
   }
   /* Runs the branch named by key (a str) on the operands. */
   Value switch_(const Value& key, const std::vector<std::pair<std::string_view, Ir>>& branches,
