@@ -68,7 +68,7 @@ std::string index_path(const std::string& path, size_t i) {
 }
 
 [[noreturn]] void bad(const std::string& path, const std::string& why) {
-  invalid("lm_schema_call: schema at " + path + ": " + why);
+  invalid("schema at " + path + ": " + why);
 }
 
 // A pattern is compiled by RE2 (linear in the text matched, no
@@ -323,7 +323,7 @@ std::string excerpt(std::string_view s, size_t max = 200) {
 
 [[noreturn]] void mismatch(const std::string& path, const std::string& expected, const Value& found) {
   std::string f = found.is_container() ? std::string("a ") + kind_name(found.kind()) : to_json(found);
-  fail(Code::Schema, "lm_schema_call: the reply does not match the schema at " + path + ": expected " +
+  fail(Code::Schema, "the reply does not match the schema at " + path + ": expected " +
                          expected + ", found " + excerpt(f, 120));
 }
 
@@ -455,7 +455,7 @@ void validate(const SchemaNode& n, simdjson::dom::element e, const ReplyPath& pa
         if (key == n.keys.end()) {
           std::string allowed;
           for (const std::string& w : n.keys) allowed += (allowed.empty() ? "" : ", ") + w;
-          fail(Code::Schema, "lm_schema_call: the reply does not match the schema at " +
+          fail(Code::Schema, "the reply does not match the schema at " +
                                  child_path(path.str(), field.key) + ": unexpected property (allowed: " + allowed + ")");
         }
         const auto i = size_t(key - n.keys.begin());
@@ -466,7 +466,7 @@ void validate(const SchemaNode& n, simdjson::dom::element e, const ReplyPath& pa
       for (size_t i = 0; i < n.keys.size(); ++i) {
         const ReplyPath at{&path, n.keys[i]};
         if (!found[i])
-          fail(Code::Schema, "lm_schema_call: the reply does not match the schema at " + at.str() +
+          fail(Code::Schema, "the reply does not match the schema at " + at.str() +
                                  ": the required property is missing");
         validate(n.items[i], at_key[i], at, leaves);
       }
@@ -674,7 +674,7 @@ void Schema::parse_reply(std::string_view reply, std::span<Value> leaves) const 
   } catch (const Error& e) {
     // parse_json_dom's and json_value's errors: JSON that no Value holds.
     if (e.code() != Code::InvalidArgument) throw;
-    fail(Code::Schema, "lm_schema_call: the reply is not valid JSON (" + std::string(e.what()) +
+    fail(Code::Schema, "the reply is not valid JSON (" + std::string(e.what()) +
                            "): " + excerpt(reply));
   }
 }

@@ -147,7 +147,12 @@ AbstractOut lm_schema_call_abstract(const Params& params, std::span<const Aval> 
   const Param* sp = params.find("schema");
   const Value* tree = sp ? std::get_if<Value>(sp) : nullptr;
   if (!tree) invalid("lm_schema_call: param \"schema\" (the node tree) is missing");
-  auto schema = lm::schema_of(*tree);
+  std::shared_ptr<const lm::Schema> schema;
+  try {
+    schema = lm::schema_of(*tree);
+  } catch (const Error& e) {
+    invalid(std::string("lm_schema_call: ") + e.what());
+  }
   AbstractOut out;
   out.out_tree = schema->out_tree();
   for (Kind k : schema->leaf_kinds()) out.out.push_back(Aval{k, d});
@@ -160,7 +165,11 @@ AbstractOut lm_tool_call_abstract(const Params& params, std::span<const Aval> in
   const Param* tp = params.find("tools");
   const Value* tree = tp ? std::get_if<Value>(tp) : nullptr;
   if (!tree) invalid("lm_tool_call: param \"tools\" is missing");
-  lm::tools_of(*tree);
+  try {
+    lm::tools_of(*tree);
+  } catch (const Error& e) {
+    invalid(std::string("lm_tool_call: ") + e.what());
+  }
   static const TreeDef out_tree = TreeDef::of(lm::tool_output_prototype());
   AbstractOut out;
   out.out_tree = out_tree;
@@ -272,8 +281,11 @@ std::string resent_reply(std::string_view reply) {
          " bytes in all]";
 }
 
-// The turn that re-asks after an invalid structured reply.
-std::string correction(const Error& invalid) {
+// The turn that re-asks after an invalid structured reply or tool call.
+std::string correction(const Error& invalid, bool tool_call) {
+  if (tool_call)
+    return std::string("Your tool call is invalid: ") + invalid.what() +
+           "\nCall a tool again with arguments that match its parameters, or answer.";
   return std::string("Your reply does not match the required JSON schema: ") + invalid.what() +
          "\nReply again with only the corrected JSON.";
 }
@@ -531,7 +543,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
         }
         next.reask = it.reasks;
         next.messages.push_back(lm::Message{"assistant", Value::str(resent_reply(*content))});
-        next.messages.push_back(lm::Message{"user", Value::str(correction(*invalid))});
+        next.messages.push_back(lm::Message{"user", Value::str(correction(*invalid, tools != nullptr))});
         restart_stream(i);
         return submit(i, std::move(next));
       }
@@ -975,18 +987,26 @@ std::vector<ParamSpec> lm_params(std::vector<ParamSpec> more) {
   return ps;
 }
 
-// ---- tool_results(history, turn, results) -> history (lm/tools.h)
+// ---- tool_results(history, turn, results...) -> history (lm/tools.h)
+//
+// The results are one list<str> input (a list the program computed, such
+// as a scan's ys) or one str input per result (a list written in the
+// program, whose items may be traced).
+
+bool results_as_list(std::span<const Aval> in) { return in.size() == 3 && in[2] == Aval{Kind::Str, 1}; }
 
 AbstractOut tool_results_abstract(const Params&, std::span<const Aval> in, const TreeDef&) {
-  // (a concrete empty list of results is a plain list)
-  if (in.size() != 3 || !(in[0] == Aval{Kind::Str, 0}) || !(in[1] == Aval{Kind::Str, 0}) ||
-      !(in[2] == Aval{Kind::Str, 1} || in[2] == Aval{Kind::List, 0}))
-    invalid("tool_results: takes a history (str), a turn (str) and the results (list<str>)");
+  bool ok = in.size() >= 2 && in[0] == Aval{Kind::Str, 0} && in[1] == Aval{Kind::Str, 0};
+  if (ok && !results_as_list(in))
+    for (size_t k = 2; k < in.size(); ++k) ok = ok && in[k] == Aval{Kind::Str, 0};
+  if (!ok) invalid("tool_results: takes a history (str), a turn (str) and the results (a list of str)");
   return AbstractOut{{Aval{Kind::Str, 0}}, TreeDef::leaf()};
 }
 
 void tool_results_impl(const Eqn&, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
-  std::string h = lm::history_with(in[0].as_str(), in[1].as_str(), in[2]);
+  const bool listed = in.size() == 3 && in[2].kind() == Kind::List;
+  const Value results = listed ? in[2] : Value::list(std::vector<Value>(in.begin() + 2, in.end()));
+  std::string h = lm::history_with(in[0].as_str(), in[1].as_str(), results);
   env.check_value_bytes("tool_results", h.size());  // a loop appending to its history meets it
   out[0] = Value::str(std::move(h));
 }
@@ -1039,7 +1059,11 @@ Value op_lm_schema_call(const Value& messages, const Value& model, const Value& 
   split_messages("lm_schema_call", messages, roles, in);
   check_model("lm_schema_call", model);
   if (schema.has_placeholder()) invalid("lm_schema_call: the schema is static; it cannot hold traced values");
-  lm::schema_of(schema);  // INVALID_ARGUMENT with the path, before anything is recorded
+  try {
+    lm::schema_of(schema);  // INVALID_ARGUMENT with the path, before anything is recorded
+  } catch (const Error& e) {
+    invalid(std::string("lm_schema_call: ") + e.what());
+  }
   in.push_back(model);
   Params params;
   params.set("roles", std::move(roles));
@@ -1086,8 +1110,22 @@ Value op_tool_results(const Value& history, const Value& turn, const Value& resu
   };
   if (!str_like(history)) invalid(std::string("tool_results: the history must be a str, found ") + kind_name(history.kind()));
   if (!str_like(turn)) invalid(std::string("tool_results: the turn must be a str (lm_tool_call's \"turn\"), found ") + kind_name(turn.kind()));
+  std::vector<Value> in{history, turn};
+  if (results.kind() == Kind::List) {  // written in the program: one input per result
+    for (size_t i = 0; i < results.size(); ++i) {
+      const Value& r = results.items()[i];
+      if (!str_like(r))
+        invalid("tool_results: result " + std::to_string(i) + " is " + kind_name(r.kind()) + ", expected str");
+      in.push_back(r);
+    }
+  } else if (results.kind() == Kind::Placeholder && results.placeholder_ref().kind == Kind::Str &&
+             results.placeholder_ref().list_depth == 1) {
+    in.push_back(results);  // a list the program computed
+  } else {
+    invalid(std::string("tool_results: the results must be a list of str, found ") + kind_name(results.kind()));
+  }
   static const Prim& p = prim("tool_results");
-  return bind_flat(p, Params(), {history, turn, results}, env);
+  return bind_flat(p, Params(), std::move(in), env);
 }
 
 }  // namespace af

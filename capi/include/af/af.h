@@ -1437,10 +1437,14 @@ AF_API af_error_t* af_provider_host_new(af_provider_submit_fn fn, void* user_dat
                                         void (*destroy)(void*), af_provider_t** out);
 /* The request as JSON (owned bytes): {"model": str, "messages": [{"role",
  * "content"}...], "schema": node tree, "json_schema": JSON Schema,
- * "params": {sampling params}, "stream": true, "reask": k, "tags": [...]} —
- * schema keys only for schema calls, the others only when set ("stream" when
- * the run streams: the host may then send the reply in pieces; "reask" on a
- * schema call's k-th re-ask, when the host may vary its sampling). */
+ * "params": {sampling params}, "stream": true, "reask": k, "tags": [...],
+ * "tools": [{"name", "description", "parameters": JSON Schema}...]} —
+ * schema keys only for schema calls, "tools" only for tool calls (whose
+ * messages may also carry "tool_calls" (assistant) or "tool_call_id" and
+ * "name" (tool), and whose reply must be the JSON of af_lm_tool_call), the
+ * others only when set ("stream" when the run streams: the host may then
+ * send the reply in pieces; "reask" on a schema or tool call's k-th re-ask,
+ * when the host may vary its sampling). */
 AF_API af_error_t* af_lm_request_json(const af_lm_request_t* req, af_bytes_t* out);
 /* 1 if the run no longer wants the answer (cancelled, timed out, failed);
  * the host may stop working on it but must still finish the handle. */
