@@ -2,10 +2,12 @@ package af_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -172,4 +174,121 @@ func Example_rollingSummary() {
 	// after chunk 1: summarizer|Update the summary (none) with: Q1 up.
 	// after chunk 2: summarizer|Update the summary (summarizer|Update the summary (none) with: Q1 up.) with: Q2 flat.
 	// after chunk 3: summarizer|Update the summary (summarizer|Update the summary (summarizer|Update the summary (none) with: Q1 up.) with: Q2 flat.) with: Q3 down.
+}
+
+// The README's agent loop (a cookbook entry of its own), compiled and run by
+// go test (TestReadmeAgentLoopIsTheExample checks that README.md shows this
+// very code).
+func Example_agentLoop() {
+	// agent-loop:begin
+	eng := orPanic(af.NewEngine())
+	defer eng.Close()
+	ctx := context.Background()
+	// The echo provider stands in for a model that calls tools: it calls
+	// each tool once, in order, with its smallest arguments, then answers
+	// "<model>|<last message>". Route "echo" to a real provider instead.
+	orPanic(0, eng.Route("echo", orPanic(af.NewEchoProvider(""))))
+
+	// The tools: what the model is told (a schema of each tool's arguments)
+	// and host functions taking the arguments as JSON text.
+	tools := orPanic(eng.FromJSON(`[
+		{"name": "add", "description": "a + b",
+		 "parameters": {"a": {"type": "int", "min": 2}, "b": {"type": "int", "min": 3}}},
+		{"name": "lookup", "description": "today's weather in a city",
+		 "parameters": {"city": {"type": "enum", "values": ["Paris", "Rome"]}}}]`))
+	str := orPanic(eng.ValueOf("str"))
+	orPanic(0, eng.RegisterFunction("add", str, func(args []*af.Value) (*af.Value, error) {
+		var a struct{ A, B int }
+		if err := json.Unmarshal([]byte(orPanic(args[0].AsString())), &a); err != nil {
+			return nil, err
+		}
+		return eng.Str(strconv.Itoa(a.A + a.B))
+	}))
+	orPanic(0, eng.RegisterFunction("lookup", str, func(args []*af.Value) (*af.Value, error) {
+		var a struct{ City string }
+		if err := json.Unmarshal([]byte(orPanic(args[0].AsString())), &a); err != nil {
+			return nil, err
+		}
+		return eng.Str(a.City + ": 21C, sunny")
+	}))
+
+	// runTool(carry, {args, name}) = [carry, the tool's result]: a switch on
+	// the name, each branch a host call.
+	hostCall := func(name string) *af.IR {
+		return orPanic(af.Trace(eng, func(eng *af.Engine, in []*af.Value) (*af.Value, error) {
+			return eng.HostCall(name, in[0])
+		}, orPanic(eng.ValueOf("{}"))))
+	}
+	branches := []af.Branch{{Name: "add", IR: hostCall("add")}, {Name: "lookup", IR: hostCall("lookup")}}
+	runTool := orPanic(af.Trace(eng, func(eng *af.Engine, in []*af.Value) (*af.Value, error) {
+		result, err := eng.Switch(orPanic(in[1].Key("name")), branches, orPanic(in[1].Key("args")))
+		if err != nil {
+			return nil, err
+		}
+		return eng.List(in[0], result)
+	}, orPanic(eng.ValueOf(0)), orPanic(eng.ValueOf(map[string]string{"args": "{}", "name": "add"}))))
+
+	// One step of the agent: ask the model (with the history so far), run
+	// the tools it called — a scan, which handles any number of calls,
+	// none included — and add its turn and their results to the history.
+	messages := orPanic(eng.ValueOf([]map[string]string{
+		{"role": "system", "content": "Use the tools, then answer."},
+		{"role": "user", "content": "What is 2 + 3, and the weather in Paris?"},
+	}))
+	model := orPanic(eng.ValueOf("echo"))
+	state := orPanic(eng.ValueOf(map[string]any{"called": true, "history": "", "text": ""}))
+	step := orPanic(af.Trace(eng, func(eng *af.Engine, in []*af.Value) (*af.Value, error) {
+		history := orPanic(in[0].Key("history"))
+		r, err := eng.LMToolCall(messages, history, model, tools)
+		if err != nil {
+			return nil, err
+		}
+		calls := orPanic(eng.ValueOf(map[string]*af.Value{
+			"args": orPanic(r.Key("arguments")), "name": orPanic(r.Key("names"))}))
+		scanned, err := eng.Scan(runTool, orPanic(eng.ValueOf(0)), calls, false)
+		if err != nil {
+			return nil, err
+		}
+		history, err = eng.ToolResults(history, orPanic(r.Key("turn")), orPanic(scanned.Index(1)))
+		if err != nil {
+			return nil, err
+		}
+		return eng.ValueOf(map[string]*af.Value{
+			"called": orPanic(r.Key("called")), "history": history, "text": orPanic(r.Key("text"))})
+	}, state))
+	called := orPanic(af.Trace(eng, func(eng *af.Engine, in []*af.Value) (*af.Value, error) {
+		return in[0].Key("called")
+	}, state))
+
+	// The agent: steps while the model calls tools, at most 4. Its input is
+	// the history to start from ("" for a new conversation).
+	agent := orPanic(af.Compile(eng, orPanic(af.Trace(eng, func(eng *af.Engine, in []*af.Value) (*af.Value, error) {
+		init := orPanic(eng.ValueOf(map[string]any{"called": true, "history": in[0], "text": ""}))
+		return eng.WhileLoop(called, step, init, 4)
+	}, orPanic(eng.ValueOf(""))))))
+
+	out := orPanic(eng.Call(ctx, agent, orPanic(eng.ValueOf(""))))
+	fmt.Println("answer:", orPanic(orPanic(out.Key("text")).AsString()))
+	var history []struct {
+		Role, Content string
+		ToolCalls     []struct{ Name, Arguments string } `json:"tool_calls"`
+	}
+	orPanic(0, json.Unmarshal([]byte(orPanic(orPanic(out.Key("history")).AsString())), &history))
+	for _, m := range history {
+		for _, call := range m.ToolCalls {
+			fmt.Printf("%s calls %s %s\n", m.Role, call.Name, call.Arguments)
+		}
+		if m.Content != "" {
+			fmt.Printf("%s: %s\n", m.Role, m.Content)
+		}
+	}
+	// agent-loop:end
+
+	// Output:
+	// answer: echo|Paris: 21C, sunny
+	// assistant calls add {"a":2,"b":3}
+	// tool: 5
+	// assistant calls lookup {"city":"Paris"}
+	// tool: Paris: 21C, sunny
+	// assistant: echo|Paris: 21C, sunny
 }

@@ -55,3 +55,10 @@ func TestReadmeRollingSummaryIsTheExample(t *testing.T) {
 	wantReadmeShows(t, "### A rolling summary", "\n## ", "// rolling-summary:begin", "// rolling-summary:end",
 		"Example_rollingSummary")
 }
+
+// The cookbook's agent loop (LMToolCall, ToolResults) is the body of
+// Example_agentLoop, with one indentation level less.
+func TestReadmeAgentLoopIsTheExample(t *testing.T) {
+	wantReadmeShows(t, "### An agent loop", "\n## ", "// agent-loop:begin", "// agent-loop:end",
+		"Example_agentLoop")
+}

@@ -327,6 +327,89 @@ impl Context {
             )
         })
     }
+
+    /// A tool-calling LM call: the model may answer, or call some of `tools`
+    /// (a list of `{"name", "description", "parameters"}`, `parameters` a
+    /// schema tree as [`lm_schema_call`](Self::lm_schema_call)'s whose root
+    /// is a container; static, like a schema). `history` is a str (may be
+    /// traced) holding the JSON array of the turns after `messages`, as
+    /// [`tool_results`](Self::tool_results) builds it (`""` or `"[]"` for
+    /// none). Returns a dict: `"called"` (bool: the model called tools, the
+    /// reply is not final), `"text"` (str), `"names"` (list of str, the tools
+    /// called in order), `"arguments"` (list of str, each call's arguments
+    /// as compact JSON), `"turn"` (str, the model's turn as a history
+    /// message). Each call is checked against its tool (a failing reply is
+    /// re-asked like an invalid structured reply, then `Schema`). Recorded
+    /// inside a trace, a blocking request outside; not differentiable.
+    pub fn lm_tool_call(
+        &self,
+        messages: impl Into<Value>,
+        history: impl Into<Value>,
+        model: impl Into<Value>,
+        tools: impl Into<Value>,
+    ) -> Result<Value> {
+        self.tool_call(messages.into(), history.into(), model.into(), tools.into(), None)
+    }
+
+    /// [`lm_tool_call`](Self::lm_tool_call) with sampling params (as
+    /// [`lm_call_with`](Self::lm_call_with)).
+    pub fn lm_tool_call_with(
+        &self,
+        messages: impl Into<Value>,
+        history: impl Into<Value>,
+        model: impl Into<Value>,
+        tools: impl Into<Value>,
+        params: impl Into<Value>,
+    ) -> Result<Value> {
+        let params = params.into();
+        self.tool_call(messages.into(), history.into(), model.into(), tools.into(), Some(&params))
+    }
+
+    fn tool_call(
+        &self,
+        messages: Value,
+        history: Value,
+        model: Value,
+        tools: Value,
+        params: Option<&Value>,
+    ) -> Result<Value> {
+        self.op_value(|out| unsafe {
+            sys::af_lm_tool_call(
+                self.as_ptr(),
+                messages.as_ptr(),
+                history.as_ptr(),
+                model.as_ptr(),
+                tools.as_ptr(),
+                params.map_or(ptr::null(), Value::as_ptr),
+                out,
+            )
+        })
+    }
+
+    /// The history after a tool-calling turn: `history` (a str, as
+    /// [`lm_tool_call`](Self::lm_tool_call)'s) with `turn` (its `"turn"`)
+    /// and one tool message per str of `results` (a list), answering the
+    /// turn's calls in order; a final turn (no calls) with no results is
+    /// appended alone. Recorded inside a trace (all three may be traced).
+    /// `InvalidArgument`: not one result per call, a malformed history or
+    /// turn.
+    pub fn tool_results(
+        &self,
+        history: impl Into<Value>,
+        turn: impl Into<Value>,
+        results: impl Into<Value>,
+    ) -> Result<Value> {
+        let (history, turn, results) = (history.into(), turn.into(), results.into());
+        self.op_value(|out| unsafe {
+            sys::af_tool_results(
+                self.as_ptr(),
+                history.as_ptr(),
+                turn.as_ptr(),
+                results.as_ptr(),
+                out,
+            )
+        })
+    }
 }
 
 impl std::fmt::Debug for Provider {

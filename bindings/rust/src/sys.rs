@@ -743,6 +743,22 @@ extern "C" {
         params: *const af_value_t,
         out: *mut *mut af_value_t,
     ) -> *mut af_error_t;
+    pub fn af_lm_tool_call(
+        ctx: *mut af_context_t,
+        messages: *const af_value_t,
+        history: *const af_value_t,
+        model: *const af_value_t,
+        tools: *const af_value_t,
+        params: *const af_value_t,
+        out: *mut *mut af_value_t,
+    ) -> *mut af_error_t;
+    pub fn af_tool_results(
+        ctx: *mut af_context_t,
+        history: *const af_value_t,
+        turn: *const af_value_t,
+        results: *const af_value_t,
+        out: *mut *mut af_value_t,
+    ) -> *mut af_error_t;
     pub fn af_lm_request_stream(
         req: *mut af_lm_request_t,
         text: *const c_char,
