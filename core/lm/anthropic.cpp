@@ -10,6 +10,11 @@
 // it. There is no response_format: a schema call carries the JSON Schema as
 // a system instruction, and libaf validates the reply (and re-asks) as for
 // any provider. There is no seed either: a call's "seed" is not sent.
+//
+// Tools go as "tools" with an input_schema each; a turn that called tools
+// is an assistant message of tool_use blocks, and the tool messages that
+// answer it one user message of tool_result blocks (the API wants user and
+// assistant turns to alternate).
 #include <simdjson.h>
 
 #include "lm/anthropic_stream.h"
@@ -18,6 +23,7 @@
 #include "lm/options.h"
 #include "lm/providers.h"
 #include "lm/schema.h"
+#include "lm/tools.h"
 
 namespace af::lm {
 
@@ -53,19 +59,88 @@ class AnthropicWire final : public Wire {
       append_json_string(s, system);
     }
     s += ",\"messages\":[";
-    for (const Message& m : r.messages) {
+    for (size_t i = 0; i < r.messages.size(); ++i) {
+      const Message& m = r.messages[i];
       if (m.role == "system") continue;
       if (s.back() != '[') s += ',';
-      s += "{\"role\":";
-      append_json_string(s, m.role);
+      if (m.role == "tool") {
+        i = tool_results(s, r, i) - 1;
+      } else if (m.tool && !m.tool->calls.empty()) {
+        tool_uses(s, m);
+      } else {
+        s += "{\"role\":";
+        append_json_string(s, m.role);
+        s += ",\"content\":";
+        append_json_string(s, m.content.as_str());
+        s += '}';
+      }
+    }
+    s += ']';
+    if (r.tools) {
+      s += ",\"tools\":[";
+      for (const Tools::Tool& t : r.tools->list()) {
+        if (s.back() != '[') s += ',';
+        s += "{\"name\":";
+        append_json_string(s, t.name);
+        if (!t.description.empty()) {
+          s += ",\"description\":";
+          append_json_string(s, t.description);
+        }
+        s += ",\"input_schema\":";
+        s += t.parameters_json;
+        s += '}';
+      }
+      s += ']';
+    }
+    if (r.stream) s += ",\"stream\":true";
+    s += '}';
+    return s;
+  }
+
+  // An assistant turn that called tools: its text (when any) and a
+  // tool_use block per call, whose input is the arguments object.
+  static void tool_uses(std::string& s, const Message& m) {
+    s += "{\"role\":\"assistant\",\"content\":[";
+    if (!m.content.as_str().empty()) {
+      s += "{\"type\":\"text\",\"text\":";
+      append_json_string(s, m.content.as_str());
+      s += '}';
+    }
+    for (const ToolCall& c : m.tool->calls) {
+      if (s.back() != '[') s += ',';
+      s += "{\"type\":\"tool_use\",\"id\":";
+      append_json_string(s, c.id);
+      s += ",\"name\":";
+      append_json_string(s, c.name);
+      s += ",\"input\":";
+      append_arguments_object(s, c);
+      s += '}';
+    }
+    s += "]}";
+  }
+
+  // The tool messages from r.messages[i] on: one user turn of tool_result
+  // blocks (the API wants turns to alternate, and the results of a turn's
+  // calls together in the next one), with the text of a user message that
+  // follows them. Returns the index after the messages used.
+  static size_t tool_results(std::string& s, const Request& r, size_t i) {
+    s += "{\"role\":\"user\",\"content\":[";
+    for (; i < r.messages.size() && r.messages[i].role == "tool"; ++i) {
+      const Message& m = r.messages[i];
+      if (s.back() != '[') s += ',';
+      s += "{\"type\":\"tool_result\",\"tool_use_id\":";
+      append_json_string(s, m.tool ? m.tool->call_id : std::string());
       s += ",\"content\":";
       append_json_string(s, m.content.as_str());
       s += '}';
     }
-    s += ']';
-    if (r.stream) s += ",\"stream\":true";
-    s += '}';
-    return s;
+    if (i < r.messages.size() && r.messages[i].role == "user") {
+      s += ",{\"type\":\"text\",\"text\":";
+      append_json_string(s, r.messages[i++].content.as_str());
+      s += '}';
+    }
+    s += "]}";
+    return i;
   }
 
   bool reply(simdjson::dom::element root, std::string_view body, Call& call, std::string& text,
@@ -83,9 +158,18 @@ class AnthropicWire final : public Wire {
       return false;
     }
     text.clear();
+    std::vector<ToolCall> calls;  // with tools: the tool_use blocks
     for (simdjson::dom::element block : content) {
       std::string_view block_type, piece;
-      if (block["type"].get(block_type) != simdjson::SUCCESS || block_type != "text") continue;
+      if (block["type"].get(block_type) != simdjson::SUCCESS) continue;
+      if (block_type == "tool_use" && call.request().tools) {
+        if (!tool_use(block, calls, why)) {
+          why = "bad tool_use block: " + why + ": " + safe_excerpt(body, secret);
+          return false;
+        }
+        continue;
+      }
+      if (block_type != "text") continue;
       if (block["text"].get(piece) != simdjson::SUCCESS) {
         why = "a text block of the response has no \"text\" string: " + safe_excerpt(body, secret);
         return false;
@@ -93,12 +177,38 @@ class AnthropicWire final : public Wire {
       text.append(piece);
     }
     std::string_view stop;
-    if (text.empty() && root["stop_reason"].get(stop) == simdjson::SUCCESS && stop == "refusal") {
+    if (text.empty() && calls.empty() && root["stop_reason"].get(stop) == simdjson::SUCCESS &&
+        stop == "refusal") {
       why = "the model refused: " + safe_excerpt(body, secret);
       return false;
     }
     if (simdjson::dom::element usage; root["usage"].get(usage) == simdjson::SUCCESS)
       read_usage(usage, "input_tokens", "output_tokens", call);
+    if (call.request().tools) text = tool_reply(text, calls);
+    return true;
+  }
+
+  // A tool_use block {"id", "name", "input": {...}} into calls.
+  static bool tool_use(simdjson::dom::element block, std::vector<ToolCall>& calls, std::string& why) {
+    if (calls.size() == kMaxToolCalls) {
+      why = "more than " + std::to_string(kMaxToolCalls) + " tool calls";
+      return false;
+    }
+    std::string_view id, name;
+    simdjson::dom::object input;
+    if (block["id"].get(id) != simdjson::SUCCESS || id.empty()) {
+      why = "no \"id\" string";
+      return false;
+    }
+    if (block["name"].get(name) != simdjson::SUCCESS || name.empty()) {
+      why = "no \"name\" string";
+      return false;
+    }
+    if (block["input"].get(input) != simdjson::SUCCESS) {
+      why = "no \"input\" object";
+      return false;
+    }
+    calls.push_back({std::string(id), std::string(name), simdjson::minify(input)});
     return true;
   }
 
@@ -114,6 +224,8 @@ constexpr HttpDefaults kAnthropic{"anthropic", "https://api.anthropic.com", "htt
 
 }  // namespace
 
+std::shared_ptr<const Wire> anthropic_wire() { return std::make_shared<AnthropicWire>(); }
+
 ProviderPtr make_anthropic(const Value& options) {
   Options o(options, "anthropic provider");
   HttpOptions http(o, kAnthropic);
@@ -123,7 +235,7 @@ ProviderPtr make_anthropic(const Value& options) {
   if (version.empty() || version.find_first_of("\r\n") != std::string::npos)
     invalid("anthropic provider: option \"anthropic_version\" must be a version such as \"2023-06-01\", found \"" +
             version + "\"");
-  wire->extra = read_extra(o, "anthropic", {"model", "messages", "system", "stream"});
+  wire->extra = read_extra(o, "anthropic", {"model", "messages", "system", "stream", "tools"});
   o.finish();
   http.finish();
   http.cfg.headers.push_back("anthropic-version: " + version);

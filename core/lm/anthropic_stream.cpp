@@ -14,6 +14,16 @@ void AnthropicStream::usage(const Value& v) {
     completion_tokens_ = Call::reply_tokens(n->as_int());
 }
 
+// The tool call of the content block an event names by "index".
+ToolCall* AnthropicStream::block_call(const Value& v, const std::string& data) {
+  const Value* index = v.find("index");
+  if (!index || index->kind() != Kind::Int || index->as_int() < 0) {
+    bad("a tool_use block's event has no \"index\" (a non-negative integer): " + data);
+    return nullptr;
+  }
+  return tool_call(index->as_int());
+}
+
 bool AnthropicStream::event(std::string data) {
   Value v;
   if (!parse_object("an event", data, v)) return false;
@@ -28,6 +38,29 @@ bool AnthropicStream::event(std::string data) {
       const Value* text = delta->find("text");
       if (!text || text->kind() != Kind::Str) return bad("a text_delta has no \"text\" string: " + data);
       return add_text(text->as_str());
+    }
+    if (dt && dt->kind() == Kind::Str && dt->as_str() == "input_json_delta" && tools()) {
+      // A piece of a tool_use block's input (JSON text), in the block's order.
+      const Value* json = delta->find("partial_json");
+      if (!json || json->kind() != Kind::Str) return bad("an input_json_delta has no \"partial_json\" string: " + data);
+      ToolCall* call = block_call(v, data);
+      return call && add_tool_piece(call->arguments, json->as_str());
+    }
+  } else if (t == "content_block_start" && tools()) {
+    const Value* block = v.find("content_block");
+    if (!block || block->kind() != Kind::Dict) return bad("a content_block_start event has no \"content_block\" object: " + data);
+    const Value* bt = block->find("type");
+    if (bt && bt->kind() == Kind::Str && bt->as_str() == "tool_use") {
+      const Value* id = block->find("id");
+      const Value* name = block->find("name");
+      if (!id || id->kind() != Kind::Str || id->as_str().empty() || !name || name->kind() != Kind::Str ||
+          name->as_str().empty())
+        return bad("a tool_use block has no \"id\" and \"name\" strings: " + data);
+      ToolCall* call = block_call(v, data);
+      if (!call) return false;
+      if (!call->name.empty()) return bad("a content block starts twice: " + data);
+      // The input arrives in input_json_delta events (the block's own "input" is {}).
+      return add_tool_piece(call->id, id->as_str()) && add_tool_piece(call->name, name->as_str());
     }
   } else if (t == "message_start") {
     if (const Value* m = v.find("message"); m && m->kind() == Kind::Dict)

@@ -5,7 +5,9 @@
 // and message_delta (the cumulative output_tokens); the reply has ended at
 // message_stop. An "error" event (e.g. overloaded_error mid-stream) and an
 // event without a type are errors; other types (ping, content_block_start,
-// content_block_stop, types added later) are ignored.
+// content_block_stop, types added later) are ignored. With tools
+// (set_tools), a content_block_start of a tool_use block starts a call and
+// its input_json_delta pieces make up the arguments.
 #pragma once
 
 #include "lm/stream_parser.h"
@@ -24,6 +26,7 @@ class AnthropicStream final : public SseParser {
 
  private:
   void usage(const Value& v);
+  ToolCall* block_call(const Value& v, const std::string& data);
   bool stopped_ = false;
 };
 

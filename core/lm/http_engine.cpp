@@ -154,6 +154,7 @@ bool starts_event_stream(Transfer& t) {
         call->delta(text);
       },
       kMaxReplyBytes);
+  t.stream->set_tools(t.call->request().tools != nullptr);
   return true;
 }
 
@@ -407,8 +408,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
     t->call->complete(std::move(text));
   }
 
-  // The transfer of a stream ended: complete with its text, or retry a
-  // stream cut off before its end.
+  // The transfer of a stream ended: complete with its text (with tools, the
+  // tool reply), or retry a stream cut off before its end.
   void stream_completed(const std::shared_ptr<Transfer>& t) {
     const StreamParser& s = *t->stream;
     if (!s.ended())
@@ -416,9 +417,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
                                                         s.end_marker() + " after " + std::to_string(s.text().size()) +
                                                         " bytes of text)"),
                            -1);
+    std::string text, why;
+    if (!s.reply(text, why)) return finish(t, Error(Code::Provider, what(t) + ": bad stream: " + excerpt(why)));
     t->call->prompt_tokens = s.prompt_tokens();
     t->call->completion_tokens = s.completion_tokens();
-    std::string text = s.text();
     release(t);
     t->call->complete(std::move(text));
   }
@@ -648,6 +650,89 @@ void read_usage(simdjson::dom::element usage, const char* prompt, const char* co
   };
   call.prompt_tokens = count(prompt);
   call.completion_tokens = count(completion);
+}
+
+std::string function_tools(const Tools& tools) {
+  std::string s = "[";
+  for (const Tools::Tool& t : tools.list()) {
+    if (s.size() > 1) s += ',';
+    s += "{\"type\":\"function\",\"function\":{\"name\":";
+    append_json_string(s, t.name);
+    if (!t.description.empty()) {
+      s += ",\"description\":";
+      append_json_string(s, t.description);
+    }
+    s += ",\"parameters\":";
+    s += t.parameters_json;
+    s += "}}";
+  }
+  s += ']';
+  return s;
+}
+
+void append_arguments_object(std::string& json, const ToolCall& call) {
+  // Checked, not pasted: the text comes from a history, and whatever it
+  // holds must not change the request's other fields.
+  thread_local simdjson::dom::parser parser;
+  simdjson::dom::object args;
+  if (call.arguments.empty()) {
+    json += "{}";
+  } else if (parser.parse(call.arguments).get(args) == simdjson::SUCCESS) {
+    json += simdjson::minify(args);
+  } else {
+    invalid("tool call \"" + call.id + "\" (" + call.name + "): its arguments are not a JSON object: " +
+            safe_excerpt(call.arguments, ""));
+  }
+}
+
+bool read_function_calls(simdjson::dom::element list, const char* where, std::vector<ToolCall>& calls,
+                         std::string& why) {
+  simdjson::dom::array items;
+  if (list.get(items) != simdjson::SUCCESS) {
+    why = std::string(where) + " is not a list";
+    return false;
+  }
+  for (simdjson::dom::element item : items) {
+    const std::string at = std::string(where) + "[" + std::to_string(calls.size()) + "]";
+    if (calls.size() == kMaxToolCalls) {
+      why = std::string(where) + " holds more than " + std::to_string(kMaxToolCalls) + " tool calls";
+      return false;
+    }
+    if (!item.is_object()) {
+      why = at + " is not an object";
+      return false;
+    }
+    ToolCall& c = calls.emplace_back();
+    std::string_view id, name, text;
+    simdjson::dom::element fn, args;
+    if (simdjson::dom::element e; item["id"].get(e) == simdjson::SUCCESS && !e.is_null()) {
+      if (e.get(id) != simdjson::SUCCESS) {
+        why = at + " has an \"id\" that is not a string";
+        return false;
+      }
+    }
+    c.id = id.empty() ? "call_" + std::to_string(calls.size() - 1) : std::string(id);
+    if (item["function"].get(fn) != simdjson::SUCCESS || !fn.is_object()) {
+      why = at + " has no \"function\" object";
+      return false;
+    }
+    if (fn["name"].get(name) != simdjson::SUCCESS || name.empty()) {
+      why = at + " has no function.name string";
+      return false;
+    }
+    c.name = std::string(name);
+    if (fn["arguments"].get(args) != simdjson::SUCCESS || args.is_null()) {
+      c.arguments = "{}";  // a tool without arguments
+    } else if (args.get(text) == simdjson::SUCCESS) {
+      c.arguments = text.empty() ? "{}" : std::string(text);
+    } else if (args.is_object()) {
+      c.arguments = simdjson::minify(args);
+    } else {
+      why = at + " has function.arguments that are neither a JSON string nor an object";
+      return false;
+    }
+  }
+  return true;
 }
 
 ProviderPtr make_http_provider(HttpOptions& opts, std::shared_ptr<const Wire> wire) {

@@ -19,6 +19,7 @@
 
 #include "lm/provider.h"
 #include "lm/stream_parser.h"
+#include "lm/tools.h"
 
 namespace af::lm {
 
@@ -121,10 +122,31 @@ std::string schema_instruction(const Schema& schema);
 // (Call::reply_tokens), into call. Wire formats name them differently.
 void read_usage(simdjson::dom::element usage, const char* prompt, const char* completion, Call& call);
 
+// Tool calling (lm/tools.h), the parts the wire formats share.
+// The tools in the function form of OpenAI's and Ollama's "tools" field:
+// [{"type":"function","function":{"name","description","parameters"}}].
+std::string function_tools(const Tools& tools);
+// Appends a call's arguments (the JSON text of an object) as the object
+// itself, for formats that carry an object (Anthropic's input, Ollama's
+// arguments). INVALID_ARGUMENT naming the call when it is not one.
+void append_arguments_object(std::string& json, const ToolCall& call);
+// Tool calls in the function form of OpenAI's and Ollama's replies:
+// [{"id": "...", "function": {"name": "...", "arguments": "{...}" | {...}}}, ...]
+// (arguments as JSON text, or an object kept as its compact text), appended
+// to calls; an absent id is "call_<i>". false with why (naming `where`, the
+// list's place: "message.tool_calls[1] has no function.name string") for a
+// list a server should not send.
+bool read_function_calls(simdjson::dom::element list, const char* where, std::vector<ToolCall>& calls,
+                         std::string& why);
+
 // The provider: made from the options read, sending every request in wire's format.
 ProviderPtr make_http_provider(HttpOptions& opts, std::shared_ptr<const Wire> wire);
 
 // Exposed for tests.
+// The wire formats with their providers' default options.
+std::shared_ptr<const Wire> openai_wire();
+std::shared_ptr<const Wire> anthropic_wire();
+std::shared_ptr<const Wire> ollama_wire();
 int64_t retry_after_ms(const std::string& v, int64_t cap_ms);
 bool loopback_url(std::string_view url);
 std::string url_for_messages(const std::string& url);

@@ -10,7 +10,9 @@
 // into a grammar, which ignores numeric bounds: small int ranges also go as
 // enums) and, since the grammar tells the model nothing of field meanings,
 // as a system instruction too, joined to the conversation's own system
-// message when it starts with one.
+// message when it starts with one. Tools go as "tools" in the function
+// form; a turn's tool calls carry their arguments as objects, and a tool
+// message names its tool ("tool_name"), Ollama's calls having no ids.
 #include <simdjson.h>
 
 #include "lm/excerpt.h"
@@ -19,6 +21,7 @@
 #include "lm/options.h"
 #include "lm/providers.h"
 #include "lm/schema.h"
+#include "lm/tools.h"
 
 namespace af::lm {
 
@@ -32,12 +35,27 @@ class OllamaWire final : public Wire {
     std::string s = "{\"model\":";
     append_json_string(s, r.model.as_str());
     s += ",\"messages\":[";
-    auto message = [&s](const std::string& role, const std::string& content) {
+    auto message = [&s](const std::string& role, const std::string& content, const ToolTurn* tool = nullptr) {
       if (s.back() != '[') s += ',';
       s += "{\"role\":";
       append_json_string(s, role);
       s += ",\"content\":";
       append_json_string(s, content);
+      if (tool && !tool->calls.empty()) {
+        s += ",\"tool_calls\":[";
+        for (const ToolCall& c : tool->calls) {
+          if (s.back() != '[') s += ',';
+          s += "{\"function\":{\"name\":";
+          append_json_string(s, c.name);
+          s += ",\"arguments\":";
+          append_arguments_object(s, c);
+          s += "}}";
+        }
+        s += ']';
+      } else if (tool && role == "tool") {
+        s += ",\"tool_name\":";  // Ollama matches a result to its call by the tool's name
+        append_json_string(s, tool->name);
+      }
       s += '}';
     };
     size_t first = 0;
@@ -51,8 +69,9 @@ class OllamaWire final : public Wire {
       }
     }
     for (size_t i = first; i < r.messages.size(); ++i)
-      message(r.messages[i].role, r.messages[i].content.as_str());
+      message(r.messages[i].role, r.messages[i].content.as_str(), r.messages[i].tool.get());
     s += ']';
+    if (r.tools) s += ",\"tools\":" + function_tools(*r.tools);
     s += r.stream ? ",\"stream\":true" : ",\"stream\":false";
     if (r.schema) s += ",\"format\":" + r.schema->grammar_json_schema();
     Fields options;
@@ -85,6 +104,17 @@ class OllamaWire final : public Wire {
       return false;
     }
     text = std::string(content);
+    if (call.request().tools) {
+      // message.tool_calls: arguments are objects, and calls have no ids.
+      std::vector<ToolCall> calls;
+      if (simdjson::dom::element list; root["message"]["tool_calls"].get(list) == simdjson::SUCCESS &&
+                                       !list.is_null() &&
+                                       !read_function_calls(list, "message.tool_calls", calls, why)) {
+        why = "bad tool calls: " + why + ": " + safe_excerpt(body, secret);
+        return false;
+      }
+      text = tool_reply(content, calls);
+    }
     read_usage(root, "prompt_eval_count", "eval_count", call);  // Ollama's counts are top-level
     return true;
   }
@@ -102,6 +132,8 @@ constexpr HttpDefaults kOllama{"ollama", "http://127.0.0.1:11434", "http://127.0
                                nullptr, nullptr, 4};
 
 }  // namespace
+
+std::shared_ptr<const Wire> ollama_wire() { return std::make_shared<OllamaWire>(); }
 
 ProviderPtr make_ollama(const Value& options) {
   Options o(options, "ollama provider");

@@ -2,8 +2,9 @@
 // (POST base_url + "/chat/completions"). The engine — retries, timeouts,
 // streams, the key — is lm/http_engine.cpp's; this file is the wire format:
 // the request body (response_format json_schema, or json_object with the
-// schema and a system instruction), a whole reply (choices[0].message,
-// usage) and a stream of chat.completion.chunk events (lm/chat_stream.h).
+// schema and a system instruction; tools and tool turns in the function
+// form), a whole reply (choices[0].message with its tool_calls, usage) and
+// a stream of chat.completion.chunk events (lm/chat_stream.h).
 #include <simdjson.h>
 
 #include "lm/chat_stream.h"
@@ -12,6 +13,7 @@
 #include "lm/options.h"
 #include "lm/providers.h"
 #include "lm/schema.h"
+#include "lm/tools.h"
 
 namespace af::lm {
 
@@ -29,11 +31,30 @@ class OpenAIWire final : public Wire {
     std::string s = "{\"model\":";
     append_json_string(s, r.model.as_str());
     s += ",\"messages\":[";
-    auto message = [&s](const std::string& role, const std::string& content) {
+    auto message = [&s](const std::string& role, const std::string& content, const ToolTurn* tool = nullptr) {
       s += "{\"role\":";
       append_json_string(s, role);
       s += ",\"content\":";
-      append_json_string(s, content);
+      // An assistant turn that only called tools has content null.
+      if (tool && !tool->calls.empty() && content.empty()) s += "null";
+      else append_json_string(s, content);
+      if (tool && !tool->calls.empty()) {
+        s += ",\"tool_calls\":[";
+        for (const ToolCall& c : tool->calls) {
+          if (s.back() != '[') s += ',';
+          s += "{\"id\":";
+          append_json_string(s, c.id);
+          s += ",\"type\":\"function\",\"function\":{\"name\":";
+          append_json_string(s, c.name);
+          s += ",\"arguments\":";
+          append_json_string(s, c.arguments.empty() ? "{}" : c.arguments);  // JSON text, as a string
+          s += "}}";
+        }
+        s += ']';
+      } else if (tool && role == "tool") {
+        s += ",\"tool_call_id\":";
+        append_json_string(s, tool->call_id);
+      }
       s += '}';
     };
     // json_object mode: the server builds a grammar from the schema, which
@@ -53,9 +74,10 @@ class OpenAIWire final : public Wire {
     }
     for (size_t i = first; i < r.messages.size(); ++i) {
       if (s.back() != '[') s += ',';
-      message(r.messages[i].role, r.messages[i].content.as_str());
+      message(r.messages[i].role, r.messages[i].content.as_str(), r.messages[i].tool.get());
     }
     s += ']';
+    if (r.tools) s += ",\"tools\":" + function_tools(*r.tools);
     if (r.schema && json_object)
       s += ",\"response_format\":{\"type\":\"json_object\",\"schema\":" + r.schema->grammar_json_schema() + "}";
     else if (r.schema)
@@ -80,8 +102,17 @@ class OpenAIWire final : public Wire {
              std::string& why, std::string_view secret) const override {
     simdjson::dom::object msg;
     const bool has_msg = root["choices"].at(0)["message"].get(msg) == simdjson::SUCCESS;
+    // With tools, message.tool_calls lists the calls made.
+    std::vector<ToolCall> calls;
+    if (simdjson::dom::element list; call.request().tools && has_msg &&
+                                     msg["tool_calls"].get(list) == simdjson::SUCCESS && !list.is_null())
+      if (!read_function_calls(list, "choices[0].message.tool_calls", calls, why)) {
+        why = "bad tool calls: " + why + ": " + safe_excerpt(body, secret);
+        return false;
+      }
+    // The content is null (or absent) when the model only called tools.
     std::string_view content;
-    if (!has_msg || msg["content"].get(content) != simdjson::SUCCESS) {
+    if (!has_msg || (msg["content"].get(content) != simdjson::SUCCESS && calls.empty())) {
       std::string_view refusal;
       if (has_msg && msg["refusal"].get(refusal) == simdjson::SUCCESS)
         why = "the model refused: " + safe_excerpt(refusal, secret);
@@ -89,7 +120,7 @@ class OpenAIWire final : public Wire {
         why = "the response has no choices[0].message.content: " + safe_excerpt(body, secret);
       return false;
     }
-    text = std::string(content);
+    text = call.request().tools ? tool_reply(content, calls) : std::string(content);
     // Usage is optional in the wire format (some servers omit it): counted
     // when present with integer fields.
     if (simdjson::dom::element usage; root["usage"].get(usage) == simdjson::SUCCESS)
@@ -109,6 +140,8 @@ constexpr HttpDefaults kOpenAI{"openai", nullptr, "https://api.openai.com/v1", "
 
 }  // namespace
 
+std::shared_ptr<const Wire> openai_wire() { return std::make_shared<OpenAIWire>(); }
+
 ProviderPtr make_openai(const Value& options) {
   Options o(options, "openai provider");
   HttpOptions http(o, kOpenAI);
@@ -119,7 +152,7 @@ ProviderPtr make_openai(const Value& options) {
             "\"json_object\" (response_format {\"type\": \"json_object\", \"schema\": ...}), found \"" +
             structured + "\"");
   wire->json_object = structured == "json_object";
-  wire->extra = read_extra(o, "openai", {"model", "messages", "response_format", "stream", "stream_options"});
+  wire->extra = read_extra(o, "openai", {"model", "messages", "response_format", "stream", "stream_options", "tools"});
   o.finish();
   http.finish();
   return make_http_provider(http, std::move(wire));

@@ -36,10 +36,47 @@ bool StreamParser::feed(std::string_view bytes) {
 
 bool StreamParser::add_text(std::string_view piece) {
   if (piece.empty()) return true;
-  if (text_.size() + piece.size() > max_bytes_)
+  if (text_.size() + tool_bytes_ + piece.size() > max_bytes_)
     return bad("the streamed reply is larger than " + size_text(max_bytes_));
   text_.append(piece);
   on_text_(piece);
+  return true;
+}
+
+ToolCall* StreamParser::tool_call(int64_t key) {
+  for (size_t i = 0; i < keys_.size(); ++i)
+    if (keys_[i] == key) return &calls_[i];
+  if (calls_.size() == kMaxToolCalls) {
+    bad("the streamed reply makes more than " + std::to_string(kMaxToolCalls) + " tool calls");
+    return nullptr;
+  }
+  keys_.push_back(key);
+  return &calls_.emplace_back();
+}
+
+bool StreamParser::add_tool_piece(std::string& field, std::string_view piece) {
+  if (text_.size() + tool_bytes_ + piece.size() > max_bytes_)
+    return bad("the streamed reply is larger than " + size_text(max_bytes_));
+  tool_bytes_ += piece.size();
+  field.append(piece);
+  return true;
+}
+
+bool StreamParser::reply(std::string& out, std::string& why) const {
+  if (!tools_) {
+    out = text_;
+    return true;
+  }
+  std::vector<ToolCall> calls = calls_;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (calls[i].name.empty()) {
+      why = "tool call " + std::to_string(i) + " of the streamed reply has no name";
+      return false;
+    }
+    if (calls[i].id.empty()) calls[i].id = "call_" + std::to_string(i);
+    if (calls[i].arguments.empty()) calls[i].arguments = "{}";
+  }
+  out = tool_reply(text_, calls);
   return true;
 }
 

@@ -3,17 +3,25 @@
 // of server-sent events); what a line or an event means is each format's
 // (lm/chat_stream.h for OpenAI chunks, lm/anthropic_stream.h, lm/ollama_stream.h).
 // Text pieces go to on_text at once; the text, the usage counts and the
-// end are kept for the provider to complete the call with.
+// end are kept for the provider to complete the call with. For a request
+// that offers tools (set_tools), the tool calls are assembled too, and the
+// call completes with reply(): the tool reply JSON (lm/tools.h).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "lm/tools.h"
 #include "value/value.h"
 
 namespace af::lm {
+
+// The most tool calls one reply may make (a hostile stream of ever new
+// call indices is refused, not kept).
+inline constexpr size_t kMaxToolCalls = 1024;
 
 class StreamParser {
  public:
@@ -38,6 +46,15 @@ class StreamParser {
   uint64_t prompt_tokens() const noexcept { return prompt_tokens_; }
   uint64_t completion_tokens() const noexcept { return completion_tokens_; }
 
+  // The request offers tools: the format reads the tool calls in the
+  // stream (otherwise they are not looked at, as before tools existed).
+  void set_tools(bool on) noexcept { tools_ = on; }
+  const std::vector<ToolCall>& tool_calls() const noexcept { return calls_; }
+  // What the call completes with, once ended(): the text, or with tools
+  // tool_reply(text, calls) (a call streamed without arguments has "{}").
+  // false with why when a call never got its name.
+  bool reply(std::string& out, std::string& why) const;
+
  protected:
   // One line, without its "\n" (a "\r" before it is the format's to strip).
   virtual bool line(std::string_view l) = 0;
@@ -55,6 +72,14 @@ class StreamParser {
     return false;
   }
   size_t max_bytes() const noexcept { return max_bytes_; }
+  bool tools() const noexcept { return tools_; }
+  // The tool call the stream names `key` (OpenAI's index, Anthropic's
+  // content block index), made on first sight; null (error() says why)
+  // past kMaxToolCalls.
+  ToolCall* tool_call(int64_t key);
+  // Appends a piece to one of a call's fields: the text's cap counts the
+  // tool calls' bytes too.
+  bool add_tool_piece(std::string& field, std::string_view piece);
   uint64_t prompt_tokens_ = 0, completion_tokens_ = 0;
 
  private:
@@ -63,6 +88,10 @@ class StreamParser {
   std::string pending_;  // an incomplete line
   std::string text_;
   std::string error_;
+  bool tools_ = false;
+  std::vector<ToolCall> calls_;
+  std::vector<int64_t> keys_;  // the stream's key of each call
+  size_t tool_bytes_ = 0;      // the calls' ids, names and arguments
 };
 
 // "64 MiB" or "200 bytes": a cap as messages show it.

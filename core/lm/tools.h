@@ -50,7 +50,7 @@ class Tools {
   struct Tool {
     std::string name, description;
     std::shared_ptr<const Schema> parameters;  // null: takes no arguments
-    std::string parameters_json;               // its JSON Schema (an object)
+    std::string parameters_json;  // its JSON Schema (an object; one without properties for no arguments)
   };
   // Checks the list; INVALID_ARGUMENT naming the tool and what is wrong.
   static Tools parse(const Value& list);

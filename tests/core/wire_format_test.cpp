@@ -3,7 +3,10 @@
 // every stream is read the same whatever its split — at every byte
 // boundary, and a byte at a time — with the end, the usage counts, error
 // events and lines, malformed and oversized input. Also the engine's
-// helpers (Retry-After, loopback hosts) and the new providers' options.
+// helpers (Retry-After, loopback hosts) and the new providers' options, and
+// tool calling in each format: the request body (tools, tool turns), whole
+// replies and streamed ones with tool calls (every split), and a hostile
+// server's malformed calls.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -13,9 +16,11 @@
 
 #include "lm/anthropic_stream.h"
 #include "lm/chat_stream.h"
+#include "lm/call.h"
 #include "lm/http_engine.h"
 #include "lm/ollama_stream.h"
 #include "lm/providers.h"
+#include "lm/tools.h"
 #include "value/error.h"
 #include "value/value.h"
 
@@ -321,6 +326,379 @@ TEST(WireProviders, OptionsAreChecked) {
         "allow_insecure_http":true,"base_url":"http://10.0.0.1:8080"})")),
             nullptr);
   if (saved) ::setenv("ANTHROPIC_API_KEY", keep.c_str(), 1);
+}
+
+// ---- tool calling ----------------------------------------------------------
+
+const char* kTools =
+    R"([{"name":"search","description":"find things","parameters":{"query":{"type":"str"},)"
+    R"("limit":{"type":"int","min":1,"max":10}}},{"name":"now"}])";
+
+// A request offering kTools, its messages those of the history (JSON).
+Request tool_request(const std::string& history, bool stream = false) {
+  Request r;
+  r.model = Value::str("m");
+  r.tools = std::make_shared<const Tools>(Tools::parse(from_json(kTools)));
+  for (Message& m : history_messages("test", history)) r.messages.push_back(std::move(m));
+  r.stream = stream;
+  return r;
+}
+
+// A conversation with every kind of turn: a system prompt, a turn that
+// called both tools (with text), their two results, and a user message.
+const std::string kHistory =
+    R"([{"role":"system","content":"be brief"},{"role":"user","content":"find cats"},)"
+    R"({"role":"assistant","content":"Looking.","tool_calls":[)"
+    R"({"id":"c1","name":"search","arguments":"{\"query\":\"cats\",\"limit\":2}"},)"
+    R"({"id":"c2","name":"now","arguments":"{}"}]},)"
+    R"({"role":"tool","tool_call_id":"c1","name":"search","content":"3 cats"},)"
+    R"({"role":"tool","tool_call_id":"c2","name":"now","content":"noon"},)"
+    R"({"role":"user","content":"and dogs?"},)"
+    R"({"role":"assistant","content":null,"tool_calls":[{"id":"c3","name":"now","arguments":"{}"}]},)"
+    R"({"role":"tool","tool_call_id":"c3","name":"now","content":"one"}])";
+
+// A member of a JSON body, as compact JSON.
+std::string member(const std::string& body, const char* key) {
+  const Value v = from_json(body);
+  const Value* m = v.find(key);
+  return m ? to_json(*m) : "(none)";
+}
+
+const char* kFunctionTools =
+    R"([{"type":"function","function":{"name":"search","description":"find things","parameters":)"
+    R"({"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,)"
+    R"("maximum":10}},"required":["query","limit"],"additionalProperties":false}}},)"
+    R"({"type":"function","function":{"name":"now","parameters":{"type":"object","properties":{},)"
+    R"("additionalProperties":false}}}])";
+
+TEST(WireTools, OpenAIBody) {
+  const std::string body = openai_wire()->body(tool_request(kHistory));
+  EXPECT_EQ(member(body, "tools"), to_json(from_json(kFunctionTools)));
+  EXPECT_EQ(member(body, "messages"),
+            to_json(from_json(
+                R"([{"role":"system","content":"be brief"},{"role":"user","content":"find cats"},)"
+                R"({"role":"assistant","content":"Looking.","tool_calls":[)"
+                R"({"id":"c1","type":"function","function":{"name":"search","arguments":"{\"query\":\"cats\",\"limit\":2}"}},)"
+                R"({"id":"c2","type":"function","function":{"name":"now","arguments":"{}"}}]},)"
+                R"({"role":"tool","content":"3 cats","tool_call_id":"c1"},)"
+                R"({"role":"tool","content":"noon","tool_call_id":"c2"},)"
+                R"({"role":"user","content":"and dogs?"},)"
+                R"({"role":"assistant","content":null,"tool_calls":[)"
+                R"({"id":"c3","type":"function","function":{"name":"now","arguments":"{}"}}]},)"
+                R"({"role":"tool","content":"one","tool_call_id":"c3"}])")));
+  // No tools: the body is as before tools existed.
+  Request plain;
+  plain.model = Value::str("m");
+  plain.messages.push_back(Message{"user", Value::str("hi")});
+  EXPECT_EQ(openai_wire()->body(plain), R"({"model":"m","messages":[{"role":"user","content":"hi"}]})");
+}
+
+TEST(WireTools, AnthropicBody) {
+  const std::string body = anthropic_wire()->body(tool_request(kHistory));
+  EXPECT_EQ(member(body, "tools"),
+            to_json(from_json(
+                R"([{"name":"search","description":"find things","input_schema":)"
+                R"({"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,)"
+                R"("maximum":10}},"required":["query","limit"],"additionalProperties":false}},)"
+                R"({"name":"now","input_schema":{"type":"object","properties":{},"additionalProperties":false}}])")));
+  EXPECT_EQ(member(body, "system"), R"("be brief")");
+  // Turns alternate: the two results and the user's next words are one
+  // user turn; a turn's text comes before its tool_use blocks.
+  EXPECT_EQ(member(body, "messages"),
+            to_json(from_json(
+                R"([{"role":"user","content":"find cats"},)"
+                R"({"role":"assistant","content":[{"type":"text","text":"Looking."},)"
+                R"({"type":"tool_use","id":"c1","name":"search","input":{"query":"cats","limit":2}},)"
+                R"({"type":"tool_use","id":"c2","name":"now","input":{}}]},)"
+                R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"3 cats"},)"
+                R"({"type":"tool_result","tool_use_id":"c2","content":"noon"},{"type":"text","text":"and dogs?"}]},)"
+                R"({"role":"assistant","content":[{"type":"tool_use","id":"c3","name":"now","input":{}}]},)"
+                R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"c3","content":"one"}]}])")));
+}
+
+TEST(WireTools, OllamaBody) {
+  const std::string body = ollama_wire()->body(tool_request(kHistory, true));
+  EXPECT_EQ(member(body, "tools"), to_json(from_json(kFunctionTools)));
+  EXPECT_EQ(member(body, "stream"), "true");
+  EXPECT_EQ(member(body, "messages"),
+            to_json(from_json(
+                R"([{"role":"system","content":"be brief"},{"role":"user","content":"find cats"},)"
+                R"({"role":"assistant","content":"Looking.","tool_calls":[)"
+                R"({"function":{"name":"search","arguments":{"query":"cats","limit":2}}},)"
+                R"({"function":{"name":"now","arguments":{}}}]},)"
+                R"({"role":"tool","content":"3 cats","tool_name":"search"},)"
+                R"({"role":"tool","content":"noon","tool_name":"now"},)"
+                R"({"role":"user","content":"and dogs?"},)"
+                R"({"role":"assistant","content":"","tool_calls":[{"function":{"name":"now","arguments":{}}}]},)"
+                R"({"role":"tool","content":"one","tool_name":"now"}])")));
+}
+
+// Arguments that are not a JSON object are refused, not pasted into the
+// body (Anthropic and Ollama carry them as objects).
+TEST(WireTools, ArgumentsThatAreNotAnObjectAreRefused) {
+  Request r = tool_request(R"([{"role":"user","content":"x"},{"role":"assistant","content":"","tool_calls":[)"
+                           R"({"id":"c1","name":"now","arguments":"{},\"model\":\"evil\""}]},)"
+                           R"({"role":"tool","tool_call_id":"c1","name":"now","content":"one"}])");
+  for (auto wire : {anthropic_wire(), ollama_wire()}) {
+    try {
+      wire->body(r);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Code::InvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("tool call \"c1\" (now): its arguments are not a JSON object"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // OpenAI carries them as a string: sent as they are.
+  EXPECT_NE(openai_wire()->body(r).find(R"("arguments":"{},\"model\":\"evil\"")"), std::string::npos);
+}
+
+struct Replied {
+  bool ok;
+  std::string text, why;
+};
+
+// A whole reply body read by wire for a request with tools (or without).
+Replied reply_of(const Wire& wire, const std::string& body, bool tools = true) {
+  Request r = tools ? tool_request("[]") : Request{};
+  r.model = Value::str("m");
+  Call call(std::move(r), [](Call&, std::string*, const Error*) {}, 0);
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  EXPECT_EQ(parser.parse(body).get(root), simdjson::SUCCESS) << body;
+  Replied out;
+  out.ok = wire.reply(root, body, call, out.text, out.why, "");
+  call.complete("");
+  return out;
+}
+
+const std::string kToolReply =
+    R"({"content":null,"tool_calls":[{"id":"c1","name":"search","arguments":"{\"query\":\"cats\",\"limit\":2}"},)"
+    R"({"id":"c2","name":"now","arguments":"{}"}]})";
+
+TEST(WireTools, WholeRepliesWithToolCalls) {
+  Replied r = reply_of(*openai_wire(),
+                       R"({"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[)"
+                       R"({"id":"c1","type":"function","function":{"name":"search","arguments":"{\"query\":\"cats\",\"limit\":2}"}},)"
+                       R"({"id":"c2","type":"function","function":{"name":"now","arguments":"{}"}}]}}]})");
+  EXPECT_TRUE(r.ok) << r.why;
+  EXPECT_EQ(r.text, kToolReply);
+  // Anthropic: text blocks joined, tool_use inputs as compact text.
+  r = reply_of(*anthropic_wire(),
+               R"({"type":"message","content":[{"type":"text","text":"Look"},{"type":"tool_use","id":"c1",)"
+               R"("name":"search","input":{"query": "cats", "limit": 2}},{"type":"text","text":"ing."},)"
+               R"({"type":"tool_use","id":"c2","name":"now","input":{}}],"stop_reason":"tool_use"})");
+  EXPECT_TRUE(r.ok) << r.why;
+  EXPECT_EQ(r.text, R"({"content":"Looking.","tool_calls":[{"id":"c1","name":"search","arguments":"{\"query\":\"cats\",\"limit\":2}"},)"
+                    R"({"id":"c2","name":"now","arguments":"{}"}]})");
+  // Ollama: arguments objects, no ids.
+  r = reply_of(*ollama_wire(),
+               R"({"message":{"role":"assistant","content":"","tool_calls":[)"
+               R"({"function":{"name":"search","arguments":{"query":"cats","limit":2}}},)"
+               R"({"function":{"name":"now","arguments":{}}}]},"done":true})");
+  EXPECT_TRUE(r.ok) << r.why;
+  EXPECT_EQ(r.text, R"({"content":null,"tool_calls":[{"id":"call_0","name":"search","arguments":"{\"query\":\"cats\",\"limit\":2}"},)"
+                    R"({"id":"call_1","name":"now","arguments":"{}"}]})");
+  // Text only: still the tool reply form, with no calls.
+  const std::string text_only = R"({"content":"fine","tool_calls":[]})";
+  r = reply_of(*openai_wire(), R"({"choices":[{"message":{"content":"fine"}}]})");
+  EXPECT_EQ(r.text, text_only);
+  r = reply_of(*anthropic_wire(), R"({"content":[{"type":"text","text":"fine"}]})");
+  EXPECT_EQ(r.text, text_only);
+  r = reply_of(*ollama_wire(), R"({"message":{"content":"fine"},"done":true})");
+  EXPECT_EQ(r.text, text_only);
+  // Without tools a reply is read as before: its calls are not looked at.
+  r = reply_of(*ollama_wire(), R"({"message":{"content":"fine","tool_calls":[42]},"done":true})", false);
+  EXPECT_TRUE(r.ok);
+  EXPECT_EQ(r.text, "fine");
+  r = reply_of(*openai_wire(), R"({"choices":[{"message":{"content":null,"tool_calls":[]}}]})", false);
+  EXPECT_FALSE(r.ok);
+}
+
+TEST(WireTools, HostileWholeRepliesAreRefused) {
+  struct Case {
+    std::shared_ptr<const Wire> wire;
+    std::string body, fragment;
+  };
+  auto openai = [](const std::string& calls) {
+    return R"({"choices":[{"message":{"content":null,"tool_calls":)" + calls + "}}]}";
+  };
+  auto ollama = [](const std::string& calls) {
+    return R"({"message":{"content":"","tool_calls":)" + calls + R"(},"done":true})";
+  };
+  auto anthropic = [](const std::string& block) { return R"({"type":"message","content":[)" + block + "]}"; };
+  for (const Case& c : std::vector<Case>{
+           {openai_wire(), openai("{}"), "choices[0].message.tool_calls is not a list"},
+           {openai_wire(), openai("[42]"), "choices[0].message.tool_calls[0] is not an object"},
+           {openai_wire(), openai(R"([{"id":"c","function":{"arguments":"{}"}}])"), "tool_calls[0] has no function.name string"},
+           {openai_wire(), openai(R"([{"id":"c","function":"f"}])"), "tool_calls[0] has no \"function\" object"},
+           {openai_wire(), openai(R"([{"id":7,"function":{"name":"now"}}])"), "has an \"id\" that is not a string"},
+           {openai_wire(), openai(R"([{"id":"c","function":{"name":"now","arguments":42}}])"),
+            "function.arguments that are neither a JSON string nor an object"},
+           {ollama_wire(), ollama("[42]"), "message.tool_calls[0] is not an object"},
+           {ollama_wire(), ollama(R"([{"function":{"name":"now","arguments":[1]}}])"), "neither a JSON string nor an object"},
+           {anthropic_wire(), anthropic(R"({"type":"tool_use","id":"c","input":{}})"), "bad tool_use block: no \"name\" string"},
+           {anthropic_wire(), anthropic(R"({"type":"tool_use","id":42,"name":"now","input":{}})"), "no \"id\" string"},
+           {anthropic_wire(), anthropic(R"({"type":"tool_use","id":"c","name":"now","input":"{}"})"), "no \"input\" object"},
+       }) {
+    Replied r = reply_of(*c.wire, c.body);
+    EXPECT_FALSE(r.ok) << c.body;
+    EXPECT_NE(r.why.find(c.fragment), std::string::npos) << r.why;
+  }
+  // A server's list of calls is capped.
+  std::string many = "[";
+  for (size_t i = 0; i <= kMaxToolCalls; ++i) many += std::string(i ? "," : "") + R"({"function":{"name":"now"}})";
+  Replied r = reply_of(*ollama_wire(), ollama(many + "]"));
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.why.find("holds more than 1024 tool calls"), std::string::npos) << r.why.substr(0, 200);
+}
+
+struct ToolRead {
+  bool ok = true;
+  std::string joined, reply, error;
+};
+
+// A stream with tools fed in the given pieces: the text reported, and what
+// the call completes with (or the error).
+ToolRead read_tools(Format f, const std::vector<std::string_view>& parts, size_t max = 1 << 20) {
+  std::vector<std::string> pieces;
+  auto p = parser(f, &pieces, max);
+  p->set_tools(true);
+  ToolRead r;
+  for (std::string_view part : parts)
+    if (r.ok) r.ok = p->feed(part);
+  if (r.ok && !p->ended()) {
+    r.ok = false;
+    r.error = "not ended";
+  }
+  std::string why;
+  if (r.ok) r.ok = p->reply(r.reply, why);
+  r.error = r.ok ? "" : r.error.empty() ? p->error() + why : r.error;
+  for (const auto& s : pieces) r.joined += s;
+  return r;
+}
+
+void expect_tools_any_split(Format f, const std::string& bytes, const std::string& text, const std::string& reply) {
+  for (size_t i = 0; i <= bytes.size(); ++i) {
+    ToolRead r = read_tools(f, {std::string_view(bytes).substr(0, i), std::string_view(bytes).substr(i)});
+    SCOPED_TRACE("split at " + std::to_string(i));
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(r.joined, text);  // the text still streams as it comes
+    EXPECT_EQ(r.reply, reply);
+  }
+}
+
+TEST(WireTools, OpenAIStreamAssemblesCalls) {
+  const std::string bytes =
+      "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"Look\"}}]}\n\n"
+      "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"type\":\"function\","
+      "\"function\":{\"name\":\"search\",\"arguments\":\"\"}}]}}]}\n\n"
+      "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"query\\\":\"}}]}}]}\n\n"
+      "data: {\"choices\":[{\"delta\":{\"content\":\"ing.\",\"tool_calls\":[{\"index\":1,\"id\":\"c2\","
+      "\"function\":{\"name\":\"now\"}}]}}]}\n\n"
+      "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"\\\"cats\\\",\"}}]}}]}\n\n"
+      "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",\"function\":{\"arguments\":"
+      "\"\\\"limit\\\":2}\"}}]}}]}\n\n"
+      "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n"
+      "data: [DONE]\n\n";
+  expect_tools_any_split(Format::OpenAI, bytes, "Looking.",
+                         R"({"content":"Looking.","tool_calls":[{"id":"c1","name":"search","arguments":"{\"query\":\"cats\",\"limit\":2}"},)"
+                         R"({"id":"c2","name":"now","arguments":"{}"}]})");
+  // Without tools, the same stream is its text alone.
+  Read want;
+  want.text = "Looking.";
+  want.ended = true;
+  expect_any_split(Format::OpenAI, bytes, want);
+}
+
+TEST(WireTools, AnthropicStreamAssemblesCalls) {
+  const std::string bytes =
+      kAnthropic.substr(0, kAnthropic.find("event: message_delta")) +
+      "event: content_block_start\n"
+      "data: {\"type\":\"content_block_start\",\"index\":2,\"content_block\":{\"type\":\"tool_use\",\"id\":\"c1\","
+      "\"name\":\"search\",\"input\":{}}}\n\n"
+      "event: content_block_delta\n"
+      "data: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":"
+      "\"{\\\"query\\\": \\\"ca\"}}\n\n"
+      "event: content_block_delta\n"
+      "data: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":"
+      "\"ts\\\", \\\"limit\\\": 2}\"}}\n\n"
+      "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":2}\n\n"
+      "event: content_block_start\n"
+      "data: {\"type\":\"content_block_start\",\"index\":3,\"content_block\":{\"type\":\"tool_use\",\"id\":\"c2\","
+      "\"name\":\"now\",\"input\":{}}}\n\n"
+      "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":3}\n\n"
+      "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+  // The input's JSON text as the model streamed it (parse_reply compacts it).
+  expect_tools_any_split(Format::Anthropic, bytes, "Hello \xC3\xA9",
+                         "{\"content\":\"Hello \xC3\xA9\",\"tool_calls\":[{\"id\":\"c1\",\"name\":\"search\",\"arguments\":"
+                         R"("{\"query\": \"cats\", \"limit\": 2}"},{"id":"c2","name":"now","arguments":"{}"}]})");
+}
+
+TEST(WireTools, OllamaStreamAssemblesCalls) {
+  const std::string bytes =
+      "{\"message\":{\"role\":\"assistant\",\"content\":\"Look\"},\"done\":false}\n"
+      "{\"message\":{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"function\":{\"name\":\"search\","
+      "\"arguments\":{\"query\":\"cats\",\"limit\":2}}}]},\"done\":false}\n"
+      "{\"message\":{\"role\":\"assistant\",\"content\":\"ing.\",\"tool_calls\":[{\"function\":{\"name\":\"now\","
+      "\"arguments\":{}}}]},\"done\":false}\n"
+      "{\"message\":{\"role\":\"assistant\",\"content\":\"\"},\"done\":true}\n";
+  expect_tools_any_split(Format::Ollama, bytes, "Looking.",
+                         R"({"content":"Looking.","tool_calls":[{"id":"call_0","name":"search","arguments":"{\"query\":\"cats\",\"limit\":2}"},)"
+                         R"({"id":"call_1","name":"now","arguments":"{}"}]})");
+}
+
+TEST(WireTools, HostileStreamsAreRefused) {
+  const std::string end_openai = "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n";
+  auto openai = [&](const std::string& calls) {
+    return "data: {\"choices\":[{\"delta\":{\"tool_calls\":" + calls + "}}]}\n\n" + end_openai;
+  };
+  auto anthropic = [](const std::string& event) {
+    return "data: " + event + "\n\ndata: {\"type\":\"message_stop\"}\n\n";
+  };
+  auto ollama = [](const std::string& calls) {
+    return "{\"message\":{\"content\":\"\",\"tool_calls\":" + calls + "},\"done\":true}\n";
+  };
+  const std::string big(80, 'y');
+  struct Case {
+    Format f;
+    std::string bytes, fragment;
+  };
+  for (const Case& c : std::vector<Case>{
+           {Format::OpenAI, openai("{}"), "delta.tool_calls of an event is not a list"},
+           {Format::OpenAI, openai("[42]"), "delta.tool_calls[0] of an event is not an object"},
+           {Format::OpenAI, openai(R"([{"index":-1}])"), "has an \"index\" that is not a non-negative integer"},
+           {Format::OpenAI, openai(R"([{"index":0,"function":{"arguments":{}}}])"),
+            "has a \"function.arguments\" that is not a string"},
+           {Format::OpenAI, openai(R"([{"index":0,"function":{"arguments":"{}"}}])"),
+            "tool call 0 of the streamed reply has no name"},
+           {Format::OpenAI, openai(R"([{"index":0,"function":{"name":"now","arguments":")" + big + R"("}}])") +
+                                openai(R"([{"index":0,"function":{"arguments":")" + big + R"("}}])") +
+                                openai(R"([{"index":0,"function":{"arguments":")" + big + R"("}}])"),
+            "the streamed reply is larger than 200 bytes"},
+           {Format::Anthropic, anthropic(R"({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"c"}})"),
+            "a tool_use block has no \"id\" and \"name\" strings"},
+           {Format::Anthropic, anthropic(R"({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":{}}})"),
+            "an input_json_delta has no \"partial_json\" string"},
+           {Format::Anthropic, anthropic(R"({"type":"content_block_delta","delta":{"type":"input_json_delta","partial_json":"{"}})"),
+            "has no \"index\""},
+           {Format::Anthropic, anthropic(R"({"type":"content_block_delta","index":4,"delta":{"type":"input_json_delta","partial_json":"{}"}})"),
+            "tool call 0 of the streamed reply has no name"},
+           {Format::Ollama, ollama("[42]"), "bad tool calls in a line: message.tool_calls[0] is not an object"},
+           {Format::Ollama, ollama(R"([{"function":{"arguments":{}}}])"), "has no function.name string"},
+       }) {
+    ToolRead r = read_tools(c.f, {c.bytes}, 200);
+    EXPECT_FALSE(r.ok) << c.bytes;
+    EXPECT_NE(r.error.find(c.fragment), std::string::npos) << r.error;
+  }
+  // Ever new call indices stop at the cap.
+  std::string many;
+  for (size_t i = 0; i <= kMaxToolCalls; ++i)
+    many += "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":" + std::to_string(i) + "}]}}]}\n\n";
+  ToolRead r = read_tools(Format::OpenAI, {many});
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("makes more than 1024 tool calls"), std::string::npos) << r.error;
 }
 
 }  // namespace

@@ -93,6 +93,36 @@ format's own way:
   stream-forever  a piece every 0.1 s for 30 s (never ends in a test)
   stream-html     200 with an HTML page (not an event stream)
 
+A request that offers tools ("tools": OpenAI's and Ollama's function
+form, Anthropic's input_schema form) is answered by a script, whatever the
+model (the faults above that come before an answer still apply): while the
+conversation holds no tool result, a call of the FIRST tool with arguments
+made from its JSON Schema (per property: "x" for a string, the minimum or 1
+for a number, true for a boolean, the first enum value, an object's own
+properties); once it does, the text "done: " + the last tool result. The
+tool turns are checked as strictly as the real APIs do, or more (a 400 in
+the format's error shape): OpenAI's tool messages answer, by tool_call_id,
+the calls of the assistant turn just before them, all of them;
+Anthropic's tool_result blocks come first in the user message right after
+the assistant's tool_use turn, one per tool_use_id, and roles alternate;
+Ollama's tool messages name a tool the turn before called ("tool_name").
+The call comes in each format's form: OpenAI tool_calls with arguments as
+a string (content null; streamed as a first delta with the id and name,
+then the arguments in at least 2 fragments), Anthropic a text block and a
+tool_use block (streamed as content_block_start and input_json_delta
+pieces), Ollama tool_calls with arguments as an object and no ids (whole in
+one line when streamed). Models for tool calling:
+
+  bad-args        the call's arguments lack the first required property,
+                  until the request carries a correction turn (a plain
+                  assistant message): then valid ones
+  bad-tool        a call of the tool "no_such_tool", until then
+  hostile-entry   a malformed call: OpenAI and Ollama a tool_calls entry
+                  that is not an object, Anthropic a tool_use id that is
+                  not a string
+  hostile-noname  a call without its name
+  hostile-args    arguments that are neither a string nor an object (42)
+
 GET /stats?key=<model>|<content> returns {"attempts": N, "aborted": N,
 "times": [seconds since the server started, per attempt], "max_body": the
 largest request body received for <model>, in bytes}. GET /requests
@@ -413,7 +443,7 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(req, dict):
             return 400, "the body is not an object"
         known = {"model", "messages", "max_tokens", "system", "stream", "temperature", "top_p", "top_k",
-                 "stop_sequences", "metadata"}
+                 "stop_sequences", "metadata", "tools", "tool_choice"}
         for k in req:
             if k not in known:
                 return 400, k + ": Extra inputs are not permitted"
@@ -472,6 +502,330 @@ class Handler(BaseHTTPRequestHandler):
                     not isinstance(m.get("content"), str):
                 return 400, "messages[%d] is not a {role, content} message" % i
         return None
+
+    # ---- tools ---------------------------------------------------------------
+
+    def tool_request(self, req):
+        """Why the tools or tool turns of req are not the format's, or None
+        (a request without tools is the other checks' alone)."""
+        if not isinstance(req, dict) or "tools" not in req:
+            return None
+        tools = req["tools"]
+        if not isinstance(tools, list) or not tools:
+            return "tools: a non-empty list is required"
+        for i, t in enumerate(tools):
+            wrong = (self.anthropic_tool(t) if self.dialect == "anthropic" else self.function_tool(t))
+            if wrong:
+                return "tools.%d: %s" % (i, wrong)
+        msgs = req.get("messages")
+        if not isinstance(msgs, list):
+            return None  # the format's own check says so
+        if self.dialect == "anthropic":
+            return self.anthropic_turns(msgs)
+        if self.dialect == "ollama":
+            return self.ollama_turns(msgs)
+        return self.openai_turns(msgs)
+
+    @staticmethod
+    def object_schema(schema):
+        return isinstance(schema, dict) and schema.get("type") == "object" and \
+            isinstance(schema.get("properties", {}), dict)
+
+    def function_tool(self, t):
+        """OpenAI's and Ollama's {"type": "function", "function": {...}}."""
+        if not isinstance(t, dict) or set(t) != {"type", "function"} or t["type"] != "function":
+            return "expected {\"type\": \"function\", \"function\": {...}}, found %s" % json.dumps(t)
+        fn = t["function"]
+        if not isinstance(fn, dict) or not set(fn) <= {"name", "description", "parameters"} or \
+                not isinstance(fn.get("name"), str) or not self.object_schema(fn.get("parameters")):
+            return "function must be {name, description, parameters: an object schema}, found %s" % json.dumps(fn)
+        return None
+
+    def anthropic_tool(self, t):
+        if not isinstance(t, dict) or not set(t) <= {"name", "description", "input_schema"} or \
+                not isinstance(t.get("name"), str) or not self.object_schema(t.get("input_schema")):
+            return "expected {name, description, input_schema: an object schema}, found %s" % json.dumps(t)
+        return None
+
+    @staticmethod
+    def json_object_text(text):
+        try:
+            return isinstance(json.loads(text), dict)
+        except (TypeError, ValueError):
+            return False
+
+    def openai_turns(self, msgs):
+        """Assistant tool_calls, each answered by the tool messages right after."""
+        pending = set()  # the ids the tool messages must still answer
+        for i, m in enumerate(msgs):
+            if not isinstance(m, dict):
+                return "messages.%d is not an object" % i
+            role = m.get("role")
+            if role == "tool":
+                if set(m) != {"role", "tool_call_id", "content"} or not isinstance(m["content"], str):
+                    return "messages.%d: a tool message is {role, tool_call_id, content: str}" % i
+                if m["tool_call_id"] not in pending:
+                    return ("messages.%d: tool_call_id %r does not answer a tool call of the assistant message "
+                            "before it" % (i, m["tool_call_id"]))
+                pending.discard(m["tool_call_id"])
+                continue
+            if pending:
+                return ("messages.%d: an assistant message with 'tool_calls' must be followed by tool messages "
+                        "responding to each 'tool_call_id' (missing %s)" % (i, sorted(pending)))
+            if "tool_calls" not in m:
+                continue
+            calls = m["tool_calls"]
+            if role != "assistant" or not isinstance(calls, list) or not calls:
+                return "messages.%d: tool_calls must be a non-empty list on an assistant message" % i
+            if m.get("content") is not None and not isinstance(m["content"], str):
+                return "messages.%d: content must be a string or null" % i
+            for j, c in enumerate(calls):
+                fn = c.get("function") if isinstance(c, dict) else None
+                if not isinstance(c, dict) or set(c) != {"id", "type", "function"} or c["type"] != "function" or \
+                        not isinstance(c["id"], str) or not isinstance(fn, dict) or set(fn) != {"name", "arguments"} or \
+                        not isinstance(fn["name"], str) or not isinstance(fn["arguments"], str) or \
+                        not self.json_object_text(fn["arguments"]):
+                    return ("messages.%d.tool_calls.%d: expected {id, type: \"function\", function: {name, "
+                            "arguments: the JSON text of an object}}, found %s" % (i, j, json.dumps(c)))
+                pending.add(c["id"])
+        if pending:
+            return "the tool calls %s are not answered" % sorted(pending)
+        return None
+
+    def anthropic_turns(self, msgs):
+        """Alternating roles; tool_result blocks first in the user turn right
+        after the tool_use turn, one per tool_use id."""
+        uses = []  # the tool_use ids of the assistant turn before
+        for i, m in enumerate(msgs):
+            if not isinstance(m, dict):
+                return "messages.%d is not an object" % i
+            role = m.get("role")
+            want = "user" if i % 2 == 0 else "assistant"
+            if role != want:
+                return "messages.%d: roles must alternate between user and assistant, starting with user" % i
+            blocks = m.get("content")
+            if not isinstance(blocks, list):
+                blocks = []
+            results = []
+            for j, b in enumerate(blocks):
+                where = "messages.%d.content.%d" % (i, j)
+                kind = b.get("type") if isinstance(b, dict) else None
+                if kind == "text":
+                    if set(b) != {"type", "text"} or not isinstance(b["text"], str):
+                        return where + ": a text block is {type, text: str}"
+                elif kind == "tool_use" and role == "assistant":
+                    if set(b) != {"type", "id", "name", "input"} or not isinstance(b["id"], str) or \
+                            not isinstance(b["name"], str) or not isinstance(b["input"], dict):
+                        return where + ": a tool_use block is {type, id, name, input: object}"
+                elif kind == "tool_result" and role == "user":
+                    if set(b) != {"type", "tool_use_id", "content"} or not isinstance(b["tool_use_id"], str) or \
+                            not isinstance(b["content"], (str, list)):
+                        return where + ": a tool_result block is {type, tool_use_id, content}"
+                    if j != len(results):
+                        return where + ": tool_result blocks must come first in the user message"
+                    results.append(b["tool_use_id"])
+                else:
+                    return where + ": unexpected block %s in a %s message" % (json.dumps(b), role)
+            if role == "user":
+                if sorted(results) != sorted(uses):
+                    return ("messages.%d: the tool_use ids %s of the turn before need one tool_result block "
+                            "each, found %s" % (i, uses, results))
+                uses = []
+            else:
+                uses = [b["id"] for b in blocks if b.get("type") == "tool_use"]
+        if uses:
+            return "the tool_use ids %s are not answered" % uses
+        return None
+
+    def ollama_turns(self, msgs):
+        """Assistant tool_calls (arguments objects); tool messages name a tool called."""
+        called = []
+        for i, m in enumerate(msgs):
+            if not isinstance(m, dict):
+                return "messages[%d] is not an object" % i
+            role = m.get("role")
+            if role == "tool":
+                if set(m) != {"role", "content", "tool_name"} or not isinstance(m["tool_name"], str):
+                    return "messages[%d]: a tool message is {role, content, tool_name}" % i
+                if m["tool_name"] not in called:
+                    return "messages[%d]: tool_name %r was not called by the turn before" % (i, m["tool_name"])
+                continue
+            called = []
+            if "tool_calls" not in m:
+                continue
+            calls = m["tool_calls"]
+            if role != "assistant" or not isinstance(calls, list) or not calls:
+                return "messages[%d]: tool_calls must be a non-empty list on an assistant message" % i
+            for j, c in enumerate(calls):
+                fn = c.get("function") if isinstance(c, dict) else None
+                if not isinstance(c, dict) or set(c) != {"function"} or not isinstance(fn, dict) or \
+                        set(fn) != {"name", "arguments"} or not isinstance(fn["name"], str) or \
+                        not isinstance(fn["arguments"], dict):
+                    return ("messages[%d].tool_calls[%d]: expected {function: {name, arguments: an object}}, "
+                            "found %s" % (i, j, json.dumps(c)))
+                called.append(fn["name"])
+        return None
+
+    def tool_results(self, msgs):
+        """The contents of the conversation's tool results, in order."""
+        out = []
+        for m in msgs:
+            if self.dialect == "anthropic":
+                for b in m["content"] if isinstance(m["content"], list) else []:
+                    if b.get("type") == "tool_result":
+                        c = b["content"]
+                        out.append(c if isinstance(c, str) else "".join(x.get("text", "") for x in c))
+            elif m.get("role") == "tool":
+                out.append(m["content"])
+        return out
+
+    def corrected(self, msgs):
+        """Whether a correction turn (a plain assistant message) was sent."""
+        for m in msgs:
+            if m.get("role") != "assistant":
+                continue
+            if self.dialect == "anthropic":
+                if not any(isinstance(b, dict) and b.get("type") == "tool_use"
+                           for b in (m["content"] if isinstance(m["content"], list) else [])):
+                    return True
+            elif "tool_calls" not in m:
+                return True
+        return False
+
+    @staticmethod
+    def example(schema):
+        """A value valid for a JSON Schema, made simply."""
+        if not isinstance(schema, dict):
+            return None
+        if "enum" in schema:
+            return schema["enum"][0]
+        kind = schema.get("type")
+        if kind == "string":
+            return "x" * max(1, schema.get("minLength", 1))
+        if kind in ("integer", "number"):
+            return schema.get("minimum", 1)
+        if kind == "boolean":
+            return True
+        if kind == "object":
+            return {k: Handler.example(v) for k, v in schema.get("properties", {}).items()}
+        if kind == "array":
+            return []
+        return None
+
+    def tool_answer(self, model, req):
+        msgs = req["messages"]
+        results = self.tool_results(msgs)
+        if results:
+            self.reply(model, "done: " + results[-1])
+            return
+        tool = req["tools"][0]
+        if self.dialect == "anthropic":
+            name, schema = tool["name"], tool["input_schema"]
+        else:
+            name, schema = tool["function"]["name"], tool["function"]["parameters"]
+        args = self.example(schema)
+        if not self.corrected(msgs):
+            if model == "bad-args" and schema.get("required"):
+                del args[schema["required"][0]]
+            elif model == "bad-tool":
+                name = "no_such_tool"
+        n = len([m for m in msgs if m.get("role") == "assistant"]) + 1
+        call = {"id": ("toolu_%02d" if self.dialect == "anthropic" else "call_%d") % n, "name": name,
+                "arguments": args}
+        hostile = model if model.startswith("hostile-") else None
+        if self.dialect == "anthropic":
+            self.anthropic_call(model, call, hostile)
+        elif self.dialect == "ollama":
+            self.ollama_call(model, call, hostile)
+        else:
+            self.openai_call(model, call, hostile)
+
+    @staticmethod
+    def fragments(text, n=3):
+        """text in n pieces or more (at least 2 for any text of 2 characters)."""
+        size = max(1, len(text) // n)
+        return [text[i:i + size] for i in range(0, len(text), size)]
+
+    def openai_call(self, model, call, hostile):
+        fn = {"name": call["name"], "arguments": json.dumps(call["arguments"])}
+        if hostile == "hostile-noname":
+            del fn["name"]
+        elif hostile == "hostile-args":
+            fn["arguments"] = 42
+        entry = 42 if hostile == "hostile-entry" else {"id": call["id"], "type": "function", "function": fn}
+        if not self.streaming:
+            self.send(200, json.dumps({
+                "id": "chatcmpl-test", "object": "chat.completion", "model": model,
+                "choices": [{"index": 0, "finish_reason": "tool_calls",
+                             "message": {"role": "assistant", "content": None, "tool_calls": [entry]}}],
+                "usage": self.usage(model, "")}))
+            return
+        self.start_stream()
+        self.event(self.chunk(model, ""))
+
+        def delta(d):
+            return self.event({"id": "chatcmpl-test", "object": "chat.completion.chunk", "model": model,
+                               "choices": [{"index": 0, "delta": {"tool_calls": [d]}, "finish_reason": None}]})
+        if hostile:
+            if isinstance(entry, dict):
+                entry["index"] = 0
+            delta(entry)
+        else:
+            first = {"index": 0, "id": call["id"], "type": "function", "function": {"name": call["name"],
+                                                                                    "arguments": ""}}
+            delta(first)
+            for piece in self.fragments(fn["arguments"]):
+                delta({"index": 0, "function": {"arguments": piece}})
+        self.event(self.chunk(model, None, "tool_calls"))
+        self.event({"id": "chatcmpl-test", "object": "chat.completion.chunk", "model": model,
+                    "choices": [], "usage": self.usage(model, "")})
+        self.event("[DONE]")
+
+    def anthropic_call(self, model, call, hostile):
+        text = "Calling " + call["name"] + "."
+        block = {"type": "tool_use", "id": call["id"], "name": call["name"], "input": call["arguments"]}
+        if hostile == "hostile-entry":
+            block["id"] = 42
+        elif hostile == "hostile-noname":
+            del block["name"]
+        elif hostile == "hostile-args":
+            block["input"] = 42
+        if not self.streaming:
+            self.send(200, json.dumps({"id": "msg_test", "type": "message", "role": "assistant", "model": model,
+                                       "content": [{"type": "text", "text": text}, block],
+                                       "stop_reason": "tool_use", "stop_sequence": None,
+                                       "usage": self.anthropic_usage(model, text)}))
+            return
+        self.anthropic_start(model)  # a thinking block, then the text block (index 1)
+        self.anthropic_piece(text)
+        self.sse("content_block_stop", {"type": "content_block_stop", "index": 1})
+        partial = json.dumps(block.pop("input"))
+        block["input"] = {}
+        self.sse("content_block_start", {"type": "content_block_start", "index": 2, "content_block": block})
+        for piece in ([42] if hostile == "hostile-args" else self.fragments(partial)):
+            self.sse("content_block_delta", {"type": "content_block_delta", "index": 2,
+                                             "delta": {"type": "input_json_delta", "partial_json": piece}})
+        self.sse("content_block_stop", {"type": "content_block_stop", "index": 2})
+        self.sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use",
+                                                                      "stop_sequence": None},
+                                   "usage": {"output_tokens": len(text)}})
+        self.sse("message_stop", {"type": "message_stop"})
+
+    def ollama_call(self, model, call, hostile):
+        fn = {"name": call["name"], "arguments": call["arguments"]}
+        if hostile == "hostile-noname":
+            del fn["name"]
+        elif hostile == "hostile-args":
+            fn["arguments"] = 42
+        entry = 42 if hostile == "hostile-entry" else {"function": fn}
+        line = self.ollama_line(model, "", not self.streaming, (len(model), 0))
+        line["message"]["tool_calls"] = [entry]
+        if not self.streaming:
+            self.send(200, json.dumps(line))
+            return
+        self.start_stream("application/x-ndjson")
+        self.write(json.dumps(line) + "\n")
+        self.write(json.dumps(self.ollama_line(model, "", True, (len(model), 0))) + "\n")
 
     def do_GET(self):
         url = urlparse(self.path)
@@ -579,10 +933,16 @@ class Handler(BaseHTTPRequestHandler):
             if wrong:
                 self.fail_with(*wrong)
                 return
+            wrong = self.tool_request(req)
+            if wrong:
+                self.fail_with(400, wrong)
+                return
             model = req["model"]
             last = req["messages"][-1]["content"]
             if isinstance(last, list):  # Anthropic content blocks
                 last = "".join(b.get("text", "") for b in last if isinstance(b, dict))
+            if last is None:  # an assistant turn that only called tools
+                last = ""
         except (ValueError, KeyError, IndexError, TypeError):
             self.fail_with(400, "bad request body")
             return
@@ -598,7 +958,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         if model.startswith("latency-"):
             time.sleep(int(model[len("latency-"):]) / 1000)
-            self.reply(model, model + "|" + last)
+            self.answer(model, last, req)
             return
         if model.startswith("429x"):
             if n <= int(model[4:]):
@@ -698,7 +1058,14 @@ class Handler(BaseHTTPRequestHandler):
         elif model == "show-auth":
             self.reply(model, self.key_header())
             return
-        self.reply(model, model + "|" + last)
+        self.answer(model, last, req)
+
+    def answer(self, model, last, req):
+        """The plain answer, or with tools the script's."""
+        if req.get("tools"):
+            self.tool_answer(model, req)
+        else:
+            self.reply(model, model + "|" + last)
 
 
 class Server(ThreadingHTTPServer):
