@@ -510,6 +510,64 @@ namespace Af
             }
         }
 
+        /// <summary>An LM call offering tools the model may call
+        /// (af_lm_tool_call). tools: a list of {"name", "description"
+        /// (optional), "parameters" (a schema tree as LmSchemaCall's whose
+        /// root is a container; left out for no arguments)}, static. history:
+        /// a str (may be traced), the JSON array of the turns after messages
+        /// as ToolResults builds it ("" for none). Returns a dict: "called"
+        /// (bool: the model called tools, the reply is not final), "text"
+        /// (str), "names" (list of str, the tools called in order),
+        /// "arguments" (list of str, each call's arguments as compact JSON)
+        /// and "turn" (str, the model's turn, for ToolResults). A call naming
+        /// an unknown tool or with arguments its schema rejects is re-asked,
+        /// then AfSchemaException. Recorded inside a trace, one blocking
+        /// request outside.</summary>
+        public Value LmToolCall(Value messages, Value history, Value model, Value tools)
+        {
+            return LmToolCallRaw(messages, history, model, tools, null);
+        }
+
+        /// <summary>A tool-calling LM call with sampling params (as LmCall's).</summary>
+        public Value LmToolCall(Value messages, Value history, Value model, Value tools, Value parameters)
+        {
+            if (parameters == null) throw new ArgumentNullException(nameof(parameters));
+            return LmToolCallRaw(messages, history, model, tools, parameters);
+        }
+
+        private Value LmToolCallRaw(Value messages, Value history, Value model, Value tools, Value parameters)
+        {
+            if (messages == null) throw new ArgumentNullException(nameof(messages));
+            if (history == null) throw new ArgumentNullException(nameof(history));
+            if (model == null) throw new ArgumentNullException(nameof(model));
+            if (tools == null) throw new ArgumentNullException(nameof(tools));
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_lm_tool_call(b.Add(Handle), b.Add(messages), b.Add(history), b.Add(model),
+                                                         b.Add(tools), b.Add(parameters), out IntPtr o));
+                return Value.Own(o, Handle);
+            }
+        }
+
+        /// <summary>The history (a str) after a tool-calling turn: history,
+        /// then turn (LmToolCall's "turn"), then one tool message per str of
+        /// results, answering the turn's calls in order (a final turn takes
+        /// no results). Recorded inside a trace (all three may be traced).
+        /// AfInvalidArgumentException: not one result per call, a malformed
+        /// history or turn.</summary>
+        public Value ToolResults(Value history, Value turn, Value results)
+        {
+            if (history == null) throw new ArgumentNullException(nameof(history));
+            if (turn == null) throw new ArgumentNullException(nameof(turn));
+            if (results == null) throw new ArgumentNullException(nameof(results));
+            using (var b = new Borrow())
+            {
+                AfException.Check(Native.af_tool_results(b.Add(Handle), b.Add(history), b.Add(turn), b.Add(results),
+                                                         out IntPtr o));
+                return Value.Own(o, Handle);
+            }
+        }
+
         /// <summary>An LM call: messages is a list of {"role", "content"},
         /// model a str. Recorded inside a trace, one blocking request outside.</summary>
         public Value LmCall(Value messages, Value model)

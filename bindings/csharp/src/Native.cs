@@ -649,6 +649,15 @@ namespace Af
         public static extern IntPtr af_lm_schema_call_ex(IntPtr ctx, IntPtr messages, IntPtr model, IntPtr schema,
                                                          IntPtr parameters, out IntPtr output);
 
+        /// <summary>parameters may be IntPtr.Zero (no sampling params).</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_lm_tool_call(IntPtr ctx, IntPtr messages, IntPtr history, IntPtr model,
+                                                    IntPtr tools, IntPtr parameters, out IntPtr output);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_tool_results(IntPtr ctx, IntPtr history, IntPtr turn, IntPtr results,
+                                                    out IntPtr output);
+
         /// <summary>text NULL with len 0: the reply starts over.</summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern IntPtr af_lm_request_stream(IntPtr req, byte[] text, UIntPtr len);

@@ -6,10 +6,11 @@ using System.Threading;
 
 namespace Af.Tests
 {
-    /// <summary>The README's cookbook and its rolling summary (Context.Scan),
-    /// compiled and run here; ReadmeShowsTheCookbook and
-    /// ReadmeShowsTheRollingSummary keep README.md's copies identical. Also
-    /// the implicit conversions.</summary>
+    /// <summary>The README's cookbook, its rolling summary (Context.Scan) and
+    /// its agent loop (LmToolCall, ToolResults), compiled and run here;
+    /// ReadmeShowsTheCookbook, ReadmeShowsTheRollingSummary and
+    /// ReadmeShowsTheAgentLoop keep README.md's copies identical. Also the
+    /// implicit conversions.</summary>
     public sealed class CookbookTests
     {
         [Test]
@@ -118,6 +119,78 @@ namespace Af.Tests
                 string.Join("|", printed));
         }
 
+        [Test]
+        public void AgentLoop()
+        {
+            var printed = new List<string>();
+            Action<object> print = o => printed.Add(o.ToString());
+            // agent-loop:begin
+            using (var ctx = new Context())
+            {
+                // Offered tools, echo calls each one once, in order, with the smallest arguments
+                // its schema allows; then it answers "<model>|<last message>" (the last tool's result).
+                using (var echo = Provider.Echo()) ctx.Route("agent", echo);
+
+                // Host tools: each takes the call's arguments (JSON text) and returns a str.
+                ctx.RegisterFunction("add", "str", args =>
+                {
+                    Value a = ctx.FromJson(args[0].AsString());
+                    return (a["a"].AsInt() + a["b"].AsInt()).ToString();
+                });
+                var facts = new Dictionary<string, string> { { "capital_of_france", "Paris" }, { "boiling_point", "100 C" } };
+                ctx.RegisterFunction("lookup", "str", args => facts[ctx.FromJson(args[0].AsString())["key"].AsString()]);
+
+                Value tools = ctx.FromJson(@"[
+                  {""name"": ""add"", ""description"": ""The sum of two integers."",
+                   ""parameters"": {""a"": {""type"": ""int"", ""min"": 1}, ""b"": {""type"": ""int"", ""min"": 2}}},
+                  {""name"": ""lookup"", ""description"": ""A fact, by key."",
+                   ""parameters"": {""key"": {""type"": ""enum"", ""values"": [""capital_of_france"", ""boiling_point""]}}}]");
+                Value messages = ctx.FromJson(@"[
+                  {""role"": ""system"", ""content"": ""Use the tools, then answer in one line.""},
+                  {""role"": ""user"", ""content"": ""What is 1 + 2, and what is the capital of France?""}]");
+
+                // One tool call -> [carry, its result]: a switch on the tool's name.
+                var branches = new Dictionary<string, Ir>
+                {
+                    { "add", ctx.Trace((c, a) => c.HostCall("add", a[0]), "{}") },
+                    { "lookup", ctx.Trace((c, a) => c.HostCall("lookup", a[0]), "{}") },
+                };
+                Value call = Value.Dict(ctx, ("name", (Value)"add"), ("arguments", (Value)"{}"));
+                var runTool = ctx.Trace((c, a) => c.List(a[0], c.Switch(a[1]["name"], branches, a[1]["arguments"])),
+                                        "", call);
+
+                // One step: ask the model, run every tool it called (a scan: a final answer calls
+                // none, and a scan of no items runs nothing), append the turn and the results.
+                Value state = ctx.FromJson("{\"history\": \"\", \"called\": true, \"text\": \"\"}");
+                var step = ctx.Trace((c, a) =>
+                {
+                    Value r = c.LmToolCall(messages, a[0]["history"], "agent", tools);
+                    Value calls = Value.Dict(c, ("name", r["names"]), ("arguments", r["arguments"]));
+                    Value results = c.Scan(runTool, "", calls)[1];
+                    Value history = c.ToolResults(a[0]["history"], r["turn"], results);
+                    return Value.Dict(c, ("history", history), ("called", r["called"]), ("text", r["text"]));
+                }, state);
+                var stillCalling = ctx.Trace((c, a) => a[0]["called"], state);
+
+                // The agent: steps while the model calls tools, at most 4 (its input: the history so far).
+                var agent = ctx.Trace((c, a) =>
+                {
+                    Value start = Value.Dict(c, ("history", a[0]), ("called", (Value)true), ("text", (Value)""));
+                    return c.WhileLoop(stillCalling, step, start, 4);
+                }, "");
+                Value result = Program.Compile(ctx, agent).Call(ctx, "");
+                print(result["text"].AsString());   // the answer
+                Value turns = ctx.FromJson(result["history"].AsString());
+                print(turns.Count);                  // add's call, "3", lookup's call, "Paris", the answer
+                print(turns[3]["content"].AsString());
+                // Saved and loaded, the same program gives the same result.
+                Ir loaded = Ir.FromBytes(ctx, agent.ToBytes());
+                print(loaded.Call(ctx, "").ToJson() == result.ToJson());
+            }
+            // agent-loop:end
+            Assert.Equal("agent|Paris|5|Paris|True", string.Join("|", printed));
+        }
+
         private static string Between(string s, string begin, string end)
         {
             int i = s.IndexOf(begin, StringComparison.Ordinal);
@@ -159,6 +232,12 @@ namespace Af.Tests
         {
             ReadmeShows("### Rolling summary", "rolling-summary",
                         "README.md's rolling summary (copy CookbookTests.RollingSummary into it)");
+        }
+
+        [Test]
+        public void ReadmeShowsTheAgentLoop()
+        {
+            ReadmeShows("### Agent loop", "agent-loop", "README.md's agent loop (copy CookbookTests.AgentLoop into it)");
         }
 
         [Test]

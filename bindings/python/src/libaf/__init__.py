@@ -49,12 +49,14 @@ from .ops import (
     host_call,
     lm_call,
     lm_schema_call,
+    lm_tool_call,
     match,
     named,
     scan,
     stop_gradient,
     switch,
     tag,
+    tool_results,
     while_loop,
 )
 from .program import CancelToken, Future, Program, RunOptions, profile_event
@@ -71,7 +73,7 @@ __all__ = [
     "journal_summary", "journal_compact",
     "Walk", "Step", "Provider", "LmRequest",
     "format", "concat", "match", "stop_gradient", "depends", "checkpoint", "tag", "named", "fold",
-    "switch", "while_loop", "scan", "lm_call", "lm_schema_call", "host_call",
+    "switch", "while_loop", "scan", "lm_call", "lm_schema_call", "lm_tool_call", "tool_results", "host_call",
     "register_function", "tool", "route",
     "graph_verify", "graph_to_json", "graph_from_json",
     "Error", "InvalidArgument", "NotFound", "SchemaError", "FormatError", "VersionError",

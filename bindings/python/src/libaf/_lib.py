@@ -284,6 +284,8 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "af_provider_set_max_in_flight": (ERR, [P, c_uint32]),
     "af_lm_call_ex": (ERR, [P, P, P, P, PP]),
     "af_lm_schema_call_ex": (ERR, [P, P, P, P, P, PP]),
+    "af_lm_tool_call": (ERR, [P, P, P, P, P, P, PP]),
+    "af_tool_results": (ERR, [P, P, P, P, PP]),
     "af_lm_request_stream": (ERR, [P, c_char_p, c_size_t]),
     "af_context_route_fallback": (ERR, [P, c_char_p, c_size_t, PP, c_size_t]),
     "af_provider_set_options": (ERR, [P, c_char_p, c_size_t]),

@@ -30,6 +30,8 @@ __all__ = [
     "scan",
     "lm_call",
     "lm_schema_call",
+    "lm_tool_call",
+    "tool_results",
     "host_call",
 ]
 
@@ -310,6 +312,50 @@ def lm_schema_call(
     pv = to_value(params)
     return cx._op(lambda o: lib.af_lm_schema_call_ex(c, mv._ptr, mo._ptr, sv._ptr, pv._ptr, o), [mv, mo, sv, pv],
                   may_wait=True)
+
+
+def lm_tool_call(
+    messages: Tree,
+    history: Tree,
+    model: Tree,
+    tools: Tree,
+    ctx: Context | None = None,
+    *,
+    params: dict | None = None,
+) -> Value:
+    """An LM call offering tools the model may call (af_lm_tool_call).
+
+    tools: a list of {"name", "description" (optional), "parameters" (a
+    schema tree as lm_schema_call's, whose root is a container; leave it out
+    for no arguments)}; static. history: a str (may be traced), the JSON
+    array of the turns after messages as tool_results builds it; "" for none.
+    Returns a dict: "called" (bool: the model called tools, the reply is not
+    final), "text" (str), "names" (list of str, the tools called in order),
+    "arguments" (list of str, each call's arguments as compact JSON) and
+    "turn" (str, the model's turn for tool_results). A call naming an
+    unknown tool or arguments its schema rejects is re-asked, then
+    SchemaError. params: sampling params, as lm_call's."""
+    cx = current(ctx)
+    c = cx._handle
+    mv, hv, mo, tv = to_value(messages), to_value(history), to_value(model), to_value(tools)
+    pv = to_value(params) if params is not None else None
+    return cx._op(
+        lambda o: lib.af_lm_tool_call(c, mv._ptr, hv._ptr, mo._ptr, tv._ptr, pv._ptr if pv is not None else None, o),
+        [mv, hv, mo, tv] if pv is None else [mv, hv, mo, tv, pv],
+        may_wait=True,
+    )
+
+
+def tool_results(history: Tree, turn: Tree, results: Tree, ctx: Context | None = None) -> Value:
+    """The history (a str) after a tool-calling turn: history, then turn
+    (lm_tool_call's "turn"), then one tool message per str of results,
+    answering the turn's calls in order (a final turn takes no results).
+    Recorded inside a trace. InvalidArgument: not one result per call, a
+    malformed history or turn."""
+    cx = current(ctx)
+    c = cx._handle
+    hv, tv, rv = to_value(history), to_value(turn), to_value(results)
+    return cx._op(lambda o: lib.af_tool_results(c, hv._ptr, tv._ptr, rv._ptr, o), [hv, tv, rv])
 
 
 def host_call(name: str, *args: Tree, ctx: Context | None = None) -> Value:

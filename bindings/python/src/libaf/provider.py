@@ -28,7 +28,7 @@ class LmRequest:
         self._provider = provider  # for messages: which Python function answers
         b = _lib.Bytes()
         check(lib.af_lm_request_json(ptr, ctypes.byref(b)))
-        #: {"model", "messages", ["schema", "json_schema"], ["tags"]}
+        #: {"model", "messages", ["schema", "json_schema"], ["tools"], ["tags"]}
         self.json: dict = json.loads(_lib.take_bytes(b))
 
     @property
@@ -43,6 +43,13 @@ class LmRequest:
     def schema(self) -> Any:
         """The schema node tree of a structured-output call, else None."""
         return self.json.get("schema")
+
+    @property
+    def tools(self) -> list[dict] | None:
+        """The tools a tool-calling call (lm_tool_call) offers, else None.
+        Answer such a request with {"content": str | None, "tool_calls":
+        [{"id", "name", "arguments"}]} (as data or as its JSON text)."""
+        return self.json.get("tools")
 
     @property
     def streaming(self) -> bool:
@@ -73,8 +80,9 @@ class LmRequest:
         if not ptr:
             return
         if exc is None and not isinstance(reply, str):
-            call = f"{'lm_schema_call' if self.schema is not None else 'lm_call'} to model {self.model!r}"
-            if self.schema is None:
+            kind = "lm_call" if self.schema is None else "lm_schema_call"
+            call = f"{'lm_tool_call' if self.tools is not None else kind} to model {self.model!r}"
+            if self.schema is None and self.tools is None:
                 exc = TypeError(f"host provider {self._provider} answered an {call} with "
                                 f"{type(reply).__name__} {reply!r:.80}: the reply to an lm_call must be a str")
             else:
@@ -200,7 +208,7 @@ class Provider:
     @classmethod
     def host(cls, fn: HostFn) -> "Provider":
         """Python answers: fn(request: LmRequest) returns the reply text (or,
-        for a schema call, JSON data), or raises to fail the request (the
+        for a schema or tool call, JSON data), or raises to fail the request (the
         exception becomes the cause of the run's error). A plain function
         runs on a worker thread; a coroutine function on libaf's event loop."""
         if not callable(fn):
