@@ -27,7 +27,11 @@ void add_into(PerModel& into, const PerModel& from, double times) {
   for (const auto& [m, n] : from) into[m] += n * times;
 }
 
-bool is_lm(const Eqn& e) { return e.prim->name == "lm_call" || e.prim->name == "lm_schema_call"; }
+// The LM calls: each makes one request to the model of its last input.
+bool is_lm(const Eqn& e) {
+  const std::string& n = e.prim->name;
+  return n == "lm_call" || n == "lm_schema_call" || n == "lm_tool_call";
+}
 
 // Each distinct sub-IR is costed once per query, however many paths of a
 // DAG of shared sub-IRs reach it.

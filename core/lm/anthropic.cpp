@@ -91,6 +91,20 @@ class AnthropicWire final : public Wire {
         s += '}';
       }
       s += ']';
+      // The call's tool_choice in Anthropic's words ("required" is "any").
+      if (!r.tool_choice.is_null()) {
+        const std::string& c = r.tool_choice.as_str();
+        s += ",\"tool_choice\":{\"type\":";
+        if (c == "auto" || c == "none") {
+          append_json_string(s, c);
+        } else if (c == "required") {
+          s += "\"any\"";
+        } else {
+          s += "\"tool\",\"name\":";
+          append_json_string(s, c);
+        }
+        s += '}';
+      }
     }
     if (r.stream) s += ",\"stream\":true";
     s += '}';

@@ -60,6 +60,10 @@ std::string Request::to_json() const {
     s += schema->json_schema();
   }
   append_tools(s, tools.get());
+  if (!tool_choice.is_null()) {
+    s += ",\"tool_choice\":";
+    append_json(s, tool_choice);
+  }
   if (!sampling.is_null()) {
     s += ",\"params\":";
     append_json(s, sampling);
@@ -87,6 +91,10 @@ std::string Request::key() const {
   if (schema) append_json(s, schema->tree());
   else s += "null";
   append_tools(s, tools.get());
+  if (!tool_choice.is_null()) {
+    s += ",\"tool_choice\":";
+    append_json(s, tool_choice);
+  }
   if (!sampling.is_null()) {
     s += ",\"params\":";
     append_json(s, sampling);

@@ -47,6 +47,9 @@ struct Request {
   // lm_tool_call: the tools offered (lm/tools.h); the provider answers with
   // the tool reply JSON. Null otherwise. Shared like the schema.
   std::shared_ptr<const Tools> tools;
+  // lm_tool_call's tool_choice (lm/tools.h: "required", "none" or a tool's
+  // name), a str; null for "auto".
+  Value tool_choice;
   std::shared_ptr<const std::vector<std::string>> tags;  // may be null
   // The call's sampling parameters (temperature, max_tokens, stop, seed,
   // top_p: the equation's params), a dict, or null when it sets none. A

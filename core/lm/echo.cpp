@@ -6,8 +6,11 @@
 // calls each tool once, in order, with its smallest (or varied) arguments —
 // the k-th request of a conversation, k counted by the assistant turns with
 // tool calls it holds, calls tool k as "call_<k>" — and then answers as
-// lm_call does (so the answer echoes the last tool's result). Optional latency (fixed, or drawn per request from a seeded hash
-// of the request, so a run is reproducible) simulates a real endpoint. A
+// lm_call does (so the answer echoes the last tool's result); a tool_choice
+// is obeyed ("none" answers, a tool's name calls that tool, "required"
+// calls tool k modulo the number of tools). Optional latency (fixed, or
+// drawn per request from a seeded hash of the request, so a run is
+// reproducible) simulates a real endpoint. A
 // streamed request gets its answer in pieces (each word with the spaces
 // after it) just before it completes.
 #include <bit>
@@ -67,13 +70,16 @@ class Echo final : public Provider {
     size_t k = 0;
     for (const Message& m : r.messages) k += m.role == "assistant" && m.tool && !m.tool->calls.empty();
     const auto& tools = r.tools->list();
-    if (k >= tools.size()) {
+    const std::string& choice = r.tool_choice.is_null() ? std::string() : r.tool_choice.as_str();
+    const Tools::Tool* named = choice.empty() ? nullptr : r.tools->find(choice);
+    if (choice == "required") k %= tools.size();
+    if (choice == "none" || (!named && k >= tools.size())) {
       Request plain;  // the text answer, as lm_call's
       plain.model = r.model;
       plain.messages = r.messages;
       return tool_reply(answer<Varied>(plain), {});
     }
-    const Tools::Tool& t = tools[k];
+    const Tools::Tool& t = named ? *named : tools[k];
     std::string args = "{}";
     if (t.parameters) {
       if constexpr (Varied)

@@ -71,7 +71,15 @@ class OllamaWire final : public Wire {
     for (size_t i = first; i < r.messages.size(); ++i)
       message(r.messages[i].role, r.messages[i].content.as_str(), r.messages[i].tool.get());
     s += ']';
-    if (r.tools) s += ",\"tools\":" + function_tools(*r.tools);
+    // Ollama has no tool_choice: "none" offers no tools; a choice it cannot
+    // ask for ("required", a tool's name) is refused before the request
+    // (Ollama's body), and libaf checks the reply against it anyway.
+    const std::string choice = r.tool_choice.is_null() ? "auto" : r.tool_choice.as_str();
+    if (r.tools && choice != "auto" && choice != "none")
+      invalid("ollama: tool_choice " + json_quoted(choice) + " cannot be asked of Ollama's chat API, which has no "
+              "tool_choice; use \"auto\" or \"none\", or a provider that has one (openai, anthropic)");
+    if (r.tools && choice != "none")
+      s += ",\"tools\":" + function_tools(*r.tools);
     s += r.stream ? ",\"stream\":true" : ",\"stream\":false";
     if (r.schema) s += ",\"format\":" + r.schema->grammar_json_schema();
     Fields options;

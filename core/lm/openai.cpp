@@ -19,6 +19,21 @@ namespace af::lm {
 
 namespace {
 
+// ,"tool_choice":... for a call's choice (null: the API's default, "auto").
+std::string openai_tool_choice(const Value& choice) {
+  if (choice.is_null()) return "";
+  const std::string& c = choice.as_str();
+  std::string s = ",\"tool_choice\":";
+  if (c == "auto" || c == "required" || c == "none") {
+    append_json_string(s, c);
+  } else {
+    s += "{\"type\":\"function\",\"function\":{\"name\":";
+    append_json_string(s, c);
+    s += "}}";
+  }
+  return s;
+}
+
 class OpenAIWire final : public Wire {
  public:
   // How structured output is asked for: response_format json_schema (OpenAI,
@@ -77,7 +92,7 @@ class OpenAIWire final : public Wire {
       message(r.messages[i].role, r.messages[i].content.as_str(), r.messages[i].tool.get());
     }
     s += ']';
-    if (r.tools) s += ",\"tools\":" + function_tools(*r.tools);
+    if (r.tools) s += ",\"tools\":" + function_tools(*r.tools) + openai_tool_choice(r.tool_choice);
     if (r.schema && json_object)
       s += ",\"response_format\":{\"type\":\"json_object\",\"schema\":" + r.schema->grammar_json_schema() + "}";
     else if (r.schema)

@@ -173,7 +173,19 @@ const Tools::Tool* Tools::find(std::string_view name) const {
   return nullptr;
 }
 
-void Tools::parse_reply(std::string_view reply, std::span<Value> out) const {
+void Tools::check_choice(const Value& choice) const {
+  if (choice.is_null()) return;
+  if (choice.kind() == Kind::Str) {
+    const std::string& c = choice.as_str();
+    if (c == "auto" || c == "required" || c == "none" || find(c)) return;
+  }
+  std::string known;
+  for (const Tool& t : tools_) known += ", \"" + t.name + "\"";
+  invalid("tool_choice must be \"auto\", \"required\", \"none\" or a tool's name (" + known.substr(2) + "), found " +
+          to_json(choice));
+}
+
+void Tools::parse_reply(std::string_view reply, std::span<Value> out, const Value& choice) const {
   Value v;
   try {
     v = from_json(reply);
@@ -204,6 +216,17 @@ void Tools::parse_reply(std::string_view reply, std::span<Value> out) const {
       else id = "call_" + std::to_string(i);
       calls.push_back(ToolCall{std::move(id), tool->name, checked_arguments(*tool, args ? *args : Value::str(""), at)});
     }
+  }
+  if (choice.kind() == Kind::Str) {  // what the call's tool_choice allows
+    const std::string& c = choice.as_str();
+    if (c == "none" && !calls.empty())
+      schema_error("the model called tool \"" + calls[0].name + "\" though tool_choice is \"none\"");
+    if (c != "auto" && c != "none" && calls.empty())
+      schema_error("the model answered without calling " +
+                   (c == "required" ? std::string("a tool") : "tool \"" + c + "\"") + " (tool_choice " + json_quoted(c) + ")");
+    if (c != "auto" && c != "none" && c != "required")
+      for (const ToolCall& call : calls)
+        if (call.name != c) schema_error("the model called tool \"" + call.name + "\" though tool_choice is \"" + c + "\"");
   }
   const std::string text = content && content->kind() == Kind::Str ? content->as_str() : "";
   std::vector<Value> names, arguments;

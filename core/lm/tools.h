@@ -59,11 +59,15 @@ class Tools {
   const std::vector<Tool>& list() const noexcept { return tools_; }
   const Tool* find(std::string_view name) const;
 
+  // A call's tool_choice param (null for "auto"): "auto", "required"
+  // (some tool must be called), "none" (none may be), or a tool's name
+  // (that tool must be called, and only it). INVALID_ARGUMENT otherwise.
+  void check_choice(const Value& choice) const;
   // A reply (the JSON above) into the kToolOutputs outputs. SCHEMA error
   // (re-asked like an invalid structured reply) for a malformed reply, an
-  // unknown tool, or arguments that do not match the tool's parameters,
-  // naming the call.
-  void parse_reply(std::string_view reply, std::span<Value> out) const;
+  // unknown tool, arguments that do not match the tool's parameters, or
+  // calls the choice (as check_choice's) does not allow, naming the call.
+  void parse_reply(std::string_view reply, std::span<Value> out, const Value& choice = Value()) const;
   // The reply's text output (what a streamed tool call settles on).
   static const std::string& text_of(std::span<const Value> out) { return out[kText].as_str(); }
 

@@ -100,17 +100,24 @@ Value sampling_of(const Params& p) {
 
 // Sampling params given to lm_call / lm_schema_call (a dict or null) into
 // the equation's params; ints are accepted where a float is stored.
-void set_sampling(const char* op, const Value& given, Params& params) {
+// lm_tool_call's params may also hold its "tool_choice" (lm/tools.h).
+void set_sampling(const char* op, const Value& given, Params& params, bool tool_call = false) {
   if (given.is_null()) return;
   if (given.kind() != Kind::Dict)
     invalid(std::string(op) + ": params must be a dict such as {\"temperature\": 0.2, \"max_tokens\": 64}, found " +
             kind_name(given.kind()));
   if (given.has_placeholder()) invalid(std::string(op) + ": params are static; they cannot hold traced values");
   for (const auto& [k, v] : given.entries()) {
+    if (tool_call && k == "tool_choice") {
+      params.set(k, v);  // checked against the tools by the abstract rule
+      continue;
+    }
     const SamplingParam* sp = nullptr;
     for (const SamplingParam& c : kSampling)
       if (k == c.name) sp = &c;
-    if (!sp) invalid(std::string(op) + ": unknown param \"" + k + "\" (known: temperature, top_p, max_tokens, seed, stop)");
+    if (!sp)
+      invalid(std::string(op) + ": unknown param \"" + k + "\" (known: temperature, top_p, max_tokens, seed, stop" +
+              (tool_call ? ", tool_choice)" : ")"));
     if (sp->kind == Kind::Float && v.kind() == Kind::Int) params.set(k, Value::floating(double(v.as_int())));
     else params.set(k, v);
   }
@@ -166,7 +173,8 @@ AbstractOut lm_tool_call_abstract(const Params& params, std::span<const Aval> in
   const Value* tree = tp ? std::get_if<Value>(tp) : nullptr;
   if (!tree) invalid("lm_tool_call: param \"tools\" is missing");
   try {
-    lm::tools_of(*tree);
+    const Param* choice = params.find("tool_choice");
+    lm::tools_of(*tree)->check_choice(choice ? params.value("tool_choice") : Value());
   } catch (const Error& e) {
     invalid(std::string("lm_tool_call: ") + e.what());
   }
@@ -301,6 +309,7 @@ std::string request_base(const Eqn& e, const Value& sampling) {
   const Param* s = e.params.find("schema");
   append_key_part(b, s ? to_json(std::get<Value>(*s)) : "");
   if (const Param* t = e.params.find("tools")) append_key_part(b, to_json(std::get<Value>(*t)));
+  if (const Param* c = e.params.find("tool_choice")) append_key_part(b, to_json(std::get<Value>(*c)));
   return b;
 }
 JournalKey request_key(std::string b, const lm::Request& req) {
@@ -367,6 +376,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
   std::shared_ptr<AsyncOp> op;
   std::shared_ptr<const lm::Schema> schema;  // lm_schema_call's, else null
   std::shared_ptr<const lm::Tools> tools;    // lm_tool_call's, else null
+  Value tool_choice;                         // lm_tool_call's, or null ("auto")
   const char* prim = "";
   bool item_errors = false;
   bool streams = false;
@@ -418,7 +428,7 @@ struct Batch : std::enable_shared_from_this<Batch> {
   // error if it does not fit), else the text itself.
   void parse_into(std::span<Value> result, std::string& content) const {
     if (schema) schema->parse_reply(content, result);
-    else if (tools) tools->parse_reply(content, result);
+    else if (tools) tools->parse_reply(content, result, tool_choice);
     else result[0] = Value::str(std::move(content));
   }
   // What the host sees streamed for a reply parsed into `result`: a tool
@@ -635,6 +645,7 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   if (const Param* t = e.params.find("tools")) {
     batch->tools = lm::tools_of(std::get<Value>(*t));
     batch->n_out = lm::kToolOutputs;
+    if (e.params.find("tool_choice")) batch->tool_choice = e.params.value("tool_choice");
   }
   Expansion ex;
   ex.item_errors = env.item_errors;
@@ -754,6 +765,7 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
     if (batch->tools) {  // the conversation so far, after the call's own messages
       for (lm::Message& m : histories[i]) req.messages.push_back(std::move(m));
       req.tools = batch->tools;
+      req.tool_choice = batch->tool_choice;
     }
     req.schema = schema;
     req.tags = tags;
@@ -1023,7 +1035,9 @@ void tool_results_pull_bwd(PullCtx&, const Eqn&) {}
 void add_lm_prims(std::vector<Prim>& out) {
   out.push_back(lm_prim("lm_call", lm_params({}), lm_call_abstract));
   out.push_back(lm_prim("lm_schema_call", lm_params({{.name = "schema"}}), lm_schema_call_abstract));
-  out.push_back(lm_prim("lm_tool_call", lm_params({{.name = "tools"}}), lm_tool_call_abstract, tool_call_push,
+  out.push_back(lm_prim("lm_tool_call",
+                        lm_params({{.name = "tools"}, {.name = "tool_choice", .value_kind = Kind::Str, .optional = true}}),
+                        lm_tool_call_abstract, tool_call_push,
                         tool_call_pull_bwd));
   out.push_back(Prim{
       .name = "tool_results",
@@ -1099,7 +1113,7 @@ Value op_lm_tool_call(const Value& messages, const Value& history, const Value& 
   Params params;
   params.set("roles", std::move(roles));
   params.set("tools", tools);
-  set_sampling("lm_tool_call", sampling, params);
+  set_sampling("lm_tool_call", sampling, params, true);
   static const Prim& p = prim("lm_tool_call");
   return bind_flat(p, std::move(params), std::move(in), env);
 }

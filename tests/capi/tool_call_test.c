@@ -287,6 +287,80 @@ done:
   af_provider_free(echo);
 }
 
+/* lm_tool_call(kMessages, history, "m", kTools, params) */
+static af_error_t* tool_call_with(const af_value_t* history, const char* params, af_value_t** out) {
+  af_value_t *msgs = mk_json(kMessages), *model = mk_str("m"), *t = mk_json(kTools), *p = mk_json(params);
+  af_error_t* e = af_lm_tool_call(ctx, msgs, history, model, t, p, out);
+  af_value_free(msgs);
+  af_value_free(model);
+  af_value_free(t);
+  af_value_free(p);
+  return e;
+}
+
+static void tool_choice_is_sent_obeyed_and_checked(void) {
+  af_provider_t* echo = route_echo(ctx, "{}");
+  af_value_t *h = mk_str(""), *out = NULL;
+  char buf[1024];
+  struct script s;
+  af_provider_t* host = NULL;
+  if (CHECK_OK(tool_call_with(h, "{\"tool_choice\":\"lookup\"}", &out)))
+    CHECK_STR_EQ(FIELD(out, "names"), "[\"lookup\"]");
+  af_value_free(out);
+  out = NULL;
+  if (CHECK_OK(tool_call_with(h, "{\"tool_choice\":\"none\",\"temperature\":0}", &out))) {
+    CHECK_STR_EQ(FIELD(out, "called"), "false");
+    CHECK_STR_EQ(FIELD(out, "text"), "\"m|What is 2 + 3?\"");
+  }
+  af_value_free(out);
+  out = NULL;
+  CHECK_ERR(tool_call_with(h, "{\"tool_choice\":\"search\"}", &out), AF_ERR_INVALID_ARGUMENT,
+            "tool_choice must be", "\"add\", \"lookup\", \"now\"");
+  CHECK_ERR(tool_call_with(h, "{\"tool_choice\":1}", &out), AF_ERR_INVALID_ARGUMENT, "tool_choice");
+  CHECK_ERR(tool_call_with(h, "{\"tools\":1}", &out), AF_ERR_INVALID_ARGUMENT, "unknown param", "tool_choice)");
+  /* A host provider sees the choice; a reply that ignores it is re-asked, then SCHEMA. */
+  memset(&s, 0, sizeof s);
+  s.replies[0] = "{\"content\":\"5\",\"tool_calls\":[]}";
+  s.n_replies = 1;
+  host = route_script(&s);
+  if (host) {
+    CHECK_ERR(tool_call_with(h, "{\"tool_choice\":\"add\"}", &out), AF_ERR_SCHEMA, "without calling tool \"add\"");
+    CHECK_CONTAINS(s.first, "\"tool_choice\":\"add\"");
+    s.replies[0] = "{\"content\":null,\"tool_calls\":[{\"name\":\"now\",\"arguments\":{}}]}";
+    CHECK_ERR(tool_call_with(h, "{\"tool_choice\":\"none\"}", &out), AF_ERR_SCHEMA, "though tool_choice is \"none\"");
+  }
+  af_value_free(h);
+  af_provider_free(host);
+  af_provider_free(echo);
+}
+
+/* A traced call: one LM call in the cost, the same after a save and load;
+ * not differentiable. */
+static void a_traced_call_is_costed_saved_and_not_differentiated(void) {
+  af_provider_t* echo = route_echo(ctx, "{}");
+  af_ir_t *ir = TRACE(tool_fn, NULL, "[\"\"]", NULL), *loaded = NULL, *pushed = NULL;
+  af_bytes_t cost = {NULL, 0}, bytes = {NULL, 0};
+  if (!ir) goto done;
+  if (CHECK_OK(af_ir_cost_json(ir, 1, &cost))) CHECK_CONTAINS((const char*)cost.data, "\"total\":{\"calls\":1");
+  if (CHECK_OK(af_ir_to_bytes(ir, &bytes)) && CHECK_OK(af_ir_from_bytes(ctx, bytes.data, bytes.len, &loaded))) {
+    CHECK(af_ir_equal(ir, loaded));
+    CHECK_CALL(loaded, "[\"\"]",
+               "{\"called\":true,\"text\":\"\",\"names\":[\"add\"],\"arguments\":[\"{\\\"a\\\":0,\\\"b\\\":0}\"],"
+               "\"turn\":\"{\\\"role\\\":\\\"assistant\\\",\\\"content\\\":\\\"\\\",\\\"tool_calls\\\":"
+               "[{\\\"id\\\":\\\"call_0\\\",\\\"name\\\":\\\"add\\\",\\\"arguments\\\":\\\"{\\\\\\\"a\\\\\\\":0,"
+               "\\\\\\\"b\\\\\\\":0}\\\"}]}\"}");
+  }
+  /* A tangent reaching the call (through its history) has no rule. */
+  CHECK_ERR(af_pushforward(ctx, ir, &pushed), AF_ERR_INVALID_ARGUMENT, "lm_tool_call has no pushforward rule");
+done:
+  af_bytes_free(&cost);
+  af_bytes_free(&bytes);
+  af_ir_free(ir);
+  af_ir_free(loaded);
+  af_ir_free(pushed);
+  af_provider_free(echo);
+}
+
 static void malformed_inputs_are_invalid_argument(void) {
   af_provider_t* echo = route_echo(ctx, "{}");
   af_value_t *h = mk_str(""), *out = NULL, *n = mk_int(3), *turn = NULL, *r = NULL;
@@ -354,6 +428,8 @@ int main(int argc, char** argv) {
       CASE(invalid_tool_calls_fail_with_schema_after_the_reasks),
       CASE(lazy_contexts_record_tool_calls),
       CASE(a_batched_call_with_item_errors_fails_only_the_bad_item),
+      CASE(tool_choice_is_sent_obeyed_and_checked),
+      CASE(a_traced_call_is_costed_saved_and_not_differentiated),
       CASE(malformed_inputs_are_invalid_argument),
   };
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);

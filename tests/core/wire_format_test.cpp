@@ -435,6 +435,43 @@ TEST(WireTools, OllamaBody) {
 
 // Arguments that are not a JSON object are refused, not pasted into the
 // body (Anthropic and Ollama carry them as objects).
+// A call's tool_choice in each API's words; Ollama, which has none, offers
+// no tools for "none" and refuses the choices it cannot ask for.
+TEST(WireTools, ToolChoice) {
+  Request r = tool_request(kHistory);
+  EXPECT_EQ(member(openai_wire()->body(r), "tool_choice"), "(none)");
+  EXPECT_EQ(member(anthropic_wire()->body(r), "tool_choice"), "(none)");
+  const struct {
+    const char* choice;
+    const char* openai;
+    const char* anthropic;
+  } kCases[] = {
+      {"auto", R"("auto")", R"({"type":"auto"})"},
+      {"required", R"("required")", R"({"type":"any"})"},
+      {"none", R"("none")", R"({"type":"none"})"},
+      {"search", R"({"type":"function","function":{"name":"search"}})", R"({"type":"tool","name":"search"})"},
+  };
+  for (const auto& c : kCases) {
+    r.tool_choice = Value::str(c.choice);
+    EXPECT_EQ(member(openai_wire()->body(r), "tool_choice"), c.openai) << c.choice;
+    EXPECT_EQ(member(anthropic_wire()->body(r), "tool_choice"), c.anthropic) << c.choice;
+  }
+  r.tool_choice = Value::str("none");
+  EXPECT_EQ(member(ollama_wire()->body(r), "tools"), "(none)");
+  r.tool_choice = Value::str("auto");
+  EXPECT_NE(member(ollama_wire()->body(r), "tools"), "(none)");
+  for (const char* choice : {"required", "search"}) {
+    r.tool_choice = Value::str(choice);
+    try {
+      ollama_wire()->body(r);
+      ADD_FAILURE() << "ollama accepted tool_choice " << choice;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Code::InvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("has no tool_choice"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(WireTools, ArgumentsThatAreNotAnObjectAreRefused) {
   Request r = tool_request(R"([{"role":"user","content":"x"},{"role":"assistant","content":"","tool_calls":[)"
                            R"({"id":"c1","name":"now","arguments":"{},\"model\":\"evil\""}]},)"
