@@ -50,9 +50,10 @@ class OpenAIWire final : public Wire {
       s += "{\"role\":";
       append_json_string(s, role);
       s += ",\"content\":";
-      // An assistant turn that only called tools has content null.
-      if (tool && !tool->calls.empty() && content.empty()) s += "null";
-      else append_json_string(s, content);
+      // Always a string, "" for a turn that only called tools: the API
+      // takes null there too, but servers that check messages strictly
+      // (llama-cpp-python's) take only a string.
+      append_json_string(s, content);
       if (tool && !tool->calls.empty()) {
         s += ",\"tool_calls\":[";
         for (const ToolCall& c : tool->calls) {

@@ -59,7 +59,10 @@ void register_tools(af::Context& ctx) {
 void route_agent(af::Context& ctx) {
   const char* url = std::getenv("AF_AGENT_URL");
   if (url && *url) {
-    std::string spec = std::string(R"({"type":"openai","base_url":")") + url + "\"}";
+    // Greedy: the agent's steps are decisions, and the saved program's run
+    // below must be able to agree with the first.
+    std::string spec = std::string(R"({"type":"openai","base_url":")") + url +
+                       R"(","extra":{"temperature":0,"seed":7},"schema_retries":2})";
     ctx.route("agent", af::Provider::from_spec(spec));
   } else {
     ctx.route("agent", af::Provider::from_spec(R"({"type":"echo"})"));

@@ -383,7 +383,7 @@ TEST(WireTools, OpenAIBody) {
                 R"({"role":"tool","content":"3 cats","tool_call_id":"c1"},)"
                 R"({"role":"tool","content":"noon","tool_call_id":"c2"},)"
                 R"({"role":"user","content":"and dogs?"},)"
-                R"({"role":"assistant","content":null,"tool_calls":[)"
+                R"({"role":"assistant","content":"","tool_calls":[)"
                 R"({"id":"c3","type":"function","function":{"name":"now","arguments":"{}"}}]},)"
                 R"({"role":"tool","content":"one","tool_call_id":"c3"}])")));
   // No tools: the body is as before tools existed.

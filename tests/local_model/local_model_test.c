@@ -450,6 +450,64 @@ done:
   af_provider_free(p);
 }
 
+/* Tool calling on the real server (llama-cpp-python's default chat handler
+ * makes a tool call when the call names the tool; "auto" answers text):
+ * a forced "add" call comes back as a call with arguments its schema
+ * accepts (libaf checked them), and with the result appended, the next
+ * step (tool_choice "none") answers text. Shapes only. */
+static void a_tool_call_and_its_answer(void) {
+  const char* tools =
+      "[{\"name\":\"add\",\"description\":\"Adds two integers.\",\"parameters\":{\"a\":{\"type\":\"int\"},"
+      "\"b\":{\"type\":\"int\"}}}]";
+  const char* msgs = "[{\"role\":\"user\",\"content\":\"What is 17 + 25? Use the add tool.\"}]";
+  af_provider_t* p = local_model("\"schema_retries\":2");
+  af_value_t *m = mk_json(msgs), *t = mk_json(tools), *model = mk_str("m"), *h0 = mk_str(""), *out = NULL;
+  af_value_t *forced = mk_json("{\"tool_choice\":\"add\",\"max_tokens\":48}"),
+             *none = mk_json("{\"tool_choice\":\"none\",\"max_tokens\":48}");
+  af_value_t *names = NULL, *args = NULL, *arg = NULL, *parsed = NULL, *turn = NULL, *results = NULL, *h1 = NULL,
+             *answer = NULL, *called = NULL;
+  size_t n = 0;
+  const char* a = NULL;
+  double t0 = now_ms();
+  if (!p || !m || !t) goto done;
+  if (!CHECK_OK(af_lm_tool_call(ctx, m, h0, model, t, forced, &out))) goto done;
+  CHECK_OK(af_value_key(out, "names", 5, &names));
+  CHECK_JSON(names, "[\"add\"]");
+  if (CHECK_OK(af_value_key(out, "arguments", 9, &args)) && CHECK_OK(af_value_index(args, 0, &arg)) &&
+      CHECK_OK(af_value_get_str(arg, &a, &n)) && CHECK_OK(af_value_from_json(ctx, a, n, &parsed))) {
+    CHECK_INT_EQ(kind_at(parsed, "a"), AF_KIND_INT);
+    CHECK_INT_EQ(kind_at(parsed, "b"), AF_KIND_INT);
+    printf("  the model called add(%.*s)\n", (int)n, a);
+  }
+  results = mk_json("[\"42\"]");
+  if (!CHECK_OK(af_value_key(out, "turn", 4, &turn)) || !CHECK_OK(af_tool_results(ctx, h0, turn, results, &h1)))
+    goto done;
+  if (CHECK_OK(af_lm_tool_call(ctx, m, h1, model, t, none, &answer))) {
+    CHECK_OK(af_value_key(answer, "called", 6, &called));
+    CHECK_JSON(called, "false");
+    CHECK_INT_EQ(kind_at(answer, "text"), AF_KIND_STR);
+  }
+  report("lm_tool_call, a call and the answer", now_ms() - t0, 2);
+done:
+  af_value_free(m);
+  af_value_free(t);
+  af_value_free(model);
+  af_value_free(h0);
+  af_value_free(out);
+  af_value_free(forced);
+  af_value_free(none);
+  af_value_free(names);
+  af_value_free(args);
+  af_value_free(arg);
+  af_value_free(parsed);
+  af_value_free(turn);
+  af_value_free(results);
+  af_value_free(h1);
+  af_value_free(answer);
+  af_value_free(called);
+  af_provider_free(p);
+}
+
 /* This server refuses the default structured-output dialect (json_schema)
  * with HTTP 500: a clear PROVIDER error naming the endpoint and the status. */
 static void the_json_schema_dialect_fails_clearly_here(void) {
@@ -483,6 +541,7 @@ int main(int argc, char** argv) {
       CASE(cancel_stops_a_generation),
       CASE(reasks_reach_the_model),
       CASE(the_json_schema_dialect_fails_clearly_here),
+      CASE(a_tool_call_and_its_answer),
   };
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The integration suite against the local model: the C API cases
 # (local_model_test), then the README's demo (af demo: trace, batch, save,
-# run the saved file) on it, one query through the SQLite extension, and the
-# scan example (examples/rolling_summary). Needs the
+# run the saved file) on it, one query through the SQLite extension, the
+# scan example (examples/rolling_summary) and the agent (examples/agent). Needs the
 # server that tools/local_model.sh starts:
 #   bash tools/local_model.sh run bash tests/local_model/run.sh [BUILD_DIR]
 # Ends with one line "N passed, N failed".
@@ -171,6 +171,31 @@ else
   else
     echo "FAIL rolling_summary (exit $rc)"
     tail -20 "$T/summary.txt" | sed 's/^/  | /'
+    failed=$((failed + 1))
+  fi
+fi
+# The agent example on the model: a traced while_loop over lm_tool_call
+# (tools, a switch to host functions in a scan), batched, saved and
+# reloaded; greedy, so the reloaded program must answer the same. The model
+# decides whether to call tools: each question gets an answer line (shape).
+start=$(date +%s)
+left=$((AF_LOCAL_MODEL_DEADLINE - start))
+if [ "$left" -le 0 ]; then
+  echo "SKIP agent: slow, not wrong: the suite's time budget is spent"
+  skipped=$((skipped + 1))
+else
+  rc=0
+  (cd "$T" && AF_AGENT_URL=$AF_LOCAL_MODEL_URL timeout "$left" "$BUILD/bin/agent_example") >"$T/agent.txt" 2>&1 ||
+    rc=$?
+  if [ "$rc" = 124 ]; then
+    timed_out agent "the agent example"
+  elif [ "$rc" = 0 ] && [ "$(grep -c '^A: ' "$T/agent.txt")" = 2 ] && grep -q "answered the same" "$T/agent.txt"; then
+    echo "ok   agent: tool calling on the model ($(($(date +%s) - start)) s)"
+    sed 's/^/     /' "$T/agent.txt" | head -12
+    passed=$((passed + 1))
+  else
+    echo "FAIL agent (exit $rc)"
+    tail -20 "$T/agent.txt" | sed 's/^/  | /'
     failed=$((failed + 1))
   fi
 fi
