@@ -8,6 +8,22 @@
 
 namespace af::lm {
 
+bool image_media_type(std::string_view t) noexcept {
+  return t == "image/png" || t == "image/jpeg" || t == "image/gif" || t == "image/webp";
+}
+
+bool valid_base64(std::string_view s) noexcept {
+  size_t end = s.size();
+  while (end > 0 && s.size() - end < 2 && s[end - 1] == '=') --end;
+  if (end == 0 || s.size() % 4 != 0) return false;
+  for (size_t i = 0; i < end; ++i) {
+    const char c = s[i];
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/'))
+      return false;
+  }
+  return true;
+}
+
 int64_t now_ns() noexcept {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -15,6 +31,27 @@ int64_t now_ns() noexcept {
 }
 
 namespace {
+// A message's parts as its JSON has them: [{"type":"text","text"},
+// {"type":"image","url"}, {"type":"image","media_type","data"}].
+void append_parts(std::string& s, const std::vector<ContentPart>& parts) {
+  s += '[';
+  for (const ContentPart& p : parts) {
+    if (s.back() != '[') s += ',';
+    switch (p.type) {
+      case ContentPart::Type::Text: s += "{\"type\":\"text\",\"text\":"; break;
+      case ContentPart::Type::ImageUrl: s += "{\"type\":\"image\",\"url\":"; break;
+      case ContentPart::Type::ImageData:
+        s += "{\"type\":\"image\",\"media_type\":";
+        append_json_string(s, p.media_type);
+        s += ",\"data\":";
+        break;
+    }
+    append_json_string(s, p.value.as_str());
+    s += '}';
+  }
+  s += ']';
+}
+
 void append_messages(std::string& s, const SmallVec<Message, 2>& messages) {
   s += '[';
   for (size_t i = 0; i < messages.size(); ++i) {
@@ -22,7 +59,8 @@ void append_messages(std::string& s, const SmallVec<Message, 2>& messages) {
     s += "{\"role\":";
     append_json_string(s, messages[i].role);
     s += ",\"content\":";
-    append_json_string(s, messages[i].content.as_str());
+    if (messages[i].parts) append_parts(s, *messages[i].parts);
+    else append_json_string(s, messages[i].content.as_str());
     append_tool_parts(s, messages[i]);
     s += '}';
   }

@@ -23,6 +23,15 @@ class Schema;
 class Tools;
 struct ToolTurn;
 
+// A part of a message's content: text, or an image by URL or as base64
+// data (af.h, af_lm_call: content parts).
+struct ContentPart {
+  enum class Type : uint8_t { Text, ImageUrl, ImageData };
+  Type type = Type::Text;
+  std::string media_type;  // ImageData's: "image/png", "image/jpeg", "image/gif", "image/webp"
+  Value value;             // a str: the text, the URL, or the base64 data
+};
+
 struct Message {
   std::string role;
   // A str Value: a request shares its prompt's bytes with the run that made
@@ -31,6 +40,11 @@ struct Message {
   // Tool calling (lm/tools.h): an assistant turn's tool calls, or the call a
   // "tool" message answers; null for a plain message.
   std::shared_ptr<const ToolTurn> tool = nullptr;
+  // A message given as parts (text and images), in order; null for a
+  // message of text alone. `content` is then its text parts joined by
+  // blank lines (what a provider that reads text alone, echo, and token
+  // estimates see); a provider that cannot send an image refuses it.
+  std::shared_ptr<const std::vector<ContentPart>> parts = nullptr;
 };
 
 struct Request {
@@ -80,6 +94,12 @@ struct Request {
 Value sampling_for(const Value& defaults, const Request& r);
 
 class Limiter;
+
+// A media type an image part may have: image/png, image/jpeg, image/gif or
+// image/webp (what every provider with images takes).
+bool image_media_type(std::string_view t) noexcept;
+// s is non-empty base64 (the standard alphabet, "=" padding only at its end).
+bool valid_base64(std::string_view s) noexcept;
 
 int64_t now_ns() noexcept;  // steady clock
 

@@ -37,6 +37,40 @@ namespace {
 
 const Value& roles_of(const Params& p) { return p.value("roles"); }
 
+// Messages given as parts (af.h: content parts): the "parts" param holds,
+// per message, null (its content is one str input) or the kinds of its
+// parts, one input each: "text", "url" (an image by URL) or an image's
+// media type (base64 data). Absent when every message is plain.
+const Value* parts_of(const Params& p) {
+  const Param* x = p.find("parts");
+  return x ? std::get_if<Value>(x) : nullptr;
+}
+
+// Calls f(k, message, kind) for each content input k: kind is null for a
+// plain message's, else its part's kind.
+template <class F>
+void each_content(const Value& roles, const Value* parts, F&& f) {
+  size_t k = 0;
+  for (size_t m = 0; m < roles.size(); ++m) {
+    const Value* mp = parts ? &parts->items()[m] : nullptr;
+    if (!mp || mp->is_null()) {
+      f(k++, m, nullptr);
+      continue;
+    }
+    for (const Value& kind : mp->items()) f(k++, m, &kind);
+  }
+}
+
+// The number of content inputs (before the history and the model).
+size_t content_count(const Params& p) {
+  size_t n = 0;
+  each_content(roles_of(p), parts_of(p), [&](size_t, size_t, const Value*) { ++n; });
+  return n;
+}
+
+// An image part's kind (a URL or a media type): it gets no tangent or feedback.
+bool is_image(const Value* kind) { return kind && kind->as_str() != "text"; }
+
 // The roles param, checked (graphs loaded from disk reach abstract_eval
 // with whatever params they hold).
 const Value& checked_roles(const char* prim, const Params& p) {
@@ -47,6 +81,22 @@ const Value& checked_roles(const char* prim, const Params& p) {
   for (const Value& x : v->items())
     if (x.kind() != Kind::Str || x.as_str().empty())
       invalid(std::string(prim) + ": param \"roles\" must hold non-empty str roles");
+  if (const Param* pp = p.find("parts")) {  // one entry per role: null or part kinds
+    const Value* parts = std::get_if<Value>(pp);
+    bool ok = parts && parts->kind() == Kind::List && parts->size() == v->size();
+    for (size_t i = 0; ok && i < parts->size(); ++i) {
+      const Value& m = parts->items()[i];
+      ok = m.is_null() || (m.kind() == Kind::List && m.size() > 0);
+      for (size_t j = 0; ok && !m.is_null() && j < m.size(); ++j) {
+        const Value& kind = m.items()[j];
+        ok = kind.kind() == Kind::Str &&
+             (kind.as_str() == "text" || kind.as_str() == "url" || lm::image_media_type(kind.as_str()));
+      }
+    }
+    if (!ok)
+      invalid(std::string(prim) + ": param \"parts\" must hold, per message, null or a non-empty list of "
+                                   "\"text\", \"url\" or an image media type");
+  }
   return *v;
 }
 
@@ -126,9 +176,9 @@ void set_sampling(const char* op, const Value& given, Params& params, bool tool_
 
 // Batch depth D of the inputs: every input is str or list^D<str>.
 // (lm_tool_call's history sits between the contents and the model.)
-uint8_t batch_depth(const char* prim, std::span<const Aval> in, size_t n_roles, bool history = false) {
-  if (in.size() != n_roles + history + 1)
-    invalid(std::string(prim) + ": expected " + std::to_string(n_roles) + " message content(s), " +
+uint8_t batch_depth(const char* prim, std::span<const Aval> in, size_t n_contents, bool history = false) {
+  if (in.size() != n_contents + history + 1)
+    invalid(std::string(prim) + ": expected " + std::to_string(n_contents) + " content input(s), " +
             (history ? "a history " : "") + "and a model, got " + std::to_string(in.size()) + " input(s)");
   uint8_t depth = 0;
   for (const Aval& a : in) {
@@ -143,13 +193,15 @@ uint8_t batch_depth(const char* prim, std::span<const Aval> in, size_t n_roles, 
 }
 
 AbstractOut lm_call_abstract(const Params& params, std::span<const Aval> in, const TreeDef&) {
-  uint8_t d = batch_depth("lm_call", in, checked_roles("lm_call", params).size());
+  checked_roles("lm_call", params);
+  uint8_t d = batch_depth("lm_call", in, content_count(params));
   check_sampling("lm_call", params);
   return AbstractOut{{Aval{Kind::Str, d}}, TreeDef::leaf()};
 }
 
 AbstractOut lm_schema_call_abstract(const Params& params, std::span<const Aval> in, const TreeDef&) {
-  uint8_t d = batch_depth("lm_schema_call", in, checked_roles("lm_schema_call", params).size());
+  checked_roles("lm_schema_call", params);
+  uint8_t d = batch_depth("lm_schema_call", in, content_count(params));
   check_sampling("lm_schema_call", params);
   const Param* sp = params.find("schema");
   const Value* tree = sp ? std::get_if<Value>(sp) : nullptr;
@@ -167,7 +219,8 @@ AbstractOut lm_schema_call_abstract(const Params& params, std::span<const Aval> 
 }
 
 AbstractOut lm_tool_call_abstract(const Params& params, std::span<const Aval> in, const TreeDef&) {
-  uint8_t d = batch_depth("lm_tool_call", in, checked_roles("lm_tool_call", params).size(), true);
+  checked_roles("lm_tool_call", params);
+  uint8_t d = batch_depth("lm_tool_call", in, content_count(params), true);
   check_sampling("lm_tool_call", params);
   const Param* tp = params.find("tools");
   const Value* tree = tp ? std::get_if<Value>(tp) : nullptr;
@@ -273,6 +326,63 @@ void expand(const char* prim, std::span<const Value* const> row, Shape& shape, E
   at.pop_back();
 }
 
+// The images of a request's row (parts: the "parts" param): a URL is
+// http(s) or a data: URL, data is base64. INVALID_ARGUMENT naming the part.
+void check_images(const char* prim, const Value& roles, const Value& parts, std::span<const Value* const> row) {
+  size_t part = 0, message = SIZE_MAX;
+  each_content(roles, &parts, [&](size_t k, size_t m, const Value* kind) {
+    part = m == message ? part + 1 : 0;
+    message = m;
+    if (!is_image(kind)) return;
+    const std::string& v = row[k]->as_str();
+    const std::string at = std::string(prim) + ": messages[" + std::to_string(m) + "].content[" +
+                           std::to_string(part) + "]";
+    if (kind->as_str() == "url") {
+      if (!v.starts_with("https://") && !v.starts_with("http://") && !v.starts_with("data:"))
+        invalid(at + ": an image URL must start with https://, http:// or data:, found " + json_quoted(v.substr(0, 40)));
+    } else if (!lm::valid_base64(v)) {
+      invalid(at + ": the image data is not base64 (give the file's bytes base64-encoded, without a data: prefix)");
+    }
+  });
+}
+
+// A request's messages from its row, when some are given as parts: each
+// part one content of the row; a message's text is its text parts joined.
+void add_part_messages(lm::Request& req, const Value& roles, const Value& parts, std::span<const Value* const> row) {
+  std::shared_ptr<std::vector<lm::ContentPart>> building;
+  std::string text;
+  size_t current = SIZE_MAX;
+  auto finish = [&] {
+    if (!building) return;
+    req.messages.back().content = Value::str(std::move(text));
+    req.messages.back().parts = std::move(building);
+    building.reset();
+    text.clear();
+  };
+  each_content(roles, &parts, [&](size_t k, size_t m, const Value* kind) {
+    if (m != current) {
+      finish();
+      current = m;
+      req.messages.push_back(lm::Message{roles.items()[m].as_str(), *row[k]});
+      if (!kind) return;
+      building = std::make_shared<std::vector<lm::ContentPart>>();
+    }
+    lm::ContentPart p;
+    p.value = *row[k];
+    if (kind->as_str() == "text") {
+      if (!text.empty()) text += "\n\n";
+      text += row[k]->as_str();
+    } else if (kind->as_str() == "url") {
+      p.type = lm::ContentPart::Type::ImageUrl;
+    } else {
+      p.type = lm::ContentPart::Type::ImageData;
+      p.media_type = kind->as_str();
+    }
+    building->push_back(std::move(p));
+  });
+  finish();
+}
+
 // How much of an invalid structured reply a re-ask sends back (af.h): a
 // server answering ~64 MiB of invalid JSON every time must not make each
 // re-ask's request grow by that much.
@@ -322,6 +432,11 @@ JournalKey request_key(std::string b, const lm::Request& req) {
       lm::append_tool_parts(parts, m);
       append_key_part(b, parts);
     }
+    if (m.parts)  // the images too (the text parts are in the content)
+      for (const lm::ContentPart& p : *m.parts) {
+        append_key_part(b, p.media_type);
+        append_key_part(b, p.value.as_str());
+      }
   }
   return hash128_bytes(b);
 }
@@ -687,15 +802,18 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   const std::string* routed_model = nullptr;
   // lm_tool_call: each item's history, read before any request is made.
   std::vector<std::vector<lm::Message>> histories(batch->tools ? n : 0);
+  const Value* parts = parts_of(e.params);
+  const size_t n_contents = parts ? content_count(e.params) : roles.size();
   for (size_t i = 0; i < n; ++i) {
     if (ex.failed[i]) {
       item_error(i, *ex.failed[i]);
       ++n_failed;
       continue;
     }
-    if (batch->tools) {
+    if (batch->tools || parts) {
       try {
-        histories[i] = lm::history_messages(prim, ex.row(i)[roles.size()]->as_str());
+        if (parts) check_images(prim, roles, *parts, ex.row(i));
+        if (batch->tools) histories[i] = lm::history_messages(prim, ex.row(i)[n_contents]->as_str());
       } catch (const Error& err) {
         if (!batch->item_errors) throw;
         item_error(i, error_value(Error(err.code(), std::string(err.what()) + batch_item(batch->base, i))));
@@ -760,8 +878,12 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
     }
     req.model = &asked.as_str() == own_of ? own_model : asked;
     req.messages.reserve(roles.size());
-    for (size_t k = 0; k < roles.size(); ++k)
-      req.messages.push_back(lm::Message{roles.items()[k].as_str(), *ex.row(i)[k]});
+    if (parts) {
+      add_part_messages(req, roles, *parts, ex.row(i));
+    } else {
+      for (size_t k = 0; k < roles.size(); ++k)
+        req.messages.push_back(lm::Message{roles.items()[k].as_str(), *ex.row(i)[k]});
+    }
     if (batch->tools) {  // the conversation so far, after the call's own messages
       for (lm::Message& m : histories[i]) req.messages.push_back(std::move(m));
       req.tools = batch->tools;
@@ -821,13 +943,67 @@ Prim lm_prim(const char* name, std::vector<ParamSpec> params,
   };
 }
 
-// Checks messages and splits them into roles (static) and contents.
-void split_messages(const char* op, const Value& messages, Value& roles, std::vector<Value>& contents) {
+// A str, or a traced value of kind str.
+bool str_like(const Value& v) {
+  return v.kind() == Kind::Str || (v.kind() == Kind::Placeholder && v.placeholder_ref().kind == Kind::Str);
+}
+
+// A message's content given as parts: one content input per part, and the
+// parts param's entry for the message (a list of "text", "url" or an image
+// media type).
+Value split_parts(const std::string& at, const Value& content, std::vector<Value>& contents) {
+  if (content.items().empty()) invalid(at + ": the content is an empty list of parts; give at least one part");
+  std::vector<Value> kinds;
+  for (size_t j = 0; j < content.size(); ++j) {
+    const Value& part = content.items()[j];
+    const std::string pat = at + ".content[" + std::to_string(j) + "]";
+    const Value* type = part.kind() == Kind::Dict ? part.find("type") : nullptr;
+    if (!type || type->kind() != Kind::Str)
+      invalid(pat + " must be {\"type\": \"text\", \"text\": str} or {\"type\": \"image\", \"url\": str} or "
+                    "{\"type\": \"image\", \"media_type\": \"image/png\", \"data\": base64 str}");
+    auto only = [&](std::initializer_list<const char*> keys) {
+      for (const auto& [k, _] : part.entries())
+        if (std::find_if(keys.begin(), keys.end(), [&](const char* x) { return k == x; }) == keys.end())
+          invalid(pat + " has an unknown key \"" + k + "\"");
+    };
+    auto field = [&](const char* key) -> const Value& {
+      const Value* v = part.find(key);
+      if (!v || !str_like(*v)) invalid(pat + " needs a str \"" + key + "\"");
+      return *v;
+    };
+    if (type->as_str() == "text") {
+      only({"type", "text"});
+      contents.push_back(field("text"));
+      kinds.push_back(Value::str("text"));
+    } else if (type->as_str() == "image" && part.find("url")) {
+      only({"type", "url"});
+      contents.push_back(field("url"));
+      kinds.push_back(Value::str("url"));
+    } else if (type->as_str() == "image") {
+      only({"type", "media_type", "data"});
+      const Value* mt = part.find("media_type");
+      if (!mt || mt->kind() != Kind::Str || !lm::image_media_type(mt->as_str()))
+        invalid(pat + ": an image given as data needs a concrete \"media_type\": image/png, image/jpeg, image/gif "
+                      "or image/webp (or give \"url\")");
+      contents.push_back(field("data"));
+      kinds.push_back(*mt);
+    } else {
+      invalid(pat + ": unknown part type \"" + type->as_str() + "\" (text or image)");
+    }
+  }
+  return Value::list(std::move(kinds));
+}
+
+// Checks messages and splits them into roles (static) and contents (one
+// input per plain message, one per part of a message given as parts);
+// `parts` is the parts param, or null when no message has parts.
+void split_messages(const char* op, const Value& messages, Value& roles, std::vector<Value>& contents,
+                    Value& parts) {
   if (messages.kind() != Kind::List)
     invalid(std::string(op) + ": messages must be a list of {\"role\", \"content\"} dicts, found " +
             kind_name(messages.kind()));
   if (messages.items().empty()) invalid(std::string(op) + ": messages is empty; give at least one message");
-  std::vector<Value> rs;
+  std::vector<Value> rs, message_parts;  // message_parts: from the first message with parts on
   for (size_t i = 0; i < messages.items().size(); ++i) {
     const Value& m = messages.items()[i];
     std::string at = std::string(op) + ": messages[" + std::to_string(i) + "]";
@@ -841,19 +1017,23 @@ void split_messages(const char* op, const Value& messages, Value& roles, std::ve
       invalid(at + ": the role is a traced value; roles are static (give a concrete str such as \"user\")");
     if (role->kind() != Kind::Str || role->as_str().empty())
       invalid(at + ": the role must be a non-empty str, found " + (role->kind() == Kind::Str ? "\"\"" : kind_name(role->kind())));
-    bool str_like = content->kind() == Kind::Str ||
-                    (content->kind() == Kind::Placeholder && content->placeholder_ref().kind == Kind::Str);
-    if (!str_like) invalid(at + ": the content must be str, found " + kind_name(content->kind()));
     rs.push_back(*role);
+    if (content->kind() == Kind::List) {
+      message_parts.resize(i, Value());
+      message_parts.push_back(split_parts(at, *content, contents));
+      continue;
+    }
+    if (!str_like(*content))
+      invalid(at + ": the content must be str or a list of parts, found " + kind_name(content->kind()));
     contents.push_back(*content);
+    if (!message_parts.empty()) message_parts.emplace_back();
   }
   roles = Value::list(std::move(rs));
+  parts = message_parts.empty() ? Value() : Value::list(std::move(message_parts));
 }
 
 void check_model(const char* op, const Value& model) {
-  bool str_like = model.kind() == Kind::Str ||
-                  (model.kind() == Kind::Placeholder && model.placeholder_ref().kind == Kind::Str);
-  if (!str_like) invalid(std::string(op) + ": the model must be a str, found " + kind_name(model.kind()));
+  if (!str_like(model)) invalid(std::string(op) + ": the model must be a str, found " + kind_name(model.kind()));
 }
 
 
@@ -897,9 +1077,12 @@ void lm_batch(BatchCtx& ctx, const Eqn& e) {
 
 void lm_push(PushCtx& ctx, const Eqn& e) {
   ctx.emit_primal();
-  const size_t n = roles_of(e.params).size();
+  const Value* parts = parts_of(e.params);
+  const size_t n = content_count(e.params);
+  std::vector<bool> image(n, false);  // an image keeps its primal in the tangent call
+  each_content(roles_of(e.params), parts, [&](size_t k, size_t, const Value* kind) { image[k] = is_image(kind); });
   bool any = false;
-  for (size_t k = 0; k < n; ++k) any = any || ctx.tangent(k).has_value();
+  for (size_t k = 0; k < n; ++k) any = any || (!image[k] && ctx.tangent(k).has_value());
   const size_t n_out = e.out.size();
   if (!any) {
     for (size_t k = 0; k < n_out; ++k) ctx.tangent_out(k, std::nullopt);
@@ -908,7 +1091,7 @@ void lm_push(PushCtx& ctx, const Eqn& e) {
   std::vector<Atom> in;
   in.reserve(n + 1);
   for (size_t k = 0; k < n; ++k)
-    in.push_back(!ctx.primal(k).is_var() && !ctx.tangent(k) ? ctx.primal(k) : ctx.tangent_or_zero(k));
+    in.push_back(image[k] || (!ctx.primal(k).is_var() && !ctx.tangent(k)) ? ctx.primal(k) : ctx.tangent_or_zero(k));
   in.push_back(ctx.primal(n));  // the model
   std::vector<Atom> t = ctx.b.emit(*e.prim, e.params, std::move(in), e.in_tree);
   for (size_t k = 0; k < n_out; ++k) ctx.tangent_out(k, t[k]);
@@ -947,7 +1130,7 @@ void leaf_paths(const std::vector<TreeDef::Node>& nodes, size_t& pos, const std:
 
 void lm_pull_bwd(PullCtx& ctx, const Eqn& e) {
   const Value& roles = roles_of(e.params);
-  const size_t n = roles.size();
+  const size_t n = content_count(e.params);
   const bool structured = e.params.find("schema") != nullptr;
   for (size_t k = 0; k < ctx.n_in(); ++k)
     if (ctx.in_aval(k).list_depth != 0)
@@ -961,9 +1144,10 @@ void lm_pull_bwd(PullCtx& ctx, const Eqn& e) {
     leaf_paths(e.out_tree.nodes(), pos, "$", paths);
   }
   const Atom model = ctx.primal(n);
-  for (size_t k = 0; k < n; ++k) {
-    if (!ctx.primal(k).is_var()) continue;  // a literal message gets no feedback call
-    const std::string& role = roles.items()[k].as_str();
+  each_content(roles, parts_of(e.params), [&](size_t k, size_t m, const Value* kind) {
+    // A literal message, and an image, get no feedback call.
+    if (!ctx.primal(k).is_var() || is_image(kind)) return;
+    const std::string& role = roles.items()[m].as_str();
     std::string tmpl = "The input (the " + template_text(role) + " message):\n{}\n\n";
     std::vector<Atom> args{ctx.primal(k)};
     if (!structured) {
@@ -987,12 +1171,13 @@ void lm_pull_bwd(PullCtx& ctx, const Eqn& e) {
     lp.set("roles", Value::list({Value::str("system"), Value::str("user")}));
     Atom advice = ctx.b.emit1(lm_call, std::move(lp), {Atom::literal(Value::str(kFeedbackSystem)), prompt, model});
     ctx.add_cotangent(k, advice);
-  }
+  });
 }
 
 // roles, the sampling params (optional), then what the primitive adds.
 std::vector<ParamSpec> lm_params(std::vector<ParamSpec> more) {
-  std::vector<ParamSpec> ps{{.name = "roles", .value_kind = Kind::List}};
+  std::vector<ParamSpec> ps{{.name = "roles", .value_kind = Kind::List},
+                            {.name = "parts", .value_kind = Kind::List, .optional = true}};
   for (const SamplingParam& sp : kSampling)
     ps.push_back({.name = sp.name, .value_kind = sp.kind, .optional = true});
   for (ParamSpec& p : more) ps.push_back(std::move(p));
@@ -1056,11 +1241,13 @@ void add_lm_prims(std::vector<Prim>& out) {
 Value op_lm_call(const Value& messages, const Value& model, const Value& sampling, RunEnv& env) {
   Value roles;
   std::vector<Value> in;
-  split_messages("lm_call", messages, roles, in);
+  Value parts;
+  split_messages("lm_call", messages, roles, in, parts);
   check_model("lm_call", model);
   in.push_back(model);
   Params params;
   params.set("roles", std::move(roles));
+  if (!parts.is_null()) params.set("parts", std::move(parts));
   set_sampling("lm_call", sampling, params);
   static const Prim& p = prim("lm_call");
   return bind_flat(p, std::move(params), std::move(in), env);
@@ -1070,7 +1257,8 @@ Value op_lm_schema_call(const Value& messages, const Value& model, const Value& 
                         RunEnv& env) {
   Value roles;
   std::vector<Value> in;
-  split_messages("lm_schema_call", messages, roles, in);
+  Value parts;
+  split_messages("lm_schema_call", messages, roles, in, parts);
   check_model("lm_schema_call", model);
   if (schema.has_placeholder()) invalid("lm_schema_call: the schema is static; it cannot hold traced values");
   try {
@@ -1081,6 +1269,7 @@ Value op_lm_schema_call(const Value& messages, const Value& model, const Value& 
   in.push_back(model);
   Params params;
   params.set("roles", std::move(roles));
+  if (!parts.is_null()) params.set("parts", std::move(parts));
   params.set("schema", schema);
   set_sampling("lm_schema_call", sampling, params);
   static const Prim& p = prim("lm_schema_call");
@@ -1095,10 +1284,9 @@ Value op_lm_tool_call(const Value& messages, const Value& history, const Value& 
                       const Value& sampling, RunEnv& env) {
   Value roles;
   std::vector<Value> in;
-  split_messages("lm_tool_call", messages, roles, in);
-  bool str_like = history.kind() == Kind::Str ||
-                  (history.kind() == Kind::Placeholder && history.placeholder_ref().kind == Kind::Str);
-  if (!str_like)
+  Value parts;
+  split_messages("lm_tool_call", messages, roles, in, parts);
+  if (!str_like(history))
     invalid(std::string("lm_tool_call: the history must be a str (\"\" to start, then what tool_results "
                         "returns), found ") + kind_name(history.kind()));
   if (history.kind() == Kind::Str) lm::history_messages("lm_tool_call", history.as_str());  // fails here, not at run time
@@ -1112,6 +1300,7 @@ Value op_lm_tool_call(const Value& messages, const Value& history, const Value& 
   in.push_back(model);
   Params params;
   params.set("roles", std::move(roles));
+  if (!parts.is_null()) params.set("parts", std::move(parts));
   params.set("tools", tools);
   set_sampling("lm_tool_call", sampling, params, true);
   static const Prim& p = prim("lm_tool_call");
@@ -1119,9 +1308,6 @@ Value op_lm_tool_call(const Value& messages, const Value& history, const Value& 
 }
 
 Value op_tool_results(const Value& history, const Value& turn, const Value& results, RunEnv& env) {
-  auto str_like = [](const Value& v) {
-    return v.kind() == Kind::Str || (v.kind() == Kind::Placeholder && v.placeholder_ref().kind == Kind::Str);
-  };
   if (!str_like(history)) invalid(std::string("tool_results: the history must be a str, found ") + kind_name(history.kind()));
   if (!str_like(turn)) invalid(std::string("tool_results: the turn must be a str (lm_tool_call's \"turn\"), found ") + kind_name(turn.kind()));
   std::vector<Value> in{history, turn};
