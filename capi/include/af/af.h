@@ -750,6 +750,18 @@ AF_API af_error_t* af_host_call(af_context_t* ctx, const char* name, size_t name
 
 /* LM calls. messages: a list of {"role": str, "content": str} (roles must be
  * concrete; contents may be traced values); model: a str (may be traced).
+ * Content parts: a message's content may instead be a list of parts, in
+ * order: {"type":"text","text":str}, {"type":"image","url":str} (https://,
+ * http:// or a data: URL) or {"type":"image","media_type":"image/png",
+ * "data":str} (base64; media types image/png, image/jpeg, image/gif,
+ * image/webp, concrete). Each text, url and data may be traced; the parts'
+ * kinds are part of the equation. openai and anthropic send images (user
+ * messages only: an image elsewhere is INVALID_ARGUMENT when the request is
+ * made); ollama sends base64 data (a URL image is INVALID_ARGUMENT); echo
+ * and the text of a feedback prompt read the text parts (joined by blank
+ * lines); host providers see the parts as the message's "content" list.
+ * An image URL that is not http(s) or data:, or data that is not base64,
+ * is INVALID_ARGUMENT naming the part. Images get no tangent or feedback.
  * Inside a trace these record an equation; outside they make one blocking
  * request through the provider routed for the model. Errors:
  * INVALID_ARGUMENT (malformed messages or schema), NOT_FOUND (no route for
