@@ -15,6 +15,10 @@
 // is an assistant message of tool_use blocks, and the tool messages that
 // answer it one user message of tool_result blocks (the API wants user and
 // assistant turns to alternate).
+//
+// A user message given as parts goes as content blocks: text blocks and
+// image blocks (a url source, or a base64 one for an image as data or a
+// data: URL). Images elsewhere are refused (check_image_roles).
 #include <simdjson.h>
 
 #include "lm/anthropic_stream.h"
@@ -35,6 +39,7 @@ class AnthropicWire final : public Wire {
   Value extra;  // dict or null: request fields, under the call's params
 
   std::string body(const Request& r) const override {
+    check_image_roles(r, "anthropic");
     std::string system;
     for (const Message& m : r.messages)
       if (m.role == "system") system += (system.empty() ? "" : "\n\n") + m.content.as_str();
@@ -71,7 +76,13 @@ class AnthropicWire final : public Wire {
         s += "{\"role\":";
         append_json_string(s, m.role);
         s += ",\"content\":";
-        append_json_string(s, m.content.as_str());
+        if (m.role == "user" && has_blocks(m)) {
+          s += '[';
+          content_blocks(s, m, i);
+          s += ']';
+        } else {
+          append_json_string(s, m.content.as_str());  // parts of another role are text alone
+        }
         s += '}';
       }
     }
@@ -109,6 +120,45 @@ class AnthropicWire final : public Wire {
     if (r.stream) s += ",\"stream\":true";
     s += '}';
     return s;
+  }
+
+  // Whether a user message given as parts has a block to send: the API
+  // refuses empty text blocks, which content_blocks leaves out.
+  static bool has_blocks(const Message& m) {
+    if (!m.parts) return false;
+    for (const ContentPart& p : *m.parts)
+      if (p.type != ContentPart::Type::Text || !p.value.as_str().empty()) return true;
+    return false;
+  }
+
+  // A user message's parts (r.messages[index]) as content blocks, in order,
+  // appended after any blocks already in s: text blocks (empty ones left
+  // out), and image blocks with a url source, or a base64 source for an
+  // image as data or a data: URL.
+  static void content_blocks(std::string& s, const Message& m, size_t index) {
+    for (size_t j = 0; j < m.parts->size(); ++j) {
+      const ContentPart& p = (*m.parts)[j];
+      if (p.type == ContentPart::Type::Text && p.value.as_str().empty()) continue;
+      if (s.back() != '[') s += ',';
+      if (p.type == ContentPart::Type::Text) {
+        s += "{\"type\":\"text\",\"text\":";
+        append_json_string(s, p.value.as_str());
+        s += '}';
+        continue;
+      }
+      ImageBytes image;
+      if (image_bytes(p, "anthropic", "messages[" + std::to_string(index) + "].content[" + std::to_string(j) + "]",
+                      image)) {
+        s += "{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":";
+        append_json_string(s, image.media_type);
+        s += ",\"data\":";
+        append_json_string(s, image.data);
+      } else {
+        s += "{\"type\":\"image\",\"source\":{\"type\":\"url\",\"url\":";
+        append_json_string(s, p.value.as_str());
+      }
+      s += "}}";
+    }
   }
 
   // An assistant turn that called tools: its text (when any) and a
@@ -149,9 +199,14 @@ class AnthropicWire final : public Wire {
       s += '}';
     }
     if (i < r.messages.size() && r.messages[i].role == "user") {
-      s += ",{\"type\":\"text\",\"text\":";
-      append_json_string(s, r.messages[i++].content.as_str());
-      s += '}';
+      if (r.messages[i].parts) {
+        content_blocks(s, r.messages[i], i);
+      } else {
+        s += ",{\"type\":\"text\",\"text\":";
+        append_json_string(s, r.messages[i].content.as_str());
+        s += '}';
+      }
+      ++i;
     }
     s += "]}";
     return i;

@@ -735,6 +735,37 @@ bool read_function_calls(simdjson::dom::element list, const char* where, std::ve
   return true;
 }
 
+void check_image_roles(const Request& r, const char* type) {
+  for (size_t i = 0; i < r.messages.size(); ++i) {
+    const Message& m = r.messages[i];
+    if (!m.parts || m.role == "user") continue;
+    for (const ContentPart& p : *m.parts)
+      if (p.type != ContentPart::Type::Text)
+        invalid(std::string(type) + ": images can be given in user messages only; messages[" + std::to_string(i) +
+                "] (role " + json_quoted(m.role) + ") has one");
+  }
+}
+
+bool image_bytes(const ContentPart& part, const char* type, const std::string& at, ImageBytes& out) {
+  if (part.type == ContentPart::Type::ImageData) {
+    out = {part.media_type, part.value.as_str()};
+    return true;
+  }
+  if (part.type != ContentPart::Type::ImageUrl) return false;
+  const std::string_view url = part.value.as_str();
+  if (!url.starts_with("data:")) return false;
+  const size_t semi = url.find(';');
+  constexpr std::string_view kBase64 = ";base64,";
+  const std::string_view media = semi == std::string_view::npos ? std::string_view() : url.substr(5, semi - 5);
+  if (semi == std::string_view::npos || url.substr(semi, kBase64.size()) != kBase64 || !image_media_type(media) ||
+      !valid_base64(url.substr(semi + kBase64.size())))
+    invalid(std::string(type) + ": " + at + ": an image's data: URL must be data:<media type>;base64,<data> with "
+            "media type image/png, image/jpeg, image/gif or image/webp and the data base64, found " +
+            json_quoted(std::string(url.substr(0, 40))) + (url.size() > 40 ? "..." : ""));
+  out = {media, url.substr(semi + kBase64.size())};
+  return true;
+}
+
 ProviderPtr make_http_provider(HttpOptions& opts, std::shared_ptr<const Wire> wire) {
   auto p = std::make_shared<HttpProvider>(std::move(opts.cfg), std::move(wire), opts.common.max_in_flight);
   opts.common.apply(*p);

@@ -139,6 +139,22 @@ void append_arguments_object(std::string& json, const ToolCall& call);
 bool read_function_calls(simdjson::dom::element list, const char* where, std::vector<ToolCall>& calls,
                          std::string& why);
 
+// Images (content parts, lm/call.h), the parts the wire formats share.
+// The chat APIs take images from the user alone: INVALID_ARGUMENT, naming
+// the provider type and the message, for an image in a message of another
+// role.
+void check_image_roles(const Request& r, const char* type);
+// An image part as base64 data: an ImageData part's, or an ImageUrl's that
+// is a data: URL ("data:<media type>;base64,<data>", the media type one of
+// image_media_type's and the data base64). False for an http(s) URL (or a
+// text part); INVALID_ARGUMENT, naming `type` and the message and part
+// (`at`: "messages[1].content[2]"), for a data: URL not of that form.
+struct ImageBytes {
+  std::string_view media_type;
+  std::string_view data;  // base64
+};
+bool image_bytes(const ContentPart& part, const char* type, const std::string& at, ImageBytes& out);
+
 // The provider: made from the options read, sending every request in wire's format.
 ProviderPtr make_http_provider(HttpOptions& opts, std::shared_ptr<const Wire> wire);
 

@@ -13,6 +13,9 @@
 // message when it starts with one. Tools go as "tools" in the function
 // form; a turn's tool calls carry their arguments as objects, and a tool
 // message names its tool ("tool_name"), Ollama's calls having no ids.
+// A user message given as parts goes as its text ("content", the text
+// parts joined) and its images as base64 data ("images"): an image by
+// http(s) URL is refused (Ollama fetches none), a data: URL's data sent.
 #include <simdjson.h>
 
 #include "lm/excerpt.h"
@@ -35,12 +38,32 @@ class OllamaWire final : public Wire {
     std::string s = "{\"model\":";
     append_json_string(s, r.model.as_str());
     s += ",\"messages\":[";
-    auto message = [&s](const std::string& role, const std::string& content, const ToolTurn* tool = nullptr) {
+    check_image_roles(r, "ollama");
+    size_t index = 0;  // of the message being written, in r.messages
+    auto message = [&s, &index](const std::string& role, const std::string& content, const ToolTurn* tool = nullptr,
+                                const std::vector<ContentPart>* parts = nullptr) {
       if (s.back() != '[') s += ',';
       s += "{\"role\":";
       append_json_string(s, role);
       s += ",\"content\":";
-      append_json_string(s, content);
+      append_json_string(s, content);  // a message given as parts: its text parts, joined
+      if (parts) {
+        // Its images as a list of base64 data: Ollama fetches no URLs.
+        bool any = false;
+        for (size_t j = 0; j < parts->size(); ++j) {
+          const ContentPart& p = (*parts)[j];
+          if (p.type == ContentPart::Type::Text) continue;
+          const std::string at = "messages[" + std::to_string(index) + "].content[" + std::to_string(j) + "]";
+          ImageBytes image;
+          if (!image_bytes(p, "ollama", at, image))
+            invalid("ollama: Ollama's chat API takes images as base64 data only; give {\"type\":\"image\","
+                    "\"media_type\":...,\"data\":...} (" + at + " is an image by URL)");
+          s += any ? "," : ",\"images\":[";
+          any = true;
+          append_json_string(s, image.data);
+        }
+        if (any) s += ']';
+      }
       if (tool && !tool->calls.empty()) {
         s += ",\"tool_calls\":[";
         for (const ToolCall& c : tool->calls) {
@@ -68,8 +91,10 @@ class OllamaWire final : public Wire {
         message("system", instruction);
       }
     }
-    for (size_t i = first; i < r.messages.size(); ++i)
-      message(r.messages[i].role, r.messages[i].content.as_str(), r.messages[i].tool.get());
+    for (size_t i = first; i < r.messages.size(); ++i) {
+      index = i;
+      message(r.messages[i].role, r.messages[i].content.as_str(), r.messages[i].tool.get(), r.messages[i].parts.get());
+    }
     s += ']';
     // Ollama has no tool_choice: "none" offers no tools; a choice it cannot
     // ask for ("required", a tool's name) is refused before the request

@@ -3,7 +3,8 @@
 // streams, the key — is lm/http_engine.cpp's; this file is the wire format:
 // the request body (response_format json_schema, or json_object with the
 // schema and a system instruction; tools and tool turns in the function
-// form), a whole reply (choices[0].message with its tool_calls, usage) and
+// form; a user message given as parts as a content list of text and
+// image_url parts), a whole reply (choices[0].message with its tool_calls, usage) and
 // a stream of chat.completion.chunk events (lm/chat_stream.h).
 #include <simdjson.h>
 
@@ -46,14 +47,38 @@ class OpenAIWire final : public Wire {
     std::string s = "{\"model\":";
     append_json_string(s, r.model.as_str());
     s += ",\"messages\":[";
-    auto message = [&s](const std::string& role, const std::string& content, const ToolTurn* tool = nullptr) {
+    check_image_roles(r, "openai");
+    auto message = [&s](const std::string& role, const std::string& content, const ToolTurn* tool = nullptr,
+                        const std::vector<ContentPart>* parts = nullptr) {
       s += "{\"role\":";
       append_json_string(s, role);
       s += ",\"content\":";
-      // Always a string, "" for a turn that only called tools: the API
-      // takes null there too, but servers that check messages strictly
-      // (llama-cpp-python's) take only a string.
-      append_json_string(s, content);
+      if (parts && role == "user") {
+        // A user message given as parts: a list of text and image_url
+        // parts, in order (an image as data goes as a data: URL).
+        s += '[';
+        for (const ContentPart& p : *parts) {
+          if (s.back() != '[') s += ',';
+          if (p.type == ContentPart::Type::Text) {
+            s += "{\"type\":\"text\",\"text\":";
+            append_json_string(s, p.value.as_str());
+          } else {
+            s += "{\"type\":\"image_url\",\"image_url\":{\"url\":";
+            append_json_string(s, p.type == ContentPart::Type::ImageUrl
+                                      ? p.value.as_str()
+                                      : "data:" + p.media_type + ";base64," + p.value.as_str());
+            s += '}';
+          }
+          s += '}';
+        }
+        s += ']';
+      } else {
+        // Always a string, "" for a turn that only called tools: the API
+        // takes null there too, but servers that check messages strictly
+        // (llama-cpp-python's) take only a string. (Parts of another role
+        // are text alone: check_image_roles; sent joined.)
+        append_json_string(s, content);
+      }
       if (tool && !tool->calls.empty()) {
         s += ",\"tool_calls\":[";
         for (const ToolCall& c : tool->calls) {
@@ -90,7 +115,7 @@ class OpenAIWire final : public Wire {
     }
     for (size_t i = first; i < r.messages.size(); ++i) {
       if (s.back() != '[') s += ',';
-      message(r.messages[i].role, r.messages[i].content.as_str(), r.messages[i].tool.get());
+      message(r.messages[i].role, r.messages[i].content.as_str(), r.messages[i].tool.get(), r.messages[i].parts.get());
     }
     s += ']';
     if (r.tools) s += ",\"tools\":" + function_tools(*r.tools) + openai_tool_choice(r.tool_choice);

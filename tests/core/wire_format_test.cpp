@@ -6,7 +6,8 @@
 // helpers (Retry-After, loopback hosts) and the new providers' options, and
 // tool calling in each format: the request body (tools, tool turns), whole
 // replies and streamed ones with tool calls (every split), and a hostile
-// server's malformed calls.
+// server's malformed calls. Content parts: each format's body for a
+// message with text and images, and the images a format refuses.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -736,6 +737,169 @@ TEST(WireTools, HostileStreamsAreRefused) {
   ToolRead r = read_tools(Format::OpenAI, {many});
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.error.find("makes more than 1024 tool calls"), std::string::npos) << r.error;
+}
+
+// ---- content parts (images) ------------------------------------------------
+
+ContentPart text_part(const std::string& text) {
+  ContentPart p;
+  p.value = Value::str(text);
+  return p;
+}
+
+ContentPart url_part(const std::string& url) {
+  ContentPart p;
+  p.type = ContentPart::Type::ImageUrl;
+  p.value = Value::str(url);
+  return p;
+}
+
+ContentPart data_part(const std::string& media_type, const std::string& data) {
+  ContentPart p;
+  p.type = ContentPart::Type::ImageData;
+  p.media_type = media_type;
+  p.value = Value::str(data);
+  return p;
+}
+
+// A message given as parts, its content the text parts joined (as
+// prims/lm.cpp makes it).
+Message parts_message(const std::string& role, std::vector<ContentPart> parts) {
+  std::string text;
+  for (const ContentPart& p : parts)
+    if (p.type == ContentPart::Type::Text) text += (text.empty() ? "" : "\n\n") + p.value.as_str();
+  Message m{role, Value::str(text)};
+  m.parts = std::make_shared<const std::vector<ContentPart>>(std::move(parts));
+  return m;
+}
+
+const std::string kPng = "iVBORw0KGgo=";  // a PNG's signature, base64
+const std::string kJpeg = "/9j/4A==";     // a JPEG's
+
+// Text, an image by URL, an image as data, more text, an image as a data:
+// URL, in that order.
+std::vector<ContentPart> kParts() {
+  return {text_part("what is this?"), url_part("https://example.com/cat.png"), data_part("image/png", kPng),
+          text_part("and this?"), url_part("data:image/jpeg;base64," + kJpeg)};
+}
+
+// A system prompt given as parts (text alone) and a user message with images.
+Request parts_request() {
+  Request r;
+  r.model = Value::str("m");
+  r.messages.push_back(parts_message("system", {text_part("be"), text_part("brief")}));
+  r.messages.push_back(parts_message("user", kParts()));
+  return r;
+}
+
+std::string error_of_body(const Wire& wire, const Request& r) {
+  try {
+    wire.body(r);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Code::InvalidArgument) << e.what();
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(WireParts, OpenAIBody) {
+  // The user message as a content list of text and image_url parts (data
+  // as a data: URL); the system message of text parts as its joined text.
+  EXPECT_EQ(openai_wire()->body(parts_request()),
+            R"({"model":"m","messages":[{"role":"system","content":"be\n\nbrief"},{"role":"user","content":[)"
+            R"({"type":"text","text":"what is this?"},)"
+            R"({"type":"image_url","image_url":{"url":"https://example.com/cat.png"}},)"
+            R"({"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}},)"
+            R"({"type":"text","text":"and this?"},)"
+            R"({"type":"image_url","image_url":{"url":"data:image/jpeg;base64,/9j/4A=="}}]}]})");
+  // A user message of text parts alone is a list too.
+  Request r;
+  r.model = Value::str("m");
+  r.messages.push_back(parts_message("user", {text_part("hi")}));
+  EXPECT_EQ(openai_wire()->body(r),
+            R"({"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]})");
+}
+
+TEST(WireParts, AnthropicBody) {
+  // Content blocks in order: an image by URL a url source, an image as data
+  // or a data: URL a base64 source; the system prompt's text in "system".
+  EXPECT_EQ(anthropic_wire()->body(parts_request()),
+            R"({"model":"m","max_tokens":1024,"system":"be\n\nbrief","messages":[{"role":"user","content":[)"
+            R"({"type":"text","text":"what is this?"},)"
+            R"({"type":"image","source":{"type":"url","url":"https://example.com/cat.png"}},)"
+            R"({"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}},)"
+            R"({"type":"text","text":"and this?"},)"
+            R"({"type":"image","source":{"type":"base64","media_type":"image/jpeg","data":"/9j/4A=="}}]}]})");
+  // The user's next words after tool results join their turn as blocks,
+  // images included; empty text parts are left out (the API refuses empty
+  // text blocks), and a message of nothing else goes as its text.
+  Request t = tool_request(R"([{"role":"user","content":"find cats"},{"role":"assistant","content":null,)"
+                           R"("tool_calls":[{"id":"c1","name":"now","arguments":"{}"}]},)"
+                           R"({"role":"tool","tool_call_id":"c1","name":"now","content":"noon"}])");
+  t.messages.push_back(parts_message("user", {text_part(""), url_part("https://example.com/dog.png"), text_part("a dog?")}));
+  t.messages.push_back(Message{"assistant", Value::str("yes")});
+  t.messages.push_back(parts_message("user", {text_part("")}));
+  EXPECT_EQ(member(anthropic_wire()->body(t), "messages"),
+            to_json(from_json(
+                R"([{"role":"user","content":"find cats"},)"
+                R"({"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"now","input":{}}]},)"
+                R"({"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"noon"},)"
+                R"({"type":"image","source":{"type":"url","url":"https://example.com/dog.png"}},)"
+                R"({"type":"text","text":"a dog?"}]},)"
+                R"({"role":"assistant","content":"yes"},{"role":"user","content":""}])")));
+}
+
+TEST(WireParts, OllamaBody) {
+  // The text parts joined as "content", the images' base64 data as
+  // "images" (a data: URL's data).
+  Request r = parts_request();
+  r.messages[1] = parts_message("user", {text_part("what is this?"), data_part("image/png", kPng),
+                                         text_part("and this?"), url_part("data:image/jpeg;base64," + kJpeg)});
+  EXPECT_EQ(ollama_wire()->body(r),
+            R"({"model":"m","messages":[{"role":"system","content":"be\n\nbrief"},)"
+            R"({"role":"user","content":"what is this?\n\nand this?","images":["iVBORw0KGgo=","/9j/4A=="]}],)"
+            R"("stream":false})");
+  // Text parts alone: no "images".
+  r.messages[1] = parts_message("user", {text_part("hi")});
+  EXPECT_EQ(member(ollama_wire()->body(r), "messages"),
+            R"([{"role":"system","content":"be\n\nbrief"},{"role":"user","content":"hi"}])");
+}
+
+TEST(WireParts, Refusals) {
+  // An image outside a user message, in every format.
+  for (const char* role : {"system", "assistant"}) {
+    Request r = parts_request();
+    r.messages.push_back(parts_message(role, {text_part("see"), data_part("image/png", kPng)}));
+    for (auto wire : {openai_wire(), anthropic_wire(), ollama_wire()}) {
+      const std::string e = error_of_body(*wire, r);
+      EXPECT_NE(e.find("images can be given in user messages only; messages[2] (role \"" + std::string(role) +
+                       "\") has one"),
+                std::string::npos)
+          << e;
+    }
+  }
+  // Ollama takes no image by URL.
+  Request r = parts_request();
+  std::string e = error_of_body(*ollama_wire(), r);
+  EXPECT_NE(e.find("ollama: Ollama's chat API takes images as base64 data only; give "
+                   "{\"type\":\"image\",\"media_type\":...,\"data\":...} (messages[1].content[1] is an image by URL)"),
+            std::string::npos)
+      << e;
+  // A data: URL that is not a base64 image's: refused where it is read
+  // (OpenAI sends the URL as it is).
+  for (const char* url : {"data:image/png,iVBORw0KGgo=", "data:text/plain;base64,aGk=",
+                          "data:image/png;base64,not base64!", "data:image/png;base64,", "data:"}) {
+    Request bad;
+    bad.model = Value::str("m");
+    bad.messages.push_back(parts_message("user", {text_part("x"), url_part(url)}));
+    for (auto wire : {anthropic_wire(), ollama_wire()}) {
+      e = error_of_body(*wire, bad);
+      EXPECT_NE(e.find(": messages[0].content[1]: an image's data: URL must be data:<media type>;base64,<data>"),
+                std::string::npos)
+          << url << ": " << e;
+    }
+    EXPECT_NE(openai_wire()->body(bad).find(url), std::string::npos);
+  }
 }
 
 }  // namespace

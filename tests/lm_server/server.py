@@ -123,6 +123,23 @@ one line when streamed). Models for tool calling:
   hostile-noname  a call without its name
   hostile-args    arguments that are neither a string nor an object (42)
 
+Images (content parts) are checked in each format's form, strictly, a
+400 in the format's error shape otherwise: OpenAI's content lists of
+{"type": "text", "text"} and {"type": "image_url", "image_url": {"url"}}
+parts (images in user messages only; a URL https://, http:// or
+data:image/<png|jpeg|gif|webp>;base64,<data>), Anthropic's image blocks
+{"type": "image", "source": {"type": "url", "url": http(s)} or {"type":
+"base64", "media_type": one of those four, "data"}} (in user messages
+only), Ollama's "images" list of base64 strings on a message. Base64 must
+decode, and bytes of a known image format must match the media type said.
+A request with images that the other rules answer with the plain reply
+(ok, latency-MS, ...: not tools, not a model's own content) gets
+"<model>|<last message's text>|saw N image(s): <kinds>", the kinds in
+order: "url" for an image by http(s) URL, else the image's format (png,
+jpeg, gif, webp: from its bytes when known, else its media type; "data"
+for Ollama's unknown bytes). The last message's text is its text parts
+(or blocks) joined by blank lines.
+
 GET /stats?key=<model>|<content> returns {"attempts": N, "aborted": N,
 "times": [seconds since the server started, per attempt], "max_body": the
 largest request body received for <model>, in bytes}. GET /requests
@@ -132,6 +149,8 @@ port). Bounded: exits after --lifetime seconds, when its parent process
 goes away, or on POST /shutdown.
 """
 import argparse
+import base64
+import binascii
 import json
 import os
 import random
@@ -503,6 +522,139 @@ class Handler(BaseHTTPRequestHandler):
                 return 400, "messages[%d] is not a {role, content} message" % i
         return None
 
+    # ---- images --------------------------------------------------------------
+
+    IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+    @staticmethod
+    def sniff(data):
+        """The format of base64 data's bytes ("png", "jpeg", "gif", "webp",
+        or None when not one of them); False if data is not base64."""
+        if not isinstance(data, str) or not data:
+            return False
+        try:
+            raw = base64.b64decode(data, validate=True)
+        except (ValueError, binascii.Error):
+            return False
+        if not raw:
+            return False
+        for magic, kind in ((b"\x89PNG\r\n\x1a\n", "png"), (b"\xff\xd8\xff", "jpeg"), (b"GIF8", "gif")):
+            if raw.startswith(magic):
+                return kind
+        if raw[:4] == b"RIFF" and raw[8:12] == b"WEBP":
+            return "webp"
+        return None
+
+    def base64_image(self, media_type, data):
+        """(kind, None) for base64 image data said to be of media_type, or
+        (None, why not)."""
+        if media_type not in self.IMAGE_TYPES:
+            return None, "media_type: Input should be %s, found %r" % (" or ".join(self.IMAGE_TYPES), media_type)
+        kind = self.sniff(data)
+        if kind is False:
+            return None, "the image data is not valid base64"
+        if kind is not None and "image/" + kind != media_type:
+            return None, "the image does not match the provided media type %s (its bytes are %s)" % (media_type, kind)
+        return kind or media_type[len("image/"):], None
+
+    def url_image(self, url, data_ok):
+        """(kind, None) for an image URL (http(s), or when data_ok a data:
+        URL of base64 image data), or (None, why not)."""
+        if not isinstance(url, str):
+            return None, "the url must be a string"
+        if url.startswith("https://") or url.startswith("http://"):
+            return "url", None
+        head, sep, data = url.partition(";base64,")
+        if data_ok and url.startswith("data:") and sep:
+            return self.base64_image(head[len("data:"):], data)
+        return None, "the url must be http(s)%s, found %r" % (
+            " or data:<image media type>;base64,<data>" if data_ok else "", url[:40])
+
+    def image_request(self, req):
+        """Checks the images of req in the format's form, noting their kinds
+        in self.images; (400, why) when one is malformed, else None."""
+        msgs = req.get("messages") if isinstance(req, dict) else None
+        if not isinstance(msgs, list):
+            return None  # the format's own checks say so
+        for i, m in enumerate(msgs):
+            if not isinstance(m, dict):
+                continue
+            wrong = (self.anthropic_images(m) if self.dialect == "anthropic" else
+                     self.ollama_images(m) if self.dialect == "ollama" else self.openai_images(m))
+            if wrong:
+                return 400, ("messages[%d]" if self.dialect == "ollama" else "messages.%d") % i + wrong
+        return None
+
+    def openai_images(self, m):
+        content = m.get("content")
+        if not isinstance(content, list):
+            return None
+        if not content:
+            return ".content: a list of parts must not be empty"
+        for j, part in enumerate(content):
+            where = ".content.%d" % j
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind == "text":
+                if set(part) != {"type", "text"} or not isinstance(part["text"], str):
+                    return where + ": a text part is {type, text: str}, found %s" % json.dumps(part)[:200]
+            elif kind == "image_url":
+                if m.get("role") != "user":
+                    return where + (": image URLs are only allowed for messages with role 'user', but this "
+                                    "message with role %r contains an image URL" % m.get("role"))
+                iu = part.get("image_url")
+                if set(part) != {"type", "image_url"} or not isinstance(iu, dict) or \
+                        not set(iu) <= {"url", "detail"} or "url" not in iu:
+                    return where + ": an image_url part is {type, image_url: {url, detail?}}, found %s" % (
+                        json.dumps(part)[:200])
+                seen, why = self.url_image(iu["url"], True)
+                if why:
+                    return where + ".image_url.url: " + why
+                self.images.append(seen)
+            else:
+                return where + ": unknown part %s (text or image_url)" % json.dumps(part)[:200]
+        return None
+
+    def anthropic_images(self, m):
+        content = m.get("content")
+        if not isinstance(content, list):
+            return None
+        for j, b in enumerate(content):
+            if not isinstance(b, dict) or b.get("type") != "image":
+                continue
+            where = ".content.%d" % j
+            if m.get("role") != "user":
+                return where + ": image blocks are only allowed in user messages"
+            source = b.get("source")
+            if set(b) != {"type", "source"} or not isinstance(source, dict):
+                return where + ": an image block is {type, source}, found %s" % json.dumps(b)[:200]
+            if source.get("type") == "url":
+                if set(source) != {"type", "url"}:
+                    return where + ".source: a url source is {type, url}"
+                seen, why = self.url_image(source["url"], False)
+            elif source.get("type") == "base64":
+                if set(source) != {"type", "media_type", "data"}:
+                    return where + ".source: a base64 source is {type, media_type, data}"
+                seen, why = self.base64_image(source["media_type"], source["data"])
+            else:
+                return where + ".source.type: Input should be 'base64' or 'url', found %r" % source.get("type")
+            if why:
+                return where + ".source: " + why
+            self.images.append(seen)
+        return None
+
+    def ollama_images(self, m):
+        if "images" not in m:
+            return None
+        images = m["images"]
+        if not isinstance(images, list) or not images:
+            return ".images: a non-empty list of base64 strings is required"
+        for j, data in enumerate(images):
+            kind = self.sniff(data)
+            if kind is False:
+                return ".images[%d]: illegal base64 data (images are base64 strings, not URLs)" % j
+            self.images.append(kind or "data")
+        return None
+
     # ---- tools ---------------------------------------------------------------
 
     def tool_request(self, req):
@@ -613,6 +765,8 @@ class Handler(BaseHTTPRequestHandler):
                 if kind == "text":
                     if set(b) != {"type", "text"} or not isinstance(b["text"], str):
                         return where + ": a text block is {type, text: str}"
+                elif kind == "image" and role == "user":
+                    pass  # checked by image_request
                 elif kind == "tool_use" and role == "assistant":
                     if set(b) != {"type", "id", "name", "input"} or not isinstance(b["id"], str) or \
                             not isinstance(b["name"], str) or not isinstance(b["input"], dict):
@@ -923,6 +1077,7 @@ class Handler(BaseHTTPRequestHandler):
             self.dialect = "openai"
             self.fail_with(404, "no such path " + self.path)
             return
+        self.images = []  # the kinds of the request's images, in order
         try:
             req = json.loads(raw)
             wrong = None
@@ -930,6 +1085,8 @@ class Handler(BaseHTTPRequestHandler):
                 wrong = self.anthropic_request(req)
             elif self.dialect == "ollama":
                 wrong = self.ollama_request(req)
+            if not wrong:
+                wrong = self.image_request(req)
             if wrong:
                 self.fail_with(*wrong)
                 return
@@ -939,8 +1096,9 @@ class Handler(BaseHTTPRequestHandler):
                 return
             model = req["model"]
             last = req["messages"][-1]["content"]
-            if isinstance(last, list):  # Anthropic content blocks
-                last = "".join(b.get("text", "") for b in last if isinstance(b, dict))
+            if isinstance(last, list):  # Anthropic content blocks, OpenAI content parts: the text's
+                last = "\n\n".join(b["text"] for b in last
+                                    if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
             if last is None:  # an assistant turn that only called tools
                 last = ""
         except (ValueError, KeyError, IndexError, TypeError):
@@ -1064,6 +1222,10 @@ class Handler(BaseHTTPRequestHandler):
         """The plain answer, or with tools the script's."""
         if req.get("tools"):
             self.tool_answer(model, req)
+        elif self.images:
+            n = len(self.images)
+            self.reply(model, "%s|%s|saw %d image%s: %s" % (model, last, n, "" if n == 1 else "s",
+                                                            ",".join(self.images)))
         else:
             self.reply(model, model + "|" + last)
 
