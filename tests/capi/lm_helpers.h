@@ -4,6 +4,7 @@
 #ifndef AF_TESTS_CAPI_LM_HELPERS_H
 #define AF_TESTS_CAPI_LM_HELPERS_H
 
+#include <pthread.h>
 #include <time.h>
 
 #include "lm_server.h"
@@ -105,5 +106,39 @@ static CHECK_MAYBE_UNUSED af_error_t* lm_ask(void* ud, af_context_t* c,
   return e;
 }
 
+
+/* A run's streamed text (af_run_options_t.stream = stream_into, stream_destroy =
+ * streamed_destroy, stream_user_data = a struct streamed with mu
+ * initialized): the pieces since the last reset, counted. */
+struct streamed {
+  pthread_mutex_t mu;
+  char text[4096];
+  size_t len;
+  int pieces, resets, runs, destroyed;
+};
+
+static CHECK_MAYBE_UNUSED void stream_into(void* ud, uint32_t eqn, uint64_t item, const char* text, size_t len) {
+  struct streamed* c = (struct streamed*)ud;
+  (void)eqn;
+  (void)item;
+  pthread_mutex_lock(&c->mu);
+  if (!text) {
+    c->len = 0;
+    c->resets++;
+  } else if (c->len + len < sizeof c->text) {
+    memcpy(c->text + c->len, text, len);
+    c->len += len;
+    c->pieces++;
+  }
+  c->text[c->len] = 0;
+  pthread_mutex_unlock(&c->mu);
+}
+
+static CHECK_MAYBE_UNUSED void streamed_destroy(void* ud) {
+  struct streamed* c = (struct streamed*)ud;
+  pthread_mutex_lock(&c->mu);
+  c->destroyed++;
+  pthread_mutex_unlock(&c->mu);
+}
 
 #endif

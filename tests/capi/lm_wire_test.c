@@ -300,40 +300,10 @@ static void schema_calls(void) {
 
 /* ---- streaming ---------------------------------------------------------- */
 
-struct collected {
-  pthread_mutex_t mu;
-  char text[4096];
-  size_t len;
-  int pieces, resets, runs, destroyed;
-};
-
-static void collect(void* ud, uint32_t eqn, uint64_t item, const char* text, size_t len) {
-  struct collected* c = (struct collected*)ud;
-  (void)eqn;
-  (void)item;
-  pthread_mutex_lock(&c->mu);
-  if (!text) {
-    c->len = 0;
-    c->resets++;
-  } else if (c->len + len < sizeof c->text) {
-    memcpy(c->text + c->len, text, len);
-    c->len += len;
-    c->pieces++;
-  }
-  c->text[c->len] = 0;
-  pthread_mutex_unlock(&c->mu);
-}
-
-static void collected_destroy(void* ud) {
-  struct collected* c = (struct collected*)ud;
-  pthread_mutex_lock(&c->mu);
-  c->destroyed++;
-  pthread_mutex_unlock(&c->mu);
-}
 
 /* Runs (q, model) -> lm_call through a program with a stream callback and a
  * summary; c is reset first. */
-static af_error_t* run_streamed(af_program_t* prog, const char* q, const char* model, struct collected* c,
+static af_error_t* run_streamed(af_program_t* prog, const char* q, const char* model, struct streamed* c,
                                 af_bytes_t* summary, af_value_t** out) {
   af_value_t* in[2];
   af_run_options_t o;
@@ -357,9 +327,9 @@ static af_error_t* run_streamed(af_program_t* prog, const char* q, const char* m
   in[1] = mk_str(model);
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
-  o.stream = collect;
+  o.stream = stream_into;
   o.stream_user_data = c;
-  o.stream_destroy = collected_destroy;
+  o.stream_destroy = streamed_destroy;
   o.summary = summary;
   e = af_program_call_with(ctx, prog, (const af_value_t* const*)in, 2, &o, out);
   af_value_free(in[0]);
@@ -369,7 +339,7 @@ static af_error_t* run_streamed(af_program_t* prog, const char* q, const char* m
 
 static void streamed_calls(void) {
   struct server s = server_start();
-  struct collected c;
+  struct streamed c;
   af_ir_t* ir = TRACE(lm_ask, NULL, "[\"q\", \"m\"]", NULL);
   af_program_t* prog = NULL;
   size_t i;

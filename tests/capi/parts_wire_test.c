@@ -91,34 +91,10 @@ static af_error_t* parts_step(void* ud, af_context_t* c, const af_value_t* const
 
 /* ---- streaming ---------------------------------------------------------- */
 
-struct collected {
-  pthread_mutex_t mu;
-  char text[4096];
-  size_t len;
-  int runs, destroyed;
-};
-
-static void collect(void* ud, uint32_t eqn, uint64_t item, const char* text, size_t len) {
-  struct collected* c = (struct collected*)ud;
-  (void)eqn;
-  (void)item;
-  pthread_mutex_lock(&c->mu);
-  if (!text) c->len = 0;
-  else if (c->len + len < sizeof c->text) memcpy(c->text + c->len, text, len), c->len += len;
-  c->text[c->len] = 0;
-  pthread_mutex_unlock(&c->mu);
-}
-
-static void collected_destroy(void* ud) {
-  struct collected* c = (struct collected*)ud;
-  pthread_mutex_lock(&c->mu);
-  c->destroyed++;
-  pthread_mutex_unlock(&c->mu);
-}
 
 /* Runs prog on model with the stream callback collecting into c (reset
  * first, once the last run's destroy came). */
-static af_error_t* streamed(af_program_t* prog, struct collected* c, const char* model, af_value_t** out) {
+static af_error_t* streamed(af_program_t* prog, struct streamed* c, const char* model, af_value_t** out) {
   af_value_t* in = mk_str(model);
   af_run_options_t o;
   af_error_t* e;
@@ -136,9 +112,9 @@ static af_error_t* streamed(af_program_t* prog, struct collected* c, const char*
   c->runs++;
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
-  o.stream = collect;
+  o.stream = stream_into;
   o.stream_user_data = c;
-  o.stream_destroy = collected_destroy;
+  o.stream_destroy = streamed_destroy;
   e = af_program_call_with(ctx, prog, (const af_value_t* const*)&in, 1, &o, out);
   af_value_free(in);
   return e;
@@ -150,7 +126,7 @@ static af_error_t* streamed(af_program_t* prog, struct collected* c, const char*
  * answer names the images it saw, plain and streamed. */
 static void images_are_sent(void) {
   struct server s = server_start();
-  struct collected c;
+  struct streamed c;
   size_t i;
   memset(&c, 0, sizeof c);
   pthread_mutex_init(&c.mu, NULL);

@@ -75,34 +75,10 @@ static af_error_t* tool_step(void* ud, af_context_t* c, const af_value_t* const*
 
 /* ---- streaming ---------------------------------------------------------- */
 
-struct collected {
-  pthread_mutex_t mu;
-  char text[4096];
-  size_t len;
-  int runs, destroyed;
-};
-
-static void collect(void* ud, uint32_t eqn, uint64_t item, const char* text, size_t len) {
-  struct collected* c = (struct collected*)ud;
-  (void)eqn;
-  (void)item;
-  pthread_mutex_lock(&c->mu);
-  if (!text) c->len = 0;
-  else if (c->len + len < sizeof c->text) memcpy(c->text + c->len, text, len), c->len += len;
-  c->text[c->len] = 0;
-  pthread_mutex_unlock(&c->mu);
-}
-
-static void collected_destroy(void* ud) {
-  struct collected* c = (struct collected*)ud;
-  pthread_mutex_lock(&c->mu);
-  c->destroyed++;
-  pthread_mutex_unlock(&c->mu);
-}
 
 /* One step: eager when prog is NULL, else through prog with the stream
  * callback collecting into c (reset first). */
-static af_error_t* step(af_program_t* prog, struct collected* c, const char* q, const af_value_t* history,
+static af_error_t* step(af_program_t* prog, struct streamed* c, const char* q, const af_value_t* history,
                         const char* model, af_value_t** out) {
   af_value_t* in[3];
   af_error_t* e;
@@ -127,9 +103,9 @@ static af_error_t* step(af_program_t* prog, struct collected* c, const char* q, 
     c->runs++;
     memset(&o, 0, sizeof o);
     o.struct_size = sizeof o;
-    o.stream = collect;
+    o.stream = stream_into;
     o.stream_user_data = c;
-    o.stream_destroy = collected_destroy;
+    o.stream_destroy = streamed_destroy;
     e = af_program_call_with(ctx, prog, (const af_value_t* const*)in, 3, &o, out);
   }
   af_value_free(in[0]);
@@ -140,9 +116,9 @@ static af_error_t* step(af_program_t* prog, struct collected* c, const char* q, 
 
 /* Runs fn(prog, c) for every type, plain (prog NULL) and streamed. */
 static void for_each_type_and_mode(void (*fn)(const struct server*, const char*, af_program_t*,
-                                              struct collected*)) {
+                                              struct streamed*)) {
   struct server s = server_start();
-  struct collected c;
+  struct streamed c;
   af_ir_t* ir = TRACE(tool_step, NULL, "[\"q\", \"\", \"m\"]", NULL);
   af_program_t* prog = NULL;
   size_t i;
@@ -165,7 +141,7 @@ static void for_each_type_and_mode(void (*fn)(const struct server*, const char*,
 
 /* A call of the first tool, its result given back, the final answer. */
 static void call_then_answer(const struct server* s, const char* type, af_program_t* prog,
-                             struct collected* c) {
+                             struct streamed* c) {
   af_provider_t* p = provider_for(s, type, NULL);
   af_value_t *empty = mk_str(""), *out = NULL, *out2 = NULL, *turn = NULL, *results = NULL, *history = NULL;
   /* Anthropic's reply has a text block before its tool_use block. */
@@ -207,7 +183,7 @@ static void tool_calls_and_results(void) { for_each_type_and_mode(call_then_answ
 /* Arguments missing a required property, or an unknown tool: re-asked
  * (the server answers the correction turn validly), then valid; SCHEMA
  * when the provider allows no re-ask (the default). */
-static void reask(const struct server* s, const char* type, af_program_t* prog, struct collected* c) {
+static void reask(const struct server* s, const char* type, af_program_t* prog, struct streamed* c) {
   af_provider_t *p = provider_for(s, type, "\"schema_retries\":1"), *strict = provider_for(s, type, NULL);
   af_value_t *empty = mk_str(""), *out = NULL;
   if (!p || !strict) goto done;
@@ -235,7 +211,7 @@ done:
 static void invalid_calls_are_reasked(void) { for_each_type_and_mode(reask); }
 
 /* A server's malformed tool calls: PROVIDER, naming what is wrong. */
-static void hostile(const struct server* s, const char* type, af_program_t* prog, struct collected* c) {
+static void hostile(const struct server* s, const char* type, af_program_t* prog, struct streamed* c) {
   af_provider_t* p = provider_for(s, type, NULL);
   af_value_t *empty = mk_str(""), *out = NULL;
   const int anthropic = strcmp(type, "anthropic") == 0;
