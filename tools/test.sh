@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds libaf and runs every test suite: C++ (GoogleTest) and C API (C99)
-# tests, the same under ASan+UBSan, the concurrency suites under TSan, the
+# tests, the same under ASan+UBSan and in a build without the HTTP
+# providers (AF_WITH_OPENAI=OFF), the concurrency suites under TSan, the
 # exported-symbol and install checks, the integration suite against a real
 # local model (tools/local_model.sh: a venv cached outside the clone, keyed
 # by version, reused in under a second; a machine's first install compiles
@@ -90,6 +91,23 @@ if cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DAF_SANITIZE=addr
 else
   tail -40 "$LOG/asan-build.log"
   count 0 1 "asan build"
+fi
+
+note "C++ and C API suites without the HTTP providers (-DAF_WITH_OPENAI=OFF: no libcurl)"
+# About 3 minutes on 2 cores from scratch. The HTTP suites are not built
+# there; capi.build_options_test checks that those providers are NOT_FOUND
+# saying how to get them and that the others work; libaf.so must not need
+# libcurl.
+if cmake -S . -B build-nohttp -G Ninja -DAF_WITH_OPENAI=OFF -DAF_WERROR=ON -DAF_BUILD_BENCH=OFF \
+     >"$LOG/nohttp-configure.log" 2>&1 &&
+   cmake --build build-nohttp >"$LOG/nohttp-build.log" 2>&1; then
+  ctest --test-dir build-nohttp --output-on-failure -j2 >"$LOG/nohttp-ctest.log" 2>&1
+  grep -E "Failed|\*\*\*" "$LOG/nohttp-ctest.log" | head -40
+  ctest_counts "$LOG/nohttp-ctest.log" "ctest (no HTTP providers)"
+  check nohttp-without-libcurl bash -c "! ldd build-nohttp/lib/libaf.so | grep curl"
+else
+  tail -40 "$LOG/nohttp-build.log"
+  count 0 1 "no-HTTP build"
 fi
 
 note "concurrency suites under ThreadSanitizer"

@@ -111,7 +111,8 @@ af_error_t* af_provider_echo_new(const char* options_json, size_t len, af_provid
 }
 
 af_error_t* af_provider_openai_new(const char* options_json, size_t len, af_provider_t** out) {
-  return new_provider("af_provider_openai_new", options_json, len, out, lm::make_openai);
+  return new_provider("af_provider_openai_new", options_json, len, out,
+                      [](const Value& opts) { return lm::make_http_provider("openai", opts); });
 }
 
 af_error_t* af_provider_replay_new(const char* options_json, size_t len, af_provider_t** out) {

@@ -4,16 +4,23 @@
 #pragma once
 
 #include <functional>
+#include <string_view>
 
 #include "lm/provider.h"
 
 namespace af::lm {
 
 ProviderPtr make_echo(const Value& options);
+ProviderPtr make_replay(const Value& options);
+// The HTTP providers: type "openai", "anthropic" or "ollama"
+// (lm/http_providers.cpp). In a build without them (-DAF_WITH_OPENAI=OFF:
+// no libcurl) NOT_FOUND, saying how to get them.
+ProviderPtr make_http_provider(std::string_view type, const Value& options);
+// What make_http_provider calls; defined only in a build with the HTTP
+// providers, so use it instead.
 ProviderPtr make_openai(const Value& options);
 ProviderPtr make_anthropic(const Value& options);
 ProviderPtr make_ollama(const Value& options);
-ProviderPtr make_replay(const Value& options);
 // {"type": "echo" | "openai" | "anthropic" | "ollama" | "replay", ...the
 // options of that type}
 ProviderPtr make_provider(const Value& spec);

@@ -177,9 +177,8 @@ ProviderPtr make_provider(const Value& spec) {
     if (k != "type") rest.emplace_back(k, v);
   Value opts = Value::dict(std::move(rest));
   if (t->as_str() == "echo") return make_echo(opts);
-  if (t->as_str() == "openai") return make_openai(opts);
-  if (t->as_str() == "anthropic") return make_anthropic(opts);
-  if (t->as_str() == "ollama") return make_ollama(opts);
+  if (t->as_str() == "openai" || t->as_str() == "anthropic" || t->as_str() == "ollama")
+    return make_http_provider(t->as_str(), opts);
   if (t->as_str() == "replay") return make_replay(opts);
   invalid("provider spec: unknown type \"" + t->as_str() + "\" (known: echo, openai, anthropic, ollama, replay)");
 }

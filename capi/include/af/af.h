@@ -1364,7 +1364,9 @@ AF_API void af_walk_free(af_walk_t* w);
  * built-in type, so a new type needs no new function; a host or a config
  * file can hold the whole spec. INVALID_ARGUMENT: not a JSON object, no
  * "type" or an unknown one (the message lists the known), and the type's
- * own option errors. */
+ * own option errors. A libaf built with -DAF_WITH_OPENAI=OFF (no libcurl)
+ * has no HTTP providers: "openai", "anthropic" and "ollama" here (and
+ * af_provider_openai_new, and a replay upstream) are NOT_FOUND, saying so. */
 AF_API af_error_t* af_provider_new(const char* spec_json, size_t len, af_provider_t** out);
 /* echo: deterministic and offline. lm_call answers "<model>|<content of the
  * last message>"; lm_schema_call the smallest valid instance of the schema,
