@@ -61,6 +61,7 @@ from .ops import (
 )
 from .program import CancelToken, Future, Program, RunOptions, profile_event
 from .provider import LmRequest, Provider
+from .schema import Doc, Length, Pattern, Range, as_type, schema_of
 from .trace import Traced, trace
 from .value import Kind, Value, to_py, to_value
 from .walk import Step, Walk
@@ -75,6 +76,7 @@ __all__ = [
     "format", "concat", "match", "stop_gradient", "depends", "checkpoint", "tag", "named", "fold",
     "switch", "while_loop", "scan", "lm_call", "lm_schema_call", "lm_tool_call", "tool_results", "host_call",
     "register_function", "tool", "route",
+    "schema_of", "as_type", "Range", "Length", "Pattern", "Doc",
     "graph_verify", "graph_to_json", "graph_from_json",
     "Error", "InvalidArgument", "NotFound", "SchemaError", "FormatError", "VersionError",
     "ProviderError", "Timeout", "Cancelled", "CallbackError", "IOError", "OutOfMemory",

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-from typing import Any, Callable, Iterator, Mapping, Union
+from typing import Any, Callable, Iterator, Mapping, Union, overload
 
 from . import _lib
 from ._lib import lib
-from .context import Context, current
+from .context import Context, current, is_tracing
 from .errors import check
 from .ir import Ir
 from .errors import InvalidArgument
+from .schema import as_type, is_schema_type, schema_of
 from .value import Kind, Tree, Value, to_value
 
 __all__ = [
@@ -298,13 +299,45 @@ def lm_call(messages: Tree, model: Tree, ctx: Context | None = None, *, params: 
     return cx._op(lambda o: lib.af_lm_call_ex(c, mv._ptr, mo._ptr, pv._ptr, o), [mv, mo, pv], may_wait=True)
 
 
+@overload
 def lm_schema_call(
     messages: Tree, model: Tree, schema: Tree, ctx: Context | None = None, *, params: dict | None = None
-) -> Value:
-    """Structured output: the reply parsed and validated against schema
-    (a tree of node descriptions such as {"type": "int", "min": 1}).
-    params: sampling params, as lm_call's."""
+) -> Value: ...
+
+
+@overload
+def lm_schema_call(
+    messages: Tree, model: Tree, schema: Any, ctx: Context | None = None, *, params: dict | None = None
+) -> Any: ...
+
+
+def lm_schema_call(
+    messages: Tree, model: Tree, schema: Any, ctx: Context | None = None, *, params: dict | None = None
+) -> Any:
+    """Structured output: the reply parsed and validated against schema.
+
+    schema: a tree of node descriptions such as {"type": "int", "min": 1}
+    (af.h's af_lm_schema_call), or a Python type converted by
+    libaf.schema_of: a dataclass, TypedDict or pydantic model class, an
+    Enum, a Literal, a fixed-size tuple, bool/int/float/str, with
+    Annotated bounds and docs (libaf.Range, Length, Pattern, Doc).
+
+    Returns a Value of the schema's structure; given a type, on an eager
+    context outside a trace, the reply as an instance of that type
+    (libaf.as_type: a dataclass, a TypedDict's dict, a pydantic model, an
+    Enum member, ...). Inside a trace and on a lazy context it is the Value
+    (a placeholder, a promise) as for a tree: convert the concrete value
+    with libaf.as_type(value, tp) once it is read (the run's output, an
+    evaluated promise). params: sampling params, as lm_call's."""
     cx = current(ctx)
+    tp = schema if is_schema_type(schema) else None
+    out = _lm_schema_call(cx, messages, model, schema_of(tp) if tp is not None else schema, params)
+    if tp is None or cx._lazy or is_tracing():
+        return out
+    return as_type(out, tp)
+
+
+def _lm_schema_call(cx: Context, messages: Tree, model: Tree, schema: Tree, params: dict | None) -> Value:
     c = cx._handle
     mv, mo, sv = to_value(messages), to_value(model), to_value(schema)
     if params is None:
@@ -312,6 +345,18 @@ def lm_schema_call(
     pv = to_value(params)
     return cx._op(lambda o: lib.af_lm_schema_call_ex(c, mv._ptr, mo._ptr, sv._ptr, pv._ptr, o), [mv, mo, sv, pv],
                   may_wait=True)
+
+
+def _tools_tree(tools: Any) -> Any:
+    """tools with each "parameters" given as a Python type made a schema tree."""
+    if not isinstance(tools, (list, tuple)):
+        return tools
+    return [
+        {**t, "parameters": schema_of(t["parameters"])}
+        if isinstance(t, dict) and "parameters" in t and is_schema_type(t["parameters"])
+        else t
+        for t in tools
+    ]
 
 
 def lm_tool_call(
@@ -326,9 +371,12 @@ def lm_tool_call(
     """An LM call offering tools the model may call (af_lm_tool_call).
 
     tools: a list of {"name", "description" (optional), "parameters" (a
-    schema tree as lm_schema_call's, whose root is a container; leave it out
-    for no arguments)}; static. history: a str (may be traced), the JSON
-    array of the turns after messages as tool_results builds it; "" for none.
+    schema tree as lm_schema_call's, whose root is a container, or a
+    dataclass, TypedDict or pydantic model class, converted by
+    libaf.schema_of; leave it out for no arguments)}; static: a call's
+    arguments (JSON) make an instance with libaf.as_type(json.loads(a), tp).
+    history: a str (may be traced), the JSON array of the turns after
+    messages as tool_results builds it; "" for none.
     Returns a dict: "called" (bool: the model called tools, the reply is not
     final), "text" (str), "names" (list of str, the tools called in order),
     "arguments" (list of str, each call's arguments as compact JSON) and
@@ -337,7 +385,7 @@ def lm_tool_call(
     SchemaError. params: sampling params, as lm_call's."""
     cx = current(ctx)
     c = cx._handle
-    mv, hv, mo, tv = to_value(messages), to_value(history), to_value(model), to_value(tools)
+    mv, hv, mo, tv = to_value(messages), to_value(history), to_value(model), to_value(_tools_tree(tools))
     pv = to_value(params) if params is not None else None
     return cx._op(
         lambda o: lib.af_lm_tool_call(c, mv._ptr, hv._ptr, mo._ptr, tv._ptr, pv._ptr if pv is not None else None, o),

@@ -101,9 +101,11 @@ class Value:
         return cls._own(out.value)
 
     def __del__(self) -> None:
-        # _lib.release, inlined: every value made ends here.
+        # _lib.release, inlined: every value made ends here. _lib is None
+        # once the interpreter's teardown cleared this module (after exit:
+        # nothing is freed then), and interned values may die after that.
         ptr = self._ptr
-        if ptr and not _lib._exiting:
+        if ptr and _lib is not None and not _lib._exiting:
             self._ptr = None
             _value_free(ptr)
 
