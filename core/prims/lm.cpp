@@ -961,10 +961,10 @@ Value split_parts(const std::string& at, const Value& content, std::vector<Value
     if (!type || type->kind() != Kind::Str)
       invalid(pat + " must be {\"type\": \"text\", \"text\": str} or {\"type\": \"image\", \"url\": str} or "
                     "{\"type\": \"image\", \"media_type\": \"image/png\", \"data\": base64 str}");
-    auto only = [&](std::initializer_list<const char*> keys) {
-      for (const auto& [k, _] : part.entries())
-        if (std::find_if(keys.begin(), keys.end(), [&](const char* x) { return k == x; }) == keys.end())
-          invalid(pat + " has an unknown key \"" + k + "\"");
+    auto only = [&](std::initializer_list<std::string_view> keys) {
+      for (const Entry& entry : part.entries())
+        if (std::find(keys.begin(), keys.end(), entry.first) == keys.end())
+          invalid(pat + " has an unknown key \"" + entry.first + "\"");
     };
     auto field = [&](const char* key) -> const Value& {
       const Value* v = part.find(key);
