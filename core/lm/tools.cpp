@@ -1,5 +1,6 @@
 #include "lm/tools.h"
 
+#include <cctype>
 #include <mutex>
 #include <unordered_map>
 

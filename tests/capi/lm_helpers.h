@@ -141,4 +141,30 @@ static CHECK_MAYBE_UNUSED void streamed_destroy(void* ud) {
   pthread_mutex_unlock(&c->mu);
 }
 
+/* Run options streaming into c for one more run: waits (up to 5 s) for the
+ * last run's destroy, which may come just after its call returned, then
+ * clears c's text and counts. */
+static CHECK_MAYBE_UNUSED af_run_options_t streaming_into(struct streamed* c) {
+  af_run_options_t o;
+  double t0 = now_ms();
+  for (;;) {
+    int settled;
+    pthread_mutex_lock(&c->mu);
+    settled = c->destroyed == c->runs;
+    pthread_mutex_unlock(&c->mu);
+    if (settled || now_ms() - t0 > 5000) break;
+    sleep_ms(1);
+  }
+  c->len = 0;
+  c->text[0] = 0;
+  c->pieces = c->resets = 0;
+  c->runs++;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.stream = stream_into;
+  o.stream_user_data = c;
+  o.stream_destroy = streamed_destroy;
+  return o;
+}
+
 #endif

@@ -300,36 +300,15 @@ static void schema_calls(void) {
 
 /* ---- streaming ---------------------------------------------------------- */
 
-
 /* Runs (q, model) -> lm_call through a program with a stream callback and a
  * summary; c is reset first. */
 static af_error_t* run_streamed(af_program_t* prog, const char* q, const char* model, struct streamed* c,
                                 af_bytes_t* summary, af_value_t** out) {
   af_value_t* in[2];
-  af_run_options_t o;
+  af_run_options_t o = streaming_into(c);
   af_error_t* e;
-  double t0 = now_ms();
-  /* The callback's destroy may run just after the call returns: wait for
-   * it before the data is reused. */
-  for (;;) {
-    int settled;
-    pthread_mutex_lock(&c->mu);
-    settled = c->destroyed == c->runs;
-    pthread_mutex_unlock(&c->mu);
-    if (settled || now_ms() - t0 > 5000) break;
-    sleep_ms(1);
-  }
-  c->len = 0;
-  c->text[0] = 0;
-  c->pieces = c->resets = 0;
-  c->runs++;
   in[0] = mk_str(q);
   in[1] = mk_str(model);
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.stream = stream_into;
-  o.stream_user_data = c;
-  o.stream_destroy = streamed_destroy;
   o.summary = summary;
   e = af_program_call_with(ctx, prog, (const af_value_t* const*)in, 2, &o, out);
   af_value_free(in[0]);

@@ -96,26 +96,8 @@ static af_error_t* parts_step(void* ud, af_context_t* c, const af_value_t* const
  * first, once the last run's destroy came). */
 static af_error_t* streamed(af_program_t* prog, struct streamed* c, const char* model, af_value_t** out) {
   af_value_t* in = mk_str(model);
-  af_run_options_t o;
-  af_error_t* e;
-  double t0 = now_ms();
-  for (;;) {
-    int settled;
-    pthread_mutex_lock(&c->mu);
-    settled = c->destroyed == c->runs;
-    pthread_mutex_unlock(&c->mu);
-    if (settled || now_ms() - t0 > 5000) break;
-    sleep_ms(1);
-  }
-  c->len = 0;
-  c->text[0] = 0;
-  c->runs++;
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.stream = stream_into;
-  o.stream_user_data = c;
-  o.stream_destroy = streamed_destroy;
-  e = af_program_call_with(ctx, prog, (const af_value_t* const*)&in, 1, &o, out);
+  af_run_options_t o = streaming_into(c);
+  af_error_t* e = af_program_call_with(ctx, prog, (const af_value_t* const*)&in, 1, &o, out);
   af_value_free(in);
   return e;
 }

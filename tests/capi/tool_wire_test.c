@@ -88,24 +88,7 @@ static af_error_t* step(af_program_t* prog, struct streamed* c, const char* q, c
   if (!prog) {
     e = tool_step(NULL, ctx, (const af_value_t* const*)in, 3, out);
   } else {
-    af_run_options_t o;
-    double t0 = now_ms();
-    for (;;) { /* the last run's destroy may still be on its way */
-      int settled;
-      pthread_mutex_lock(&c->mu);
-      settled = c->destroyed == c->runs;
-      pthread_mutex_unlock(&c->mu);
-      if (settled || now_ms() - t0 > 5000) break;
-      sleep_ms(1);
-    }
-    c->len = 0;
-    c->text[0] = 0;
-    c->runs++;
-    memset(&o, 0, sizeof o);
-    o.struct_size = sizeof o;
-    o.stream = stream_into;
-    o.stream_user_data = c;
-    o.stream_destroy = streamed_destroy;
+    af_run_options_t o = streaming_into(c);
     e = af_program_call_with(ctx, prog, (const af_value_t* const*)in, 3, &o, out);
   }
   af_value_free(in[0]);
