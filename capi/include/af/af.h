@@ -758,10 +758,11 @@ AF_API af_error_t* af_host_call(af_context_t* ctx, const char* name, size_t name
  * kinds are part of the equation. openai and anthropic send images (user
  * messages only: an image elsewhere is INVALID_ARGUMENT when the request is
  * made); ollama sends base64 data (a URL image is INVALID_ARGUMENT); echo
- * and the text of a feedback prompt read the text parts (joined by blank
- * lines); host providers see the parts as the message's "content" list.
- * An image URL that is not http(s) or data:, or data that is not base64,
- * is INVALID_ARGUMENT naming the part. Images get no tangent or feedback.
+ * answers from the text parts (joined by blank lines); host providers see
+ * the parts as the message's "content" list. An image URL that is not
+ * http(s) or data:, or data that is not base64, is INVALID_ARGUMENT naming
+ * the part when its request is made. Images get no tangent or feedback; a
+ * traced text part gets its own feedback call under pullback.
  * Inside a trace these record an equation; outside they make one blocking
  * request through the provider routed for the model. Errors:
  * INVALID_ARGUMENT (malformed messages or schema), NOT_FOUND (no route for
