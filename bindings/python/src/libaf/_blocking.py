@@ -16,6 +16,7 @@ applies scopes and traces to the calls of their own thread.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import queue
@@ -23,6 +24,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 from ._lib import lib
+from . import _loops
 
 if TYPE_CHECKING:
     from .context import Context
@@ -44,8 +46,9 @@ _local = _Local()
 
 def wait(done: threading.Event) -> None:
     """Blocks until done is set, running signal handlers every SLICE_S."""
-    while not done.wait(SLICE_S):
-        pass
+    with _loops.blocked():
+        while not done.wait(SLICE_S):
+            pass
 
 
 def can_hop() -> bool:
@@ -111,8 +114,9 @@ class _Call:
         SLICE_S (a lock's timed acquire is interrupted by signals, as an
         Event's wait is)."""
         acquire = self.done.acquire
-        while not acquire(True, SLICE_S):
-            pass
+        with _loops.blocked():
+            while not acquire(True, SLICE_S):
+                pass
 
 
 def run(fn: Callable[[], T], ctx: "Context | None" = None, cancel: Callable[[], None] | None = None) -> T:
@@ -123,7 +127,10 @@ def run(fn: Callable[[], T], ctx: "Context | None" = None, cancel: Callable[[], 
     the call's return. cancel: called on KeyboardInterrupt (or any other
     exception) while waiting, to stop the call."""
     if not can_hop():
-        return fn()
+        if not _loops._awaiting:  # (the common case, without a with block's cost)
+            return fn()
+        with _loops.blocked():
+            return fn()
     call = _Call(fn)
     try:
         _submit(call)
@@ -137,6 +144,34 @@ def run(fn: Callable[[], T], ctx: "Context | None" = None, cancel: Callable[[], 
     if call.ok:
         return call.result  # type: ignore[no-any-return]
     raise call.result
+
+
+def start(fn: Callable[[], T]) -> "asyncio.Future[T]":
+    """fn() on a worker; a future of the running loop that gets its result
+    (or exception), for awaiting a blocking libaf call without blocking the
+    loop. Cancelling the future does not stop fn: the caller stops it (a
+    cancel token) and fn's closure holds what the call uses until it returns."""
+    loop = asyncio.get_running_loop()
+    future: "asyncio.Future[T]" = loop.create_future()
+    call = _Call(fn)
+
+    def settle() -> None:
+        if future.done():  # cancelled meanwhile
+            return
+        if call.ok:
+            future.set_result(call.result)
+        else:
+            future.set_exception(call.result)
+
+    def returned() -> None:
+        try:
+            loop.call_soon_threadsafe(settle)
+        except RuntimeError:
+            pass  # the loop closed: nobody awaits the result
+
+    call.then = returned
+    _submit(call)
+    return future
 
 
 # -- the workers ----------------------------------------------------------------

@@ -19,6 +19,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from . import _blocking, _callbacks, _lib
+from ._loops import awaiting, call_soon
 from ._lib import lib
 from .errors import Error, check, error_from_exception, forget_exceptions
 from .value import Tree, Value, settle, to_value
@@ -160,19 +161,52 @@ class Context:
                 raise TypeError(f"eval() takes libaf Values, got {type(v).__name__}")
         self._eval(list(values), timeout, cancel)
 
-    def _eval(self, values: list[Value], timeout: float | None = None, cancel: "CancelToken | None" = None) -> None:
-        """af_eval_with, waited for interruptibly: Ctrl-C triggers the cancel
-        token (a private one when none is given)."""
+    async def aeval(self, *values: Value, timeout: float | None = None, cancel: "CancelToken | None" = None) -> None:
+        """:meth:`eval` for asyncio: awaits the evaluation without blocking
+        the running loop (it runs on a worker thread; coroutine host tools
+        and providers it calls run on this loop). Cancelling the awaiting
+        task stops the evaluation (triggering cancel, when given) and its LM
+        requests in flight. Same errors as eval."""
+        for v in values:
+            if not isinstance(v, Value):
+                raise TypeError(f"aeval() takes libaf Values, got {type(v).__name__}")
+        token, options = self._eval_options(timeout, cancel, always=True)
+        release = self._hold()  # close() meanwhile leaves the free to the evaluation's end
+        handles = _lib.handles(list(values))
+        ptr = self._handle
+
+        def evaluate() -> None:  # holds values, options and the token until it returns
+            try:
+                check(lib.af_eval_with(ptr, handles, len(values), ctypes.byref(options[0])))
+            finally:
+                release()
+
+        with awaiting():
+            try:
+                await _blocking.start(evaluate)
+            except asyncio.CancelledError:
+                assert token is not None
+                token.trigger()
+                raise
+
+    def _eval_options(self, timeout: float | None, cancel: "CancelToken | None",
+                      always: bool) -> "tuple[CancelToken | None, tuple[Any, list[Any]]]":
+        """The cancel token of an evaluation (cancel, else a private one when
+        always or when the wait can be interrupted) and its run options (the
+        C struct and what it points to)."""
         global _program
         if _program is None:
             from . import program as _program_module  # program.py imports this module
 
             _program = _program_module
-        CancelToken, RunOptions = _program.CancelToken, _program.RunOptions
+        if cancel is None and (always or _blocking.can_hop()):
+            cancel = _program.CancelToken()
+        return cancel, _program.RunOptions(timeout=timeout, cancel=cancel)._to_c()
 
-        if cancel is None and _blocking.can_hop():
-            cancel = CancelToken()
-        options = RunOptions(timeout=timeout, cancel=cancel)._to_c()  # (the struct, what it points to)
+    def _eval(self, values: list[Value], timeout: float | None = None, cancel: "CancelToken | None" = None) -> None:
+        """af_eval_with, waited for interruptibly: Ctrl-C triggers the cancel
+        token (a private one when none is given)."""
+        cancel, options = self._eval_options(timeout, cancel, always=False)
 
         # evaluate's closure holds values and options (the token) until the
         # call returns, also when its caller gives up on it (_blocking.run).
@@ -459,26 +493,7 @@ def is_tracing() -> bool:
     return bool(lib.af_is_tracing())
 
 
-# -- a private event loop for coroutine callbacks ------------------------------
-
-_loop: asyncio.AbstractEventLoop | None = None
-_loop_thread: threading.Thread | None = None
-_loop_lock = threading.Lock()
-
-
-def background_loop() -> asyncio.AbstractEventLoop:
-    """An event loop on a daemon thread, where coroutine host tools and host
-    providers run (libaf calls them from its own threads, which have none).
-    Tools and providers cannot end it (their BaseExceptions fail their own
-    call); should its thread end anyway, the next call starts a new one."""
-    global _loop, _loop_thread
-    with _loop_lock:
-        if _loop is None or _loop_thread is None or not _loop_thread.is_alive():
-            _loop = asyncio.new_event_loop()
-            _loop_thread = threading.Thread(target=_loop.run_forever, name="libaf-asyncio", daemon=True)
-            _loop_thread.start()
-        return _loop
-
+# -- coroutine host tools -------------------------------------------------------
 
 _CALLBACK = 9  # AF_ERR_CALLBACK
 # How often a coroutine tool checks whether its run still wants the result.
@@ -486,12 +501,10 @@ _CANCEL_POLL_S = 0.02
 
 
 def _start_coroutine(coro_fn: Callable[..., Any]) -> Callable[[list, int], None]:
-    """The async host function for coro_fn: schedules it on the private loop
+    """The async host function for coro_fn: schedules it on coroutine_loop()
     and finishes the request from there (no libaf thread waits)."""
 
     def start(args: list, req: int) -> None:
-        loop = background_loop()
-
         async def guarded() -> tuple[bool, Any]:
             # asyncio re-raises KeyboardInterrupt and SystemExit out of the
             # loop, which would end the thread every coroutine tool and host
@@ -504,6 +517,7 @@ def _start_coroutine(coro_fn: Callable[..., Any]) -> Callable[[list, int], None]
                 return False, exc
 
         def begin() -> None:
+            loop = asyncio.get_running_loop()
             task = loop.create_task(guarded())
 
             def watch() -> None:
@@ -540,6 +554,6 @@ def _start_coroutine(coro_fn: Callable[..., Any]) -> Callable[[list, int], None]
             task.add_done_callback(finish)
             loop.call_later(_CANCEL_POLL_S, watch)
 
-        loop.call_soon_threadsafe(begin)
+        call_soon(begin)
 
     return start

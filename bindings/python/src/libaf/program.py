@@ -12,10 +12,13 @@ from typing import Any, Callable, Optional
 
 from . import _blocking, _callbacks, _lib
 from ._lib import lib
+from . import _loops
+from ._loops import awaiting
 from .context import Context, current
-from .errors import check
+from .errors import Error, check
 from .ir import Ir
-from .value import Tree, Value, settle, to_value
+from .progress import ProgressBar
+from .value import Tree, Value, _pending, settle, to_value
 
 __all__ = ["Program", "RunOptions", "CancelToken", "Future", "profile_event"]
 
@@ -53,7 +56,9 @@ class RunOptions:
     profile: record a profile (Future.profile()).
     timeout: seconds (None = none); the run fails with libaf.Timeout.
     profile_path: write the profile there as Chrome trace JSON.
-    progress: progress(done, total) after each equation, from libaf threads.
+    progress: progress(done, total) after each equation, from libaf threads;
+      or True: a progress bar on stderr (tqdm's when tqdm is installed, else
+      a plain line) counting the run's LM calls, its equations beside them.
     cancel: a CancelToken that cancels the run.
     summary: record the run summary (Future.summary()): per model calls,
       tokens, retries, time queued and in flight, and the wall time.
@@ -82,7 +87,7 @@ class RunOptions:
     item_errors: bool = False
     timeout: Optional[float] = None
     profile_path: Optional[str | os.PathLike] = None
-    progress: Optional[Callable[[int, int], None]] = None
+    progress: Optional[Callable[[int, int], None] | bool] = None
     cancel: Optional[CancelToken] = None
     summary: bool = False
     stream: Optional[Callable[[int, int, Optional[str]], None]] = None
@@ -117,9 +122,16 @@ class RunOptions:
                 raise ValueError("journal must be a file path (None = no journal), got ''")
             keep.append(j)
             o.journal_path, o.journal_path_len = j, len(j)
-        if self.progress is not None:
+        if self.progress is True:
+            bar = ProgressBar("LM calls")
+            keep.append(bar)  # the Future finds it there, to show the calls
+            o.flags |= _lib.RUN_SUMMARY  # where the calls are counted
+            o.progress = _callbacks.progress_trampoline
+            o.progress_user_data = _callbacks.new_handle(bar.equations)
+            o.progress_destroy = _callbacks.destroy_trampoline  # the Future closes the bar
+        elif self.progress is not None and self.progress is not False:
             if not callable(self.progress):
-                raise TypeError("progress must be a callable (done, total)")
+                raise TypeError("progress must be a callable (done, total) or True (a progress bar)")
             o.progress = _callbacks.progress_trampoline
             o.progress_user_data = _callbacks.new_handle(self.progress)
             o.progress_destroy = _callbacks.destroy_trampoline
@@ -218,11 +230,17 @@ class Program:
                                                  ctypes.byref(o), ctypes.byref(out)))
         return Future(out.value, keep + [c])
 
-    async def call_async(self, *inputs: Tree, ctx: Context | None = None, options: RunOptions | None = None,
-                         **option_kwargs: object) -> Value:
-        """Runs without blocking the event loop. Cancelling the awaiting task
-        cancels the run (its in-flight LM requests included)."""
-        return await self.start(*inputs, ctx=ctx, options=options, **option_kwargs)
+    async def acall(self, *inputs: Tree, ctx: Context | None = None, options: RunOptions | None = None,
+                    **option_kwargs: object) -> Value:
+        """Runs without blocking the running event loop (promise inputs are
+        awaited first); coroutine host tools and providers of the run run on
+        this loop. Cancelling the awaiting task cancels the run (its
+        in-flight LM requests included)."""
+        vals = [to_value(x) for x in inputs]
+        await settle_async(vals)
+        return await self.start(*vals, ctx=ctx, options=options, **option_kwargs)
+
+    call_async = acall
 
     def save(self, path: str | os.PathLike) -> None:
         """Writes the program (IR and plan) so Program.load runs it without compiling."""
@@ -250,8 +268,12 @@ class Future:
     def __init__(self, ptr: int | None, keep: list) -> None:
         self._ptr = ptr
         self._keep = keep  # what the run uses: its context, cancel token, profile and journal paths
+        # progress=True's bar, which waiting updates with the LM calls made.
+        self._bar = next((k for k in keep if isinstance(k, ProgressBar)), None)
 
     def __del__(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
         _lib.release(self, lib.af_future_free)
 
     def wait(self) -> Value:
@@ -261,10 +283,16 @@ class Future:
             finished = threading.Event()
             try:
                 self.on_done(finished.set)
-                _blocking.wait(finished)  # interruptible, unlike a blocking C call
+                if self._bar is None:
+                    _blocking.wait(finished)  # interruptible, unlike a blocking C call
+                else:
+                    with _loops.blocked():
+                        while not finished.wait(_blocking.SLICE_S):
+                            self._show_calls()
             except BaseException:
                 self.cancel()
                 raise
+        self._close_bar()
         out = ctypes.c_void_p()
         check(lib.af_future_wait(self._ptr, ctypes.byref(out)))
         return Value._own(out.value)
@@ -299,11 +327,27 @@ class Future:
         check(lib.af_future_summary_json(self._ptr, ctypes.byref(b)))
         return json.loads(_lib.take_bytes(b))
 
+    def _show_calls(self) -> None:
+        """Shows the LM calls the run made so far on its bar."""
+        assert self._bar is not None
+        b = _lib.Bytes()
+        if lib.af_future_summary_json(self._ptr, ctypes.byref(b)) is None:
+            self._bar.count(int(json.loads(_lib.take_bytes(b))["total"]["calls"]))
+
+    def _close_bar(self) -> None:
+        """The run ended: its bar shows the final count and closes."""
+        if self._bar is not None:
+            self._show_calls()
+            self._bar.close()
+
     def __await__(self):  # type: ignore[no-untyped-def]
         return self._wait_async().__await__()
 
     async def _wait_async(self) -> Value:
-        loop = asyncio.get_running_loop()
+        with awaiting() as loop:
+            return await self._wait_on(loop)
+
+    async def _wait_on(self, loop: asyncio.AbstractEventLoop) -> Value:
         done = loop.create_future()
 
         def notify() -> None:
@@ -314,11 +358,35 @@ class Future:
 
         self.on_done(notify)
         try:
-            await done
+            if self._bar is None:
+                await done
+            else:
+                while not done.done():
+                    await asyncio.wait([done], timeout=_blocking.SLICE_S)
+                    self._show_calls()
         except asyncio.CancelledError:
             self.cancel()
             raise
+        self._close_bar()
         return self.wait()
+
+
+async def settle_async(values: list[Value]) -> None:
+    """value.settle for asyncio: awaits the evaluation of the promises among
+    values (their contexts' aeval), so that reading them next does not block
+    the running loop."""
+    pending: dict[Context, list[Value]] = {}
+    _pending(values, pending)
+    for c, vals in pending.items():
+        if not c._ptr:
+            continue  # a closed context's promises: the read says so
+        try:
+            await c.aeval(*vals)
+        except Error:
+            # As Context._settle: a stopped evaluation's promises hold its
+            # error, which the read raises.
+            if not all(lib.af_value_ready(v._ptr) for v in vals):
+                raise
 
 
 def profile_event(name: str, args: dict[str, Any] | None = None) -> None:

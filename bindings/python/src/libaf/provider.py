@@ -12,7 +12,7 @@ from typing import Any, Awaitable, Callable, Union
 
 from . import _callbacks, _lib
 from ._lib import lib
-from .context import background_loop
+from ._loops import call_soon
 from .errors import check, error_from_exception
 
 __all__ = ["Provider", "LmRequest"]
@@ -119,6 +119,16 @@ def _worker_pool() -> concurrent.futures.ThreadPoolExecutor:
         return _pool
 
 
+# The tasks of coroutine providers in flight: a loop keeps only weak
+# references to its tasks.
+_tasks: "set[asyncio.Task[None]]" = set()
+
+
+def _keep(task: "asyncio.Task[None]") -> None:
+    _tasks.add(task)
+    task.add_done_callback(_tasks.discard)
+
+
 def _host_submit(fn: HostFn) -> Callable[[int], None]:
     is_coro = inspect.iscoroutinefunction(fn)
     name = getattr(fn, "__qualname__", None) or repr(fn)
@@ -146,7 +156,7 @@ def _host_submit(fn: HostFn) -> Callable[[int], None]:
             lib.af_error_free(lib.af_lm_request_fail(ptr, error_from_exception(exc, _PROVIDER)))
             return
         if is_coro:
-            asyncio.run_coroutine_threadsafe(answer_async(req), background_loop())
+            call_soon(lambda: _keep(asyncio.get_running_loop().create_task(answer_async(req))))
         else:
             _worker_pool().submit(answer, req)
 
