@@ -147,12 +147,20 @@ def test_only_calls_that_may_wait_leave_the_thread(monkeypatch: pytest.MonkeyPat
         p = libaf.lm_call(MSG, "m", ctx=lazy)  # recorded
         libaf.concat("a", "b", ctx=eager)
         assert not hops
-        assert p.to_py() == "m|hi"  # evaluated on a worker
-        assert len(hops) == 1
+        # An evaluation takes a cancel token: it stays here, SIGINT's
+        # watcher cancels it (unless another SIGINT handler is installed).
+        assert p.to_py() == "m|hi"
+        assert not hops
         assert p.to_py() == "m|hi" and str(p) == "m|hi" and p.ready  # ready: read here
         assert libaf.concat(p, "!", ctx=eager).to_py() == "m|hi!"
+        assert not hops
+        previous = signal.signal(signal.SIGINT, lambda *_: None)
+        try:
+            assert libaf.lm_call(MSG, "m", ctx=lazy).to_py() == "m|hi"  # evaluated on a worker
+        finally:
+            signal.signal(signal.SIGINT, previous)
         assert len(hops) == 1
-        assert libaf.lm_call(MSG, "m", ctx=eager).to_py() == "m|hi"
+        assert libaf.lm_call(MSG, "m", ctx=eager).to_py() == "m|hi"  # no cancel token: a worker
         assert len(hops) == 2
         # Run scopes belong to their thread: calls in them stay on it.
         with eager.memoize():
