@@ -217,4 +217,19 @@ int af_cancel_triggered(const af_cancel_t* c) { return c && c->token->cancelled(
 
 void af_cancel_free(af_cancel_t* c) { delete c; }
 
+af_error_t* af_cancel_scope_push(af_context_t* ctx, const af_cancel_t* token) {
+  return guard([&] {
+    require(ctx, "af_cancel_scope_push", "ctx");
+    require(token, "af_cancel_scope_push", "token");
+    ctx->core.scopes.push_cancel(token->token);
+  });
+}
+
+af_error_t* af_cancel_scope_pop(af_context_t* ctx) {
+  return guard([&] {
+    require(ctx, "af_cancel_scope_pop", "ctx");
+    ctx->core.scopes.pop_cancel();
+  });
+}
+
 }  // extern "C"

@@ -556,8 +556,13 @@ std::shared_ptr<Run> make_run(RunEnv env, std::shared_ptr<const Program> prog, s
   r->env.owned_in = {};  // the caller's inputs are not this run's
   r->env.stop = &r->finished;  // loops inside impls stop when the run ends
   r->env.program = prog.get();  // control flow runs its compiled sub-IRs
-  // The starting thread's scopes, fixed for the run (sub-runs pass theirs).
-  if (!r->env.scopes) r->env.scopes = env.context->scopes.current();
+  // The starting thread's scopes, fixed for the run (sub-runs pass theirs);
+  // started inside a cancel scope with no token of its own, the run is
+  // cancelled by the scope's.
+  if (!r->env.scopes) {
+    r->env.scopes = env.context->scopes.current();
+    if (!opts.cancel) opts.cancel = std::dynamic_pointer_cast<CancelToken>(r->env.scopes->cancel());
+  }
   // A path in program order (a sub-run has its parent's) while a checkpoint
   // scope is open: only those read it (as in the sequential driver).
   if (!r->env.rank)

@@ -31,6 +31,7 @@
 #include "rt/async.h"
 #include "rt/context.h"
 #include "rt/env.h"
+#include "rt/scopes.h"
 #include "exec/program.h"
 #include "value/error_value.h"
 #include "value/error.h"
@@ -47,10 +48,10 @@ class RunSummary;
 // Cancels the runs started with it (RunOptions::cancel), from any thread:
 // the way to stop a run driven by run_sync, which has no Future. Once
 // cancelled it stays cancelled; a run started with it later ends at once.
-class CancelToken {
+class CancelToken final : public CancelFlag {
  public:
   void cancel() noexcept;
-  bool cancelled() const noexcept;
+  bool cancelled() const noexcept override;
   // Registers r, or finishes it with CANCELLED if the token already fired.
   void attach(const std::shared_ptr<Run>& r);
 

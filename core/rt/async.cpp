@@ -1,11 +1,13 @@
 #include "rt/async.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <optional>
 #include <string>
 
 #include "rt/env.h"
+#include "rt/scopes.h"
 #include "ir/prim.h"
 
 namespace af {
@@ -89,17 +91,36 @@ void run_async_blocking(const Eqn& e, std::span<const Value> in, std::span<Value
   } catch (const Error& err) {
     op->fail(err);
   }
+  // Stopped by the context's eager_timeout_ms, or by the token of the
+  // calling thread's cancel scope (checked every 20 ms). Either way the
+  // request learns it is no longer wanted (af_host_request_cancelled, an LM
+  // transfer aborted) and its late answer is ignored.
+  using Clock = std::chrono::steady_clock;
+  const RunScopes* scopes = scopes_of(env);
+  const std::shared_ptr<CancelFlag> token = scopes ? scopes->cancel() : nullptr;
+  const Clock::time_point deadline = env.eager_timeout_ms > 0
+                                         ? Clock::now() + std::chrono::milliseconds(env.eager_timeout_ms)
+                                         : Clock::time_point::max();
   std::unique_lock<std::mutex> lock(op->mu);
-  if (env.eager_timeout_ms > 0 &&
-      !op->cv.wait_for(lock, std::chrono::milliseconds(env.eager_timeout_ms), [&] { return op->done; })) {
+  const auto done = [&] { return op->done; };
+  while (!op->done) {
+    const Clock::time_point until = token ? std::min(deadline, Clock::now() + std::chrono::milliseconds(20)) : deadline;
+    if (until == Clock::time_point::max()) break;  // nothing can stop it: wait below
+    if (op->cv.wait_until(lock, until, done)) break;
+    std::optional<Error> why;
+    if (token && token->cancelled())
+      why.emplace(Code::Cancelled, e.prim->name + ": cancelled by the token of this thread's cancel scope "
+                                                  "(af_cancel_scope_push); the request was cancelled");
+    else if (Clock::now() >= deadline)
+      why.emplace(Code::Timeout, e.prim->name + ": no result within the context's eager_timeout_ms of " +
+                                     std::to_string(env.eager_timeout_ms) + " ms; the request was cancelled");
+    if (!why) continue;
     lock.unlock();
-    // The request learns it is no longer wanted (af_host_request_cancelled,
-    // an LM transfer aborted); its late answer is ignored.
-    op->cancel(Error(Code::Timeout, e.prim->name + ": no result within the context's eager_timeout_ms of " +
-                                        std::to_string(env.eager_timeout_ms) + " ms; the request was cancelled"));
+    op->cancel(*why);
     lock.lock();
+    break;
   }
-  op->cv.wait(lock, [&] { return op->done; });
+  op->cv.wait(lock, done);
   if (op->err) throw detached(*op->err);
   if (op->out.size() != out.size())
     fail(Code::Internal, e.prim->name + ": produced " + std::to_string(op->out.size()) +

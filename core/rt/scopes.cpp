@@ -211,6 +211,25 @@ void RunScopes::pop_memo() {
   memo_scopes_.fetch_sub(1, std::memory_order_acq_rel);
 }
 
+void RunScopes::push_cancel(std::shared_ptr<CancelFlag> token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cancels_.push_back(std::move(token));
+  cancel_scopes_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+void RunScopes::pop_cancel() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cancels_.empty()) invalid("cancel scope pop without a matching push");
+  cancels_.pop_back();
+  cancel_scopes_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+std::shared_ptr<CancelFlag> RunScopes::cancel() const {
+  if (cancel_scopes_.load(std::memory_order_acquire) == 0) return nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  return cancels_.empty() ? nullptr : cancels_.back();
+}
+
 bool RunScopes::memo_find(const Eqn& e, std::span<const Value> in, std::span<Value> out) {
   uint64_t h = memo_key(e, in);
   std::lock_guard<std::mutex> lock(mu_);
@@ -248,7 +267,7 @@ uint64_t RunScopes::memo_hits() const {
 
 bool RunScopes::empty() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return collects_.empty() && injects_.empty() && memos_.empty();
+  return collects_.empty() && injects_.empty() && memos_.empty() && cancels_.empty();
 }
 
 // ---- per thread
@@ -295,6 +314,11 @@ void ThreadScopes::pop_inject() {
 
 void ThreadScopes::pop_memo() {
   mine().pop_memo();
+  release_if_empty();
+}
+
+void ThreadScopes::pop_cancel() {
+  mine().pop_cancel();
   release_if_empty();
 }
 

@@ -1,6 +1,6 @@
 // RunScopes: the run-time scopes one thread has open on a context — collect
-// and inject (the hooks of checkpoint) and memoize (identical calls run
-// once). ThreadScopes (below, held by the Context) keeps one RunScopes per
+// and inject (the hooks of checkpoint), memoize (identical calls run once)
+// and cancel (what the thread runs ends when a token fires). ThreadScopes (below, held by the Context) keeps one RunScopes per
 // thread that pushed a scope; a run captures the starting thread's set in
 // RunEnv::scopes and keeps it for its whole life, sub-runs of control flow
 // included, so concurrent runs on one context never see each other's
@@ -63,6 +63,14 @@ class InjectedKeys {
   std::vector<std::pair<std::string, std::string>> keys_;
 };
 
+// What a cancel scope holds: a token that, once fired, stays fired (the
+// executor's CancelToken, which also cancels the runs attached to it).
+class CancelFlag {
+ public:
+  virtual ~CancelFlag() = default;
+  virtual bool cancelled() const noexcept = 0;
+};
+
 class RunScopes {
  public:
   // collect(collection): from push to pop, every checkpoint of `collection`
@@ -87,6 +95,16 @@ class RunScopes {
   // the stored outputs. Scopes nest; the innermost cache is used.
   void push_memo();
   void pop_memo();
+
+  // cancel(token): from push to pop, what the thread runs on the context —
+  // a run it starts without a cancel token of its own, an operation outside
+  // a run waiting for an asynchronous result — ends with CANCELLED once the
+  // token fires. Scopes nest; the innermost token is used. pop:
+  // INVALID_ARGUMENT if none is open.
+  void push_cancel(std::shared_ptr<CancelFlag> token);
+  void pop_cancel();
+  // The innermost token, or null (no lock when no cancel scope is open).
+  std::shared_ptr<CancelFlag> cancel() const;
 
   // The checkpoint hook: the value a checkpoint (collection, key) yields for
   // `value` (an injected one if queued, else `value`), recorded at `rank` by
@@ -146,8 +164,10 @@ class RunScopes {
   std::vector<Collect> collects_;
   std::vector<Inject> injects_;
   std::vector<Memo> memos_;
+  std::vector<std::shared_ptr<CancelFlag>> cancels_;
   std::atomic<uint32_t> checkpoint_scopes_{0};
   std::atomic<uint32_t> memo_scopes_{0};
+  std::atomic<uint32_t> cancel_scopes_{0};
 };
 
 // The scopes of each thread of one context. Pushes and pops act on the
@@ -163,6 +183,8 @@ class ThreadScopes {
   void push_memo() { mine().push_memo(); }
   void pop_memo();
   uint64_t memo_hits();
+  void push_cancel(std::shared_ptr<CancelFlag> token) { mine().push_cancel(std::move(token)); }
+  void pop_cancel();
 
   // The calling thread's set, captured by a run at its start: never null
   // (an empty shared set when the thread has no scope open).

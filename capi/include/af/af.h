@@ -1070,6 +1070,24 @@ AF_API void af_cancel_trigger(af_cancel_t* c);
 AF_API int af_cancel_triggered(const af_cancel_t* c);
 /* Frees the handle; runs already started keep the token alive. */
 AF_API void af_cancel_free(af_cancel_t* c);
+/* Cancel scopes: from push to the matching pop, what the calling thread
+ * runs on ctx ends with CANCELLED once token is triggered — a run it starts
+ * (af_ir_call, af_program_call, ..._async) whose options give no cancel
+ * token of their own, and an operation made outside a trace and a run that
+ * waits for an asynchronous result (af_lm_call / af_lm_schema_call /
+ * af_lm_tool_call on an eager context, af_host_call of an async or blocking
+ * host function), noticed within 20 ms: an LM transfer is aborted, a host
+ * request learns it (af_host_request_cancelled) and its late answer is
+ * ignored. A sync host function runs on the calling thread and is not
+ * interrupted; a lazy evaluation takes its token from af_eval_with. This is
+ * how a binding lets Ctrl-C stop whatever its main thread waits for. Like
+ * the run-time scopes above, a scope belongs to the calling thread and
+ * pushes and pops pair up per thread; scopes nest and the innermost token
+ * is used. The scope holds its own reference to the token (the handle may
+ * be freed). INVALID_ARGUMENT: NULL ctx or token; a pop without a push on
+ * this thread. */
+AF_API af_error_t* af_cancel_scope_push(af_context_t* ctx, const af_cancel_t* token);
+AF_API af_error_t* af_cancel_scope_pop(af_context_t* ctx);
 
 /* Run options: zero the struct, set struct_size = sizeof(af_run_options_t),
  * then the fields you need. Passing NULL options means all defaults. */
