@@ -1,6 +1,7 @@
-//! libaf is found and linked by the `af-sys` crate (AF_LIB_DIR, the `bundled`
-//! feature, or pkg-config); this script only writes its directory as an rpath
-//! into this package's own tests and examples, so they run outside Cargo too.
+//! libaf is found and linked by the `libaf-sys` crate (AF_LIB_DIR, the
+//! `vendored` feature, or pkg-config); this script only writes its directory
+//! as an rpath into this package's own tests and examples, so they run
+//! outside Cargo too.
 
 use std::env;
 

@@ -1,4 +1,4 @@
-//! `af::Context`, the operations recorded inside a trace, tag/fold scopes
+//! `libaf::Context`, the operations recorded inside a trace, tag/fold scopes
 //! and `Context::trace` (control flow, host functions, scopes and LM calls
 //! are in their own modules).
 

@@ -1,4 +1,4 @@
-//! `af::Error`: a libaf error (code, message, cause chain) as a Rust value.
+//! `libaf::Error`: a libaf error (code, message, cause chain) as a Rust value.
 
 use std::ffi::CStr;
 use std::fmt;
@@ -137,7 +137,7 @@ pub struct Error {
     pub(crate) external: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
-/// `Result<T, af::Error>`.
+/// `Result<T, libaf::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {

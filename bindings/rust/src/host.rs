@@ -151,7 +151,7 @@ impl Context {
     /// [`register_function_blocking`](Self::register_function_blocking)).
     ///
     /// ```
-    /// use af::{Context, FunctionOptions, Value};
+    /// use libaf::{Context, FunctionOptions, Value};
     ///
     /// let ctx = Context::new()?;
     /// let pure = FunctionOptions { pure: true, ..Default::default() };
@@ -159,7 +159,7 @@ impl Context {
     ///     Ok(Value::from(args[0].as_str()?.to_uppercase()))
     /// })?;
     /// assert_eq!(ctx.host_call("upper", &[Value::from("a")])?, "A");
-    /// # Ok::<(), af::Error>(())
+    /// # Ok::<(), libaf::Error>(())
     /// ```
     pub fn register_function_with<F>(
         &self,

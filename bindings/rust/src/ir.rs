@@ -1,4 +1,4 @@
-//! `af::Ir`: a traced program, immutable once built.
+//! `libaf::Ir`: a traced program, immutable once built.
 
 use std::ffi::CStr;
 use std::fmt;

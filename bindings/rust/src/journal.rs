@@ -35,9 +35,9 @@ use crate::util::{bytes_to_string, path_bytes};
 /// `Io`, `InvalidArgument` (the path is not UTF-8).
 ///
 /// ```no_run
-/// let summary = af::journal_summary_json("runs/nightly.journal")?;
+/// let summary = libaf::journal_summary_json("runs/nightly.journal")?;
 /// println!("{summary}");
-/// # Ok::<(), af::Error>(())
+/// # Ok::<(), libaf::Error>(())
 /// ```
 pub fn journal_summary_json(path: impl AsRef<Path>) -> Result<String> {
     let p = path_bytes(path.as_ref(), "journal path")?;

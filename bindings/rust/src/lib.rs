@@ -3,7 +3,7 @@
 //! transformed and called from any language.
 //!
 //! ```
-//! use af::{Context, Value};
+//! use libaf::{Context, Value};
 //!
 //! let ctx = Context::new()?;
 //! let hello = ctx.trace(
@@ -16,7 +16,7 @@
 //! )?;
 //! let out = hello.call(&ctx, &[Value::from("World")])?;
 //! assert_eq!(out.as_str()?, "Hello, World!?");
-//! # Ok::<(), af::Error>(())
+//! # Ok::<(), libaf::Error>(())
 //! ```
 //!
 //! Beyond tracing: transforms ([`Ir::pullback`], [`Ir::batch`], ...),
@@ -28,16 +28,16 @@
 //! it made ([`RunOptions::journal_path`], [`journal_summary_json`]) and saved
 //! graphs ([`Ir::save`], [`Ir::load`]).
 //!
-//! Every fallible call returns `Result<T, af::Error>`. Handles (`Context`,
+//! Every fallible call returns `Result<T, libaf::Error>`. Handles (`Context`,
 //! `Value`, `Ir`, `Walk`, `Program`, `Future`, `Provider`) free themselves on drop; `Value` and `Ir` clone by
 //! reference counting. The raw C API is in [`sys`].
 //!
 //! Features: `serde` makes [`Value`] `Serialize` and `Deserialize` (with
 //! libaf's JSON conventions: ints stay ints, floats floats, dict order
-//! kept); `bundled` and `static` choose how libaf is found and linked.
+//! kept); `vendored` and `static` choose how libaf is found and linked.
 
-/// The raw C API (the `af-sys` crate).
-pub use af_sys as sys;
+/// The raw C API (the `libaf-sys` crate).
+pub use libaf_sys as sys;
 
 mod context;
 mod control;

@@ -1,5 +1,5 @@
-//! Compiled programs (`af::Program`), run options and runs in flight
-//! (`af::Future`).
+//! Compiled programs (`libaf::Program`), run options and runs in flight
+//! (`libaf::Future`).
 
 use std::marker::PhantomData;
 use std::os::raw::c_void;

@@ -110,10 +110,10 @@ enum Latency {
 ///
 /// ```
 /// # use std::time::Duration;
-/// let echo = af::EchoOptions::new().latency(Duration::from_millis(20)).max_in_flight(4);
+/// let echo = libaf::EchoOptions::new().latency(Duration::from_millis(20)).max_in_flight(4);
 /// assert_eq!(echo.to_json()?, r#"{"max_in_flight":4,"latency_ms":20}"#);
-/// let provider = af::Provider::echo_with(&echo)?;
-/// # Ok::<(), af::Error>(())
+/// let provider = libaf::Provider::echo_with(&echo)?;
+/// # Ok::<(), libaf::Error>(())
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct EchoOptions {
@@ -170,15 +170,15 @@ impl EchoOptions {
 ///
 /// ```
 /// # use std::time::Duration;
-/// let openai = af::OpenAiOptions::new("https://api.openai.com/v1")
+/// let openai = libaf::OpenAiOptions::new("https://api.openai.com/v1")
 ///     .api_key_env("OPENAI_API_KEY")
 ///     .timeout(Duration::from_secs(30))
-///     .extra(af::Value::dict([("temperature", 0)])?);
+///     .extra(libaf::Value::dict([("temperature", 0)])?);
 /// assert_eq!(
 ///     openai.to_json()?,
 ///     r#"{"base_url":"https://api.openai.com/v1","api_key_env":"OPENAI_API_KEY","timeout_ms":30000,"extra":{"temperature":0}}"#
 /// );
-/// # Ok::<(), af::Error>(())
+/// # Ok::<(), libaf::Error>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct OpenAiOptions {
@@ -357,12 +357,12 @@ impl Upstream {
 /// a JSON Lines file of recorded requests, or records into it.
 ///
 /// ```
-/// let record = af::ReplayOptions::new("calls.jsonl").record(af::EchoOptions::new());
+/// let record = libaf::ReplayOptions::new("calls.jsonl").record(libaf::EchoOptions::new());
 /// assert_eq!(
 ///     record.to_json()?,
 ///     r#"{"path":"calls.jsonl","mode":"record","upstream":{"type":"echo"}}"#
 /// );
-/// # Ok::<(), af::Error>(())
+/// # Ok::<(), libaf::Error>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct ReplayOptions {

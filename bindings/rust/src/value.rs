@@ -1,4 +1,4 @@
-//! `af::Value`: an immutable, reference-counted tree (null, bool, int, float,
+//! `libaf::Value`: an immutable, reference-counted tree (null, bool, int, float,
 //! str, list, dict; placeholders inside a trace).
 
 use std::fmt;

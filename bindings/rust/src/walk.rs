@@ -1,4 +1,4 @@
-//! `af::Walk`: stepping through an IR one equation at a time.
+//! `libaf::Walk`: stepping through an IR one equation at a time.
 
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use af::{Context, Ir, Provider, Value};
+use libaf::{Context, Ir, Provider, Value};
 
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/graphs")

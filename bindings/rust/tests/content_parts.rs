@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use af::{Context, ErrorCode, LmRequest, Provider, Value};
+use libaf::{Context, ErrorCode, LmRequest, Provider, Value};
 
 const PNG: &str = "iVBORw0KGgo=";
 const URL: &str = "https://example.com/cat.png";

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, ThreadId};
 use std::time::Duration;
 
-use af::{Context, ErrorCode, FunctionOptions, Ir, Program, Value};
+use libaf::{Context, ErrorCode, FunctionOptions, Ir, Program, Value};
 
 const PURE: FunctionOptions = FunctionOptions {
     pure: true,
@@ -34,7 +34,7 @@ impl Calls {
 fn tagged(
     calls: &Calls,
     tag: &'static str,
-) -> impl Fn(&[Value]) -> af::Result<Value> + Send + Sync + 'static {
+) -> impl Fn(&[Value]) -> libaf::Result<Value> + Send + Sync + 'static {
     let calls = calls.clone();
     move |args| {
         calls.bump();
@@ -314,7 +314,7 @@ fn a_blocking_function_registered_pure_runs_on_the_host_pool_and_is_pure() {
                         let arg = ctx.format(&format!("{{}}{k}"), &i[..1], None)?;
                         ctx.host_call("slow_lookup", &[arg])
                     })
-                    .collect::<af::Result<Vec<_>>>()?;
+                    .collect::<libaf::Result<Vec<_>>>()?;
                 Ok(Value::list(&outs))
             },
             &[Value::from("x")],

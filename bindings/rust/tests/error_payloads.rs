@@ -13,7 +13,7 @@ use std::sync::{Arc, Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use af::{sys, Context, Error, ErrorCode, Ir, LmRequest, Program, Provider, Value};
+use libaf::{sys, Context, Error, ErrorCode, Ir, LmRequest, Program, Provider, Value};
 
 /// Every failure shows the same text: only `id` (not in the message) tells
 /// them apart.
@@ -99,7 +99,7 @@ fn assert_own(err: &Error, ids: &[String], made: &Made) {
 /// two item ids of its own; each must get back an error ending in one of its
 /// own items' objects. (Failures are collected, not asserted in the threads,
 /// so the other thread never waits at the barrier forever.)
-fn race(rounds: usize, made: &Made, call: impl Fn(&[String]) -> af::Result<Value> + Sync) {
+fn race(rounds: usize, made: &Made, call: impl Fn(&[String]) -> libaf::Result<Value> + Sync) {
     let start = Barrier::new(2);
     let wrong = Mutex::new(Vec::new());
     thread::scope(|s| {
@@ -129,7 +129,7 @@ fn race(rounds: usize, made: &Made, call: impl Fn(&[String]) -> af::Result<Value
 }
 
 /// Runs `p` over `ids` as one list.
-fn run_items(ctx: &Context, p: &Program, ids: &[String]) -> af::Result<Value> {
+fn run_items(ctx: &Context, p: &Program, ids: &[String]) -> libaf::Result<Value> {
     let items: Vec<Value> = ids.iter().map(|id| Value::from(id.as_str())).collect();
     p.call(ctx, &[Value::list(&items)])
 }
@@ -324,7 +324,7 @@ fn a_trace_closures_panic_resumes_as_the_same_payload() {
     let ctx = Context::new().unwrap();
     let t = caught_token(|| {
         let _ = ctx.trace(
-            |_, _| -> af::Result<Value> { panic::panic_any(Token(7)) },
+            |_, _| -> libaf::Result<Value> { panic::panic_any(Token(7)) },
             &[Value::from("x")],
             None,
         );
@@ -337,7 +337,7 @@ fn a_trace_closures_panic_resumes_as_the_same_payload() {
         let _ = ctx.trace(
             |ctx, i| {
                 ctx.trace(
-                    |_, _| -> af::Result<Value> { panic::panic_any(Token(8)) },
+                    |_, _| -> libaf::Result<Value> { panic::panic_any(Token(8)) },
                     &[Value::from("y")],
                     None,
                 )?;
@@ -348,7 +348,7 @@ fn a_trace_closures_panic_resumes_as_the_same_payload() {
         );
     });
     assert_eq!(t, Token(8));
-    assert!(!af::is_tracing());
+    assert!(!libaf::is_tracing());
 
     // Two threads at once, each getting its own payload.
     thread::scope(|s| {
@@ -358,7 +358,7 @@ fn a_trace_closures_panic_resumes_as_the_same_payload() {
                 for n in 0..100 {
                     let t = caught_token(|| {
                         let _ = ctx.trace(
-                            move |_, _| -> af::Result<Value> { panic::panic_any(Token(base + n)) },
+                            move |_, _| -> libaf::Result<Value> { panic::panic_any(Token(base + n)) },
                             &[Value::from("x")],
                             None,
                         );

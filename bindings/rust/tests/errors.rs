@@ -4,9 +4,9 @@ mod common;
 
 use std::panic::{self, AssertUnwindSafe};
 
-use af::{Context, Error, ErrorCode, Value};
+use libaf::{Context, Error, ErrorCode, Value};
 
-fn trace_template(ctx: &Context, tmpl: &'static str) -> Result<af::Ir, Error> {
+fn trace_template(ctx: &Context, tmpl: &'static str) -> Result<libaf::Ir, Error> {
     ctx.trace(
         move |ctx, inputs| ctx.format(tmpl, &[inputs[0].clone(), inputs[0].clone()], None),
         &[Value::from("x")],
@@ -81,7 +81,7 @@ fn closure_panic_resumes_after_trace_and_library_stays_usable() {
     let ctx = Context::new().unwrap();
     let caught = panic::catch_unwind(AssertUnwindSafe(|| {
         ctx.trace(
-            |_, _| -> af::Result<Value> { panic!("boom in closure") },
+            |_, _| -> libaf::Result<Value> { panic!("boom in closure") },
             &[Value::from("x")],
             None,
         )
@@ -94,7 +94,7 @@ fn closure_panic_resumes_after_trace_and_library_stays_usable() {
         .unwrap_or_default();
     assert!(msg.contains("boom in closure"), "{msg:?}");
     // The trace was unwound on the C side: no trace left open on this thread.
-    assert!(!af::is_tracing());
+    assert!(!libaf::is_tracing());
     let ir = common::trace_hello(&ctx);
     assert_eq!(
         ir.call(&ctx, &[Value::from("again")])
@@ -110,13 +110,13 @@ fn panic_inside_a_tag_scope_pops_it() {
     let ctx = Context::new().unwrap();
     let caught = panic::catch_unwind(AssertUnwindSafe(|| {
         ctx.trace(
-            |ctx, _| ctx.with_tag("t", || -> af::Result<Value> { panic!("inner") }),
+            |ctx, _| ctx.with_tag("t", || -> libaf::Result<Value> { panic!("inner") }),
             &[Value::from("x")],
             None,
         )
     }));
     assert!(caught.is_err());
-    assert!(!af::is_tracing());
+    assert!(!libaf::is_tracing());
 }
 
 #[test]

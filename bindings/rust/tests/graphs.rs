@@ -3,7 +3,7 @@
 
 mod common;
 
-use af::{
+use libaf::{
     graph_from_json, graph_to_json, graph_verify, Context, ErrorCode, Ir, Program, Provider, Value,
 };
 

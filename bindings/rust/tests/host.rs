@@ -6,7 +6,7 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use af::{Context, Error, ErrorCode, FunctionOptions, Value};
+use libaf::{Context, Error, ErrorCode, FunctionOptions, Value};
 
 /// Counts drops of the closure it is captured in.
 struct DropCounter(Arc<AtomicUsize>);
@@ -255,7 +255,7 @@ fn collect_inject_and_memoize_scopes() {
 }
 
 /// Eight independent calls of host function `name`.
-fn fan_out(ctx: &Context, name: &'static str) -> af::Program {
+fn fan_out(ctx: &Context, name: &'static str) -> libaf::Program {
     let ir = ctx
         .trace(
             move |ctx, _| {
@@ -269,7 +269,7 @@ fn fan_out(ctx: &Context, name: &'static str) -> af::Program {
             None,
         )
         .unwrap();
-    af::Program::compile(ctx, &ir).unwrap()
+    libaf::Program::compile(ctx, &ir).unwrap()
 }
 
 #[test]
@@ -339,7 +339,7 @@ fn cancellation_reaches_an_async_host_function() {
     })
     .unwrap();
     let program = fan_out(&ctx, "waits");
-    let opts = af::RunOptions {
+    let opts = libaf::RunOptions {
         timeout: Some(std::time::Duration::from_millis(100)),
         ..Default::default()
     };
@@ -382,7 +382,7 @@ fn async_host_function_errors_name_the_function() {
 fn profile_event_marks_the_profile_of_the_run_calling_the_host_function() {
     let ctx = Context::new().unwrap();
     ctx.register_function("marked", &Value::from("str"), |args| {
-        af::profile_event("my-marker", Some(r#"{"k":1}"#))?;
+        libaf::profile_event("my-marker", Some(r#"{"k":1}"#))?;
         Ok(Value::from(format!("seen {}", args[0].as_str()?)))
     })
     .unwrap();
@@ -393,10 +393,10 @@ fn profile_event_marks_the_profile_of_the_run_calling_the_host_function() {
             None,
         )
         .unwrap();
-    let p = af::Program::compile(&ctx, &ir).unwrap();
-    let opts = af::RunOptions {
+    let p = libaf::Program::compile(&ctx, &ir).unwrap();
+    let opts = libaf::RunOptions {
         profile: true,
-        ..af::RunOptions::default()
+        ..libaf::RunOptions::default()
     };
     let f = p.call_async_with(&ctx, &[Value::from("a")], &opts).unwrap();
     assert_eq!(f.wait().unwrap().as_str().unwrap(), "seen a");
@@ -409,14 +409,14 @@ fn profile_event_marks_the_profile_of_the_run_calling_the_host_function() {
     let out = p.call(&ctx, &[Value::from("b")]).unwrap();
     assert_eq!(out.as_str().unwrap(), "seen b");
     ctx.host_call("marked", &[Value::from("c")]).unwrap();
-    af::profile_event("my-marker", None).unwrap();
-    af::profile_event("my-marker", Some(r#"{"k":1}"#)).unwrap();
+    libaf::profile_event("my-marker", None).unwrap();
+    libaf::profile_event("my-marker", Some(r#"{"k":1}"#)).unwrap();
 
     // Bad arguments are refused anywhere.
-    let err = af::profile_event("", None).unwrap_err();
+    let err = libaf::profile_event("", None).unwrap_err();
     assert_eq!(err.code, ErrorCode::InvalidArgument);
-    let err = af::profile_event("m", Some("[1]")).unwrap_err();
+    let err = libaf::profile_event("m", Some("[1]")).unwrap_err();
     assert_eq!(err.code, ErrorCode::InvalidArgument);
-    let err = af::profile_event("m", Some("{nope")).unwrap_err();
+    let err = libaf::profile_event("m", Some("{nope")).unwrap_err();
     assert_eq!(err.code, ErrorCode::InvalidArgument);
 }

@@ -1,6 +1,6 @@
 //! Value equality and conversions, and `impl Into<Value>` parameters.
 
-use af::{Context, ErrorCode, Value};
+use libaf::{Context, ErrorCode, Value};
 
 fn json(s: &str) -> Value {
     Value::from_json(s).unwrap()
@@ -55,8 +55,8 @@ fn operations_take_anything_that_becomes_a_value() {
 #[test]
 fn iterators_borrow_instead_of_collecting() {
     let list = json(r#"[1, "a", null]"#);
-    let kinds: Vec<af::Kind> = list.iter().unwrap().map(|v| v.kind()).collect();
-    assert_eq!(kinds, [af::Kind::Int, af::Kind::Str, af::Kind::Null]);
+    let kinds: Vec<libaf::Kind> = list.iter().unwrap().map(|v| v.kind()).collect();
+    assert_eq!(kinds, [libaf::Kind::Int, libaf::Kind::Str, libaf::Kind::Null]);
     assert_eq!(list.iter().unwrap().len(), 3);
     let dict = json(r#"{"b": 1, "a": 2}"#);
     let entries: Vec<(&str, i64)> =

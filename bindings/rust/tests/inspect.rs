@@ -4,9 +4,9 @@
 
 mod common;
 
-use af::{Context, Direction, ErrorCode, Ir, Program, Provider, RunOptions, Value};
+use libaf::{Context, Direction, ErrorCode, Ir, Program, Provider, RunOptions, Value};
 
-fn ask(ctx: &Context, content: Value, model: &str) -> af::Result<Value> {
+fn ask(ctx: &Context, content: Value, model: &str) -> libaf::Result<Value> {
     let msg = Value::dict([("role", Value::from("user")), ("content", content)])?;
     ctx.lm_call(&Value::list(&[msg]), &Value::from(model))
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use af::{Context, ErrorCode, Ir, Program, Provider, RunOptions, Value};
+use libaf::{Context, ErrorCode, Ir, Program, Provider, RunOptions, Value};
 
 /// A fresh (empty) directory for one test under Cargo's temp dir.
 fn fresh_dir(name: &str) -> PathBuf {
@@ -42,7 +42,7 @@ impl Counting {
             let last = msgs.index(msgs.len().unwrap() - 1).unwrap();
             let content = last.key("content").unwrap().as_str().unwrap().to_string();
             if r.load(Ordering::SeqCst) && content.starts_with("again:") {
-                req.fail(af::Error::new(ErrorCode::Provider, "refused"))
+                req.fail(libaf::Error::new(ErrorCode::Provider, "refused"))
                     .unwrap();
             } else {
                 req.complete(&format!("{model}:{content}")).unwrap();
@@ -62,7 +62,7 @@ impl Counting {
     }
 }
 
-fn user(content: Value) -> af::Result<Value> {
+fn user(content: Value) -> libaf::Result<Value> {
     Ok(Value::list(&[Value::dict([
         ("role", Value::from("user")),
         ("content", content),
@@ -109,7 +109,7 @@ fn with_journal(path: &Path) -> RunOptions {
 }
 
 fn summary(path: &Path) -> Value {
-    Value::from_json(&af::journal_summary_json(path).unwrap()).unwrap()
+    Value::from_json(&libaf::journal_summary_json(path).unwrap()).unwrap()
 }
 
 fn int(v: &Value, key: &str) -> i64 {
@@ -179,7 +179,7 @@ fn a_rerun_answers_the_recorded_calls_from_the_journal() {
     assert_eq!(int(&summary(&path), "calls"), n as i64);
 
     // Compacting keeps it valid and resumable.
-    af::journal_compact(&path).unwrap();
+    libaf::journal_compact(&path).unwrap();
     assert_eq!(int(&summary(&path), "calls"), n as i64);
     let after = p.call_with(&ctx, &qs, &with_journal(&path)).unwrap();
     assert_eq!(host.take(), 0);
@@ -203,7 +203,7 @@ fn a_journal_refuses_other_inputs_and_other_programs() {
     let qs = [Value::from_json(r#"["x", "y"]"#).unwrap()];
     p.call_with(&ctx, &qs, &with_journal(&path)).unwrap();
     assert_eq!(host.take(), 4);
-    let recorded = af::journal_summary_json(&path).unwrap();
+    let recorded = libaf::journal_summary_json(&path).unwrap();
 
     let other_inputs = [Value::from_json(r#"["x", "z"]"#).unwrap()];
     let err = p
@@ -220,7 +220,7 @@ fn a_journal_refuses_other_inputs_and_other_programs() {
     assert_eq!(host.take(), 0);
 
     // The journal is unchanged and still resumes its own run.
-    assert_eq!(af::journal_summary_json(&path).unwrap(), recorded);
+    assert_eq!(libaf::journal_summary_json(&path).unwrap(), recorded);
     p.call_with(&ctx, &qs, &with_journal(&path)).unwrap();
     assert_eq!(host.take(), 0);
 }
@@ -275,9 +275,9 @@ fn garbage_missing_files_and_bad_paths() {
     let err = p.call_with(&ctx, &qs, &with_journal(&garbage)).unwrap_err();
     assert_eq!(err.code, ErrorCode::Format, "{err:#}");
     assert_eq!(host.take(), 0);
-    let err = af::journal_summary_json(&garbage).unwrap_err();
+    let err = libaf::journal_summary_json(&garbage).unwrap_err();
     assert_eq!(err.code, ErrorCode::Format, "{err:#}");
-    let err = af::journal_compact(&garbage).unwrap_err();
+    let err = libaf::journal_compact(&garbage).unwrap_err();
     assert_eq!(err.code, ErrorCode::Format, "{err:#}");
     assert_eq!(
         std::fs::read(&garbage).unwrap(),
@@ -287,11 +287,11 @@ fn garbage_missing_files_and_bad_paths() {
 
     let missing = dir.join("missing.journal");
     assert_eq!(
-        af::journal_summary_json(&missing).unwrap_err().code,
+        libaf::journal_summary_json(&missing).unwrap_err().code,
         ErrorCode::NotFound
     );
     assert_eq!(
-        af::journal_compact(&missing).unwrap_err().code,
+        libaf::journal_compact(&missing).unwrap_err().code,
         ErrorCode::NotFound
     );
     assert!(!missing.exists(), "reading a journal does not create it");
@@ -301,7 +301,7 @@ fn garbage_missing_files_and_bad_paths() {
         use std::ffi::OsStr;
         use std::os::unix::ffi::OsStrExt;
         let bad = dir.join(OsStr::from_bytes(b"not-utf8-\xff.journal"));
-        let err = af::journal_summary_json(&bad).unwrap_err();
+        let err = libaf::journal_summary_json(&bad).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidArgument);
         assert!(err.message.contains("journal path"), "{err}");
         let err = p.call_with(&ctx, &qs, &with_journal(&bad)).unwrap_err();

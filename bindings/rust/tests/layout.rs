@@ -1,4 +1,4 @@
-//! The FFI declarations (`af::sys`) match `af.h`: struct sizes and field
+//! The FFI declarations (`libaf::sys`) match `af.h`: struct sizes and field
 //! offsets and constants as a C compiler sees the header, and every function
 //! of the header declared once in Rust with the same number of parameters.
 //! (A bindgen check without the bindgen crate: the C compiler is the oracle.)
@@ -8,7 +8,7 @@ use std::mem::{offset_of, size_of};
 use std::path::PathBuf;
 use std::process::Command;
 
-use af::sys;
+use libaf::sys;
 
 fn header_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../capi/include")
@@ -157,16 +157,16 @@ fn every_header_function_is_declared_with_its_arity() {
     let header = std::fs::read_to_string(header_dir().join("af/af.h")).unwrap();
     let c = declarations(&header, true);
     let mut rust = BTreeMap::new();
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("libaf-sys/src");
     for entry in std::fs::read_dir(src).unwrap().flatten() {
         let text = std::fs::read_to_string(entry.path()).unwrap();
         rust.extend(declarations(&text, false));
     }
     assert!(c.len() > 100, "parsed only {} functions of af.h", c.len());
     let missing: Vec<_> = c.keys().filter(|k| !rust.contains_key(*k)).collect();
-    assert!(missing.is_empty(), "af.h functions not declared in af::sys: {missing:?}");
+    assert!(missing.is_empty(), "af.h functions not declared in libaf::sys: {missing:?}");
     let extra: Vec<_> = rust.keys().filter(|k| !c.contains_key(*k)).collect();
-    assert!(extra.is_empty(), "af::sys declares functions af.h lacks: {extra:?}");
+    assert!(extra.is_empty(), "libaf::sys declares functions af.h lacks: {extra:?}");
     for (name, n) in &c {
         assert_eq!(rust[name], *n, "parameter count of {name}");
     }

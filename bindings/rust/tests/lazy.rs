@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use af::{CancelToken, Context, ErrorCode, Provider, RunOptions, Value};
+use libaf::{CancelToken, Context, ErrorCode, Provider, RunOptions, Value};
 
 fn ask(ctx: &Context, q: &str) -> Value {
     let msg = Value::dict([("role", Value::from("user")), ("content", Value::from(q))]).unwrap();
@@ -23,7 +23,7 @@ fn counter(stats: &Value, section: &str, field: &str) -> i64 {
 fn a_promise_evaluates_when_read() {
     let ctx = Context::new_lazy().unwrap();
     let h = ctx.format("Hello {}", &[Value::from("lazy")], None).unwrap();
-    assert_eq!(h.kind(), af::Kind::Str);
+    assert_eq!(h.kind(), libaf::Kind::Str);
     assert!(!h.is_ready());
     assert_eq!(h.as_str().unwrap(), "Hello lazy");
     assert!(h.is_ready());
@@ -188,5 +188,5 @@ fn a_promise_keeps_its_context_alive() {
     assert_eq!(v, "x");
     drop(v);
     let raw = ctx.into_raw();
-    unsafe { af::sys::af_context_free(raw) };
+    unsafe { libaf::sys::af_context_free(raw) };
 }

@@ -6,7 +6,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use af::{Context, Error, ErrorCode, Ir, LmRequest, Program, Provider, Value};
+use libaf::{Context, Error, ErrorCode, Ir, LmRequest, Program, Provider, Value};
 
 /// ask(q, model) = lm_call([{"role": "user", "content": q}], model)
 fn trace_ask(ctx: &Context) -> Ir {
@@ -112,7 +112,7 @@ fn a_host_closures_own_error_ends_the_source_chain() {
         "{err:#}"
     );
 
-    // An af::Error with causes comes back whole.
+    // An libaf::Error with causes comes back whole.
     ctx.register_function("layered", &Value::from("str"), |_| {
         Err(Error::new(ErrorCode::Provider, "outer").with_cause(Error::new(ErrorCode::Io, "disk")))
     })

@@ -2,7 +2,7 @@
 
 mod common;
 
-use af::{Context, Value};
+use libaf::{Context, Value};
 
 #[test]
 fn text_names_the_primitives_and_eqn_count_is_two() {

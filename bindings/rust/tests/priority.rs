@@ -5,7 +5,7 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use af::{Context, Provider, Value};
+use libaf::{Context, Provider, Value};
 
 fn first_model(urgent: bool) -> String {
     let ctx = Context::new().unwrap();

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use af::{Context, Error, ErrorCode, Ir, LmRequest, Program, Provider, RunOptions, Value};
+use libaf::{Context, Error, ErrorCode, Ir, LmRequest, Program, Provider, RunOptions, Value};
 
 fn json(s: &str) -> Value {
     Value::from_json(s).unwrap()
@@ -393,7 +393,7 @@ fn a_cancel_token_stops_a_blocking_call_from_another_thread() {
     ctx.route("*", &Provider::echo(r#"{"latency_ms": 5000}"#).unwrap())
         .unwrap();
     let p = Program::compile(&ctx, &trace_ask(&ctx)).unwrap();
-    let token = Arc::new(af::CancelToken::new().unwrap());
+    let token = Arc::new(libaf::CancelToken::new().unwrap());
     assert!(!token.is_triggered());
     let opts = RunOptions {
         cancel: Some(token.clone()),

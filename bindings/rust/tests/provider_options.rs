@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
-use af::{
+use libaf::{
     Context, EchoOptions, ErrorCode, OpenAiOptions, Provider, ReplayOptions, StructuredOutput,
     Upstream, Value,
 };
 
-fn ask(ctx: &Context, content: &str) -> af::Result<Value> {
+fn ask(ctx: &Context, content: &str) -> libaf::Result<Value> {
     let msg = Value::dict([("role", "user"), ("content", content)])?;
     ctx.lm_call(Value::list(&[msg]), "m")
 }
@@ -183,12 +183,12 @@ fn a_replay_path_that_is_not_utf8_is_refused() {
 // A provider from a spec naming its type (af_provider_new), and an unknown type refused.
 #[test]
 fn providers_come_from_specs() {
-    let ctx = af::Context::new().unwrap();
-    ctx.route("m", &af::Provider::from_spec(r#"{"type":"echo"}"#).unwrap()).unwrap();
-    let msgs = af::Value::from_json(r#"[{"role":"user","content":"hi"}]"#).unwrap();
-    assert_eq!(ctx.lm_call(&msgs, &af::Value::from("m")).unwrap().as_str().unwrap(), "m|hi");
-    assert!(af::Provider::from_spec(r#"{"type":"ollama"}"#).is_ok());
-    let err = af::Provider::from_spec(r#"{"type":"carrier-pigeon"}"#).unwrap_err();
-    assert_eq!(err.code, af::ErrorCode::InvalidArgument);
+    let ctx = libaf::Context::new().unwrap();
+    ctx.route("m", &libaf::Provider::from_spec(r#"{"type":"echo"}"#).unwrap()).unwrap();
+    let msgs = libaf::Value::from_json(r#"[{"role":"user","content":"hi"}]"#).unwrap();
+    assert_eq!(ctx.lm_call(&msgs, &libaf::Value::from("m")).unwrap().as_str().unwrap(), "m|hi");
+    assert!(libaf::Provider::from_spec(r#"{"type":"ollama"}"#).is_ok());
+    let err = libaf::Provider::from_spec(r#"{"type":"carrier-pigeon"}"#).unwrap_err();
+    assert_eq!(err.code, libaf::ErrorCode::InvalidArgument);
     assert!(err.message.contains("unknown type"), "{}", err.message);
 }

@@ -4,14 +4,14 @@
 //! pullback against the same body unrolled by hand; a lazy promise; an LM
 //! rolling summary; saved graphs; the errors of bad bodies and inputs.
 
-use af::{Context, ErrorCode, Ir, Program, Provider, TraceOptions, Value};
+use libaf::{Context, ErrorCode, Ir, Program, Provider, TraceOptions, Value};
 
 fn json(s: &str) -> Value {
     Value::from_json(s).unwrap()
 }
 
 /// One step of the body: `[concat(c, x), format("<{}>", x)]`.
-fn step(ctx: &Context, c: &Value, x: &Value) -> af::Result<(Value, Value)> {
+fn step(ctx: &Context, c: &Value, x: &Value) -> libaf::Result<(Value, Value)> {
     let next = ctx.concat(&[c.clone(), x.clone()])?;
     let y = ctx.format("<{}>", std::slice::from_ref(x), None)?;
     Ok((next, y))

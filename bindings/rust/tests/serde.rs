@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use af::{Context, Kind, Value};
+use libaf::{Context, Kind, Value};
 
 /// Documents whose serde_json text is byte-identical to libaf's.
 const SAME_TEXT: &[&str] = &[

@@ -4,9 +4,9 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use af::{Context, ErrorCode, Program, Provider, RunOptions, Value};
+use libaf::{Context, ErrorCode, Program, Provider, RunOptions, Value};
 
-fn ask(ctx: &Context, params: Option<&str>) -> af::Ir {
+fn ask(ctx: &Context, params: Option<&str>) -> libaf::Ir {
     let params = params.map(|p| Value::from_json(p).unwrap());
     ctx.trace(
         move |ctx, i| {
@@ -121,7 +121,7 @@ fn sampling_params_are_in_the_ir_and_checked() {
 fn a_fallback_route_asks_the_next_provider() {
     let ctx = Context::new().unwrap();
     let down = Provider::host(|req| {
-        req.fail(af::Error::new(ErrorCode::Provider, "down"))
+        req.fail(libaf::Error::new(ErrorCode::Provider, "down"))
             .unwrap();
     })
     .unwrap();

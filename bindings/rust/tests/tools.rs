@@ -4,7 +4,7 @@
 //! "<model>|<last message>"), an agent loop traced as a while_loop over the
 //! history (run, saved and reloaded), and the errors.
 
-use af::{Context, ErrorCode, Ir, Program, Provider, TraceOptions, Value};
+use libaf::{Context, ErrorCode, Ir, Program, Provider, TraceOptions, Value};
 
 fn json(s: &str) -> Value {
     Value::from_json(s).unwrap()

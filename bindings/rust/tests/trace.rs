@@ -2,7 +2,7 @@
 
 mod common;
 
-use af::{Context, ErrorCode, Kind, Value};
+use libaf::{Context, ErrorCode, Kind, Value};
 use common::trace_hello;
 
 #[test]
@@ -21,14 +21,14 @@ fn hello_traced_and_called_returns_native_string() {
 
 #[test]
 fn closure_sees_placeholders_and_is_tracing() {
-    assert!(!af::is_tracing());
+    assert!(!libaf::is_tracing());
     let ctx = Context::new().unwrap();
     let mut seen = Vec::new();
     let ir = ctx
         .trace(
             |ctx, inputs| {
                 seen.push((
-                    af::is_tracing(),
+                    libaf::is_tracing(),
                     inputs.len(),
                     inputs[0].kind(),
                     inputs[1].kind(),
@@ -39,7 +39,7 @@ fn closure_sees_placeholders_and_is_tracing() {
             None,
         )
         .unwrap();
-    assert!(!af::is_tracing());
+    assert!(!libaf::is_tracing());
     assert_eq!(seen, vec![(true, 2, Kind::Placeholder, Kind::Placeholder)]);
     assert_eq!(
         ir.call(&ctx, &[Value::from("x"), Value::from("y")])
@@ -344,8 +344,8 @@ fn handles_cross_threads() {
 
 #[test]
 fn version_matches_the_binding() {
-    assert_eq!(af::abi_version(), af::ABI_VERSION);
-    assert_eq!(af::version(), af::sys::AF_VERSION_STRING);
+    assert_eq!(libaf::abi_version(), libaf::ABI_VERSION);
+    assert_eq!(libaf::version(), libaf::sys::AF_VERSION_STRING);
 }
 
 #[test]
@@ -364,7 +364,7 @@ fn a_traced_list_of_any_length_calls_a_batched_ir() {
         .trace_with(
             |ctx, tickets| each.call(ctx, tickets),
             &[Value::from_json(r#"["an example"]"#).unwrap()],
-            &af::TraceOptions {
+            &libaf::TraceOptions {
                 list_mask: Some(&lists),
                 ..Default::default()
             },
@@ -391,7 +391,7 @@ fn a_traced_list_of_any_length_calls_a_batched_ir() {
         .trace_with(
             |_, inputs| Ok(inputs[0].clone()),
             &[Value::from("not a list")],
-            &af::TraceOptions {
+            &libaf::TraceOptions {
                 list_mask: Some(&lists),
                 ..Default::default()
             },

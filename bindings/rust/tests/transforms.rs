@@ -3,7 +3,7 @@
 
 mod common;
 
-use af::{Context, ErrorCode, Ir, Value};
+use libaf::{Context, ErrorCode, Ir, Value};
 
 fn json(s: &str) -> Value {
     Value::from_json(s).unwrap()

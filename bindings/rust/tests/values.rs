@@ -1,6 +1,6 @@
 //! Values: constructors, JSON, accessors and their errors.
 
-use af::{ErrorCode, Kind, Value};
+use libaf::{ErrorCode, Kind, Value};
 
 #[test]
 fn json_round_trip_keeps_int_and_float_apart() {

@@ -2,7 +2,7 @@
 
 mod common;
 
-use af::{Context, ErrorCode, Value};
+use libaf::{Context, ErrorCode, Value};
 
 #[test]
 fn walk_with_eval_gives_the_same_output_as_call() {

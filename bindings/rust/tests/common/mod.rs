@@ -1,6 +1,6 @@
 #![allow(dead_code)]
 
-use af::{Context, Ir, Value};
+use libaf::{Context, Ir, Value};
 
 /// hello(x) = concat(format("Hello, {}!", x), "?")
 pub fn trace_hello(ctx: &Context) -> Ir {

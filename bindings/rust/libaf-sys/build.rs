@@ -1,8 +1,10 @@
 //! Finds libaf and tells Cargo how to link it. In order:
 //!
 //! 1. `AF_LIB_DIR`: a directory holding `libaf.so` (e.g. a CMake build's `lib/`).
-//! 2. feature `bundled`: builds libaf from this source tree with CMake into
-//!    `OUT_DIR` (needs cmake, a C++20 compiler and libaf's dependencies).
+//! 2. feature `vendored` (or its earlier name `bundled`): builds libaf with
+//!    CMake into `OUT_DIR` (needs cmake, a C++20 compiler and libaf's
+//!    dependencies) from the sources packaged in `vendor/` (the published
+//!    crate), else from this repository's tree (a build inside it).
 //! 3. pkg-config `af` (`af.pc`, installed by `cmake --install`; set
 //!    `PKG_CONFIG_PATH=<prefix>/lib/pkgconfig` for a non-system prefix).
 //! 4. this repository's `build/lib`, when it holds a libaf (development).
@@ -31,23 +33,34 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
-    let repo = manifest.join("../../..");
+    let repo = repository(&manifest);
+    let wants_static = env::var_os("CARGO_FEATURE_STATIC").is_some();
 
+    // The CMake build dir of a vendored build: its af-uninstalled.pc lists the
+    // libraries libaf.a needs.
+    let mut vendored_build = None;
     let found = from_env(&manifest)
-        .or_else(|| env::var_os("CARGO_FEATURE_BUNDLED").map(|_| bundled(&repo, &out)))
+        .or_else(|| {
+            env::var_os("CARGO_FEATURE_VENDORED").map(|_| {
+                let build = vendored(&manifest, repo.as_deref(), &out, wants_static);
+                let lib = build.join("lib");
+                vendored_build = Some(build);
+                lib
+            })
+        })
         .or_else(from_pkg_config)
-        .or_else(|| Some(repo.join("build/lib")).filter(|d| has_lib(d)));
+        .or_else(|| repo.as_ref().map(|r| r.join("build/lib")).filter(|d| has_lib(d)));
     let Some(dir) = found else {
         panic!(
-            "\n\nlibaf not found. Give it to af-sys in one of three ways:\n\
+            "\n\nlibaf not found. Give it to libaf-sys in one of three ways:\n\
              \x20 1. AF_LIB_DIR=<dir holding libaf.so> (e.g. a CMake build's lib/),\n\
-             \x20 2. the `bundled` feature (af-sys = {{ ..., features = [\"bundled\"] }}): builds libaf \
-             from source with CMake,\n\
+             \x20 2. the `vendored` feature (libaf = {{ version = \"0.1\", features = [\"vendored\"] }}): \
+             builds libaf from its bundled sources with CMake,\n\
              \x20 3. an installed libaf that pkg-config finds: cmake --install <build> --prefix <p>, then \
              PKG_CONFIG_PATH=<p>/lib/pkgconfig.\n\n"
         );
     };
-    if !has_lib(&dir) && env::var_os("CARGO_FEATURE_STATIC").is_none() {
+    if !has_lib(&dir) && !wants_static {
         panic!("\n\nlibaf: {} holds no libaf.so (from AF_LIB_DIR or pkg-config)\n\n", dir.display());
     }
     let dir = dir.canonicalize().unwrap_or(dir);
@@ -67,8 +80,8 @@ fn main() {
     if let Ok(real) = dir.join("libaf.so").canonicalize() {
         println!("cargo:rerun-if-changed={}", real.display());
     }
-    if env::var_os("CARGO_FEATURE_STATIC").is_some() {
-        link_static(&dir);
+    if wants_static {
+        link_static(&dir, vendored_build.as_deref());
         return;
     }
     println!("cargo:rustc-link-search=native={}", local.display());
@@ -99,18 +112,45 @@ fn from_pkg_config() -> Option<PathBuf> {
     (out.status.success() && !dir.is_empty()).then(|| PathBuf::from(dir))
 }
 
-fn bundled(repo: &Path, out: &Path) -> PathBuf {
+/// This repository's root, when the crate is built inside it (not from a
+/// registry's copy): the CMake tree and `build/lib`.
+fn repository(manifest: &Path) -> Option<PathBuf> {
+    let root = manifest.join("../../..");
+    (root.join("CMakeLists.txt").is_file() && root.join("capi/include/af/af.h").is_file()).then_some(root)
+}
+
+/// Builds libaf with CMake into `OUT_DIR/libaf-build` and returns that build
+/// directory: from `vendor/` (the sources ../package.sh copies into the
+/// packaged crate), else from the repository this crate sits in.
+fn vendored(manifest: &Path, repo: Option<&Path>, out: &Path, wants_static: bool) -> PathBuf {
+    let vendor = manifest.join("vendor");
+    let src = if vendor.join("CMakeLists.txt").is_file() {
+        vendor
+    } else if let Some(repo) = repo {
+        repo.to_path_buf()
+    } else {
+        panic!("\n\nlibaf-sys: the `vendored` feature needs libaf's sources in {}\n\n", vendor.display());
+    };
+    for part in ["CMakeLists.txt", "core", "capi", "schemas", "cmake"] {
+        println!("cargo:rerun-if-changed={}", src.join(part).display());
+    }
     let build = out.join("libaf-build");
     let run = |args: &[&str]| {
-        let status = Command::new("cmake").args(args).status().expect("run cmake (needed by the bundled feature)");
+        let status = Command::new("cmake")
+            .args(args)
+            .status()
+            .expect("run cmake (the `vendored` feature builds libaf with it)");
         assert!(status.success(), "cmake {args:?} failed");
     };
-    let (src, b) = (repo.to_str().expect("utf-8 path"), build.to_str().expect("utf-8 path"));
-    run(&["-S", src, "-B", b, "-DCMAKE_BUILD_TYPE=Release", "-DAF_BUILD_TESTS=OFF", "-DAF_BUILD_BENCH=OFF"]);
-    run(&["--build", b, "--target", "af_shared", "-j2"]);
-    println!("cargo:rerun-if-changed={}", repo.join("capi").display());
-    println!("cargo:rerun-if-changed={}", repo.join("core").display());
-    build.join("lib")
+    let (s, b) = (src.to_str().expect("utf-8 path"), build.to_str().expect("utf-8 path"));
+    run(&["-S", s, "-B", b, "-DCMAKE_BUILD_TYPE=Release", "-DAF_BUILD_TESTS=OFF", "-DAF_BUILD_BENCH=OFF"]);
+    let jobs = env::var("NUM_JOBS").unwrap_or_else(|_| "2".into());
+    let mut args = vec!["--build", b, "--parallel", &jobs, "--target", "af_shared"];
+    if wants_static {
+        args.push("af_static");
+    }
+    run(&args);
+    build
 }
 
 #[cfg(unix)]
@@ -124,14 +164,19 @@ fn place(from: &Path, to: &Path) {
 }
 
 /// Links libaf.a and what it needs: the private libraries of af.pc when
-/// pkg-config knows af, else the ones libaf is built with.
-fn link_static(dir: &Path) {
+/// pkg-config knows af (a vendored build's own af-uninstalled.pc first), else
+/// the ones libaf is built with.
+fn link_static(dir: &Path, vendored_build: Option<&Path>) {
     if !dir.join("libaf.a").exists() {
         panic!("\n\nlibaf: the `static` feature needs {}/libaf.a\n\n", dir.display());
     }
     println!("cargo:rustc-link-search=native={}", dir.display());
     println!("cargo:rustc-link-lib=static=af");
-    let from_pc = Command::new(env::var("PKG_CONFIG").unwrap_or_else(|_| "pkg-config".into()))
+    let mut pkg_config = Command::new(env::var("PKG_CONFIG").unwrap_or_else(|_| "pkg-config".into()));
+    if let Some(build) = vendored_build {
+        pkg_config.env("PKG_CONFIG_PATH", build);
+    }
+    let from_pc = pkg_config
         .args(["--static", "--libs-only-l", "af"])
         .output()
         .ok()
@@ -144,7 +189,7 @@ fn link_static(dir: &Path) {
             .filter(|l| *l != "af")
             .map(String::from)
             .collect(),
-        None => ["simdjson", "zstd", "curl", "stdc++", "m", "pthread"].map(String::from).to_vec(),
+        None => ["simdjson", "zstd", "z", "curl", "re2", "sqlite3", "stdc++", "m", "pthread"].map(String::from).to_vec(),
     };
     for l in libs {
         println!("cargo:rustc-link-lib=dylib={l}");

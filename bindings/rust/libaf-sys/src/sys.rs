@@ -1,6 +1,6 @@
 //! Raw FFI declarations of `af.h`, one for one (names, types and constants
-//! as in the header). Everything here is `unsafe`; the safe API is in the
-//! crate root.
+//! as in the header). Everything here is `unsafe`; the safe API is the
+//! `libaf` crate.
 
 #![allow(non_camel_case_types)]
 
