@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(cmake ninja-build g++ pkg-config libgtest-dev zstd libzstd-dev flatbuffers-compiler
           libflatbuffers-dev libsimdjson-dev libxxhash-dev libbenchmark-dev libcurl4-openssl-dev zlib1g-dev
           clang libclang-rt-14-dev mono-mcs mono-xbuild nuget python3 python3-venv libre2-dev
-          libsqlite3-dev sqlite3 postgresql-15 postgresql-server-dev-15)
+          libsqlite3-dev sqlite3 postgresql-15 postgresql-server-dev-15 jq)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
