@@ -16,11 +16,16 @@ from __future__ import annotations
 import ctypes
 import itertools
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import _lib
 from .errors import error_from_exception
 from .value import Value, to_value
+
+if TYPE_CHECKING:
+    #: What a C callback gets for an af_value_t** (an array of handles, or
+    #: the slot of one result).
+    _Handles = ctypes._Pointer[ctypes.c_void_p]
 
 _CALLBACK = 9  # AF_ERR_CALLBACK
 _lock = threading.Lock()
@@ -53,7 +58,7 @@ def _destroy(user_data: int | None) -> None:
         pass
 
 
-def _call_returning_value(user_data: int | None, args: list, out: Any) -> int | None:
+def _call_returning_value(user_data: int | None, args: list[Value], out: _Handles) -> int | None:
     """Shared body of the trace and host-function trampolines: calls the
     handle's callable on args, writes the result (a new reference) to *out."""
     try:
@@ -65,12 +70,11 @@ def _call_returning_value(user_data: int | None, args: list, out: Any) -> int | 
         return error_from_exception(exc, _CALLBACK)
 
 
-def _borrowed_values(ptrs: Any, n: int) -> list:
+def _borrowed_values(ptrs: _Handles, n: int) -> list[Value]:
     return [Value._own(_lib.lib.af_value_clone(ptrs[i])) for i in range(n)]
 
 
-@_lib.TRACE_FN
-def trace_trampoline(user_data, ctx, inputs, n, out):  # type: ignore[no-untyped-def]
+def _trace(user_data: int | None, ctx: int | None, inputs: _Handles, n: int, out: _Handles) -> int | None:
     try:
         args = _borrowed_values(inputs, n)
     except BaseException as exc:  # noqa: BLE001
@@ -78,8 +82,10 @@ def trace_trampoline(user_data, ctx, inputs, n, out):  # type: ignore[no-untyped
     return _call_returning_value(user_data, args, out)
 
 
-@_lib.HOST_FN
-def host_trampoline(user_data, args, n, out):  # type: ignore[no-untyped-def]
+trace_trampoline = _lib.TRACE_FN(_trace)
+
+
+def _host(user_data: int | None, args: _Handles, n: int, out: _Handles) -> int | None:
     try:
         values = _borrowed_values(args, n)
     except BaseException as exc:  # noqa: BLE001
@@ -87,8 +93,10 @@ def host_trampoline(user_data, args, n, out):  # type: ignore[no-untyped-def]
     return _call_returning_value(user_data, values, out)
 
 
-@_lib.ASYNC_HOST_FN
-def async_host_trampoline(user_data, args, n, req):  # type: ignore[no-untyped-def]
+host_trampoline = _lib.HOST_FN(_host)
+
+
+def _async_host(user_data: int | None, args: _Handles, n: int, req: int | None) -> None:
     try:
         values = _borrowed_values(args, n)
         get_handle(user_data)(values, req)
@@ -97,37 +105,48 @@ def async_host_trampoline(user_data, args, n, req):  # type: ignore[no-untyped-d
         _lib.lib.af_host_request_free(req)
 
 
-@_lib.SUBMIT_FN
-def submit_trampoline(user_data, req):  # type: ignore[no-untyped-def]
+async_host_trampoline = _lib.ASYNC_HOST_FN(_async_host)
+
+
+def _submit(user_data: int | None, req: int | None) -> None:
     try:
         get_handle(user_data)(req)
     except BaseException as exc:  # noqa: BLE001 - the request must still finish
         _lib.lib.af_error_free(_lib.lib.af_lm_request_fail(req, error_from_exception(exc, 6)))
 
 
-@_lib.DONE_FN
-def done_trampoline(user_data):  # type: ignore[no-untyped-def]
+submit_trampoline = _lib.SUBMIT_FN(_submit)
+
+
+def _done(user_data: int | None) -> None:
     try:
         get_handle(user_data)()
     except BaseException:  # noqa: BLE001 - a done notification has nowhere to report
         pass
 
 
-@_lib.PROGRESS_FN
-def progress_trampoline(user_data, done, total):  # type: ignore[no-untyped-def]
+done_trampoline = _lib.DONE_FN(_done)
+
+
+def _progress(user_data: int | None, done: int, total: int) -> None:
     try:
         get_handle(user_data)(done, total)
     except BaseException:  # noqa: BLE001 - progress is advisory; the run goes on
         pass
 
 
-@_lib.STREAM_FN
-def stream_trampoline(user_data, eqn, item, text, length):  # type: ignore[no-untyped-def]
+progress_trampoline = _lib.PROGRESS_FN(_progress)
+
+
+def _stream(user_data: int | None, eqn: int, item: int, text: int | None, length: int) -> None:
     try:
         piece = None if not text else ctypes.string_at(text, length).decode("utf-8", "replace")
         get_handle(user_data)(eqn, item, piece)
     except BaseException:  # noqa: BLE001 - like progress: nothing may unwind into libaf
         pass
+
+
+stream_trampoline = _lib.STREAM_FN(_stream)
 
 
 destroy_trampoline = _lib.DESTROY_FN(_destroy)

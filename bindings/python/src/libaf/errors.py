@@ -11,6 +11,7 @@ traceback. The error's message is the exception's text only.
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 from . import _lib
 
@@ -158,7 +159,7 @@ class _Payload(ctypes.Structure):
 
 _MAGIC = 0x6C69626166507945  # "libafPyE"
 # address -> [the struct, the exception (None once forgotten)]
-_PAYLOADS: dict[int, list] = {}
+_PAYLOADS: dict[int, list[Any]] = {}
 
 
 def _destroy_payload(payload: int | None) -> None:
@@ -196,7 +197,7 @@ def error_from_exception(exc: BaseException, default_code: int) -> int | None:
     payload = _Payload(_MAGIC)
     addr = ctypes.addressof(payload)
     _PAYLOADS[addr] = [payload, exc]  # before the call: a failing one runs destroy
-    err = _lib.lib.af_error_new_with(code, msg, len(msg), addr, _destroy_payload_fn)
+    err: int | None = _lib.lib.af_error_new_with(code, msg, len(msg), addr, _destroy_payload_fn)
     if not err:  # out of memory (destroy has run): the message alone, if that fits
         err = _lib.lib.af_error_new(code, msg, len(msg))
     return err
@@ -210,7 +211,8 @@ def _carried(err: int) -> BaseException | None:
     entry = _PAYLOADS.get(payload)
     if entry is None or entry[0].magic != _MAGIC:
         return None  # another binding's payload (or one already destroyed)
-    return entry[1]
+    exc: BaseException | None = entry[1]
+    return exc
 
 
 # The C functions (and options) libaf's hints name, as a Python caller spells

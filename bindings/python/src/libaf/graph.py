@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+from typing import Any
 
 from . import _lib
 from ._lib import lib
@@ -13,13 +14,14 @@ from .errors import check
 __all__ = ["graph_verify", "graph_to_json", "graph_from_json"]
 
 
-def graph_verify(data: bytes, ctx: Context | None = None) -> dict:
+def graph_verify(data: bytes, ctx: Context | None = None) -> dict[str, Any]:
     """Runs every loader check on .afg bytes; returns the summary (versions,
     producer, sizes, equations, primitives, host functions)."""
     data = bytes(data)
     b = _lib.Bytes()
     check(lib.af_graph_verify(current(ctx)._handle, data, len(data), ctypes.byref(b)))
-    return json.loads(_lib.take_bytes(b))
+    summary: dict[str, Any] = json.loads(_lib.take_bytes(b))
+    return summary
 
 
 def graph_to_json(data: bytes, ctx: Context | None = None) -> str:

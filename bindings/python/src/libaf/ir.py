@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import _lib
 from ._lib import lib
@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 __all__ = ["Ir"]
 
 
-def _ir_out(call) -> "Ir":  # type: ignore[no-untyped-def]
+def _ir_out(call: Callable[[Any], int | None]) -> "Ir":
+    """The IR a C call(&out) makes (call returns its af_error_t*)."""
     out = ctypes.c_void_p()
     check(call(ctypes.byref(out)))
     return Ir._own(out.value)
@@ -32,7 +33,7 @@ def _index(i: int) -> int:
     return i
 
 
-def _path(path: str | os.PathLike) -> bytes:
+def _path(path: str | os.PathLike[str]) -> bytes:
     return os.fsencode(path)
 
 
@@ -92,11 +93,13 @@ class Ir:
 
     @property
     def eqn_count(self) -> int:
-        return lib.af_ir_eqn_count(self._ptr)
+        n: int = lib.af_ir_eqn_count(self._ptr)
+        return n
 
     @property
     def input_count(self) -> int:
-        return lib.af_ir_input_count(self._ptr)
+        n: int = lib.af_ir_input_count(self._ptr)
+        return n
 
     @property
     def prims(self) -> list[str]:
@@ -117,26 +120,28 @@ class Ir:
 
     # -- inspection (JSON documents of af.h's af_ir_json family, parsed) ------
 
-    def _json(self, call) -> Any:  # type: ignore[no-untyped-def]
+    def _json(self, call: Callable[[Any], int | None]) -> dict[str, Any]:
+        """The JSON document a C call(&bytes) writes, parsed (an object)."""
         b = _lib.Bytes()
         check(call(ctypes.byref(b)))
-        return json.loads(_lib.take_bytes(b).decode("utf-8"))
+        doc: dict[str, Any] = json.loads(_lib.take_bytes(b).decode("utf-8"))
+        return doc
 
     def inspect(self) -> dict[str, Any]:
         """The whole IR: inputs, outputs, topological_order, vars (producer,
         consumers) and eqns."""
-        return self._json(lambda b: lib.af_ir_json(self._ptr, b))  # type: ignore[no-any-return]
+        return self._json(lambda b: lib.af_ir_json(self._ptr, b))
 
     def eqn(self, i: int) -> dict[str, Any]:
         """Equation i: prim, in (vars or literals with kinds), out, deps,
         params, subs, tags."""
-        return self._json(lambda b: lib.af_ir_eqn_json(self._ptr, _index(i), b))  # type: ignore[no-any-return]
+        return self._json(lambda b: lib.af_ir_eqn_json(self._ptr, _index(i), b))
 
     def var(self, v: int) -> dict[str, Any]:
         """Variable v: kind, producer (None for an input), consumers."""
         if not isinstance(v, int) or not 0 <= v < 2**32:
             raise IndexError(f"variable id must be a non-negative int, got {v!r}")
-        return self._json(lambda b: lib.af_ir_var_json(self._ptr, v, b))  # type: ignore[no-any-return]
+        return self._json(lambda b: lib.af_ir_var_json(self._ptr, v, b))
 
     def sub(self, i: int, path: str) -> "Ir":
         """The sub-IR at path of equation i ("body", "branches/billing")."""
@@ -146,11 +151,11 @@ class Ir:
     def _related(self, i: int, flags: int, max_bytes: int | None) -> dict[str, Any]:
         idx = _index(i)
         if max_bytes is None:
-            return self._json(lambda b: lib.af_ir_related_json(self._ptr, idx, flags, b))  # type: ignore[no-any-return]
+            return self._json(lambda b: lib.af_ir_related_json(self._ptr, idx, flags, b))
         # 0 would mean the default in C: reject it rather than surprise.
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or not 0 < max_bytes < 2**64:
             raise ValueError(f"max_bytes must be a positive int (bytes), got {max_bytes!r}")
-        return self._json(lambda b: lib.af_ir_related_json_with(self._ptr, idx, flags, max_bytes, b))  # type: ignore[no-any-return]
+        return self._json(lambda b: lib.af_ir_related_json_with(self._ptr, idx, flags, max_bytes, b))
 
     def ancestors(self, i: int, deep: bool = False, *, max_bytes: int | None = None) -> dict[str, Any]:
         """{"eqns": [...]} equation i transitively reads; with deep also
@@ -183,7 +188,7 @@ class Ir:
     def cost(self, batch: int = 1) -> dict[str, Any]:
         """Dry-run LM cost for batch examples: calls per model in total and on
         the critical path."""
-        return self._json(lambda b: lib.af_ir_cost_json(self._ptr, batch, b))  # type: ignore[no-any-return]
+        return self._json(lambda b: lib.af_ir_cost_json(self._ptr, batch, b))
 
     def __str__(self) -> str:
         return self.to_text()
@@ -195,7 +200,8 @@ class Ir:
         return isinstance(other, Ir) and bool(lib.af_ir_equal(self._ptr, other._ptr))
 
     def __hash__(self) -> int:
-        return lib.af_ir_hash(self._ptr)
+        h: int = lib.af_ir_hash(self._ptr)
+        return h
 
     # -- transforms (each returns a new IR) -------------------------------------
 
@@ -234,13 +240,13 @@ class Ir:
 
     # -- saved graphs --------------------------------------------------------------
 
-    def save(self, path: str | os.PathLike) -> None:
+    def save(self, path: str | os.PathLike[str]) -> None:
         """Writes the .afg file (atomically: temporary file, then rename)."""
         p = _path(path)
         check(lib.af_ir_save(self._ptr, p, len(p)))
 
     @classmethod
-    def load(cls, path: str | os.PathLike, ctx: Context | None = None) -> "Ir":
+    def load(cls, path: str | os.PathLike[str], ctx: Context | None = None) -> "Ir":
         """Reads and checks an .afg file."""
         p = _path(path)
         c = current(ctx)._handle

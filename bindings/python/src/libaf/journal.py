@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+from typing import Any
 
 from . import _lib
 from ._lib import lib
@@ -26,14 +27,14 @@ from .errors import check
 __all__ = ["journal_summary", "journal_compact"]
 
 
-def _path(path: str | os.PathLike) -> bytes:
+def _path(path: str | os.PathLike[str]) -> bytes:
     p = os.fsencode(path)
     if not p:
         raise ValueError("journal path must not be empty")
     return p
 
 
-def journal_summary(path: str | os.PathLike) -> dict:
+def journal_summary(path: str | os.PathLike[str]) -> dict[str, Any]:
     """What a run journal holds, as a dict::
 
         {"program": "<hash hex>", "inputs": "<hash hex>", "calls": N,
@@ -51,10 +52,11 @@ def journal_summary(path: str | os.PathLike) -> dict:
     p = _path(path)
     b = _lib.Bytes()
     check(lib.af_journal_summary_json(p, len(p), ctypes.byref(b)))
-    return json.loads(_lib.take_bytes(b))
+    summary: dict[str, Any] = json.loads(_lib.take_bytes(b))
+    return summary
 
 
-def journal_compact(path: str | os.PathLike) -> None:
+def journal_compact(path: str | os.PathLike[str]) -> None:
     """Compacts a run journal that no run is writing: folds its write-ahead
     log into the file and frees unused pages. The journal stays valid and
     resumable.

@@ -133,7 +133,7 @@ def fold(ctx: Context | None = None) -> Iterator[None]:
         check(lib.af_fold_pop(c))
 
 
-def _as_ir(f: Traceable, examples: list, what: str, ctx: Context) -> Ir:
+def _as_ir(f: Traceable, examples: list[Value], what: str, ctx: Context) -> Ir:
     if isinstance(f, Ir):
         return f
     if not callable(f):
@@ -286,7 +286,7 @@ def _any_true(mask: Tree) -> bool:
     return False
 
 
-def lm_call(messages: Tree, model: Tree, ctx: Context | None = None, *, params: dict | None = None) -> Value:
+def lm_call(messages: Tree, model: Tree, ctx: Context | None = None, *, params: dict[str, Any] | None = None) -> Value:
     """The reply text of an LM call. messages: [{"role", "content"}, ...].
     params: sampling params (temperature, top_p, max_tokens, seed, stop),
     part of the recorded equation."""
@@ -301,18 +301,18 @@ def lm_call(messages: Tree, model: Tree, ctx: Context | None = None, *, params: 
 
 @overload
 def lm_schema_call(
-    messages: Tree, model: Tree, schema: Tree, ctx: Context | None = None, *, params: dict | None = None
+    messages: Tree, model: Tree, schema: Tree, ctx: Context | None = None, *, params: dict[str, Any] | None = None
 ) -> Value: ...
 
 
 @overload
 def lm_schema_call(
-    messages: Tree, model: Tree, schema: Any, ctx: Context | None = None, *, params: dict | None = None
+    messages: Tree, model: Tree, schema: Any, ctx: Context | None = None, *, params: dict[str, Any] | None = None
 ) -> Any: ...
 
 
 def lm_schema_call(
-    messages: Tree, model: Tree, schema: Any, ctx: Context | None = None, *, params: dict | None = None
+    messages: Tree, model: Tree, schema: Any, ctx: Context | None = None, *, params: dict[str, Any] | None = None
 ) -> Any:
     """Structured output: the reply parsed and validated against schema.
 
@@ -337,7 +337,7 @@ def lm_schema_call(
     return as_type(out, tp)
 
 
-def _lm_schema_call(cx: Context, messages: Tree, model: Tree, schema: Tree, params: dict | None) -> Value:
+def _lm_schema_call(cx: Context, messages: Tree, model: Tree, schema: Tree, params: dict[str, Any] | None) -> Value:
     c = cx._handle
     mv, mo, sv = to_value(messages), to_value(model), to_value(schema)
     if params is None:
@@ -366,7 +366,7 @@ def lm_tool_call(
     tools: Tree,
     ctx: Context | None = None,
     *,
-    params: dict | None = None,
+    params: dict[str, Any] | None = None,
 ) -> Value:
     """An LM call offering tools the model may call (af_lm_tool_call).
 

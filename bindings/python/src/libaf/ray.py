@@ -57,9 +57,9 @@ from .trace import trace
 from .value import Kind, Value
 
 try:  # Ray is optional: the module imports without it, run() asks for it.
-    import ray as _ray
+    import ray as _ray  # type: ignore[import-not-found,import-untyped,unused-ignore]  # optional; stubs vary
 except ImportError:  # pragma: no cover - exercised only without ray
-    _ray = None
+    _ray = None  # type: ignore[assignment,unused-ignore]  # not a module, where ray is typed
 
 __all__ = ["Tool", "WorkerSpec", "ShardError", "run", "run_in_process"]
 
@@ -141,7 +141,7 @@ def _is_error(v: Any) -> bool:
             and set(v["error"]) == {"code", "name", "message"})
 
 
-def _skeleton(v: Value, leaves: list) -> Any:
+def _skeleton(v: Value, leaves: list[Value]) -> Any:
     """The container structure of a traced output, leaves numbered."""
     k = v.kind
     if k == Kind.DICT:
@@ -152,7 +152,7 @@ def _skeleton(v: Value, leaves: list) -> Any:
     return len(leaves) - 1
 
 
-def _fill(skel: Any, leaves: list) -> Any:
+def _fill(skel: Any, leaves: list[Any]) -> Any:
     if isinstance(skel, dict):
         return {k: _fill(s, leaves) for k, s in skel.items()}
     if isinstance(skel, list):
@@ -160,7 +160,7 @@ def _fill(skel: Any, leaves: list) -> Any:
     return leaves[skel]
 
 
-def _stack(trees: list) -> Any:
+def _stack(trees: list[Any]) -> Any:
     """Items of one structure as one batched input: the structure once, each
     leaf the list of the items' values (docs/SEMANTICS.md §4 batch)."""
     t0 = trees[0]
@@ -198,7 +198,7 @@ class _Worker:
         # input signature -> (batched program over flat outputs, output skeleton)
         self.batched: dict[Any, tuple[Program, Any]] = {}
 
-    def _args(self, item: Any, index: int) -> tuple:
+    def _args(self, item: Any, index: int) -> tuple[Any, ...]:
         if self.n_inputs == 1:
             return (item,)
         if not isinstance(item, (list, tuple)) or len(item) != self.n_inputs:
@@ -207,13 +207,13 @@ class _Worker:
                              + (f" of {len(item)}" if isinstance(item, (list, tuple)) else ""))
         return tuple(item)
 
-    def _compiled(self, args: tuple, index: int) -> tuple[Program, Any]:
+    def _compiled(self, args: tuple[Any, ...], index: int) -> tuple[Program, Any]:
         sig = _signature(args)
         if sig not in self.batched:
-            skel: list = []
+            skel: list[Any] = []
 
-            def flat(*xs: Value) -> list:
-                leaves: list = []
+            def flat(*xs: Value) -> list[Value]:
+                leaves: list[Value] = []
                 skel.append(_skeleton(self.ir(*xs, ctx=self.ctx), leaves))
                 return leaves
 
@@ -224,14 +224,14 @@ class _Worker:
             self.batched[sig] = (flat_ir.batch(ctx=self.ctx).compile(self.ctx), skel[0])
         return self.batched[sig]
 
-    def run(self, start: int, items: list, journal_dir: Optional[str] = None) -> list:
+    def run(self, start: int, items: list[Any], journal_dir: Optional[str] = None) -> list[Any]:
         """Results of items (global indices start...), in order. With
         journal_dir, each batched run has its journal there (_journal_path)."""
         args = [self._args(x, start + i) for i, x in enumerate(items)]
         groups: dict[Any, list[int]] = {}
         for i, a in enumerate(args):
             groups.setdefault(_signature(a), []).append(i)
-        out: list = [None] * len(items)
+        out: list[Any] = [None] * len(items)
         for members in groups.values():
             program, skel = self._compiled(args[members[0]], start + members[0])
             columns = [_stack([args[i][k] for i in members]) for k in range(len(args[members[0]]))]
@@ -270,8 +270,8 @@ def _worker_for(job: str, program: bytes, spec: WorkerSpec) -> _Worker:
     return w
 
 
-def _run_shard(job: str, program: bytes, spec: WorkerSpec, shard: int, start: int, items: list,
-               journal_dir: Optional[str] = None) -> list:
+def _run_shard(job: str, program: bytes, spec: WorkerSpec, shard: int, start: int, items: list[Any],
+               journal_dir: Optional[str] = None) -> list[Any]:
     where = f"shard {shard} (items {start}..{start + len(items) - 1})"
     try:
         return _worker_for(job, program, spec).run(start, items, journal_dir)
@@ -284,7 +284,7 @@ def _run_shard(job: str, program: bytes, spec: WorkerSpec, shard: int, start: in
 # ---- the driver
 
 
-def _program_bytes(program: bytes | str | os.PathLike | Ir | Program) -> bytes:
+def _program_bytes(program: bytes | str | os.PathLike[str] | Ir | Program) -> bytes:
     if isinstance(program, (bytes, bytearray, memoryview)):
         return bytes(program)
     if isinstance(program, Ir):
@@ -301,11 +301,11 @@ def _program_bytes(program: bytes | str | os.PathLike | Ir | Program) -> bytes:
     raise TypeError(f"program: .afg bytes, a path, a libaf.Ir or a libaf.Program, got {type(program).__name__}")
 
 
-def _items(inputs: Any) -> list:
+def _items(inputs: Any) -> list[Any]:
     """A list of items; a ray.data.Dataset's rows (one column: its value;
     several: the row as a dict)."""
     if hasattr(inputs, "iter_rows") and hasattr(inputs, "schema"):
-        rows = []
+        rows: list[Any] = []
         for row in inputs.iter_rows():
             row = dict(row)
             rows.append(next(iter(row.values())) if len(row) == 1 else row)
@@ -315,7 +315,7 @@ def _items(inputs: Any) -> list:
     return list(inputs)
 
 
-def _journal_dir(journal_dir: Optional[str | os.PathLike]) -> Optional[str]:
+def _journal_dir(journal_dir: Optional[str | os.PathLike[str]]) -> Optional[str]:
     """journal_dir made absolute on the driver: a worker's working directory
     is not the driver's."""
     if journal_dir is None:
@@ -334,9 +334,9 @@ def _shards(n: int, shard_size: int) -> list[tuple[int, int]]:
     return [(s, min(s + shard_size, n)) for s in range(0, n, shard_size)]
 
 
-def run_in_process(program: bytes | str | os.PathLike | Ir | Program, inputs: Any,
+def run_in_process(program: bytes | str | os.PathLike[str] | Ir | Program, inputs: Any,
                    spec: Optional[WorkerSpec] = None, *, shard_size: int = 64,
-                   journal_dir: Optional[str | os.PathLike] = None) -> list:
+                   journal_dir: Optional[str | os.PathLike[str]] = None) -> list[Any]:
     """What :func:`run` computes, in this process and without Ray: the same
     loading, batching and per-item errors, shard after shard, and the same
     journals in journal_dir (so either may resume the other's job)."""
@@ -353,10 +353,10 @@ def run_in_process(program: bytes | str | os.PathLike | Ir | Program, inputs: An
     return out
 
 
-def run(program: bytes | str | os.PathLike | Ir | Program, inputs: Any, spec: Optional[WorkerSpec] = None, *,
+def run(program: bytes | str | os.PathLike[str] | Ir | Program, inputs: Any, spec: Optional[WorkerSpec] = None, *,
         shard_size: int = 64, max_retries: int = 3, progress: Optional[Callable[[int, int], None]] = None,
         num_cpus: float = 1, max_in_flight_shards: Optional[int] = None,
-        journal_dir: Optional[str | os.PathLike] = None) -> list:
+        journal_dir: Optional[str | os.PathLike[str]] = None) -> list[Any]:
     """Runs program over inputs on the Ray cluster (``ray.init`` first, or
     Ray starts a local one) and returns one result per item, in input order:
     the program's output or the item's error value.
@@ -398,8 +398,8 @@ def run(program: bytes | str | os.PathLike | Ir | Program, inputs: Any, spec: Op
         return []
     task = _ray.remote(_run_shard).options(max_retries=max_retries, num_cpus=num_cpus, retry_exceptions=False)
     job, data_ref, spec_ref = uuid.uuid4().hex, _ray.put(data), _ray.put(spec)
-    results: list = [None] * len(shards)
-    owner: dict = {}
+    results: list[Any] = [None] * len(shards)
+    owner: dict[Any, int] = {}  # ObjectRef of a shard's task -> the shard
     next_shard, done = 0, 0
     limit = max_in_flight_shards or len(shards)
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import typing
-from typing import Any, Literal, Mapping, Union, get_args, get_origin
+from typing import Any, Literal, Mapping, TypeVar, Union, get_args, get_origin, overload
 
 from .value import Value
 
@@ -53,6 +53,7 @@ except ImportError:  # pragma: no cover - Python 3.9
     _UnionType = None  # type: ignore[assignment,misc,unused-ignore]
 
 _Annotated: Any = getattr(typing, "Annotated", None)
+_T = TypeVar("_T")
 # Wrappers of a TypedDict key's type that do not change it.
 _KEY_WRAPPERS = ("Required", "NotRequired", "ReadOnly")
 
@@ -363,6 +364,14 @@ def _foreign(m: Any, node: Any, leaf: Any, path: str, need: Any, bound: Any) -> 
 
 
 # -- values to instances ------------------------------------------------------
+
+
+@overload
+def as_type(value: Any, tp: type[_T]) -> _T: ...
+
+
+@overload
+def as_type(value: Any, tp: Any) -> Any: ...
 
 
 def as_type(value: Any, tp: Any) -> Any:

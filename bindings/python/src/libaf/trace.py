@@ -13,7 +13,7 @@ import ctypes
 import functools
 import json
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, AbstractSet, Any, Callable, Sequence, Union, overload
 
 from . import _callbacks, _lib
 from ._lib import lib
@@ -27,7 +27,10 @@ if TYPE_CHECKING:
 
 __all__ = ["trace", "Traced"]
 
-Static = Any  # a bool tree prefix of the inputs, or a collection of positions
+#: Which inputs are static (``static=``) or lists of any length (``lists=``):
+#: a bool tree that is a prefix of the list of inputs (True = all of them), or
+#: a tuple or set of input positions.
+Static = Union[Tree, AbstractSet[int]]
 
 
 def _mask(static: Static, n: int) -> Tree:
@@ -42,7 +45,8 @@ def _mask(static: Static, n: int) -> Tree:
         if bad:
             raise IndexError(f"static positions {sorted(bad)} out of range for {n} inputs")
         return [i in static for i in range(n)]
-    return static
+    mask: Tree = static  # type: ignore[assignment]  # a set here is not positions: to_value refuses it
+    return mask
 
 
 # The lists of any length among the inputs of the traces running now: the
@@ -198,7 +202,7 @@ class Traced:
         self.static = static
         self.lists = lists
         self._ctx = ctx
-        self._cache: dict[Any, tuple[Ir, Any]] = {}
+        self._cache: dict[Any, tuple[Ir, Program]] = {}
         self._lock = threading.Lock()
         functools.update_wrapper(self, fn)
 
@@ -208,9 +212,11 @@ class Traced:
 
     def compile(self, *examples: Tree) -> "Program":
         """The compiled program for examples' shape (cached)."""
-        return self._entry(examples)[1]
+        program = self._entry(examples)[1]
+        # None only inside a trace (or on placeholders), where nothing is compiled.
+        return program  # type: ignore[return-value]
 
-    def _entry(self, args: Sequence[Tree]) -> tuple[Ir, Any]:
+    def _entry(self, args: Sequence[Tree]) -> tuple[Ir, Program | None]:
         ctx = current(self._ctx)
         if any(isinstance(a, Value) and a.is_placeholder for a in args) or lib.af_is_tracing():
             # Shapes of placeholders are not visible from Python: no cache.
@@ -236,8 +242,23 @@ class Traced:
         return f"<libaf.Traced {getattr(self.fn, '__qualname__', self.fn)!r}>"
 
 
+@overload
+def trace(fn: None = None, *, static: Static = None, lists: Static = None,
+          ctx: Context | None = None) -> Callable[[Callable[..., Tree]], Traced]: ...
+
+
+@overload
+def trace(fn: Callable[..., Tree], *, static: Static = None, lists: Static = None,
+          ctx: Context | None = None) -> Traced: ...
+
+
+@overload
+def trace(fn: Callable[..., Tree], example: Tree, /, *examples: Tree, static: Static = None,
+          lists: Static = None, ctx: Context | None = None) -> Ir: ...
+
+
 def trace(fn: Callable[..., Tree] | None = None, *examples: Tree, static: Static = None,
-          lists: Static = None, ctx: Context | None = None) -> Any:
+          lists: Static = None, ctx: Context | None = None) -> Traced | Ir | Callable[[Callable[..., Tree]], Traced]:
     """Traces a Python function.
 
     - ``trace(fn, *examples, static=None, lists=None)`` -> :class:`Ir`, traced

@@ -12,17 +12,22 @@ import ctypes
 import enum
 import json
 import threading
-from typing import Any, Iterable, Iterator, Union
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Union
 
 from . import _blocking, _lib
 from ._lib import lib
 from .errors import check
 
+if TYPE_CHECKING:
+    from .context import Context
+
 __all__ = ["Kind", "Value", "to_value", "to_py", "Tree"]
 
 #: What every libaf entry point accepts as a value: a Value or plain Python
-#: data that may hold Values.
-Tree = Union["Value", None, bool, int, float, str, list, tuple, dict]
+#: data that may hold Values. The items of a list or tuple and the values of
+#: a dict (keys are str) are Trees too; they are typed Any because list and
+#: dict are invariant: a ``list[str]`` is not a ``list[Tree]``.
+Tree = Union["Value", None, bool, int, float, str, list[Any], tuple[Any, ...], dict[str, Any]]
 
 
 class Kind(enum.IntEnum):
@@ -222,7 +227,8 @@ class Value:
     def __int__(self) -> int:
         if self.kind != Kind.INT:
             raise TypeError(f"int() of a {self.kind.name.lower()} value")
-        return self.to_py()
+        value: int = self.to_py()
+        return value
 
     def __float__(self) -> float:
         if self.kind not in (Kind.INT, Kind.FLOAT):
@@ -248,7 +254,8 @@ class Value:
         if self.is_placeholder:
             return False
         try:
-            return self.to_py() == (other.to_py() if isinstance(other, Value) else other)
+            equal: bool = self.to_py() == (other.to_py() if isinstance(other, Value) else other)
+            return equal
         except Exception:
             return False
 
@@ -314,14 +321,14 @@ def settle(values: Iterable[Value]) -> None:
     nothing is done: the read evaluates them, as it always did."""
     if not _blocking.can_hop():
         return
-    pending: dict[Any, list[Value]] = {}
+    pending: dict[Context, list[Value]] = {}
     _pending(values, pending)
     for ctx, vals in pending.items():
         if ctx._ptr:  # a closed context's promises: the read says so
             ctx._settle(vals)
 
 
-def _pending(values: Iterable[Value], into: dict) -> None:
+def _pending(values: Iterable[Value], into: dict[Context, list[Value]]) -> None:
     for v in values:
         owner = v._ctx
         if owner is None or lib.af_value_ready(v._ptr):
@@ -418,8 +425,8 @@ _CONTAINERS = (list, tuple, dict)
 _INTERN_MAX = 4096
 _INTERN_LEN = 64
 _interned: dict[str, Value] = {}
-_key_sets: dict[tuple, tuple[Any, Any]] = {}
-_consts: dict[Any, int] = {}
+_key_sets: dict[tuple[str, ...], tuple[ctypes.Array[ctypes.c_char_p], ctypes.Array[ctypes.c_size_t]]] = {}
+_consts: dict[bool | None, int] = {}
 _intern_lock = threading.Lock()
 _byref = ctypes.byref
 _c_void_p = ctypes.c_void_p
@@ -442,7 +449,7 @@ def _str_value(s: str) -> Value:
     return v
 
 
-def _str_ptr(s: str, temps: list, keep: list) -> int:
+def _str_ptr(s: str, temps: list[int | None], keep: list[Value]) -> int:
     """A handle of str s, its Value kept alive by keep while it is used."""
     if len(s) <= _INTERN_LEN:
         v = _str_value(s)
@@ -455,7 +462,7 @@ def _str_ptr(s: str, temps: list, keep: list) -> int:
     return out.value  # type: ignore[return-value]
 
 
-def _const_ptr(obj: Any) -> int:
+def _const_ptr(obj: bool | None) -> int:
     """The interned handle of None, True or False."""
     p = _consts.get(obj)
     if p is None:
@@ -464,14 +471,16 @@ def _const_ptr(obj: Any) -> int:
             check(lib.af_value_null(_ctx_handle(), _byref(out)))
         else:
             check(lib.af_value_bool(_ctx_handle(), 1 if obj else 0, _byref(out)))
+        made = out.value
+        assert made is not None  # the call succeeded
         with _intern_lock:
-            p = _consts.setdefault(obj, out.value)
+            p = _consts.setdefault(obj, made)
         if p != out.value:
             lib.af_value_free(out.value)
     return p
 
 
-def _leaf_ptr(obj: Any, temps: list, keep: list) -> int:
+def _leaf_ptr(obj: Any, temps: list[int | None], keep: list[Value]) -> int:
     """A handle of a plain leaf, as _leaf makes it (NaN and infinity
     included); _Slow for what _leaf would refuse."""
     t = type(obj)
@@ -534,7 +543,7 @@ def _json_value(obj: Any) -> Value:
     return v
 
 
-def _plain_ptr(obj: Any, temps: list, keep: list) -> int:
+def _plain_ptr(obj: Any, temps: list[int | None], keep: list[Value]) -> int:
     if type(obj) in _CONTAINERS:
         v = _json_value(obj)
         keep.append(v)
@@ -542,7 +551,7 @@ def _plain_ptr(obj: Any, temps: list, keep: list) -> int:
     return _leaf_ptr(obj, temps, keep)
 
 
-def _keys_of(d: dict) -> tuple[Any, Any]:
+def _keys_of(d: dict[str, Any]) -> tuple[ctypes.Array[ctypes.c_char_p], ctypes.Array[ctypes.c_size_t]]:
     """The C key and length arrays of d's keys (all str), shared per key set."""
     keys = tuple(d)
     hit = _key_sets.get(keys)
@@ -557,7 +566,7 @@ def _keys_of(d: dict) -> tuple[Any, Any]:
     return hit
 
 
-def _scan(obj: Any, temps: list, found: list, keep: list) -> int | None:
+def _scan(obj: Any, temps: list[int | None], found: list[Value], keep: list[Value]) -> int | None:
     """The handle of a container holding Values, built (in temps); None for
     a plain container (nothing built). Values met go to found, interned
     ones used to keep. _Slow for a non-str key or an unknown leaf type."""
@@ -570,7 +579,7 @@ def _scan(obj: Any, temps: list, found: list, keep: list) -> int | None:
         items = obj
     if _SCALAR_SET.issuperset(map(type, items)):
         return None  # leaves only (the common case), checked at C speed
-    built: list | None = None
+    built: list[int | None] | None = None
     for i, x in enumerate(items):
         tx = type(x)
         if tx in _SCALARS:
@@ -610,7 +619,7 @@ def _scan(obj: Any, temps: list, found: list, keep: list) -> int | None:
         lib.af_error_free(err)
         raise _Slow  # e.g. nesting deeper than libaf allows: say it as before
     temps.append(out.value)
-    return out.value  # type: ignore[return-value]
+    return out.value
 
 
 def to_value(obj: Tree) -> Value:
@@ -625,9 +634,9 @@ def to_value(obj: Tree) -> Value:
         return _str_value(obj)  # type: ignore[arg-type]
     if t not in _CONTAINERS:
         return _to_value_per_leaf(obj)
-    temps: list = []
-    found: list = []
-    keep: list = []
+    temps: list[int | None] = []
+    found: list[Value] = []
+    keep: list[Value] = []
     try:
         root = _scan(obj, temps, found, keep)
         if root is None:
