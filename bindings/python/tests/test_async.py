@@ -233,3 +233,32 @@ def test_progress_true_uses_tqdm_when_installed(ctx: libaf.Context, capsys: pyte
     assert program(["a", "b", "c", "d"], progress=True).to_py()[3] == "m|q d"
     err = capsys.readouterr().err
     assert "4 LM calls" in err and "equations 3/3" in err, err
+
+
+def test_cancel_scope_stops_eager_calls_of_its_thread(ctx: libaf.Context) -> None:
+    echo = libaf.Provider.echo(latency_ms=5000)
+    ctx.route("*", echo)
+    token = libaf.CancelToken()
+    threading.Timer(0.1, token.trigger).start()
+    start = time.monotonic()
+    with ctx.cancel_scope(token):
+        with pytest.raises(libaf.Cancelled, match="cancel scope"):
+            libaf.lm_call(MSG, "m", ctx=ctx)
+    assert time.monotonic() - start < 2.0
+    # Out of the scope the context works as before.
+    ctx.route("*", libaf.Provider.echo())
+    assert libaf.lm_call(MSG, "m", ctx=ctx).to_py() == "m|hi"
+    with pytest.raises(TypeError, match="CancelToken"):
+        with ctx.cancel_scope("no"):  # type: ignore[arg-type]
+            pass
+
+
+def test_ir_acall(ctx: libaf.Context) -> None:
+    ctx.route("*", libaf.Provider.echo(latency_ms=50))
+    ir = libaf.trace(lambda x: libaf.lm_call([{"role": "user", "content": x}], "m"), "x", ctx=ctx)
+
+    async def main() -> str:
+        out = await ir.acall("q", ctx=ctx)
+        return out.to_py()
+
+    assert asyncio.run(main()) == "m|q"

@@ -77,23 +77,49 @@ def abandoned_call_frees_its_context(ctx: libaf.Context, slow: Slow) -> None:
     assert ctx._orphan is None and ctx._holds == 0
 
 
-def test_ctrl_c_interrupts_an_ir_call() -> None:
-    slow = Slow()
-    ctx = libaf.Context()
-    ctx.route("*", libaf.Provider.host(slow))
-    ir = libaf.trace(lambda q: libaf.lm_call([{"role": "user", "content": q}], "m"), "q", ctx=ctx)
-    took = interrupt(lambda: ir("q", ctx=ctx))
-    assert took < PROMPT_S, f"KeyboardInterrupt {took:.2f} s after SIGINT"
-    abandoned_call_frees_its_context(ctx, slow)
+def test_ctrl_c_cancels_an_ir_call() -> None:
+    echo = libaf.Provider.echo(latency_ms=SLOW_MS)
+    with libaf.Context() as ctx:
+        ctx.route("*", echo)
+        ir = libaf.trace(lambda q: libaf.lm_call([{"role": "user", "content": q}], "m"), "q", ctx=ctx)
+        took = interrupt(lambda: ir("q", ctx=ctx))
+        assert took < PROMPT_S, f"KeyboardInterrupt {took:.2f} s after SIGINT"
+        assert wait_idle(echo), "the run was not cancelled"
+        assert ctx._orphan is None and ctx._holds == 0  # nothing left running on it
 
 
-def test_ctrl_c_interrupts_an_eager_lm_call() -> None:
-    slow = Slow()
-    ctx = libaf.Context()
-    ctx.route("*", libaf.Provider.host(slow))
-    took = interrupt(lambda: libaf.lm_call(MSG, "m", ctx=ctx))
-    assert took < PROMPT_S, f"KeyboardInterrupt {took:.2f} s after SIGINT"
-    abandoned_call_frees_its_context(ctx, slow)
+def test_ctrl_c_cancels_an_eager_lm_call() -> None:
+    echo = libaf.Provider.echo(latency_ms=SLOW_MS)
+    with libaf.Context() as ctx:
+        ctx.route("*", echo)
+        took = interrupt(lambda: libaf.lm_call(MSG, "m", ctx=ctx))
+        assert took < PROMPT_S, f"KeyboardInterrupt {took:.2f} s after SIGINT"
+        assert wait_idle(echo), "the LM request was not aborted"
+
+
+def test_under_another_sigint_handler_the_call_is_abandoned() -> None:
+    """A SIGINT handler of the program's own (here one raising
+    KeyboardInterrupt) gets no watcher: the call runs on a worker, the
+    waiting thread is interrupted, the call is abandoned to its end."""
+
+    def own_handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, own_handler)
+    try:
+        for call in ("ir", "lm_call"):
+            slow = Slow()
+            ctx = libaf.Context()
+            ctx.route("*", libaf.Provider.host(slow))
+            if call == "ir":
+                ir = libaf.trace(lambda q: libaf.lm_call([{"role": "user", "content": q}], "m"), "q", ctx=ctx)
+                took = interrupt(lambda: ir("q", ctx=ctx))
+            else:
+                took = interrupt(lambda: libaf.lm_call(MSG, "m", ctx=ctx))
+            assert took < PROMPT_S, f"KeyboardInterrupt {took:.2f} s after SIGINT"
+            abandoned_call_frees_its_context(ctx, slow)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def wait_idle(provider: libaf.Provider) -> bool:
@@ -154,14 +180,15 @@ def test_only_calls_that_may_wait_leave_the_thread(monkeypatch: pytest.MonkeyPat
         assert p.to_py() == "m|hi" and str(p) == "m|hi" and p.ready  # ready: read here
         assert libaf.concat(p, "!", ctx=eager).to_py() == "m|hi!"
         assert not hops
+        # So does an eager LM call, in a cancel scope on its context.
+        assert libaf.lm_call(MSG, "m", ctx=eager).to_py() == "m|hi"
+        assert not hops
         previous = signal.signal(signal.SIGINT, lambda *_: None)
-        try:
-            assert libaf.lm_call(MSG, "m", ctx=lazy).to_py() == "m|hi"  # evaluated on a worker
+        try:  # another SIGINT handler: no watcher, so a worker
+            assert libaf.lm_call(MSG, "m", ctx=lazy).to_py() == "m|hi"
+            assert libaf.lm_call(MSG, "m", ctx=eager).to_py() == "m|hi"
         finally:
             signal.signal(signal.SIGINT, previous)
-        assert len(hops) == 1
-        assert libaf.lm_call(MSG, "m", ctx=eager).to_py() == "m|hi"  # no cancel token: a worker
-        assert len(hops) == 2
         # Run scopes belong to their thread: calls in them stay on it.
         with eager.memoize():
             libaf.lm_call(MSG, "m", ctx=eager)

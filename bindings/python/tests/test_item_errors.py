@@ -53,6 +53,19 @@ def test_failing_items_become_error_values_and_the_rest_complete(ctx: libaf.Cont
         else:
             assert answers[i] == f"ok q{i}" and marked[i] == f"ok q{i}!"
     assert host.cancelled == 0
+    # to_py(errors=True): each failed item is the exception it stands for.
+    answers, marked = p(qs, item_errors=True).to_py(errors=True)
+    for i in range(9):
+        if i % 3 == 0:
+            assert isinstance(answers[i], libaf.ProviderError) and answers[i].code == 6
+            assert f"item q{i} refused" in str(answers[i]) and answers[i].message == str(answers[i])
+        else:
+            assert answers[i] == f"ok q{i}" and marked[i] == f"ok q{i}!"
+    failed = [a for a in answers if isinstance(a, libaf.Error)]
+    assert len(failed) == 3
+    # A dict that merely looks like one in other ways stays a dict.
+    look = libaf.to_value({"error": {"code": 6, "name": "PROVIDER"}, "x": 1}).to_py(errors=True)
+    assert look == {"error": {"code": 6, "name": "PROVIDER"}, "x": 1}
     # Without it the first failure fails the run.
     with pytest.raises(libaf.ProviderError, match="refused"):
         p(qs)

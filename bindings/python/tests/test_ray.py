@@ -71,6 +71,13 @@ def test_results_in_input_order_equal_a_single_process_run(cluster, program: Pat
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
 
 
+def test_progress_true_draws_a_bar_of_items(cluster, program: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert afray.run(program, tickets(40), echo_spec(), shard_size=16, progress=True) == [
+        expected(i) for i in range(40)]
+    err = capsys.readouterr().err
+    assert "40/40" in err and "items" in err, err
+
+
 def test_every_item_exactly_once_after_a_killed_worker(cluster, program: Path, tmp_path: Path) -> None:
     marker = tmp_path / "killed"
     die = functools.partial(ray_helpers.die_once, str(marker), "t37")

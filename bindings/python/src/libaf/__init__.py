@@ -86,12 +86,14 @@ __all__ = [
 
 def version() -> str:
     """"MAJOR.MINOR.PATCH" of the loaded libaf."""
-    return _c.af_version().decode()
+    version: str = _c.af_version().decode()
+    return version
 
 
 def abi_version() -> int:
     """AF_ABI_VERSION of the loaded libaf."""
-    return _c.af_abi_version()
+    abi: int = _c.af_abi_version()
+    return abi
 
 
 def register_function(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import queue
 import signal
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 from ._lib import lib
 from . import _loops
+from .errors import check
 
 if TYPE_CHECKING:
     from .context import Context
@@ -132,12 +134,26 @@ def run(fn: Callable[[], T], ctx: "Context | None" = None, cancel: Callable[[], 
             return fn()
         with _loops.blocked():
             return fn()
-    if cancel is not None and not _loops._awaiting and _sigint.arm(cancel):
-        # Stays on this thread: SIGINT wakes the watcher, which cancels it.
-        try:
-            return fn()
-        finally:
-            _sigint.disarm()
+    if not _loops._awaiting:
+        # Stays on this thread when SIGINT's watcher can stop it: through
+        # its own cancel token, or a cancel scope on ctx (which stops an
+        # eager operation's wait and aborts its requests, or a run).
+        if cancel is not None:
+            if _sigint.arm(cancel):
+                try:
+                    return fn()
+                finally:
+                    _sigint.disarm()
+        elif ctx is not None and ctx._ptr and _sigint.arm(_scope_token.trigger):
+            handle = ctx._ptr
+            try:
+                check(lib.af_cancel_scope_push(handle, _scope_token.get()))
+                try:
+                    return fn()
+                finally:
+                    check(lib.af_cancel_scope_pop(handle))
+            finally:
+                _sigint.disarm()
     call = _Call(fn)
     try:
         _submit(call)
@@ -236,9 +252,37 @@ class _SigintWatch:
     def forget(self) -> None:
         # A forked child has no watcher thread: the next arm() starts one.
         self._w, self._cancel = -1, None
+        _scope_token._ptr = None  # (the parent's handle: not freed here)
 
 
 _sigint = _SigintWatch()
+
+
+class _ScopeToken:
+    """The cancel token of the main thread's cancel scopes: one, until a
+    Ctrl-C fires it (a fired token stays fired), then a new one."""
+
+    def __init__(self) -> None:
+        self._ptr: int | None = None
+
+    def get(self) -> int:
+        if self._ptr is None or lib.af_cancel_triggered(self._ptr):
+            if self._ptr is not None:
+                lib.af_cancel_free(self._ptr)  # a scope holds its own reference
+                self._ptr = None
+            out = ctypes.c_void_p()
+            check(lib.af_cancel_new(ctypes.byref(out)))
+            self._ptr = out.value
+        assert self._ptr is not None
+        return self._ptr
+
+    def trigger(self) -> None:
+        ptr = self._ptr
+        if ptr is not None:
+            lib.af_cancel_trigger(ptr)
+
+
+_scope_token = _ScopeToken()
 
 
 # -- the workers ----------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from typing import Any
 from ctypes import (
     CFUNCTYPE,
     POINTER,
@@ -255,6 +256,8 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "af_cancel_trigger": (None, [P]),
     "af_cancel_triggered": (c_int, [P]),
     "af_cancel_free": (None, [P]),
+    "af_cancel_scope_push": (ERR, [P, P]),
+    "af_cancel_scope_pop": (ERR, [P]),
     "af_program_call": (ERR, [P, P, PP, c_size_t, PP]),
     "af_program_call_with": (ERR, [P, P, PP, c_size_t, POINTER(RunOptionsC), PP]),
     "af_program_call_async": (ERR, [P, P, PP, c_size_t, PP]),
@@ -341,7 +344,7 @@ def take_bytes(b: Bytes) -> bytes:
         lib.af_bytes_free(ctypes.byref(b))
 
 
-def handles(items: list) -> ctypes.Array:
+def handles(items: list[Any]) -> "ctypes.Array[ctypes.c_void_p]":
     """A C array of the raw handles of items (objects with a ._ptr)."""
     arr = (c_void_p * max(len(items), 1))()
     for i, item in enumerate(items):

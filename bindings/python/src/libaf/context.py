@@ -16,7 +16,7 @@ import inspect
 import json
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator
 
 from . import _blocking, _callbacks, _lib
 from ._loops import awaiting, call_soon
@@ -39,7 +39,7 @@ class Context:
         self,
         *,
         lazy: bool = False,
-        plan_cache: dict | None = None,
+        plan_cache: dict[str, Any] | None = None,
         host_threads: int | None = None,
         eager_timeout: float | None = None,
         host_wait: float | None = None,
@@ -66,7 +66,7 @@ class Context:
         # the handle close() left for the last of them to free.
         self._holds = 0
         self._orphan: int | None = None
-        self._entered: list[contextvars.Token] = []  # of the with blocks it is current in
+        self._entered: list[contextvars.Token[Context | None]] = []  # of the with blocks it is current in
         out = ctypes.c_void_p()
         options: dict[str, Any] = {}
         if lazy:
@@ -244,14 +244,15 @@ class Context:
                 return _blocking.run(lambda: _value_of(call, None), self)
         return _value_of(call, None)
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         """{"plan_cache": {"hits", "misses", "disk_hits", "evictions",
         "entries", "bytes", ...}, "lazy": {"recorded", "evaluated", "dropped",
         "pending", "evaluations", "timed_out", "cancelled"}} (af.h's
         af_context_stats lists every counter)."""
         b = _lib.Bytes()
         check(lib.af_context_stats(self._handle, ctypes.byref(b)))
-        return json.loads(_lib.take_bytes(b))
+        stats: dict[str, Any] = json.loads(_lib.take_bytes(b))
+        return stats
 
     # -- routes and host tools ----------------------------------------------
 
@@ -280,7 +281,7 @@ class Context:
     def register_function(
         self,
         name: str,
-        fn: Callable[..., Tree],
+        fn: Callable[..., Tree | Awaitable[Tree]],
         result_kinds: Tree,
         *,
         blocking: bool = False,
@@ -329,12 +330,12 @@ class Context:
 
     def tool(
         self, name: str, result_kinds: Tree, *, blocking: bool = False, pure: bool = False
-    ) -> Callable[[Callable[..., Tree]], Callable[..., Value]]:
+    ) -> Callable[[Callable[..., Tree | Awaitable[Tree]]], Callable[..., Value]]:
         """Decorator form of register_function (same blocking and pure); the
         decorated name becomes a function that calls the tool through libaf
         (recorded in a trace)."""
 
-        def register(fn: Callable[..., Tree]) -> Callable[..., Value]:
+        def register(fn: Callable[..., Tree | Awaitable[Tree]]) -> Callable[..., Value]:
             self.register_function(name, fn, result_kinds, blocking=blocking, pure=pure)
 
             def call(*args: Tree) -> Value:
@@ -359,14 +360,14 @@ class Context:
     # that thread starts, never to other threads' runs.
 
     @contextlib.contextmanager
-    def collect(self, collection: str) -> Iterator[dict]:
+    def collect(self, collection: str) -> Iterator[dict[str, list[Any]]]:
         """Every checkpoint of collection that runs inside the block appends
         its value under its key; the yielded dict is filled when the block
         ends: {key: [values in program order]} (docs/SEMANTICS.md §4), however
         the run was scheduled."""
         c = _lib.utf8(collection, "collection")
         check(lib.af_collect_push(self._handle, c, len(c)))
-        result: dict = {}
+        result: dict[str, list[Any]] = {}
         try:
             with _blocking.scope():
                 yield result
@@ -376,7 +377,7 @@ class Context:
             result.update(Value._own(out.value).to_py())
 
     @contextlib.contextmanager
-    def inject(self, collection: str, values: dict[str, list]) -> Iterator[None]:
+    def inject(self, collection: str, values: dict[str, list[Any]]) -> Iterator[None]:
         """Checkpoints of collection whose key has queued values yield them
         (one per hit, in program order) instead of their input, inside the
         block."""
@@ -388,6 +389,28 @@ class Context:
                 yield
         finally:
             check(lib.af_inject_pop(self._handle))
+
+    @contextlib.contextmanager
+    def cancel_scope(self, token: "CancelToken") -> Iterator[None]:
+        """Until the block ends, what this thread runs on this context ends
+        with Cancelled once ``token.trigger()`` is called (from any thread):
+        eager LM calls and async or blocking host calls (their requests
+        aborted; noticed within 20 ms), and IR and program calls whose
+        options give no cancel token of their own. A plain host tool runs on
+        this thread and is not interrupted. Scopes nest; the innermost token
+        is used. (Ctrl-C on the main thread already stops what it waits for
+        this way.)"""
+        from .program import CancelToken
+
+        if not isinstance(token, CancelToken):
+            raise TypeError(f"cancel_scope() needs a libaf.CancelToken, got {type(token).__name__}")
+        handle = self._handle
+        check(lib.af_cancel_scope_push(handle, token._ptr))
+        try:
+            with _blocking.scope():  # scopes belong to their thread: calls inside stay on it
+                yield
+        finally:
+            check(lib.af_cancel_scope_pop(handle))
 
     @contextlib.contextmanager
     def memoize(self) -> Iterator[None]:
@@ -500,11 +523,11 @@ _CALLBACK = 9  # AF_ERR_CALLBACK
 _CANCEL_POLL_S = 0.02
 
 
-def _start_coroutine(coro_fn: Callable[..., Any]) -> Callable[[list, int], None]:
+def _start_coroutine(coro_fn: Callable[..., Any]) -> Callable[[list[Value], int], None]:
     """The async host function for coro_fn: schedules it on coroutine_loop()
     and finishes the request from there (no libaf thread waits)."""
 
-    def start(args: list, req: int) -> None:
+    def start(args: list[Value], req: int) -> None:
         async def guarded() -> tuple[bool, Any]:
             # asyncio re-raises KeyboardInterrupt and SystemExit out of the
             # loop, which would end the thread every coroutine tool and host

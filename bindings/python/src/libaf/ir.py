@@ -58,13 +58,22 @@ class Ir:
     def __call__(self, *inputs: Tree, ctx: Context | None = None) -> Value:
         """Runs the IR on positional inputs (inlined when called inside a
         trace, recorded on a lazy context). Ctrl-C while it runs raises
-        KeyboardInterrupt at once; the run goes on to its end unseen."""
+        KeyboardInterrupt at once and cancels the run."""
         vals = [to_value(x) for x in inputs]
         cx = current(ctx)
         c = cx._handle
         return cx._op(lambda o: lib.af_ir_call(c, self._ptr, _lib.handles(vals), len(vals), o), vals, may_wait=True)
 
     call = __call__
+
+    async def acall(self, *inputs: Tree, ctx: Context | None = None) -> Value:
+        """__call__ for asyncio: runs the IR (compiled through the context's
+        plan cache) without blocking the running loop; see Program.acall.
+        Inside a trace or on a lazy context nothing waits: same as a call."""
+        cx = current(ctx)
+        if lib.af_is_tracing() or cx._lazy:
+            return self(*inputs, ctx=cx)
+        return await self.compile(cx).acall(*inputs, ctx=cx)
 
     def compile(self, ctx: Context | None = None) -> "Program":
         """A Program for the dataflow executor (validate, DCE, CSE, plan)."""

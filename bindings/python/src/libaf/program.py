@@ -86,16 +86,16 @@ class RunOptions:
     profile: bool = False
     item_errors: bool = False
     timeout: Optional[float] = None
-    profile_path: Optional[str | os.PathLike] = None
+    profile_path: Optional[str | os.PathLike[str]] = None
     progress: Optional[Callable[[int, int], None] | bool] = None
     cancel: Optional[CancelToken] = None
     summary: bool = False
     stream: Optional[Callable[[int, int, Optional[str]], None]] = None
     stream_tag: Optional[str] = None
     max_value_bytes: Optional[int] = None
-    journal: Optional[str | os.PathLike] = None
+    journal: Optional[str | os.PathLike[str]] = None
 
-    def _to_c(self) -> tuple[_lib.RunOptionsC, list]:
+    def _to_c(self) -> tuple[_lib.RunOptionsC, list[Any]]:
         """The C struct and what must stay alive while the run may use it."""
         o = _lib.RunOptionsC()
         o.struct_size = ctypes.sizeof(_lib.RunOptionsC)
@@ -111,7 +111,7 @@ class RunOptions:
                     or not 0 < self.max_value_bytes < 2**64):
                 raise ValueError(f"max_value_bytes must be a positive int (bytes), got {self.max_value_bytes!r}")
             o.max_value_bytes = self.max_value_bytes
-        keep: list = []
+        keep: list[Any] = []
         if self.profile_path is not None:
             p = os.fsencode(self.profile_path)
             keep.append(p)
@@ -153,7 +153,7 @@ class RunOptions:
         return o, keep
 
 
-def _opts(options: RunOptions | None, kwargs: dict) -> RunOptions | None:
+def _opts(options: RunOptions | None, kwargs: dict[str, Any]) -> RunOptions | None:
     if options is not None and kwargs:
         raise TypeError("pass either options= or option keywords, not both")
     return RunOptions(**kwargs) if kwargs else options
@@ -221,7 +221,7 @@ class Program:
         vals = [to_value(x) for x in inputs]
         settle(vals)  # the start reads promise inputs, evaluating them: interruptibly here
         out = ctypes.c_void_p()
-        keep: list = []
+        keep: list[Any] = []
         if opts is None:
             check(lib.af_program_call_async(c._handle, self._ptr, _lib.handles(vals), len(vals), ctypes.byref(out)))
         else:
@@ -238,17 +238,18 @@ class Program:
         in-flight LM requests included)."""
         vals = [to_value(x) for x in inputs]
         await settle_async(vals)
-        return await self.start(*vals, ctx=ctx, options=options, **option_kwargs)
+        out: Value = await self.start(*vals, ctx=ctx, options=options, **option_kwargs)
+        return out
 
     call_async = acall
 
-    def save(self, path: str | os.PathLike) -> None:
+    def save(self, path: str | os.PathLike[str]) -> None:
         """Writes the program (IR and plan) so Program.load runs it without compiling."""
         p = os.fsencode(path)
         check(lib.af_program_save(self._ptr, p, len(p)))
 
     @classmethod
-    def load(cls, path: str | os.PathLike, ctx: Context | None = None) -> "Program":
+    def load(cls, path: str | os.PathLike[str], ctx: Context | None = None) -> "Program":
         """Reads and checks a saved program (an .afg of a bare IR is compiled)."""
         c = current(ctx)
         p = os.fsencode(path)
@@ -265,7 +266,7 @@ class Future:
     cancels the run), or wait() from a thread. Dropping it does not cancel
     the run."""
 
-    def __init__(self, ptr: int | None, keep: list) -> None:
+    def __init__(self, ptr: int | None, keep: list[Any]) -> None:
         self._ptr = ptr
         self._keep = keep  # what the run uses: its context, cancel token, profile and journal paths
         # progress=True's bar, which waiting updates with the LM calls made.
@@ -318,14 +319,15 @@ class Future:
         check(lib.af_future_profile(self._ptr, ctypes.byref(b)))
         return _lib.take_bytes(b).decode("utf-8")
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """The run summary (needs summary=True): {"wall_ms", "total", "models":
         {model: {...}}}, each with calls, failed, prompt_tokens,
         completion_tokens, retries, queued_ms, in_flight_ms. Complete once the
         run finished (also when it failed), so far before."""
         b = _lib.Bytes()
         check(lib.af_future_summary_json(self._ptr, ctypes.byref(b)))
-        return json.loads(_lib.take_bytes(b))
+        summary: dict[str, Any] = json.loads(_lib.take_bytes(b))
+        return summary
 
     def _show_calls(self) -> None:
         """Shows the LM calls the run made so far on its bar."""

@@ -35,7 +35,7 @@ class ProgressBar:
         self._tty = sys.stderr.isatty()
         self._bar: Any = None
         try:
-            from tqdm.auto import tqdm  # optional: never a dependency
+            from tqdm.auto import tqdm  # type: ignore[import-untyped,import-not-found,unused-ignore]  # optional
         except ImportError:
             return
         self._bar = tqdm(total=total, unit=f" {unit}", desc=desc, leave=True, dynamic_ncols=True)

@@ -29,15 +29,17 @@ class LmRequest:
         b = _lib.Bytes()
         check(lib.af_lm_request_json(ptr, ctypes.byref(b)))
         #: {"model", "messages", ["schema", "json_schema"], ["tools"], ["tags"]}
-        self.json: dict = json.loads(_lib.take_bytes(b))
+        self.json: dict[str, Any] = json.loads(_lib.take_bytes(b))
 
     @property
     def model(self) -> str:
-        return self.json["model"]
+        model: str = self.json["model"]
+        return model
 
     @property
-    def messages(self) -> list[dict]:
-        return self.json["messages"]
+    def messages(self) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = self.json["messages"]
+        return messages
 
     @property
     def schema(self) -> Any:
@@ -45,7 +47,7 @@ class LmRequest:
         return self.json.get("schema")
 
     @property
-    def tools(self) -> list[dict] | None:
+    def tools(self) -> list[dict[str, Any]] | None:
         """The tools a tool-calling call (lm_tool_call) offers, else None.
         Answer such a request with {"content": str | None, "tool_calls":
         [{"id", "name", "arguments"}]} (as data or as its JSON text)."""
@@ -174,7 +176,7 @@ class Provider:
         raise TypeError("use Provider.echo(), .openai(), .replay() or .host(fn)")
 
     @classmethod
-    def _make(cls, ctor: Any, options: dict | None, kwargs: dict) -> "Provider":
+    def _make(cls, ctor: Any, options: dict[str, Any] | None, kwargs: dict[str, Any]) -> "Provider":
         if options is not None and kwargs:
             raise TypeError("pass options as a dict or as keywords, not both")
         opts = options if options is not None else kwargs
@@ -188,7 +190,7 @@ class Provider:
         return p
 
     @classmethod
-    def from_spec(cls, spec: dict | None = None, **kwargs: Any) -> "Provider":
+    def from_spec(cls, spec: dict[str, Any] | None = None, **kwargs: Any) -> "Provider":
         """Any built-in type from a spec naming it: ``{"type": "anthropic",
         ...options}`` (echo, openai, anthropic, ollama or replay), so a whole
         provider can come from a config file. ``Provider.from_spec(type=
@@ -196,21 +198,21 @@ class Provider:
         return cls._make(lib.af_provider_new, spec, kwargs)
 
     @classmethod
-    def echo(cls, options: dict | None = None, **kwargs: Any) -> "Provider":
+    def echo(cls, options: dict[str, Any] | None = None, **kwargs: Any) -> "Provider":
         """Deterministic and offline: answers "<model>|<last message>".
         Options: latency_ms, or latency_min_ms + latency_max_ms + seed;
         max_in_flight, name."""
         return cls._make(lib.af_provider_echo_new, options, kwargs)
 
     @classmethod
-    def openai(cls, options: dict | None = None, **kwargs: Any) -> "Provider":
+    def openai(cls, options: dict[str, Any] | None = None, **kwargs: Any) -> "Provider":
         """Any OpenAI-compatible endpoint. Options: base_url (required),
         api_key_env (the variable holding the key), max_in_flight,
         timeout_ms, max_retries, backoff_ms, backoff_max_ms, extra, name."""
         return cls._make(lib.af_provider_openai_new, options, kwargs)
 
     @classmethod
-    def replay(cls, options: dict | None = None, **kwargs: Any) -> "Provider":
+    def replay(cls, options: dict[str, Any] | None = None, **kwargs: Any) -> "Provider":
         """Answers from a recorded JSON Lines file. Options: path (required),
         mode ("replay" or "record"), upstream (a provider spec for record)."""
         return cls._make(lib.af_provider_replay_new, options, kwargs)
@@ -244,7 +246,7 @@ class Provider:
             raise ValueError(f"max_in_flight must be an int in [0, 2**32), got {n!r}")
         check(lib.af_provider_set_max_in_flight(self._ptr, n))
 
-    def set_options(self, options: dict | None = None, **kwargs: Any) -> None:
+    def set_options(self, options: dict[str, Any] | None = None, **kwargs: Any) -> None:
         """Changes the options every provider takes: max_in_flight,
         requests_per_minute, tokens_per_minute, schema_retries (keys not
         given keep their values)."""
@@ -253,14 +255,15 @@ class Provider:
         text = json.dumps(options if options is not None else kwargs).encode("utf-8")
         check(lib.af_provider_set_options(self._ptr, text, len(text)))
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         """{"submitted", "started", "finished", "in_flight", "queued",
         "peak_in_flight", "max_in_flight", "prompt_tokens",
         "completion_tokens", "requests_per_minute", "tokens_per_minute",
         "rate_waits", "schema_retries"}."""
         b = _lib.Bytes()
         check(lib.af_provider_stats(self._ptr, ctypes.byref(b)))
-        return json.loads(_lib.take_bytes(b))
+        stats: dict[str, Any] = json.loads(_lib.take_bytes(b))
+        return stats
 
     def __repr__(self) -> str:
         return "<libaf.Provider>"

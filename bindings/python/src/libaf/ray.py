@@ -52,6 +52,7 @@ from .context import Context
 from .errors import Error
 from .ir import Ir
 from .program import Program
+from .progress import ProgressBar
 from .provider import Provider
 from .trace import trace
 from .value import Kind, Value
@@ -125,7 +126,7 @@ class WorkerSpec:
 
 def _check_picklable(obj: Any, what: str) -> None:
     # What Ray ships functions with (plain pickle without Ray).
-    dumps = _ray.cloudpickle.dumps if _ray is not None else pickle.dumps
+    dumps: Callable[[Any], bytes] = _ray.cloudpickle.dumps if _ray is not None else pickle.dumps
     try:
         dumps(obj)
     except Exception as exc:  # noqa: BLE001 - any pickling failure
@@ -354,7 +355,7 @@ def run_in_process(program: bytes | str | os.PathLike[str] | Ir | Program, input
 
 
 def run(program: bytes | str | os.PathLike[str] | Ir | Program, inputs: Any, spec: Optional[WorkerSpec] = None, *,
-        shard_size: int = 64, max_retries: int = 3, progress: Optional[Callable[[int, int], None]] = None,
+        shard_size: int = 64, max_retries: int = 3, progress: Optional[Callable[[int, int], None] | bool] = None,
         num_cpus: float = 1, max_in_flight_shards: Optional[int] = None,
         journal_dir: Optional[str | os.PathLike[str]] = None) -> list[Any]:
     """Runs program over inputs on the Ray cluster (``ray.init`` first, or
@@ -364,7 +365,9 @@ def run(program: bytes | str | os.PathLike[str] | Ir | Program, inputs: Any, spe
     program: .afg bytes, a path to one, a libaf.Ir or a libaf.Program. An
       item is the program's input, or a tuple of its inputs when it takes
       several.
-    progress: progress(items_done, total), on this thread as shards finish.
+    progress: progress(items_done, total), on this thread as shards finish;
+      or True: a progress bar of the items on stderr (tqdm's when tqdm is
+      installed, else a plain line).
     max_retries: how many times Ray reruns a shard whose worker died.
     max_in_flight_shards: shards submitted at once (None = all).
     journal_dir: None (no journals), or a directory (created when missing)
@@ -396,6 +399,11 @@ def run(program: bytes | str | os.PathLike[str] | Ir | Program, inputs: Any, spe
     shards = _shards(len(items), shard_size)
     if not shards:
         return []
+    bar = ProgressBar("items", total=len(items)) if progress is True else None
+    if bar is not None:
+        progress = bar.count
+    elif progress is not None and progress is not False and not callable(progress):
+        raise TypeError("progress must be a callable (items_done, total) or True (a progress bar)")
     task = _ray.remote(_run_shard).options(max_retries=max_retries, num_cpus=num_cpus, retry_exceptions=False)
     job, data_ref, spec_ref = uuid.uuid4().hex, _ray.put(data), _ray.put(spec)
     results: list[Any] = [None] * len(shards)
@@ -429,10 +437,12 @@ def run(program: bytes | str | os.PathLike[str] | Ir | Program, inputs: Any, spe
                     raise ShardError(f"shard {k}: {len(got)} results for {b - a} items")
                 results[k] = got
                 done += b - a
-                if progress is not None:
+                if callable(progress):
                     progress(done, len(items))
             submit()
     finally:
         for ref in owner:  # after a failure: stop what is still running
             _ray.cancel(ref, force=True)
+        if bar is not None:
+            bar.close()
     return [r for shard in results for r in shard]

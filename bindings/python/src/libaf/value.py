@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Union
 
 from . import _blocking, _lib
 from ._lib import lib
-from .errors import check
+from .errors import check, error_class
 
 if TYPE_CHECKING:
     from .context import Context
@@ -144,10 +144,17 @@ class Value:
         check(lib.af_value_to_json(self._ptr, ctypes.byref(b)))
         return _lib.take_bytes(b).decode("utf-8")
 
-    def to_py(self) -> Any:
+    def to_py(self, errors: bool = False) -> Any:
         """Plain Python data: None, bool, int, float, str, list, dict (in
-        insertion order). InvalidArgument for placeholders."""
-        return json.loads(self.to_json())
+        insertion order). InvalidArgument for placeholders.
+
+        errors=True: each error value (what a failed item or leaf of a run
+        with item_errors or keep_going holds: {"error": {"code", "name",
+        "message"}}) becomes the libaf exception it stands for (e.g.
+        libaf.ProviderError, with .code and .message), so failed items can
+        be told apart with isinstance and raised as they are."""
+        data = json.loads(self.to_json())
+        return _errors_as_exceptions(data) if errors else data
 
     def __len__(self) -> int:
         if self._ctx is not None and not lib.af_value_ready(self._ptr):
@@ -648,6 +655,18 @@ def to_value(obj: Tree) -> Value:
         for p in temps:
             lib.af_value_free(p)
     return Value._own(root, _owner(found) if found else None)
+
+
+def _errors_as_exceptions(data: Any) -> Any:
+    if isinstance(data, list):
+        return [_errors_as_exceptions(x) for x in data]
+    if isinstance(data, dict):
+        e = data.get("error") if len(data) == 1 else None
+        if (isinstance(e, dict) and set(e) == {"code", "name", "message"} and isinstance(e["code"], int)
+                and isinstance(e["message"], str)):
+            return error_class(e["code"])(e["message"], e["code"])
+        return {k: _errors_as_exceptions(v) for k, v in data.items()}
+    return data
 
 
 def to_py(obj: Any) -> Any:
