@@ -2,8 +2,10 @@
 # Installs libaf from build dir $1 into a temporary prefix and builds a small
 # C consumer two ways: CMake find_package(af) -> af::af, and pkg-config af;
 # then a C++17 consumer of the installed wrapper af/af.hpp, a fresh Go module
+# fetching the binding from a module proxy (bindings/go/check_proxy.sh),
 # a fresh Rust crate (dynamic through cargo run, and static) and a fresh C#
-# project consuming the NuGet package, each using its binding the way its
+# project installing the NuGet package from a local feed
+# (bindings/csharp/check_feed.sh), each using its binding the way its
 # ecosystem expects; the SQLite extension from the prefix, and the PostgreSQL
 # extension built against it.
 set -euo pipefail
@@ -79,59 +81,28 @@ if [ -d "$BUILD/postgres" ]; then
   echo "PostgreSQL extension against the installed libaf ok"
 fi
 
-# A fresh Go module using the binding the Go way: a replace directive to the
-# checkout, cgo flags from the installed af.pc (nothing from the build tree).
-# Go's build cache does not hash pkg-config's output, so a package built
-# against an earlier (deleted) prefix would be reused: CGO_CFLAGS naming this
-# prefix makes the cache key differ.
+# The installed af.pc and libaf, which the bindings' consumers below build against.
 PC_DIR=$(dirname "$(find "$TMP/prefix" -name af.pc)")
 LIB_DIR=$(PKG_CONFIG_PATH=$PC_DIR pkg-config --variable=libdir af)
-mkdir -p "$TMP/gomod"
-cat >"$TMP/gomod/main.go" <<'GO'
-package main
 
-import (
-	"fmt"
-	"os"
+# The Go binding the way `go get` installs it: published into a module proxy
+# directory, fetched by a fresh module with GOPROXY=file://..., cgo flags from
+# the installed af.pc (nothing from the build tree), run against the prefix.
+bash "$ROOT/bindings/go/check_proxy.sh" "$TMP/prefix"
 
-	"libaf.dev/af"
-)
-
-func main() {
-	eng, err := af.NewEngine()
-	if err != nil {
-		fmt.Println(err)
-		os.Exit(1)
-	}
-	defer eng.Close()
-	v, err := eng.ValueOf([]string{"a", "b"})
-	if err != nil {
-		fmt.Println(err)
-		os.Exit(1)
-	}
-	fmt.Println("go module:", v)
-}
-GO
-(cd "$TMP/gomod" && go mod init example.com/consumer >/dev/null 2>&1 &&
-  go mod edit -require=libaf.dev/af@v0.0.0 -replace=libaf.dev/af="$ROOT/bindings/go" &&
-  PKG_CONFIG_PATH=$PC_DIR CGO_ENABLED=1 GOFLAGS=-mod=mod CGO_CFLAGS="-O2 -g -I$TMP/prefix/include" \
-    go build -o consumer . &&
-  LD_LIBRARY_PATH=$LIB_DIR ./consumer | grep -q '^go module: \["a","b"\]$')
-echo "go module against the installed libaf ok"
-
-# A fresh Rust crate with a path dependency on the binding: af-sys finds the
+# A fresh Rust crate with a path dependency on the binding: libaf-sys finds the
 # installed libaf through pkg-config; `cargo run` needs no rpath or
 # LD_LIBRARY_PATH, and with the static feature the binary runs on its own.
 mkdir -p "$TMP/crate/src"
 cat >"$TMP/crate/src/main.rs" <<'RS'
-fn main() -> Result<(), af::Error> {
-    let ctx = af::Context::new()?;
-    println!("rust crate: {}", ctx.concat(&[af::Value::from("ab"), af::Value::from("c")])?);
+fn main() -> Result<(), libaf::Error> {
+    let ctx = libaf::Context::new()?;
+    println!("rust crate: {}", ctx.concat(&[libaf::Value::from("ab"), libaf::Value::from("c")])?);
     Ok(())
 }
 RS
 crate_toml() {
-  printf '[package]\nname = "consumer"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\naf = { path = "%s"%s }\n' \
+  printf '[package]\nname = "consumer"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\nlibaf = { path = "%s"%s }\n' \
     "$ROOT/bindings/rust" "$1" >"$TMP/crate/Cargo.toml"
 }
 crate_toml ""
@@ -143,52 +114,8 @@ crate_toml ', features = ["static"]'
   env -u LD_LIBRARY_PATH ./target/debug/consumer | grep -q '^rust crate: "abc"$')
 echo "rust crate (static, run directly) ok"
 
-# The C# binding as a NuGet package (xbuild + Debian's nuget): packed with the
-# installed libaf, installed from a local folder source into a fresh console
-# project built with xbuild, run by Mono with no dllmap and no LD_LIBRARY_PATH.
-bash "$ROOT/bindings/csharp/pack.sh" "$LIB_DIR" "$TMP/feed" >/dev/null
-version=$(sed -n 's/^#define AF_VERSION_STRING "\(.*\)"$/\1/p' "$ROOT/capi/include/af/af.h")
-mkdir -p "$TMP/csapp"
-cat >"$TMP/csapp/App.cs" <<'CS'
-using System;
-using Af;
-
-static class App
-{
-    static int Main()
-    {
-        using (var ctx = new Context())
-        using (var v = ctx.Concat("ab", "c"))
-        {
-            Console.WriteLine("nuget package: " + v.ToJson());
-            return v.AsString() == "abc" ? 0 : 1;
-        }
-    }
-}
-CS
-cat >"$TMP/csapp/App.csproj" <<CSPROJ
-<?xml version="1.0" encoding="utf-8"?>
-<Project ToolsVersion="4.0" DefaultTargets="Build" xmlns="http://schemas.microsoft.com/developer/msbuild/2003">
-  <PropertyGroup>
-    <OutputType>Exe</OutputType>
-    <AssemblyName>App</AssemblyName>
-    <TargetFrameworkVersion>v4.5</TargetFrameworkVersion>
-    <LangVersion>7.2</LangVersion>
-    <OutputPath>bin/</OutputPath>
-    <MonoLib>\$(MSBuildBinPath)/../../../4.5</MonoLib>
-  </PropertyGroup>
-  <ItemGroup>
-    <Reference Include="mscorlib"><HintPath>\$(MonoLib)/mscorlib.dll</HintPath><Private>False</Private></Reference>
-    <Reference Include="System"><HintPath>\$(MonoLib)/System.dll</HintPath><Private>False</Private></Reference>
-    <Reference Include="Af"><HintPath>packages/Af.$version/lib/net45/Af.dll</HintPath></Reference>
-    <Compile Include="App.cs" />
-  </ItemGroup>
-  <Import Project="\$(MSBuildToolsPath)/Microsoft.CSharp.targets" />
-  <Import Project="packages/Af.$version/build/Af.targets" />
-</Project>
-CSPROJ
-(cd "$TMP/csapp" &&
-  nuget install Af -Version "$version" -Source "$TMP/feed" -OutputDirectory packages -NonInteractive >/dev/null &&
-  xbuild /nologo /v:quiet App.csproj >/dev/null &&
-  env -u LD_LIBRARY_PATH mono bin/App.exe | grep -q '^nuget package: "abc"$')
-echo "C# NuGet package in a fresh project ok"
+# The C# binding the way NuGet installs it: the package Libaf packed with the
+# installed libaf into a local folder feed, installed with `nuget install` into
+# a fresh project (the one bindings/csharp/README.md shows) built with xbuild,
+# run by Mono with no dllmap and no LD_LIBRARY_PATH.
+bash "$ROOT/bindings/csharp/check_feed.sh" "$LIB_DIR"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds Af.dll with xbuild (Af.csproj) and packs the NuGet package Af.<version>.nupkg
-# (nuget/Af.nuspec) with libaf for linux-x64 from LIB_DIR.
+# Builds Af.dll with xbuild (Af.csproj) and packs the NuGet package
+# Libaf.<version>.nupkg (nuget/Libaf.nuspec) with libaf for linux-x64 from LIB_DIR.
 #   usage: pack.sh LIB_DIR OUT_DIR      (LIB_DIR holds libaf.so, e.g. <prefix>/lib)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -17,8 +17,11 @@ xbuild /nologo /v:minimal /p:Configuration=Release "/p:OutputPath=$work/managed/
   "/p:BaseIntermediateOutputPath=$work/obj/" "/p:DocumentationFile=$work/managed/Af.xml" \
   "$here/Af.csproj"
 cp -L "$lib_dir/libaf.so" "$work/native/libaf.so"   # the file, not the symlink
-cp "$here/nuget/Af.targets" "$work/"
-nuget pack "$here/nuget/Af.nuspec" -BasePath "$work" -OutputDirectory "$out" -NoPackageAnalysis \
+# Without debug info (with it, a RelWithDebInfo libaf.so is over 20 times as
+# large); the symbol table stays, so backtraces still name functions.
+strip --strip-debug "$work/native/libaf.so"
+cp "$here/nuget/Libaf.targets" "$work/"
+nuget pack "$here/nuget/Libaf.nuspec" -BasePath "$work" -OutputDirectory "$out" -NoPackageAnalysis \
   -Properties "version=$version;managed=managed;native=native"
 rm -rf "$work"
-ls "$out/Af.$version.nupkg"
+ls "$out/Libaf.$version.nupkg"

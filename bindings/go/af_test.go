@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"libaf.dev/af"
+	af "github.com/libaf/libaf/bindings/go"
 )
 
 // --- helpers ------------------------------------------------------------------

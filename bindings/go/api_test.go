@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"libaf.dev/af"
+	af "github.com/libaf/libaf/bindings/go"
 )
 
 // js parses JSON into a value (closed when the test ends).

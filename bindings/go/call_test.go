@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"libaf.dev/af"
+	af "github.com/libaf/libaf/bindings/go"
 )
 
 // newEngine is an engine with a slow echo route ("slow", 2 s) and a quick

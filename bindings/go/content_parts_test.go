@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"libaf.dev/af"
+	af "github.com/libaf/libaf/bindings/go"
 )
 
 // LM call messages whose content is a list of text and image parts.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"libaf.dev/af"
+	af "github.com/libaf/libaf/bindings/go"
 )
 
 // orPanic is the cookbook's shortcut for error handling: a real program

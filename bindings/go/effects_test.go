@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"libaf.dev/af"
+	af "github.com/libaf/libaf/bindings/go"
 )
 
 // Host functions registered pure or effectful (FunctionOptions.Pure): what

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"libaf.dev/af"
+	af "github.com/libaf/libaf/bindings/go"
 )
 
 func TestCodeStringAndSentinels(t *testing.T) {

@@ -1,3 +1,3 @@
-module libaf.dev/af
+module github.com/libaf/libaf/bindings/go
 
 go 1.21

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"libaf.dev/af"
+	af "github.com/libaf/libaf/bindings/go"
 )
 
 // fanOut compiles a program of eight independent calls of tool name.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"libaf.dev/af"
+	af "github.com/libaf/libaf/bindings/go"
 )
 
 // ask is lm_call([{"role": "user", "content": content}], model).

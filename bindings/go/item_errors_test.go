@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"libaf.dev/af"
+	af "github.com/libaf/libaf/bindings/go"
 )
 
 // failEveryThird fails "q<i>" with i%3 == 0 at once and answers the others

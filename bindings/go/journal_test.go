@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"libaf.dev/af"
+	af "github.com/libaf/libaf/bindings/go"
 )
 
 // journalHost counts the requests it receives and answers each at once

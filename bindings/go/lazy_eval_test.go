@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"libaf.dev/af"
+	af "github.com/libaf/libaf/bindings/go"
 )
 
 // slowLazy is a lazy engine made with options whose model "slow" answers

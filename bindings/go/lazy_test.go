@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"libaf.dev/af"
+	af "github.com/libaf/libaf/bindings/go"
 )
 
 func newLazy(t *testing.T) *af.Context {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"libaf.dev/af"
+	af "github.com/libaf/libaf/bindings/go"
 )
 
 // closeConcurrently calls close from several goroutines released at once.

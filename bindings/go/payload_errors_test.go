@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"libaf.dev/af"
+	af "github.com/libaf/libaf/bindings/go"
 )
 
 // A callback's Go error crosses libaf as the payload of the C error, so

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"libaf.dev/af"
+	af "github.com/libaf/libaf/bindings/go"
 )
 
 // firstModel runs [lm(q, "first"), lm(q, "second")] with one request in

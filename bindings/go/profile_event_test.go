@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"libaf.dev/af"
+	af "github.com/libaf/libaf/bindings/go"
 )
 
 // A sync and a blocking host function mark the profile of the run calling

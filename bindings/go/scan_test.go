@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"libaf.dev/af"
+	af "github.com/libaf/libaf/bindings/go"
 )
 
 // scanStep is body(c, x) = [concat(c, x), format("<{}>", x)], the body of

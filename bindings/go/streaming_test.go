@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"libaf.dev/af"
+	af "github.com/libaf/libaf/bindings/go"
 )
 
 // traceAsk traces q -> lm_call([user q], "m", params) (params "" = none).

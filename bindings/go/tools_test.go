@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"testing"
 
-	"libaf.dev/af"
+	af "github.com/libaf/libaf/bindings/go"
 )
 
 // Tool calling: LMToolCall (af_lm_tool_call) and ToolResults

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"libaf.dev/af"
+	af "github.com/libaf/libaf/bindings/go"
 )
 
 // A traced list of any length (TraceWith's ListMask) calls a batched IR

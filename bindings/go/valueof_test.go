@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"libaf.dev/af"
+	af "github.com/libaf/libaf/bindings/go"
 )
 
 type ticket struct {
