@@ -149,6 +149,11 @@ rust_fail=$(awk '/^test result:/ {for (i = 1; i <= NF; i++) if ($(i+1) ~ /^faile
 if ! grep -q "^test result:" "$LOG/rust.log"; then tail -30 "$LOG/rust.log"; rust_fail=1; fi
 grep -E "^test .* FAILED|panicked" "$LOG/rust.log" | head -20
 count "${rust_pass:-0}" "${rust_fail:-0}" "rust"
+# The crates as crates.io would serve them: packaged (libaf-sys with the C++
+# sources for its vendored feature), served from a local registry to a fresh
+# crate that depends on `libaf = "0.1"`, built against an install of this
+# build found by pkg-config (~25 s; the vendored build is not run here).
+check rust-registry bash bindings/rust/check_registry.sh build
 
 note "Go binding"
 # cgo finds libaf through pkg-config: build/af-uninstalled.pc is this build.
