@@ -46,3 +46,18 @@ def test_examples_and_package_pass_mypy_strict(tmp_path: Path) -> None:
         capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=300,
     )
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_the_readme_python_block_runs_as_written() -> None:
+    """The top-level README's first Python block, verbatim, with the output
+    its comments promise."""
+    from conftest import REPO
+
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("```python\nimport asyncio\nimport dataclasses")[1].split("```")[0]
+    code = "import asyncio\nimport dataclasses" + block
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.splitlines() == ["Hello, World!?", "Ticket(team='billing', urgency=1, summary='')", "m|hi",
+                                     "m|hi"], r.stdout
+    assert "1000" in r.stderr  # the progress bar's count of LM calls
