@@ -85,19 +85,25 @@ void run_async_blocking(const Eqn& e, std::span<const Value> in, std::span<Value
                         RunEnv& env) {
   if (!e.prim->impl_async)
     fail(Code::Internal, e.prim->name + ": no asynchronous implementation");
+  // Stopped by the context's eager_timeout_ms, or by the token of the
+  // calling thread's cancel scope (checked every 20 ms; a token already
+  // fired stops it before it starts). Either way the request learns it is
+  // no longer wanted (af_host_request_cancelled, an LM transfer aborted) and
+  // its late answer is ignored.
+  const RunScopes* scopes = scopes_of(env);
+  const std::shared_ptr<CancelFlag> token = scopes ? scopes->cancel() : nullptr;
+  const auto cancelled = [&] {
+    return Error(Code::Cancelled, e.prim->name + ": cancelled by the token of this thread's cancel scope "
+                                                 "(af_cancel_scope_push); the request was cancelled");
+  };
+  if (token && token->cancelled()) throw cancelled();
   auto op = std::make_shared<BlockingOp>();
   try {
     e.prim->impl_async(e, in, op, env);
   } catch (const Error& err) {
     op->fail(err);
   }
-  // Stopped by the context's eager_timeout_ms, or by the token of the
-  // calling thread's cancel scope (checked every 20 ms). Either way the
-  // request learns it is no longer wanted (af_host_request_cancelled, an LM
-  // transfer aborted) and its late answer is ignored.
   using Clock = std::chrono::steady_clock;
-  const RunScopes* scopes = scopes_of(env);
-  const std::shared_ptr<CancelFlag> token = scopes ? scopes->cancel() : nullptr;
   const Clock::time_point deadline = env.eager_timeout_ms > 0
                                          ? Clock::now() + std::chrono::milliseconds(env.eager_timeout_ms)
                                          : Clock::time_point::max();
@@ -109,8 +115,7 @@ void run_async_blocking(const Eqn& e, std::span<const Value> in, std::span<Value
     if (op->cv.wait_until(lock, until, done)) break;
     std::optional<Error> why;
     if (token && token->cancelled())
-      why.emplace(Code::Cancelled, e.prim->name + ": cancelled by the token of this thread's cancel scope "
-                                                  "(af_cancel_scope_push); the request was cancelled");
+      why.emplace(cancelled());
     else if (Clock::now() >= deadline)
       why.emplace(Code::Timeout, e.prim->name + ": no result within the context's eager_timeout_ms of " +
                                      std::to_string(env.eager_timeout_ms) + " ms; the request was cancelled");

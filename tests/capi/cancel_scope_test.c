@@ -225,6 +225,27 @@ done:
   af_provider_free(echo);
 }
 
+/* A token fired before the call: the call ends at once, even one whose
+ * answer would come at once (as a run given a fired token does). */
+static void a_fired_token_stops_a_call_before_it_starts(void) {
+  af_provider_t* echo = route_echo("{}");
+  af_value_t *msgs = mk_json("[{\"role\":\"user\",\"content\":\"hi\"}]"), *model = mk_str("m"), *out = NULL;
+  af_cancel_t* token = NULL;
+  if (!CHECK_OK(af_cancel_new(&token))) goto done;
+  af_cancel_trigger(token);
+  CHECK_OK(af_cancel_scope_push(ctx, token));
+  CHECK_ERR(af_lm_call(ctx, msgs, model, &out), AF_ERR_CANCELLED, "cancel scope");
+  CHECK_NULLED(out, af_value_free);
+  CHECK_OK(af_cancel_scope_pop(ctx));
+  if (CHECK_OK(af_lm_call(ctx, msgs, model, &out))) CHECK_JSON(out, "\"m|hi\"");
+done:
+  af_value_free(out);
+  af_value_free(msgs);
+  af_value_free(model);
+  af_cancel_free(token);
+  af_provider_free(echo);
+}
+
 static void misuse_is_an_invalid_argument(void) {
   af_cancel_t* token = NULL;
   CHECK_ERR(af_cancel_scope_pop(ctx), AF_ERR_INVALID_ARGUMENT, "cancel scope pop without a matching push");
@@ -244,6 +265,7 @@ int main(int argc, char** argv) {
       CASE(a_blocking_host_call_is_cancelled),
       CASE(an_ir_call_run_is_cancelled_but_a_run_with_its_own_token_is_not),
       CASE(scopes_belong_to_their_thread_and_nest),
+      CASE(a_fired_token_stops_a_call_before_it_starts),
       CASE(misuse_is_an_invalid_argument),
   };
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);

@@ -2,8 +2,8 @@
 // would follow: trace with a switch on a match result, a host tool, batch,
 // compile, an async run with cancellation, save, load, pullback; plus what
 // the wrapper itself promises (RAII moves, iteration, errors with code,
-// message, cause and the callback's own exception), walks, tag and fold
-// scopes, graph JSON, and that every af.h function has its wrapper.
+// message, cause and the callback's own exception), walks, tag, fold and
+// cancel scopes, graph JSON, and that every af.h function has its wrapper.
 // Compiled as C++17 with -Wall -Wextra -pedantic -Werror. Prints one line
 // per check; exits 1 on the first failure.
 #include <af/af.hpp>
@@ -287,6 +287,53 @@ int main() {
   opts.cancel = &token;
   expect_error(af::Code::Cancelled, [&] { ask.call(ctx, {ctx.str("q")}, opts); }, "a cancel token stops a call");
   trigger.join();
+  // A cancel scope stops what this thread runs on the context: an eager LM
+  // call waiting for a 5 s reply ends when another thread triggers the token.
+  {
+    af::Context scoped;
+    scoped.route("*", slow);
+    // 100 ms: long enough that a call still in a fired scope would be cancelled.
+    af::Provider quick = af::Provider::echo(R"({"latency_ms": 100})");
+    scoped.route("fast", quick);
+    af::Value msgs = scoped.json(R"([{"role":"user","content":"hi"}])");
+    af::CancelToken stop;
+    {
+      auto scope = scoped.cancel_scope(stop);
+      std::thread stopper([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        stop.trigger();
+      });
+      auto t0 = std::chrono::steady_clock::now();
+      expect_error(af::Code::Cancelled, [&] { scoped.lm_call(msgs, scoped.str("m")); },
+                   "a cancel scope stops an eager lm_call");
+      auto waited = std::chrono::steady_clock::now() - t0;
+      stopper.join();
+      expect(waited < std::chrono::seconds(2), "within 2 s of a 5 s reply");
+      // Scopes nest; the innermost token is used (this one has not fired).
+      af::CancelToken inner;
+      {
+        auto nested = scoped.cancel_scope(inner);
+        expect(scoped.lm_call(msgs, scoped.str("fast")).str() == "fast|hi",
+               "the innermost scope's token is used");
+      }
+      expect_error(af::Code::Cancelled, [&] { scoped.lm_call(msgs, scoped.str("m")); },
+                   "back in the outer scope, its fired token ends the call");
+      // Another thread's calls on the context are not in this thread's scope.
+      std::string other;
+      std::thread([&] { other = scoped.lm_call(msgs, scoped.str("fast")).str(); }).join();
+      expect(other == "fast|hi", "a scope belongs to its thread");
+    }
+    expect(scoped.lm_call(msgs, scoped.str("fast")).str() == "fast|hi",
+           "after the scope, calls run");
+    // A moved scope pops once.
+    {
+      auto first = scoped.cancel_scope(stop);
+      auto moved = std::move(first);
+      expect_error(af::Code::Cancelled, [&] { scoped.lm_call(msgs, scoped.str("fast")); },
+                   "a moved scope still applies");
+    }
+    expect(scoped.lm_call(msgs, scoped.str("fast")).str() == "fast|hi", "and pops once");
+  }
   af::Provider echo = af::Provider::echo();
   ctx.route("*", echo);
   expect(ask.call_async(ctx, {ctx.str("hi")}).wait().str() == "m|Q:hi", "an async run completes");

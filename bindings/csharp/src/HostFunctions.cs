@@ -1,5 +1,5 @@
 // HostFunctions.cs — control flow (switch, while_loop, scan), host functions,
-// run-time scopes (collect, inject, memoize), routes and LM calls, as members
+// run-time scopes (collect, inject, memoize, cancel), routes and LM calls, as members
 // of Context.
 using System;
 using System.Collections.Generic;
@@ -447,6 +447,140 @@ namespace Af
         {
             using (var b = new Borrow())
                 AfException.Check(Native.af_memoize_pop(b.Add(Handle)));
+        }
+
+        // --- Cancel scopes ---------------------------------------------------
+
+        /// <summary>Opens a cancel scope of token on this thread: until the
+        /// matching PopCancelScope, what this thread runs on this context ends
+        /// with AfCancelledException once token is triggered (see
+        /// CancelScope). Prefer <c>using (ctx.CancelScope(token))</c>, which
+        /// pops on the right thread however the block ends.</summary>
+        public void PushCancelScope(CancelToken token)
+        {
+            if (token == null) throw new ArgumentNullException(nameof(token));
+            using (var b = new Borrow())
+                AfException.Check(Native.af_cancel_scope_push(b.Add(Handle), b.Add(token.Handle)));
+        }
+
+        /// <summary>Closes this thread's innermost cancel scope;
+        /// AfInvalidArgumentException if this thread opened none.</summary>
+        public void PopCancelScope()
+        {
+            using (var b = new Borrow())
+                AfException.Check(Native.af_cancel_scope_pop(b.Add(Handle)));
+        }
+
+        /// <summary>Opens a cancel scope, closed on Dispose:
+        /// <c>using (ctx.CancelScope(token)) { ... }</c>. Inside, once
+        /// <c>token.Trigger()</c> is called (from any thread), what this
+        /// thread runs on this context ends with AfCancelledException,
+        /// noticed within 20 ms: eager LmCall / LmSchemaCall / LmToolCall
+        /// (the request is aborted), HostCall of an async or blocking host
+        /// function (its CancellationToken is cancelled, its late answer
+        /// ignored), and Ir/Program Call runs whose options give no cancel
+        /// token of their own (RunOptions.Cancel or a CancellationToken
+        /// argument wins). A plain host function runs on the calling thread
+        /// and is not interrupted; a lazy evaluation takes its token from
+        /// Eval(RunOptions, ...). A call that waits under a token already
+        /// triggered ends at its first check (an answer ready before that is
+        /// still returned).
+        ///
+        /// The scope belongs to the thread that opened it: it covers that
+        /// thread's calls only (not tasks or threads it starts), and must be
+        /// disposed on that same thread (Dispose elsewhere throws
+        /// InvalidOperationException and leaves the scope open), so do not
+        /// await inside the using block (the continuation may resume on
+        /// another thread). Scopes nest; the innermost token is used. The
+        /// scope holds its own reference to the token (disposing the token
+        /// inside is fine) and keeps the context alive until it is
+        /// disposed. Dispose is idempotent.</summary>
+        public IDisposable CancelScope(CancelToken token)
+        {
+            return CancelScopeGuard.Open(this, token, null, default(CancellationTokenRegistration));
+        }
+
+        /// <summary>CancelScope with a token triggered when ct is cancelled
+        /// (at once if it already is: calls that wait then end at their first
+        /// check): <c>using (ctx.CancelScope(ct)) { ... }</c>. A ct that can
+        /// never be cancelled still opens a scope, one that never fires,
+        /// which shields the block from an enclosing scope's token. Same
+        /// thread rules as CancelScope(CancelToken).</summary>
+        public IDisposable CancelScope(CancellationToken ct)
+        {
+            var token = new CancelToken();
+            CancellationTokenRegistration reg = default(CancellationTokenRegistration);
+            try
+            {
+                reg = ct.Register(token.Trigger);
+                return CancelScopeGuard.Open(this, token, token, reg);
+            }
+            catch
+            {
+                reg.Dispose(); // waits for a Trigger in progress
+                token.Dispose();
+                throw;
+            }
+        }
+
+        /// <summary>An open cancel scope: pops it on Dispose, on the thread
+        /// that pushed it, then releases what the scope owns.</summary>
+        private sealed class CancelScopeGuard : IDisposable
+        {
+            private readonly int _thread;
+            private SafeHandle[] _pinned; // the context, held until the pop; null once disposed
+            private readonly IntPtr _ctx;
+            private readonly CancelToken _owned; // made by CancelScope(CancellationToken), else null
+            private readonly CancellationTokenRegistration _reg;
+
+            private CancelScopeGuard(SafeHandle[] pinned, IntPtr ctx, CancelToken owned, CancellationTokenRegistration reg)
+            {
+                _thread = Thread.CurrentThread.ManagedThreadId;
+                _pinned = pinned;
+                _ctx = ctx;
+                _owned = owned;
+                _reg = reg;
+            }
+
+            public static CancelScopeGuard Open(Context ctx, CancelToken token, CancelToken owned,
+                                                CancellationTokenRegistration reg)
+            {
+                if (token == null) throw new ArgumentNullException(nameof(token));
+                SafeHandle[] pinned = Borrow.Pin(ctx.Handle);
+                try
+                {
+                    IntPtr c = pinned[0].DangerousGetHandle();
+                    using (var b = new Borrow())
+                        AfException.Check(Native.af_cancel_scope_push(c, b.Add(token.Handle)));
+                    return new CancelScopeGuard(pinned, c, owned, reg);
+                }
+                catch
+                {
+                    Borrow.Unpin(pinned);
+                    throw;
+                }
+            }
+
+            public void Dispose()
+            {
+                if (_pinned == null) return;
+                if (Thread.CurrentThread.ManagedThreadId != _thread)
+                    throw new InvalidOperationException(
+                        "a cancel scope must be disposed on the thread that opened it (libaf scopes belong to " +
+                        "their thread; do not await inside the using block)");
+                SafeHandle[] pinned = _pinned;
+                _pinned = null;
+                try
+                {
+                    AfException.Check(Native.af_cancel_scope_pop(_ctx));
+                }
+                finally
+                {
+                    Borrow.Unpin(pinned);
+                    _reg.Dispose(); // waits for a Trigger in progress
+                    if (_owned != null) _owned.Dispose();
+                }
+            }
         }
 
         // --- Routes and LM calls ---------------------------------------------

@@ -542,6 +542,12 @@ namespace Af
         public static extern void af_cancel_free(IntPtr c);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_cancel_scope_push(IntPtr ctx, IntPtr token);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_cancel_scope_pop(IntPtr ctx);
+
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern IntPtr af_program_call(IntPtr ctx, IntPtr p, IntPtr[] inputs, UIntPtr n, out IntPtr output);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

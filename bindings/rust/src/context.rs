@@ -10,6 +10,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::error::{check, Error, ErrorCode, Result};
 use crate::ir::Ir;
+use crate::program::CancelToken;
 use crate::sys;
 use crate::value::{borrowed_values, make_value, value_ptrs, KeepAlive, Value};
 
@@ -298,6 +299,78 @@ impl Context {
         guard.finish(f())
     }
 
+    /// Runs `f` inside a cancel scope of `token` (`af_cancel_scope_push` /
+    /// `af_cancel_scope_pop`): until `f` returns, what this thread runs on
+    /// this context ends with [`ErrorCode::Cancelled`] once `token` is
+    /// triggered, from any thread (noticed within 20 ms):
+    ///
+    /// - eager LM calls ([`lm_call`](Self::lm_call),
+    ///   [`lm_schema_call`](Self::lm_schema_call),
+    ///   [`lm_tool_call`](Self::lm_tool_call)), whose requests are aborted;
+    /// - [`host_call`](Self::host_call) of a blocking or async host function
+    ///   (an async one sees [`HostRequest::cancelled`]; a late answer is
+    ///   ignored);
+    /// - runs this thread starts ([`Ir::call`], [`Program::call`],
+    ///   [`Program::call_async`], ...) whose [`RunOptions`] give no `cancel`
+    ///   token of their own (a run with its own token keeps it).
+    ///
+    /// A plain host function runs on this thread and is not interrupted; a
+    /// lazy evaluation takes its token from [`eval_with`](Self::eval_with).
+    /// A triggered token stays triggered: later calls in the scope end at
+    /// once. This is how a Ctrl-C handler stops what the main thread waits
+    /// for: trigger the token from the handler.
+    ///
+    /// The scope belongs to the calling thread: other threads using this
+    /// context (threads `f` spawns too) are not in it. Scopes nest; the
+    /// innermost token is used. The scope holds its own reference to the
+    /// token. It is closed when `f` returns, fails or panics, so pushes and
+    /// pops pair up in order on this thread by construction: a pop without a
+    /// push (`InvalidArgument` in the C API) cannot happen, and the scope
+    /// cannot be held across an `.await` (`f` is not async).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::{thread, time::Duration};
+    /// use libaf::{CancelToken, Context, ErrorCode, Provider, Value};
+    ///
+    /// let ctx = Context::new()?;
+    /// ctx.route("*", &Provider::echo(r#"{"latency_ms": 5000}"#)?)?;
+    /// let token = Arc::new(CancelToken::new()?);
+    /// let stop = Arc::clone(&token);
+    /// let stopper = thread::spawn(move || {
+    ///     thread::sleep(Duration::from_millis(50)); // a Ctrl-C handler, say
+    ///     stop.trigger();
+    /// });
+    /// let msgs = Value::from_json(r#"[{"role": "user", "content": "hi"}]"#)?;
+    /// let err = ctx.with_cancel_scope(&token, || ctx.lm_call(&msgs, "m")).unwrap_err();
+    /// assert_eq!(err.code, ErrorCode::Cancelled); // after ~50 ms, not 5 s
+    /// stopper.join().unwrap();
+    /// # Ok::<(), libaf::Error>(())
+    /// ```
+    ///
+    /// [`HostRequest::cancelled`]: crate::HostRequest::cancelled
+    /// [`Program::call`]: crate::Program::call
+    /// [`Program::call_async`]: crate::Program::call_async
+    /// [`RunOptions`]: crate::RunOptions
+    pub fn with_cancel_scope<R>(
+        &self,
+        token: &CancelToken,
+        f: impl FnOnce() -> Result<R>,
+    ) -> Result<R> {
+        check(unsafe { sys::af_cancel_scope_push(self.as_ptr(), token.as_ptr()) })?;
+        let guard = ScopeGuard {
+            ctx: self,
+            pop: Context::cancel_scope_pop,
+        };
+        guard.finish(f())
+    }
+
+    /// Closes the innermost cancel scope of this thread (private: only
+    /// [`with_cancel_scope`](Self::with_cancel_scope) pops, after its push).
+    fn cancel_scope_pop(&self) -> Result<()> {
+        check(unsafe { sys::af_cancel_scope_pop(self.as_ptr()) })
+    }
+
     // ------------------------------------------------------------- operations
 
     /// Python-style template: `{}` automatic, `{0}` positional, `{name}`
@@ -377,7 +450,7 @@ pub fn is_tracing() -> bool {
     unsafe { sys::af_is_tracing() != 0 }
 }
 
-/// Pops a tag/fold scope when dropped (also while unwinding).
+/// Pops a tag/name/fold/cancel scope when dropped (also while unwinding).
 struct ScopeGuard<'a> {
     ctx: &'a Context,
     pop: fn(&Context) -> Result<()>,

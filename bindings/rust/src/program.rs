@@ -86,7 +86,8 @@ pub struct RunOptions {
 }
 
 /// A cancel token: one [`trigger`](Self::trigger) cancels every run given it
-/// in its [`RunOptions`] (running now or started later). Thread-safe; share it
+/// in its [`RunOptions`] (running now or started later), and what a thread
+/// runs inside a [`Context::with_cancel_scope`] of it. Thread-safe; share it
 /// with `Arc`.
 pub struct CancelToken {
     raw: NonNull<sys::af_cancel_t>,
@@ -119,6 +120,12 @@ impl CancelToken {
     /// True once triggered.
     pub fn is_triggered(&self) -> bool {
         unsafe { sys::af_cancel_triggered(self.raw.as_ptr()) != 0 }
+    }
+
+    /// The raw handle, for calls through [`sys`](crate::sys); valid while
+    /// this token lives.
+    pub fn as_ptr(&self) -> *mut sys::af_cancel_t {
+        self.raw.as_ptr()
     }
 }
 

@@ -237,6 +237,7 @@ class Shared {
 class Context;
 struct RunOptions;
 class Ir;
+class CancelToken;
 
 /* ---- Values -------------------------------------------------------------- */
 
@@ -814,6 +815,19 @@ class Context {
     fold_push();
     return Scope(ptr(), af_fold_pop);
   }
+  /* auto scope = ctx.cancel_scope(token); — a cancel scope
+   * (af_cancel_scope_push / af_cancel_scope_pop): until the end of the
+   * block, what this thread runs on this context ends with CANCELLED once
+   * token.trigger() is called from any thread (noticed within 20 ms): eager
+   * lm_call / lm_schema_call / lm_tool_call (the request aborted), host_call
+   * of a blocking or async host function, and runs (Ir::call, Program::call,
+   * call_async) whose RunOptions give no cancel token of their own. A plain
+   * host function runs on this thread and is not interrupted; a lazy eval
+   * takes its token from eval(values, options). The scope belongs to the
+   * calling thread (other threads' calls are not in it) and holds its own
+   * reference to the token; scopes nest, the innermost token is used. End
+   * scopes in reverse order on the thread that made them (as blocks do). */
+  [[nodiscard]] Scope cancel_scope(const CancelToken& token);
 
   /* Operations: recorded inside a trace, evaluated at once outside. */
   Value format(std::string_view tmpl, const std::vector<Value>& args, const Value& named = Value()) {
@@ -1130,7 +1144,8 @@ class Context {
 
 /* ---- Programs and runs ------------------------------------------------------ */
 
-/* Cancels every run given it in its RunOptions, from any thread. */
+/* Cancels every run given it in its RunOptions, and what a thread runs in a
+ * Context::cancel_scope of it, from any thread. */
 class CancelToken {
  public:
   CancelToken() {
@@ -1147,6 +1162,11 @@ class CancelToken {
  private:
   detail::Unique<af_cancel_t, af_cancel_free> h_;
 };
+
+inline Context::Scope Context::cancel_scope(const CancelToken& token) {
+  detail::check(af_cancel_scope_push(ptr(), token.get()));
+  return Scope(ptr(), af_cancel_scope_pop);
+}
 
 struct RunOptions {
   bool keep_going = false;      /* failures become {"error": ...} values */

@@ -657,6 +657,11 @@ extern "C" {
     pub fn af_cancel_trigger(c: *mut af_cancel_t);
     pub fn af_cancel_triggered(c: *const af_cancel_t) -> i32;
     pub fn af_cancel_free(c: *mut af_cancel_t);
+    pub fn af_cancel_scope_push(
+        ctx: *mut af_context_t,
+        token: *const af_cancel_t,
+    ) -> *mut af_error_t;
+    pub fn af_cancel_scope_pop(ctx: *mut af_context_t) -> *mut af_error_t;
     pub fn af_program_call(
         ctx: *mut af_context_t,
         p: *const af_program_t,
