@@ -38,6 +38,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "lm/excerpt.h"
 #include "lm/options.h"
 #include "lm/schema.h"
@@ -108,7 +110,36 @@ std::string url_for_messages(const std::string& url) {
   return url.substr(0, start) + url.substr(at + 1);
 }
 
+CaPaths choose_ca_paths(const char* env_file, const char* env_dir, const char* curl_file, const char* curl_dir,
+                        const std::function<bool(const char*)>& readable) {
+  const auto usable = [&](const char* path) { return path && *path && readable(path); };
+  CaPaths p;
+  if (usable(env_file)) p.file = env_file;
+  if (usable(env_dir)) p.dir = env_dir;
+  if (!p.file.empty() || !p.dir.empty() || usable(curl_file) || usable(curl_dir)) return p;
+  for (const char* f : {"/etc/ssl/certs/ca-certificates.crt",                  // Debian, Ubuntu, Arch
+                        "/etc/pki/tls/certs/ca-bundle.crt",                    // Fedora, RHEL
+                        "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",   // RHEL 7+
+                        "/etc/ssl/ca-bundle.pem",                              // openSUSE
+                        "/etc/ssl/cert.pem"})                                  // Alpine
+    if (usable(f)) {
+      p.file = f;
+      break;
+    }
+  return p;
+}
+
 namespace {
+
+// This process's choice, made once.
+const CaPaths& ca_paths() {
+  static const CaPaths paths = [] {
+    const curl_version_info_data* v = curl_version_info(CURLVERSION_NOW);
+    return choose_ca_paths(std::getenv("SSL_CERT_FILE"), std::getenv("SSL_CERT_DIR"), v ? v->cainfo : nullptr,
+                           v ? v->capath : nullptr, [](const char* f) { return access(f, R_OK) == 0; });
+  }();
+  return paths;
+}
 
 // A reply body larger than this aborts the transfer (PROVIDER, not retried:
 // the same server would send the same body again).
@@ -303,6 +334,10 @@ class Engine : public std::enable_shared_from_this<Engine> {
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    if (const CaPaths& ca = ca_paths(); !ca.file.empty() || !ca.dir.empty()) {
+      if (!ca.file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, ca.file.c_str());
+      if (!ca.dir.empty()) curl_easy_setopt(e, CURLOPT_CAPATH, ca.dir.c_str());
+    }
     if (curl_multi_add_handle(multi_, e) != CURLM_OK)
       return finish(t, Error(Code::Internal, cfg_.type + " provider: curl_multi_add_handle failed"));
     t->active = true;

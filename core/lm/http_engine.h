@@ -44,6 +44,19 @@ class Wire {
                                                size_t max_bytes) const = 0;
 };
 
+// The CA certificates TLS checks servers against (empty = libcurl's
+// default). libcurl's default is where the system that built it keeps them;
+// a libaf carried to another system (the Python wheel) may find nothing
+// there. So: SSL_CERT_FILE / SSL_CERT_DIR when set and readable (as OpenSSL
+// reads them), else libcurl's default when it is there, else the first
+// bundle found where common distributions keep one. Pure, for tests: the
+// engine passes the environment, libcurl's defaults and access(2).
+struct CaPaths {
+  std::string file, dir;
+};
+CaPaths choose_ca_paths(const char* env_file, const char* env_dir, const char* curl_file, const char* curl_dir,
+                        const std::function<bool(const char*)>& readable);
+
 // What a provider type's options default to.
 struct HttpDefaults {
   const char* type;          // "openai": options and messages name it

@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -904,3 +905,32 @@ TEST(WireParts, Refusals) {
 
 }  // namespace
 }  // namespace af::lm
+
+// Where TLS finds CA certificates: the environment first, then libcurl's
+// own default when it is there, then the common distributions' bundles.
+TEST(HttpCa, EnvironmentThenLibcurlDefaultThenKnownBundles) {
+  std::set<std::string> present;
+  const auto readable = [&](const char* f) { return present.count(f) != 0; };
+  present = {"/my/ca.pem", "/etc/pki/tls/certs/ca-bundle.crt"};
+  af::lm::CaPaths p = af::lm::choose_ca_paths("/my/ca.pem", nullptr, "/etc/ssl/certs/ca-certificates.crt",
+                                              nullptr, readable);
+  EXPECT_EQ(p.file, "/my/ca.pem");
+  EXPECT_EQ(p.dir, "");
+  // An unreadable SSL_CERT_FILE is passed over; libcurl's default is missing
+  // here (a wheel's libcurl built on Debian, run on Fedora): Fedora's bundle.
+  p = af::lm::choose_ca_paths("/nope.pem", "", "/etc/ssl/certs/ca-certificates.crt", "/etc/ssl/certs", readable);
+  EXPECT_EQ(p.file, "/etc/pki/tls/certs/ca-bundle.crt");
+  // libcurl's default is there: nothing is set (libcurl uses it).
+  present = {"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt"};
+  p = af::lm::choose_ca_paths(nullptr, nullptr, "/etc/ssl/certs/ca-certificates.crt", nullptr, readable);
+  EXPECT_TRUE(p.file.empty() && p.dir.empty());
+  // SSL_CERT_DIR alone.
+  present = {"/my/certs"};
+  p = af::lm::choose_ca_paths(nullptr, "/my/certs", nullptr, nullptr, readable);
+  EXPECT_EQ(p.dir, "/my/certs");
+  EXPECT_EQ(p.file, "");
+  // Nothing anywhere: libcurl's default stays (and TLS fails saying so).
+  present = {};
+  p = af::lm::choose_ca_paths(nullptr, nullptr, nullptr, nullptr, readable);
+  EXPECT_TRUE(p.file.empty() && p.dir.empty());
+}
