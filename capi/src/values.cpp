@@ -28,15 +28,44 @@ using namespace af::capi;
 
 namespace {
 
-// Common shape of a value constructor: check out, build, wrap. Values are
-// not tied to a context, so ctx may be NULL (a host function has none).
+// Common shape of a value constructor: check out, build, wrap. fn names the
+// C function in errors (the context-free af_value_*_new form, or the older
+// af_value_*(ctx, ...) one that forwards here).
 template <class F>
-af_error_t* make(const char* fn, af_context_t* ctx, af_value_t** out, F&& build) {
-  (void)ctx;
+af_error_t* make(const char* fn, af_value_t** out, F&& build) {
   if (out) *out = nullptr;
   return guard([&] {
     require(out, fn, "out");
     *out = wrap(build());
+  });
+}
+
+af_error_t* json_value(const char* fn, const char* json, size_t len, af_value_t** out) {
+  return make(fn, out, [&] {
+    require(json, fn, "json");
+    return from_json(std::string_view(json, len));
+  });
+}
+
+af_error_t* str_value(const char* fn, const char* s, size_t len, af_value_t** out) {
+  return make(fn, out, [&] { return Value::str(std::string(text(s, len, fn, "s"))); });
+}
+
+af_error_t* list_value(const char* fn, const af_value_t* const* items, size_t n, af_value_t** out) {
+  return make(fn, out, [&] { return Value::list(unwrap_all(items, n, fn, "items")); });
+}
+
+af_error_t* dict_value(const char* fn, const char* const* keys, const size_t* key_lens,
+                       const af_value_t* const* values, size_t n, af_value_t** out) {
+  return make(fn, out, [&] {
+    if (n && (!keys || !key_lens))
+      invalid(std::string(fn) + ": `keys` or `key_lens` is NULL with count " + std::to_string(n));
+    std::vector<Value> vals = unwrap_all(values, n, fn, "values");
+    std::vector<Entry> entries;
+    entries.reserve(n);
+    for (size_t i = 0; i < n; ++i)
+      entries.emplace_back(std::string(text(keys[i], key_lens[i], fn, "keys[i]")), std::move(vals[i]));
+    return Value::dict(std::move(entries));
   });
 }
 
@@ -62,11 +91,12 @@ const Value& leaf_of(const af_value_t* v, const char* fn, Kind want) {
 
 extern "C" {
 
-af_error_t* af_value_from_json(af_context_t* ctx, const char* json, size_t len, af_value_t** out) {
-  return make("af_value_from_json", ctx, out, [&] {
-    require(json, "af_value_from_json", "json");
-    return from_json(std::string_view(json, len));
-  });
+af_error_t* af_value_json_new(const char* json, size_t len, af_value_t** out) {
+  return json_value("af_value_json_new", json, len, out);
+}
+
+af_error_t* af_value_from_json(af_context_t*, const char* json, size_t len, af_value_t** out) {
+  return json_value("af_value_from_json", json, len, out);
 }
 
 af_error_t* af_value_to_json(const af_value_t* v, af_bytes_t* out) {
@@ -78,40 +108,51 @@ af_error_t* af_value_to_json(const af_value_t* v, af_bytes_t* out) {
   });
 }
 
-af_error_t* af_value_null(af_context_t* ctx, af_value_t** out) {
-  return make("af_value_null", ctx, out, [] { return Value(); });
+af_error_t* af_value_null_new(af_value_t** out) {
+  return make("af_value_null_new", out, [] { return Value(); });
 }
-af_error_t* af_value_bool(af_context_t* ctx, int32_t b, af_value_t** out) {
-  return make("af_value_bool", ctx, out, [&] { return Value::boolean(b != 0); });
+af_error_t* af_value_bool_new(int32_t b, af_value_t** out) {
+  return make("af_value_bool_new", out, [&] { return Value::boolean(b != 0); });
 }
-af_error_t* af_value_int(af_context_t* ctx, int64_t i, af_value_t** out) {
-  return make("af_value_int", ctx, out, [&] { return Value::integer(i); });
+af_error_t* af_value_int_new(int64_t i, af_value_t** out) {
+  return make("af_value_int_new", out, [&] { return Value::integer(i); });
 }
-af_error_t* af_value_float(af_context_t* ctx, double f, af_value_t** out) {
-  return make("af_value_float", ctx, out, [&] { return Value::floating(f); });
+af_error_t* af_value_float_new(double f, af_value_t** out) {
+  return make("af_value_float_new", out, [&] { return Value::floating(f); });
 }
-af_error_t* af_value_str(af_context_t* ctx, const char* s, size_t len, af_value_t** out) {
-  return make("af_value_str", ctx, out,
-              [&] { return Value::str(std::string(text(s, len, "af_value_str", "s"))); });
+af_error_t* af_value_str_new(const char* s, size_t len, af_value_t** out) {
+  return str_value("af_value_str_new", s, len, out);
 }
-af_error_t* af_value_list(af_context_t* ctx, const af_value_t* const* items, size_t n,
-                          af_value_t** out) {
-  return make("af_value_list", ctx, out,
-              [&] { return Value::list(unwrap_all(items, n, "af_value_list", "items")); });
+af_error_t* af_value_list_new(const af_value_t* const* items, size_t n, af_value_t** out) {
+  return list_value("af_value_list_new", items, n, out);
 }
-af_error_t* af_value_dict(af_context_t* ctx, const char* const* keys, const size_t* key_lens,
+af_error_t* af_value_dict_new(const char* const* keys, const size_t* key_lens, const af_value_t* const* values,
+                              size_t n, af_value_t** out) {
+  return dict_value("af_value_dict_new", keys, key_lens, values, n, out);
+}
+
+// The older forms, whose context was never used.
+af_error_t* af_value_null(af_context_t*, af_value_t** out) {
+  return make("af_value_null", out, [] { return Value(); });
+}
+af_error_t* af_value_bool(af_context_t*, int32_t b, af_value_t** out) {
+  return make("af_value_bool", out, [&] { return Value::boolean(b != 0); });
+}
+af_error_t* af_value_int(af_context_t*, int64_t i, af_value_t** out) {
+  return make("af_value_int", out, [&] { return Value::integer(i); });
+}
+af_error_t* af_value_float(af_context_t*, double f, af_value_t** out) {
+  return make("af_value_float", out, [&] { return Value::floating(f); });
+}
+af_error_t* af_value_str(af_context_t*, const char* s, size_t len, af_value_t** out) {
+  return str_value("af_value_str", s, len, out);
+}
+af_error_t* af_value_list(af_context_t*, const af_value_t* const* items, size_t n, af_value_t** out) {
+  return list_value("af_value_list", items, n, out);
+}
+af_error_t* af_value_dict(af_context_t*, const char* const* keys, const size_t* key_lens,
                           const af_value_t* const* values, size_t n, af_value_t** out) {
-  return make("af_value_dict", ctx, out, [&] {
-    if (n && (!keys || !key_lens))
-      invalid("af_value_dict: `keys` or `key_lens` is NULL with count " + std::to_string(n));
-    std::vector<Value> vals = unwrap_all(values, n, "af_value_dict", "values");
-    std::vector<Entry> entries;
-    entries.reserve(n);
-    for (size_t i = 0; i < n; ++i)
-      entries.emplace_back(std::string(text(keys[i], key_lens[i], "af_value_dict", "keys[i]")),
-                           std::move(vals[i]));
-    return Value::dict(std::move(entries));
-  });
+  return dict_value("af_value_dict", keys, key_lens, values, n, out);
 }
 
 int32_t af_value_kind(const af_value_t* v) {

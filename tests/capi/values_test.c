@@ -866,8 +866,64 @@ static void nesting_is_bounded_at_construction(void) {
   }
 }
 
+/* The context-free constructors (af_value_<kind>_new) build what the
+ * deprecated af_value_<kind>(ctx, ...) forms build, with or without a
+ * context, and check their arguments the same way, naming themselves. */
+static void context_free_constructors_match_the_deprecated_forms(void) {
+  af_value_t *n = NULL, *b = NULL, *i = NULL, *f = NULL, *s = NULL, *l = NULL, *d = NULL, *j = NULL, *bad = NULL;
+  af_value_t *old_s = NULL, *old_d = NULL, *old_j = NULL;
+  const char* keys[2] = {"b", "a"};
+  size_t key_lens[2] = {1, 1};
+  const char* dup[2] = {"k", "k"};
+  CHECK_OK(af_value_null_new(&n));
+  CHECK_OK(af_value_bool_new(1, &b));
+  CHECK_OK(af_value_int_new(-7, &i));
+  CHECK_OK(af_value_float_new(2.0, &f));
+  CHECK_OK(af_value_str_new("h\xc3\xa9", 3, &s));
+  {
+    const af_value_t* items[4] = {n, b, i, f};
+    if (CHECK_OK(af_value_list_new(items, 4, &l))) CHECK_JSON(l, "[null,true,-7,2.0]");
+  }
+  {
+    const af_value_t* values[2] = {s, l};
+    if (CHECK_OK(af_value_dict_new(keys, key_lens, values, 2, &d)))
+      CHECK_JSON(d, "{\"b\":\"h\xc3\xa9\",\"a\":[null,true,-7,2.0]}");
+    if (CHECK_OK(af_value_dict(NULL, keys, key_lens, values, 2, &old_d)))
+      CHECK_JSON(old_d, "{\"b\":\"h\xc3\xa9\",\"a\":[null,true,-7,2.0]}");
+  }
+  if (CHECK_OK(af_value_json_new("{\"x\":[1,2.5]}", 13, &j))) CHECK_JSON(j, "{\"x\":[1,2.5]}");
+  if (CHECK_OK(af_value_from_json(ctx, "{\"x\":[1,2.5]}", 13, &old_j))) CHECK_JSON(old_j, "{\"x\":[1,2.5]}");
+  if (CHECK_OK(af_value_str(ctx, "h\xc3\xa9", 3, &old_s))) CHECK_JSON(old_s, "\"h\xc3\xa9\"");
+  /* Errors name the function called. */
+  CHECK_ERR(af_value_str_new("\xff", 1, &bad), AF_ERR_INVALID_ARGUMENT, "af_value_str_new", "UTF-8");
+  CHECK_ERR(af_value_str_new(NULL, 2, &bad), AF_ERR_INVALID_ARGUMENT, "af_value_str_new", "NULL");
+  CHECK_ERR(af_value_int_new(1, NULL), AF_ERR_INVALID_ARGUMENT, "af_value_int_new", "out");
+  CHECK_ERR(af_value_json_new("{", 1, &bad), AF_ERR_INVALID_ARGUMENT, "json");
+  CHECK_ERR(af_value_json_new(NULL, 0, &bad), AF_ERR_INVALID_ARGUMENT, "af_value_json_new", "json");
+  CHECK_ERR(af_value_list_new(NULL, 1, &bad), AF_ERR_INVALID_ARGUMENT, "af_value_list_new", "items");
+  CHECK_ERR(af_value_dict_new(NULL, NULL, NULL, 1, &bad), AF_ERR_INVALID_ARGUMENT, "af_value_dict_new", "keys");
+  {
+    const af_value_t* values[2] = {n, n};
+    CHECK_ERR(af_value_dict_new(dup, key_lens, values, 2, &bad), AF_ERR_INVALID_ARGUMENT, "duplicate");
+    CHECK_ERR(af_value_dict(NULL, dup, key_lens, values, 2, &bad), AF_ERR_INVALID_ARGUMENT, "duplicate");
+  }
+  CHECK_NULLED(bad, af_value_free);
+  af_value_free(n);
+  af_value_free(b);
+  af_value_free(i);
+  af_value_free(f);
+  af_value_free(s);
+  af_value_free(l);
+  af_value_free(d);
+  af_value_free(j);
+  af_value_free(old_s);
+  af_value_free(old_d);
+  af_value_free(old_j);
+}
+
 int main(int argc, char** argv) {
   static const struct test_case cases[] = {
+      CASE(context_free_constructors_match_the_deprecated_forms),
       CASE(json_round_trips_keep_kinds_and_text),
       CASE(json_reads_the_right_leaf_values),
       CASE(json_input_is_length_delimited),

@@ -402,30 +402,45 @@ AF_API af_error_t* af_memoize_pop(af_context_t* ctx);
 #define AF_KIND_DICT 6
 #define AF_KIND_PLACEHOLDER 7 /* a traced leaf (only seen inside a trace) */
 
-/* Value constructors take a context for symmetry with the operations, but
- * values are not tied to one: ctx may be NULL (e.g. in an af_host_fn, which
- * has no context to hand). */
+/* Value constructors: af_value_<kind>_new. Values belong to no context
+ * (they may be made anywhere, e.g. in an af_host_fn, and passed to any
+ * context), so the constructors take none.
+ * The older af_value_<kind>(ctx, ...) forms (af_value_from_json for
+ * af_value_json_new) are deprecated: they ignore ctx (which may be NULL)
+ * and stay so that compiled programs keep linking. */
 
 /* Parses exact JSON: integers stay int, numbers with '.', 'e' stay float.
  * INVALID_ARGUMENT for malformed JSON, invalid UTF-8, duplicate keys,
  * integers outside int64 or nesting deeper than 512. */
-AF_API af_error_t* af_value_from_json(af_context_t* ctx, const char* json, size_t len,
-                                      af_value_t** out);
+AF_API af_error_t* af_value_json_new(const char* json, size_t len, af_value_t** out);
 /* Compact JSON; floats shortest round-trip ("2.0", "1e+30"). INVALID_ARGUMENT
  * for NaN/infinity and for placeholders (their content is unknown while
  * tracing: use af_switch / af_while_loop or a static input). */
 AF_API af_error_t* af_value_to_json(const af_value_t* v, af_bytes_t* out);
 
+AF_API af_error_t* af_value_null_new(af_value_t** out);
+AF_API af_error_t* af_value_bool_new(int32_t b, af_value_t** out);
+AF_API af_error_t* af_value_int_new(int64_t i, af_value_t** out);
+AF_API af_error_t* af_value_float_new(double f, af_value_t** out);
+/* INVALID_ARGUMENT for invalid UTF-8, or s NULL with len > 0. */
+AF_API af_error_t* af_value_str_new(const char* s, size_t len, af_value_t** out);
+/* A list of the items (each gets a new reference; the caller keeps its own).
+ * INVALID_ARGUMENT if it would nest deeper than 512 (also for dicts). */
+AF_API af_error_t* af_value_list_new(const af_value_t* const* items, size_t n, af_value_t** out);
+/* A dict of n entries in this order; INVALID_ARGUMENT on a duplicate key. */
+AF_API af_error_t* af_value_dict_new(const char* const* keys, const size_t* key_lens,
+                                     const af_value_t* const* values, size_t n, af_value_t** out);
+
+/* Deprecated (above): the same as the _new forms; ctx is ignored. */
+AF_API af_error_t* af_value_from_json(af_context_t* ctx, const char* json, size_t len,
+                                      af_value_t** out);
 AF_API af_error_t* af_value_null(af_context_t* ctx, af_value_t** out);
 AF_API af_error_t* af_value_bool(af_context_t* ctx, int32_t b, af_value_t** out);
 AF_API af_error_t* af_value_int(af_context_t* ctx, int64_t i, af_value_t** out);
 AF_API af_error_t* af_value_float(af_context_t* ctx, double f, af_value_t** out);
 AF_API af_error_t* af_value_str(af_context_t* ctx, const char* s, size_t len, af_value_t** out);
-/* A list of the items (each gets a new reference; the caller keeps its own).
- * INVALID_ARGUMENT if it would nest deeper than 512 (also for af_value_dict). */
 AF_API af_error_t* af_value_list(af_context_t* ctx, const af_value_t* const* items, size_t n,
                                  af_value_t** out);
-/* A dict; INVALID_ARGUMENT on a duplicate key. */
 AF_API af_error_t* af_value_dict(af_context_t* ctx, const char* const* keys,
                                  const size_t* key_lens, const af_value_t* const* values,
                                  size_t n, af_value_t** out);
