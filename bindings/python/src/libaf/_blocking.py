@@ -21,6 +21,7 @@ import contextlib
 import ctypes
 import os
 import queue
+import select
 import signal
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
@@ -208,9 +209,15 @@ def start(fn: Callable[[], T]) -> "asyncio.Future[T]":
 
 
 class _SigintWatch:
+    """One lock orders the watcher against arm(): a SIGINT byte the watcher
+    reads is matched with the call armed when it reads it, and arm() first
+    drains bytes of signals that came before it (already raised as
+    KeyboardInterrupt, or about to be) so they cannot cancel the new call."""
+
     def __init__(self) -> None:
-        self._w = -1  # the pipe's write end, our wakeup fd
+        self._r = self._w = -1  # the pipe; its write end is our wakeup fd
         self._cancel: Callable[[], None] | None = None  # of the call in progress on the main thread
+        self._lock = threading.Lock()
 
     def arm(self, cancel: Callable[[], None]) -> bool:
         """On the main thread: whether SIGINT will now run cancel()."""
@@ -218,9 +225,10 @@ class _SigintWatch:
             return False
         if self._w < 0:
             r, w = os.pipe()
+            os.set_blocking(r, False)  # drained by arm() too, which must not wait
             os.set_blocking(w, False)  # set_wakeup_fd requires it
+            self._r, self._w = r, w
             threading.Thread(target=self._watch, args=(r,), name="libaf-sigint", daemon=True).start()
-            self._w = w
         try:
             old = signal.set_wakeup_fd(self._w)
         except (ValueError, OSError):
@@ -228,30 +236,42 @@ class _SigintWatch:
         if old not in (-1, self._w):  # someone else's: give it back
             signal.set_wakeup_fd(old)
             return False
-        self._cancel = cancel
+        with self._lock:
+            self._drain()
+            self._cancel = cancel
         return True
 
     def disarm(self) -> None:
-        self._cancel = None
+        with self._lock:
+            self._cancel = None
+
+    def _drain(self) -> bytes:
+        try:
+            return os.read(self._r, 64)
+        except (BlockingIOError, OSError):
+            return b""
 
     def _watch(self, r: int) -> None:
+        poller = select.poll()
+        poller.register(r, select.POLLIN)
         while True:
             try:
-                data = os.read(r, 64)
+                poller.poll()
             except OSError:
                 return
-            if not data:
-                return
-            cancel = self._cancel
-            if signal.SIGINT in data and cancel is not None:
-                try:
-                    cancel()
-                except BaseException:  # noqa: BLE001 - the watcher must go on
-                    pass
+            with self._lock:
+                data, cancel = self._drain(), self._cancel
+                if signal.SIGINT in data and cancel is not None:
+                    try:
+                        cancel()
+                    except BaseException:  # noqa: BLE001 - the watcher must go on
+                        pass
 
     def forget(self) -> None:
         # A forked child has no watcher thread: the next arm() starts one.
-        self._w, self._cancel = -1, None
+        self._r = self._w = -1
+        self._cancel = None
+        self._lock = threading.Lock()
         _scope_token._ptr = None  # (the parent's handle: not freed here)
 
 
