@@ -190,38 +190,39 @@ func cArray(ps []*C.af_value_t) **C.af_value_t {
 }
 
 // --- Constructors -----------------------------------------------------------
+//
+// Values belong to no context: the C constructors (af_value_<kind>_new) take
+// none. They stay methods of Engine, which must be open (a closed Engine
+// gives the closed error, as for any other use).
 
 // FromJSON parses exact JSON: integers stay int, numbers with '.' or an
 // exponent stay float. CodeInvalidArgument for malformed JSON, duplicate
 // keys or integers outside int64.
 func (eng *Engine) FromJSON(json string) (*Value, error) {
-	cp, err := eng.acquire()
-	if err != nil {
+	if _, err := eng.acquire(); err != nil {
 		return nil, err
 	}
 	defer eng.release()
 	var out *C.af_value_t
 	s, n := cstr(json)
-	e := C.af_value_from_json(cp, s, n, &out)
+	e := C.af_value_json_new(s, n, &out)
 	return takeValue(e, out)
 }
 
 // Null makes a null value.
 func (eng *Engine) Null() (*Value, error) {
-	cp, err := eng.acquire()
-	if err != nil {
+	if _, err := eng.acquire(); err != nil {
 		return nil, err
 	}
 	defer eng.release()
 	var out *C.af_value_t
-	e := C.af_value_null(cp, &out)
+	e := C.af_value_null_new(&out)
 	return takeValue(e, out)
 }
 
 // Bool makes a bool value.
 func (eng *Engine) Bool(b bool) (*Value, error) {
-	cp, err := eng.acquire()
-	if err != nil {
+	if _, err := eng.acquire(); err != nil {
 		return nil, err
 	}
 	defer eng.release()
@@ -230,52 +231,48 @@ func (eng *Engine) Bool(b bool) (*Value, error) {
 		i = 1
 	}
 	var out *C.af_value_t
-	e := C.af_value_bool(cp, i, &out)
+	e := C.af_value_bool_new(i, &out)
 	return takeValue(e, out)
 }
 
 // Int makes an int value.
 func (eng *Engine) Int(i int64) (*Value, error) {
-	cp, err := eng.acquire()
-	if err != nil {
+	if _, err := eng.acquire(); err != nil {
 		return nil, err
 	}
 	defer eng.release()
 	var out *C.af_value_t
-	e := C.af_value_int(cp, C.int64_t(i), &out)
+	e := C.af_value_int_new(C.int64_t(i), &out)
 	return takeValue(e, out)
 }
 
 // Float makes a float value (its JSON keeps a '.', "2.0").
 func (eng *Engine) Float(f float64) (*Value, error) {
-	cp, err := eng.acquire()
-	if err != nil {
+	if _, err := eng.acquire(); err != nil {
 		return nil, err
 	}
 	defer eng.release()
 	var out *C.af_value_t
-	e := C.af_value_float(cp, C.double(f), &out)
+	e := C.af_value_float_new(C.double(f), &out)
 	return takeValue(e, out)
 }
 
 // Str makes a str value; CodeInvalidArgument if s is not valid UTF-8.
 func (eng *Engine) Str(s string) (*Value, error) {
-	cp, err := eng.acquire()
-	if err != nil {
+	if _, err := eng.acquire(); err != nil {
 		return nil, err
 	}
 	defer eng.release()
 	var out *C.af_value_t
 	p, n := cstr(s)
-	e := C.af_value_str(cp, p, n, &out)
+	e := C.af_value_str_new(p, n, &out)
 	return takeValue(e, out)
 }
 
 // List makes a list of items (the list takes its own references; the
 // caller still owns and should Close the items).
 func (eng *Engine) List(items ...*Value) (*Value, error) {
-	cp, err := eng.acquire()
-	if err != nil {
+	if _, err := eng.acquire(); err != nil {
 		return nil, err
 	}
 	defer eng.release()
@@ -285,15 +282,14 @@ func (eng *Engine) List(items ...*Value) (*Value, error) {
 	}
 	defer releaseValues(held)
 	var out *C.af_value_t
-	e := C.af_value_list(cp, cArray(ps), C.size_t(len(ps)), &out)
+	e := C.af_value_list_new(cArray(ps), C.size_t(len(ps)), &out)
 	return takeValueWith(e, out, enginesOf(nil, held))
 }
 
 // Dict makes a dict with keys[i] -> values[i], in that order.
 // CodeInvalidArgument on a duplicate key or when the lengths differ.
 func (eng *Engine) Dict(keys []string, values []*Value) (*Value, error) {
-	cp, err := eng.acquire()
-	if err != nil {
+	if _, err := eng.acquire(); err != nil {
 		return nil, err
 	}
 	defer eng.release()
@@ -308,7 +304,7 @@ func (eng *Engine) Dict(keys []string, values []*Value) (*Value, error) {
 	n := len(keys)
 	var out *C.af_value_t
 	if n == 0 {
-		e := C.af_value_dict(cp, nil, nil, nil, 0, &out)
+		e := C.af_value_dict_new(nil, nil, nil, 0, &out)
 		return takeValue(e, out)
 	}
 	// The key pointers must live in C memory (a Go array of pointers into Go
@@ -335,7 +331,7 @@ func (eng *Engine) Dict(keys []string, values []*Value) (*Value, error) {
 		klens[i] = C.size_t(len(k))
 		off += len(k)
 	}
-	e := C.af_value_dict(cp, &kptrs[0], &klens[0], cArray(ps), C.size_t(n), &out)
+	e := C.af_value_dict_new(&kptrs[0], &klens[0], cArray(ps), C.size_t(n), &out)
 	return takeValueWith(e, out, enginesOf(nil, held))
 }
 

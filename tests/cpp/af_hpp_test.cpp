@@ -532,6 +532,19 @@ int main() {
   expect_error(af::Code::InvalidArgument, [&] { (void)ctx.str("x").entries(); }, "entries() of a str");
   expect_error(af::Code::NotFound, [&] { (void)moved["zz"]; }, "a missing key is NOT_FOUND");
 
+  // Values need no Context: made anywhere (a host function included), used by any.
+  af::Value made = af::dict(
+      {{"a", af::integer(1)}, {"b", af::list({af::null(), af::boolean(true), af::real(2.0), af::str("s")})}});
+  expect(made.json() == R"({"a":1,"b":[null,true,2.0,"s"]})", "values made without a Context: " + made.json());
+  expect(af::json("[1, 2.5e0]").json() == "[1,2.5]" && ctx.json("[1]").json() == af::json("[1]").json(),
+         "af::json parses exact JSON, as ctx.json");
+  expect_error(af::Code::InvalidArgument, [] { (void)af::json("[1,"); }, "af::json of malformed JSON");
+  expect_error(af::Code::InvalidArgument, [] { (void)af::dict({{"k", af::null()}, {"k", af::null()}}); },
+               "af::dict with a duplicate key");
+  ctx.register_function("shout", af::str("str"),
+                        [](const std::vector<af::Value>& args) { return af::str(args.at(0).str() + "!"); });
+  expect(ctx.host_call("shout", {af::str("hi")}).str() == "hi!", "a host function makes its result without a Context");
+
   // Async and blocking host functions: 8 independent 200 ms tools overlap
   // through Program::call (no libaf thread waits for an async one).
   {
@@ -758,6 +771,15 @@ int main() {
       kept = gone.concat({gone.str("a"), gone.str("b")});
     }
     expect(kept.str() == "ab", "a promise outlives its Context object");
+    // A list or dict made of promises (no Context involved) keeps their contexts.
+    af::Value both;
+    {
+      af::Context one(R"({"lazy": true})"), two(R"({"lazy": true})");
+      af::Value a = one.concat({af::str("a"), af::str("b")}), b = two.concat({af::str("c"), af::str("d")});
+      both = af::dict({{"l", af::list({a, af::integer(1)})}, {"b", b}});
+      expect(!both.ready(), "a dict holding promises is pending");
+    }
+    expect(both.json() == R"({"l":["ab",1],"b":"cd"})", "a list or dict of promises outlives their Contexts: " + both.json());
     // Deadlines: eval with options stops at its timeout, and the promise keeps the error.
     af::Provider slow = af::Provider::echo(R"({"latency_ms": 3000})");
     lazy.route("slow", slow);
@@ -774,22 +796,38 @@ int main() {
     expect(timed_out, "eval with a timeout throws TIMEOUT");
   }
 
-  // af.hpp wraps every function af.h declares: each name appears in it.
+  // af.hpp wraps every function af.h declares: each name appears in it,
+  // except the deprecated ones, which it must not call. af.h marks those by a
+  // paragraph (lines between blank lines) opening with "/* Deprecated": every
+  // declaration in it is deprecated.
   {
     std::string h = read_file(AF_HEADER_DIR "/af.h"), hpp = read_file(AF_HEADER_DIR "/af.hpp");
-    std::vector<std::string> missing;
+    std::vector<std::string> missing, deprecated, called;
     size_t declared = 0;
     for (size_t at = h.find("\nAF_API "); at != std::string::npos; at = h.find("\nAF_API ", at + 1)) {
       size_t paren = h.find('(', at);
       size_t begin = h.find_last_of(" *", paren) + 1;
       std::string name = h.substr(begin, paren - begin);
+      size_t blank = h.rfind("\n\n", at);
+      bool is_deprecated = blank != std::string::npos && h.compare(blank + 2, 13, "/* Deprecated") == 0;
+      if (is_deprecated) {
+        deprecated.push_back(name);
+        if (names_identifier(hpp, name)) called.push_back(name);
+        continue;
+      }
       ++declared;
       if (!names_identifier(hpp, name)) missing.push_back(name);
     }
-    std::string list;
-    for (const std::string& m : missing) list += " " + m;
-    expect(declared > 100 && missing.empty(), "af.hpp wraps all " + std::to_string(declared) +
-                                                  " functions of af.h" + (list.empty() ? "" : "; missing:" + list));
+    auto joined = [](const std::vector<std::string>& names) {
+      std::string out;
+      for (const std::string& n : names) out += " " + n;
+      return out;
+    };
+    expect(declared > 100 && missing.empty(), "af.hpp wraps all " + std::to_string(declared) + " functions of af.h" +
+                                                  (missing.empty() ? "" : "; missing:" + joined(missing)));
+    expect(!deprecated.empty() && called.empty(),
+           "af.hpp calls none of the " + std::to_string(deprecated.size()) + " deprecated functions of af.h:" +
+               joined(deprecated) + (called.empty() ? "" : "; called:" + joined(called)));
   }
 
   std::printf("%d passed, 0 failed\n", checks);

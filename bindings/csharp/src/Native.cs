@@ -122,32 +122,68 @@ namespace Af
         public const int AF_KIND_DICT = 6;
         public const int AF_KIND_PLACEHOLDER = 7;
 
+        // Constructors: af_value_<kind>_new. Values belong to no context.
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        public static extern IntPtr af_value_from_json(IntPtr ctx, byte[] json, UIntPtr len, out IntPtr value);
+        public static extern IntPtr af_value_json_new(byte[] json, UIntPtr len, out IntPtr value);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern IntPtr af_value_to_json(IntPtr v, out AfBytes bytes);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        public static extern IntPtr af_value_null(IntPtr ctx, out IntPtr value);
+        public static extern IntPtr af_value_null_new(out IntPtr value);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        public static extern IntPtr af_value_bool(IntPtr ctx, int b, out IntPtr value);
+        public static extern IntPtr af_value_bool_new(int b, out IntPtr value);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        public static extern IntPtr af_value_int(IntPtr ctx, long i, out IntPtr value);
+        public static extern IntPtr af_value_int_new(long i, out IntPtr value);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        public static extern IntPtr af_value_float(IntPtr ctx, double f, out IntPtr value);
+        public static extern IntPtr af_value_float_new(double f, out IntPtr value);
 
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        public static extern IntPtr af_value_str(IntPtr ctx, byte[] s, UIntPtr len, out IntPtr value);
+        public static extern IntPtr af_value_str_new(byte[] s, UIntPtr len, out IntPtr value);
 
         /// <summary>items: const af_value_t* const* (may be null when n == 0).</summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
-        public static extern IntPtr af_value_list(IntPtr ctx, IntPtr[] items, UIntPtr n, out IntPtr value);
+        public static extern IntPtr af_value_list_new(IntPtr[] items, UIntPtr n, out IntPtr value);
 
         /// <summary>keys: const char* const*: pointers to (pinned) UTF-8 key bytes.</summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_dict_new(IntPtr[] keys, UIntPtr[] keyLens,
+                                                      IntPtr[] values, UIntPtr n, out IntPtr value);
+
+        // Deprecated in af.h (the same as the _new forms; ctx is ignored).
+        // Imported still, as every af.h function is; the binding does not call them.
+        [Obsolete("Deprecated in af.h: use af_value_json_new (the context is ignored).")]
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_from_json(IntPtr ctx, byte[] json, UIntPtr len, out IntPtr value);
+
+        [Obsolete("Deprecated in af.h: use af_value_null_new (the context is ignored).")]
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_null(IntPtr ctx, out IntPtr value);
+
+        [Obsolete("Deprecated in af.h: use af_value_bool_new (the context is ignored).")]
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_bool(IntPtr ctx, int b, out IntPtr value);
+
+        [Obsolete("Deprecated in af.h: use af_value_int_new (the context is ignored).")]
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_int(IntPtr ctx, long i, out IntPtr value);
+
+        [Obsolete("Deprecated in af.h: use af_value_float_new (the context is ignored).")]
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_float(IntPtr ctx, double f, out IntPtr value);
+
+        [Obsolete("Deprecated in af.h: use af_value_str_new (the context is ignored).")]
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_str(IntPtr ctx, byte[] s, UIntPtr len, out IntPtr value);
+
+        [Obsolete("Deprecated in af.h: use af_value_list_new (the context is ignored).")]
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_value_list(IntPtr ctx, IntPtr[] items, UIntPtr n, out IntPtr value);
+
+        [Obsolete("Deprecated in af.h: use af_value_dict_new (the context is ignored).")]
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern IntPtr af_value_dict(IntPtr ctx, IntPtr[] keys, UIntPtr[] keyLens,
                                                   IntPtr[] values, UIntPtr n, out IntPtr value);

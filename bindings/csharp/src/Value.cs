@@ -97,6 +97,10 @@ namespace Af
 
         // --- Construction ------------------------------------------------
 
+        // Values belong to no context: the native constructors
+        // (af_value_<kind>_new) take none. ctx is still checked (not null, not
+        // disposed) and held for the call, as before.
+
         /// <summary>Parses exact JSON: integers stay int, numbers with '.' or
         /// 'e' stay float.</summary>
         public static Value FromJson(Context ctx, string json)
@@ -104,7 +108,8 @@ namespace Af
             byte[] s = Utf8.Encode(json, nameof(json));
             using (var b = new Borrow())
             {
-                AfException.Check(Native.af_value_from_json(b.Add(Ctx(ctx)), s, Utf8.Len(s), out IntPtr o));
+                b.Add(Ctx(ctx));
+                AfException.Check(Native.af_value_json_new(s, Utf8.Len(s), out IntPtr o));
                 return Own(o);
             }
         }
@@ -113,7 +118,8 @@ namespace Af
         {
             using (var b = new Borrow())
             {
-                AfException.Check(Native.af_value_null(b.Add(Ctx(ctx)), out IntPtr o));
+                b.Add(Ctx(ctx));
+                AfException.Check(Native.af_value_null_new(out IntPtr o));
                 return Own(o);
             }
         }
@@ -122,7 +128,8 @@ namespace Af
         {
             using (var b = new Borrow())
             {
-                AfException.Check(Native.af_value_bool(b.Add(Ctx(ctx)), value ? 1 : 0, out IntPtr o));
+                b.Add(Ctx(ctx));
+                AfException.Check(Native.af_value_bool_new(value ? 1 : 0, out IntPtr o));
                 return Own(o);
             }
         }
@@ -131,7 +138,8 @@ namespace Af
         {
             using (var b = new Borrow())
             {
-                AfException.Check(Native.af_value_int(b.Add(Ctx(ctx)), value, out IntPtr o));
+                b.Add(Ctx(ctx));
+                AfException.Check(Native.af_value_int_new(value, out IntPtr o));
                 return Own(o);
             }
         }
@@ -140,7 +148,8 @@ namespace Af
         {
             using (var b = new Borrow())
             {
-                AfException.Check(Native.af_value_float(b.Add(Ctx(ctx)), value, out IntPtr o));
+                b.Add(Ctx(ctx));
+                AfException.Check(Native.af_value_float_new(value, out IntPtr o));
                 return Own(o);
             }
         }
@@ -150,7 +159,8 @@ namespace Af
             byte[] s = Utf8.Encode(value, nameof(value));
             using (var b = new Borrow())
             {
-                AfException.Check(Native.af_value_str(b.Add(Ctx(ctx)), s, Utf8.Len(s), out IntPtr o));
+                b.Add(Ctx(ctx));
+                AfException.Check(Native.af_value_str_new(s, Utf8.Len(s), out IntPtr o));
                 return Own(o);
             }
         }
@@ -161,9 +171,9 @@ namespace Af
         {
             using (var b = new Borrow())
             {
-                IntPtr c = b.Add(Ctx(ctx));
+                b.Add(Ctx(ctx));
                 IntPtr[] ptrs = b.AddAll(items, nameof(items));
-                AfException.Check(Native.af_value_list(c, ptrs, (UIntPtr)(ulong)ptrs.Length, out IntPtr o));
+                AfException.Check(Native.af_value_list_new(ptrs, (UIntPtr)(ulong)ptrs.Length, out IntPtr o));
                 return Own(o, ContextsOf(items));
             }
         }
@@ -195,9 +205,9 @@ namespace Af
                 }
                 using (var b = new Borrow())
                 {
-                    IntPtr c = b.Add(Ctx(ctx));
+                    b.Add(Ctx(ctx));
                     IntPtr[] vals = b.AddAll(values, nameof(entries));
-                    AfException.Check(Native.af_value_dict(c, keyPtrs, keyLens, vals, (UIntPtr)(ulong)n, out IntPtr o));
+                    AfException.Check(Native.af_value_dict_new(keyPtrs, keyLens, vals, (UIntPtr)(ulong)n, out IntPtr o));
                     return Own(o, ContextsOf(values));
                 }
             }

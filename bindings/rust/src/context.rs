@@ -6,7 +6,7 @@ use std::any::Any;
 use std::os::raw::c_void;
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crate::error::{check, Error, ErrorCode, Result};
 use crate::ir::Ir;
@@ -51,14 +51,6 @@ impl Drop for ContextOwner {
     }
 }
 
-static DEFAULT: OnceLock<Context> = OnceLock::new();
-
-/// The process-wide context used by `Value` constructors (values are not tied
-/// to a context).
-pub(crate) fn default_context() -> *mut sys::af_context_t {
-    Context::shared().as_ptr()
-}
-
 impl Context {
     /// A new context.
     pub fn new() -> Result<Context> {
@@ -69,14 +61,6 @@ impl Context {
                 ErrorCode::Internal,
                 "af_context_new returned success without a context",
             )
-        })
-    }
-
-    /// A process-wide context, created on first use (panics only if libaf
-    /// cannot create a context at all).
-    pub fn shared() -> &'static Context {
-        DEFAULT.get_or_init(|| {
-            Context::new().unwrap_or_else(|e| panic!("libaf: cannot create a context: {e}"))
         })
     }
 

@@ -5,7 +5,6 @@ use std::fmt;
 use std::ptr::{self, NonNull};
 use std::sync::Arc;
 
-use crate::context::default_context;
 use crate::error::{check, Error, ErrorCode, Result};
 use crate::sys;
 use crate::util::{borrowed_str, bytes_to_string};
@@ -181,7 +180,7 @@ pub(crate) unsafe fn borrowed_values(
 /// levels of nesting).
 pub(crate) fn list_checked(items: &[Value]) -> Result<Value> {
     let list = make_value(|out| unsafe {
-        sys::af_value_list(default_context(), value_ptrs(items).as_ptr(), items.len(), out)
+        sys::af_value_list_new(value_ptrs(items).as_ptr(), items.len(), out)
     })?;
     Ok(list.keeping(keep_all(items)))
 }
@@ -231,43 +230,35 @@ impl Value {
     /// `InvalidArgument` for malformed JSON, duplicate keys or integers
     /// outside i64.
     pub fn from_json(json: &str) -> Result<Value> {
-        make_value(|out| unsafe {
-            sys::af_value_from_json(default_context(), json.as_ptr().cast(), json.len(), out)
-        })
+        make_value(|out| unsafe { sys::af_value_json_new(json.as_ptr().cast(), json.len(), out) })
     }
 
     /// `null`.
     pub fn null() -> Value {
-        infallible(make_value(|out| unsafe {
-            sys::af_value_null(default_context(), out)
-        }))
+        infallible(make_value(|out| unsafe { sys::af_value_null_new(out) }))
     }
 
     /// A bool.
     pub fn bool(b: bool) -> Value {
         infallible(make_value(|out| unsafe {
-            sys::af_value_bool(default_context(), b as i32, out)
+            sys::af_value_bool_new(b as i32, out)
         }))
     }
 
     /// An int (i64).
     pub fn int(i: i64) -> Value {
-        infallible(make_value(|out| unsafe {
-            sys::af_value_int(default_context(), i, out)
-        }))
+        infallible(make_value(|out| unsafe { sys::af_value_int_new(i, out) }))
     }
 
     /// A float (f64).
     pub fn float(f: f64) -> Value {
-        infallible(make_value(|out| unsafe {
-            sys::af_value_float(default_context(), f, out)
-        }))
+        infallible(make_value(|out| unsafe { sys::af_value_float_new(f, out) }))
     }
 
     /// A string.
     pub fn str(s: &str) -> Value {
         infallible(make_value(|out| unsafe {
-            sys::af_value_str(default_context(), s.as_ptr().cast(), s.len(), out)
+            sys::af_value_str_new(s.as_ptr().cast(), s.len(), out)
         }))
     }
 
@@ -290,8 +281,7 @@ impl Value {
             keys.iter().map(|k| k.as_ref().as_ptr().cast()).collect();
         let key_lens: Vec<usize> = keys.iter().map(|k| k.as_ref().len()).collect();
         make_value(|out| unsafe {
-            sys::af_value_dict(
-                default_context(),
+            sys::af_value_dict_new(
                 if key_ptrs.is_empty() {
                     ptr::null()
                 } else {

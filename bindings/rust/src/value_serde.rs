@@ -1,7 +1,7 @@
 //! `Serialize` and `Deserialize` for [`Value`] (the `serde` feature), with
 //! libaf's JSON conventions in any serde format: an int stays an int and a
 //! float a float (`2.0` is not `2`), dicts keep their insertion order, and
-//! what `af_value_to_json` / `af_value_from_json` refuse is refused here
+//! what `af_value_to_json` / `af_value_json_new` refuse is refused here
 //! too (NaN and infinities, placeholders, duplicate keys, integers outside
 //! i64, nesting deeper than 512).
 

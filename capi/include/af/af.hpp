@@ -10,8 +10,9 @@
  *   af::Program prog = af::Program::compile(ctx, ir);
  *   std::string out = prog.call(ctx, {ctx.str("libaf")}).str();
  *
- * Every af.h function has its wrapper here (tests/cpp/af_hpp_test.cpp
- * checks that against af.h). Ownership: every handle is RAII. Value, Ir, Program and Provider are
+ * Every af.h function has its wrapper here, except the deprecated ones,
+ * which it does not call (tests/cpp/af_hpp_test.cpp checks both against
+ * af.h). Ownership: every handle is RAII. Value, Ir, Program and Provider are
  * reference counted in libaf, so they copy (a new reference) and move.
  * Context, Future, Walk, CancelToken, LmRequest and HostRequest own something unique and
  * only move. A moved-from handle is empty; using it throws INVALID_ARGUMENT.
@@ -253,8 +254,13 @@ enum class Kind : int32_t {
   Placeholder = AF_KIND_PLACEHOLDER,
 };
 
+class Value;
+inline Value list(const std::vector<Value>& items);
+inline Value dict(const std::vector<std::pair<std::string_view, Value>>& entries);
+
 /* An immutable tree (null, bool, int, float, str, list, dict). Make values
- * with a Context (ctx.str("x"), ctx.json("[1,2]"), ...). */
+ * anywhere, no Context needed (af::str("x"), af::json("[1,2]"), af::list,
+ * ...; below); a Context's ctx.str("x") etc. are the same. */
 class Value {
  public:
   Value() noexcept = default;
@@ -333,15 +339,35 @@ class Value {
 
  private:
   friend class Context;
+  friend Value list(const std::vector<Value>& items);
+  friend Value dict(const std::vector<std::pair<std::string_view, Value>>& entries);
   explicit Value(af_value_t* v) : h_(v) {}
   af_value_t* ptr() const {
     if (!get()) throw detail::empty_handle("Value");
     return get();
   }
+  /* v (owned), a list or dict of items: while it is pending it keeps what
+   * its items keep (the lazy contexts their promises were recorded on). */
+  static Value holding(af_value_t* v, const std::vector<Value>& items) {
+    Value out(v);
+    if (!v || af_value_ready(v)) return out;
+    std::vector<std::shared_ptr<const void>> keep;
+    for (const Value& item : items) {
+      bool known = !item.keep_;
+      for (const auto& k : keep) known = known || k == item.keep_;
+      if (!known) keep.push_back(item.keep_);
+    }
+    if (keep.size() == 1)
+      out.keep_ = keep.front();
+    else if (!keep.empty())
+      out.keep_ = std::make_shared<const std::vector<std::shared_ptr<const void>>>(std::move(keep));
+    return out;
+  }
   detail::Shared<af_value_t, af_value_clone, af_value_free> h_;
   /* A promise keeps the lazy context it was recorded on alive (it can be
-   * evaluated only there); null for every other value. */
-  std::shared_ptr<af_context_t> ctx_;
+   * evaluated only there), a pending list or dict its items' contexts; null
+   * for every other value. */
+  std::shared_ptr<const void> keep_;
 };
 
 struct Value::Entry {
@@ -405,6 +431,51 @@ inline af_value_t* make_value(const std::function<af_error_t*(af_value_t**)>& f)
   return out;
 }
 }  // namespace detail
+
+/* Value constructors (af_value_<kind>_new): values belong to no context, so
+ * they are made anywhere (a host function included) and passed to any
+ * Context. */
+inline Value null() { return Value::own(detail::make_value([](af_value_t** o) { return af_value_null_new(o); })); }
+inline Value boolean(bool b) {
+  return Value::own(detail::make_value([&](af_value_t** o) { return af_value_bool_new(b ? 1 : 0, o); }));
+}
+inline Value integer(int64_t i) {
+  return Value::own(detail::make_value([&](af_value_t** o) { return af_value_int_new(i, o); }));
+}
+inline Value real(double d) {
+  return Value::own(detail::make_value([&](af_value_t** o) { return af_value_float_new(d, o); }));
+}
+/* INVALID_ARGUMENT for invalid UTF-8. */
+inline Value str(std::string_view s) {
+  return Value::own(detail::make_value([&](af_value_t** o) { return af_value_str_new(s.data(), s.size(), o); }));
+}
+/* Exact JSON (integers stay int, numbers with '.' or 'e' float);
+ * INVALID_ARGUMENT for malformed JSON or duplicate keys. */
+inline Value json(std::string_view j) {
+  return Value::own(detail::make_value([&](af_value_t** o) { return af_value_json_new(j.data(), j.size(), o); }));
+}
+/* A list of the items (each gets a new reference). */
+inline Value list(const std::vector<Value>& items) {
+  auto p = detail::ptrs(items);
+  return Value::holding(detail::make_value([&](af_value_t** o) { return af_value_list_new(p.data(), p.size(), o); }),
+                        items);
+}
+/* A dict of the entries in this order; INVALID_ARGUMENT on a duplicate key. */
+inline Value dict(const std::vector<std::pair<std::string_view, Value>>& entries) {
+  std::vector<const char*> keys;
+  std::vector<size_t> lens;
+  std::vector<Value> values;
+  for (const auto& [k, v] : entries) {
+    keys.push_back(k.data());
+    lens.push_back(k.size());
+    values.push_back(v);
+  }
+  auto p = detail::ptrs(values);
+  return Value::holding(detail::make_value([&](af_value_t** o) {
+                          return af_value_dict_new(keys.data(), lens.data(), p.data(), p.size(), o);
+                        }),
+                        values);
+}
 
 /* ---- IRs ---------------------------------------------------------------- */
 
@@ -729,31 +800,16 @@ class Context {
     return detail::take(b);
   }
 
-  /* Values. */
-  Value null() { return make([&](af_value_t** o) { return af_value_null(ptr(), o); }); }
-  Value boolean(bool b) { return make([&](af_value_t** o) { return af_value_bool(ptr(), b ? 1 : 0, o); }); }
-  Value integer(int64_t i) { return make([&](af_value_t** o) { return af_value_int(ptr(), i, o); }); }
-  Value real(double d) { return make([&](af_value_t** o) { return af_value_float(ptr(), d, o); }); }
-  Value str(std::string_view s) { return make([&](af_value_t** o) { return af_value_str(ptr(), s.data(), s.size(), o); }); }
-  Value json(std::string_view j) {
-    return make([&](af_value_t** o) { return af_value_from_json(ptr(), j.data(), j.size(), o); });
-  }
-  Value list(const std::vector<Value>& items) {
-    auto p = detail::ptrs(items);
-    return make([&](af_value_t** o) { return af_value_list(ptr(), p.data(), p.size(), o); });
-  }
-  Value dict(const std::vector<std::pair<std::string_view, Value>>& entries) {
-    std::vector<const char*> keys;
-    std::vector<size_t> lens;
-    std::vector<Value> values;
-    for (const auto& [k, v] : entries) {
-      keys.push_back(k.data());
-      lens.push_back(k.size());
-      values.push_back(v);
-    }
-    auto p = detail::ptrs(values);
-    return make([&](af_value_t** o) { return af_value_dict(ptr(), keys.data(), lens.data(), p.data(), p.size(), o); });
-  }
+  /* Values: the same as af::null(), af::str(s), ... (values belong to no
+   * context; these are kept for brevity where a Context is at hand). */
+  Value null() const { return af::null(); }
+  Value boolean(bool b) const { return af::boolean(b); }
+  Value integer(int64_t i) const { return af::integer(i); }
+  Value real(double d) const { return af::real(d); }
+  Value str(std::string_view s) const { return af::str(s); }
+  Value json(std::string_view j) const { return af::json(j); }
+  Value list(const std::vector<Value>& items) const { return af::list(items); }
+  Value dict(const std::vector<std::pair<std::string_view, Value>>& entries) const { return af::dict(entries); }
 
   /* Traces fn once on placeholders shaped like examples. What fn throws is
    * rethrown here as itself (an af::Error an operation raised included). */
@@ -1060,7 +1116,7 @@ class Context {
   /* v (owned) as a Value; a promise holds this context. */
   Value adopt(af_value_t* v) const {
     Value out = Value::own(v);
-    if (v && !af_value_ready(v)) out.ctx_ = h_;
+    if (v && !af_value_ready(v)) out.keep_ = h_;
     return out;
   }
   static const uint8_t* data(std::string_view bytes) {

@@ -47,21 +47,6 @@ _value_free = lib.af_value_free
 _value_kind = lib.af_value_kind
 #: Kind by AF_KIND_* code (Kind(code) builds nothing, but costs a call).
 _KINDS = tuple(sorted(Kind, key=int))
-_builder_lock = threading.Lock()
-_builder_ctx: int | None = None
-
-
-def _builder() -> int:
-    """A private context for building values (values are not tied to any
-    context, but the constructors take one)."""
-    global _builder_ctx
-    with _builder_lock:
-        if _builder_ctx is None:
-            out = ctypes.c_void_p()
-            check(lib.af_context_new(ctypes.byref(out)))
-            _builder_ctx = out.value
-        assert _builder_ctx is not None  # af_context_new succeeded
-        return _builder_ctx
 
 
 _PLACEHOLDER_HINT = (
@@ -102,7 +87,7 @@ class Value:
         """Parses exact JSON (ints stay int, floats stay float)."""
         data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
         out = ctypes.c_void_p()
-        check(lib.af_value_from_json(_builder(), data, len(data), ctypes.byref(out)))
+        check(lib.af_value_json_new(data, len(data), ctypes.byref(out)))
         return cls._own(out.value)
 
     def __del__(self) -> None:
@@ -291,18 +276,17 @@ def _build(obj: Any) -> Value:
     """Builds a tree that holds Values leaf by leaf."""
     if isinstance(obj, Value):
         return obj
-    ctx = _builder()
     out = ctypes.c_void_p()
     if isinstance(obj, (list, tuple)):
         items = [_build(x) for x in obj]
-        check(lib.af_value_list(ctx, _lib.handles(items), len(items), ctypes.byref(out)))
+        check(lib.af_value_list_new(_lib.handles(items), len(items), ctypes.byref(out)))
     elif isinstance(obj, dict):
         keys = [_lib.utf8(k, "a dict key") for k in obj]
         items = [_build(x) for x in obj.values()]
         n = len(keys)
         c_keys = (ctypes.c_char_p * max(n, 1))(*keys)
         c_lens = (ctypes.c_size_t * max(n, 1))(*[len(k) for k in keys])
-        check(lib.af_value_dict(ctx, c_keys, c_lens, _lib.handles(items), n, ctypes.byref(out)))
+        check(lib.af_value_dict_new(c_keys, c_lens, _lib.handles(items), n, ctypes.byref(out)))
     else:
         return _leaf(obj)
     return Value._own(out.value, _owner(items))
@@ -347,21 +331,20 @@ def _pending(values: Iterable[Value], into: dict[Context, list[Value]]) -> None:
 
 
 def _leaf(obj: Any) -> Value:
-    ctx = _builder()
     out = ctypes.c_void_p()
     if obj is None:
-        check(lib.af_value_null(ctx, ctypes.byref(out)))
+        check(lib.af_value_null_new(ctypes.byref(out)))
     elif isinstance(obj, bool):
-        check(lib.af_value_bool(ctx, int(obj), ctypes.byref(out)))
+        check(lib.af_value_bool_new(int(obj), ctypes.byref(out)))
     elif isinstance(obj, int):
         if not -(2**63) <= obj < 2**63:
             raise OverflowError(f"int {obj} does not fit libaf's int64")
-        check(lib.af_value_int(ctx, obj, ctypes.byref(out)))
+        check(lib.af_value_int_new(obj, ctypes.byref(out)))
     elif isinstance(obj, float):
-        check(lib.af_value_float(ctx, obj, ctypes.byref(out)))
+        check(lib.af_value_float_new(obj, ctypes.byref(out)))
     elif isinstance(obj, str):
         s = _lib.utf8(obj, "a str")
-        check(lib.af_value_str(ctx, s, len(s), ctypes.byref(out)))
+        check(lib.af_value_str_new(s, len(s), ctypes.byref(out)))
     else:
         raise TypeError(
             f"cannot convert {type(obj).__name__} to a libaf value: use None, bool, int, "
@@ -406,8 +389,8 @@ def _to_value_per_leaf(obj: Tree) -> Value:
 # A plain tree crosses into libaf as one JSON document (one C call, one
 # Python object). A tree holding Values (e.g. messages whose content is a
 # promise) is built from raw handles: each maximal plain subtree one JSON
-# document, each container on the way to a Value one af_value_list /
-# af_value_dict, and no Python Value (nor its finalizer) for any part but
+# document, each container on the way to a Value one af_value_list_new /
+# af_value_dict_new, and no Python Value (nor its finalizer) for any part but
 # the root. Short str leaves, the constants and dict key sets are interned:
 # a message's "role": "user" costs no C call at all. Anything unusual (a
 # non-str key, an unknown leaf type, an int beyond int64, NaN, a surrogate,
@@ -439,10 +422,6 @@ _byref = ctypes.byref
 _c_void_p = ctypes.c_void_p
 
 
-def _ctx_handle() -> int:
-    return _builder_ctx if _builder_ctx is not None else _builder()
-
-
 def _str_value(s: str) -> Value:
     """The Value of str s (interned when short); _leaf's errors."""
     v = _interned.get(s)
@@ -464,7 +443,7 @@ def _str_ptr(s: str, temps: list[int | None], keep: list[Value]) -> int:
         return v._ptr  # type: ignore[return-value]
     b = s.encode("utf-8", "surrogatepass")
     out = _c_void_p()
-    check(lib.af_value_str(_ctx_handle(), b, len(b), _byref(out)))
+    check(lib.af_value_str_new(b, len(b), _byref(out)))
     temps.append(out.value)
     return out.value  # type: ignore[return-value]
 
@@ -475,9 +454,9 @@ def _const_ptr(obj: bool | None) -> int:
     if p is None:
         out = _c_void_p()
         if obj is None:
-            check(lib.af_value_null(_ctx_handle(), _byref(out)))
+            check(lib.af_value_null_new(_byref(out)))
         else:
-            check(lib.af_value_bool(_ctx_handle(), 1 if obj else 0, _byref(out)))
+            check(lib.af_value_bool_new(1 if obj else 0, _byref(out)))
         made = out.value
         assert made is not None  # the call succeeded
         with _intern_lock:
@@ -499,9 +478,9 @@ def _leaf_ptr(obj: Any, temps: list[int | None], keep: list[Value]) -> int:
     if t is int:
         if not -(2**63) <= obj < 2**63:
             raise _Slow
-        check(lib.af_value_int(_ctx_handle(), obj, _byref(out)))
+        check(lib.af_value_int_new(obj, _byref(out)))
     elif t is float:
-        check(lib.af_value_float(_ctx_handle(), obj, _byref(out)))
+        check(lib.af_value_float_new(obj, _byref(out)))
     else:
         raise _Slow  # subclasses and the rest: _leaf's own rules
     temps.append(out.value)
@@ -538,7 +517,7 @@ def _json_value(obj: Any) -> Value:
     except UnicodeEncodeError:
         raise _Slow from None
     out = _c_void_p()
-    err = lib.af_value_from_json(_ctx_handle(), data, len(data), _byref(out))
+    err = lib.af_value_json_new(data, len(data), _byref(out))
     if err:
         lib.af_error_free(err)
         raise _Slow  # the per-leaf path says what it always said
@@ -616,12 +595,11 @@ def _scan(obj: Any, temps: list[int | None], found: list[Value], keep: list[Valu
     n = len(built)
     handles = (_c_void_p * n)(*built) if n else (_c_void_p * 1)()
     out = _c_void_p()
-    ctx = _builder_ctx if _builder_ctx is not None else _builder()
     if t is dict:
         c_keys, c_lens = _keys_of(obj)
-        err = lib.af_value_dict(ctx, c_keys, c_lens, handles, n, _byref(out))
+        err = lib.af_value_dict_new(c_keys, c_lens, handles, n, _byref(out))
     else:
-        err = lib.af_value_list(ctx, handles, n, _byref(out))
+        err = lib.af_value_list_new(handles, n, _byref(out))
     if err:
         lib.af_error_free(err)
         raise _Slow  # e.g. nesting deeper than libaf allows: say it as before

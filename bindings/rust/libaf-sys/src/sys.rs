@@ -280,15 +280,44 @@ extern "C" {
     ) -> *mut af_error_t;
     pub fn af_value_ready(v: *const af_value_t) -> i32;
 
-    // Values
-    pub fn af_value_from_json(
-        ctx: *mut af_context_t,
+    // Values (context-free constructors)
+    pub fn af_value_json_new(
         json: *const c_char,
         len: usize,
         out: *mut *mut af_value_t,
     ) -> *mut af_error_t;
     pub fn af_value_to_json(v: *const af_value_t, out: *mut af_bytes_t) -> *mut af_error_t;
 
+    pub fn af_value_null_new(out: *mut *mut af_value_t) -> *mut af_error_t;
+    pub fn af_value_bool_new(b: i32, out: *mut *mut af_value_t) -> *mut af_error_t;
+    pub fn af_value_int_new(i: i64, out: *mut *mut af_value_t) -> *mut af_error_t;
+    pub fn af_value_float_new(f: f64, out: *mut *mut af_value_t) -> *mut af_error_t;
+    pub fn af_value_str_new(
+        s: *const c_char,
+        len: usize,
+        out: *mut *mut af_value_t,
+    ) -> *mut af_error_t;
+    pub fn af_value_list_new(
+        items: *const *const af_value_t,
+        n: usize,
+        out: *mut *mut af_value_t,
+    ) -> *mut af_error_t;
+    pub fn af_value_dict_new(
+        keys: *const *const c_char,
+        key_lens: *const usize,
+        values: *const *const af_value_t,
+        n: usize,
+        out: *mut *mut af_value_t,
+    ) -> *mut af_error_t;
+
+    // Deprecated in af.h: the same as the _new forms above (ctx is ignored
+    // and may be NULL). Declared for programs that still call them.
+    pub fn af_value_from_json(
+        ctx: *mut af_context_t,
+        json: *const c_char,
+        len: usize,
+        out: *mut *mut af_value_t,
+    ) -> *mut af_error_t;
     pub fn af_value_null(ctx: *mut af_context_t, out: *mut *mut af_value_t) -> *mut af_error_t;
     pub fn af_value_bool(
         ctx: *mut af_context_t,
