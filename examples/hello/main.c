@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   af_value_t* result = NULL;
   af_error_t* err = af_context_new(&ctx);
   if (!err) err = hello_trace(ctx, &ir);
-  if (!err) err = af_value_str(ctx, name, strlen(name), &input);
+  if (!err) err = af_value_str_new(name, strlen(name), &input);
   if (!err) {
     const af_value_t* inputs[1] = {input};
     err = af_ir_call(ctx, ir, inputs, 1, &result);

@@ -46,22 +46,22 @@ static af_error_t* agent(void* ud, af_context_t* ctx, const af_value_t* const* i
     const char* keys[2] = {"role", "content"};
     const size_t key_lens[2] = {4, 7};
     const af_value_t* vals[2] = {NULL, prompt};
-    TRY(af_value_from_json(ctx, sys, strlen(sys), &system));
-    TRY(af_value_str(ctx, "user", 4, &role));
+    TRY(af_value_json_new(sys, strlen(sys), &system));
+    TRY(af_value_str_new("user", 4, &role));
     vals[0] = role;
-    TRY(af_value_dict(ctx, keys, key_lens, vals, 2, &user));
+    TRY(af_value_dict_new(keys, key_lens, vals, 2, &user));
   }
   {
     const af_value_t* items[2] = {system, user};
-    TRY(af_value_list(ctx, items, 2, &messages));
+    TRY(af_value_list_new(items, 2, &messages));
   }
-  TRY(af_value_str(ctx, "plugin-model", 12, &model));
+  TRY(af_value_str_new("plugin-model", 12, &model));
   TRY(af_lm_call(ctx, messages, model, &answer));
   {
     const char* keys[2] = {"notes", "answer"};
     const size_t key_lens[2] = {5, 6};
     const af_value_t* vals[2] = {notes, answer};
-    TRY(af_value_dict(ctx, keys, key_lens, vals, 2, out));
+    TRY(af_value_dict_new(keys, key_lens, vals, 2, out));
   }
 done:
   af_value_free(notes);
@@ -79,9 +79,9 @@ static af_error_t* save(af_context_t* ctx, const char* tool, const char* path) {
   af_value_t *kinds = NULL, *example = NULL;
   af_ir_t* ir = NULL;
   af_error_t* err = NULL;
-  TRY(af_value_str(ctx, "str", 3, &kinds));
+  TRY(af_value_str_new("str", 3, &kinds));
   TRY(af_register_function(ctx, tool, strlen(tool), stand_in, NULL, NULL, kinds));
-  TRY(af_value_str(ctx, "topic", 5, &example));
+  TRY(af_value_str_new("topic", 5, &example));
   {
     const af_value_t* examples[1] = {example};
     TRY(af_trace(ctx, agent, (void*)tool, examples, 1, NULL, &ir));

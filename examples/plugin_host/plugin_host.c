@@ -18,11 +18,12 @@ static af_error_t* lookup(void* ud, const af_value_t* const* args, size_t n, af_
   size_t len = 0;
   char buf[256];
   af_error_t* err;
+  (void)ud;
   (void)n;
   err = af_value_get_str(args[0], &topic, &len);
   if (err) return err;
   snprintf(buf, sizeof buf, "notes on %.*s", (int)(len > 100 ? 100 : len), topic);
-  return af_value_str((af_context_t*)ud, buf, strlen(buf), out);
+  return af_value_str_new(buf, strlen(buf), out);
 }
 
 /* The host's own model: answers on a thread of its own, from the request JSON. */
@@ -63,7 +64,7 @@ static af_error_t* run(af_context_t* ctx, const char* path, af_value_t** out) {
   af_program_t* prog = NULL;
   af_value_t* topic = NULL;
   af_error_t* err = af_program_load(ctx, path, strlen(path), &prog);
-  if (!err) err = af_value_str(ctx, "saved graphs", 12, &topic);
+  if (!err) err = af_value_str_new("saved graphs", 12, &topic);
   if (!err) {
     const af_value_t* inputs[1] = {topic};
     err = af_program_call(ctx, prog, inputs, 1, out);
@@ -85,8 +86,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if ((err = af_context_new(&ctx))) return failed("context", err);
-  err = af_value_str(ctx, "str", 3, &kinds);
-  if (!err) err = af_register_function(ctx, "lookup", 6, lookup, ctx, NULL, kinds);
+  err = af_value_str_new("str", 3, &kinds);
+  if (!err) err = af_register_function(ctx, "lookup", 6, lookup, NULL, NULL, kinds);
   if (!err) err = af_provider_host_new(submit, NULL, NULL, &provider);
   if (!err) err = af_context_route(ctx, "*", 1, provider);
   if (err) {

@@ -32,17 +32,17 @@ static af_error_t* step_fn(void* ud, af_context_t* c, const af_value_t* const* i
   af_value_t* items[2] = {NULL, NULL};
   af_value_t *msg = NULL, *msgs = NULL, *model = NULL, *next = NULL;
   const af_value_t* pair[2];
-  af_error_t* e = af_value_str(c, "user", 4, &items[0]);
+  af_error_t* e = af_value_str_new("user", 4, &items[0]);
   (void)ud;
   (void)n;
   if (!e) e = af_format(c, kTemplate, strlen(kTemplate), in, 2, NULL, &items[1]);
-  if (!e) e = af_value_dict(c, keys, lens, (const af_value_t* const*)items, 2, &msg);
-  if (!e) e = af_value_list(c, (const af_value_t* const*)&msg, 1, &msgs);
-  if (!e) e = af_value_str(c, "summarizer", 10, &model);
+  if (!e) e = af_value_dict_new(keys, lens, (const af_value_t* const*)items, 2, &msg);
+  if (!e) e = af_value_list_new((const af_value_t* const*)&msg, 1, &msgs);
+  if (!e) e = af_value_str_new("summarizer", 10, &model);
   if (!e) e = af_lm_call(c, msgs, model, &next);
   pair[0] = next;
   pair[1] = next;
-  if (!e) e = af_value_list(c, pair, 2, out);
+  if (!e) e = af_value_list_new(pair, 2, out);
   af_value_free(items[0]);
   af_value_free(items[1]);
   af_value_free(msg);
@@ -69,12 +69,12 @@ static af_error_t* chunks_of(af_context_t* c, const char* text, af_value_t** out
     const char* end = strstr(p, "\n\n");
     size_t len = end ? (size_t)(end - p) : strlen(p);
     while (len && (p[len - 1] == '\n' || p[len - 1] == ' ')) --len;
-    if (len) e = af_value_str(c, p, len, &items[n++]);
+    if (len) e = af_value_str_new(p, len, &items[n++]);
     if (!end) break;
     p = end + 2;
     while (*p == '\n') ++p;
   }
-  if (!e) e = af_value_list(c, (const af_value_t* const*)items, n, out);
+  if (!e) e = af_value_list_new((const af_value_t* const*)items, n, out);
   while (n) af_value_free(items[--n]);
   return e;
 }
@@ -125,19 +125,19 @@ int main(int argc, char** argv) {
   if (!e) e = route_summarizer(ctx);
   /* Trace the step on example strings, then the whole program over a list
    * of chunks of any length (list_mask marks input 1). */
-  if (!e) e = af_value_str(ctx, "s", 1, &ex[0]);
-  if (!e) e = af_value_str(ctx, "x", 1, &ex[1]);
+  if (!e) e = af_value_str_new("s", 1, &ex[0]);
+  if (!e) e = af_value_str_new("x", 1, &ex[1]);
   if (!e) e = af_trace(ctx, step_fn, NULL, (const af_value_t* const*)ex, 2, NULL, &step);
   af_value_free(ex[1]);
   ex[1] = NULL;
-  if (!e) e = af_value_from_json(ctx, "[\"x\"]", 5, &ex[1]);
-  if (!e) e = af_value_from_json(ctx, "[false, true]", 13, &mask);
+  if (!e) e = af_value_json_new("[\"x\"]", 5, &ex[1]);
+  if (!e) e = af_value_json_new("[false, true]", 13, &mask);
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
   o.list_mask = mask;
   if (!e) e = af_trace_with(ctx, summarize_fn, step, (const af_value_t* const*)ex, 2, &o, &program);
   if (!e) e = chunks_of(ctx, text ? text : kDocument, &chunks);
-  if (!e) e = af_value_str(ctx, "(nothing yet)", 13, &start);
+  if (!e) e = af_value_str_new("(nothing yet)", 13, &start);
   if (!e) {
     const af_value_t* inputs[2] = {start, chunks};
     e = af_ir_call(ctx, program, inputs, 2, &result);

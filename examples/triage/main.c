@@ -42,8 +42,8 @@ int main(int argc, char** argv) {
   if (!err) err = af_context_route(ctx, "*", 1, echo);
   if (!err) err = triage_batched_trace(ctx, &ir);
   if (!err) err = af_compile(ctx, ir, &prog);
-  for (i = 0; !err && i < n; i++) err = af_value_str(ctx, tickets[i], strlen(tickets[i]), &items[i]);
-  if (!err) err = af_value_list(ctx, (const af_value_t* const*)items, n, &list);
+  for (i = 0; !err && i < n; i++) err = af_value_str_new(tickets[i], strlen(tickets[i]), &items[i]);
+  if (!err) err = af_value_list_new((const af_value_t* const*)items, n, &list);
   if (!err) {
     t0 = now_ms();
     err = af_program_call(ctx, prog, (const af_value_t* const*)&list, 1, &result);

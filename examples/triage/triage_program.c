@@ -7,15 +7,14 @@ const char* const triage_sample_tickets[TRIAGE_N_SAMPLE_TICKETS] = {
     "How do I change the card on my account?"};
 
 /* A chat message {"role": role, "content": content}; content may be traced. */
-static af_error_t* message(af_context_t* ctx, const char* role, const af_value_t* content,
-                           af_value_t** out) {
+static af_error_t* message(const char* role, const af_value_t* content, af_value_t** out) {
   af_value_t* r = NULL;
-  af_error_t* err = af_value_str(ctx, role, strlen(role), &r);
+  af_error_t* err = af_value_str_new(role, strlen(role), &r);
   if (!err) {
     const char* keys[2] = {"role", "content"};
     size_t lens[2] = {4, 7};
     const af_value_t* values[2] = {r, content};
-    err = af_value_dict(ctx, keys, lens, values, 2, out);
+    err = af_value_dict_new(keys, lens, values, 2, out);
   }
   af_value_free(r);
   return err;
@@ -26,8 +25,8 @@ static af_error_t* ask(af_context_t* ctx, const char* tmpl, const af_value_t* co
                        size_t n_args, af_value_t** out) {
   af_value_t *content = NULL, *msg = NULL;
   af_error_t* err = af_format(ctx, tmpl, strlen(tmpl), args, n_args, NULL, &content);
-  if (!err) err = message(ctx, "user", content, &msg);
-  if (!err) err = af_value_list(ctx, (const af_value_t* const*)&msg, 1, out);
+  if (!err) err = message("user", content, &msg);
+  if (!err) err = af_value_list_new((const af_value_t* const*)&msg, 1, out);
   af_value_free(content);
   af_value_free(msg);
   return err;
@@ -39,8 +38,8 @@ static af_error_t* call_lm(af_context_t* ctx, const char* model, const char* tmp
                            af_value_t** out) {
   af_value_t *msgs = NULL, *m = NULL, *schema = NULL;
   af_error_t* err = ask(ctx, tmpl, args, n_args, &msgs);
-  if (!err) err = af_value_str(ctx, model, strlen(model), &m);
-  if (!err && schema_json) err = af_value_from_json(ctx, schema_json, strlen(schema_json), &schema);
+  if (!err) err = af_value_str_new(model, strlen(model), &m);
+  if (!err && schema_json) err = af_value_json_new(schema_json, strlen(schema_json), &schema);
   if (!err) err = schema ? af_lm_schema_call(ctx, msgs, m, schema, out) : af_lm_call(ctx, msgs, m, out);
   af_value_free(msgs);
   af_value_free(m);
@@ -90,7 +89,7 @@ af_error_t* triage_fn(void* user_data, af_context_t* ctx, const af_value_t* cons
   if (!err) err = af_value_key(cls, "team", 4, &team);
   if (!err) err = af_value_key(cls, "urgency", 7, &urgency);
   /* Branches are traced on their own, on an example of the operand. */
-  if (!err) err = af_value_str(ctx, "ticket", 6, &example);
+  if (!err) err = af_value_str_new("ticket", 6, &example);
   if (!err) err = af_trace(ctx, billing_fn, NULL, (const af_value_t* const*)&example, 1, NULL, &branches[0]);
   if (!err) err = af_trace(ctx, technical_fn, NULL, (const af_value_t* const*)&example, 1, NULL, &branches[1]);
   if (!err) err = af_name_push(ctx, "draft", 5);
@@ -111,7 +110,7 @@ af_error_t* triage_fn(void* user_data, af_context_t* ctx, const af_value_t* cons
     const char* keys[4] = {"team", "urgency", "reply", "review"};
     size_t lens[4] = {4, 7, 5, 6};
     const af_value_t* values[4] = {team, urgency, reply, review};
-    err = af_value_dict(ctx, keys, lens, values, 4, out);
+    err = af_value_dict_new(keys, lens, values, 4, out);
   }
   af_ir_free(branches[0]);
   af_ir_free(branches[1]);
@@ -126,7 +125,7 @@ af_error_t* triage_fn(void* user_data, af_context_t* ctx, const af_value_t* cons
 
 af_error_t* triage_trace(af_context_t* ctx, af_ir_t** out) {
   af_value_t* example = NULL;
-  af_error_t* err = af_value_str(ctx, "ticket", 6, &example);
+  af_error_t* err = af_value_str_new("ticket", 6, &example);
   if (!err) err = af_trace(ctx, triage_fn, NULL, (const af_value_t* const*)&example, 1, NULL, out);
   af_value_free(example);
   return err;

@@ -126,7 +126,7 @@ static af_error_t* provider_spec(af_context_t* ctx, const char* type, size_t typ
   size_t* lens = NULL;
   const af_value_t** values = NULL;
   size_t n = 0, i;
-  af_error_t* err = af_value_from_json(ctx, options_len ? options : "{}", options_len ? options_len : 2, &opts);
+  af_error_t* err = af_value_json_new(options_len ? options : "{}", options_len ? options_len : 2, &opts);
   if (!err && af_value_kind(opts) != AF_KIND_DICT)
     err = error(AF_ERR_INVALID_ARGUMENT, "the provider options must be a JSON object");
   if (!err) err = af_value_len(opts, &n);
@@ -139,13 +139,13 @@ static af_error_t* provider_spec(af_context_t* ctx, const char* type, size_t typ
   if (!err) {
     keys[0] = "type";
     lens[0] = 4;
-    err = af_value_str(ctx, type, type_len, (af_value_t**)&values[0]);
+    err = af_value_str_new(type, type_len, (af_value_t**)&values[0]);
   }
   for (i = 0; !err && i < n; i++) {
     err = af_value_key_at(opts, i, &keys[i + 1], &lens[i + 1]);
     if (!err) err = af_value_index(opts, i, (af_value_t**)&values[i + 1]);
   }
-  if (!err) err = af_value_dict(ctx, keys, lens, values, n + 1, &spec);
+  if (!err) err = af_value_dict_new(keys, lens, values, n + 1, &spec);
   if (!err) err = af_value_to_json(spec, out);
   for (i = 0; values && i <= n; i++) af_value_free((af_value_t*)values[i]);
   free(keys);
@@ -174,7 +174,7 @@ af_error_t* afsql_route_all(afsql_session* s, const char* json, size_t len) {
       "\"options\": {...}}}";
   af_value_t* doc = NULL;
   size_t n = 0, i;
-  af_error_t* err = af_value_from_json(s->ctx, json, len, &doc);
+  af_error_t* err = af_value_json_new(json, len, &doc);
   if (!err && af_value_kind(doc) != AF_KIND_DICT) err = error(AF_ERR_INVALID_ARGUMENT, "%s", usage);
   if (!err) err = af_value_len(doc, &n);
   for (i = 0; !err && i < n; i++) {
@@ -296,7 +296,7 @@ static af_error_t* read_shape(afsql_session* s, afsql_graph* g) {
   const char* t;
   size_t tlen;
   af_error_t* err = af_ir_json(g->ir, &json);
-  if (!err) err = af_value_from_json(s->ctx, (const char*)json.data, json.len, &doc);
+  if (!err) err = af_value_json_new((const char*)json.data, json.len, &doc);
   if (!err) err = leaf_paths(doc, "inputs", &g->in);
   if (!err) err = leaf_paths(doc, "outputs", &g->out);
   if (!err) err = af_value_key(doc, "in_tree", 7, &tree);
@@ -359,7 +359,7 @@ static af_error_t* parse_options(afsql_session* s, const char* json, size_t len,
   memset(ro, 0, sizeof *ro);
   ro->struct_size = sizeof *ro;
   if (!json || len == 0) return NULL;
-  err = af_value_from_json(s->ctx, json, len, &doc);
+  err = af_value_json_new(json, len, &doc);
   if (!err && af_value_kind(doc) == AF_KIND_NULL) goto done;
   if (!err && af_value_kind(doc) != AF_KIND_DICT) err = error(AF_ERR_INVALID_ARGUMENT, "%s", usage);
   if (!err) err = af_value_len(doc, &n);
@@ -430,7 +430,7 @@ static af_error_t* start(afsql_session* s, af_program_t* p, af_value_t* const* i
 
 /* The positional inputs of a JSON array. */
 static af_error_t* parse_inputs(afsql_session* s, const char* json, size_t len, af_value_t** out) {
-  af_error_t* err = af_value_from_json(s->ctx, json, len, out);
+  af_error_t* err = af_value_json_new(json, len, out);
   if (!err && af_value_kind(*out) != AF_KIND_LIST) {
     af_value_free(*out);
     *out = NULL;
@@ -538,8 +538,8 @@ static char* node_path(const node* nd, const char* path, size_t i) {
 
 static af_error_t* node_build(const node* nd, af_value_t** out) {
   const af_value_t* const* children = (const af_value_t* const*)nd->children;
-  return nd->kind == AF_KIND_DICT ? af_value_dict(NULL, nd->keys, nd->key_lens, children, nd->n, out)
-                                  : af_value_list(NULL, children, nd->n, out);
+  return nd->kind == AF_KIND_DICT ? af_value_dict_new(nd->keys, nd->key_lens, children, nd->n, out)
+                                  : af_value_list_new(children, nd->n, out);
 }
 
 static void node_free(node* nd) {
@@ -566,7 +566,7 @@ static af_error_t* stack(afsql_session* s, const afsql_graph* g, af_value_t* con
   size_t r, i;
   node nd;
   af_error_t* err;
-  if (has_path(&g->in, path)) return af_value_list(s->ctx, (const af_value_t* const*)vals, n, out);
+  if (has_path(&g->in, path)) return af_value_list_new((const af_value_t* const*)vals, n, out);
   if (kind != AF_KIND_LIST && kind != AF_KIND_DICT) {
     return error(AF_ERR_INVALID_ARGUMENT,
                  "row 1: %s (kind %s): the program takes none there (its inputs are shaped %s, one value per *)",
@@ -734,7 +734,7 @@ static af_error_t* per_item(const afsql_graph* g, const af_value_t* result, size
       items[i] = failed;
     }
   }
-  if (!err) err = af_value_list(NULL, (const af_value_t* const*)items, n, out);
+  if (!err) err = af_value_list_new((const af_value_t* const*)items, n, out);
   free_items(items, n);
   return err;
 }

@@ -432,7 +432,7 @@ static void print_counts(const char* what, const af_value_t* c) {
 static void print_summary(af_context_t* ctx, const af_bytes_t* summary) {
   af_value_t *doc = NULL, *total = NULL, *models = NULL;
   size_t n = 0, i;
-  af_error_t* err = af_value_from_json(ctx, (const char*)summary->data, summary->len, &doc);
+  af_error_t* err = af_value_json_new((const char*)summary->data, summary->len, &doc);
   fflush(stdout); /* after the result on a shared terminal */
   if (!err) err = af_value_key(doc, "total", 5, &total);
   if (!err) err = af_value_key(doc, "models", 6, &models);
@@ -477,7 +477,7 @@ static int journal_show(const char* path, enum journal_view view) {
     return 0;
   }
   if (!err) err = af_context_new(&ctx);
-  if (!err) err = af_value_from_json(ctx, (const char*)json.data, json.len, &doc);
+  if (!err) err = af_value_json_new((const char*)json.data, json.len, &doc);
   if (!err) err = af_value_key(doc, "models", 6, &models);
   if (!err) err = af_value_len(models, &n);
   if (!err)
@@ -518,7 +518,7 @@ static int run(const char* path, const struct run_opts* o) {
   af_error_t* err = af_context_new(&ctx);
   if (!err) err = route_provider(ctx, o, &provider);
   if (!err) err = af_program_load(ctx, path, strlen(path), &prog);
-  if (!err) err = af_value_from_json(ctx, o->input, strlen(o->input), &args);
+  if (!err) err = af_value_json_new(o->input, strlen(o->input), &args);
   if (!err && af_value_kind(args) != AF_KIND_LIST) {
     const char* msg = "--input must be a JSON list of the positional inputs, e.g. '[\"World\"]'";
     err = af_error_new(AF_ERR_INVALID_ARGUMENT, msg, strlen(msg));
@@ -596,9 +596,9 @@ static af_error_t* tickets_json(const char* const* tickets, size_t n, af_bytes_t
   af_value_t *list = NULL, *input = NULL;
   size_t i;
   af_error_t* err = items ? af_context_new(&ctx) : af_error_new(AF_ERR_OUT_OF_MEMORY, "out of memory", 13);
-  for (i = 0; !err && i < n; i++) err = af_value_str(ctx, tickets[i], strlen(tickets[i]), &items[i]);
-  if (!err) err = af_value_list(ctx, (const af_value_t* const*)items, n, &list);
-  if (!err) err = af_value_list(ctx, (const af_value_t* const*)&list, 1, &input);
+  for (i = 0; !err && i < n; i++) err = af_value_str_new(tickets[i], strlen(tickets[i]), &items[i]);
+  if (!err) err = af_value_list_new((const af_value_t* const*)items, n, &list);
+  if (!err) err = af_value_list_new((const af_value_t* const*)&list, 1, &input);
   if (!err) err = af_value_to_json(input, out);
   for (i = 0; items && i < n; i++) af_value_free(items[i]);
   free(items);

@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   err = af_context_new(&ctx);
-  if (!err) err = af_value_str(ctx, "s", 1, &example);
+  if (!err) err = af_value_str_new("s", 1, &example);
   if (!err) err = af_trace(ctx, cond_fn, NULL, (const af_value_t* const*)&example, 1, NULL, &subs[0]);
   if (!err) err = af_trace(ctx, body_fn, NULL, (const af_value_t* const*)&example, 1, NULL, &subs[1]);
   if (!err) err = af_trace(ctx, loop_fn, subs, (const af_value_t* const*)&example, 1, NULL, &loop);
