@@ -4,14 +4,22 @@ Python runs signal handlers (Ctrl-C's KeyboardInterrupt) only in the main
 thread, between bytecodes: never while that thread is inside a C call, and
 a long wait on a lock does not see a signal the OS delivered to another
 thread. So a C call that may block (an LM call, a host tool, an evaluation
-of promises) runs on a worker thread while the main thread waits for it in
-short slices. On KeyboardInterrupt the waiter cancels the call when it
-takes a cancel token; otherwise it abandons the worker, which holds what
-the call uses until it returns.
+of promises) made on the main thread is made stoppable:
 
-Only the main thread hops (no other thread gets KeyboardInterrupt), and not
-while it has a run scope open (collect, inject, memoize) or traces: libaf
-applies scopes and traces to the calls of their own thread.
+- when it takes a cancel token, or runs inside a cancel scope on its
+  context (af_cancel_scope_push), it stays on the main thread: Python's
+  C-level SIGINT handler writes to the signal wakeup fd, and a watcher
+  thread reading it triggers the token; the call returns and Python raises
+  KeyboardInterrupt (_SigintWatch, below);
+- otherwise (another SIGINT handler is installed, someone else owns the
+  wakeup fd, an event loop awaits libaf) it runs on a worker thread while
+  the main thread waits in short slices; on KeyboardInterrupt the waiter
+  cancels the call when it takes a cancel token, else abandons the worker,
+  which holds what the call uses until it returns.
+
+Only the main thread does this (no other thread gets KeyboardInterrupt),
+and not while it has a run scope open (collect, inject, memoize) or traces:
+libaf applies scopes and traces to the calls of their own thread.
 """
 
 from __future__ import annotations
