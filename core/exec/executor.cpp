@@ -38,6 +38,9 @@ class Run : public SubRun, public std::enable_shared_from_this<Run> {
   bool listed = false;
   RunEnv env;
   RunOptions opts;
+  // Started inside cancel scopes with no token of its own: theirs, each of
+  // which cancels it (set by make_run, attached by begin).
+  std::vector<std::shared_ptr<CancelToken>> scope_cancels;
   bool caller_driven = false;
   std::vector<Value> slots;
   std::unique_ptr<std::atomic<uint32_t>[]> pending;
@@ -557,11 +560,13 @@ std::shared_ptr<Run> make_run(RunEnv env, std::shared_ptr<const Program> prog, s
   r->env.stop = &r->finished;  // loops inside impls stop when the run ends
   r->env.program = prog.get();  // control flow runs its compiled sub-IRs
   // The starting thread's scopes, fixed for the run (sub-runs pass theirs);
-  // started inside a cancel scope with no token of its own, the run is
-  // cancelled by the scope's.
+  // started inside cancel scopes with no token of its own, the run is
+  // cancelled by each of theirs.
   if (!r->env.scopes) {
     r->env.scopes = env.context->scopes.current();
-    if (!opts.cancel) opts.cancel = std::dynamic_pointer_cast<CancelToken>(r->env.scopes->cancel());
+    if (!opts.cancel)
+      for (const auto& flag : r->env.scopes->cancels())
+        if (auto token = std::dynamic_pointer_cast<CancelToken>(flag)) r->scope_cancels.push_back(std::move(token));
   }
   // A path in program order (a sub-run has its parent's) while a checkpoint
   // scope is open: only those read it (as in the sequential driver).
@@ -609,10 +614,9 @@ void begin(const std::shared_ptr<Run>& r) {
     });
     r->timer_id.store(id, std::memory_order_release);
   }
-  if (r->opts.cancel) {
-    r->opts.cancel->attach(r);
-    if (r->finished.load(std::memory_order_acquire)) return;
-  }
+  if (r->opts.cancel) r->opts.cancel->attach(r);
+  for (const auto& token : r->scope_cancels) token->attach(r);
+  if (r->finished.load(std::memory_order_acquire)) return;
   // The roots an inject chain holds back are released by their predecessor:
   // pick the others before any root runs (and could release one).
   const std::vector<uint32_t>* roots = &p.roots;

@@ -85,18 +85,22 @@ void run_async_blocking(const Eqn& e, std::span<const Value> in, std::span<Value
                         RunEnv& env) {
   if (!e.prim->impl_async)
     fail(Code::Internal, e.prim->name + ": no asynchronous implementation");
-  // Stopped by the context's eager_timeout_ms, or by the token of the
-  // calling thread's cancel scope (checked every 20 ms; a token already
+  // Stopped by the context's eager_timeout_ms, or by the token of any cancel
+  // scope the calling thread has open (checked every 20 ms; a token already
   // fired stops it before it starts). Either way the request learns it is
   // no longer wanted (af_host_request_cancelled, an LM transfer aborted) and
   // its late answer is ignored.
   const RunScopes* scopes = scopes_of(env);
-  const std::shared_ptr<CancelFlag> token = scopes ? scopes->cancel() : nullptr;
+  std::vector<std::shared_ptr<CancelFlag>> tokens;
+  if (scopes) tokens = scopes->cancels();
+  const auto fired = [&] {
+    return std::any_of(tokens.begin(), tokens.end(), [](const auto& t) { return t->cancelled(); });
+  };
   const auto cancelled = [&] {
     return Error(Code::Cancelled, e.prim->name + ": cancelled by the token of this thread's cancel scope "
                                                  "(af_cancel_scope_push); the request was cancelled");
   };
-  if (token && token->cancelled()) throw cancelled();
+  if (fired()) throw cancelled();
   auto op = std::make_shared<BlockingOp>();
   try {
     e.prim->impl_async(e, in, op, env);
@@ -110,11 +114,12 @@ void run_async_blocking(const Eqn& e, std::span<const Value> in, std::span<Value
   std::unique_lock<std::mutex> lock(op->mu);
   const auto done = [&] { return op->done; };
   while (!op->done) {
-    const Clock::time_point until = token ? std::min(deadline, Clock::now() + std::chrono::milliseconds(20)) : deadline;
+    const Clock::time_point until =
+        tokens.empty() ? deadline : std::min(deadline, Clock::now() + std::chrono::milliseconds(20));
     if (until == Clock::time_point::max()) break;  // nothing can stop it: wait below
     if (op->cv.wait_until(lock, until, done)) break;
     std::optional<Error> why;
-    if (token && token->cancelled())
+    if (fired())
       why.emplace(cancelled());
     else if (Clock::now() >= deadline)
       why.emplace(Code::Timeout, e.prim->name + ": no result within the context's eager_timeout_ms of " +

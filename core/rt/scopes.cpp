@@ -224,10 +224,10 @@ void RunScopes::pop_cancel() {
   cancel_scopes_.fetch_sub(1, std::memory_order_acq_rel);
 }
 
-std::shared_ptr<CancelFlag> RunScopes::cancel() const {
-  if (cancel_scopes_.load(std::memory_order_acquire) == 0) return nullptr;
+std::vector<std::shared_ptr<CancelFlag>> RunScopes::cancels() const {
+  if (cancel_scopes_.load(std::memory_order_acquire) == 0) return {};
   std::lock_guard<std::mutex> lock(mu_);
-  return cancels_.empty() ? nullptr : cancels_.back();
+  return cancels_;
 }
 
 bool RunScopes::memo_find(const Eqn& e, std::span<const Value> in, std::span<Value> out) {

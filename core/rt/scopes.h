@@ -99,12 +99,14 @@ class RunScopes {
   // cancel(token): from push to pop, what the thread runs on the context —
   // a run it starts without a cancel token of its own, an operation outside
   // a run waiting for an asynchronous result — ends with CANCELLED once the
-  // token fires. Scopes nest; the innermost token is used. pop:
-  // INVALID_ARGUMENT if none is open.
+  // token fires. Scopes nest, and each open scope's token stops it (an
+  // inner scope never shields from an outer one). pop: INVALID_ARGUMENT if
+  // none is open.
   void push_cancel(std::shared_ptr<CancelFlag> token);
   void pop_cancel();
-  // The innermost token, or null (no lock when no cancel scope is open).
-  std::shared_ptr<CancelFlag> cancel() const;
+  // The tokens of the open cancel scopes, outermost first (empty without a
+  // lock when none is open).
+  std::vector<std::shared_ptr<CancelFlag>> cancels() const;
 
   // The checkpoint hook: the value a checkpoint (collection, key) yields for
   // `value` (an injected one if queued, else `value`), recorded at `rank` by

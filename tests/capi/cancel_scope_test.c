@@ -201,18 +201,27 @@ static void scopes_belong_to_their_thread_and_nest(void) {
   if (!CHECK_OK(af_cancel_new(&outer)) || !CHECK_OK(af_cancel_new(&inner))) goto done;
   CHECK_OK(af_cancel_scope_push(ctx, outer));
   CHECK_OK(af_cancel_scope_push(ctx, inner));
-  af_cancel_trigger(outer);
-  /* The innermost token is used: inner has not fired. */
+  /* Neither fired: calls run. */
   if (CHECK_OK(af_lm_call(ctx, other.msgs, other.model, &out))) CHECK_JSON(out, "\"m|hi\"");
   af_value_free(out);
   out = NULL;
-  af_cancel_trigger(inner);
+  /* The outer token stops what runs inside the inner scope too: an inner
+   * scope never shields from an outer one. */
+  af_cancel_trigger(outer);
   pthread_create(&thread, NULL, call_on_other_thread, &other);
   pthread_join(thread, NULL);
   if (CHECK_OK(other.err)) CHECK_JSON(other.out, "\"m|hi\""); /* not this thread's scope */
   CHECK_ERR(af_lm_call(ctx, other.msgs, other.model, &out), AF_ERR_CANCELLED, "cancel scope");
   CHECK_OK(af_cancel_scope_pop(ctx));
   CHECK_ERR(af_lm_call(ctx, other.msgs, other.model, &out), AF_ERR_CANCELLED, "cancel scope"); /* outer fired */
+  CHECK_OK(af_cancel_scope_pop(ctx));
+  if (CHECK_OK(af_lm_call(ctx, other.msgs, other.model, &out))) CHECK_JSON(out, "\"m|hi\"");
+  af_value_free(out);
+  out = NULL;
+  /* A fired token ends nothing outside its own scope. */
+  af_cancel_trigger(inner);
+  CHECK_OK(af_cancel_scope_push(ctx, inner));
+  CHECK_ERR(af_lm_call(ctx, other.msgs, other.model, &out), AF_ERR_CANCELLED, "cancel scope");
   CHECK_OK(af_cancel_scope_pop(ctx));
   if (CHECK_OK(af_lm_call(ctx, other.msgs, other.model, &out))) CHECK_JSON(out, "\"m|hi\"");
 done:

@@ -1097,8 +1097,10 @@ AF_API void af_cancel_free(af_cancel_t* c);
  * interrupted; a lazy evaluation takes its token from af_eval_with. This is
  * how a binding lets Ctrl-C stop whatever its main thread waits for. Like
  * the run-time scopes above, a scope belongs to the calling thread and
- * pushes and pops pair up per thread; scopes nest and the innermost token
- * is used. The scope holds its own reference to the token (the handle may
+ * pushes and pops pair up per thread. Scopes nest, and the token of each
+ * open scope stops what runs inside it (an inner scope never shields from an
+ * outer one: a binding's own Ctrl-C scope inside a user's scope leaves the
+ * user's token working). The scope holds its own reference to the token (the handle may
  * be freed). INVALID_ARGUMENT: NULL ctx or token; a pop without a push on
  * this thread. */
 AF_API af_error_t* af_cancel_scope_push(af_context_t* ctx, const af_cancel_t* token);

@@ -17,9 +17,10 @@ of promises) made on the main thread is made stoppable:
   cancels the call when it takes a cancel token, else abandons the worker,
   which holds what the call uses until it returns.
 
-Only the main thread does this (no other thread gets KeyboardInterrupt),
-and not while it has a run scope open (collect, inject, memoize) or traces:
-libaf applies scopes and traces to the calls of their own thread.
+Only the main thread does this (no other thread gets KeyboardInterrupt).
+Calls never leave a thread that traces or has a run scope open (collect,
+inject, memoize): libaf applies scopes and traces to the calls of their
+own thread, so there only the first way stops them.
 """
 
 from __future__ import annotations
@@ -138,15 +139,11 @@ def run(fn: Callable[[], T], ctx: "Context | None" = None, cancel: Callable[[], 
     uses; if the caller gives up on the call, closing ctx leaves the free to
     the call's return. cancel: called on KeyboardInterrupt (or any other
     exception) while waiting, to stop the call."""
-    if not can_hop():
-        if not _loops._awaiting:  # (the common case, without a with block's cost)
-            return fn()
-        with _loops.blocked():
-            return fn()
-    if not _loops._awaiting:
+    if threading.get_ident() == _MAIN and not _loops._awaiting and not lib.af_is_tracing():
         # Stays on this thread when SIGINT's watcher can stop it: through
         # its own cancel token, or a cancel scope on ctx (which stops an
-        # eager operation's wait and aborts its requests, or a run).
+        # eager operation's wait and aborts its requests, or a run). Run
+        # scopes (collect, ...) stay on it too.
         if cancel is not None:
             if _sigint.arm(cancel):
                 try:
@@ -163,10 +160,16 @@ def run(fn: Callable[[], T], ctx: "Context | None" = None, cancel: Callable[[], 
                     check(lib.af_cancel_scope_pop(handle))
             finally:
                 _sigint.disarm()
+    if not can_hop():
+        if not _loops._awaiting:  # (the common case, without a with block's cost)
+            return fn()
+        with _loops.blocked():
+            return fn()
     call = _Call(fn)
     try:
-        _submit(call)
-        call.wait_done()
+        with _loops.blocked():  # before the call starts work that may want this thread's loop
+            _submit(call)
+            call.wait_done()
     except BaseException:
         if cancel is not None:
             cancel()

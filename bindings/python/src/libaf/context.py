@@ -397,9 +397,9 @@ class Context:
         eager LM calls and async or blocking host calls (their requests
         aborted; noticed within 20 ms), and IR and program calls whose
         options give no cancel token of their own. A plain host tool runs on
-        this thread and is not interrupted. Scopes nest; the innermost token
-        is used. (Ctrl-C on the main thread already stops what it waits for
-        this way.)"""
+        this thread and is not interrupted. Scopes nest: each open scope's
+        token stops what runs inside it. (Ctrl-C on the main thread stops
+        what it waits for the same way, inside yours.)"""
         from .program import CancelToken
 
         if not isinstance(token, CancelToken):

@@ -204,8 +204,11 @@ class Program:
         # not be interrupted.
         future = None
         try:
-            future = self.start(*inputs, ctx=ctx, options=options, **option_kwargs)
-            return future.wait()
+            # This thread's event loop, if it runs one, is blocked from
+            # before the run starts: none of its coroutine tools go there.
+            with _loops.blocked():
+                future = self.start(*inputs, ctx=ctx, options=options, **option_kwargs)
+                return future.wait()
         except BaseException:
             if future is not None:
                 future.cancel()  # no-op once the run has finished
