@@ -9,6 +9,7 @@
 # ecosystem expects; the SQLite extension from the prefix, and the PostgreSQL
 # extension built against it.
 set -euo pipefail
+trap 'echo "check_install.sh: failed at line $LINENO: $BASH_COMMAND" >&2' ERR
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TMP=$(mktemp -d)
@@ -77,7 +78,7 @@ fi
 if [ -d "$BUILD/postgres" ]; then
   mkdir "$TMP/pg"
   make -s -C "$TMP/pg" -f "$ROOT/hosts/postgres/Makefile" >/dev/null
-  ldd "$TMP/pg/af.so" | grep -q "$TMP/prefix/.*libaf.so"
+  ldd "$TMP/pg/af.so" | grep "$TMP/prefix/.*libaf.so" >/dev/null  # not -q: under pipefail an early exit can SIGPIPE ldd
   echo "PostgreSQL extension against the installed libaf ok"
 fi
 

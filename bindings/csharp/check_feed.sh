@@ -20,7 +20,7 @@ version=$(sed -n 's/^#define AF_VERSION_STRING "\(.*\)"$/\1/p' "$here/../../capi
 bash "$here/pack.sh" "$lib_dir" "$feed" >/dev/null
 nupkg="$feed/Libaf.$version.nupkg"
 for f in lib/net45/Af.dll lib/net45/Af.xml runtimes/linux-x64/native/libaf.so build/Libaf.targets; do
-  unzip -l "$nupkg" | grep -q " $f\$" || { echo "check_feed.sh: $nupkg has no $f" >&2; exit 1; }
+  unzip -l "$nupkg" | grep " $f\$" >/dev/null || { echo "check_feed.sh: $nupkg has no $f" >&2; exit 1; }
 done
 
 # The code block right after the line "<!-- check_feed.sh: NAME -->" of README.md.
