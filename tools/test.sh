@@ -168,11 +168,12 @@ count "$go_pass" "$go_fail" "go"
 # The handle lifetimes under the race detector: concurrent Close of every
 # handle type, Close racing a use of the same handle (the use completes or
 # reports the handle closed), Close from inside a callback, and async runs
-# whose context only the run still references (~10 s with a warm Go build
+# whose context only the run still references, and cancel scopes (a token
+# fired from another goroutine) (~10 s with a warm Go build
 # cache; the first run builds the race runtime).
 check go-race bash -c "cd bindings/go && CGO_ENABLED=1 GOFLAGS=-mod=mod PKG_CONFIG_PATH='$ROOT/build' \
   CGO_LDFLAGS='-L$LIBDIR -Wl,-rpath,$LIBDIR' \
-  go test -race -count=1 -run 'TestConcurrentClose|TestAsyncRun|TestCloseRacingUse|TestCloseInsideCallback|TestEngineClosedDuring|TestPromiseKeepsItsEngineAlive|TestEvalWith|TestEngineCloseUnderLivePromises' ./..."
+  go test -race -count=1 -run 'TestConcurrentClose|TestAsyncRun|TestCloseRacingUse|TestCloseInsideCallback|TestEngineClosedDuring|TestPromiseKeepsItsEngineAlive|TestEvalWith|TestEngineCloseUnderLivePromises|TestCancelScope|TestCancelContext' ./..."
 
 note "C# binding"
 AF_LIB_DIR=$LIBDIR AF_CS_OUT=$ROOT/build/csharp bash bindings/csharp/build.sh >"$LOG/csharp.log" 2>&1
