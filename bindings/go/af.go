@@ -40,10 +40,10 @@
 //     its thread while the trace function runs; operations made by that
 //     function (on its goroutine) are recorded into the trace. Operations
 //     made by other goroutines are not. Run-time scopes are per OS thread
-//     too: Engine.WithCancelScope and WithCancelContext run their function
-//     on the calling goroutine locked to its thread, so that eager LM and
-//     host calls made there end with CodeCancelled when the token (or the
-//     context.Context) fires.
+//     too: Engine.WithCancelScope and WithCancelContext (given a context
+//     that can end) run their function on the calling goroutine locked to
+//     its thread, so that eager LM and host calls made there end with
+//     CodeCancelled when the token (or the context.Context) fires.
 //   - Callbacks (host functions, host providers, progress) run on libaf
 //     threads; each Go closure is held through a cgo.Handle that libaf's
 //     destroy callback deletes exactly once. Host functions, host providers

@@ -101,8 +101,11 @@ func (t *CancelToken) release() { t.ptr.Release(freeCancel) }
 // libaf keeps cancel scopes per OS thread: fn runs on the calling goroutine,
 // locked to its OS thread until the scope is closed, so the calls fn makes
 // on that goroutine are in the scope however the Go scheduler runs them.
-// Goroutines fn starts are not (they run on other threads). Scopes nest,
-// also with WithCancelContext; the innermost token is used. The scope holds
+// Goroutines fn starts are not (they run on other threads). Scopes nest
+// (also with WithCancelContext), and the token of every open scope stops
+// what runs inside it: an inner scope never shields fn's calls from an
+// enclosing scope's token, and a triggered token ends nothing outside its
+// own scope (after WithCancelScope returns, calls run). The scope holds
 // its own reference to token (closing the token inside fn is fine) and
 // holds eng until fn returns. The scope is closed however fn returns, also
 // when it panics.
@@ -162,10 +165,12 @@ func (eng *Engine) WithCancelScope(token *CancelToken, fn func() error) (err err
 // once ctx is cancelled or its deadline passes — a deadline too ends those
 // calls with CodeCancelled (errors.Is(err, context.Canceled) holds; ctx.Err()
 // tells which). A ctx already done fails at once with CodeCancelled (caused
-// by ctx.Err()) and fn does not run. A ctx that can never end
-// (context.Background()) still opens a scope, one that never fires: it
-// shields fn from an enclosing scope's token, as the innermost scope is the
-// one used.
+// by ctx.Err()) and fn does not run. A ctx that can never end (its Done
+// is nil, as for context.Background() or context.TODO()) opens no scope:
+// fn is simply called, on the calling goroutine, as if directly — a scope
+// that can never fire would change nothing, since scopes nest without
+// shielding (the scopes already open around the call still stop what fn
+// runs).
 //
 //	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 //	defer stop()
@@ -177,27 +182,33 @@ func (eng *Engine) WithCancelContext(ctx context.Context, fn func() error) error
 	if ctx == nil {
 		return &Error{Message: "Engine.WithCancelContext: ctx is nil (pass context.Background())", code: CodeInvalidArgument}
 	}
+	if fn == nil {
+		return &Error{Message: "Engine.WithCancelContext: fn is nil", code: CodeInvalidArgument}
+	}
 	if err := ctx.Err(); err != nil {
 		return notStarted(err, false)
+	}
+	if ctx.Done() == nil {
+		// Nothing can fire a scope of ctx, and a scope never shields from
+		// an enclosing one: a scope would change nothing.
+		return fn()
 	}
 	token, err := NewCancelToken()
 	if err != nil {
 		return err
 	}
 	defer token.Close()
-	if ctx.Done() != nil {
-		ended := make(chan struct{})
-		stop := context.AfterFunc(ctx, func() {
-			defer close(ended)
-			token.Trigger()
-		})
-		// The token is closed only once the callback cannot use it any
-		// more: stopped before it started, or finished.
-		defer func() {
-			if !stop() {
-				<-ended
-			}
-		}()
-	}
+	ended := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(ended)
+		token.Trigger()
+	})
+	// The token is closed only once the callback cannot use it any more:
+	// stopped before it started, or finished.
+	defer func() {
+		if !stop() {
+			<-ended
+		}
+	}()
 	return eng.WithCancelScope(token, fn)
 }

@@ -103,7 +103,7 @@ func TestCancelContextStopsAnEagerLMCall(t *testing.T) {
 	if ran || !errors.Is(err, context.Canceled) {
 		t.Fatalf("ran=%v err=%v", ran, err)
 	}
-	// A ctx that never ends: fn runs as usual.
+	// A ctx that never ends opens no scope: fn is simply called.
 	must(0, eng.WithCancelContext(context.Background(), func() error {
 		out, err := lmCall(t, eng, "m")
 		if err == nil {
@@ -153,16 +153,13 @@ func TestCancelScopeStopsHostCallsAndRuns(t *testing.T) {
 	}))(t)
 }
 
-// Scopes nest (the innermost token is used), belong to the goroutine that
-// opened them (a goroutine started inside runs on another thread, outside
-// the scope), and close however fn returns, panics included.
+// Scopes nest without shielding (the token of every open scope stops what
+// runs inside it; a fired token ends nothing outside its own scope), belong
+// to the goroutine that opened them (a goroutine started inside runs on
+// another thread, outside the scope), and close however fn returns, panics
+// included.
 func TestCancelScopesNestAndStayOnTheirGoroutine(t *testing.T) {
 	eng := engineWithSlowModel(t, "", 5000)
-	fired := must(af.NewCancelToken())(t)
-	defer fired.Close()
-	fired.Trigger()
-	quiet := must(af.NewCancelToken())(t)
-	defer quiet.Close()
 	call := func(model string) func() error {
 		return func() error {
 			out, err := lmCall(t, eng, model)
@@ -172,32 +169,60 @@ func TestCancelScopesNestAndStayOnTheirGoroutine(t *testing.T) {
 			return err
 		}
 	}
-	// "slow1" answers after 150 ms: a call that waits, that the fired
+	newToken := func() *af.CancelToken {
+		token := must(af.NewCancelToken())(t)
+		t.Cleanup(token.Close)
+		return token
+	}
+	// "slow1" answers after 150 ms: a call that really waits, that a fired
 	// token stops at its first check.
 	slow := must(af.NewEchoProvider(`{"latency_ms": 150}`))(t)
 	defer slow.Close()
 	must(0, eng.Route("slow1", slow))(t)
-	err := eng.WithCancelScope(fired, func() error {
-		wantCode(t, call("slow1")(), af.CodeCancelled)
-		// Inner scope, untriggered token: calls run.
-		if err := eng.WithCancelScope(quiet, call("slow1")); err != nil {
+
+	outer, inner := newToken(), newToken()
+	err := eng.WithCancelScope(outer, func() error {
+		err := eng.WithCancelScope(inner, func() error {
+			// Neither token fired: calls run.
+			if err := call("slow1")(); err != nil {
+				return err
+			}
+			// The outer token stops a call inside the inner scope: an
+			// inner scope never shields from an outer one.
+			outer.Trigger()
+			wantCode(t, call("slow1")(), af.CodeCancelled)
+			// Nor does a WithCancelContext of a ctx that never ends.
+			wantCode(t, eng.WithCancelContext(context.Background(), call("slow1")), af.CodeCancelled)
+			// Another goroutine is not in this goroutine's scopes.
+			done := make(chan error)
+			go func() { done <- call("slow1")() }()
+			if err := <-done; err != nil {
+				t.Errorf("a call on another goroutine: %v", err)
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
-		if err := eng.WithCancelContext(context.Background(), call("slow1")); err != nil {
-			return err
-		}
-		// Another goroutine is not in this goroutine's scope.
-		done := make(chan error)
-		go func() { done <- call("slow1")() }()
-		if err := <-done; err != nil {
-			t.Errorf("a call on another goroutine: %v", err)
-		}
-		// Back in the outer scope.
+		// Back in the outer scope: its token has fired.
 		return call("slow1")()
 	})
 	wantCode(t, err, af.CodeCancelled)
+	// Outside both scopes, calls run again.
 	must(0, call("slow1")())(t)
 
+	// A fired token ends nothing outside its own scope: a fired inner token
+	// leaves the (unfired) outer scope's calls running.
+	outer = newToken()
+	inner.Trigger()
+	must(0, eng.WithCancelScope(outer, func() error {
+		wantCode(t, eng.WithCancelScope(inner, call("slow1")), af.CodeCancelled)
+		return call("slow1")()
+	}))(t)
+	must(0, call("slow1")())(t)
+
+	fired := newToken()
+	fired.Trigger()
 	// A panic in fn closes the scope and goes on.
 	func() {
 		defer func() {
@@ -218,6 +243,7 @@ func TestCancelScopeRefusesBadArguments(t *testing.T) {
 	wantCode(t, eng.WithCancelScope(nil, fn), af.CodeInvalidArgument)
 	wantCode(t, eng.WithCancelScope(token, nil), af.CodeInvalidArgument)
 	wantCode(t, eng.WithCancelContext(nil, fn), af.CodeInvalidArgument)
+	wantCode(t, eng.WithCancelContext(context.Background(), nil), af.CodeInvalidArgument)
 	// A token closed inside the scope: the scope keeps its own reference.
 	must(0, eng.WithCancelScope(token, func() error {
 		token.Close()

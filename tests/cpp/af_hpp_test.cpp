@@ -309,22 +309,53 @@ int main() {
       auto waited = std::chrono::steady_clock::now() - t0;
       stopper.join();
       expect(waited < std::chrono::seconds(2), "within 2 s of a 5 s reply");
-      // Scopes nest; the innermost token is used (this one has not fired).
-      af::CancelToken inner;
-      {
-        auto nested = scoped.cancel_scope(inner);
-        expect(scoped.lm_call(msgs, scoped.str("fast")).str() == "fast|hi",
-               "the innermost scope's token is used");
-      }
-      expect_error(af::Code::Cancelled, [&] { scoped.lm_call(msgs, scoped.str("m")); },
-                   "back in the outer scope, its fired token ends the call");
-      // Another thread's calls on the context are not in this thread's scope.
-      std::string other;
-      std::thread([&] { other = scoped.lm_call(msgs, scoped.str("fast")).str(); }).join();
-      expect(other == "fast|hi", "a scope belongs to its thread");
     }
     expect(scoped.lm_call(msgs, scoped.str("fast")).str() == "fast|hi",
            "after the scope, calls run");
+    // Scopes nest without shielding: the token of every open scope stops
+    // what runs inside it. The outer token, triggered while a call in the
+    // inner scope waits for a 5 s reply, ends that call.
+    {
+      af::CancelToken outer, inner;
+      auto outer_scope = scoped.cancel_scope(outer);
+      {
+        auto inner_scope = scoped.cancel_scope(inner);
+        expect(scoped.lm_call(msgs, scoped.str("fast")).str() == "fast|hi",
+               "nested scopes, neither token fired: calls run");
+        std::thread stopper([&] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          outer.trigger();
+        });
+        auto t0 = std::chrono::steady_clock::now();
+        expect_error(af::Code::Cancelled, [&] { scoped.lm_call(msgs, scoped.str("m")); },
+                     "the outer token stops a call inside the inner scope");
+        auto waited = std::chrono::steady_clock::now() - t0;
+        stopper.join();
+        expect(waited < std::chrono::seconds(2), "an inner scope does not shield (within 2 s of a 5 s reply)");
+        // Another thread's calls on the context are not in this thread's scopes.
+        std::string other;
+        std::thread([&] { other = scoped.lm_call(msgs, scoped.str("fast")).str(); }).join();
+        expect(other == "fast|hi", "a scope belongs to its thread");
+      }
+      expect_error(af::Code::Cancelled, [&] { scoped.lm_call(msgs, scoped.str("fast")); },
+                   "back in the outer scope, its fired token ends the call");
+    }
+    expect(scoped.lm_call(msgs, scoped.str("fast")).str() == "fast|hi",
+           "after both scopes, calls run");
+    // A fired token ends nothing outside its own scope: a fired inner token
+    // leaves the (unfired) outer scope's calls running.
+    {
+      af::CancelToken outer, inner;
+      inner.trigger();
+      auto outer_scope = scoped.cancel_scope(outer);
+      {
+        auto inner_scope = scoped.cancel_scope(inner);
+        expect_error(af::Code::Cancelled, [&] { scoped.lm_call(msgs, scoped.str("fast")); },
+                     "a fired inner token ends the inner scope's call");
+      }
+      expect(scoped.lm_call(msgs, scoped.str("fast")).str() == "fast|hi",
+             "a fired token ends nothing outside its own scope");
+    }
     // A moved scope pops once.
     {
       auto first = scoped.cancel_scope(stop);

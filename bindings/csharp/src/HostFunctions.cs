@@ -491,8 +491,10 @@ namespace Af
         /// disposed on that same thread (Dispose elsewhere throws
         /// InvalidOperationException and leaves the scope open), so do not
         /// await inside the using block (the continuation may resume on
-        /// another thread). Scopes nest; the innermost token is used. The
-        /// scope holds its own reference to the token (disposing the token
+        /// another thread). Scopes nest, and the token of every open scope
+        /// stops what runs inside it: an inner scope never shields from an
+        /// outer one, and a triggered token ends nothing outside its own
+        /// scope. The scope holds its own reference to the token (disposing the token
         /// inside is fine) and keeps the context alive until it is
         /// disposed. Dispose is idempotent.</summary>
         public IDisposable CancelScope(CancelToken token)
@@ -503,9 +505,10 @@ namespace Af
         /// <summary>CancelScope with a token triggered when ct is cancelled
         /// (at once if it already is: calls that wait then end at their first
         /// check): <c>using (ctx.CancelScope(ct)) { ... }</c>. A ct that can
-        /// never be cancelled still opens a scope, one that never fires,
-        /// which shields the block from an enclosing scope's token. Same
-        /// thread rules as CancelScope(CancelToken).</summary>
+        /// never be cancelled (CancellationToken.None) opens a scope that
+        /// never fires and so changes nothing: an enclosing scope's token
+        /// still stops the block's calls. Same thread rules as
+        /// CancelScope(CancelToken).</summary>
         public IDisposable CancelScope(CancellationToken ct)
         {
             var token = new CancelToken();

@@ -124,25 +124,47 @@ namespace Af.Tests
         [Test]
         public void ScopesNestAndBelongToTheirThread()
         {
+            // "slow1" answers after 150 ms: a call that is not stopped really waits.
+            using (var outer = new CancelToken())
+            using (var inner = new CancelToken())
             using (var fired = new CancelToken())
-            using (var quiet = new CancelToken())
             {
                 fired.Trigger();
-                using (ctx.CancelScope(fired))
+                using (ctx.CancelScope(outer))
                 {
-                    Assert.ThrowsAf(ErrorCode.Cancelled, () => Ask("slow1").Dispose(), "outer scope");
-                    using (ctx.CancelScope(quiet)) AskOk("slow1"); // the innermost token is used
-                    // Another thread is not in this thread's scope.
-                    Exception other = null;
-                    var t = new Thread(() =>
+                    using (ctx.CancelScope(inner))
                     {
-                        try { AskOk("slow1"); }
-                        catch (Exception ex) { other = ex; }
-                    });
-                    t.Start();
-                    t.Join();
-                    Assert.True(other == null, "a call on another thread: " + other);
+                        AskOk("slow1"); // neither token fired
+                        // The outer token stops a call inside the inner scope:
+                        // an inner scope never shields from an outer one.
+                        outer.Trigger();
+                        Assert.ThrowsAf(ErrorCode.Cancelled, () => Ask("slow1").Dispose(), "outer token, inner scope");
+                        // Nor does a scope that can never fire.
+                        using (ctx.CancelScope(CancellationToken.None))
+                            Assert.ThrowsAf(ErrorCode.Cancelled, () => Ask("slow1").Dispose(), "inside a never-firing scope");
+                        // Another thread is not in this thread's scopes.
+                        Exception other = null;
+                        var t = new Thread(() =>
+                        {
+                            try { AskOk("slow1"); }
+                            catch (Exception ex) { other = ex; }
+                        });
+                        t.Start();
+                        t.Join();
+                        Assert.True(other == null, "a call on another thread: " + other);
+                    }
                     Assert.ThrowsAf(ErrorCode.Cancelled, () => Ask("slow1").Dispose(), "back in the outer scope");
+                }
+                AskOk("slow1"); // outside both scopes, calls run
+
+                // A fired token ends nothing outside its own scope: a fired
+                // inner token leaves the (unfired) outer scope's calls running.
+                using (var outer2 = new CancelToken())
+                using (ctx.CancelScope(outer2))
+                {
+                    using (ctx.CancelScope(fired))
+                        Assert.ThrowsAf(ErrorCode.Cancelled, () => Ask("slow1").Dispose(), "fired inner scope");
+                    AskOk("slow1");
                 }
                 AskOk("slow1");
 

@@ -305,9 +305,12 @@ impl Context {
     /// for: trigger the token from the handler.
     ///
     /// The scope belongs to the calling thread: other threads using this
-    /// context (threads `f` spawns too) are not in it. Scopes nest; the
-    /// innermost token is used. The scope holds its own reference to the
-    /// token. It is closed when `f` returns, fails or panics, so pushes and
+    /// context (threads `f` spawns too) are not in it. Scopes nest, and the
+    /// token of every open scope stops what runs inside it: an inner scope
+    /// never shields from an outer one (a Ctrl-C scope inside a caller's
+    /// scope leaves the caller's token working), and a triggered token ends
+    /// nothing outside its own scope. The scope holds its own reference to
+    /// the token. It is closed when `f` returns, fails or panics, so pushes and
     /// pops pair up in order on this thread by construction: a pop without a
     /// push (`InvalidArgument` in the C API) cannot happen, and the scope
     /// cannot be held across an `.await` (`f` is not async).

@@ -99,32 +99,45 @@ fn a_blocking_host_call_in_a_scope_is_cancelled() {
 #[test]
 fn scopes_nest_and_belong_to_their_thread() {
     let ctx = Context::new().unwrap();
-    ctx.route("*", &Provider::echo(r#"{"latency_ms": 100}"#).unwrap())
+    // 200 ms: a call that is not stopped really waits for its reply.
+    ctx.route("*", &Provider::echo(r#"{"latency_ms": 200}"#).unwrap())
         .unwrap();
     let (outer, inner) = (CancelToken::new().unwrap(), CancelToken::new().unwrap());
     let msgs = messages("hi");
+    let cancelled = |r: libaf::Result<Value>| r.unwrap_err().code == ErrorCode::Cancelled;
     ctx.with_cancel_scope(&outer, || {
         ctx.with_cancel_scope(&inner, || {
-            outer.trigger();
-            // The innermost token is used: inner has not fired.
+            // Neither token fired: calls run.
             assert_eq!(ctx.lm_call(&msgs, "m")?, "m|hi");
-            inner.trigger();
-            // Another thread's calls on the context are not in this scope.
+            // The outer token stops what runs inside the inner scope too: an
+            // inner scope never shields from an outer one.
+            outer.trigger();
+            assert!(cancelled(ctx.lm_call(&msgs, "m")));
+            // Another thread's calls on the context are not in these scopes.
             thread::scope(|s| {
                 let other = s.spawn(|| ctx.lm_call(&msgs, "m"));
                 assert_eq!(other.join().unwrap().unwrap(), "m|hi");
             });
-            assert_eq!(
-                ctx.lm_call(&msgs, "m").unwrap_err().code,
-                ErrorCode::Cancelled
-            );
             Ok(())
         })?;
-        // Back in the outer scope: outer has fired too.
-        assert_eq!(
-            ctx.lm_call(&msgs, "m").unwrap_err().code,
-            ErrorCode::Cancelled
-        );
+        // Back in the outer scope: its token has fired.
+        assert!(cancelled(ctx.lm_call(&msgs, "m")));
+        Ok(())
+    })
+    .unwrap();
+    // Outside both scopes, calls run again.
+    assert_eq!(ctx.lm_call(&msgs, "m").unwrap(), "m|hi");
+
+    // A fired token ends nothing outside its own scope: the inner token
+    // stops the inner scope's calls, not the (unfired) outer scope's.
+    let outer = CancelToken::new().unwrap();
+    ctx.with_cancel_scope(&outer, || {
+        inner.trigger();
+        ctx.with_cancel_scope(&inner, || {
+            assert!(cancelled(ctx.lm_call(&msgs, "m")));
+            Ok(())
+        })?;
+        assert_eq!(ctx.lm_call(&msgs, "m")?, "m|hi");
         Ok(())
     })
     .unwrap();

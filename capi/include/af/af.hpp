@@ -881,7 +881,9 @@ class Context {
    * host function runs on this thread and is not interrupted; a lazy eval
    * takes its token from eval(values, options). The scope belongs to the
    * calling thread (other threads' calls are not in it) and holds its own
-   * reference to the token; scopes nest, the innermost token is used. End
+   * reference to the token. Scopes nest, and the token of every open scope
+   * stops what runs inside it: an inner scope never shields from an outer
+   * one, and a triggered token ends nothing outside its own scope. End
    * scopes in reverse order on the thread that made them (as blocks do). */
   [[nodiscard]] Scope cancel_scope(const CancelToken& token);
 
