@@ -312,29 +312,8 @@ func TestEveryCAPIFunctionIsBound(t *testing.T) {
 	if len(decls) < 100 {
 		t.Fatalf("found only %d AF_API functions in af.h", len(decls))
 	}
-	// af.h's deprecated functions (the block from a "/* Deprecated (above)"
-	// comment to the next blank line) are kept only so that compiled
-	// programs keep linking; the binding calls their replacements instead
-	// (af_value_<kind>_new for af_value_<kind>(ctx, ...)), so they need no
-	// call here, and the binding must not call them.
-	deprecated := map[string]bool{}
-	for _, block := range regexp.MustCompile(`(?s)/\* Deprecated \(above\).*?\n[ \t]*\r?\n`).FindAllString(string(header), -1) {
-		for _, d := range declRe.FindAllStringSubmatch(block, -1) {
-			deprecated[d[1]] = true
-		}
-	}
-	if strings.Contains(string(header), "/* Deprecated (above)") && len(deprecated) == 0 {
-		t.Fatal("af.h has a Deprecated block but no AF_API function was found in it")
-	}
 	for _, d := range decls {
 		fn := d[1]
-		if deprecated[fn] {
-			if strings.Contains(goSrc.String(), "C."+fn+"(") ||
-				regexp.MustCompile(`\b`+fn+`\(`).MatchString(cSrc.String()) {
-				t.Errorf("%s is deprecated (af.h) but still called by the binding", fn)
-			}
-			continue
-		}
 		if by, ok := superseded[fn]; ok {
 			fn = by
 		}

@@ -191,108 +191,95 @@ func cArray(ps []*C.af_value_t) **C.af_value_t {
 
 // --- Constructors -----------------------------------------------------------
 //
-// Values belong to no context: the C constructors (af_value_<kind>_new) take
-// none. They stay methods of Engine, which must be open (a closed Engine
-// gives the closed error, as for any other use).
+// Values belong to no context. The package-level constructors (NullValue,
+// StrValue, ...: af_value_<kind>_new) need no Engine, e.g. in a host
+// function. The Engine methods (Null, Str, ...) are the same values made
+// through the older C forms that take a context (af_value_<kind>(ctx, ...),
+// which libaf ignores); they also fail with the closed error on a closed
+// Engine, as any other use of it does. Each pair shares one function below:
+// ctx == nil picks the context-free form.
 
-// FromJSON parses exact JSON: integers stay int, numbers with '.' or an
-// exponent stay float. CodeInvalidArgument for malformed JSON, duplicate
-// keys or integers outside int64.
-func (eng *Engine) FromJSON(json string) (*Value, error) {
-	if _, err := eng.acquire(); err != nil {
+// withEngine runs make with eng's context while eng is in use.
+func withEngine(eng *Engine, make func(ctx *C.af_context_t) (*Value, error)) (*Value, error) {
+	ctx, err := eng.acquire()
+	if err != nil {
 		return nil, err
 	}
 	defer eng.release()
+	return make(ctx)
+}
+
+func jsonValue(ctx *C.af_context_t, json string) (*Value, error) {
 	var out *C.af_value_t
 	s, n := cstr(json)
-	e := C.af_value_json_new(s, n, &out)
-	return takeValue(e, out)
+	if ctx == nil {
+		return takeValue(C.af_value_json_new(s, n, &out), out)
+	}
+	return takeValue(C.af_value_from_json(ctx, s, n, &out), out)
 }
 
-// Null makes a null value.
-func (eng *Engine) Null() (*Value, error) {
-	if _, err := eng.acquire(); err != nil {
-		return nil, err
-	}
-	defer eng.release()
+func nullValue(ctx *C.af_context_t) (*Value, error) {
 	var out *C.af_value_t
-	e := C.af_value_null_new(&out)
-	return takeValue(e, out)
+	if ctx == nil {
+		return takeValue(C.af_value_null_new(&out), out)
+	}
+	return takeValue(C.af_value_null(ctx, &out), out)
 }
 
-// Bool makes a bool value.
-func (eng *Engine) Bool(b bool) (*Value, error) {
-	if _, err := eng.acquire(); err != nil {
-		return nil, err
-	}
-	defer eng.release()
+func boolValue(ctx *C.af_context_t, b bool) (*Value, error) {
 	var i C.int32_t
 	if b {
 		i = 1
 	}
 	var out *C.af_value_t
-	e := C.af_value_bool_new(i, &out)
-	return takeValue(e, out)
+	if ctx == nil {
+		return takeValue(C.af_value_bool_new(i, &out), out)
+	}
+	return takeValue(C.af_value_bool(ctx, i, &out), out)
 }
 
-// Int makes an int value.
-func (eng *Engine) Int(i int64) (*Value, error) {
-	if _, err := eng.acquire(); err != nil {
-		return nil, err
-	}
-	defer eng.release()
+func intValue(ctx *C.af_context_t, i int64) (*Value, error) {
 	var out *C.af_value_t
-	e := C.af_value_int_new(C.int64_t(i), &out)
-	return takeValue(e, out)
+	if ctx == nil {
+		return takeValue(C.af_value_int_new(C.int64_t(i), &out), out)
+	}
+	return takeValue(C.af_value_int(ctx, C.int64_t(i), &out), out)
 }
 
-// Float makes a float value (its JSON keeps a '.', "2.0").
-func (eng *Engine) Float(f float64) (*Value, error) {
-	if _, err := eng.acquire(); err != nil {
-		return nil, err
-	}
-	defer eng.release()
+func floatValue(ctx *C.af_context_t, f float64) (*Value, error) {
 	var out *C.af_value_t
-	e := C.af_value_float_new(C.double(f), &out)
-	return takeValue(e, out)
+	if ctx == nil {
+		return takeValue(C.af_value_float_new(C.double(f), &out), out)
+	}
+	return takeValue(C.af_value_float(ctx, C.double(f), &out), out)
 }
 
-// Str makes a str value; CodeInvalidArgument if s is not valid UTF-8.
-func (eng *Engine) Str(s string) (*Value, error) {
-	if _, err := eng.acquire(); err != nil {
-		return nil, err
-	}
-	defer eng.release()
+func strValue(ctx *C.af_context_t, s string) (*Value, error) {
 	var out *C.af_value_t
 	p, n := cstr(s)
-	e := C.af_value_str_new(p, n, &out)
-	return takeValue(e, out)
+	if ctx == nil {
+		return takeValue(C.af_value_str_new(p, n, &out), out)
+	}
+	return takeValue(C.af_value_str(ctx, p, n, &out), out)
 }
 
-// List makes a list of items (the list takes its own references; the
-// caller still owns and should Close the items).
-func (eng *Engine) List(items ...*Value) (*Value, error) {
-	if _, err := eng.acquire(); err != nil {
-		return nil, err
-	}
-	defer eng.release()
+func listValue(ctx *C.af_context_t, items []*Value) (*Value, error) {
 	ps, held, err := acquireValues(items)
 	if err != nil {
 		return nil, err
 	}
 	defer releaseValues(held)
 	var out *C.af_value_t
-	e := C.af_value_list_new(cArray(ps), C.size_t(len(ps)), &out)
+	var e *C.af_error_t
+	if ctx == nil {
+		e = C.af_value_list_new(cArray(ps), C.size_t(len(ps)), &out)
+	} else {
+		e = C.af_value_list(ctx, cArray(ps), C.size_t(len(ps)), &out)
+	}
 	return takeValueWith(e, out, enginesOf(nil, held))
 }
 
-// Dict makes a dict with keys[i] -> values[i], in that order.
-// CodeInvalidArgument on a duplicate key or when the lengths differ.
-func (eng *Engine) Dict(keys []string, values []*Value) (*Value, error) {
-	if _, err := eng.acquire(); err != nil {
-		return nil, err
-	}
-	defer eng.release()
+func dictValue(ctx *C.af_context_t, keys []string, values []*Value) (*Value, error) {
 	if len(keys) != len(values) {
 		return nil, &Error{Message: "dict: " + itoa(len(keys)) + " keys but " + itoa(len(values)) + " values", code: CodeInvalidArgument}
 	}
@@ -302,37 +289,111 @@ func (eng *Engine) Dict(keys []string, values []*Value) (*Value, error) {
 	}
 	defer releaseValues(held)
 	n := len(keys)
+	var kptr **C.char
+	var klen *C.size_t
+	if n > 0 {
+		// The key pointers must live in C memory (a Go array of pointers into
+		// Go memory is not allowed to cross into C), so keys are copied into
+		// one C block: [n]*char, [n]size_t, then the key bytes.
+		total := 0
+		for _, k := range keys {
+			total += len(k)
+		}
+		ptrSize := unsafe.Sizeof((*C.char)(nil))
+		lenSize := unsafe.Sizeof(C.size_t(0))
+		block := C.malloc(C.size_t(uintptr(n)*(ptrSize+lenSize) + uintptr(total) + 1))
+		if block == nil {
+			return nil, &Error{Message: "dict: out of memory copying keys", code: CodeOutOfMemory}
+		}
+		defer C.free(block)
+		kptrs := unsafe.Slice((**C.char)(block), n)
+		klens := unsafe.Slice((*C.size_t)(unsafe.Add(block, uintptr(n)*ptrSize)), n)
+		bytes := unsafe.Slice((*byte)(unsafe.Add(block, uintptr(n)*(ptrSize+lenSize))), total+1)
+		off := 0
+		for i, k := range keys {
+			copy(bytes[off:], k)
+			kptrs[i] = (*C.char)(unsafe.Pointer(&bytes[off]))
+			klens[i] = C.size_t(len(k))
+			off += len(k)
+		}
+		kptr, klen = &kptrs[0], &klens[0]
+	}
 	var out *C.af_value_t
-	if n == 0 {
-		e := C.af_value_dict_new(nil, nil, nil, 0, &out)
-		return takeValue(e, out)
+	var e *C.af_error_t
+	if ctx == nil {
+		e = C.af_value_dict_new(kptr, klen, cArray(ps), C.size_t(n), &out)
+	} else {
+		e = C.af_value_dict(ctx, kptr, klen, cArray(ps), C.size_t(n), &out)
 	}
-	// The key pointers must live in C memory (a Go array of pointers into Go
-	// memory is not allowed to cross into C), so keys are copied into one C
-	// block: [n]*char, [n]size_t, then the key bytes.
-	total := 0
-	for _, k := range keys {
-		total += len(k)
-	}
-	ptrSize := unsafe.Sizeof((*C.char)(nil))
-	lenSize := unsafe.Sizeof(C.size_t(0))
-	block := C.malloc(C.size_t(uintptr(n)*(ptrSize+lenSize) + uintptr(total) + 1))
-	if block == nil {
-		return nil, &Error{Message: "dict: out of memory copying keys", code: CodeOutOfMemory}
-	}
-	defer C.free(block)
-	kptrs := unsafe.Slice((**C.char)(block), n)
-	klens := unsafe.Slice((*C.size_t)(unsafe.Add(block, uintptr(n)*ptrSize)), n)
-	bytes := unsafe.Slice((*byte)(unsafe.Add(block, uintptr(n)*(ptrSize+lenSize))), total+1)
-	off := 0
-	for i, k := range keys {
-		copy(bytes[off:], k)
-		kptrs[i] = (*C.char)(unsafe.Pointer(&bytes[off]))
-		klens[i] = C.size_t(len(k))
-		off += len(k)
-	}
-	e := C.af_value_dict_new(&kptrs[0], &klens[0], cArray(ps), C.size_t(n), &out)
 	return takeValueWith(e, out, enginesOf(nil, held))
+}
+
+// JSONValue parses exact JSON: integers stay int, numbers with '.' or an
+// exponent stay float. CodeInvalidArgument for malformed JSON, duplicate
+// keys or integers outside int64.
+func JSONValue(json string) (*Value, error) { return jsonValue(nil, json) }
+
+// NullValue makes a null value.
+func NullValue() (*Value, error) { return nullValue(nil) }
+
+// BoolValue makes a bool value.
+func BoolValue(b bool) (*Value, error) { return boolValue(nil, b) }
+
+// IntValue makes an int value.
+func IntValue(i int64) (*Value, error) { return intValue(nil, i) }
+
+// FloatValue makes a float value (its JSON keeps a '.', "2.0").
+func FloatValue(f float64) (*Value, error) { return floatValue(nil, f) }
+
+// StrValue makes a str value; CodeInvalidArgument if s is not valid UTF-8.
+func StrValue(s string) (*Value, error) { return strValue(nil, s) }
+
+// ListValue makes a list of items (the list takes its own references; the
+// caller still owns and should Close the items).
+func ListValue(items ...*Value) (*Value, error) { return listValue(nil, items) }
+
+// DictValue makes a dict with keys[i] -> values[i], in that order.
+// CodeInvalidArgument on a duplicate key or when the lengths differ.
+func DictValue(keys []string, values []*Value) (*Value, error) { return dictValue(nil, keys, values) }
+
+// FromJSON is JSONValue on an open Engine.
+func (eng *Engine) FromJSON(json string) (*Value, error) {
+	return withEngine(eng, func(ctx *C.af_context_t) (*Value, error) { return jsonValue(ctx, json) })
+}
+
+// Null is NullValue on an open Engine.
+func (eng *Engine) Null() (*Value, error) {
+	return withEngine(eng, func(ctx *C.af_context_t) (*Value, error) { return nullValue(ctx) })
+}
+
+// Bool is BoolValue on an open Engine.
+func (eng *Engine) Bool(b bool) (*Value, error) {
+	return withEngine(eng, func(ctx *C.af_context_t) (*Value, error) { return boolValue(ctx, b) })
+}
+
+// Int is IntValue on an open Engine.
+func (eng *Engine) Int(i int64) (*Value, error) {
+	return withEngine(eng, func(ctx *C.af_context_t) (*Value, error) { return intValue(ctx, i) })
+}
+
+// Float is FloatValue on an open Engine.
+func (eng *Engine) Float(f float64) (*Value, error) {
+	return withEngine(eng, func(ctx *C.af_context_t) (*Value, error) { return floatValue(ctx, f) })
+}
+
+// Str is StrValue on an open Engine.
+func (eng *Engine) Str(s string) (*Value, error) {
+	return withEngine(eng, func(ctx *C.af_context_t) (*Value, error) { return strValue(ctx, s) })
+}
+
+// List is ListValue on an open Engine.
+func (eng *Engine) List(items ...*Value) (*Value, error) {
+	return withEngine(eng, func(ctx *C.af_context_t) (*Value, error) { return listValue(ctx, items) })
+}
+
+// Dict is DictValue on an open Engine.
+func (eng *Engine) Dict(keys []string, values []*Value) (*Value, error) {
+	return withEngine(eng, func(ctx *C.af_context_t) (*Value, error) { return dictValue(ctx, keys, values) })
 }
 
 // --- Accessors --------------------------------------------------------------
