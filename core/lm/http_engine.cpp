@@ -334,10 +334,9 @@ class Engine : public std::enable_shared_from_this<Engine> {
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
-    if (const CaPaths& ca = ca_paths(); !ca.file.empty() || !ca.dir.empty()) {
-      if (!ca.file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, ca.file.c_str());
-      if (!ca.dir.empty()) curl_easy_setopt(e, CURLOPT_CAPATH, ca.dir.c_str());
-    }
+    const CaPaths& ca = ca_paths();
+    if (!ca.file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, ca.file.c_str());
+    if (!ca.dir.empty()) curl_easy_setopt(e, CURLOPT_CAPATH, ca.dir.c_str());
     if (curl_multi_add_handle(multi_, e) != CURLM_OK)
       return finish(t, Error(Code::Internal, cfg_.type + " provider: curl_multi_add_handle failed"));
     t->active = true;

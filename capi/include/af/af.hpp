@@ -35,6 +35,7 @@
 
 #include <af/af.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -352,11 +353,8 @@ class Value {
     Value out(v);
     if (!v || af_value_ready(v)) return out;
     std::vector<std::shared_ptr<const void>> keep;
-    for (const Value& item : items) {
-      bool known = !item.keep_;
-      for (const auto& k : keep) known = known || k == item.keep_;
-      if (!known) keep.push_back(item.keep_);
-    }
+    for (const Value& item : items)
+      if (item.keep_ && std::find(keep.begin(), keep.end(), item.keep_) == keep.end()) keep.push_back(item.keep_);
     if (keep.size() == 1)
       out.keep_ = keep.front();
     else if (!keep.empty())

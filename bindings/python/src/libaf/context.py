@@ -221,11 +221,14 @@ class Context:
         try:
             self._eval(values)
         except Error:
-            # A deadline or a cancel stopped the evaluation: the promises it
-            # ran hold its error, which the read raises, naming the operation.
-            # One it only waited for (another thread evaluates it) is not ready.
-            if not all(lib.af_value_ready(v._ptr) for v in values):
-                raise
+            _raise_unless_ready(values)
+
+    async def _asettle(self, values: list[Value]) -> None:
+        """_settle for asyncio (see value.asettle)."""
+        try:
+            await self.aeval(*values)
+        except Error:
+            _raise_unless_ready(values)
 
     def _op(self, call: Callable[[Any], Any], inputs: list[Value], may_wait: bool = False) -> Value:
         """The Value an operation's C call(&out) makes on this context.
@@ -432,6 +435,15 @@ def _value_of(call: Callable[[Any], Any], ctx: Context | None) -> Value:
     out = ctypes.c_void_p()
     check(call(ctypes.byref(out)))
     return Value._own(out.value, ctx)
+
+
+def _raise_unless_ready(values: list[Value]) -> None:
+    """In an except block of an evaluation before a read: a deadline or a
+    cancel stopped it, and the promises it ran hold its error, which the read
+    raises, naming the operation; re-raised only when some promise is not
+    ready (one another thread evaluates, which it only waited for)."""
+    if not all(lib.af_value_ready(v._ptr) for v in values):
+        raise  # noqa: PLE0704 - the error being handled by the caller
 
 
 def _any_promise(values: list[Value]) -> bool:

@@ -15,10 +15,10 @@ from ._lib import lib
 from . import _loops
 from ._loops import awaiting
 from .context import Context, current
-from .errors import Error, check
+from .errors import check
 from .ir import Ir
 from .progress import ProgressBar
-from .value import Tree, Value, _pending, settle, to_value
+from .value import Tree, Value, asettle, settle, to_value
 
 __all__ = ["Program", "RunOptions", "CancelToken", "Future", "profile_event"]
 
@@ -240,7 +240,7 @@ class Program:
         this loop. Cancelling the awaiting task cancels the run (its
         in-flight LM requests included)."""
         vals = [to_value(x) for x in inputs]
-        await settle_async(vals)
+        await asettle(vals)
         out: Value = await self.start(*vals, ctx=ctx, options=options, **option_kwargs)
         return out
 
@@ -374,24 +374,6 @@ class Future:
             raise
         self._close_bar()
         return self.wait()
-
-
-async def settle_async(values: list[Value]) -> None:
-    """value.settle for asyncio: awaits the evaluation of the promises among
-    values (their contexts' aeval), so that reading them next does not block
-    the running loop."""
-    pending: dict[Context, list[Value]] = {}
-    _pending(values, pending)
-    for c, vals in pending.items():
-        if not c._ptr:
-            continue  # a closed context's promises: the read says so
-        try:
-            await c.aeval(*vals)
-        except Error:
-            # As Context._settle: a stopped evaluation's promises hold its
-            # error, which the read raises.
-            if not all(lib.af_value_ready(v._ptr) for v in vals):
-                raise
 
 
 def profile_event(name: str, args: dict[str, Any] | None = None) -> None:

@@ -319,6 +319,17 @@ def settle(values: Iterable[Value]) -> None:
             ctx._settle(vals)
 
 
+async def asettle(values: Iterable[Value]) -> None:
+    """settle for asyncio: awaits the evaluation of the pending promises
+    among values (their contexts' aeval), so that reading them next neither
+    runs nor blocks the running loop."""
+    pending: dict[Context, list[Value]] = {}
+    _pending(values, pending)
+    for ctx, vals in pending.items():
+        if ctx._ptr:  # a closed context's promises: the read says so
+            await ctx._asettle(vals)
+
+
 def _pending(values: Iterable[Value], into: dict[Context, list[Value]]) -> None:
     for v in values:
         owner = v._ctx
