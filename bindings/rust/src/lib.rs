@@ -93,7 +93,7 @@ pub fn abi_version() -> u32 {
 }
 
 /// The `AF_ABI_VERSION` this binding was written against.
-pub const ABI_VERSION: u32 = sys::AF_ABI_VERSION;
+pub const ABI_VERSION: u32 = sys::AF_ABI_VERSION as u32;
 
 /// The README's code blocks, compiled and run as doctests (the cookbook).
 #[cfg(doctest)]
