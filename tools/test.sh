@@ -41,6 +41,10 @@ if bash tools/setup.sh >"$LOG/build.log" 2>&1; then
   grep -E "Failed|\*\*\*" "$LOG/ctest.log" | head -40
   ctest_counts "$LOG/ctest.log" "ctest"
 
+  note "the ABI: the bindings' raw layers are what capi/abi/afabi.py makes of af.h"
+  check abi-generated python3 capi/abi/afabi.py --check
+  check abi-generator python3 -m unittest capi/abi/test_afabi.py
+
   note "exported symbols"
   check only-af-symbols bash -c \
     "! nm -D --defined-only build/lib/libaf.so | awk '{print \$3}' | grep -v '^af_' | grep ."
@@ -116,7 +120,7 @@ note "concurrency suites under ThreadSanitizer"
 # these targets are built.
 TSAN_TARGETS=(af_core_tests capi_program_test capi_lm_test capi_lm_stream_test capi_lm_routing_test
   capi_lazy_test capi_lazy_safety_test capi_observe_test capi_checkpoint_order_test capi_chaos_test
-  capi_journal_test capi_error_payload_test capi_cancel_scope_test)
+  capi_journal_test capi_error_payload_test capi_cancel_scope_test cpp_af_hpp_handles_test)
 if cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DAF_SANITIZE=thread \
      -DAF_BUILD_BENCH=OFF >"$LOG/tsan-configure.log" 2>&1 &&
    cmake --build build-tsan --target "${TSAN_TARGETS[@]}" >"$LOG/tsan-build.log" 2>&1; then
