@@ -132,6 +132,7 @@ void af_error_free(af_error_t* e);
 void af_bytes_free(af_bytes_t* b);
 af_error_t* af_context_new(af_context_t** out);
 af_error_t* af_context_new_with(const char* options_json, size_t len, af_context_t** out);
+af_error_t* af_options_json(af_bytes_t* out);
 void af_context_free(af_context_t* ctx);
 af_error_t* af_context_stats(const af_context_t* ctx, af_bytes_t* out);
 af_error_t* af_register_function(af_context_t* ctx, const char* name, size_t name_len, af_host_fn fn, void* user_data, void (*destroy)(void*), const af_value_t* result_kinds);
@@ -302,6 +303,7 @@ static any_fn const every_function[] = {
   (any_fn)af_bytes_free,
   (any_fn)af_context_new,
   (any_fn)af_context_new_with,
+  (any_fn)af_options_json,
   (any_fn)af_context_free,
   (any_fn)af_context_stats,
   (any_fn)af_register_function,

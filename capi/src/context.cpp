@@ -1,7 +1,9 @@
-// Contexts: creation (eager or lazy, plan cache options), the lazy
+// Contexts: creation (eager or lazy, plan cache options), the description
+// of every JSON option (af_options_json), the lazy
 // evaluator's af_eval / af_value_ready, and the context's counters.
 #include "handles.h"
 #include "lm/options.h"
+#include "lm/providers.h"
 #include "run_options.h"
 
 using namespace af;
@@ -9,36 +11,59 @@ using namespace af::capi;
 
 namespace {
 
-// {"lazy": bool, "plan_cache": {"max_entries", "max_bytes", "dir",
-//  "max_disk_bytes"}, "host_threads": int, "eager_timeout_ms": int,
-//  "host_wait_ms": int, "eval_timeout_ms": int}: unknown
-// keys and wrong kinds are INVALID_ARGUMENT naming the key.
-void configure(af_context* ctx, std::string_view json) {
-  const char* fn = "af_context_new_with";
-  Value v = lm::options_from_json(json, fn);
-  lm::Options o(v, fn);
-  bool lazy = o.boolean("lazy", false);
+// What af_context_new_with's options set.
+struct ContextOptions {
+  bool lazy = false;
   PlanCacheOptions cache;
-  if (const Value* pc = o.raw("plan_cache"); pc && !pc->is_null()) {
-    lm::Options c(*pc, std::string(fn) + ": plan_cache");
-    cache.max_entries = size_t(c.integer("max_entries", int64_t(cache.max_entries), 1, INT64_MAX));
-    cache.max_bytes = size_t(c.integer("max_bytes", int64_t(cache.max_bytes), 0, INT64_MAX));
-    cache.dir = c.str("dir", "");
-    cache.max_disk_bytes =
-        uint64_t(c.integer("max_disk_bytes", int64_t(cache.max_disk_bytes), 0, INT64_MAX));
-    c.finish();
+  int64_t host_threads = 0, eager_timeout_ms = 0, host_wait_ms = 0, eval_timeout_ms = 0;
+};
+
+// Reads the options (af_options_json describes them from this code): unknown
+// keys and wrong kinds are INVALID_ARGUMENT naming the key.
+ContextOptions read_context_options(const Value& v) {
+  lm::Options o(v, "af_context_new_with");
+  ContextOptions c;
+  c.lazy = o.boolean("lazy", false,
+                     "Operations outside a trace record promises, evaluated when read or by af_eval "
+                     "(docs/SEMANTICS.md, lazy evaluation).");
+  {
+    lm::Options pc = o.sub("plan_cache", "The lazy evaluator's plan cache.");
+    PlanCacheOptions& d = c.cache;
+    d.max_entries = size_t(pc.integer("max_entries", int64_t(d.max_entries), 1, INT64_MAX,
+                                      "Compiled plans kept in memory (least recently used go first)."));
+    d.max_bytes = size_t(pc.integer("max_bytes", int64_t(d.max_bytes), 0, INT64_MAX,
+                                    "Bytes of compiled plans kept in memory; a larger plan is not kept."));
+    d.dir = pc.str("dir", "", "A directory (created 0700) where plans are also kept across processes (\"\" = none).");
+    d.max_disk_bytes = uint64_t(pc.integer("max_disk_bytes", int64_t(d.max_disk_bytes), 0, INT64_MAX,
+                                           "Bytes of plan files kept in dir (least recently used removed)."));
+    pc.finish();
   }
-  const int64_t host_threads = o.integer("host_threads", int64_t(HostPool::kDefaultThreads), 1,
-                                         int64_t(HostPool::kMaxThreads));
-  ctx->env.eager_timeout_ms = o.integer("eager_timeout_ms", 0, 0, INT64_MAX / 1000000);
-  ctx->core.hosts.pool().set_wait_ms(o.integer("host_wait_ms", 0, 0, INT64_MAX / 1000000));
-  const int64_t eval_timeout_ms = o.integer("eval_timeout_ms", 0, 0, INT64_MAX / 1000000);
+  c.host_threads = o.integer("host_threads", int64_t(HostPool::kDefaultThreads), 1, int64_t(HostPool::kMaxThreads),
+                             "Blocking host functions run at once on the context's host pool.");
+  c.eager_timeout_ms = o.integer("eager_timeout_ms", 0, 0, INT64_MAX / 1000000,
+                                 "The longest an operation made eagerly, outside any run, waits for an "
+                                 "asynchronous result (async or blocking host calls, LM calls on an eager "
+                                 "context; 0 = no limit), then TIMEOUT.");
+  c.host_wait_ms = o.integer("host_wait_ms", 0, 0, INT64_MAX / 1000000,
+                             "The longest af_context_free waits for blocking host functions still running "
+                             "(0 = no limit); past it, their threads are abandoned.");
+  c.eval_timeout_ms = o.integer("eval_timeout_ms", 0, 0, INT64_MAX / 1000000,
+                                "Lazy contexts: each evaluation's deadline (0 = none); af_eval_with's "
+                                "options override it.");
   o.finish();
-  ctx->core.hosts.pool().set_max_threads(size_t(host_threads));
-  ctx->core.plans.configure(std::move(cache));
-  if (lazy) {
+  return c;
+}
+
+void configure(af_context* ctx, std::string_view json) {
+  const ContextOptions c =
+      read_context_options(lm::options_from_json(json, "af_context_new_with"));
+  ctx->env.eager_timeout_ms = c.eager_timeout_ms;
+  ctx->core.hosts.pool().set_wait_ms(c.host_wait_ms);
+  ctx->core.hosts.pool().set_max_threads(size_t(c.host_threads));
+  ctx->core.plans.configure(c.cache);
+  if (c.lazy) {
     ctx->lazy = std::make_shared<lazy::Graph>(ctx->core);
-    ctx->lazy->set_eval_timeout_ms(eval_timeout_ms);
+    ctx->lazy->set_eval_timeout_ms(c.eval_timeout_ms);
     ctx->env.recorder = ctx->lazy.get();
   }
 }
@@ -114,6 +139,19 @@ af_error_t* af_eval_with(af_context_t* ctx, af_value_t* const* values, size_t n,
 }
 
 int32_t af_value_ready(const af_value_t* v) { return v && is_ready(v->v) ? 1 : 0; }
+
+af_error_t* af_options_json(af_bytes_t* out) {
+  if (out) *out = af_bytes_t{nullptr, 0};
+  return guard([&] {
+    require(out, "af_options_json", "out");
+    Value all = Value::dict(
+        {{"af_context_new_with", lm::describe_options([] { read_context_options(Value()); })},
+         {"af_provider_new", lm::describe_provider_options()},
+         {"af_provider_set_options",
+          lm::describe_options([] { lm::read_provider_set_options(Value(), lm::CommonOptions{}); })}});
+    to_bytes(to_json(all), out);
+  });
+}
 
 af_error_t* af_context_stats(const af_context_t* ctx, af_bytes_t* out) {
   if (out) *out = af_bytes_t{nullptr, 0};

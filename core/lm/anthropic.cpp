@@ -299,8 +299,8 @@ ProviderPtr make_anthropic(const Value& options) {
   Options o(options, "anthropic provider");
   HttpOptions http(o, kAnthropic);
   auto wire = std::make_shared<AnthropicWire>();
-  wire->max_tokens = o.integer("max_tokens", 1024, 1, int64_t(1) << 30);
-  std::string version = o.str("anthropic_version", "2023-06-01");
+  wire->max_tokens = o.integer("max_tokens", 1024, 1, int64_t(1) << 30, "The reply's token limit when a call sets none (the API requires one).");
+  std::string version = o.str("anthropic_version", "2023-06-01", "The anthropic-version header.");
   if (version.empty() || version.find_first_of("\r\n") != std::string::npos)
     invalid("anthropic provider: option \"anthropic_version\" must be a version such as \"2023-06-01\", found \"" +
             version + "\"");

@@ -212,13 +212,13 @@ class Echo final : public Provider {
 
 ProviderPtr make_echo(const Value& options) {
   Options o(options, "echo provider");
-  std::string name = o.str("name", "echo");
+  std::string name = o.str("name", "echo", "The provider's name in profiles and error messages.");
   CommonOptions common = read_common_options(o, CommonOptions{0});
-  double lat = o.number("latency_ms", 0, 0, 3.6e6);
-  double lo = o.number("latency_min_ms", 0, 0, 3.6e6);
-  double hi = o.number("latency_max_ms", 0, 0, 3.6e6);
-  auto seed = uint64_t(o.integer("seed", 0, INT64_MIN, INT64_MAX));
-  const std::string replies = o.str("schema_replies", "smallest");
+  double lat = o.number("latency_ms", 0, 0, 3.6e6, "A fixed delay before each reply, in milliseconds.");
+  double lo = o.number("latency_min_ms", 0, 0, 3.6e6, "With latency_max_ms: a delay drawn uniformly between the two (seeded by seed).");
+  double hi = o.number("latency_max_ms", 0, 0, 3.6e6, "See latency_min_ms (0 = no drawn delay).");
+  auto seed = uint64_t(o.integer("seed", 0, INT64_MIN, INT64_MAX, "Seeds the drawn delays and varied schema replies."));
+  const std::string replies = o.str("schema_replies", "smallest", "Structured replies: \"smallest\" (the least value the schema allows) or \"varied\" (seeded values).");
   o.finish();
   if (replies != "smallest" && replies != "varied")
     invalid("echo provider: \"schema_replies\" is \"smallest\" or \"varied\", not " + json_quoted(replies));

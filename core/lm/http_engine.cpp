@@ -595,17 +595,17 @@ class HttpProvider final : public Provider {
 
 HttpOptions::HttpOptions(Options& o, const HttpDefaults& d) : d_(d) {
   cfg.type = d.type;
-  cfg.name = o.str("name", d.type);
+  cfg.name = o.str("name", d.type, "The provider's name in profiles and error messages.");
   common = read_common_options(o, CommonOptions{d.max_in_flight});
-  base_ = o.str("base_url", d.base_url ? d.base_url : "");
+  base_ = o.str("base_url", d.base_url ? d.base_url : "", "The server's URL (http:// or https://); required when the default is empty.");
   if (d.key_header) {
-    key_env_ = o.str("api_key_env", d.key_env ? d.key_env : "");
-    allow_http_ = o.boolean("allow_insecure_http", false);
+    key_env_ = o.str("api_key_env", d.key_env ? d.key_env : "", "The environment variable holding the API key (\"\" = a server without keys).");
+    allow_http_ = o.boolean("allow_insecure_http", false, "Send the API key over plain http to a host that is not loopback.");
   }
-  cfg.timeout_ms = o.integer("timeout_ms", 60000, 1, 24 * 3600 * 1000LL);
-  cfg.max_retries = uint32_t(o.integer("max_retries", 3, 0, 100));
-  cfg.backoff_ms = o.integer("backoff_ms", 500, 0, 3600 * 1000LL);
-  cfg.backoff_max_ms = o.integer("backoff_max_ms", 20000, 0, 3600 * 1000LL);
+  cfg.timeout_ms = o.integer("timeout_ms", 60000, 1, 24 * 3600 * 1000LL, "Each HTTP request's deadline, in milliseconds.");
+  cfg.max_retries = uint32_t(o.integer("max_retries", 3, 0, 100, "Retries of a request that failed in a way worth retrying (429, 5xx, transport)."));
+  cfg.backoff_ms = o.integer("backoff_ms", 500, 0, 3600 * 1000LL, "The first retry's delay, doubled per retry (with jitter; Retry-After wins).");
+  cfg.backoff_max_ms = o.integer("backoff_max_ms", 20000, 0, 3600 * 1000LL, "The longest delay between retries.");
 }
 
 void HttpOptions::finish() {
@@ -632,9 +632,8 @@ void HttpOptions::finish() {
 }
 
 Value read_extra(Options& o, const char* type, std::initializer_list<const char*> reserved) {
-  const Value* extra = o.raw("extra");
+  const Value* extra = o.object("extra", "Fields added to every request body (not those libaf sets per request).");
   if (!extra) return Value();
-  if (extra->kind() != Kind::Dict) invalid(std::string(type) + " provider: option \"extra\" must be an object");
   for (const auto& [k, _] : extra->entries())
     for (const char* r : reserved)
       if (k == r)

@@ -187,7 +187,7 @@ ProviderPtr make_openai(const Value& options) {
   Options o(options, "openai provider");
   HttpOptions http(o, kOpenAI);
   auto wire = std::make_shared<OpenAIWire>();
-  std::string structured = o.str("structured_output", "json_schema");
+  std::string structured = o.str("structured_output", "json_schema", "How structured calls ask: \"json_schema\" (response_format json_schema) or \"json_object\".");
   if (structured != "json_schema" && structured != "json_object")
     invalid("openai provider: option \"structured_output\" must be \"json_schema\" (the default) or "
             "\"json_object\" (response_format {\"type\": \"json_object\", \"schema\": ...}), found \"" +

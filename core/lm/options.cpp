@@ -2,15 +2,44 @@
 
 #include <cctype>
 #include <cmath>
+#include <utility>
 
 #include "value/error.h"
 
 namespace af::lm {
 
+namespace {
+
+// Set by describe_options for the first Options its reading builds.
+thread_local std::vector<OptionSpec>* t_describe = nullptr;
+
+Value spec_value(const OptionSpec& s) {
+  std::vector<Entry> e{{"key", Value::str(s.key)}, {"kind", Value::str(s.kind)}, {"default", s.def}};
+  if (!s.min.is_null()) e.emplace_back("min", s.min);
+  if (!s.max.is_null()) e.emplace_back("max", s.max);
+  e.emplace_back("doc", Value::str(s.doc));
+  if (!s.keys.empty()) {
+    std::vector<Value> keys;
+    for (const OptionSpec& k : s.keys) keys.push_back(spec_value(k));
+    e.emplace_back("keys", Value::list(std::move(keys)));
+  }
+  return Value::dict(std::move(e));
+}
+
+}  // namespace
+
 Options::Options(const Value& v, std::string what) : v_(v), what_(std::move(what)) {
+  if (t_describe) {
+    sink_ = std::exchange(t_describe, nullptr);
+    v_ = Value();
+    return;
+  }
   if (!v.is_null() && v.kind() != Kind::Dict)
     invalid(what_ + ": options must be a JSON object, found " + kind_name(v.kind()));
 }
+
+Options::Options(std::string what, std::vector<OptionSpec>* sink)
+    : what_(std::move(what)), sink_(sink), top_(false) {}
 
 void Options::bad(const char* key, const std::string& why) const {
   invalid(what_ + ": option \"" + key + "\" " + why);
@@ -22,7 +51,14 @@ const Value* Options::raw(const char* key) {
   return x && !x->is_null() ? x : nullptr;
 }
 
-int64_t Options::integer(const char* key, int64_t def, int64_t min, int64_t max) {
+bool Options::record(const char* key, const char* kind, Value def, Value min, Value max, const char* doc) {
+  if (!sink_) return false;
+  sink_->push_back(OptionSpec{key, kind, std::move(def), std::move(min), std::move(max), doc, {}});
+  return true;
+}
+
+int64_t Options::integer(const char* key, int64_t def, int64_t min, int64_t max, const char* doc) {
+  if (record(key, "int", Value::integer(def), Value::integer(min), Value::integer(max), doc)) return def;
   const Value* x = raw(key);
   if (!x) return def;
   if (x->kind() != Kind::Int) bad(key, std::string("must be an integer, found ") + kind_name(x->kind()));
@@ -32,7 +68,8 @@ int64_t Options::integer(const char* key, int64_t def, int64_t min, int64_t max)
   return x->as_int();
 }
 
-double Options::number(const char* key, double def, double min, double max) {
+double Options::number(const char* key, double def, double min, double max, const char* doc) {
+  if (record(key, "number", Value::floating(def), Value::floating(min), Value::floating(max), doc)) return def;
   const Value* x = raw(key);
   if (!x) return def;
   double d;
@@ -45,21 +82,40 @@ double Options::number(const char* key, double def, double min, double max) {
   return d;
 }
 
-std::string Options::str(const char* key, std::string def) {
+std::string Options::str(const char* key, std::string def, const char* doc) {
+  if (record(key, "str", Value::str(def), Value(), Value(), doc)) return def;
   const Value* x = raw(key);
   if (!x) return def;
   if (x->kind() != Kind::Str) bad(key, std::string("must be a string, found ") + kind_name(x->kind()));
   return x->as_str();
 }
 
-bool Options::boolean(const char* key, bool def) {
+bool Options::boolean(const char* key, bool def, const char* doc) {
+  if (record(key, "bool", Value::boolean(def), Value(), Value(), doc)) return def;
   const Value* x = raw(key);
   if (!x) return def;
   if (x->kind() != Kind::Bool) bad(key, std::string("must be true or false, found ") + kind_name(x->kind()));
   return x->as_bool();
 }
 
-void Options::finish() const {
+const Value* Options::object(const char* key, const char* doc) {
+  if (record(key, "object", Value(), Value(), Value(), doc)) return nullptr;
+  const Value* x = raw(key);
+  if (x && x->kind() != Kind::Dict) bad(key, std::string("must be an object, found ") + kind_name(x->kind()));
+  return x;
+}
+
+Options Options::sub(const char* key, const char* doc) {
+  if (record(key, "object", Value(), Value(), Value(), doc)) return Options(what_ + ": " + key, &sink_->back().keys);
+  const Value* x = object(key, doc);
+  return Options(x ? *x : Value(), what_ + ": " + key);
+}
+
+void Options::finish() {
+  if (sink_) {
+    if (top_) throw Described{};
+    return;
+  }
   if (v_.is_null()) return;
   for (const auto& [k, _] : v_.entries())
     if (!known_.count(k)) {
@@ -67,6 +123,23 @@ void Options::finish() const {
       for (const auto& n : known_) list += (list.empty() ? "" : ", ") + n;
       invalid(what_ + ": unknown option \"" + k + "\" (known: " + list + ")");
     }
+}
+
+Value describe_options(const std::function<void()>& read) {
+  std::vector<OptionSpec> specs;
+  t_describe = &specs;
+  try {
+    read();
+  } catch (const Options::Described&) {
+  } catch (...) {
+    t_describe = nullptr;
+    throw;
+  }
+  t_describe = nullptr;
+  if (specs.empty()) fail(Code::Internal, "describe_options: the reader read no options");
+  std::vector<Value> out;
+  for (const OptionSpec& s : specs) out.push_back(spec_value(s));
+  return Value::list(std::move(out));
 }
 
 Value options_from_json(std::string_view json, const char* what) {

@@ -333,12 +333,16 @@ void Provider::shutdown() {
 }
 
 void Provider::configure(const Value& options) {
-  Options o(options, "provider " + name_);
   CommonOptions current{limiter_->max_in_flight(), limiter_->requests_per_minute(),
                         limiter_->tokens_per_minute(), schema_retries()};
+  read_provider_set_options(options, current, "provider " + name_).apply(*this);
+}
+
+CommonOptions read_provider_set_options(const Value& options, const CommonOptions& current, std::string what) {
+  Options o(options, std::move(what));
   CommonOptions c = read_common_options(o, current);
   o.finish();
-  c.apply(*this);
+  return c;
 }
 
 void CommonOptions::apply(Provider& p) const {
@@ -349,12 +353,12 @@ void CommonOptions::apply(Provider& p) const {
 
 CommonOptions read_common_options(Options& o, const CommonOptions& d) {
   CommonOptions c;
-  c.max_in_flight = uint32_t(o.integer("max_in_flight", d.max_in_flight, 0, 1 << 30));
+  c.max_in_flight = uint32_t(o.integer("max_in_flight", d.max_in_flight, 0, 1 << 30, "At most this many requests in flight, shared by every context the provider is routed in (0 = unlimited)."));
   c.requests_per_minute =
-      uint64_t(o.integer("requests_per_minute", int64_t(d.requests_per_minute), 0, 1000000000));
+      uint64_t(o.integer("requests_per_minute", int64_t(d.requests_per_minute), 0, 1000000000, "A rate limit on requests started (0 = none)."));
   c.tokens_per_minute =
-      uint64_t(o.integer("tokens_per_minute", int64_t(d.tokens_per_minute), 0, 1000000000000LL));
-  c.schema_retries = uint32_t(o.integer("schema_retries", d.schema_retries, 0, 10));
+      uint64_t(o.integer("tokens_per_minute", int64_t(d.tokens_per_minute), 0, 1000000000000LL, "A rate limit on tokens used, as the server counts them (0 = none)."));
+  c.schema_retries = uint32_t(o.integer("schema_retries", d.schema_retries, 0, 10, "Structured calls: asks again, this many times, when a reply does not validate."));
   return c;
 }
 

@@ -192,6 +192,10 @@ struct CommonOptions {
   void apply(Provider& p) const;
 };
 CommonOptions read_common_options(Options& o, const CommonOptions& defaults);
+// The options af_provider_set_options takes (the common ones), with the
+// provider's current settings as defaults.
+CommonOptions read_provider_set_options(const Value& options, const CommonOptions& current,
+                                        std::string what = "af_provider_set_options");
 
 using ProviderPtr = std::shared_ptr<Provider>;
 

@@ -24,6 +24,9 @@ ProviderPtr make_ollama(const Value& options);
 // {"type": "echo" | "openai" | "anthropic" | "ollama" | "replay", ...the
 // options of that type}
 ProviderPtr make_provider(const Value& spec);
+// The options of each type, as their readers read them (lm/options.h):
+// {"echo": [key...], "openai": ...}. Types this build lacks are left out.
+Value describe_provider_options();
 // A provider whose work is done by `submit` (the host): it receives each
 // started call and finishes it later from any thread. `on_free` runs once
 // when the provider is destroyed.

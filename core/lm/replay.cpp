@@ -147,11 +147,11 @@ class Replay final : public Provider {
 
 ProviderPtr make_replay(const Value& options) {
   Options o(options, "replay provider");
-  std::string name = o.str("name", "replay");
+  std::string name = o.str("name", "replay", "The provider's name in profiles and error messages.");
   CommonOptions common = read_common_options(o, CommonOptions{0});
-  std::string path = o.str("path", "");
-  std::string mode = o.str("mode", "replay");
-  const Value* up = o.raw("upstream");
+  std::string path = o.str("path", "", "The recording file (JSON lines); required.");
+  std::string mode = o.str("mode", "replay", "\"replay\" answers from path; \"record\" asks upstream and appends to path.");
+  const Value* up = o.object("upstream", "Mode \"record\": the provider spec asked, e.g. {\"type\": \"openai\", ...}.");
   o.finish();
   if (path.empty()) invalid("replay provider: option \"path\" is required");
   if (mode != "replay" && mode != "record")
@@ -168,10 +168,12 @@ ProviderPtr make_replay(const Value& options) {
   return p;
 }
 
+constexpr const char* kProviderTypes = "echo, openai, anthropic, ollama, replay";
+
 ProviderPtr make_provider(const Value& spec) {
   if (spec.kind() != Kind::Dict) invalid(std::string("provider spec: expected an object with \"type\", found ") + kind_name(spec.kind()));
   const Value* t = spec.find("type");
-  if (!t || t->kind() != Kind::Str) invalid("provider spec: \"type\" (\"echo\", \"openai\", \"anthropic\", \"ollama\" or \"replay\") is required");
+  if (!t || t->kind() != Kind::Str) invalid(std::string("provider spec: \"type\" (one of ") + kProviderTypes + ") is required");
   std::vector<Entry> rest;
   for (const auto& [k, v] : spec.entries())
     if (k != "type") rest.emplace_back(k, v);
@@ -180,7 +182,19 @@ ProviderPtr make_provider(const Value& spec) {
   if (t->as_str() == "openai" || t->as_str() == "anthropic" || t->as_str() == "ollama")
     return make_http_provider(t->as_str(), opts);
   if (t->as_str() == "replay") return make_replay(opts);
-  invalid("provider spec: unknown type \"" + t->as_str() + "\" (known: echo, openai, anthropic, ollama, replay)");
+  invalid("provider spec: unknown type \"" + t->as_str() + "\" (known: " + kProviderTypes + ")");
+}
+
+Value describe_provider_options() {
+  std::vector<Entry> out;
+  for (const char* type : {"echo", "openai", "anthropic", "ollama", "replay"}) {
+    try {
+      out.emplace_back(type, describe_options([&] { make_provider(Value::dict({{"type", Value::str(type)}})); }));
+    } catch (const Error& e) {
+      if (e.code() != Code::NotFound) throw;  // a type this build lacks is left out
+    }
+  }
+  return Value::dict(std::move(out));
 }
 
 }  // namespace af::lm

@@ -528,6 +528,23 @@ namespace Af
         public static extern IntPtr af_context_new_with(byte[] optionsJson, UIntPtr len, out IntPtr output);
 
         /// <summary>
+        /// Every option libaf reads from JSON options text, described as JSON
+        /// (owned; see "Options" at the top):
+        ///   {"af_context_new_with": [key...],
+        ///    "af_provider_new": {"echo": [key...], "openai": [...], ...},
+        ///    "af_provider_set_options": [key...]}
+        /// each key {"key", "kind": "int" | "number" | "str" | "bool" | "object",
+        /// "default" (null: none), "min" and "max" (numbers only), "doc", and "keys"
+        /// for an object read key by key}. af_provider_&lt;type&gt;_new takes its type's
+        /// keys (af_provider_new the same plus "type"). It is made by the code that
+        /// reads the options, so it is exactly what they accept; docs/OPTIONS.md is
+        /// generated from it. Provider types this build lacks are left out.
+        /// INVALID_ARGUMENT: out NULL.
+        /// </summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_options_json(out AfBytes output);
+
+        /// <summary>
         /// Frees ctx: cancels its runs in flight and joins its threads (a blocking
         /// host function still running is waited for, at most "host_wait_ms" when
         /// set; a sync host function runs on libaf's threads and must return: one

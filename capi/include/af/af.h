@@ -23,6 +23,22 @@
  *    the cause of an AF_ERR_CALLBACK error. Callbacks must not unwind (no C++
  *    exceptions, no longjmp) across libaf.
  *  - No function exits, aborts or lets an exception escape.
+ *  - Options. Configuration is one JSON object given as text (options_json,
+ *    len; NULL/0 = every default): contexts, providers, provider limits.
+ *    One reader takes every such object: an unknown key, a wrong kind or a
+ *    value out of range is INVALID_ARGUMENT naming the key, and
+ *    af_options_json describes every key (name, kind, default, range, doc).
+ *    Why JSON text rather than one setter function per option (wasmtime's
+ *    wasm_config_t) or typed structs: an option added later needs no new
+ *    symbol and no change in any binding (onnxruntime's session config
+ *    entries keep to strings for the same reason), every language already
+ *    writes JSON, and nested options (plan_cache) stay one value. What JSON
+ *    cannot carry, callbacks, handles and out-buffers, goes in a versioned
+ *    struct (struct_size first; zero it, set struct_size, then the fields
+ *    needed): af_run_options_t, af_function_options_t, af_trace_options_t
+ *    (value masks) and af_cse_options_t, each the single way its call takes
+ *    options. An LM call's sampling params (af_lm_call_ex) are a value, not
+ *    options: they are recorded in the IR as the call's params.
  *
  * Thread safety: handles may move between threads. A const handle (value,
  * IR, program, provider) may be used from several threads at once. An af_context_t serializes
@@ -196,6 +212,19 @@ AF_API af_error_t* af_context_new(af_context_t** out);
  * JSON, unknown key, wrong kind, value out of range (max_entries >= 1); IO: dir cannot be created or written. */
 AF_API af_error_t* af_context_new_with(const char* options_json, size_t len,
                                        af_context_t** out);
+/* Every option libaf reads from JSON options text, described as JSON
+ * (owned; see "Options" at the top):
+ *   {"af_context_new_with": [key...],
+ *    "af_provider_new": {"echo": [key...], "openai": [...], ...},
+ *    "af_provider_set_options": [key...]}
+ * each key {"key", "kind": "int" | "number" | "str" | "bool" | "object",
+ * "default" (null: none), "min" and "max" (numbers only), "doc", and "keys"
+ * for an object read key by key}. af_provider_<type>_new takes its type's
+ * keys (af_provider_new the same plus "type"). It is made by the code that
+ * reads the options, so it is exactly what they accept; docs/OPTIONS.md is
+ * generated from it. Provider types this build lacks are left out.
+ * INVALID_ARGUMENT: out NULL. */
+AF_API af_error_t* af_options_json(af_bytes_t* out);
 /* Frees ctx: cancels its runs in flight and joins its threads (a blocking
  * host function still running is waited for, at most "host_wait_ms" when
  * set; a sync host function runs on libaf's threads and must return: one

@@ -138,6 +138,7 @@ SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "af_bytes_free": (None, [POINTER(Bytes)]),
     "af_context_new": (P, [PP]),
     "af_context_new_with": (P, [c_char_p, c_size_t, PP]),
+    "af_options_json": (P, [POINTER(Bytes)]),
     "af_context_free": (None, [P]),
     "af_context_stats": (P, [P, POINTER(Bytes)]),
     "af_register_function": (P, [P, c_char_p, c_size_t, HOST_FN, P, DESTROY_FN, P]),

@@ -423,6 +423,19 @@ unsafe extern "C" {
     /// runs after the last such call returns, on that call's thread. INVALID_ARGUMENT: malformed
     /// JSON, unknown key, wrong kind, value out of range (max_entries >= 1); IO: dir cannot be created or written.
     pub fn af_context_new_with(options_json: *const c_char, len: usize, out: *mut *mut af_context_t) -> *mut af_error_t;
+    /// Every option libaf reads from JSON options text, described as JSON
+    /// (owned; see "Options" at the top):
+    ///   {"af_context_new_with": [key...],
+    ///    "af_provider_new": {"echo": [key...], "openai": [...], ...},
+    ///    "af_provider_set_options": [key...]}
+    /// each key {"key", "kind": "int" | "number" | "str" | "bool" | "object",
+    /// "default" (null: none), "min" and "max" (numbers only), "doc", and "keys"
+    /// for an object read key by key}. af_provider_<type>_new takes its type's
+    /// keys (af_provider_new the same plus "type"). It is made by the code that
+    /// reads the options, so it is exactly what they accept; docs/OPTIONS.md is
+    /// generated from it. Provider types this build lacks are left out.
+    /// INVALID_ARGUMENT: out NULL.
+    pub fn af_options_json(out: *mut af_bytes_t) -> *mut af_error_t;
     /// Frees ctx: cancels its runs in flight and joins its threads (a blocking
     /// host function still running is waited for, at most "host_wait_ms" when
     /// set; a sync host function runs on libaf's threads and must return: one
