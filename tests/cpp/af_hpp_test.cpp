@@ -8,12 +8,14 @@
 // per check; exits 1 on the first failure.
 #include <af/af.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <mutex>
@@ -827,12 +829,25 @@ int main() {
     expect(timed_out, "eval with a timeout throws TIMEOUT");
   }
 
-  // af.hpp wraps every function af.h declares: each name appears in it,
+  // The options libaf reads, described (af_options_json).
+  expect(af::options_json().find("\"af_context_new_with\"") != std::string::npos, "options_json describes the options");
+
+  // af.hpp wraps every function af.h declares: each name appears in it or
+  // in one of its parts (af/hpp/*.hpp, every one of which af.hpp includes),
   // except the deprecated ones, which it must not call. af.h marks those by a
   // paragraph (lines between blank lines) opening with "/* Deprecated": every
   // declaration in it is deprecated.
   {
-    std::string h = read_file(AF_HEADER_DIR "/af.h"), hpp = read_file(AF_HEADER_DIR "/af.hpp");
+    std::string h = read_file(AF_HEADER_DIR "/af.h"), top = read_file(AF_HEADER_DIR "/af.hpp");
+    std::string hpp = top;
+    std::vector<std::string> parts, unincluded;
+    for (const auto& entry : std::filesystem::directory_iterator(AF_HEADER_DIR "/hpp"))
+      if (entry.path().extension() == ".hpp") parts.push_back(entry.path().filename().string());
+    std::sort(parts.begin(), parts.end());
+    for (const std::string& part : parts) {
+      hpp += read_file(AF_HEADER_DIR "/hpp/" + part);
+      if (top.find("#include \"hpp/" + part + "\"") == std::string::npos) unincluded.push_back(part);
+    }
     std::vector<std::string> missing, deprecated, called;
     size_t declared = 0;
     for (size_t at = h.find("\nAF_API "); at != std::string::npos; at = h.find("\nAF_API ", at + 1)) {
@@ -854,6 +869,9 @@ int main() {
       for (const std::string& n : names) out += " " + n;
       return out;
     };
+    expect(parts.size() >= 8 && unincluded.empty(), "af.hpp includes all " + std::to_string(parts.size()) +
+                                                        " of its parts in af/hpp/" +
+                                                        (unincluded.empty() ? "" : "; not included:" + joined(unincluded)));
     expect(declared > 100 && missing.empty(), "af.hpp wraps all " + std::to_string(declared) + " functions of af.h" +
                                                   (missing.empty() ? "" : "; missing:" + joined(missing)));
     expect(!deprecated.empty() && called.empty(),
