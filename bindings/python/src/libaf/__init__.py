@@ -18,9 +18,12 @@ with the C cause chain (and any Python exception raised in a callback) as
 
 from __future__ import annotations
 
+import ctypes
+import json
 from typing import Any, Callable
 
-from ._lib import ABI_VERSION, lib as _c
+from . import _lib
+from ._lib import AF_ABI_VERSION as ABI_VERSION, lib as _c
 from .context import Context, current, default_context, is_tracing
 from .errors import (
     CallbackError,
@@ -36,6 +39,7 @@ from .errors import (
     SchemaError,
     Timeout,
     VersionError,
+    check,
 )
 from .graph import graph_from_json, graph_to_json, graph_verify
 from .ir import Ir
@@ -67,7 +71,7 @@ from .value import Kind, Value, to_py, to_value
 from .walk import Step, Walk
 
 __all__ = [
-    "ABI_VERSION", "version", "abi_version",
+    "ABI_VERSION", "version", "abi_version", "options",
     "Context", "default_context", "is_tracing",
     "Value", "Kind", "to_value", "to_py",
     "trace", "Traced", "Ir", "Program", "RunOptions", "CancelToken", "Future", "profile_event",
@@ -94,6 +98,17 @@ def abi_version() -> int:
     """AF_ABI_VERSION of the loaded libaf."""
     abi: int = _c.af_abi_version()
     return abi
+
+
+def options() -> dict[str, Any]:
+    """Every option libaf reads from JSON options (af_options_json): for
+    "af_context_new_with" (Context(**options)), "af_provider_new" (per type:
+    Provider.echo, Provider.openai, ...) and "af_provider_set_options", a
+    list of {"key", "kind", "default", "min", "max", "doc", "keys"}."""
+    b = _lib.Bytes()
+    check(_c.af_options_json(ctypes.byref(b)))
+    described: dict[str, Any] = json.loads(_lib.take_bytes(b))
+    return described
 
 
 def register_function(

@@ -135,10 +135,12 @@ class _Call:
 def run(fn: Callable[[], T], ctx: "Context | None" = None, cancel: Callable[[], None] | None = None) -> T:
     """fn() — libaf calls that may block — waited for interruptibly (see
     above); its result, or raises its exception. fn's closure holds
-    everything the call uses. ctx: the context whose native handle the call
-    uses; if the caller gives up on the call, closing ctx leaves the free to
-    the call's return. cancel: called on KeyboardInterrupt (or any other
-    exception) while waiting, to stop the call."""
+    everything the call uses, and fn holds ctx open (Context._using) for
+    its C calls, so a caller giving up on the call leaves the context's
+    free, if it is closed meanwhile, to the call's return. ctx: the context
+    the call runs on (for a cancel scope). cancel: called on
+    KeyboardInterrupt (or any other exception) while waiting, to stop the
+    call."""
     if threading.get_ident() == _MAIN and not _loops._awaiting and not lib.af_is_tracing():
         # Stays on this thread when SIGINT's watcher can stop it: through
         # its own cancel token, or a cancel scope on ctx (which stops an
@@ -150,16 +152,23 @@ def run(fn: Callable[[], T], ctx: "Context | None" = None, cancel: Callable[[], 
                     return fn()
                 finally:
                     _sigint.disarm()
-        elif ctx is not None and ctx._ptr and _sigint.arm(_scope_token.trigger):
-            handle = ctx._ptr
-            try:
-                check(lib.af_cancel_scope_push(handle, _scope_token.get()))
+        elif ctx is not None and ctx._ptr:
+            # The token first: get() may free a fired one, which the watcher
+            # triggers only while armed.
+            token = _scope_token.get()
+            if _sigint.arm(_scope_token.trigger):
                 try:
-                    return fn()
+                    handle = ctx._use()  # held open from the push to the pop
+                    try:
+                        check(lib.af_cancel_scope_push(handle, token))
+                        try:
+                            return fn()
+                        finally:
+                            check(lib.af_cancel_scope_pop(handle))
+                    finally:
+                        ctx._done()
                 finally:
-                    check(lib.af_cancel_scope_pop(handle))
-            finally:
-                _sigint.disarm()
+                    _sigint.disarm()
     if not can_hop():
         if not _loops._awaiting:  # (the common case, without a with block's cost)
             return fn()
@@ -173,8 +182,6 @@ def run(fn: Callable[[], T], ctx: "Context | None" = None, cancel: Callable[[], 
     except BaseException:
         if cancel is not None:
             cancel()
-        if ctx is not None:
-            call.abandon(ctx._hold())
         raise
     if call.ok:
         return call.result  # type: ignore[no-any-return]

@@ -21,16 +21,6 @@ from pathlib import Path
 from ._abi import *  # noqa: F401,F403 (the generated declarations, used as _lib.X)
 from ._abi import AF_ABI_VERSION, SIGNATURES
 
-#: AF_ABI_VERSION this binding was written against.
-ABI_VERSION = AF_ABI_VERSION
-WALK_DONE = AF_WALK_DONE
-RUN_KEEP_GOING = AF_RUN_KEEP_GOING
-RUN_PROFILE = AF_RUN_PROFILE
-RUN_ITEM_ERRORS = AF_RUN_ITEM_ERRORS
-RUN_SUMMARY = AF_RUN_SUMMARY
-FUNCTION_PURE = AF_FUNCTION_PURE
-FUNCTION_BLOCKING = AF_FUNCTION_BLOCKING
-
 
 def _find_library() -> str:
     # LIBAF_LIBRARY lets a developer test against a build tree; an installed
@@ -113,7 +103,7 @@ def utf8(s: str, what: str) -> bytes:
     return s.encode("utf-8", "surrogatepass")
 
 
-if lib.af_abi_version() != ABI_VERSION:
+if lib.af_abi_version() != AF_ABI_VERSION:
     raise ImportError(
-        f"libaf ABI {lib.af_abi_version()} does not match this binding's ABI {ABI_VERSION}"
+        f"libaf ABI {lib.af_abi_version()} does not match this binding's ABI {AF_ABI_VERSION}"
     )

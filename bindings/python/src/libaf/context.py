@@ -19,6 +19,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator
 
 from . import _blocking, _callbacks, _lib
+from ._handles import Guarded
 from ._loops import awaiting, call_soon
 from ._lib import lib
 from .errors import Error, check, error_from_exception, forget_exceptions
@@ -31,9 +32,17 @@ if TYPE_CHECKING:
 __all__ = ["Context", "current", "default_context", "is_tracing"]
 
 
-class Context:
+class _Closed(ValueError):
+    """A use of a closed Context: a ValueError, as it always was; its own
+    class only so that a traced function stopped by it raises it as itself
+    (trace._operation_error)."""
+
+
+class Context(Guarded):
     """Owns what programs need at run time: routes to LM providers, host
-    tools, scopes, and the scheduler shared by its runs. Thread-safe."""
+    tools, scopes, and the scheduler shared by its runs. Thread-safe, close()
+    included: a call racing close() on another thread completes or raises
+    ValueError ("this libaf Context is closed")."""
 
     def __init__(
         self,
@@ -62,10 +71,10 @@ class Context:
         raise Timeout when read."""
         self._ptr = None
         self._lazy = lazy  # what its operations return are promises, which keep it alive
-        # Calls given up on (Ctrl-C) that still use the native context, and
-        # the handle close() left for the last of them to free.
-        self._holds = 0
-        self._orphan: int | None = None
+        # The C calls using the native context now, and the free close()
+        # left for the last of them (_handles.Guarded).
+        self._uses: list[None] = []
+        self._orphan: list[Callable[[], None]] = []
         self._entered: list[contextvars.Token[Context | None]] = []  # of the with blocks it is current in
         out = ctypes.c_void_p()
         options: dict[str, Any] = {}
@@ -91,32 +100,25 @@ class Context:
 
     def close(self) -> None:
         """Frees the context now (also done when it is garbage collected):
-        cancels its runs still in flight and waits for them to end. A call
-        given up on by Ctrl-C that still runs on it is not waited for: the
-        context is closed at once and freed when that call returns."""
-        with _holds_lock:
-            if self._holds:
-                if self._ptr:
-                    self._orphan, self._ptr = self._ptr, None
-                return
-        _lib.release(self, lib.af_context_free)
+        cancels its runs still in flight and waits for them to end.
+        Idempotent, from any thread. A call using the context on another
+        thread at that moment (an operation, an evaluation, a call given up
+        on by Ctrl-C, a scope block such as tag() or collect()) is not
+        waited for: the context is closed at once (new calls raise
+        ValueError) and freed, on a thread of its own, when the last of
+        those calls returns."""
+        self._close(_free_context)
 
-    def _hold(self) -> Callable[[], None]:
-        """For a call still using the native context after its caller gave
-        up on it (_blocking.run): close() leaves the free to the returned
-        function, which the call runs when it returns."""
-        with _holds_lock:
-            self._holds += 1
-        return self._unhold
+    def _closed_error(self) -> BaseException:
+        return _Closed("this libaf Context is closed")
 
-    def _unhold(self) -> None:
-        with _holds_lock:
-            self._holds -= 1
-            orphan = self._orphan if self._holds == 0 else None
-            if orphan:
-                self._orphan = None
-        if orphan and not _lib.exiting():
-            lib.af_context_free(orphan)
+    def _finish_late(self, finish: Callable[[], None]) -> None:
+        # af_context_free joins the context's threads: the last call may be
+        # one of them (a host tool calling an operation on its context).
+        try:
+            threading.Thread(target=finish, name="libaf-context-free", daemon=True).start()
+        except RuntimeError:  # the interpreter is exiting: _free_context frees nothing then
+            finish()
 
     def __del__(self) -> None:
         try:
@@ -135,11 +137,10 @@ class Context:
             _entered.reset(self._entered.pop())
         self.close()
 
-    @property
-    def _handle(self) -> int:
+    def _check_open(self) -> None:
+        """Raises the closed error at once (a use raises it too, later)."""
         if not self._ptr:
-            raise ValueError("this libaf Context is closed")
-        return self._ptr
+            raise self._closed_error()
 
     # -- lazy evaluation and the plan cache ------------------------------------
 
@@ -170,16 +171,12 @@ class Context:
         for v in values:
             if not isinstance(v, Value):
                 raise TypeError(f"aeval() takes libaf Values, got {type(v).__name__}")
+        self._check_open()
         token, options = self._eval_options(timeout, cancel, always=True)
-        release = self._hold()  # close() meanwhile leaves the free to the evaluation's end
         handles = _lib.handles(list(values))
-        ptr = self._handle
 
         def evaluate() -> None:  # holds values, options and the token until it returns
-            try:
-                check(lib.af_eval_with(ptr, handles, len(values), ctypes.byref(options[0])))
-            finally:
-                release()
+            check(self._using(lib.af_eval_with, handles, len(values), ctypes.byref(options[0])))
 
         with awaiting():
             try:
@@ -211,7 +208,19 @@ class Context:
         # evaluate's closure holds values and options (the token) until the
         # call returns, also when its caller gives up on it (_blocking.run).
         def evaluate() -> None:
-            check(lib.af_eval_with(self._handle, _lib.handles(values), len(values), ctypes.byref(options[0])))
+            # self._using(lib.af_eval_with, ...), inlined: every read of a promise comes here.
+            uses = self._uses
+            uses.append(None)
+            try:
+                ptr = self._ptr
+                if not ptr:
+                    raise self._closed_error()
+                err = lib.af_eval_with(ptr, _lib.handles(values), len(values), ctypes.byref(options[0]))
+            finally:
+                uses.pop()
+                if self._ptr is None and not uses:  # closed meanwhile and this was the last use
+                    self._finish_orphan(late=True)
+            check(err)
 
         _blocking.run(evaluate, self, cancel.trigger if cancel is not None else None)
 
@@ -230,8 +239,9 @@ class Context:
         except Error:
             _raise_unless_ready(values)
 
-    def _op(self, call: Callable[[Any], Any], inputs: list[Value], may_wait: bool = False) -> Value:
-        """The Value an operation's C call(&out) makes on this context.
+    def _op(self, call: Callable[[int, Any], Any], inputs: list[Value], may_wait: bool = False) -> Value:
+        """The Value an operation's C call(ctx, &out) makes on this context
+        (held open for the call: ctx is its native handle).
 
         Recorded (a lazy context, a trace), it returns at once; on a lazy
         context the promise holds this context, which its evaluation needs.
@@ -240,12 +250,12 @@ class Context:
         (_blocking), and so do the promises among its inputs, evaluated
         first by their contexts."""
         if self._lazy:
-            return _value_of(call, self)
+            return _value_of(call, self, self)
         if may_wait or _any_promise(inputs):
             settle(inputs)
             if may_wait:
-                return _blocking.run(lambda: _value_of(call, None), self)
-        return _value_of(call, None)
+                return _blocking.run(lambda: _value_of(call, self, None), self)
+        return _value_of(call, self, None)
 
     def stats(self) -> dict[str, Any]:
         """{"plan_cache": {"hits", "misses", "disk_hits", "evictions",
@@ -253,7 +263,7 @@ class Context:
         "pending", "evaluations", "timed_out", "cancelled"}} (af.h's
         af_context_stats lists every counter)."""
         b = _lib.Bytes()
-        check(lib.af_context_stats(self._handle, ctypes.byref(b)))
+        check(self._using(lib.af_context_stats, ctypes.byref(b)))
         stats: dict[str, Any] = json.loads(_lib.take_bytes(b))
         return stats
 
@@ -267,7 +277,7 @@ class Context:
         if not isinstance(provider, Provider):
             raise TypeError(f"route() needs a libaf.Provider, got {type(provider).__name__}")
         p = _lib.utf8(model_pattern, "model_pattern")
-        check(lib.af_context_route(self._handle, p, len(p), provider._handle))
+        check(self._using(lib.af_context_route, p, len(p), provider._handle))
 
     def route_fallback(self, model_pattern: str, providers: "list[Provider]") -> None:
         """Routes models matching model_pattern to providers in order: the
@@ -279,7 +289,7 @@ class Context:
                 raise TypeError(f"route_fallback() needs libaf.Provider values, got {type(p).__name__}")
         arr = (ctypes.c_void_p * max(1, len(providers)))(*[p._handle for p in providers])
         pat = _lib.utf8(model_pattern, "model_pattern")
-        check(lib.af_context_route_fallback(self._handle, pat, len(pat), arr, len(providers)))
+        check(self._using(lib.af_context_route_fallback, pat, len(pat), arr, len(providers)))
 
     def register_function(
         self,
@@ -316,7 +326,7 @@ class Context:
         kinds = to_value(result_kinds)
         options = _lib.FunctionOptionsC()  # zeroed: unset callbacks are NULL
         options.struct_size = ctypes.sizeof(_lib.FunctionOptionsC)
-        options.flags = (_lib.FUNCTION_PURE if pure else 0) | (_lib.FUNCTION_BLOCKING if blocking else 0)
+        options.flags = (_lib.AF_FUNCTION_PURE if pure else 0) | (_lib.AF_FUNCTION_BLOCKING if blocking else 0)
         if inspect.iscoroutinefunction(fn):
             # With blocking=True libaf refuses the pair (INVALID_ARGUMENT).
             options.async_fn = _callbacks.async_host_trampoline
@@ -329,7 +339,7 @@ class Context:
         options.result_kinds = kinds._ptr
         # destroy runs on failure too (the struct is complete), so the
         # handle never leaks.
-        check(lib.af_register_function_with(self._handle, n, len(n), ctypes.byref(options)))
+        check(self._using(lib.af_register_function_with, n, len(n), ctypes.byref(options)))
 
     def tool(
         self, name: str, result_kinds: Tree, *, blocking: bool = False, pure: bool = False
@@ -355,8 +365,7 @@ class Context:
         context), run at once outside."""
         n = _lib.utf8(name, "name")
         vals = [to_value(a) for a in args]
-        h = self._handle
-        return self._op(lambda o: lib.af_host_call(h, n, len(n), _lib.handles(vals), len(vals), o), vals, True)
+        return self._op(lambda c, o: lib.af_host_call(c, n, len(n), _lib.handles(vals), len(vals), o), vals, True)
 
     # -- run-time scopes -------------------------------------------------------
     # A scope belongs to the thread that opened it: it applies to the runs
@@ -369,15 +378,19 @@ class Context:
         ends: {key: [values in program order]} (docs/SEMANTICS.md §4), however
         the run was scheduled."""
         c = _lib.utf8(collection, "collection")
-        check(lib.af_collect_push(self._handle, c, len(c)))
-        result: dict[str, list[Any]] = {}
+        handle = self._use()  # held until the pop: a close() in the block frees it after
         try:
-            with _blocking.scope():
-                yield result
+            check(lib.af_collect_push(handle, c, len(c)))
+            result: dict[str, list[Any]] = {}
+            try:
+                with _blocking.scope():
+                    yield result
+            finally:
+                out = ctypes.c_void_p()
+                check(lib.af_collect_pop(handle, ctypes.byref(out)))
+                result.update(Value._own(out.value).to_py())
         finally:
-            out = ctypes.c_void_p()
-            check(lib.af_collect_pop(self._handle, ctypes.byref(out)))
-            result.update(Value._own(out.value).to_py())
+            self._done()
 
     @contextlib.contextmanager
     def inject(self, collection: str, values: dict[str, list[Any]]) -> Iterator[None]:
@@ -386,12 +399,16 @@ class Context:
         block."""
         c = _lib.utf8(collection, "collection")
         v = to_value(values)  # held in a local: the handle must outlive the call
-        check(lib.af_inject_push(self._handle, c, len(c), v._ptr))
+        handle = self._use()  # held until the pop: a close() in the block frees it after
         try:
-            with _blocking.scope():
-                yield
+            check(lib.af_inject_push(handle, c, len(c), v._ptr))
+            try:
+                with _blocking.scope():
+                    yield
+            finally:
+                check(lib.af_inject_pop(handle))
         finally:
-            check(lib.af_inject_pop(self._handle))
+            self._done()
 
     @contextlib.contextmanager
     def cancel_scope(self, token: "CancelToken") -> Iterator[None]:
@@ -407,34 +424,55 @@ class Context:
 
         if not isinstance(token, CancelToken):
             raise TypeError(f"cancel_scope() needs a libaf.CancelToken, got {type(token).__name__}")
-        handle = self._handle
-        check(lib.af_cancel_scope_push(handle, token._ptr))
+        handle = self._use()  # held until the pop: a close() in the block frees it after
         try:
-            with _blocking.scope():  # scopes belong to their thread: calls inside stay on it
-                yield
+            check(lib.af_cancel_scope_push(handle, token._ptr))
+            try:
+                with _blocking.scope():  # scopes belong to their thread: calls inside stay on it
+                    yield
+            finally:
+                check(lib.af_cancel_scope_pop(handle))
         finally:
-            check(lib.af_cancel_scope_pop(handle))
+            self._done()
 
     @contextlib.contextmanager
     def memoize(self) -> Iterator[None]:
         """Identical calls (same primitive, params, inputs) run once inside
         the block; calls of effectful host tools (registered without
         pure=True) always run."""
-        check(lib.af_memoize_push(self._handle))
+        handle = self._use()  # held until the pop: a close() in the block frees it after
         try:
-            with _blocking.scope():
-                yield
+            check(lib.af_memoize_push(handle))
+            try:
+                with _blocking.scope():
+                    yield
+            finally:
+                check(lib.af_memoize_pop(handle))
         finally:
-            check(lib.af_memoize_pop(self._handle))
+            self._done()
 
     def __repr__(self) -> str:
         return f"<libaf.Context {'closed' if not self._ptr else hex(self._ptr)}>"
 
 
-def _value_of(call: Callable[[Any], Any], ctx: Context | None) -> Value:
+def _value_of(call: Callable[[int, Any], Any], cx: Context, promise_of: Context | None) -> Value:
+    """call(cx's handle, &out), cx held open for the call (Guarded._using,
+    inlined: every operation comes here); the Value it made, a promise
+    keeping promise_of alive when given."""
     out = ctypes.c_void_p()
-    check(call(ctypes.byref(out)))
-    return Value._own(out.value, ctx)
+    uses = cx._uses
+    uses.append(None)
+    try:
+        ptr = cx._ptr
+        if not ptr:
+            raise cx._closed_error()
+        err = call(ptr, ctypes.byref(out))
+    finally:
+        uses.pop()
+        if cx._ptr is None and not uses:  # closed meanwhile and this was the last use
+            cx._finish_orphan(late=True)
+    check(err)
+    return Value._own(out.value, promise_of)
 
 
 def _raise_unless_ready(values: list[Value]) -> None:
@@ -453,7 +491,12 @@ def _any_promise(values: list[Value]) -> bool:
     return False
 
 
-_holds_lock = threading.Lock()
+def _free_context(ptr: int) -> None:
+    # Nothing is freed once the interpreter has begun to exit (_lib.release).
+    if not _lib.exiting():
+        lib.af_context_free(ptr)
+
+
 _program: Any = None  # the program module, imported on first use (it imports this one)
 
 # Every open context, closed at interpreter exit while Python still runs:

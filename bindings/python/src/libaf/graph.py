@@ -19,7 +19,7 @@ def graph_verify(data: bytes, ctx: Context | None = None) -> dict[str, Any]:
     producer, sizes, equations, primitives, host functions)."""
     data = bytes(data)
     b = _lib.Bytes()
-    check(lib.af_graph_verify(current(ctx)._handle, data, len(data), ctypes.byref(b)))
+    check(current(ctx)._using(lib.af_graph_verify, data, len(data), ctypes.byref(b)))
     summary: dict[str, Any] = json.loads(_lib.take_bytes(b))
     return summary
 
@@ -28,7 +28,7 @@ def graph_to_json(data: bytes, ctx: Context | None = None) -> str:
     """The readable JSON form of .afg bytes (checked first); exact round trip."""
     data = bytes(data)
     b = _lib.Bytes()
-    check(lib.af_graph_to_json(current(ctx)._handle, data, len(data), ctypes.byref(b)))
+    check(current(ctx)._using(lib.af_graph_to_json, data, len(data), ctypes.byref(b)))
     return _lib.take_bytes(b).decode("utf-8")
 
 
@@ -36,5 +36,5 @@ def graph_from_json(text: str, ctx: Context | None = None) -> bytes:
     """.afg bytes from the JSON form (checked like loaded bytes)."""
     data = _lib.utf8(text, "text")
     b = _lib.Bytes()
-    check(lib.af_graph_from_json(current(ctx)._handle, data, len(data), ctypes.byref(b)))
+    check(current(ctx)._using(lib.af_graph_from_json, data, len(data), ctypes.byref(b)))
     return _lib.take_bytes(b)

@@ -61,8 +61,7 @@ class Ir:
         KeyboardInterrupt at once and cancels the run."""
         vals = [to_value(x) for x in inputs]
         cx = current(ctx)
-        c = cx._handle
-        return cx._op(lambda o: lib.af_ir_call(c, self._ptr, _lib.handles(vals), len(vals), o), vals, may_wait=True)
+        return cx._op(lambda c, o: lib.af_ir_call(c, self._ptr, _lib.handles(vals), len(vals), o), vals, may_wait=True)
 
     call = __call__
 
@@ -217,35 +216,35 @@ class Ir:
     def batch(self, in_axes: Tree = None, ctx: Context | None = None) -> "Ir":
         """vmap: in_axes is a bool tree prefix of the inputs (None = all batched)."""
         axes = None if in_axes is None else to_value(in_axes)
-        c = current(ctx)._handle
-        return _ir_out(lambda o: lib.af_batch(c, self._ptr, axes._ptr if axes is not None else None, o))
+        cx = current(ctx)
+        return _ir_out(lambda o: cx._using(lib.af_batch, self._ptr, axes._ptr if axes is not None else None, o))
 
     def pushforward(self, ctx: Context | None = None) -> "Ir":
         """jvp: takes (primals, tangents), returns [outputs, output_tangents]."""
-        c = current(ctx)._handle
-        return _ir_out(lambda o: lib.af_pushforward(c, self._ptr, o))
+        cx = current(ctx)
+        return _ir_out(lambda o: cx._using(lib.af_pushforward, self._ptr, o))
 
     def pullback(self, ctx: Context | None = None) -> "Ir":
         """vjp: takes (primals, output_cotangent), returns [outputs, input_cotangents]."""
-        c = current(ctx)._handle
-        return _ir_out(lambda o: lib.af_pullback(c, self._ptr, o))
+        cx = current(ctx)
+        return _ir_out(lambda o: cx._using(lib.af_pullback, self._ptr, o))
 
     def dce(self, out_used: Tree = None, ctx: Context | None = None) -> "Ir":
         """Dead code elimination; out_used is a bool tree prefix of the output."""
         used = None if out_used is None else to_value(out_used)
-        c = current(ctx)._handle
-        return _ir_out(lambda o: lib.af_dce(c, self._ptr, used._ptr if used is not None else None, o))
+        cx = current(ctx)
+        return _ir_out(lambda o: cx._using(lib.af_dce, self._ptr, used._ptr if used is not None else None, o))
 
     def cse(self, merge_nondeterministic: bool = False, ctx: Context | None = None) -> "Ir":
         """Merges identical pure equations (LM calls and host tools too if asked)."""
         opts = _lib.CseOptionsC(ctypes.sizeof(_lib.CseOptionsC), int(bool(merge_nondeterministic)))
-        c = current(ctx)._handle
-        return _ir_out(lambda o: lib.af_cse_ex(c, self._ptr, ctypes.byref(opts), o))
+        cx = current(ctx)
+        return _ir_out(lambda o: cx._using(lib.af_cse_ex, self._ptr, ctypes.byref(opts), o))
 
     def sched(self, ctx: Context | None = None) -> "Ir":
         """Annotates every equation with its level and priority."""
-        c = current(ctx)._handle
-        return _ir_out(lambda o: lib.af_sched(c, self._ptr, o))
+        cx = current(ctx)
+        return _ir_out(lambda o: cx._using(lib.af_sched, self._ptr, o))
 
     # -- saved graphs --------------------------------------------------------------
 
@@ -258,8 +257,8 @@ class Ir:
     def load(cls, path: str | os.PathLike[str], ctx: Context | None = None) -> "Ir":
         """Reads and checks an .afg file."""
         p = _path(path)
-        c = current(ctx)._handle
-        return _ir_out(lambda o: lib.af_ir_load(c, p, len(p), o))
+        cx = current(ctx)
+        return _ir_out(lambda o: cx._using(lib.af_ir_load, p, len(p), o))
 
     def to_bytes(self) -> bytes:
         """The .afg bytes (deterministic: the same IR gives the same bytes)."""
@@ -271,5 +270,5 @@ class Ir:
     def from_bytes(cls, data: bytes, ctx: Context | None = None) -> "Ir":
         """An IR from .afg bytes, after every loader check."""
         data = bytes(data)
-        c = current(ctx)._handle
-        return _ir_out(lambda o: lib.af_ir_from_bytes(c, data, len(data), o))
+        cx = current(ctx)
+        return _ir_out(lambda o: cx._using(lib.af_ir_from_bytes, data, len(data), o))

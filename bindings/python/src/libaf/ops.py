@@ -44,12 +44,11 @@ def format(template: str, *args: Tree, ctx: Context | None = None, **named: Tree
     """Python-style template ("{}", "{0}", "{name}", "{{"); non-str arguments
     are stringified as JSON. Template errors are InvalidArgument at once."""
     cx = current(ctx)
-    c = cx._handle
     t = _lib.utf8(template, "template")
     vals = [to_value(a) for a in args]
     nv = to_value(named) if named else None
     return cx._op(
-        lambda o: lib.af_format(c, t, len(t), _lib.handles(vals), len(vals), nv._ptr if nv is not None else None, o),
+        lambda c, o: lib.af_format(c, t, len(t), _lib.handles(vals), len(vals), nv._ptr if nv is not None else None, o),
         vals if nv is None else [*vals, nv],
     )
 
@@ -57,55 +56,54 @@ def format(template: str, *args: Tree, ctx: Context | None = None, **named: Tree
 def concat(*args: Tree, ctx: Context | None = None) -> Value:
     """Concatenation of strings."""
     cx = current(ctx)
-    c = cx._handle
     vals = [to_value(a) for a in args]
-    return cx._op(lambda o: lib.af_concat(c, _lib.handles(vals), len(vals), o), vals)
+    return cx._op(lambda c, o: lib.af_concat(c, _lib.handles(vals), len(vals), o), vals)
 
 
 def match(a: Tree, b: Tree, ctx: Context | None = None) -> Value:
     """String equality, as a bool value."""
     cx = current(ctx)
-    c = cx._handle
     va, vb = to_value(a), to_value(b)
-    return cx._op(lambda o: lib.af_match(c, va._ptr, vb._ptr, o), [va, vb])
+    return cx._op(lambda c, o: lib.af_match(c, va._ptr, vb._ptr, o), [va, vb])
 
 
 def stop_gradient(v: Tree, ctx: Context | None = None) -> Value:
     """Identity; no tangent or feedback flows through it."""
     cx = current(ctx)
-    c = cx._handle
     vv = to_value(v)
-    return cx._op(lambda o: lib.af_stop_gradient(c, vv._ptr, o), [vv])
+    return cx._op(lambda c, o: lib.af_stop_gradient(c, vv._ptr, o), [vv])
 
 
 def depends(value: Tree, *deps: Tree, ctx: Context | None = None) -> Value:
     """value, produced only after every dep exists (keeps deps alive in DCE)."""
     cx = current(ctx)
-    c = cx._handle
     vv = to_value(value)
     dv = [to_value(d) for d in deps]
-    return cx._op(lambda o: lib.af_depends(c, vv._ptr, _lib.handles(dv), len(dv), o), [vv, *dv])
+    return cx._op(lambda c, o: lib.af_depends(c, vv._ptr, _lib.handles(dv), len(dv), o), [vv, *dv])
 
 
 def checkpoint(v: Tree, key: str, collection: str, ctx: Context | None = None) -> Value:
     """Identity marking v as checkpoint key of collection (see Context.collect/inject)."""
     cx = current(ctx)
-    c = cx._handle
     vv = to_value(v)
     k, col = _lib.utf8(key, "key"), _lib.utf8(collection, "collection")
-    return cx._op(lambda o: lib.af_checkpoint(c, vv._ptr, k, len(k), col, len(col), o), [vv])
+    return cx._op(lambda c, o: lib.af_checkpoint(c, vv._ptr, k, len(k), col, len(col), o), [vv])
 
 
 @contextlib.contextmanager
 def tag(name: str, ctx: Context | None = None) -> Iterator[None]:
     """Every equation recorded in the block carries tag name (inside a trace)."""
-    c = current(ctx)._handle
+    cx = current(ctx)
     t = _lib.utf8(name, "tag")
-    check(lib.af_tag_push(c, t, len(t)))
+    c = cx._use()  # held until the pop: a close() in the block frees the context after
     try:
-        yield
+        check(lib.af_tag_push(c, t, len(t)))
+        try:
+            yield
+        finally:
+            check(lib.af_tag_pop(c))
     finally:
-        check(lib.af_tag_pop(c))
+        cx._done()
 
 
 @contextlib.contextmanager
@@ -113,24 +111,32 @@ def named(name: str, ctx: Context | None = None) -> Iterator[None]:
     """What is recorded in the block (inside a trace, or by a lazy context)
     carries name in its name path, e.g. "triage/classify" when nested in
     named("triage"). Names are non-empty and hold no '/'."""
-    c = current(ctx)._handle
+    cx = current(ctx)
     n = _lib.utf8(name, "name")
-    check(lib.af_name_push(c, n, len(n)))
+    c = cx._use()  # held until the pop: a close() in the block frees the context after
     try:
-        yield
+        check(lib.af_name_push(c, n, len(n)))
+        try:
+            yield
+        finally:
+            check(lib.af_name_pop(c))
     finally:
-        check(lib.af_name_pop(c))
+        cx._done()
 
 
 @contextlib.contextmanager
 def fold(ctx: Context | None = None) -> Iterator[None]:
     """Operations in the block run at trace time and become literals."""
-    c = current(ctx)._handle
-    check(lib.af_fold_push(c))
+    cx = current(ctx)
+    c = cx._use()  # held until the pop: a close() in the block frees the context after
     try:
-        yield
+        check(lib.af_fold_push(c))
+        try:
+            yield
+        finally:
+            check(lib.af_fold_pop(c))
     finally:
-        check(lib.af_fold_pop(c))
+        cx._done()
 
 
 def _as_ir(f: Traceable, examples: list[Value], what: str, ctx: Context) -> Ir:
@@ -157,10 +163,9 @@ def switch(key: Tree, branches: Mapping[str, Traceable], *operands: Tree, ctx: C
     nb = len(names)
     c_names = (ctypes.c_char_p * max(nb, 1))(*names)
     c_lens = (ctypes.c_size_t * max(nb, 1))(*[len(n) for n in names])
-    c = cx._handle
     # Run eagerly, a branch may call LMs and host tools: it may wait.
     return cx._op(
-        lambda o: lib.af_switch(c, kv._ptr, c_names, c_lens, _lib.handles(irs), nb, _lib.handles(ops), len(ops), o),
+        lambda c, o: lib.af_switch(c, kv._ptr, c_names, c_lens, _lib.handles(irs), nb, _lib.handles(ops), len(ops), o),
         [kv, *ops],
         may_wait=True,
     )
@@ -178,8 +183,7 @@ def while_loop(
     iv = to_value(init)
     c_ir = _as_ir(cond, [iv], "cond", cx)
     b_ir = _as_ir(body, [iv], "body", cx)
-    c = cx._handle
-    return cx._op(lambda o: lib.af_while_loop(c, c_ir._ptr, b_ir._ptr, iv._ptr, max_iters, o), [iv], may_wait=True)
+    return cx._op(lambda c, o: lib.af_while_loop(c, c_ir._ptr, b_ir._ptr, iv._ptr, max_iters, o), [iv], may_wait=True)
 
 
 #: scan's item= when not given (None is an item: a null).
@@ -271,9 +275,8 @@ def scan(
     else:
         raise TypeError(f"body must be a libaf.Ir or a callable, got {type(body).__name__}")
     rev = 1 if reverse else 0
-    c = cx._handle
     # Run eagerly, the body may call LMs and host tools: it may wait.
-    return cx._op(lambda o: lib.af_scan(c, b_ir._ptr, iv._ptr, xv._ptr, rev, o), [iv, xv], may_wait=True)
+    return cx._op(lambda c, o: lib.af_scan(c, b_ir._ptr, iv._ptr, xv._ptr, rev, o), [iv, xv], may_wait=True)
 
 
 def _any_true(mask: Tree) -> bool:
@@ -291,12 +294,11 @@ def lm_call(messages: Tree, model: Tree, ctx: Context | None = None, *, params: 
     params: sampling params (temperature, top_p, max_tokens, seed, stop),
     part of the recorded equation."""
     cx = current(ctx)
-    c = cx._handle
     mv, mo = to_value(messages), to_value(model)
     if params is None:
-        return cx._op(lambda o: lib.af_lm_call(c, mv._ptr, mo._ptr, o), [mv, mo], may_wait=True)
+        return cx._op(lambda c, o: lib.af_lm_call(c, mv._ptr, mo._ptr, o), [mv, mo], may_wait=True)
     pv = to_value(params)
-    return cx._op(lambda o: lib.af_lm_call_ex(c, mv._ptr, mo._ptr, pv._ptr, o), [mv, mo, pv], may_wait=True)
+    return cx._op(lambda c, o: lib.af_lm_call_ex(c, mv._ptr, mo._ptr, pv._ptr, o), [mv, mo, pv], may_wait=True)
 
 
 @overload
@@ -338,12 +340,11 @@ def lm_schema_call(
 
 
 def _lm_schema_call(cx: Context, messages: Tree, model: Tree, schema: Tree, params: dict[str, Any] | None) -> Value:
-    c = cx._handle
     mv, mo, sv = to_value(messages), to_value(model), to_value(schema)
     if params is None:
-        return cx._op(lambda o: lib.af_lm_schema_call(c, mv._ptr, mo._ptr, sv._ptr, o), [mv, mo, sv], may_wait=True)
+        return cx._op(lambda c, o: lib.af_lm_schema_call(c, mv._ptr, mo._ptr, sv._ptr, o), [mv, mo, sv], may_wait=True)
     pv = to_value(params)
-    return cx._op(lambda o: lib.af_lm_schema_call_ex(c, mv._ptr, mo._ptr, sv._ptr, pv._ptr, o), [mv, mo, sv, pv],
+    return cx._op(lambda c, o: lib.af_lm_schema_call_ex(c, mv._ptr, mo._ptr, sv._ptr, pv._ptr, o), [mv, mo, sv, pv],
                   may_wait=True)
 
 
@@ -384,11 +385,10 @@ def lm_tool_call(
     unknown tool or arguments its schema rejects is re-asked, then
     SchemaError. params: sampling params, as lm_call's."""
     cx = current(ctx)
-    c = cx._handle
     mv, hv, mo, tv = to_value(messages), to_value(history), to_value(model), to_value(_tools_tree(tools))
     pv = to_value(params) if params is not None else None
     return cx._op(
-        lambda o: lib.af_lm_tool_call(c, mv._ptr, hv._ptr, mo._ptr, tv._ptr, pv._ptr if pv is not None else None, o),
+        lambda c, o: lib.af_lm_tool_call(c, mv._ptr, hv._ptr, mo._ptr, tv._ptr, pv._ptr if pv is not None else None, o),
         [mv, hv, mo, tv] if pv is None else [mv, hv, mo, tv, pv],
         may_wait=True,
     )
@@ -401,9 +401,8 @@ def tool_results(history: Tree, turn: Tree, results: Tree, ctx: Context | None =
     Recorded inside a trace. InvalidArgument: not one result per call, a
     malformed history or turn."""
     cx = current(ctx)
-    c = cx._handle
     hv, tv, rv = to_value(history), to_value(turn), to_value(results)
-    return cx._op(lambda o: lib.af_tool_results(c, hv._ptr, tv._ptr, rv._ptr, o), [hv, tv, rv])
+    return cx._op(lambda c, o: lib.af_tool_results(c, hv._ptr, tv._ptr, rv._ptr, o), [hv, tv, rv])
 
 
 def host_call(name: str, *args: Tree, ctx: Context | None = None) -> Value:

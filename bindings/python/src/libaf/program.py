@@ -99,8 +99,8 @@ class RunOptions:
         """The C struct and what must stay alive while the run may use it."""
         o = _lib.RunOptionsC()
         o.struct_size = ctypes.sizeof(_lib.RunOptionsC)
-        o.flags = ((_lib.RUN_KEEP_GOING if self.keep_going else 0) | (_lib.RUN_PROFILE if self.profile else 0)
-                   | (_lib.RUN_ITEM_ERRORS if self.item_errors else 0) | (_lib.RUN_SUMMARY if self.summary else 0))
+        o.flags = ((_lib.AF_RUN_KEEP_GOING if self.keep_going else 0) | (_lib.AF_RUN_PROFILE if self.profile else 0)
+                   | (_lib.AF_RUN_ITEM_ERRORS if self.item_errors else 0) | (_lib.AF_RUN_SUMMARY if self.summary else 0))
         if self.timeout is not None:
             if self.timeout <= 0:
                 raise ValueError(f"timeout must be positive seconds, got {self.timeout!r}")
@@ -125,7 +125,7 @@ class RunOptions:
         if self.progress is True:
             bar = ProgressBar("LM calls")
             keep.append(bar)  # the Future finds it there, to show the calls
-            o.flags |= _lib.RUN_SUMMARY  # where the calls are counted
+            o.flags |= _lib.AF_RUN_SUMMARY  # where the calls are counted
             o.progress = _callbacks.progress_trampoline
             o.progress_user_data = _callbacks.new_handle(bar.equations)
             o.progress_destroy = _callbacks.destroy_trampoline  # the Future closes the bar
@@ -183,7 +183,7 @@ class Program:
             raise TypeError(f"compile() needs a libaf.Ir, got {type(ir).__name__}")
         c = current(ctx)
         out = ctypes.c_void_p()
-        check(lib.af_compile(c._handle, ir._ptr, ctypes.byref(out)))
+        check(c._using(lib.af_compile, ir._ptr, ctypes.byref(out)))
         return cls._own(out.value, c)
 
     def __del__(self) -> None:
@@ -198,7 +198,7 @@ class Program:
             c = ctx or current()
             vals = [to_value(x) for x in inputs]
             out = ctypes.c_void_p()
-            check(lib.af_program_call(c._handle, self._ptr, _lib.handles(vals), len(vals), ctypes.byref(out)))
+            check(c._using(lib.af_program_call, self._ptr, _lib.handles(vals), len(vals), ctypes.byref(out)))
             return Value._own(out.value)
         # A run started and waited for from Python: a blocking C call could
         # not be interrupted.
@@ -226,11 +226,11 @@ class Program:
         out = ctypes.c_void_p()
         keep: list[Any] = []
         if opts is None:
-            check(lib.af_program_call_async(c._handle, self._ptr, _lib.handles(vals), len(vals), ctypes.byref(out)))
+            check(c._using(lib.af_program_call_async, self._ptr, _lib.handles(vals), len(vals), ctypes.byref(out)))
         else:
             o, keep = opts._to_c()
-            check(lib.af_program_call_async_with(c._handle, self._ptr, _lib.handles(vals), len(vals),
-                                                 ctypes.byref(o), ctypes.byref(out)))
+            check(c._using(lib.af_program_call_async_with, self._ptr, _lib.handles(vals), len(vals),
+                           ctypes.byref(o), ctypes.byref(out)))
         return Future(out.value, keep + [c])
 
     async def acall(self, *inputs: Tree, ctx: Context | None = None, options: RunOptions | None = None,
@@ -257,7 +257,7 @@ class Program:
         c = current(ctx)
         p = os.fsencode(path)
         out = ctypes.c_void_p()
-        check(lib.af_program_load(c._handle, p, len(p), ctypes.byref(out)))
+        check(c._using(lib.af_program_load, p, len(p), ctypes.byref(out)))
         return cls._own(out.value, c)
 
     def __repr__(self) -> str:

@@ -11,6 +11,7 @@ import threading
 from typing import Any, Awaitable, Callable, Union
 
 from . import _callbacks, _lib
+from ._handles import Guarded
 from ._lib import lib
 from ._loops import call_soon
 from .errors import check, error_from_exception
@@ -20,10 +21,17 @@ __all__ = ["Provider", "LmRequest"]
 _PROVIDER = 6  # AF_ERR_PROVIDER
 
 
-class LmRequest:
-    """One LM request, as a host provider sees it."""
+class LmRequest(Guarded):
+    """One LM request, as a host provider sees it. Thread-safe: stream()
+    from another thread racing the answer completes or raises RuntimeError
+    ("already answered"); the answer waits for no stream() in progress, it
+    is delivered when the last one returns."""
 
     def __init__(self, ptr: int, provider: str = "a host provider") -> None:
+        # The calls using the request now, and the answer (which frees it)
+        # left for the last of them (_handles.Guarded).
+        self._uses: list[None] = []
+        self._orphan: list[Callable[[], None]] = []
         self._ptr: int | None = ptr
         self._provider = provider  # for messages: which Python function answers
         b = _lib.Bytes()
@@ -61,25 +69,30 @@ class LmRequest:
     def stream(self, text: str) -> None:
         """Sends a piece of the reply before the provider returns it (ignored
         unless streaming)."""
-        if not self._ptr:
-            raise RuntimeError("the LM request was already answered")
         data = text.encode("utf-8")
-        check(lib.af_lm_request_stream(self._ptr, data, len(data)))
+        check(self._using(lib.af_lm_request_stream, data, len(data)))
 
     def restart_stream(self) -> None:
         """What was streamed so far does not count: the reply starts over."""
-        if not self._ptr:
-            raise RuntimeError("the LM request was already answered")
-        check(lib.af_lm_request_stream(self._ptr, None, 0))
+        check(self._using(lib.af_lm_request_stream, None, 0))
 
     @property
     def cancelled(self) -> bool:
-        """True once the run no longer wants the answer."""
-        return bool(self._ptr) and bool(lib.af_lm_request_cancelled(self._ptr))
+        """True once the run no longer wants the answer (False once answered)."""
+        if not self._ptr:
+            return False
+        try:
+            return bool(self._using(lib.af_lm_request_cancelled))
+        except RuntimeError:  # answered meanwhile
+            return False
+
+    def _closed_error(self) -> BaseException:
+        return RuntimeError("the LM request was already answered")
 
     def _finish(self, reply: Any = None, exc: BaseException | None = None) -> None:
-        ptr, self._ptr = self._ptr, None
-        if not ptr:
+        """Answers the request (consuming the handle) once no call using it
+        is in progress; a second answer is ignored."""
+        if not self._ptr:
             return
         if exc is None and not isinstance(reply, str):
             kind = "lm_call" if self.schema is None else "lm_schema_call"
@@ -94,12 +107,21 @@ class LmRequest:
                     exc = TypeError(f"host provider {self._provider} answered an {call} with data JSON "
                                     f"cannot hold: {e}")
         if exc is not None:
-            lib.af_error_free(lib.af_lm_request_fail(ptr, error_from_exception(exc, _PROVIDER)))
+            error = exc
+
+            def fail(ptr: int) -> None:
+                lib.af_error_free(lib.af_lm_request_fail(ptr, error_from_exception(error, _PROVIDER)))
+
+            self._close(fail)
             return
         data = reply.encode("utf-8", "surrogatepass")
-        err = lib.af_lm_request_complete(ptr, data, len(data))
-        if err:  # invalid UTF-8: the request has already failed with it
-            lib.af_error_free(err)
+
+        def complete(ptr: int) -> None:
+            err = lib.af_lm_request_complete(ptr, data, len(data))
+            if err:  # invalid UTF-8: the request has already failed with it
+                lib.af_error_free(err)
+
+        self._close(complete)
 
     def __repr__(self) -> str:
         return f"<libaf.LmRequest model={self.json.get('model')!r}>"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, AbstractSet, Any, Callable, Sequence, Union, o
 
 from . import _callbacks, _lib
 from ._lib import lib
-from .context import Context, current, tracing_with
+from .context import Context, _Closed, current, tracing_with
 from .errors import CallbackError, Error, check
 from .ir import Ir
 from .value import Kind, Tree, Value, to_py, to_value
@@ -132,12 +132,12 @@ def trace_ir(fn: Callable[..., Tree], examples: Sequence[Tree], static: Static, 
     static_ptr = mv._ptr if mv is not None else None
     try:
         if lv is None:
-            err = lib.af_trace(ctx._handle, _callbacks.trace_trampoline, h, _lib.handles(ex), len(ex),
-                               static_ptr, ctypes.byref(out))
+            err = ctx._using(lib.af_trace, _callbacks.trace_trampoline, h, _lib.handles(ex), len(ex),
+                             static_ptr, ctypes.byref(out))
         else:
             opts = _lib.TraceOptionsC(ctypes.sizeof(_lib.TraceOptionsC), static_ptr, lv._ptr)
-            err = lib.af_trace_with(ctx._handle, _callbacks.trace_trampoline, h, _lib.handles(ex), len(ex),
-                                    ctypes.byref(opts), ctypes.byref(out))
+            err = ctx._using(lib.af_trace_with, _callbacks.trace_trampoline, h, _lib.handles(ex), len(ex),
+                             ctypes.byref(opts), ctypes.byref(out))
         escaped = _operation_error(err)
     finally:
         _callbacks.drop_handle(h)
@@ -151,12 +151,13 @@ def _operation_error(err: int | None) -> BaseException | None:
     through (an operation's own, e.g. InvalidArgument from a bad format) is
     returned, to be raised as itself rather than as the CallbackError libaf
     wraps around it; anything else the function raised stays a
-    CallbackError with it as the cause."""
+    CallbackError with it as the cause. So is the closed-context error of
+    an operation the function made on a context closed meanwhile."""
     try:
         check(err)
     except CallbackError as e:
         cause = e.__cause__
-        if isinstance(cause, Error) and not isinstance(cause, CallbackError):
+        if isinstance(cause, _Closed) or (isinstance(cause, Error) and not isinstance(cause, CallbackError)):
             return cause
         raise
     return None

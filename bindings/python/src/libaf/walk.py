@@ -32,14 +32,22 @@ class Walk:
     """A stepper over an IR. Iterate it (or call next_step) to get each
     equation, then eval() it with libaf or send() its outputs; outputs()
     gives the program's output once no equation is left. Iterating without
-    eval/send evaluates each step with libaf."""
+    eval/send evaluates each step with libaf.
+
+    A walk evaluates equations on the context it was made with (eval(),
+    iterating): it holds that context open for each evaluation, and once
+    the context is closed they raise ValueError ("this libaf Context is
+    closed")."""
 
     def __init__(self, ir: "Ir", inputs: Sequence[Tree], ctx: Context) -> None:
         self._ptr = None
         self._ir = ir
+        # libaf's walk runs its equations on ctx's run-time state (a raw
+        # pointer to it): each eval holds ctx open, and a closed ctx raises.
+        self._ctx = ctx
         vals = [to_value(x) for x in inputs]
         out = ctypes.c_void_p()
-        check(lib.af_walk_new(ctx._handle, ir._ptr, _lib.handles(vals), len(vals), ctypes.byref(out)))
+        check(ctx._using(lib.af_walk_new, ir._ptr, _lib.handles(vals), len(vals), ctypes.byref(out)))
         self._ptr = out.value
         self._pending = False
 
@@ -51,7 +59,7 @@ class Walk:
         idx = ctypes.c_size_t()
         inputs = ctypes.c_void_p()
         check(lib.af_walk_next(self._ptr, ctypes.byref(idx), ctypes.byref(inputs)))
-        if idx.value == _lib.WALK_DONE:
+        if idx.value == _lib.AF_WALK_DONE:
             return None
         self._pending = True
         prim = lib.af_ir_eqn_prim(self._ir._ptr, idx.value)
@@ -59,7 +67,7 @@ class Walk:
 
     def eval(self) -> None:
         """Evaluates the current equation with libaf's implementation."""
-        check(lib.af_walk_eval(self._ptr))
+        check(self._ctx._using(lambda _: lib.af_walk_eval(self._ptr)))
         self._pending = False
 
     def send(self, outputs: Tree) -> None:
