@@ -41,9 +41,10 @@ if bash tools/setup.sh >"$LOG/build.log" 2>&1; then
   grep -E "Failed|\*\*\*" "$LOG/ctest.log" | head -40
   ctest_counts "$LOG/ctest.log" "ctest"
 
-  note "the ABI: the bindings' raw layers are what capi/abi/afabi.py makes of af.h"
+  note "generated from libaf itself: the bindings' raw layers (af.h), docs/OPTIONS.md (af options)"
   check abi-generated python3 capi/abi/afabi.py --check
   check abi-generator python3 -m unittest capi/abi/test_afabi.py
+  check options-doc python3 tools/options_doc.py build/bin/af --check
 
   note "exported symbols"
   check only-af-symbols bash -c \

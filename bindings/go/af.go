@@ -77,6 +77,19 @@ func Version() string { return C.GoString(C.af_version()) }
 // ABIVersion is the ABI version of the loaded libaf (AF_ABI_VERSION).
 func ABIVersion() uint32 { return uint32(C.af_abi_version()) }
 
+// OptionsJSON describes every option libaf reads from JSON options
+// (af_options_json): {"af_context_new_with": [key...], "af_provider_new":
+// {"echo": [key...], ...}, "af_provider_set_options": [key...]}, each key
+// {"key", "kind", "default", "min", "max", "doc", "keys"}. NewEngineWith,
+// the provider constructors and Provider.SetOptions take these keys.
+func OptionsJSON() (string, error) {
+	var b C.af_bytes_t
+	if err := takeError(C.af_options_json(&b)); err != nil {
+		return "", err
+	}
+	return takeBytes(&b), nil
+}
+
 // HeaderABIVersion is the ABI version of the af.h this package was built
 // against; it must equal ABIVersion().
 const HeaderABIVersion uint32 = C.AF_ABI_VERSION

@@ -34,6 +34,7 @@ check demo-long-ticket 0 ': aaaaaaaaaa' -- "$AF" demo --save t5.afg "$(head -c 5
 check demo-every-ticket-runs 0 '300 LM calls' -- "$AF" demo --save t6.afg $(seq 1 100)
 check demo-invalid-utf8 1 'UTF-8' -- "$AF" demo --save t7.afg "$(printf 'bad \377 byte')"
 check run-demo-saved 0 '"urgency":[1]' -- "$AF" run triage.afg --input '[["x"]]' --provider echo
+check options 0 '"af_context_new_with":[{"key":"lazy","kind":"bool"' -- "$AF" options
 check run-demo-empty-batch 1 'empty' -- "$AF" run triage.afg --input '[[]]' --provider echo
 # --item-errors: a batched program's item whose switch key is unknown gets
 # its error in its place, the other item its answer; exit 3 says one failed.

@@ -38,6 +38,8 @@
  *                                   run of the same FILE on the same inputs
  *                                   with the same journal resumes, asking
  *                                   only the calls not recorded yet
+ *   af options                      every JSON option libaf reads, described
+ *                                   (af_options_json; docs/OPTIONS.md)
  *   af journal show FILE [--json]   what a run journal holds: LM calls and
  *                                   tokens, per model
  *   af journal compact FILE         fold a journal's log into the file and
@@ -96,6 +98,7 @@ static void usage(FILE* f) {
           "                                  SIGINT/SIGTERM cancel it (exit 130/143)\n"
           "                                  --journal FILE: record each LM call there; a rerun with the\n"
           "                                  same FILE, graph and inputs resumes without asking them again\n"
+          "  options                         describe every JSON option libaf reads (docs/OPTIONS.md)\n"
           "  journal show FILE [--json]      what a run journal holds (LM calls, tokens, per model)\n"
           "  journal compact FILE            fold a journal's log into it and free unused pages\n"
           "  show FILE [--json]              print the IR text (or inspection JSON) of a saved graph\n"
@@ -773,6 +776,14 @@ int main(int argc, char** argv) {
   if (strcmp(cmd, "demo") == 0 || strcmp(cmd, "run") == 0) cancel_on_signals();
   if (strcmp(cmd, "version") == 0) {
     printf("af %s (abi %u)\n", af_version(), (unsigned)af_abi_version());
+    return 0;
+  }
+  if (strcmp(cmd, "options") == 0 && argc == 2) {
+    af_bytes_t b = {NULL, 0};
+    af_error_t* err = af_options_json(&b);
+    if (err) return fail(err);
+    printf("%s\n", (const char*)b.data);
+    af_bytes_free(&b);
     return 0;
   }
   if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0) {

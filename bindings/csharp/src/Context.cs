@@ -16,6 +16,17 @@ namespace Af
         /// <summary>True if the calling thread is inside a trace callback.</summary>
         public static bool IsTracing => Native.af_is_tracing() != 0;
 
+        /// <summary>Every option libaf reads from JSON options, as JSON
+        /// (af_options_json): {"af_context_new_with": [key...],
+        /// "af_provider_new": {"echo": [key...], ...},
+        /// "af_provider_set_options": [key...]}, each key {"key", "kind",
+        /// "default", "min", "max", "doc", "keys"}.</summary>
+        public static string OptionsJson()
+        {
+            AfException.Check(Native.af_options_json(out AfBytes bytes));
+            return Utf8.TakeBytes(ref bytes);
+        }
+
         /// <summary>Adds an instant event to the profile of the run calling
         /// this host function: a marker on the run's timeline ("cache miss",
         /// "page 3 fetched"). name: not empty; argsJson: a JSON object shown

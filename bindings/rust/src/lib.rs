@@ -92,6 +92,20 @@ pub fn abi_version() -> u32 {
     unsafe { sys::af_abi_version() }
 }
 
+/// Every option libaf reads from JSON options, as JSON (`af_options_json`):
+/// `{"af_context_new_with": [key...], "af_provider_new": {"echo": [key...],
+/// ...}, "af_provider_set_options": [key...]}`, each key `{"key", "kind",
+/// "default", "min", "max", "doc", "keys"}`. The typed options
+/// ([`EchoOptions`], [`OpenAiOptions`], [`ReplayOptions`]) are tested against it.
+pub fn options_json() -> Result<String> {
+    let mut b = sys::af_bytes_t::default();
+    // SAFETY: b is zeroed; libaf fills it on success.
+    unsafe {
+        error::check(sys::af_options_json(&mut b))?;
+        Ok(util::bytes_to_string(&mut b))
+    }
+}
+
 /// The `AF_ABI_VERSION` this binding was written against.
 pub const ABI_VERSION: u32 = sys::AF_ABI_VERSION as u32;
 

@@ -192,3 +192,74 @@ fn providers_come_from_specs() {
     assert_eq!(err.code, libaf::ErrorCode::InvalidArgument);
     assert!(err.message.contains("unknown type"), "{}", err.message);
 }
+
+/// The keys libaf describes for a provider type (`af_options_json`).
+fn described(provider_type: &str) -> Vec<String> {
+    let all = Value::from_json(&libaf::options_json().unwrap()).unwrap();
+    let keys = all.key("af_provider_new").unwrap().key(provider_type).unwrap();
+    keys.items().unwrap().iter().map(|k| k.key("key").unwrap().as_str().unwrap()).collect()
+}
+
+/// Every key an options value sets.
+fn set_keys(json: &str) -> Vec<String> {
+    Value::from_json(json).unwrap().keys().unwrap()
+}
+
+#[test]
+fn typed_options_cover_what_libaf_describes() {
+    // Each builder with every setter used: the keys it writes are libaf's
+    // own (the description is made by the code that reads them), and
+    // every key libaf reads has a setter, except those named here on
+    // purpose. A new option in libaf fails this test until it gets a setter
+    // or a place in this list.
+    let echo = EchoOptions::new()
+        .name("e")
+        .max_in_flight(1)
+        .requests_per_minute(1)
+        .tokens_per_minute(1)
+        .schema_retries(1)
+        .latency(Duration::from_millis(1));
+    let echo_range = EchoOptions::new().latency_range(Duration::ZERO, Duration::from_millis(2), 7);
+    let openai = OpenAiOptions::new("http://127.0.0.1:1/v1")
+        .name("o")
+        .max_in_flight(1)
+        .requests_per_minute(1)
+        .tokens_per_minute(1)
+        .schema_retries(1)
+        .api_key_env("K")
+        .allow_insecure_http(true)
+        .timeout(Duration::from_millis(1))
+        .max_retries(1)
+        .backoff(Duration::from_millis(1))
+        .backoff_max(Duration::from_millis(1))
+        .structured_output(StructuredOutput::JsonObject)
+        .extra(Value::from_json(r#"{"user": "u"}"#).unwrap());
+    let replay = ReplayOptions::new("/tmp/r.jsonl")
+        .name("r")
+        .max_in_flight(1)
+        .requests_per_minute(1)
+        .tokens_per_minute(1)
+        .schema_retries(1)
+        .record(EchoOptions::new());
+    let cases: [(&str, Vec<String>, &[&str]); 3] = [
+        (
+            "echo",
+            [set_keys(&echo.to_json().unwrap()), set_keys(&echo_range.to_json().unwrap())].concat(),
+            &["schema_replies"],
+        ),
+        ("openai", set_keys(&openai.to_json().unwrap()), &[]),
+        ("replay", set_keys(&replay.to_json().unwrap()), &[]),
+    ];
+    for (provider_type, typed, untyped) in cases {
+        let libaf_keys = described(provider_type);
+        for k in &typed {
+            assert!(libaf_keys.contains(k), "{provider_type}: the typed option {k} is not one libaf reads");
+        }
+        for k in &libaf_keys {
+            assert!(
+                typed.contains(k) || untyped.contains(&k.as_str()),
+                "{provider_type}: libaf reads {k:?}, which the typed options cannot set"
+            );
+        }
+    }
+}
