@@ -49,7 +49,8 @@ def cell(v: Any) -> str:
 def table(keys: list[dict[str, Any]], prefix: str = "") -> list[str]:
     rows = []
     for k in keys:
-        rng = f"{cell(k['min'])} .. {cell(k['max'])}" if "min" in k else ""
+        lo, hi = cell(k.get("min")), cell(k.get("max"))
+        rng = f"{lo} .. {hi}" if lo and hi else f">= {lo}" if lo else f"<= {hi}" if hi else ""
         doc = k["doc"].replace("|", "\\|")
         rows.append(f"| `{prefix}{k['key']}` | {k['kind']} | {cell(k['default'])} | {rng} | {doc} |")
         if "keys" in k:
@@ -67,6 +68,10 @@ def render(d: dict[str, Any]) -> str:
     for ptype, keys in d["af_provider_new"].items():
         out += [f"### {ptype}", "", *head, *table(keys), ""]
     out += [f"## {TITLES['af_provider_set_options']}", "", *head, *table(d["af_provider_set_options"]), ""]
+    out += ["## LM calls' sampling params: `af_lm_call_ex` (and its siblings)", "",
+            "A value (a dict) given with each call, not options text: the params are recorded in the "
+            "IR with the call. `af_lm_tool_call` also takes `tool_choice` (af.h). A list's range "
+            "counts its items.", "", *head, *table(d["af_lm_call_ex"]), ""]
     return "\n".join(out)
 
 

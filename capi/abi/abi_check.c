@@ -7,7 +7,7 @@ _Static_assert(AF_VERSION_MAJOR == 0, "AF_VERSION_MAJOR");
 _Static_assert(AF_VERSION_MINOR == 1, "AF_VERSION_MINOR");
 _Static_assert(AF_VERSION_PATCH == 0, "AF_VERSION_PATCH");
 _Static_assert(sizeof(AF_VERSION_STRING) == sizeof("0.1.0"), "AF_VERSION_STRING");
-_Static_assert(AF_ABI_VERSION == 1, "AF_ABI_VERSION");
+_Static_assert(AF_ABI_VERSION == 1u, "AF_ABI_VERSION");
 _Static_assert(AF_ERR_INVALID_ARGUMENT == 1, "AF_ERR_INVALID_ARGUMENT");
 _Static_assert(AF_ERR_NOT_FOUND == 2, "AF_ERR_NOT_FOUND");
 _Static_assert(AF_ERR_SCHEMA == 3, "AF_ERR_SCHEMA");

@@ -4,6 +4,7 @@
 #include "handles.h"
 #include "lm/options.h"
 #include "lm/providers.h"
+#include "prims/lm.h"
 #include "run_options.h"
 
 using namespace af;
@@ -148,7 +149,8 @@ af_error_t* af_options_json(af_bytes_t* out) {
         {{"af_context_new_with", lm::describe_options([] { read_context_options(Value()); })},
          {"af_provider_new", lm::describe_provider_options()},
          {"af_provider_set_options",
-          lm::describe_options([] { lm::read_provider_set_options(Value(), lm::CommonOptions{}); })}});
+          lm::describe_options([] { lm::read_provider_set_options(Value(), lm::CommonOptions{}); })},
+         {"af_lm_call_ex", describe_sampling_params()}});
     to_bytes(to_json(all), out);
   });
 }

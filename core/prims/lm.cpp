@@ -100,16 +100,26 @@ const Value& checked_roles(const char* prim, const Params& p) {
   return *v;
 }
 
-// The sampling params an LM call may set, and the kind each is stored as.
+// The sampling params an LM call may set: the kind each is stored as, its
+// range and what it does. check_sampling checks against this table and
+// describe_sampling_params describes it (af_options_json), so the two agree.
 struct SamplingParam {
   const char* name;
   Kind kind;
+  bool ranged;    // Float: min..max (min excluded if min_open); Int: at least min;
+  double min, max;  // List: 1..max items
+  bool min_open;
+  const char* doc;
 };
 constexpr SamplingParam kSampling[] = {
-    {"temperature", Kind::Float}, {"top_p", Kind::Float}, {"max_tokens", Kind::Int},
-    {"seed", Kind::Int},          {"stop", Kind::List},
+    {"temperature", Kind::Float, true, 0, 2, false, "Sampling temperature (an int is taken as a float)."},
+    {"top_p", Kind::Float, true, 0, 1, true, "Nucleus sampling: the probability mass kept, in (0, 1]."},
+    {"max_tokens", Kind::Int, true, 1, 0, false, "The reply's token limit."},
+    {"seed", Kind::Int, false, 0, 0, false, "Asks the server for reproducible sampling, where it can."},
+    {"stop", Kind::List, true, 1, 16, false, "Non-empty strings (1 to 16) where the reply stops."},
 };
-constexpr size_t kMaxStops = 16;
+
+std::string bound(double d) { return d == double(int64_t(d)) ? std::to_string(int64_t(d)) : to_json(Value::floating(d)); }
 
 // Checks the call's sampling params (graphs loaded from disk hold whatever
 // they hold): the abstract rule runs it when an equation is recorded or loaded.
@@ -120,16 +130,18 @@ void check_sampling(const char* prim, const Params& p) {
     const Value* v = std::get_if<Value>(x);
     std::string at = std::string(prim) + ": param \"" + sp.name + "\"";
     if (!v || v->kind() != sp.kind) invalid(at + " must be a" + (sp.kind == Kind::Int ? "n " : " ") + kind_name(sp.kind));
-    std::string_view name = sp.name;
-    if (name == "temperature" && !(v->as_float() >= 0 && v->as_float() <= 2))
-      invalid(at + " must be between 0 and 2, found " + to_json(*v));
-    if (name == "top_p" && !(v->as_float() > 0 && v->as_float() <= 1))
-      invalid(at + " must be in (0, 1], found " + to_json(*v));
-    if (name == "max_tokens" && v->as_int() < 1) invalid(at + " must be at least 1, found " + to_json(*v));
-    if (name == "stop") {
-      if (v->items().empty() || v->items().size() > kMaxStops)
-        invalid(at + " must hold 1 to " + std::to_string(kMaxStops) + " strings, found " +
-                std::to_string(v->items().size()));
+    if (!sp.ranged) continue;
+    if (sp.kind == Kind::Float) {
+      const double f = v->as_float();
+      if (!((sp.min_open ? f > sp.min : f >= sp.min) && f <= sp.max))
+        invalid(at + (sp.min_open ? " must be in (" + bound(sp.min) + ", " + bound(sp.max) + "]"
+                                  : " must be between " + bound(sp.min) + " and " + bound(sp.max)) +
+                ", found " + to_json(*v));
+    } else if (sp.kind == Kind::Int) {
+      if (double(v->as_int()) < sp.min) invalid(at + " must be at least " + bound(sp.min) + ", found " + to_json(*v));
+    } else {
+      if (v->items().empty() || double(v->items().size()) > sp.max)
+        invalid(at + " must hold 1 to " + bound(sp.max) + " strings, found " + std::to_string(v->items().size()));
       for (const Value& stop : v->items())
         if (stop.kind() != Kind::Str || stop.as_str().empty())
           invalid(at + " must hold non-empty strings, found " + to_json(stop));
@@ -1216,6 +1228,24 @@ void tool_results_push(PushCtx& ctx, const Eqn&) {
 void tool_results_pull_bwd(PullCtx&, const Eqn&) {}
 
 }  // namespace
+
+Value describe_sampling_params() {
+  std::vector<Value> out;
+  for (const SamplingParam& sp : kSampling) {
+    const bool is_int = sp.kind == Kind::Int;
+    std::vector<Entry> e{{"key", Value::str(sp.name)},
+                         {"kind", Value::str(is_int ? "int" : sp.kind == Kind::Float ? "number" : "list")},
+                         {"default", Value()}};
+    if (sp.ranged) {
+      auto num = [&](double d) { return is_int || sp.kind == Kind::List ? Value::integer(int64_t(d)) : Value::floating(d); };
+      e.emplace_back("min", num(sp.min));
+      if (!is_int) e.emplace_back("max", num(sp.max));
+    }
+    e.emplace_back("doc", Value::str(sp.doc));
+    out.push_back(Value::dict(std::move(e)));
+  }
+  return Value::list(std::move(out));
+}
 
 void add_lm_prims(std::vector<Prim>& out) {
   out.push_back(lm_prim("lm_call", lm_params({}), lm_call_abstract));

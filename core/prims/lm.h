@@ -24,6 +24,11 @@ Value op_lm_tool_call(const Value& messages, const Value& history, const Value& 
 // The history after a turn and its tools' results (a list of str).
 Value op_tool_results(const Value& history, const Value& turn, const Value& results, RunEnv& env);
 
+// The sampling params (af_lm_call_ex's params) as af_options_json lists
+// them: {"key", "kind", "default", "min", "max", "doc"} (a list's min and
+// max count its items; top_p's min is excluded).
+Value describe_sampling_params();
+
 // Cost hint of an LM call relative to a cheap primitive (1): priorities
 // follow the longest remaining path, so LM calls dominate them.
 inline constexpr double kLmCallCost = 1000.0;

@@ -39,7 +39,7 @@ namespace Af
         /// <summary>
         /// Bumped only if the ABI ever breaks (symbols are only ever added).
         /// </summary>
-        public const int AF_ABI_VERSION = 1;
+        public const uint AF_ABI_VERSION = 1;
         /// <summary>
         /// bad input, structure, kind, template
         /// </summary>
@@ -532,13 +532,17 @@ namespace Af
         /// (owned; see "Options" at the top):
         ///   {"af_context_new_with": [key...],
         ///    "af_provider_new": {"echo": [key...], "openai": [...], ...},
-        ///    "af_provider_set_options": [key...]}
-        /// each key {"key", "kind": "int" | "number" | "str" | "bool" | "object",
-        /// "default" (null: none), "min" and "max" (numbers only), "doc", and "keys"
-        /// for an object read key by key}. af_provider_&lt;type&gt;_new takes its type's
-        /// keys (af_provider_new the same plus "type"). It is made by the code that
-        /// reads the options, so it is exactly what they accept; docs/OPTIONS.md is
-        /// generated from it. Provider types this build lacks are left out.
+        ///    "af_provider_set_options": [key...],
+        ///    "af_lm_call_ex": [key...]}
+        /// each key {"key", "kind": "int" | "number" | "str" | "bool" | "object" |
+        /// "list", "default" (null: none), "min" and "max" (where bounded; a list's
+        /// count its items), "doc", and "keys" for an object read key by key}.
+        /// af_provider_&lt;type&gt;_new takes its type's keys (af_provider_new the same
+        /// plus "type"). "af_lm_call_ex" lists the sampling params every LM call
+        /// takes (af_lm_schema_call_ex and af_lm_tool_call too; the latter also
+        /// "tool_choice"). It is made by the code that reads and checks them, so it
+        /// is exactly what they accept; docs/OPTIONS.md is generated from it.
+        /// Provider types this build lacks are left out.
         /// INVALID_ARGUMENT: out NULL.
         /// </summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]

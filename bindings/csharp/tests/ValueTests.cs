@@ -13,7 +13,7 @@ namespace Af.Tests
         public void VersionMatchesHeader()
         {
             Assert.Equal(Native.AF_VERSION_STRING, Library.Version, "af_version");
-            Assert.Equal((uint)Native.AF_ABI_VERSION, Library.AbiVersion, "af_abi_version");
+            Assert.Equal(Native.AF_ABI_VERSION, Library.AbiVersion, "af_abi_version");
             Assert.False(Library.IsTracing, "tracing outside a trace");
         }
 

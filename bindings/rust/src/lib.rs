@@ -107,7 +107,7 @@ pub fn options_json() -> Result<String> {
 }
 
 /// The `AF_ABI_VERSION` this binding was written against.
-pub const ABI_VERSION: u32 = sys::AF_ABI_VERSION as u32;
+pub const ABI_VERSION: u32 = sys::AF_ABI_VERSION;
 
 /// The README's code blocks, compiled and run as doctests (the cookbook).
 #[cfg(doctest)]

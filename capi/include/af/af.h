@@ -80,7 +80,7 @@ extern "C" {
 #define AF_VERSION_PATCH 0
 #define AF_VERSION_STRING "0.1.0"
 /* Bumped only if the ABI ever breaks (symbols are only ever added). */
-#define AF_ABI_VERSION 1
+#define AF_ABI_VERSION 1u
 
 /* "MAJOR.MINOR.PATCH" of the loaded library; static storage. */
 AF_API const char* af_version(void);
@@ -216,13 +216,17 @@ AF_API af_error_t* af_context_new_with(const char* options_json, size_t len,
  * (owned; see "Options" at the top):
  *   {"af_context_new_with": [key...],
  *    "af_provider_new": {"echo": [key...], "openai": [...], ...},
- *    "af_provider_set_options": [key...]}
- * each key {"key", "kind": "int" | "number" | "str" | "bool" | "object",
- * "default" (null: none), "min" and "max" (numbers only), "doc", and "keys"
- * for an object read key by key}. af_provider_<type>_new takes its type's
- * keys (af_provider_new the same plus "type"). It is made by the code that
- * reads the options, so it is exactly what they accept; docs/OPTIONS.md is
- * generated from it. Provider types this build lacks are left out.
+ *    "af_provider_set_options": [key...],
+ *    "af_lm_call_ex": [key...]}
+ * each key {"key", "kind": "int" | "number" | "str" | "bool" | "object" |
+ * "list", "default" (null: none), "min" and "max" (where bounded; a list's
+ * count its items), "doc", and "keys" for an object read key by key}.
+ * af_provider_<type>_new takes its type's keys (af_provider_new the same
+ * plus "type"). "af_lm_call_ex" lists the sampling params every LM call
+ * takes (af_lm_schema_call_ex and af_lm_tool_call too; the latter also
+ * "tool_choice"). It is made by the code that reads and checks them, so it
+ * is exactly what they accept; docs/OPTIONS.md is generated from it.
+ * Provider types this build lacks are left out.
  * INVALID_ARGUMENT: out NULL. */
 AF_API af_error_t* af_options_json(af_bytes_t* out);
 /* Frees ctx: cancels its runs in flight and joins its threads (a blocking

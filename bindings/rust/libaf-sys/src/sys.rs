@@ -14,7 +14,7 @@ pub const AF_VERSION_MINOR: i32 = 1;
 pub const AF_VERSION_PATCH: i32 = 0;
 pub const AF_VERSION_STRING: &str = "0.1.0";
 /// Bumped only if the ABI ever breaks (symbols are only ever added).
-pub const AF_ABI_VERSION: i32 = 1;
+pub const AF_ABI_VERSION: u32 = 1;
 /// bad input, structure, kind, template
 pub const AF_ERR_INVALID_ARGUMENT: i32 = 1;
 /// switch key, host function, provider, route
@@ -427,13 +427,17 @@ unsafe extern "C" {
     /// (owned; see "Options" at the top):
     ///   {"af_context_new_with": [key...],
     ///    "af_provider_new": {"echo": [key...], "openai": [...], ...},
-    ///    "af_provider_set_options": [key...]}
-    /// each key {"key", "kind": "int" | "number" | "str" | "bool" | "object",
-    /// "default" (null: none), "min" and "max" (numbers only), "doc", and "keys"
-    /// for an object read key by key}. af_provider_<type>_new takes its type's
-    /// keys (af_provider_new the same plus "type"). It is made by the code that
-    /// reads the options, so it is exactly what they accept; docs/OPTIONS.md is
-    /// generated from it. Provider types this build lacks are left out.
+    ///    "af_provider_set_options": [key...],
+    ///    "af_lm_call_ex": [key...]}
+    /// each key {"key", "kind": "int" | "number" | "str" | "bool" | "object" |
+    /// "list", "default" (null: none), "min" and "max" (where bounded; a list's
+    /// count its items), "doc", and "keys" for an object read key by key}.
+    /// af_provider_<type>_new takes its type's keys (af_provider_new the same
+    /// plus "type"). "af_lm_call_ex" lists the sampling params every LM call
+    /// takes (af_lm_schema_call_ex and af_lm_tool_call too; the latter also
+    /// "tool_choice"). It is made by the code that reads and checks them, so it
+    /// is exactly what they accept; docs/OPTIONS.md is generated from it.
+    /// Provider types this build lacks are left out.
     /// INVALID_ARGUMENT: out NULL.
     pub fn af_options_json(out: *mut af_bytes_t) -> *mut af_error_t;
     /// Frees ctx: cancels its runs in flight and joins its threads (a blocking
