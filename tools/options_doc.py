@@ -33,9 +33,18 @@ Per-call options that carry callbacks or handles are versioned structs
 (af_run_options_t and its siblings), documented in af.h.
 """
 
-TITLES = {
-    "af_context_new_with": "Contexts: `af_context_new_with`",
-    "af_provider_set_options": "Provider limits: `af_provider_set_options`",
+# Each table's heading and note; a table libaf adds later gets a plain heading.
+SECTIONS = {
+    "af_context_new_with": ("Contexts: `af_context_new_with`", ""),
+    "af_provider_new": ("Providers: `af_provider_new` and `af_provider_<type>_new`",
+                        "`af_provider_new` takes `{\"type\": ...}` and the keys of that type; "
+                        "`af_provider_<type>_new` takes the same keys without \"type\"."),
+    "af_provider_set_options": ("Provider limits: `af_provider_set_options`", ""),
+    "af_cse_with": ("Common subexpression elimination: `af_cse_with`", ""),
+    "af_lm_call_ex": ("LM calls' sampling params: `af_lm_call_ex` (and its siblings)",
+                      "A value (a dict) given with each call, not options text: the params are "
+                      "recorded in the IR with the call. `af_lm_tool_call` also takes `tool_choice` "
+                      "(af.h). A list's range counts its items."),
 }
 
 
@@ -61,17 +70,14 @@ def table(keys: list[dict[str, Any]], prefix: str = "") -> list[str]:
 def render(d: dict[str, Any]) -> str:
     head = ["| key | kind | default | range | |", "|---|---|---|---|---|"]
     out = [INTRO]
-    out += [f"## {TITLES['af_context_new_with']}", "", *head, *table(d["af_context_new_with"]), ""]
-    out += ["## Providers: `af_provider_new` and `af_provider_<type>_new`", "",
-            "`af_provider_new` takes `{\"type\": ...}` and the keys of that type; "
-            "`af_provider_<type>_new` takes the same keys without \"type\".", ""]
-    for ptype, keys in d["af_provider_new"].items():
-        out += [f"### {ptype}", "", *head, *table(keys), ""]
-    out += [f"## {TITLES['af_provider_set_options']}", "", *head, *table(d["af_provider_set_options"]), ""]
-    out += ["## LM calls' sampling params: `af_lm_call_ex` (and its siblings)", "",
-            "A value (a dict) given with each call, not options text: the params are recorded in the "
-            "IR with the call. `af_lm_tool_call` also takes `tool_choice` (af.h). A list's range "
-            "counts its items.", "", *head, *table(d["af_lm_call_ex"]), ""]
+    for name, keys in d.items():
+        title, note = SECTIONS.get(name, (f"`{name}`", ""))
+        out += [f"## {title}", ""] + ([note, ""] if note else [])
+        if isinstance(keys, dict):  # per provider type
+            for sub, sub_keys in keys.items():
+                out += [f"### {sub}", "", *head, *table(sub_keys), ""]
+        else:
+            out += [*head, *table(keys), ""]
     return "\n".join(out)
 
 

@@ -108,6 +108,12 @@ func TestPushforwardBatchDCECSESched(t *testing.T) {
 	if n := must(three.CSEWith(ctx, true))(t).EqnCount(); n != 2 {
 		t.Fatalf("cse_ex eqns = %d, want 2", n)
 	}
+	if n := must(three.CSEOptions(ctx, `{"merge_nondeterministic": true}`))(t).EqnCount(); n != 2 {
+		t.Fatalf("cse_with eqns = %d, want 2", n)
+	}
+	if _, err := three.CSEOptions(ctx, `{"merge": true}`); err == nil || !strings.Contains(err.Error(), `unknown option "merge"`) {
+		t.Fatalf("cse_with unknown key: %v", err)
+	}
 	wantJSON(t, must(cse.Call(ctx, js(t, ctx, `"z"`)))(t), `["zz","zz","z"]`)
 	dce := must(three.DCE(ctx, js(t, ctx, `[false, false, true]`)))(t)
 	if dce.EqnCount() != 1 || dce.EqnPrim(0) != "format" {

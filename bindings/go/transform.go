@@ -76,8 +76,19 @@ func (ir *IR) CSE(eng *Engine) (*IR, error) {
 	})
 }
 
+// CSEOptions is CSE with af_cse_with's JSON options (af.OptionsJSON
+// describes them): {"merge_nondeterministic": true} merges identical LM
+// calls too (calls of effectful host functions are never merged).
+func (ir *IR) CSEOptions(eng *Engine, optionsJSON string) (*IR, error) {
+	return transform(eng, ir, nil, func(c *C.af_context_t, i *C.af_ir_t, _ *C.af_value_t, out **C.af_ir_t) *C.af_error_t {
+		p, n := cstr(optionsJSON)
+		return C.af_cse_with(c, i, p, n, out)
+	})
+}
+
 // CSEWith is CSE that also merges LM calls when mergeNondeterministic is
-// true (calls of effectful host functions are never merged).
+// true, through the af_cse_ex form (af_cse_options_t) that CSEOptions'
+// JSON replaces.
 func (ir *IR) CSEWith(eng *Engine, mergeNondeterministic bool) (*IR, error) {
 	var opts C.af_cse_options_t
 	opts.struct_size = C.uint32_t(C.sizeof_af_cse_options_t)

@@ -230,6 +230,7 @@ af_error_t* af_pushforward(af_context_t* ctx, const af_ir_t* ir, af_ir_t** out);
 af_error_t* af_pullback(af_context_t* ctx, const af_ir_t* ir, af_ir_t** out);
 af_error_t* af_dce(af_context_t* ctx, const af_ir_t* ir, const af_value_t* out_used, af_ir_t** out);
 af_error_t* af_cse(af_context_t* ctx, const af_ir_t* ir, af_ir_t** out);
+af_error_t* af_cse_with(af_context_t* ctx, const af_ir_t* ir, const char* options_json, size_t len, af_ir_t** out);
 af_error_t* af_cse_ex(af_context_t* ctx, const af_ir_t* ir, const af_cse_options_t* options, af_ir_t** out);
 af_error_t* af_sched(af_context_t* ctx, const af_ir_t* ir, af_ir_t** out);
 af_error_t* af_ir_eqn_sched(const af_ir_t* ir, size_t i, uint32_t* level, double* priority);
@@ -401,6 +402,7 @@ static any_fn const every_function[] = {
   (any_fn)af_pullback,
   (any_fn)af_dce,
   (any_fn)af_cse,
+  (any_fn)af_cse_with,
   (any_fn)af_cse_ex,
   (any_fn)af_sched,
   (any_fn)af_ir_eqn_sched,

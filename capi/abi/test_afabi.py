@@ -62,6 +62,8 @@ class Generated(unittest.TestCase):
         deprecated = [f.name for f in abi.functions if f.deprecated]
         self.assertIn("af_value_str", deprecated)
         self.assertNotIn("af_value_str_new", deprecated)
+        self.assertIn("af_cse_ex", deprecated)
+        self.assertNotIn("af_sched", deprecated)  # a blank line ends a deprecated paragraph
 
     def test_an_added_function_reaches_every_raw_layer(self) -> None:
         tmp = self.generate(with_function(HEADER_TEXT, NEW_FUNCTION))

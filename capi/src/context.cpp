@@ -1,26 +1,15 @@
-// Contexts: creation (eager or lazy, plan cache options), the description
-// of every JSON option (af_options_json), the lazy
+// Contexts: creation (eager or lazy, plan cache options), the lazy
 // evaluator's af_eval / af_value_ready, and the context's counters.
 #include "handles.h"
 #include "lm/options.h"
-#include "lm/providers.h"
-#include "prims/lm.h"
+#include "option_readers.h"
 #include "run_options.h"
 
 using namespace af;
 using namespace af::capi;
 
-namespace {
+namespace af::capi {
 
-// What af_context_new_with's options set.
-struct ContextOptions {
-  bool lazy = false;
-  PlanCacheOptions cache;
-  int64_t host_threads = 0, eager_timeout_ms = 0, host_wait_ms = 0, eval_timeout_ms = 0;
-};
-
-// Reads the options (af_options_json describes them from this code): unknown
-// keys and wrong kinds are INVALID_ARGUMENT naming the key.
 ContextOptions read_context_options(const Value& v) {
   lm::Options o(v, "af_context_new_with");
   ContextOptions c;
@@ -54,6 +43,10 @@ ContextOptions read_context_options(const Value& v) {
   o.finish();
   return c;
 }
+
+}  // namespace af::capi
+
+namespace {
 
 void configure(af_context* ctx, std::string_view json) {
   const ContextOptions c =
@@ -140,20 +133,6 @@ af_error_t* af_eval_with(af_context_t* ctx, af_value_t* const* values, size_t n,
 }
 
 int32_t af_value_ready(const af_value_t* v) { return v && is_ready(v->v) ? 1 : 0; }
-
-af_error_t* af_options_json(af_bytes_t* out) {
-  if (out) *out = af_bytes_t{nullptr, 0};
-  return guard([&] {
-    require(out, "af_options_json", "out");
-    Value all = Value::dict(
-        {{"af_context_new_with", lm::describe_options([] { read_context_options(Value()); })},
-         {"af_provider_new", lm::describe_provider_options()},
-         {"af_provider_set_options",
-          lm::describe_options([] { lm::read_provider_set_options(Value(), lm::CommonOptions{}); })},
-         {"af_lm_call_ex", describe_sampling_params()}});
-    to_bytes(to_json(all), out);
-  });
-}
 
 af_error_t* af_context_stats(const af_context_t* ctx, af_bytes_t* out) {
   if (out) *out = af_bytes_t{nullptr, 0};

@@ -1,5 +1,7 @@
 // Transforms (IR -> IR) and IR inspection of sched annotations.
 #include "handles.h"
+#include "lm/options.h"
+#include "option_readers.h"
 #include "transforms/transforms.h"
 
 using namespace af;
@@ -20,6 +22,15 @@ af_error_t* transform(const char* fn, af_context_t* ctx, const af_ir_t* ir, af_i
 }
 
 }  // namespace
+
+bool af::capi::read_cse_options(const Value& v) {
+  lm::Options o(v, "af_cse_with");
+  const bool merge = o.boolean("merge_nondeterministic", false,
+                               "Merge identical LM calls too (they then share one answer); pure equations "
+                               "merge anyway, effectful host calls and checkpoints never.");
+  o.finish();
+  return merge;
+}
 
 extern "C" {
 
@@ -43,6 +54,14 @@ af_error_t* af_dce(af_context_t* ctx, const af_ir_t* ir, const af_value_t* out_u
 
 af_error_t* af_cse(af_context_t* ctx, const af_ir_t* ir, af_ir_t** out) {
   return transform("af_cse", ctx, ir, out, [](const IRPtr& p) { return cse(*p, false); });
+}
+
+af_error_t* af_cse_with(af_context_t* ctx, const af_ir_t* ir, const char* options_json, size_t len,
+                        af_ir_t** out) {
+  return transform("af_cse_with", ctx, ir, out, [&](const IRPtr& p) {
+    std::string_view json = options_json ? text(options_json, len, "af_cse_with", "options_json") : "";
+    return cse(*p, read_cse_options(lm::options_from_json(json, "af_cse_with")));
+  });
 }
 
 af_error_t* af_cse_ex(af_context_t* ctx, const af_ir_t* ir, const af_cse_options_t* options,

@@ -777,6 +777,24 @@ static void dce_mask_and_cse_options(void) {
   opts.struct_size = 2;
   CHECK_ERR(af_cse_ex(ctx, ir, &opts, &c), AF_ERR_INVALID_ARGUMENT, "struct_size");
   CHECK_NULLED(c, af_ir_free);
+  /* af_cse_with: the same through JSON options (NULL = defaults), read by
+   * the one options reader. */
+  {
+    static const char merge[] = "{\"merge_nondeterministic\": true}";
+    static const char typo[] = "{\"merge_nondetermistic\": true}";
+    static const char not_bool[] = "{\"merge_nondeterministic\": 1}";
+    if (CHECK_OK(af_cse_with(ctx, ir, merge, sizeof merge - 1, &c))) CHECK_CALL(c, "[\"p\",\"p\"]", "[true,\"p\"]");
+    af_ir_free(c);
+    c = NULL;
+    CHECK_OK(af_cse_with(ctx, ir, NULL, 0, &c));
+    af_ir_free(c);
+    c = NULL;
+    CHECK_ERR(af_cse_with(ctx, ir, typo, sizeof typo - 1, &c), AF_ERR_INVALID_ARGUMENT,
+              "unknown option \"merge_nondetermistic\"");
+    CHECK_NULLED(c, af_ir_free);
+    CHECK_ERR(af_cse_with(ctx, ir, not_bool, sizeof not_bool - 1, &c), AF_ERR_INVALID_ARGUMENT,
+              "must be true or false");
+  }
   af_value_free(mask);
   af_ir_free(d);
   af_ir_free(ir);

@@ -293,6 +293,10 @@ namespace Af
             public IntPtr ListMask;
         }
 
+        /// <summary>
+        /// Deprecated (above): af_cse_with's options as a struct (NULL = defaults;
+        /// merge_nondeterministic nonzero merges LM calls too).
+        /// </summary>
         [StructLayout(LayoutKind.Sequential)]
         public struct AfCseOptions
         {
@@ -532,7 +536,7 @@ namespace Af
         /// (owned; see "Options" at the top):
         ///   {"af_context_new_with": [key...],
         ///    "af_provider_new": {"echo": [key...], "openai": [...], ...},
-        ///    "af_provider_set_options": [key...],
+        ///    "af_provider_set_options": [key...], "af_cse_with": [key...],
         ///    "af_lm_call_ex": [key...]}
         /// each key {"key", "kind": "int" | "number" | "str" | "bool" | "object" |
         /// "list", "default" (null: none), "min" and "max" (where bounded; a list's
@@ -1397,14 +1401,21 @@ namespace Af
         /// Common subexpression elimination: identical pure equations (same
         /// primitive, params, inputs, tags, name path) are merged, calls of pure host
         /// functions among them; checkpoints and calls of effectful host functions
-        /// never are, LM calls only with af_cse_ex's merge_nondeterministic.
+        /// never are, LM calls only with af_cse_with's "merge_nondeterministic".
         /// </summary>
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern IntPtr af_cse(IntPtr ctx, IntPtr ir, out IntPtr output);
 
         /// <summary>
-        /// af_cse with options (NULL = defaults).
+        /// af_cse with options, a JSON object (NULL/0 = defaults; af_options_json
+        /// describes it): {"merge_nondeterministic": false}; true merges identical LM
+        /// calls too (they then share one answer). INVALID_ARGUMENT: malformed
+        /// options, and as af_cse.
         /// </summary>
+        [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
+        public static extern IntPtr af_cse_with(IntPtr ctx, IntPtr ir, byte[] optionsJson, UIntPtr len, out IntPtr output);
+
+        [Obsolete]
         [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)]
         public static extern IntPtr af_cse_ex(IntPtr ctx, IntPtr ir, ref AfCseOptions options, out IntPtr output);
 

@@ -54,12 +54,8 @@ namespace Af
         /// mergeNondeterministic, LM calls and host functions too.</summary>
         public Ir Cse(Context ctx, bool mergeNondeterministic = false)
         {
-            var opts = new Native.AfCseOptions
-            {
-                StructSize = (uint)Marshal.SizeOf(typeof(Native.AfCseOptions)),
-                MergeNondeterministic = mergeNondeterministic ? 1u : 0u,
-            };
-            return Transform(ctx, null, (IntPtr c, IntPtr i, IntPtr a, out IntPtr o) => Native.af_cse_ex(c, i, ref opts, out o));
+            byte[] opts = Utf8.Encode(mergeNondeterministic ? "{\"merge_nondeterministic\": true}" : "{}", "options");
+            return Transform(ctx, null, (IntPtr c, IntPtr i, IntPtr a, out IntPtr o) => Native.af_cse_with(c, i, opts, Utf8.Len(opts), out o));
         }
 
         /// <summary>Annotates every equation with its level and priority.</summary>

@@ -25,9 +25,11 @@ def defaults(keys: list[dict[str, Any]]) -> dict[str, Any]:
 
 def test_every_option_is_described() -> None:
     d = libaf.options()
-    assert set(d) == {"af_context_new_with", "af_provider_new", "af_provider_set_options", "af_lm_call_ex"}
+    assert set(d) == {"af_context_new_with", "af_provider_new", "af_provider_set_options", "af_cse_with",
+                      "af_lm_call_ex"}
     assert {"echo", "replay"} <= set(d["af_provider_new"])
-    for keys in [d["af_context_new_with"], d["af_provider_set_options"], *d["af_provider_new"].values()]:
+    for keys in [d["af_context_new_with"], d["af_provider_set_options"], d["af_cse_with"],
+                 *d["af_provider_new"].values()]:
         for k in keys:
             assert k["kind"] in ("int", "number", "str", "bool", "object"), k
             assert k["doc"], k

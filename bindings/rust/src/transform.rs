@@ -54,14 +54,13 @@ impl Ir {
         make_ir(|out| unsafe { sys::af_cse(ctx.as_ptr(), self.as_ptr(), out) })
     }
 
-    /// CSE that also merges LM calls and host functions when
-    /// `merge_nondeterministic` is true.
+    /// CSE that also merges identical LM calls when `merge_nondeterministic`
+    /// is true (`af_cse_with`; effectful host calls are never merged).
     pub fn cse_with(&self, ctx: &Context, merge_nondeterministic: bool) -> Result<Ir> {
-        let opts = sys::af_cse_options {
-            struct_size: std::mem::size_of::<sys::af_cse_options_t>() as u32,
-            merge_nondeterministic: merge_nondeterministic as u32,
-        };
-        make_ir(|out| unsafe { sys::af_cse_ex(ctx.as_ptr(), self.as_ptr(), &opts, out) })
+        let opts = format!("{{\"merge_nondeterministic\": {merge_nondeterministic}}}");
+        make_ir(|out| unsafe {
+            sys::af_cse_with(ctx.as_ptr(), self.as_ptr(), opts.as_ptr().cast(), opts.len(), out)
+        })
     }
 
     /// Annotates every equation with its dependency level and priority.

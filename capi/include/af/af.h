@@ -35,10 +35,11 @@
  *    writes JSON, and nested options (plan_cache) stay one value. What JSON
  *    cannot carry, callbacks, handles and out-buffers, goes in a versioned
  *    struct (struct_size first; zero it, set struct_size, then the fields
- *    needed): af_run_options_t, af_function_options_t, af_trace_options_t
- *    (value masks) and af_cse_options_t, each the single way its call takes
- *    options. An LM call's sampling params (af_lm_call_ex) are a value, not
- *    options: they are recorded in the IR as the call's params.
+ *    needed): af_run_options_t, af_function_options_t and
+ *    af_trace_options_t (value masks), each the single way its call takes
+ *    options. (af_cse_ex's struct, which held one flag, is deprecated for
+ *    af_cse_with's JSON.) An LM call's sampling params (af_lm_call_ex) are
+ *    a value, not options: they are recorded in the IR as the call's params.
  *
  * Thread safety: handles may move between threads. A const handle (value,
  * IR, program, provider) may be used from several threads at once. An af_context_t serializes
@@ -216,7 +217,7 @@ AF_API af_error_t* af_context_new_with(const char* options_json, size_t len,
  * (owned; see "Options" at the top):
  *   {"af_context_new_with": [key...],
  *    "af_provider_new": {"echo": [key...], "openai": [...], ...},
- *    "af_provider_set_options": [key...],
+ *    "af_provider_set_options": [key...], "af_cse_with": [key...],
  *    "af_lm_call_ex": [key...]}
  * each key {"key", "kind": "int" | "number" | "str" | "bool" | "object" |
  * "list", "default" (null: none), "min" and "max" (where bounded; a list's
@@ -1066,15 +1067,24 @@ AF_API af_error_t* af_dce(af_context_t* ctx, const af_ir_t* ir, const af_value_t
 /* Common subexpression elimination: identical pure equations (same
  * primitive, params, inputs, tags, name path) are merged, calls of pure host
  * functions among them; checkpoints and calls of effectful host functions
- * never are, LM calls only with af_cse_ex's merge_nondeterministic. */
+ * never are, LM calls only with af_cse_with's "merge_nondeterministic". */
 AF_API af_error_t* af_cse(af_context_t* ctx, const af_ir_t* ir, af_ir_t** out);
+/* af_cse with options, a JSON object (NULL/0 = defaults; af_options_json
+ * describes it): {"merge_nondeterministic": false}; true merges identical LM
+ * calls too (they then share one answer). INVALID_ARGUMENT: malformed
+ * options, and as af_cse. */
+AF_API af_error_t* af_cse_with(af_context_t* ctx, const af_ir_t* ir, const char* options_json,
+                               size_t len, af_ir_t** out);
+
+/* Deprecated (above): af_cse_with's options as a struct (NULL = defaults;
+ * merge_nondeterministic nonzero merges LM calls too). */
 typedef struct af_cse_options {
   uint32_t struct_size;            /* sizeof(af_cse_options_t) */
   uint32_t merge_nondeterministic; /* nonzero: merge LM calls too */
 } af_cse_options_t;
-/* af_cse with options (NULL = defaults). */
 AF_API af_error_t* af_cse_ex(af_context_t* ctx, const af_ir_t* ir, const af_cse_options_t* options,
                              af_ir_t** out);
+
 /* Annotates every equation (also inside branches and bodies) with its
  * dependency level and priority (cost-weighted longest path to an output).
  * af_ir_to_text prints them (" @level=1 @priority=2"), af_ir_to_dot draws

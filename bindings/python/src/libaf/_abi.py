@@ -236,6 +236,7 @@ SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "af_pullback": (P, [P, P, PP]),
     "af_dce": (P, [P, P, P, PP]),
     "af_cse": (P, [P, P, PP]),
+    "af_cse_with": (P, [P, P, c_char_p, c_size_t, PP]),
     "af_cse_ex": (P, [P, P, POINTER(CseOptionsC), PP]),
     "af_sched": (P, [P, P, PP]),
     "af_ir_eqn_sched": (P, [P, c_size_t, POINTER(c_uint32), POINTER(c_double)]),

@@ -237,9 +237,9 @@ class Ir:
 
     def cse(self, merge_nondeterministic: bool = False, ctx: Context | None = None) -> "Ir":
         """Merges identical pure equations (LM calls and host tools too if asked)."""
-        opts = _lib.CseOptionsC(ctypes.sizeof(_lib.CseOptionsC), int(bool(merge_nondeterministic)))
+        opts = b'{"merge_nondeterministic": true}' if merge_nondeterministic else b"{}"
         cx = current(ctx)
-        return _ir_out(lambda o: cx._using(lib.af_cse_ex, self._ptr, ctypes.byref(opts), o))
+        return _ir_out(lambda o: cx._using(lib.af_cse_with, self._ptr, opts, len(opts), o))
 
     def sched(self, ctx: Context | None = None) -> "Ir":
         """Annotates every equation with its level and priority."""

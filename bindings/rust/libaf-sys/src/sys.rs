@@ -257,6 +257,8 @@ impl Default for af_trace_options {
         unsafe { std::mem::zeroed() }
     }
 }
+/// Deprecated (above): af_cse_with's options as a struct (NULL = defaults;
+/// merge_nondeterministic nonzero merges LM calls too).
 #[repr(C)]
 #[derive(Debug)]
 pub struct af_cse_options {
@@ -427,7 +429,7 @@ unsafe extern "C" {
     /// (owned; see "Options" at the top):
     ///   {"af_context_new_with": [key...],
     ///    "af_provider_new": {"echo": [key...], "openai": [...], ...},
-    ///    "af_provider_set_options": [key...],
+    ///    "af_provider_set_options": [key...], "af_cse_with": [key...],
     ///    "af_lm_call_ex": [key...]}
     /// each key {"key", "kind": "int" | "number" | "str" | "bool" | "object" |
     /// "list", "default" (null: none), "min" and "max" (where bounded; a list's
@@ -949,9 +951,14 @@ unsafe extern "C" {
     /// Common subexpression elimination: identical pure equations (same
     /// primitive, params, inputs, tags, name path) are merged, calls of pure host
     /// functions among them; checkpoints and calls of effectful host functions
-    /// never are, LM calls only with af_cse_ex's merge_nondeterministic.
+    /// never are, LM calls only with af_cse_with's "merge_nondeterministic".
     pub fn af_cse(ctx: *mut af_context_t, ir: *const af_ir_t, out: *mut *mut af_ir_t) -> *mut af_error_t;
-    /// af_cse with options (NULL = defaults).
+    /// af_cse with options, a JSON object (NULL/0 = defaults; af_options_json
+    /// describes it): {"merge_nondeterministic": false}; true merges identical LM
+    /// calls too (they then share one answer). INVALID_ARGUMENT: malformed
+    /// options, and as af_cse.
+    pub fn af_cse_with(ctx: *mut af_context_t, ir: *const af_ir_t, options_json: *const c_char, len: usize, out: *mut *mut af_ir_t) -> *mut af_error_t;
+    #[deprecated]
     pub fn af_cse_ex(ctx: *mut af_context_t, ir: *const af_ir_t, options: *const af_cse_options_t, out: *mut *mut af_ir_t) -> *mut af_error_t;
     /// Annotates every equation (also inside branches and bodies) with its
     /// dependency level and priority (cost-weighted longest path to an output).

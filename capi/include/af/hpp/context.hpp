@@ -346,11 +346,11 @@ class Context {
     return transform([&](af_ir_t** o) { return af_dce(ptr(), ir.ptr(), out_used.get(), o); });
   }
   Ir cse(const Ir& ir) { return transform([&](af_ir_t** o) { return af_cse(ptr(), ir.ptr(), o); }); }
-  /* cse that also merges identical LM calls and host functions when
-   * merge_nondeterministic. */
+  /* cse that also merges identical LM calls when merge_nondeterministic
+   * (af_cse_with; effectful host calls are never merged). */
   Ir cse(const Ir& ir, bool merge_nondeterministic) {
-    af_cse_options_t opts{sizeof(af_cse_options_t), merge_nondeterministic ? 1u : 0u};
-    return transform([&](af_ir_t** o) { return af_cse_ex(ptr(), ir.ptr(), &opts, o); });
+    const std::string_view opts = merge_nondeterministic ? "{\"merge_nondeterministic\": true}" : "{}";
+    return transform([&](af_ir_t** o) { return af_cse_with(ptr(), ir.ptr(), opts.data(), opts.size(), o); });
   }
   Ir sched(const Ir& ir) { return transform([&](af_ir_t** o) { return af_sched(ptr(), ir.ptr(), o); }); }
 
