@@ -39,7 +39,8 @@ class HostRequest {
    * declared kinds (the call fails with it too). */
   void complete(const Value& result) { detail::check(af_host_request_complete(ptr(), result.get())); }
   void fail(Code code, std::string_view message) {
-    detail::check(af_host_request_fail(ptr(), af_error_new(static_cast<int32_t>(code), message.data(), message.size())));
+    af_host_request_t* r = ptr();  // first: a moved-from request throws before an error is made
+    detail::check(af_host_request_fail(r, af_error_new(static_cast<int32_t>(code), message.data(), message.size())));
   }
   /* Fails with the exception in flight (call from a catch block); the run's
    * caller finds it as the cause's origin(). Ignored if already finished. */

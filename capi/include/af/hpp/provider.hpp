@@ -53,7 +53,8 @@ class LmRequest {
     detail::check(af_lm_request_complete(take(), content.data(), content.size()));
   }
   void fail(Code code, std::string_view message) {
-    detail::check(af_lm_request_fail(take(), af_error_new(static_cast<int32_t>(code), message.data(), message.size())));
+    af_lm_request_t* r = take();  // first: a moved-from request throws before an error is made
+    detail::check(af_lm_request_fail(r, af_error_new(static_cast<int32_t>(code), message.data(), message.size())));
   }
   /* Fails with the exception in flight (call from a catch block); the run's
    * caller gets it back as Error::origin(). */
