@@ -81,23 +81,21 @@ def scope() -> Iterator[None]:
 
 
 class _Call:
-    """One call handed to a worker. If its caller gives up, ``then`` runs
-    once the call has returned.
+    """One call handed to a worker. ``then``, when set (before the call is
+    submitted), runs once the call has returned.
 
     done is a lock held until the call has returned, which the caller waits
     on in slices (wait_done): a bare lock rather than an Event, whose wait
     builds a Condition and a waiter lock every time (about 3 us of CPU of
     the ~18 us a hand-off cost with it; bench/python/small_programs.py)."""
 
-    __slots__ = ("fn", "ok", "result", "then", "lock", "finished", "done")
+    __slots__ = ("fn", "ok", "result", "then", "done")
 
     def __init__(self, fn: Callable[[], Any]) -> None:
         self.fn: Callable[[], Any] | None = fn
         self.ok = False
         self.result: Any = None
         self.then: Callable[[], None] | None = None
-        self.lock = threading.Lock()
-        self.finished = False
         self.done = threading.Lock()
         self.done.acquire()
 
@@ -106,21 +104,11 @@ class _Call:
             self.result, self.ok = self.fn(), True  # type: ignore[misc]
         except BaseException as exc:  # noqa: BLE001 - handed to the caller
             self.result = exc
-        with self.lock:
-            self.fn = None  # what the call used may go now
-            then, self.then = self.then, None
-            self.finished = True
-            self.done.release()
+        self.fn = None  # what the call used may go now
+        then, self.then = self.then, None
+        self.done.release()
         if then is not None:
             then()
-
-    def abandon(self, then: Callable[[], None]) -> None:
-        """The caller gives up: then() runs when the call returns (now, if it has)."""
-        with self.lock:
-            if not self.finished:
-                self.then = then
-                return
-        then()
 
     def wait_done(self) -> None:
         """Blocks until the call has returned, running signal handlers every

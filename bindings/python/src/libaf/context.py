@@ -208,19 +208,7 @@ class Context(Guarded):
         # evaluate's closure holds values and options (the token) until the
         # call returns, also when its caller gives up on it (_blocking.run).
         def evaluate() -> None:
-            # self._using(lib.af_eval_with, ...), inlined: every read of a promise comes here.
-            uses = self._uses
-            uses.append(None)
-            try:
-                ptr = self._ptr
-                if not ptr:
-                    raise self._closed_error()
-                err = lib.af_eval_with(ptr, _lib.handles(values), len(values), ctypes.byref(options[0]))
-            finally:
-                uses.pop()
-                if self._ptr is None and not uses:  # closed meanwhile and this was the last use
-                    self._finish_orphan(late=True)
-            check(err)
+            check(self._using(lib.af_eval_with, _lib.handles(values), len(values), ctypes.byref(options[0])))
 
         _blocking.run(evaluate, self, cancel.trigger if cancel is not None else None)
 
@@ -456,21 +444,14 @@ class Context(Guarded):
 
 
 def _value_of(call: Callable[[int, Any], Any], cx: Context, promise_of: Context | None) -> Value:
-    """call(cx's handle, &out), cx held open for the call (Guarded._using,
-    inlined: every operation comes here); the Value it made, a promise
-    keeping promise_of alive when given."""
+    """call(cx's handle, &out), cx held open for the call; the Value it
+    made, a promise keeping promise_of alive when given."""
     out = ctypes.c_void_p()
-    uses = cx._uses
-    uses.append(None)
+    ptr = cx._use()
     try:
-        ptr = cx._ptr
-        if not ptr:
-            raise cx._closed_error()
         err = call(ptr, ctypes.byref(out))
     finally:
-        uses.pop()
-        if cx._ptr is None and not uses:  # closed meanwhile and this was the last use
-            cx._finish_orphan(late=True)
+        cx._done()
     check(err)
     return Value._own(out.value, promise_of)
 
