@@ -4,10 +4,10 @@
 #ifndef AF_HPP_HOST_HPP
 #define AF_HPP_HOST_HPP
 
+#include "handle.hpp"
 #include "value.hpp"
 
 #include <string_view>
-#include <utility>
 
 namespace af {
 
@@ -20,21 +20,10 @@ namespace af {
 class HostRequest {
  public:
   explicit HostRequest(af_host_request_t* r) noexcept : r_(r) {}
-  HostRequest(HostRequest&& o) noexcept : r_(std::exchange(o.r_, nullptr)) {}
-  HostRequest& operator=(HostRequest&& o) noexcept {
-    if (this != &o) {
-      af_host_request_free(r_);
-      r_ = std::exchange(o.r_, nullptr);
-    }
-    return *this;
-  }
-  HostRequest(const HostRequest&) = delete;
-  HostRequest& operator=(const HostRequest&) = delete;
-  ~HostRequest() { af_host_request_free(r_); }
 
   /* True once the run no longer wants the result (cancelled, timed out,
    * failed elsewhere): stop working, then finish anyway (it is ignored). */
-  bool cancelled() const noexcept { return af_host_request_cancelled(r_) != 0; }
+  bool cancelled() const noexcept { return af_host_request_cancelled(r_.get()) != 0; }
   /* INVALID_ARGUMENT naming the function if result does not match the
    * declared kinds (the call fails with it too). */
   void complete(const Value& result) { detail::check(af_host_request_complete(ptr(), result.get())); }
@@ -45,15 +34,15 @@ class HostRequest {
   /* Fails with the exception in flight (call from a catch block); the run's
    * caller finds it as the cause's origin(). Ignored if already finished. */
   void fail_with_current_exception() noexcept {
-    if (r_) af_error_free(af_host_request_fail(r_, detail::error_for_current(Code::Callback, "the C++ host function threw: ")));
+    if (r_.get()) af_error_free(af_host_request_fail(r_.get(), detail::error_for_current(Code::Callback, "the C++ host function threw: ")));
   }
 
  private:
   af_host_request_t* ptr() const {
-    if (!r_) throw Error(Code::InvalidArgument, "the host request was moved from");
-    return r_;
+    if (!r_.get()) throw Error(Code::InvalidArgument, "the host request was moved from");
+    return r_.get();
   }
-  af_host_request_t* r_;
+  detail::Unique<af_host_request_t, af_host_request_free> r_;
 };
 
 }  // namespace af

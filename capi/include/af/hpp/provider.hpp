@@ -20,20 +20,18 @@ namespace af {
 /* One request handed to a host provider. Finish it exactly once with
  * complete() or fail(), from any thread; one destroyed unfinished fails with
  * PROVIDER. Move-only. */
+namespace detail {
+// How an LmRequest still unanswered goes: it fails, so the run never waits
+// for it.
+inline void drop_lm_request(af_lm_request_t* r) noexcept {
+  static const char msg[] = "the host provider dropped the request without answering it";
+  af_error_free(af_lm_request_fail(r, af_error_new(AF_ERR_PROVIDER, msg, sizeof msg - 1)));
+}
+}  // namespace detail
+
 class LmRequest {
  public:
   explicit LmRequest(af_lm_request_t* r) noexcept : r_(r) {}
-  LmRequest(LmRequest&& o) noexcept : r_(std::exchange(o.r_, nullptr)) {}
-  LmRequest& operator=(LmRequest&& o) noexcept {
-    if (this != &o) {
-      drop();
-      r_ = std::exchange(o.r_, nullptr);
-    }
-    return *this;
-  }
-  LmRequest(const LmRequest&) = delete;
-  LmRequest& operator=(const LmRequest&) = delete;
-  ~LmRequest() { drop(); }
 
   /* {"model", "messages": [{"role", "content"}...], ...} */
   std::string json() const {
@@ -59,26 +57,20 @@ class LmRequest {
   /* Fails with the exception in flight (call from a catch block); the run's
    * caller gets it back as Error::origin(). */
   void fail_with_current_exception() noexcept {
-    if (!r_) return;
-    af_error_free(af_lm_request_fail(take_unchecked(), detail::error_for_current(Code::Provider, "the host provider threw: ")));
+    if (!r_.get()) return;
+    af_error_free(af_lm_request_fail(r_.release(), detail::error_for_current(Code::Provider, "the host provider threw: ")));
   }
 
  private:
   af_lm_request_t* ptr() const {
-    if (!r_) throw Error(Code::InvalidArgument, "the LM request was already completed or failed, or moved from");
-    return r_;
+    if (!r_.get()) throw Error(Code::InvalidArgument, "the LM request was already completed or failed, or moved from");
+    return r_.get();
   }
   af_lm_request_t* take() {
     ptr();
-    return take_unchecked();
+    return r_.release();
   }
-  af_lm_request_t* take_unchecked() noexcept { return std::exchange(r_, nullptr); }
-  void drop() noexcept {
-    if (!r_) return;
-    static const char msg[] = "the host provider dropped the request without answering it";
-    af_error_free(af_lm_request_fail(take_unchecked(), af_error_new(AF_ERR_PROVIDER, msg, sizeof msg - 1)));
-  }
-  af_lm_request_t* r_;
+  detail::Unique<af_lm_request_t, detail::drop_lm_request> r_;
 };
 
 /* Where LM requests go: echo (offline, deterministic), openai, replay, or
