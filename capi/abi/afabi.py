@@ -109,9 +109,16 @@ class Function:
 
 
 @dataclasses.dataclass
+class Handle:
+    name: str  # af_value_t
+    tag: str   # af_value
+    doc: str = ""
+
+
+@dataclasses.dataclass
 class Abi:
     constants: list[Constant]
-    handles: list[tuple[str, str, str]]  # (typedef, tag, doc)
+    handles: list[Handle]
     callbacks: list[Callback]
     structs: list[Struct]
     functions: list[Function]
@@ -130,7 +137,7 @@ class Abi:
         return {
             "generated": BANNER,
             "constants": [{"name": c.name, "value": c.value, "doc": c.doc} for c in self.constants],
-            "handles": [{"name": n, "tag": t, "doc": d} for n, t, d in self.handles],
+            "handles": [{"name": h.name, "tag": h.tag, "doc": h.doc} for h in self.handles],
             "callbacks": [{"name": c.name, "returns": ty(c.ret), "params": params(c.params),
                            "inline": c.inline, "doc": c.doc} for c in self.callbacks],
             "structs": [{"name": s.name, "tag": s.tag, "doc": s.doc,
@@ -243,12 +250,10 @@ class Parser:
         raise self.fail(pos, "a declaration without its ';'")
 
     def describe(self, item: object, text: str) -> None:
-        if isinstance(item, (Constant, Function, Callback, Struct)):
+        if isinstance(item, Handle):  # its same-line comment names the section describing it
+            item.doc = text
+        elif isinstance(item, (Constant, Function, Callback, Struct)):
             item.doc = (item.doc + "\n" + text).strip() if item.doc else text
-        elif isinstance(item, tuple) and item[0] == "handle":
-            i = item[1]
-            name, tag, d = self.abi.handles[i]
-            self.abi.handles[i] = (name, tag, text)
 
     def preprocessor(self, line: str, doc: str, pos: int) -> None:
         m = re.fullmatch(r"#define\s+(AF_\w+)\s+(.*?)\s*(/\*.*\*/)?", line, re.S)
@@ -277,7 +282,7 @@ class Parser:
         if i >= len(words):
             raise self.fail(pos, "a type without a name")
         base = words[i]
-        known = SCALARS | {h[0] for h in self.abi.handles} | set(self.tags.values()) \
+        known = SCALARS | {h.name for h in self.abi.handles} | set(self.tags.values()) \
             | {c.name for c in self.abi.callbacks}
         if base not in known:
             raise self.fail(pos, f"unknown type {base!r} (declare it in af.h before its use)")
@@ -355,9 +360,9 @@ class Parser:
         if toks[:2] == ["typedef", "struct"] and toks[3] != "{":  # an opaque handle
             if len(toks) != 5 or toks[3] != toks[2] + "_t":
                 raise self.fail(pos, "a handle is `typedef struct af_x af_x_t;`")
-            self.abi.handles.append((toks[3], toks[2], doc))
+            self.abi.handles.append(Handle(toks[3], toks[2], doc))
             self.tags[toks[2]] = toks[3]
-            return ("handle", len(self.abi.handles) - 1)
+            return self.abi.handles[-1]
         if toks[:2] == ["typedef", "struct"]:
             return self.struct(stmt, toks, doc, pos)
         if toks[:1] == ["typedef"] and "(" in toks:  # typedef RET (*name)(PARAMS);
@@ -401,7 +406,7 @@ def parse(text: str) -> Abi:
         raise AbiError("af.h declares no AF_API function")
     n_api = len(re.findall(r"^AF_API\b", text, re.M))
     undefined = {f.type.base for fn in abi.functions for f in fn.params if f.type} \
-        - SCALARS - {h[0] for h in abi.handles} - {s.name for s in abi.structs}
+        - SCALARS - {h.name for h in abi.handles} - {s.name for s in abi.structs}
     if undefined:
         raise AbiError(f"af.h uses structs it never defines: {sorted(undefined)}")
     if n_api != len(abi.functions):
@@ -501,9 +506,9 @@ def gen_rust(abi: Abi) -> str:
             "        #[repr(C)]", "        pub struct $name {", "            _data: [u8; 0],",
             "            _marker: PhantomData<(*mut u8, PhantomPinned)>,", "        }",
             "    )*};", "}",
-            f"opaque!({', '.join(tag for _, tag, _ in abi.handles)});"]
-    for name, tag, doc in abi.handles:
-        out += rs_doc(doc) + [f"pub type {name} = {tag};"]
+            f"opaque!({', '.join(h.tag for h in abi.handles)});"]
+    for h in abi.handles:
+        out += rs_doc(h.doc) + [f"pub type {h.name} = {h.tag};"]
     out += ["", "// Callbacks", ""]
     for cb in abi.callbacks:
         out += rs_doc(cb.doc) + [f"pub type {cb.name} = {rs_fn_type(cb)};"]
