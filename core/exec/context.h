@@ -7,6 +7,7 @@
 // every run started from it.
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "exec/plan_cache.h"
@@ -30,13 +31,27 @@ class ExecContext final : public Context {
   // Compiled programs of this context: af_compile, af_ir_call and the lazy
   // evaluator share it (exec/plan_cache.h).
   PlanCache plans;
+  // Compiles done for this context outside its plan cache (whose misses
+  // count its own): keyed forms, walks, programs loaded without a plan.
+  // af_context_stats reports both as `compiles`.
+  std::atomic<uint64_t> compiles{0};
 
   std::shared_ptr<SubRun> run_sub(const IRPtr& ir, std::span<const Value> in, const RunEnv& env,
                                   const std::shared_ptr<AsyncOp>& parent, uint64_t index,
                                   SubRunDone done, int64_t item) override;
   bool runs_async(const IRPtr& ir, const RunEnv& env) override;
+  const Forms* forms(const Eqn& e, const RunEnv& env) override;
+  std::shared_ptr<SubRun> run_keyed_form(const Eqn& e, uint64_t key, const std::function<IRPtr()>& build,
+                                         std::span<const Value> in, const RunEnv& env,
+                                         const std::shared_ptr<AsyncOp>& parent, uint64_t index,
+                                         SubRunDone done, int64_t item) override;
 
  private:
+  std::shared_ptr<const Program> program_for(const IRPtr& ir, const RunEnv& env);
+  std::shared_ptr<SubRun> run_program(std::shared_ptr<const Program> prog, std::span<const Value> in,
+                                      const RunEnv& env, const std::shared_ptr<AsyncOp>& parent,
+                                      uint64_t index, SubRunDone done, int64_t item);
+
   std::shared_ptr<Scheduler> scheduler_ = make_scheduler();
 };
 

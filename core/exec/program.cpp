@@ -117,25 +117,33 @@ std::shared_ptr<Program> compile_with(IRPtr ir, const CompileOptions& o, SubMemo
   return prog;
 }
 
-// Compiles the sub-IRs an equation holds (once each per compile, through
-// memo) and decides whether its node runs async: through its primitive's
+// Compiles the sub-IRs an equation holds and the forms its primitive
+// derives from it (ir/prim.h Forms), once each per compile through memo,
+// and decides whether its node runs async: through its primitive's
 // impl_async when it has one and — for control flow — one of its compiled
 // sub-IRs waits on async work. Control flow over cheap work runs inline;
 // around LM calls it holds no thread while they fly.
 bool compile_subs_of(Program& p, const Eqn& e, const CompileOptions& o, SubMemo& memo) {
   bool holds_irs = false, waits = false;
-  e.params.any_ir([&](const IR& sub) {
+  auto add = [&](const IR& sub, const IRPtr& owner) {
     holds_irs = true;
     auto [it, fresh] = memo.try_emplace(&sub);
-    if (fresh) {
-      // Sub-IRs are validated with their parent; params own them (shared_ptr aliasing keeps
-      // the IR alive through its program).
-      it->second = compile_with(IRPtr(p.ir, &sub), o, memo);
-    }
+    if (fresh) it->second = compile_with(owner, o, memo);
     p.subs.emplace_back(&sub, it->second);
     waits = waits || it->second->n_async > 0;
+  };
+  e.params.any_ir([&](const IR& sub) {
+    // Sub-IRs are validated with their parent; params own them (shared_ptr
+    // aliasing keeps the IR alive through its program).
+    add(sub, IRPtr(p.ir, &sub));
     return false;
   });
+  if (e.prim->forms)
+    if (std::shared_ptr<const Forms> f = e.prim->forms(e)) {
+      for (const IRPtr& form : f->irs)
+        if (form) add(*form, form);
+      p.forms.emplace_back(&e, std::move(f));
+    }
   if (!e.prim->impl && !e.prim->impl_async)
     invalid("compile: primitive " + e.prim->name + " has no implementation");
   return e.prim->impl_async && (!holds_irs || waits);
@@ -203,6 +211,8 @@ std::shared_ptr<Program> lower_with(IRPtr ir, const Lowering& l, const CompileOp
   p.subs.erase(std::unique(p.subs.begin(), p.subs.end(),
                            [](const auto& a, const auto& b) { return a.first == b.first; }),
                p.subs.end());
+  std::sort(p.forms.begin(), p.forms.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const Atom& a : g.out) p.out_slots.push_back(slot_of(a));
   p.n_slots = n_vars + uint32_t(p.constants.size());
 
@@ -259,6 +269,43 @@ const std::shared_ptr<const Program>* Program::sub(const IR* ir) const noexcept 
   auto it = std::lower_bound(subs.begin(), subs.end(), ir,
                              [](const auto& entry, const IR* key) { return entry.first < key; });
   return it != subs.end() && it->first == ir ? &it->second : nullptr;
+}
+
+const Forms* Program::forms_of(const Eqn* e) const noexcept {
+  auto it = std::lower_bound(forms.begin(), forms.end(), e,
+                             [](const auto& entry, const Eqn* key) { return entry.first < key; });
+  return it != forms.end() && it->first == e ? it->second.get() : nullptr;
+}
+
+std::shared_ptr<const Program> Program::keyed_form(const Eqn& e, uint64_t key, const std::function<IRPtr()>& build,
+                                                   bool& compiled) const {
+  std::vector<KeyedForms::Entry>& entries = keyed_.entries;
+  auto find = [&]() -> std::shared_ptr<const Program> {
+    for (size_t i = entries.size(); i-- > 0;)
+      if (entries[i].eqn == &e && entries[i].key == key) {
+        KeyedForms::Entry hit = std::move(entries[i]);  // most recently used: to the back
+        entries.erase(entries.begin() + long(i));
+        entries.push_back(std::move(hit));
+        return entries.back().prog;
+      }
+    return nullptr;
+  };
+  {
+    std::lock_guard lock(keyed_.mu);
+    if (auto prog = find()) return prog;
+  }
+  // Built and compiled outside the lock (an unrolled form may be large); a
+  // thread that raced this one keeps the first.
+  std::shared_ptr<const Program> built = compile(build());
+  compiled = true;
+  std::lock_guard lock(keyed_.mu);
+  if (auto prog = find()) return prog;
+  size_t of_eqn = 0;
+  for (const KeyedForms::Entry& k : entries) of_eqn += k.eqn == &e;
+  if (of_eqn >= kMaxKeyedPerEqn)
+    entries.erase(std::find_if(entries.begin(), entries.end(), [&](const auto& k) { return k.eqn == &e; }));
+  entries.push_back(KeyedForms::Entry{&e, key, built});
+  return built;
 }
 
 std::shared_ptr<const Program> compile(IRPtr ir, const CompileOptions& o, std::span<const uint64_t> eqn_ids) {

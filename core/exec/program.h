@@ -6,11 +6,14 @@
 // consumer list, and a priority = the longest cost-weighted path from the
 // equation to an output (Prim::cost; LM calls dominate). The sub-IRs its
 // equations hold (branches, loop bodies, map bodies) are compiled with it.
-// Immutable once built; shared by every run of it.
+// Immutable once built (but for its keyed forms, behind their own lock);
+// shared by every run of it.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -64,12 +67,44 @@ struct Program {
   std::shared_ptr<const Program> sliced;
   uint32_t slice_leaf = 0;
 
-  // The compiled program of each sub-IR the live equations hold, by IR
-  // object, sorted by address: what control flow runs (ExecContext::run_sub).
-  // A sub-IR held by several equations or levels is compiled once.
+  // The compiled program of each sub-IR the live equations hold (their
+  // params' IRs and their forms' IRs), by IR object, sorted by address: what
+  // control flow runs (ExecContext::run_sub). A sub-IR held by several
+  // equations or levels is compiled once.
   std::vector<std::pair<const IR*, std::shared_ptr<const Program>>> subs;
   // The compiled sub-IR `ir` of this program, or nullptr.
   const std::shared_ptr<const Program>* sub(const IR* ir) const noexcept;
+
+  // The forms (ir/prim.h Forms) of the live equations whose primitive
+  // derives some, by equation, sorted by address; their IRs are in subs.
+  std::vector<std::pair<const Eqn*, std::shared_ptr<const Forms>>> forms;
+  const Forms* forms_of(const Eqn* e) const noexcept;
+
+  // Forms that depend on a run's values (rt/context.h run_keyed_form), by
+  // equation and key, compiled on first use: the one part of a program a
+  // run adds to, behind its own lock. At most kMaxKeyedPerEqn keys per
+  // equation (a scan's count comes from its data), least recently used out
+  // first. `compiled` is set when this call compiled (one that raced
+  // another for the same form compiles too, and keeps the other's).
+  static constexpr size_t kMaxKeyedPerEqn = 4;
+  std::shared_ptr<const Program> keyed_form(const Eqn& e, uint64_t key, const std::function<IRPtr()>& build,
+                                            bool& compiled) const;
+
+ private:
+  // A copy of a program starts with none: it compiles its own again.
+  struct KeyedForms {
+    struct Entry {
+      const Eqn* eqn;
+      uint64_t key;
+      std::shared_ptr<const Program> prog;
+    };
+    KeyedForms() = default;
+    KeyedForms(const KeyedForms&) {}
+    KeyedForms& operator=(const KeyedForms&) { return *this; }
+    std::mutex mu;
+    std::vector<Entry> entries;  // most recently used last; guarded by mu
+  };
+  mutable KeyedForms keyed_;
 };
 
 // Sets p.sliced (and slice_leaf) when p's IR has a sliced
@@ -107,8 +142,10 @@ SavedPlan save_plan(const Program& p);
 // merge equations that differ.
 std::shared_ptr<const Program> program_from_plan(IRPtr ir, const SavedPlan& plan);
 // A program as .afg bytes (IR + plan), and back through every loader check;
-// a graph saved from a bare IR (no plan) is compiled.
+// a graph saved from a bare IR (no plan) is compiled, through `plans` when
+// given (a context's plan cache, which counts the compile).
+class PlanCache;
 std::string save_program(const Program& p);
-std::shared_ptr<const Program> load_program(std::span<const uint8_t> bytes);
+std::shared_ptr<const Program> load_program(std::span<const uint8_t> bytes, PlanCache* plans = nullptr);
 
 }  // namespace af

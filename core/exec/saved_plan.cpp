@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "exec/plan_cache.h"
 #include "exec/program.h"
 #include "io/afg.h"
 #include "transforms/builder.h"
@@ -152,9 +153,10 @@ std::string save_program(const Program& p) {
   return io::save_ir(*p.ir, &plan);
 }
 
-std::shared_ptr<const Program> load_program(std::span<const uint8_t> bytes) {
+std::shared_ptr<const Program> load_program(std::span<const uint8_t> bytes, PlanCache* plans) {
   io::Loaded g = io::load(bytes);
-  return g.plan ? program_from_plan(g.ir, *g.plan) : compile(g.ir);
+  if (g.plan) return program_from_plan(g.ir, *g.plan);
+  return plans ? plans->get(g.ir) : compile(g.ir);
 }
 
 }  // namespace af

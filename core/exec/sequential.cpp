@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "exec/context.h"
 #include "rt/scopes.h"
 #include "trace/trace.h"
 #include "value/error.h"
@@ -128,6 +129,7 @@ Value call_ir(IRPtr ir, std::span<const Value> inputs, RunEnv& env) {
 
 Walker::Walker(IRPtr ir, std::vector<Value> leaves, RunEnv& env)
     : prog_(compile(std::move(ir), CompileOptions{.dce = false, .cse = false})), env_(&env) {
+  if (env.context) exec_context(env).compiles.fetch_add(1, std::memory_order_relaxed);
   init_slots(*prog_, leaves, slots_);
   if (!env.rank) env.rank = run_rank();  // a walk is one run
 }

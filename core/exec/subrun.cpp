@@ -10,32 +10,63 @@
 
 namespace af {
 
-namespace {
-
-// The compiled sub-IR: from the running program (compiled with it), or
-// compiled now for an IR built at run time or run outside any program.
-std::shared_ptr<const Program> program_for(const IRPtr& ir, const RunEnv& env) {
-  if (env.program)
-    if (const std::shared_ptr<const Program>* p = env.program->sub(ir.get())) return *p;
-  return compile(ir);
+// The compiled sub-IR: compiled with the running program (its params' IRs
+// and its forms', exec/program.h). An operation outside any program (control
+// flow on a context that is not lazy) has its sub-IRs compiled through the
+// context's plan cache, so a loop's passes compile its body once.
+std::shared_ptr<const Program> ExecContext::program_for(const IRPtr& ir, const RunEnv& env) {
+  if (!env.program) return plans.get(ir);
+  if (const std::shared_ptr<const Program>* p = env.program->sub(ir.get())) return *p;
+  fail(Code::Internal, "a primitive ran a sub-IR its program did not compile (neither in the params of "
+                       "its equation nor among the forms its primitive derives; see ir/prim.h Forms)");
 }
 
-}  // namespace
+const Forms* ExecContext::forms(const Eqn& e, const RunEnv& env) {
+  return env.program ? env.program->forms_of(&e) : nullptr;
+}
+
+std::shared_ptr<SubRun> ExecContext::run_keyed_form(const Eqn& e, uint64_t key, const std::function<IRPtr()>& build,
+                                                    std::span<const Value> in, const RunEnv& env,
+                                                    const std::shared_ptr<AsyncOp>& parent, uint64_t index,
+                                                    SubRunDone done, int64_t item) {
+  std::shared_ptr<const Program> prog;
+  try {
+    bool compiled = false;
+    if (env.program) {
+      prog = env.program->keyed_form(e, key, build, compiled);
+    } else {
+      prog = compile(build());
+      compiled = true;
+    }
+    if (compiled) compiles.fetch_add(1, std::memory_order_relaxed);
+  } catch (const Error& err) {
+    done(nullptr, &err);
+    return nullptr;
+  }
+  return run_program(std::move(prog), in, env, parent, index, std::move(done), item);
+}
 
 std::shared_ptr<SubRun> ExecContext::run_sub(const IRPtr& ir, std::span<const Value> in,
                                              const RunEnv& env,
                                              const std::shared_ptr<AsyncOp>& parent, uint64_t index,
                                              SubRunDone done, int64_t item) {
   std::shared_ptr<const Program> prog;
-  std::vector<Value> leaves(in.begin(), in.end());
   try {
     prog = program_for(ir, env);
-    for (size_t k = 0; k < ir->in.size() && k < leaves.size(); ++k)
-      if (!ir->in[k].is_var()) leaves[k] = ir->in[k].lit;
   } catch (const Error& e) {
     done(nullptr, &e);
     return nullptr;
   }
+  return run_program(std::move(prog), in, env, parent, index, std::move(done), item);
+}
+
+std::shared_ptr<SubRun> ExecContext::run_program(std::shared_ptr<const Program> prog, std::span<const Value> in,
+                                                 const RunEnv& env, const std::shared_ptr<AsyncOp>& parent,
+                                                 uint64_t index, SubRunDone done, int64_t item) {
+  const IR& ir = *prog->ir;
+  std::vector<Value> leaves(in.begin(), in.end());
+  for (size_t k = 0; k < ir.in.size() && k < leaves.size(); ++k)
+    if (!ir.in[k].is_var()) leaves[k] = ir.in[k].lit;
   // The sub-run's environment: the caller's context, scopes, journal, stop
   // flag, per-item errors and batch base, its place in program order (only
   // checkpoint scopes read it: built while one is open); not the caller's

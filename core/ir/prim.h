@@ -57,6 +57,17 @@ struct ParamSpec {
   bool names_host_function = false;
 };
 
+// IRs an equation's impl runs besides those its params hold, derived from
+// the equation alone (map: each branch of a batched switch, batched over
+// the items that take it). compile() builds them once per equation and
+// compiles them with the program (exec/program.h Program::forms), so a run
+// compiles nothing; the impl finds them with Context::forms (rt/context.h).
+// A primitive derives from it to keep what its impl needs beside the IRs.
+struct Forms {
+  virtual ~Forms() = default;
+  std::vector<IRPtr> irs;  // null entries are skipped
+};
+
 struct AbstractOut {
   std::vector<Aval> out;
   TreeDef out_tree;
@@ -93,6 +104,9 @@ struct Prim {
   // (rt/scopes.h run_eqn). A primitive has impl, impl_async or both.
   void (*impl_async)(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op,
                      RunEnv& env) = nullptr;
+  // The forms its impl runs (see Forms) for equation e, or nullptr when it
+  // runs none there. nullptr: it runs only the IRs its params hold.
+  std::shared_ptr<const Forms> (*forms)(const Eqn& e) = nullptr;
   // Output avals and structure from params and input avals/structure.
   // Throws INVALID_ARGUMENT on kinds the primitive does not accept.
   AbstractOut (*abstract_eval)(const Params& params, std::span<const Aval> in,

@@ -5,8 +5,9 @@
 //       every item; each output is the list of the body's per-item outputs.
 //       On the dataflow executor, a body that makes LM calls runs every
 //       item at once (map_impl_async); a body that is one switch with a
-//       batched key runs each branch once on the items that take it
-//       (map_switch_by_branch).
+//       batched key runs each branch once on the items that take it, in
+//       the batched form compile derived for it (map_forms,
+//       map_switch_by_branch).
 //   batch_check[paths](lists...) -> lists      the batch's entry check: every
 //       batched input holds the same, non-zero number of items.
 //   broadcast(x, like) -> list                x once per item of `like`.
@@ -270,39 +271,75 @@ bool batches_exactly(const IR& branch, const std::vector<bool>& axes) {
   return true;
 }
 
-// A map whose body is one switch with a batched key (what batch makes of a
-// switch whose key is batched). Rather than a sub-run per item, the items
-// are grouped by key and each branch taken runs once, batched over its
-// items (batch_flat of the branch: one sub-run whose LM calls are batched
-// calls); the results are put back in item order. Items that fail before
-// running (an unknown key, an error value under per-item errors) get their
-// error as the per-item path would. Returns false, having started nothing,
-// when the body is not such a switch or a branch taken must run item by
-// item (batches_exactly).
-bool map_switch_by_branch(const Eqn& e, std::span<const Value> in, const std::vector<bool>& axes,
-                          size_t n, const std::shared_ptr<AsyncOp>& op, RunEnv& env) {
+// What compile derives for a map whose body is one switch with a batched key
+// (what batch makes of a switch whose key is batched): every branch batched
+// over the items that take it, so that each branch taken runs once for its
+// items (map_switch_by_branch).
+struct SwitchForms final : Forms {
+  std::vector<int64_t> src;      // switch input j: body input src[j] (>= 0), else its own literal
+  std::vector<bool> op_axes;     // per switch operand: batched
+  std::vector<const IR*> branch; // per branch, beside irs: irs[k] null = runs item by item
+  std::vector<std::vector<bool>> out_batched;  // per branch: which outputs are per-item lists
+};
+
+// map's forms rule. A branch whose batched form would not do what running it
+// per item does (batches_exactly), or that batch refuses, has none: when an
+// item takes it, the map runs item by item.
+std::shared_ptr<const Forms> map_forms(const Eqn& e) {
   static const Prim& sw = prim("switch");
   const IR& body = *e.params.ir("body");
-  if (n == 0 || body.eqns.size() != 1 || body.eqns[0].prim != &sw || !env.context) return false;
+  if (body.eqns.size() != 1 || body.eqns[0].prim != &sw) return nullptr;
   const Eqn& s = body.eqns[0];
-  const size_t n_out = e.out.size(), m = s.in.size() - 1;
-  if (body.out.size() != s.out.size()) return false;
+  if (body.out.size() != s.out.size()) return nullptr;
   for (size_t o = 0; o < s.out.size(); ++o)
-    if (!body.out[o].is_var() || body.out[o].var != s.out[o]) return false;
-  // Switch input j: from body input src[j] (>= 0), else its own literal.
-  std::vector<int64_t> src(s.in.size(), -1);
+    if (!body.out[o].is_var() || body.out[o].var != s.out[o]) return nullptr;
+  const std::vector<bool> axes = bools(e.params.value("axes"));
+  auto f = std::make_shared<SwitchForms>();
+  f->src.assign(s.in.size(), -1);
   for (size_t j = 0; j < s.in.size(); ++j)
     for (size_t k = 0; k < body.in.size() && s.in[j].is_var(); ++k)
-      if (body.in[k].is_var() && body.in[k].var == s.in[j].var) src[j] = int64_t(k);
-  if (src[0] < 0 || !axes[size_t(src[0])]) return false;  // the key is not batched
-  std::vector<bool> op_axes(m);
-  for (size_t j = 0; j < m; ++j) op_axes[j] = src[j + 1] >= 0 && axes[size_t(src[j + 1])];
+      if (body.in[k].is_var() && body.in[k].var == s.in[j].var) f->src[j] = int64_t(k);
+  if (f->src[0] < 0 || !axes[size_t(f->src[0])]) return nullptr;  // the key is not batched
+  const size_t m = s.in.size() - 1;
+  f->op_axes.resize(m);
+  for (size_t j = 0; j < m; ++j) f->op_axes[j] = f->src[j + 1] >= 0 && axes[size_t(f->src[j + 1])];
+  for (const auto& [name, branch] : switch_branches(s.params)) {
+    f->branch.push_back(branch.get());
+    BatchedIR b;
+    if (batches_exactly(*branch, f->op_axes)) {
+      try {
+        b = batch_flat(branch, f->op_axes, {});
+      } catch (const Error&) {
+        b = BatchedIR{};  // runs item by item, where the error (if any) is the item's
+      }
+    }
+    f->irs.push_back(std::move(b.ir));
+    f->out_batched.push_back(std::move(b.out_batched));
+  }
+  return f;
+}
+
+// A map with switch forms (map_forms), run branch by branch. Rather than a
+// sub-run per item, the items are grouped by key and each branch taken runs
+// its batched form once over its items (one sub-run whose LM calls are
+// batched calls); the results are put back in item order. Items that fail
+// before running (an unknown key, an error value under per-item errors) get
+// their error as the per-item path would. Returns false, having started
+// nothing, when the map has no such forms or a branch taken has none.
+bool map_switch_by_branch(const Eqn& e, std::span<const Value> in, const std::vector<bool>& axes,
+                          size_t n, const std::shared_ptr<AsyncOp>& op, RunEnv& env) {
+  if (n == 0 || !env.context) return false;
+  const auto* f = dynamic_cast<const SwitchForms*>(env.context->forms(e, env));
+  if (!f) return false;
+  const Eqn& s = e.params.ir("body")->eqns[0];
+  const size_t n_out = e.out.size(), m = s.in.size() - 1;
+  const std::vector<int64_t>& src = f->src;
+  const std::vector<bool>& op_axes = f->op_axes;
 
   // Group the items by branch.
   struct Group {
-    const IRPtr* branch = nullptr;
+    size_t branch = 0;  // index into f's forms
     std::shared_ptr<std::vector<uint32_t>> items = std::make_shared<std::vector<uint32_t>>();
-    BatchedIR batched;
   };
   std::vector<Group> groups;
   std::vector<std::vector<Value>> cols(n_out, std::vector<Value>(n));
@@ -313,25 +350,22 @@ bool map_switch_by_branch(const Eqn& e, std::span<const Value> in, const std::ve
       for (auto& c : cols) c[i] = *failed;
       continue;
     }
-    const IRPtr* branch;
+    size_t branch;
     try {
-      branch = &switch_branch(s.params, keys.items()[i].as_str());
+      const IR* taken = switch_branch(s.params, keys.items()[i].as_str()).get();
+      branch = size_t(std::find(f->branch.begin(), f->branch.end(), taken) - f->branch.begin());
     } catch (const Error& err) {
       if (!fails_item(env.item_errors, err)) throw;
       for (auto& c : cols) c[i] = error_value(err);
       continue;
     }
-    auto g = std::find_if(groups.begin(), groups.end(),
-                          [&](const Group& x) { return x.branch == branch; });
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.branch == branch; });
     if (g == groups.end()) {
+      if (!f->irs[branch]) return false;  // a branch taken runs item by item
       g = groups.emplace(groups.end());
       g->branch = branch;
     }
     g->items->push_back(uint32_t(i));
-  }
-  for (Group& g : groups) {
-    if (!batches_exactly(**g.branch, op_axes)) return false;
-    g.batched = batch_flat(*g.branch, op_axes, {});
   }
 
   struct Join : SubRunSet {
@@ -366,7 +400,7 @@ bool map_switch_by_branch(const Eqn& e, std::span<const Value> in, const std::ve
         sub[j] = Value::list(std::move(picked));
       }
     }
-    auto done = [op, join, items = g.items, out_batched = g.batched.out_batched, n_out, item_errors,
+    auto done = [op, join, items = g.items, out_batched = f->out_batched[g.branch], n_out, item_errors,
                  cancel_all](std::vector<Value>* out, const Error* err) {
       std::unique_lock<std::mutex> lock(join->mu);
       if (err && !(fails_item(item_errors, *err) && !op->finished())) {
@@ -403,7 +437,7 @@ bool map_switch_by_branch(const Eqn& e, std::span<const Value> in, const std::ve
     // Index: the group's place (no checkpoint scope is open here, so no hit
     // is ranked by it).
     const uint64_t index = uint64_t(&g - groups.data());
-    join->track(env.context->run_sub(g.batched.ir, sub, env, op, index, std::move(done), -1));
+    join->track(env.context->run_sub(f->irs[g.branch], sub, env, op, index, std::move(done), -1));
   }
   return true;
 }
@@ -681,6 +715,7 @@ void add_batching_prims(std::vector<Prim>& out) {
       .name = "map",
       .params = {{.name = "axes", .value_kind = Kind::List}, {.name = "body", .kind = ParamKind::IR}},
       .impl_async = map_impl_async,
+      .forms = map_forms,
       .abstract_eval = map_abstract,
       .batch = batch_by_map,
       .pushforward = map_push,

@@ -43,12 +43,6 @@ namespace af {
 
 namespace {
 
-const IRMap& branches_of(const Params& p) {
-  const Param* b = p.find("branches");
-  if (!b || !std::holds_alternative<IRMap>(*b)) fail(Code::Internal, "switch: missing branches param");
-  return std::get<IRMap>(*b);
-}
-
 Params switch_params(IRMap m) {
   Params p;
   p.set("branches", std::move(m));
@@ -71,7 +65,7 @@ std::vector<bool> or_masks(const std::vector<std::vector<bool>>& masks, size_t n
 // ---- switch
 
 AbstractOut switch_abstract(const Params& params, std::span<const Aval> in, const TreeDef& in_tree) {
-  const IRMap& br = branches_of(params);
+  const IRMap& br = switch_branches(params);
   if (br.empty()) invalid("switch: there are no branches");
   if (in.empty() || !(in[0] == Aval{Kind::Str, 0}))
     invalid("switch: the key must be a str, found " + (in.empty() ? std::string("nothing") : aval_name(in[0])));
@@ -126,7 +120,7 @@ void switch_batch(BatchCtx& ctx, const Eqn& e) {
   static const Prim& sw = prim("switch");
   // A batched key: each item takes its own branch.
   if (ctx.batched(0)) return batch_by_map(ctx, e);
-  const IRMap& br = branches_of(e.params);
+  const IRMap& br = switch_branches(e.params);
   std::vector<bool> axes(ctx.n_in() - 1);
   for (size_t k = 0; k + 1 < ctx.n_in(); ++k) axes[k] = ctx.batched(k + 1);
   std::vector<std::vector<bool>> outs_b;
@@ -140,7 +134,7 @@ void switch_batch(BatchCtx& ctx, const Eqn& e) {
 
 void switch_push(PushCtx& ctx, const Eqn& e) {
   static const Prim& sw = prim("switch");
-  const IRMap& br = branches_of(e.params);
+  const IRMap& br = switch_branches(e.params);
   const size_t m = ctx.n_in() - 1, p = e.out.size();
   std::vector<bool> nz(m);
   for (size_t k = 0; k < m; ++k) nz[k] = ctx.tangent(k + 1).has_value();
@@ -181,7 +175,7 @@ SwitchResiduals switch_residuals(const IRMap& br, size_t n_in, size_t n_out) {
 
 void switch_pull_fwd(PullCtx& ctx, const Eqn& e) {
   static const Prim& sw = prim("switch");
-  const IRMap& br = branches_of(e.params);
+  const IRMap& br = switch_branches(e.params);
   const size_t m = ctx.n_in() - 1, p = e.out.size();
   SwitchResiduals r = switch_residuals(br, m, p);
   IRMap fwd;
@@ -207,7 +201,7 @@ void switch_pull_fwd(PullCtx& ctx, const Eqn& e) {
 
 void switch_pull_bwd(PullCtx& ctx, const Eqn& e) {
   static const Prim& sw = prim("switch");
-  const IRMap& br = branches_of(e.params);
+  const IRMap& br = switch_branches(e.params);
   const size_t m = ctx.n_in() - 1, p = e.out.size();
   const size_t r = ctx.residuals.size();
   std::vector<bool> nz(p);
@@ -254,7 +248,7 @@ void switch_pull_bwd(PullCtx& ctx, const Eqn& e) {
 }
 
 void switch_dce(DceCtx& ctx, const Eqn& e) {
-  const IRMap& br = branches_of(e.params);
+  const IRMap& br = switch_branches(e.params);
   const size_t m = e.in.size() - 1;
   std::vector<DcedIR> d;
   std::vector<std::vector<bool>> used;
@@ -497,8 +491,14 @@ void while_dce(DceCtx& ctx, const Eqn& e) {
 
 }  // namespace
 
+const IRMap& switch_branches(const Params& p) {
+  const Param* b = p.find("branches");
+  if (!b || !std::holds_alternative<IRMap>(*b)) fail(Code::Internal, "switch: missing branches param");
+  return std::get<IRMap>(*b);
+}
+
 const IRPtr& switch_branch(const Params& p, const std::string& key) {
-  return branch_for(branches_of(p), key);
+  return branch_for(switch_branches(p), key);
 }
 
 void add_control_flow_prims(std::vector<Prim>& out) {

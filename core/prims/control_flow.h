@@ -25,6 +25,8 @@ Value op_switch(const Value& key, std::span<const std::string> names, std::span<
 // The branch of switch equation params `p` named `key`; NOT_FOUND listing
 // the branches if none (what the switch does at run time).
 const IRPtr& switch_branch(const Params& p, const std::string& key);
+// A switch's branches, by name (its params).
+const IRMap& switch_branches(const Params& p);
 
 // while_loop(cond, body, init, max_iters): while cond(state) is true and
 // fewer than max_iters iterations ran, state = body(state). cond and body

@@ -399,8 +399,10 @@ void scan_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<As
     }
     op->succeed(std::move(res));
   };
-  std::shared_ptr<SubRun> run =
-      env.context->run_sub(unrolled_scan(*body, a, n), leaves, env, op, 0, std::move(done), -1);
+  // The unrolled form depends on the count: compiled once per count and
+  // kept with the program (rt/context.h run_keyed_form).
+  std::shared_ptr<SubRun> run = env.context->run_keyed_form(
+      e, n, [&] { return unrolled_scan(*body, a, n); }, leaves, env, op, 0, std::move(done), -1);
   if (run) op->on_cancel([run] { run->cancel(); });
 }
 

@@ -67,6 +67,19 @@ class Context {
   // Whether sub-IR `ir` waits on async work (LM calls, host functions) when
   // it runs: what sends a run_sub to the scheduler rather than inline.
   virtual bool runs_async(const IRPtr& ir, const RunEnv& env) = 0;
+  // The forms compile() built for equation e (ir/prim.h Forms) of the
+  // program env runs, or nullptr when e runs outside a compiled program (an
+  // operation on a context that is not lazy).
+  virtual const Forms* forms(const Eqn& e, const RunEnv& env) = 0;
+  // Runs the form of equation e for `key` that `build` makes, like run_sub:
+  // a form that depends on a run's values (a scan unrolled for its count).
+  // Built and compiled the first time the program running e needs it for
+  // this key, then kept with that program (a few keys per equation, the
+  // least recently used out first), so later runs compile nothing.
+  virtual std::shared_ptr<SubRun> run_keyed_form(const Eqn& e, uint64_t key, const std::function<IRPtr()>& build,
+                                                 std::span<const Value> in, const RunEnv& env,
+                                                 const std::shared_ptr<AsyncOp>& parent, uint64_t index,
+                                                 SubRunDone done, int64_t item) = 0;
 
  protected:
   Context() = default;
