@@ -32,9 +32,11 @@ namespace af::fuzz {
 inline const io::PlanData* check_plan(const io::Loaded& g) {
   if (!g.plan) return nullptr;
   const io::PlanData& d = *g.plan;
-  auto prog = program_from_plan(g.ir, SavedPlan{d.live, d.var_slot, d.priority, d.removed_dce, d.merged_cse});
+  auto prog = program_from_plan(g.ir, d);
   SavedPlan back = save_plan(*prog);
   if (back.live != d.live || back.priority != d.priority) finding("a loaded plan does not save back", "");
+  if (d.sliced && (!back.sliced || back.sliced->live != d.sliced->live || back.sliced->priority != d.sliced->priority))
+    finding("a loaded sliced plan does not save back", "");
   return &d;
 }
 

@@ -323,15 +323,21 @@ std::shared_ptr<const Program> compile(IRPtr ir, const CompileOptions& o, std::s
   return prog;
 }
 
+IRPtr sliced_form(const IRPtr& owner, uint32_t& slice_leaf) {
+  const IR& ir = *owner;
+  IRPtr form = pipeline_form(owner);
+  if (!form) return nullptr;
+  // The batch's length is that of batch_check's first input (pipeline_form
+  // found batch_check first), when it is an input leaf.
+  const Atom& first = ir.eqns[0].in[0];
+  const auto leaf = std::find(ir.in.begin(), ir.in.end(), first);
+  if (!first.is_var() || leaf == ir.in.end()) return nullptr;
+  slice_leaf = uint32_t(leaf - ir.in.begin());
+  return form;
+}
+
 void attach_sliced(Program& p, const CompileOptions& o) {
-  IRPtr form = pipeline_form(p.ir);
-  if (!form) return;
-  // The batch's length is that of batch_check's first input, an input leaf.
-  const Atom& first = p.ir->eqns[0].in[0];
-  const auto leaf = std::find(p.ir->in.begin(), p.ir->in.end(), first);
-  if (!first.is_var() || leaf == p.ir->in.end()) return;
-  p.slice_leaf = uint32_t(leaf - p.ir->in.begin());
-  p.sliced = compile(std::move(form), o);
+  if (IRPtr form = sliced_form(p.ir, p.slice_leaf)) p.sliced = compile(std::move(form), o);
 }
 
 std::shared_ptr<Program> lower(IRPtr ir, const Lowering& l) {

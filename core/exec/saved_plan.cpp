@@ -60,6 +60,7 @@ SavedPlan save_plan(const Program& p) {
   }
   s.removed_dce = p.removed_dce;
   s.merged_cse = p.merged_cse;
+  if (p.sliced) s.sliced = std::make_shared<const SavedPlan>(save_plan(*p.sliced));
   return s;
 }
 
@@ -144,7 +145,21 @@ std::shared_ptr<const Program> program_from_plan(IRPtr ir, const SavedPlan& s) {
   std::shared_ptr<Program> prog = lower(std::move(ir), Lowering{s.live, s.var_slot, s.priority});
   prog->removed_dce = size_t(s.removed_dce);
   prog->merged_cse = size_t(s.merged_cse);
-  attach_sliced(*prog);
+  // The sliced form: its IR derived again (transforms/pipeline.h), its plan
+  // the file's; a file from before plans held it compiles the form here.
+  if (!s.sliced) {
+    attach_sliced(*prog);
+  } else {
+    uint32_t leaf = 0;
+    IRPtr form = sliced_form(prog->ir, leaf);
+    if (!form) bad_plan("holds a sliced form for a program that has none");
+    try {
+      prog->sliced = program_from_plan(std::move(form), *s.sliced);
+    } catch (const Error& e) {
+      bad_plan(std::string("of the sliced form does not fit it: ") + e.what());
+    }
+    prog->slice_leaf = leaf;
+  }
   return prog;
 }
 

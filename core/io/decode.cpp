@@ -695,22 +695,30 @@ class Reader {
     const fb::Plan* p = g_->plan();
     if (!p) return;
     const IR& ir = *irs_.back();
+    out.plan = plan_columns(p, "the program plan", ir.eqns.size(), ir.vars.size());
+    // The sliced form's IR is derived in exec, which checks the sizes too.
+    if (const fb::Plan* s = p->sliced()) {
+      if (s->sliced()) bad("the program plan's sliced form has a sliced form of its own");
+      out.plan->sliced = std::make_shared<const PlanData>(
+          plan_columns(s, "the program plan's sliced form", SIZE_MAX, size_of(s->var_slot())));
+    }
+  }
+
+  PlanData plan_columns(const fb::Plan* p, const std::string& what, size_t max_live, size_t n_vars) {
     PlanData d;
     auto column = [&](const auto* v, auto& into, size_t want, const char* name) {
       if (size_of(v) != want)
-        bad("the program plan has " + std::to_string(size_of(v)) + " " + name + " entries, expected " +
-            std::to_string(want));
+        bad(what + " has " + std::to_string(size_of(v)) + " " + name + " entries, expected " + std::to_string(want));
       if (v) into.assign(v->begin(), v->end());
     };
-    if (size_of(p->live()) > ir.eqns.size())
-      bad("the program plan runs more equations than the program has");
+    if (size_of(p->live()) > max_live) bad(what + " runs more equations than the program has");
     column(p->live(), d.live, size_of(p->live()), "live");
-    column(p->var_slot(), d.var_slot, ir.vars.size(), "var_slot");
+    column(p->var_slot(), d.var_slot, n_vars, "var_slot");
     require_aligned(p->priority(), "plan priority");
     column(p->priority(), d.priority, d.live.size(), "priority");
     d.removed_dce = p->removed_dce();
     d.merged_cse = p->merged_cse();
-    out.plan = std::move(d);
+    return d;
   }
 
   void host_functions(Loaded& out) {

@@ -356,9 +356,7 @@ class Writer {
     auto irs_vec = fbb.CreateVector(irs);
     auto hosts_vec = fbb.CreateVector(hosts);
     Offset<fb::Plan> plan;
-    if (const auto& p = g_.plan)
-      plan = fb::CreatePlan(fbb, fbb.CreateVector(p->live), fbb.CreateVector(p->var_slot),
-                            fbb.CreateVector(p->priority), p->removed_dce, p->merged_cse);
+    if (const auto& p = g_.plan) plan = write_plan(fbb, *p);
 
     // Absent when nothing is named: a graph without names saves as it did
     // before name paths existed.
@@ -386,6 +384,15 @@ class Writer {
   std::vector<std::string_view> strings_;
   std::unordered_map<std::string_view, uint32_t> string_index_;
   std::vector<Value> keep_;
+
+  // A plan and, nested in it, its sliced form's (built first: children
+  // before parents).
+  static Offset<fb::Plan> write_plan(flatbuffers::FlatBufferBuilder& fbb, const PlanData& p) {
+    Offset<fb::Plan> sliced;
+    if (p.sliced) sliced = write_plan(fbb, *p.sliced);
+    return fb::CreatePlan(fbb, fbb.CreateVector(p.live), fbb.CreateVector(p.var_slot),
+                          fbb.CreateVector(p.priority), p.removed_dce, p.merged_cse, sliced);
+  }
 
   uint32_t intern(std::string_view s) {
     auto [it, fresh] = string_index_.try_emplace(s, uint32_t(strings_.size()));

@@ -132,8 +132,8 @@ class JsonWriter {
   std::string out_;
 
   // A program's plan; a variable never computed has slot null.
-  void plan(const PlanData& p) {
-    out_ += ",\n  \"plan\": {\"live\": [";
+  void plan(const PlanData& p, const char* key = "plan") {
+    out_ += std::string(",\n  \"") + key + "\": {\"live\": [";
     for (size_t i = 0; i < p.live.size(); ++i) out_ += (i ? "," : "") + std::to_string(p.live[i]);
     out_ += "],\n    \"var_slot\": [";
     for (size_t i = 0; i < p.var_slot.size(); ++i) {
@@ -146,7 +146,9 @@ class JsonWriter {
       append_value(out_, Value::floating(p.priority[i]));
     }
     out_ += "],\n    \"removed_dce\": " + std::to_string(p.removed_dce) +
-            ", \"merged_cse\": " + std::to_string(p.merged_cse) + "}";
+            ", \"merged_cse\": " + std::to_string(p.merged_cse);
+    if (p.sliced) plan(*p.sliced, "sliced");
+    out_ += "}";
   }
 
   void atom(uint32_t a) {
@@ -405,9 +407,13 @@ class JsonReader {
  private:
   RawGraph g_;
 
-  void plan(const Value& v) {
-    const std::string where = "\"plan\"";
-    only_keys(v, {"live", "var_slot", "priority", "removed_dce", "merged_cse"}, where);
+  void plan(const Value& v) { g_.plan = plan_of(v, "\"plan\"", true); }
+
+  PlanData plan_of(const Value& v, const std::string& where, bool may_slice) {
+    if (may_slice)
+      only_keys(v, {"live", "var_slot", "priority", "removed_dce", "merged_cse", "sliced"}, where);
+    else
+      only_keys(v, {"live", "var_slot", "priority", "removed_dce", "merged_cse"}, where);
     PlanData p;
     for (const Value& x : list_of(field(v, "live", where), where + ".live"))
       p.live.push_back(index_of(x, where + ".live"));
@@ -425,7 +431,8 @@ class JsonReader {
     };
     p.removed_dce = count("removed_dce");
     p.merged_cse = count("merged_cse");
-    g_.plan = std::move(p);
+    if (const Value* s = v.find("sliced")) p.sliced = std::make_shared<const PlanData>(plan_of(*s, where + ".sliced", false));
+    return p;
   }
   std::map<std::pair<std::string, uint32_t>, uint32_t> prim_index_;
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace af::io {
@@ -14,6 +15,9 @@ struct PlanData {
   std::vector<uint32_t> var_slot;  // per var: var whose slot holds it; kNoVar = never computed
   std::vector<double> priority;    // per live equation
   uint64_t removed_dce = 0, merged_cse = 0;
+  // The plan of the program's sliced form (exec/program.h Program::sliced),
+  // over the IR pipeline_form derives from the program's; null = none.
+  std::shared_ptr<const PlanData> sliced = nullptr;
 };
 
 }  // namespace af::io
