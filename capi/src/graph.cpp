@@ -132,7 +132,7 @@ af_error_t* af_program_load(af_context_t* ctx, const char* path, size_t path_len
     require(out, "af_program_load", "out");
     std::string file = path_arg(path, path_len, "af_program_load");
     std::vector<uint8_t> bytes = io::read_file(file);
-    std::shared_ptr<const Program> prog = naming_file(file, [&] { return load_program(bytes, &ctx->core.plans); });
+    std::shared_ptr<const Program> prog = naming_file(file, [&] { return load_program(bytes, &ctx->core.plans, &ctx->core.compiles); });
     *out = wrap(std::move(prog));
   });
 }

@@ -28,13 +28,12 @@ class ExecContext final : public Context {
   // The dataflow scheduler shared by every run of this context
   // (exec/executor.h); its threads start with the first run that needs them.
   const std::shared_ptr<Scheduler>& scheduler() const noexcept { return scheduler_; }
+  // Every compile() done for this context (af_context_stats' `compiles`):
+  // its plan cache's, a run's keyed forms', walks', loaded programs'.
+  std::atomic<uint64_t> compiles{0};
   // Compiled programs of this context: af_compile, af_ir_call and the lazy
   // evaluator share it (exec/plan_cache.h).
-  PlanCache plans;
-  // Compiles done for this context outside its plan cache (whose misses
-  // count its own): keyed forms, walks, programs loaded without a plan.
-  // af_context_stats reports both as `compiles`.
-  std::atomic<uint64_t> compiles{0};
+  PlanCache plans{PlanCacheOptions{}, &compiles};
 
   std::shared_ptr<SubRun> run_sub(const IRPtr& ir, std::span<const Value> in, const RunEnv& env,
                                   const std::shared_ptr<AsyncOp>& parent, uint64_t index,

@@ -63,7 +63,8 @@ size_t program_bytes(const Program& p) {
   return program_bytes(p, seen);
 }
 
-PlanCache::PlanCache(PlanCacheOptions options) : options_(std::move(options)) {}
+PlanCache::PlanCache(PlanCacheOptions options, std::atomic<uint64_t>* compiles)
+    : options_(std::move(options)), compiles_(compiles) {}
 
 void PlanCache::configure(PlanCacheOptions options) {
   if (options.max_entries == 0)
@@ -127,7 +128,7 @@ std::shared_ptr<const Program> PlanCache::get(const IRPtr& ir, uint64_t key, std
   bool from_disk = false;
   const uint64_t hash = dir.empty() ? 0 : ir_hash(*ir);  // the file's name
   if (!dir.empty() && (prog = load_from_disk(dir, ir, hash))) from_disk = true;
-  if (!prog) prog = compile(ir, {}, eqn_ids);
+  if (!prog) prog = compile(ir, CompileOptions{.count = compiles_}, eqn_ids);
   if (!dir.empty() && !from_disk) save_to_disk(dir, max_disk_bytes, *prog, hash);
   std::lock_guard lock(mu_);
   if (from_disk) ++stats_.disk_hits;

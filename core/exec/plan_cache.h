@@ -48,7 +48,9 @@ size_t program_bytes(const Program& p);
 
 class PlanCache {
  public:
-  explicit PlanCache(PlanCacheOptions options = {});
+  // `compiles`: where the programs it compiles are counted (its context's
+  // compiles), or nullptr.
+  explicit PlanCache(PlanCacheOptions options = {}, std::atomic<uint64_t>* compiles = nullptr);
   // Checks the options (INVALID_ARGUMENT; IO when dir cannot be created or
   // written) and applies them; evicts down to the new bounds.
   void configure(PlanCacheOptions options);
@@ -117,6 +119,7 @@ class PlanCache {
   std::mutex disk_mu_;  // scans and trims of the directory; never held with mu_
   std::atomic<uint64_t> disk_files_{0}, disk_bytes_{0}, disk_evictions_{0};
   PlanCacheOptions options_;
+  std::atomic<uint64_t>* const compiles_;
   Lru lru_;
   std::unordered_multimap<uint64_t, Lru::iterator> index_;
   PlanCacheStats stats_;

@@ -278,7 +278,7 @@ const Forms* Program::forms_of(const Eqn* e) const noexcept {
 }
 
 std::shared_ptr<const Program> Program::keyed_form(const Eqn& e, uint64_t key, const std::function<IRPtr()>& build,
-                                                   bool& compiled) const {
+                                                   const CompileOptions& options) const {
   std::vector<KeyedForms::Entry>& entries = keyed_.entries;
   auto find = [&]() -> std::shared_ptr<const Program> {
     for (size_t i = entries.size(); i-- > 0;)
@@ -296,8 +296,7 @@ std::shared_ptr<const Program> Program::keyed_form(const Eqn& e, uint64_t key, c
   }
   // Built and compiled outside the lock (an unrolled form may be large); a
   // thread that raced this one keeps the first.
-  std::shared_ptr<const Program> built = compile(build());
-  compiled = true;
+  std::shared_ptr<const Program> built = compile(build(), options);
   std::lock_guard lock(keyed_.mu);
   if (auto prog = find()) return prog;
   size_t of_eqn = 0;
@@ -317,6 +316,7 @@ std::shared_ptr<const Program> compile(IRPtr ir, const CompileOptions& o, std::s
   if (!eqn_ids.empty() && eqn_ids.size() != ir->eqns.size())
     fail(Code::Internal, "compile: " + std::to_string(eqn_ids.size()) + " equation identities for " +
                              std::to_string(ir->eqns.size()) + " equations");
+  if (o.count) o.count->fetch_add(1, std::memory_order_relaxed);
   SubMemo memo;
   std::shared_ptr<Program> prog = compile_with(std::move(ir), o, memo, eqn_ids);
   attach_sliced(*prog, o);

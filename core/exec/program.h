@@ -10,6 +10,7 @@
 // shared by every run of it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -29,6 +30,9 @@ struct CompileOptions {
   bool cse = true;
   // Merge identical LM calls too (they may be sampled; off by default).
   bool cse_nondeterministic = false;
+  // Where compile() counts itself (a context's compiles, af_context_stats),
+  // or nullptr. Not part of what is compiled.
+  std::atomic<uint64_t>* count = nullptr;
 };
 
 struct Program {
@@ -84,11 +88,11 @@ struct Program {
   // equation and key, compiled on first use: the one part of a program a
   // run adds to, behind its own lock. At most kMaxKeyedPerEqn keys per
   // equation (a scan's count comes from its data), least recently used out
-  // first. `compiled` is set when this call compiled (one that raced
-  // another for the same form compiles too, and keeps the other's).
+  // first. Compiled with `options` (a call that races another for the same
+  // form compiles too, and keeps the other's).
   static constexpr size_t kMaxKeyedPerEqn = 4;
   std::shared_ptr<const Program> keyed_form(const Eqn& e, uint64_t key, const std::function<IRPtr()>& build,
-                                            bool& compiled) const;
+                                            const CompileOptions& options) const;
 
  private:
   // A copy of a program starts with none: it compiles its own again.
@@ -143,12 +147,15 @@ SavedPlan save_plan(const Program& p);
 // graph loader does) without compiling. FORMAT if the plan does not fit the
 // IR or could make a run read a value nothing computes, skip an effect or
 // merge equations that differ.
-std::shared_ptr<const Program> program_from_plan(IRPtr ir, const SavedPlan& plan);
+// A plan without the sliced form's (a file from before plans held it)
+// compiles that form, with `options`.
+std::shared_ptr<const Program> program_from_plan(IRPtr ir, const SavedPlan& plan, const CompileOptions& options = {});
 // A program as .afg bytes (IR + plan), and back through every loader check;
-// a graph saved from a bare IR (no plan) is compiled, through `plans` when
-// given (a context's plan cache, which counts the compile).
+// a graph saved from a bare IR (no plan) is compiled: through `plans` when
+// given (a context's plan cache), and counted in `count` when given.
 class PlanCache;
 std::string save_program(const Program& p);
-std::shared_ptr<const Program> load_program(std::span<const uint8_t> bytes, PlanCache* plans = nullptr);
+std::shared_ptr<const Program> load_program(std::span<const uint8_t> bytes, PlanCache* plans = nullptr,
+                                            std::atomic<uint64_t>* count = nullptr);
 
 }  // namespace af

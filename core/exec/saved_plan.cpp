@@ -64,7 +64,7 @@ SavedPlan save_plan(const Program& p) {
   return s;
 }
 
-std::shared_ptr<const Program> program_from_plan(IRPtr ir, const SavedPlan& s) {
+std::shared_ptr<const Program> program_from_plan(IRPtr ir, const SavedPlan& s, const CompileOptions& options) {
   const IR& g = *ir;
   const size_t n_eqns = g.eqns.size();
   const uint32_t n_vars = uint32_t(g.vars.size());
@@ -148,7 +148,7 @@ std::shared_ptr<const Program> program_from_plan(IRPtr ir, const SavedPlan& s) {
   // The sliced form: its IR derived again (transforms/pipeline.h), its plan
   // the file's; a file from before plans held it compiles the form here.
   if (!s.sliced) {
-    attach_sliced(*prog);
+    attach_sliced(*prog, options);
   } else {
     uint32_t leaf = 0;
     IRPtr form = sliced_form(prog->ir, leaf);
@@ -168,10 +168,11 @@ std::string save_program(const Program& p) {
   return io::save_ir(*p.ir, &plan);
 }
 
-std::shared_ptr<const Program> load_program(std::span<const uint8_t> bytes, PlanCache* plans) {
+std::shared_ptr<const Program> load_program(std::span<const uint8_t> bytes, PlanCache* plans,
+                                            std::atomic<uint64_t>* count) {
   io::Loaded g = io::load(bytes);
-  if (g.plan) return program_from_plan(g.ir, *g.plan);
-  return plans ? plans->get(g.ir) : compile(g.ir);
+  if (g.plan) return program_from_plan(g.ir, *g.plan, CompileOptions{.count = count});
+  return plans ? plans->get(g.ir) : compile(g.ir, CompileOptions{.count = count});
 }
 
 }  // namespace af

@@ -128,8 +128,10 @@ Value call_ir(IRPtr ir, std::span<const Value> inputs, RunEnv& env) {
 // ---- Walker
 
 Walker::Walker(IRPtr ir, std::vector<Value> leaves, RunEnv& env)
-    : prog_(compile(std::move(ir), CompileOptions{.dce = false, .cse = false})), env_(&env) {
-  if (env.context) exec_context(env).compiles.fetch_add(1, std::memory_order_relaxed);
+    : prog_(compile(std::move(ir), CompileOptions{.dce = false,
+                                                  .cse = false,
+                                                  .count = env.context ? &exec_context(env).compiles : nullptr})),
+      env_(&env) {
   init_slots(*prog_, leaves, slots_);
   if (!env.rank) env.rank = run_rank();  // a walk is one run
 }

@@ -31,14 +31,8 @@ std::shared_ptr<SubRun> ExecContext::run_keyed_form(const Eqn& e, uint64_t key, 
                                                     SubRunDone done, int64_t item) {
   std::shared_ptr<const Program> prog;
   try {
-    bool compiled = false;
-    if (env.program) {
-      prog = env.program->keyed_form(e, key, build, compiled);
-    } else {
-      prog = compile(build());
-      compiled = true;
-    }
-    if (compiled) compiles.fetch_add(1, std::memory_order_relaxed);
+    const CompileOptions counted{.count = &compiles};
+    prog = env.program ? env.program->keyed_form(e, key, build, counted) : compile(build(), counted);
   } catch (const Error& err) {
     done(nullptr, &err);
     return nullptr;

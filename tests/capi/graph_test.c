@@ -338,9 +338,23 @@ static void program_save_load_runs_without_compiling(void) {
 
 /* ---- golden graphs ---------------------------------------------------- */
 
+/* The context's compiles (af_context_stats). */
+static long golden_compiles(void) {
+  af_bytes_t b = {NULL, 0};
+  const char* at;
+  long n = -1;
+  if (!CHECK_OK(af_context_stats(ctx, &b))) return -1;
+  at = strstr((const char*)b.data, "\"compiles\":");
+  if (at) n = strtol(at + 11, NULL, 10);
+  af_bytes_free(&b);
+  return n;
+}
+
 static void run_golden(const char* dir, const char* name) {
   char path[1024], expected_path[1024];
   af_ir_t* ir = NULL;
+  af_program_t* prog = NULL;
+  long compiles;
   af_value_t* expected = NULL;
   af_value_t* cases = NULL;
   unsigned char* text;
@@ -354,6 +368,11 @@ static void run_golden(const char* dir, const char* name) {
     free(text);
     return;
   }
+  /* Every golden runs as a loaded program too; a saved program (NAME_program)
+   * holds its whole plan, sliced form included: loading it compiles nothing. */
+  compiles = golden_compiles();
+  CHECK_OK(af_program_load(ctx, path, strlen(path), &prog));
+  if (strstr(name, "_program")) CHECK_INT_EQ(golden_compiles(), compiles);
   expected = mk_json((const char*)text);
   free(text);
   if (!expected || !CHECK_OK(af_value_key(expected, "cases", 5, &cases)) ||
@@ -361,30 +380,34 @@ static void run_golden(const char* dir, const char* name) {
     n = 0;
   CHECK(n > 0);
   for (i = 0; i < n; i++) {
-    af_value_t *c = NULL, *inputs = NULL, *want = NULL, *got = NULL;
+    af_value_t *c = NULL, *inputs = NULL, *want = NULL, *got = NULL, *got_prog = NULL;
     af_value_t* args[MAX_INPUTS];
     size_t n_args = 0, k;
-    af_error_t *e, *no_error;
+    af_error_t *e, *e_prog, *no_error;
     CHECK_OK(af_value_index(cases, i, &c));
     CHECK_OK(af_value_key(c, "inputs", 6, &inputs));
     CHECK_OK(af_value_len(inputs, &n_args));
     CHECK(n_args <= MAX_INPUTS);
     for (k = 0; k < n_args && k < MAX_INPUTS; k++) CHECK_OK(af_value_index(inputs, k, &args[k]));
     e = af_ir_call(ctx, ir, AS_ARGS(args), n_args, &got);
+    e_prog = prog ? af_program_call(ctx, prog, AS_ARGS(args), n_args, &got_prog) : NULL;
     no_error = af_value_key(c, "error", 5, &want); /* a case expects an error or an output */
     if (!no_error) {
       int64_t code = 0;
       CHECK_OK(af_value_get_int(want, &code));
       if (!e) printf("    case %lu of %s: expected error %ld, got a result\n", (unsigned long)i, name, (long)code);
       CHECK_ERR(e, (int32_t)code, "");
+      if (prog) CHECK_ERR(e_prog, (int32_t)code, "");
     } else {
       char* want_json;
       af_error_free(no_error);
       CHECK_OK(af_value_key(c, "output", 6, &want));
       want_json = json_of(want);
       if (CHECK_OK(e) && want_json) CHECK_JSON(got, want_json);
+      if (prog && CHECK_OK(e_prog) && want_json) CHECK_JSON(got_prog, want_json);
       free(want_json);
     }
+    af_value_free(got_prog);
     for (k = 0; k < n_args && k < MAX_INPUTS; k++) af_value_free(args[k]);
     af_value_free(got);
     af_value_free(want);
@@ -394,6 +417,7 @@ static void run_golden(const char* dir, const char* name) {
   af_value_free(cases);
   af_value_free(expected);
   af_ir_free(ir);
+  af_program_free(prog);
 }
 
 /* The host function the golden graphs call: golden.shout(s) = s + "!". */
