@@ -243,7 +243,8 @@ AF_API af_error_t* af_options_json(af_bytes_t* out);
 AF_API void af_context_free(af_context_t* ctx);
 
 /* ctx's counters as JSON (owned):
- *   {"plan_cache": {"hits", "misses", "disk_hits", "evictions", "entries",
+ *   {"compiles",
+ *    "plan_cache": {"hits", "misses", "disk_hits", "evictions", "entries",
  *                   "bytes", "not_kept", "disk_files", "disk_bytes",
  *                   "disk_evictions"},
  *    "lazy": {"recorded", "evaluated", "dropped", "pending", "evaluations",
@@ -253,7 +254,16 @@ AF_API void af_context_free(af_context_t* ctx);
  * this context saw of its "dir": files and bytes it holds by its last scan
  * and its own writes, files it removed). "evaluations" counts evaluations
  * that ran something, "timed_out" / "cancelled" those stopped by a deadline
- * or a cancel (af_context_free included). */
+ * or a cancel (af_context_free included). "compiles" counts the programs
+ * compiled for ctx: af_compile and af_ir_call (plan cache misses), lazy
+ * evaluations, walks, an af_program_load of a graph saved without a plan,
+ * control flow run outside a program (its sub-IRs, once each), and the one
+ * form a run may add: a scan around LM calls unrolled for a count it has not
+ * met (a few counts kept per scan). A program keeps everything else it runs
+ * (switch branches batched over their items, the sliced form of a large
+ * batch), so running it compiles nothing after its first run; a saved
+ * program holds its plan and its sliced form's, so loading it compiles
+ * nothing either (its sub-IRs are lowered with it, as af_compile does). */
 AF_API af_error_t* af_context_stats(const af_context_t* ctx, af_bytes_t* out);
 
 /* A host function: receives the positional argument trees (borrowed for the
