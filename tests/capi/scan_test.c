@@ -373,6 +373,19 @@ done:
   af_ir_free(body);
 }
 
+/* A list written out of traced values (an input traced without a list
+ * mask) is refused while tracing, not recorded as a literal holding them. */
+static void a_list_of_traced_values_is_refused(void) {
+  struct prog p = {NULL, 0};
+  af_ir_t* ir = NULL;
+  p.body = TRACE(body_fn, NULL, "[\"c\",\"x\"]", NULL);
+  if (p.body)
+    CHECK_ERR(trace_json(scan_fn, &p, "[\"c\",[\"x\",\"y\"]]", NULL, &ir), AF_ERR_INVALID_ARGUMENT,
+              "list of traced values", "list_mask");
+  CHECK(ir == NULL);
+  af_ir_free(p.body);
+}
+
 int main(int argc, char** argv) {
   static const struct test_case cases[] = {
       CASE(run_eagerly_forward_and_in_reverse),
@@ -383,6 +396,7 @@ int main(int argc, char** argv) {
       CASE(rolling_summary_with_an_lm_saves_and_costs),
       CASE(on_a_lazy_context_it_is_a_promise),
       CASE(bad_bodies_and_inputs_are_refused),
+      CASE(a_list_of_traced_values_is_refused),
   };
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }
