@@ -460,38 +460,42 @@ std::shared_ptr<Run> make_run(RunEnv env, std::shared_ptr<const Program> prog, s
     check_writable(opts.profile_path, "profile");
   }
   const Program& p = *prog;
-  Run::Fixed f;
-  f.prog = prog;
-  f.sched = exec_context(env).scheduler();
-  f.env = env;
-  f.env.owned_in = {};  // the caller's inputs are not this run's
-  f.env.program = prog.get();  // control flow runs its compiled sub-IRs
-  // (env.stop, the run's `finished`: loops inside impls stop when it ends.)
-  // The starting thread's scopes, fixed for the run (sub-runs pass theirs);
-  // started inside cancel scopes with no token of its own, the run is
-  // cancelled by each of theirs.
-  if (!f.env.scopes) {
-    f.env.scopes = env.context->scopes.current();
-    if (!opts.cancel)
-      for (const auto& flag : f.env.scopes->cancels())
-        if (auto token = std::dynamic_pointer_cast<CancelToken>(flag)) f.scope_cancels.push_back(std::move(token));
-  }
-  // A path in program order (a sub-run has its parent's) while a checkpoint
-  // scope is open: only those read it (as in the sequential driver).
-  if (!f.env.rank)
-    if (const RunScopes* scopes = scopes_of(f.env); scopes && scopes->any_checkpoint_scope())
-      f.env.rank = run_rank();
-  f.env.item_errors = env.item_errors || opts.item_errors;
-  if (opts.max_value_bytes) f.env.max_value_bytes = opts.max_value_bytes;
   // The callbacks the run releases when it finishes leave the options.
   Run::Progress progress = std::exchange(opts.progress, nullptr);
   Run::Stream stream = std::exchange(opts.stream, nullptr);
-  f.opts = std::move(opts);
-  f.caller_driven = caller_driven;
-  f.after = inject_order(f.env, p);
-  if (f.opts.profile || !f.opts.profile_path.empty())
-    f.profile = std::make_unique<Profile>(p.nodes.size());
-  auto r = std::make_shared<Run>(std::move(f), std::move(progress), std::move(stream));
+  auto fix = [&](const std::atomic<bool>* stop) {
+    Run::Fixed f;
+    f.prog = prog;
+    f.sched = exec_context(env).scheduler();
+    f.env = env;
+    f.env.owned_in = {};  // the caller's inputs are not this run's
+    f.env.stop = stop;  // loops inside impls stop when the run ends
+    f.env.program = prog.get();  // control flow runs its compiled sub-IRs
+    // The starting thread's scopes, fixed for the run (sub-runs pass
+    // theirs); started inside cancel scopes with no token of its own, the
+    // run is cancelled by each of theirs.
+    if (!f.env.scopes) {
+      f.env.scopes = env.context->scopes.current();
+      if (!opts.cancel)
+        for (const auto& flag : f.env.scopes->cancels())
+          if (auto token = std::dynamic_pointer_cast<CancelToken>(flag)) f.scope_cancels.push_back(std::move(token));
+    }
+    // A path in program order (a sub-run has its parent's) while a
+    // checkpoint scope is open: only those read it (as in the sequential
+    // driver).
+    if (!f.env.rank)
+      if (const RunScopes* scopes = scopes_of(f.env); scopes && scopes->any_checkpoint_scope())
+        f.env.rank = run_rank();
+    f.env.item_errors = env.item_errors || opts.item_errors;
+    if (opts.max_value_bytes) f.env.max_value_bytes = opts.max_value_bytes;
+    f.opts = std::move(opts);
+    f.caller_driven = caller_driven;
+    f.after = inject_order(f.env, p);
+    if (f.opts.profile || !f.opts.profile_path.empty())
+      f.profile = std::make_unique<Profile>(p.nodes.size());
+    return f;
+  };
+  auto r = std::make_shared<Run>(fix, std::move(progress), std::move(stream));
   Run::Dataflow& d = r->flow;
   d.slots.resize(p.n_slots);
   const size_t n_vars = p.n_slots - p.constants.size();

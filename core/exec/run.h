@@ -69,7 +69,7 @@ inline bool calling_here(const void* callback) noexcept {
 template <class Fn>
 class RunCallback {
  public:
-  explicit RunCallback(Fn fn) : fn_(std::move(fn)), present_(bool(fn_)) {}
+  explicit RunCallback(Fn&& fn) : fn_(std::move(fn)), present_(bool(fn_)) {}
   RunCallback(const RunCallback&) = delete;
   RunCallback& operator=(const RunCallback&) = delete;
 
@@ -97,9 +97,10 @@ class RunCallback {
   }
 
   // finish(): lets fn go, unless a call on this thread is under way (then
-  // that call releases it as it returns).
+  // that call releases it as it returns). A run given none has nothing to
+  // release and no call to wait for: no lock then.
   void release() noexcept {
-    if (calling_here(this)) return;
+    if (!present_ || calling_here(this)) return;
     Fn fn;  // destroyed after the lock is released
     std::lock_guard<std::mutex> lock(mu_);
     fn.swap(fn_);
@@ -121,8 +122,7 @@ class Run : public SubRun, public std::enable_shared_from_this<Run> {
   struct Fixed {
     std::shared_ptr<const Program> prog;
     std::shared_ptr<Scheduler> sched;
-    // The environment its equations run in; env.stop is `finished` (set by
-    // the constructor).
+    // The environment its equations run in; env.stop is `finished`.
     RunEnv env;
     // The caller's options, less progress and stream (in `callbacks`).
     RunOptions opts;
@@ -193,15 +193,18 @@ class Run : public SubRun, public std::enable_shared_from_this<Run> {
 
   // The user's callbacks, each under its own lock (RunCallback).
   struct Callbacks {
-    Callbacks(Progress p, Stream s) : progress(std::move(p)), stream(std::move(s)) {}
+    Callbacks(Progress&& p, Stream&& s) : progress(std::move(p)), stream(std::move(s)) {}
     RunCallback<Progress> progress;
     uint64_t progress_done = 0;  // touched only inside progress.call (its lock)
     RunCallback<Stream> stream;
   };
 
-  Run(Fixed f, Progress progress, Stream stream)
-      : fixed(with_stop(std::move(f), &finished)),
-        callbacks(std::move(progress), std::move(stream)) {}
+  // fix(stop) returns the fixed part, built in place (a run is made per
+  // sub-run: a move of it would move the environment and the options);
+  // stop, for its env.stop, is `finished`.
+  template <class Fix>
+  Run(Fix&& fix, Progress&& progress, Stream&& stream)
+      : fixed(fix(&finished)), callbacks(std::move(progress), std::move(stream)) {}
   // A run that ends without finishing (nothing will ever complete it) still
   // leaves the scheduler's list. `listed` is read unlocked: only this run's
   // own add_run / remove_run write it, and they happen before its last
@@ -232,12 +235,6 @@ class Run : public SubRun, public std::enable_shared_from_this<Run> {
   Links links;  // guarded by Scheduler::runs_mu_
 
   Callbacks callbacks;
-
- private:
-  static Fixed with_stop(Fixed f, const std::atomic<bool>* stop) {
-    f.env.stop = stop;
-    return f;
-  }
 };
 
 }  // namespace af
