@@ -78,7 +78,8 @@ class RunCallback {
 
   // Calls f(fn) under the lock unless fn was released; when the run has
   // finished by the time f returns (f ended it), releases fn on the way out
-  // (outside the lock), as finish() left it to this call.
+  // (outside the lock), as finish() left it to this call. Of nested calls,
+  // only the outermost releases: the others return into a call of fn.
   template <class F>
   void call(const std::atomic<bool>& finished, F&& f) noexcept {
     const bool nested = calling_here(this);
@@ -117,8 +118,8 @@ class Run : public SubRun, public std::enable_shared_from_this<Run> {
   using Progress = std::function<void(uint64_t done, uint64_t total)>;
   using Stream = std::function<void(uint32_t eqn, uint64_t item, const char* data, size_t len)>;
 
-  // What the run is. Built by make_run before the run exists; const after,
-  // so read from any thread without a lock.
+  // What the run is. Built by make_run as the run is constructed, before
+  // it starts; const after, so read from any thread without a lock.
   struct Fixed {
     std::shared_ptr<const Program> prog;
     std::shared_ptr<Scheduler> sched;
