@@ -113,6 +113,7 @@ class RunCallback {
   const bool present_;
 };
 
+// A run; a sub-run's handle too (run_sub_async): cancelling it finishes it.
 class Run : public SubRun, public std::enable_shared_from_this<Run> {
  public:
   using Progress = std::function<void(uint64_t done, uint64_t total)>;
