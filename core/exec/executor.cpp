@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <optional>
+#include <utility>
 
 #include "rt/async.h"
 #include "exec/context.h"
 #include "exec/profile.h"
+#include "exec/run.h"
 #include "exec/summary.h"
 #include "rt/journal.h"
 #include "rt/scopes.h"
@@ -19,77 +21,6 @@
 namespace af {
 
 constexpr uint32_t kNone = UINT32_MAX;
-
-// A run; a sub-run's handle too (run_sub_async): cancelling it finishes it.
-class Run : public SubRun, public std::enable_shared_from_this<Run> {
- public:
-  // A run that ends without finishing (nothing will ever complete it) still
-  // leaves the scheduler's list of runs.
-  ~Run() override {
-    if (listed) sched->remove_run(this);
-  }
-  void cancel() noexcept override;
-  std::shared_ptr<const Program> prog;
-  std::shared_ptr<Scheduler> sched;
-  // The scheduler's list of active runs (Scheduler::runs_mu_), for shutdown
-  // to cancel: linked in by begin(), out by finish().
-  Run* prev_run = nullptr;
-  Run* next_run = nullptr;
-  bool listed = false;
-  RunEnv env;
-  RunOptions opts;
-  // Started inside cancel scopes with no token of its own: theirs, each of
-  // which cancels it (set by make_run, attached by begin).
-  std::vector<std::shared_ptr<CancelToken>> scope_cancels;
-  bool caller_driven = false;
-  std::vector<Value> slots;
-  std::unique_ptr<std::atomic<uint32_t>[]> pending;
-  std::atomic<uint32_t> remaining{0};
-  std::atomic<bool> finished{false};
-  std::unique_ptr<std::shared_ptr<const Error>[]> slot_err;  // keep_going only
-  // Inject order: per node, the next node that hits a key an inject scope
-  // queues values for (kNone: none); empty when nothing is injected.
-  std::vector<uint32_t> after;
-  std::unique_ptr<Profile> profile;
-  // Written after the timer is scheduled, read by finish() on any thread
-  // (possibly the timer's own, before the write is visible): atomic.
-  std::atomic<uint64_t> timer_id{0};
-
-  std::mutex mu;
-  std::condition_variable cv;
-  bool ready = false;  // result published
-  Value result;
-  std::optional<Error> error;
-  std::vector<std::function<void()>> callbacks;
-  // A sub-run's completion (run_sub_async): its flat output leaves or its
-  // error, called once by finish() after the result is published.
-  SubRunDone done;
-  std::vector<std::shared_ptr<AsyncOp>> inflight;
-  struct LocalTask {
-    double priority;
-    uint64_t seq;
-    uint32_t node;
-    bool operator<(const LocalTask& o) const {
-      return priority != o.priority ? priority < o.priority : seq > o.seq;
-    }
-  };
-  std::priority_queue<LocalTask> local;  // caller-driven runs
-  uint64_t local_seq = 0;
-  // The user's callbacks (opts.progress, opts.stream) are released when the
-  // run finishes, before it reports completion (release_callbacks), so they
-  // are called and reset only under these locks; the unlocked "is there
-  // one" checks read has_progress / has_stream, fixed at make_run. Each
-  // lock is held while its callback runs; finish() takes both, so no
-  // callback runs after the run finished. Recursive: a callback may end the
-  // run (cancel) on its own thread; in_progress / in_stream then tell
-  // finish() to leave the release to the callback's caller.
-  bool has_progress = false, has_stream = false;
-  std::recursive_mutex progress_mu;
-  bool in_progress = false;
-  uint64_t progress_done = 0;
-  std::recursive_mutex stream_mu;
-  bool in_stream = false;
-};
 
 namespace {
 
@@ -119,36 +50,36 @@ uint32_t complete(const std::shared_ptr<Run>& r, uint32_t node, bool can_continu
 void execute(const std::shared_ptr<Run>& r, uint32_t node);
 
 void schedule(const std::shared_ptr<Run>& r, uint32_t node) {
-  double prio = r->prog->nodes[node].priority;
-  if (r->caller_driven) {
+  double prio = r->fixed.prog->nodes[node].priority;
+  if (r->fixed.caller_driven) {
     {
       std::lock_guard<std::mutex> lock(r->mu);
-      if (r->ready) return;
-      r->local.push(Run::LocalTask{prio, r->local_seq++, node});
+      if (r->outcome.ready) return;
+      r->work.local.push(Run::Work::LocalTask{prio, r->work.local_seq++, node});
     }
     r->cv.notify_one();
     return;
   }
-  r->sched->push(Scheduler::Task{prio, 0, r, node});
+  r->fixed.sched->push(Scheduler::Task{prio, 0, r, node});
 }
 
 // Gathers a node's inputs: a slot's only read takes the value (see
 // Program::last_use), other reads share it.
 void gather(Run& r, const Program::Node& n, std::vector<Value>& in) {
-  const Program& p = *r.prog;
+  const Program& p = *r.fixed.prog;
   in.resize(n.in_count);
   const bool moves = !p.last_use.empty();
   for (uint32_t k = 0; k < n.in_count; ++k) {
     const uint32_t i = n.in_begin + k;
-    if (moves && p.last_use[i]) in[k] = std::move(r.slots[p.args[i]]);
-    else in[k] = r.slots[p.args[i]];
+    if (moves && p.last_use[i]) in[k] = std::move(r.flow.slots[p.args[i]]);
+    else in[k] = r.flow.slots[p.args[i]];
   }
 }
 
 bool input_error(const Run& r, const Program::Node& n, std::shared_ptr<const Error>& err) {
-  if (!r.slot_err) return false;
+  if (!r.flow.slot_err) return false;
   for (uint32_t k = 0; k < n.in_count; ++k)
-    if (const auto& e = r.slot_err[r.prog->args[n.in_begin + k]]) {
+    if (const auto& e = r.flow.slot_err[r.fixed.prog->args[n.in_begin + k]]) {
       err = e;
       return true;
     }
@@ -156,7 +87,7 @@ bool input_error(const Run& r, const Program::Node& n, std::shared_ptr<const Err
 }
 
 void mark_outputs_failed(Run& r, const Program::Node& n, std::shared_ptr<const Error> err) {
-  for (uint32_t k = 0; k < n.out_count; ++k) r.slot_err[r.prog->results[n.out_begin + k]] = err;
+  for (uint32_t k = 0; k < n.out_count; ++k) r.flow.slot_err[r.fixed.prog->results[n.out_begin + k]] = err;
 }
 
 // A failed equation: the run fails (default) or, with keep_going, its
@@ -167,17 +98,17 @@ uint32_t fail_node(const std::shared_ptr<Run>& r, uint32_t node, const Error& ca
   // (Unnamed: the error itself, not a copy, whose message buffer another
   // thread may still share.)
   std::optional<Error> named;
-  if (const NamePath& path = r->prog->nodes[node].eqn->name_path())
+  if (const NamePath& path = r->fixed.prog->nodes[node].eqn->name_path())
     named.emplace(named_error(path, cause));
   const Error& err = named ? *named : cause;
-  if (r->profile) r->profile->finished(node, int32_t(err.code()));
-  if (!r->opts.keep_going) {
+  if (r->fixed.profile) r->fixed.profile->finished(node, int32_t(err.code()));
+  if (!r->fixed.opts.keep_going) {
     finish(r, nullptr, &err);
     return kNone;
   }
   auto shared = std::make_shared<const Error>(err);
-  if (r->opts.on_eqn_error) r->opts.on_eqn_error(r->prog->nodes[node].eqn_index, shared);
-  mark_outputs_failed(*r, r->prog->nodes[node], std::move(shared));
+  if (r->fixed.opts.on_eqn_error) r->fixed.opts.on_eqn_error(r->fixed.prog->nodes[node].eqn_index, shared);
+  mark_outputs_failed(*r, r->fixed.prog->nodes[node], std::move(shared));
   return complete(r, node, can_continue);
 }
 
@@ -187,60 +118,54 @@ class ExecOp final : public AsyncOp {
   // Inputs kept to store the result in the open memoize scope (else empty).
   std::optional<std::vector<Value>> memo_in;
   bool profiling() const noexcept override {
-    return run_->profile != nullptr || run_->opts.on_span || run_->opts.summary;
+    return run_->fixed.profile != nullptr || run_->fixed.opts.on_span || run_->fixed.opts.summary;
   }
   // The span gains this equation's tags and name path (in front of those of
   // the sub-run equations it came through).
   void record_span(const CallSpan& s) noexcept override {
     try {
-      const Eqn& e = *run_->prog->nodes[node_].eqn;
+      const Eqn& e = *run_->fixed.prog->nodes[node_].eqn;
       CallSpan span = s;
       span.tags = union_tags(e.tags(), s.tags);
       span.name_path = join_names(e.name_path(), s.name_path);
-      if (run_->profile) run_->profile->span(node_, span);
-      if (run_->opts.summary) run_->opts.summary->add(span);
-      if (run_->opts.on_span) run_->opts.on_span(span);
+      if (run_->fixed.profile) run_->fixed.profile->span(node_, span);
+      if (run_->fixed.opts.summary) run_->fixed.opts.summary->add(span);
+      if (run_->fixed.opts.on_span) run_->fixed.opts.on_span(span);
     } catch (...) {
     }
   }
   void record_event(const HostEvent& ev) noexcept override {
     try {
-      if (run_->profile) run_->profile->event(node_, ev);
-      if (run_->opts.on_event) run_->opts.on_event(ev);
+      if (run_->fixed.profile) run_->fixed.profile->event(node_, ev);
+      if (run_->fixed.opts.on_event) run_->fixed.opts.on_event(ev);
     } catch (...) {
     }
   }
   bool streams(const Eqn& e) const noexcept override {
-    const RunOptions& o = run_->opts;
+    const RunOptions& o = run_->fixed.opts;
     if (auto parent = o.stream_parent.lock()) return parent->streams(e);
-    if (!run_->has_stream) return false;
+    if (!run_->callbacks.stream.present()) return false;
     auto tagged = [&o](const Eqn& x) {
       const Tags& t = x.tags();
       return t && std::find(t->begin(), t->end(), o.stream_tag) != t->end();
     };
-    return o.stream_tag.empty() || tagged(e) || tagged(*run_->prog->nodes[node_].eqn);
+    return o.stream_tag.empty() || tagged(e) || tagged(*run_->fixed.prog->nodes[node_].eqn);
   }
   bool streaming() const noexcept override {
-    const RunOptions& o = run_->opts;
+    const RunOptions& o = run_->fixed.opts;
     if (auto parent = o.stream_parent.lock()) return parent->streaming();
-    return run_->has_stream;
+    return run_->callbacks.stream.present();
   }
   void stream(uint64_t item, const char* data, size_t len) noexcept override {
     Run& r = *run_;
-    if (r.opts.stream_item >= 0) item = uint64_t(r.opts.stream_item);
-    if (auto parent = r.opts.stream_parent.lock()) return parent->stream(item, data, len);
-    if (!r.has_stream) return;
-    std::function<void(uint32_t, uint64_t, const char*, size_t)> ended;  // released after the lock
-    std::lock_guard<std::recursive_mutex> lock(r.stream_mu);
-    if (r.finished.load(std::memory_order_acquire) || !r.opts.stream) return;
-    r.in_stream = true;
-    try {
-      r.opts.stream(r.prog->nodes[node_].eqn_index, item, data, len);
-    } catch (...) {
-    }
-    r.in_stream = false;
-    // The callback ended the run: finish() left its release to us.
-    if (r.finished.load(std::memory_order_acquire)) ended.swap(r.opts.stream);
+    if (r.fixed.opts.stream_item >= 0) item = uint64_t(r.fixed.opts.stream_item);
+    if (auto parent = r.fixed.opts.stream_parent.lock()) return parent->stream(item, data, len);
+    if (!r.callbacks.stream.present()) return;
+    const uint32_t eqn = r.fixed.prog->nodes[node_].eqn_index;
+    r.callbacks.stream.call(r.finished, [&](const Run::Stream& fn) {
+      // Nothing streams once the run has finished (RunOptions::stream).
+      if (!r.finished.load(std::memory_order_acquire)) fn(eqn, item, data, len);
+    });
   }
 
  protected:
@@ -248,7 +173,7 @@ class ExecOp final : public AsyncOp {
     const std::shared_ptr<Run>& r = run_;
     if (r->finished.load(std::memory_order_acquire)) return;
     try {
-      const Program::Node& n = r->prog->nodes[node_];
+      const Program::Node& n = r->fixed.prog->nodes[node_];
       if (err) {
         fail_node(r, node_, *err, false);
         return;
@@ -259,9 +184,10 @@ class ExecOp final : public AsyncOp {
                   false);
         return;
       }
-      if (memo_in) r->env.scopes->memo_store(*n.eqn, *memo_in, *out);
-      for (uint32_t k = 0; k < n.out_count; ++k) r->slots[r->prog->results[n.out_begin + k]] = std::move((*out)[k]);
-      if (r->profile) r->profile->finished(node_, 0);
+      if (memo_in) r->fixed.env.scopes->memo_store(*n.eqn, *memo_in, *out);
+      const Program& p = *r->fixed.prog;
+      for (uint32_t k = 0; k < n.out_count; ++k) r->flow.slots[p.results[n.out_begin + k]] = std::move((*out)[k]);
+      if (r->fixed.profile) r->fixed.profile->finished(node_, 0);
       complete(r, node_, false);
     } catch (const Error& e) {
       finish(r, nullptr, &e);
@@ -277,29 +203,29 @@ class ExecOp final : public AsyncOp {
 };
 
 void start_async(const std::shared_ptr<Run>& r, uint32_t node) {
-  const Program::Node& n = r->prog->nodes[node];
+  const Program::Node& n = r->fixed.prog->nodes[node];
   auto op = std::make_shared<ExecOp>(r, node);
   op->priority = n.priority;
   {
     std::lock_guard<std::mutex> lock(r->mu);
-    if (r->ready || r->finished.load()) return;
-    r->inflight.push_back(op);
+    if (r->outcome.ready || r->finished.load()) return;
+    r->work.inflight.push_back(op);
   }
   ScratchLease lease;
   std::vector<Value>& in = lease.s->in;
   gather(*r, n, in);
-  if (r->profile) r->profile->started(node, engine_thread_index());
-  if (r->env.scopes->memo_open() && memoizable(*n.eqn)) {
+  if (r->fixed.profile) r->fixed.profile->started(node, engine_thread_index());
+  if (r->fixed.env.scopes->memo_open() && memoizable(*n.eqn)) {
     std::vector<Value>& out = lease.s->out;
     out.assign(n.out_count, Value());
-    if (r->env.scopes->memo_find(*n.eqn, in, out)) {
+    if (r->fixed.env.scopes->memo_find(*n.eqn, in, out)) {
       op->succeed(std::move(out));  // a memo hit: done without a request
       return;
     }
     op->memo_in.emplace(in.begin(), in.end());
   }
   try {
-    RunEnv env = r->env;
+    RunEnv env = r->fixed.env;
     env.eqn = n.eqn_index;
     n.eqn->prim->impl_async(*n.eqn, in, op, env);
   } catch (const Error& e) {
@@ -313,22 +239,22 @@ void start_async(const std::shared_ptr<Run>& r, uint32_t node) {
 // (can_continue), async consumers start at once and the best synchronous
 // one is returned for the caller to run next; everything else is queued.
 uint32_t complete(const std::shared_ptr<Run>& r, uint32_t node, bool can_continue) {
-  const Program& p = *r->prog;
+  const Program& p = *r->fixed.prog;
   const Program::Node& n = p.nodes[node];
   uint32_t best = kNone;
   auto release = [&](uint32_t c) {
     // The last release needs no read-modify-write: a count of 1 means no
     // other producer of c is left to race with (most nodes have one input
     // producer). The acquire load still sees what earlier producers wrote.
-    std::atomic<uint32_t>& pending = r->pending[c];
+    std::atomic<uint32_t>& pending = r->flow.pending[c];
     if (pending.load(std::memory_order_acquire) == 1)
       pending.store(0, std::memory_order_relaxed);
     else if (pending.fetch_sub(1, std::memory_order_acq_rel) != 1)
       return;
-    if (r->profile) r->profile->queued(c);
+    if (r->fixed.profile) r->fixed.profile->queued(c);
     if (!can_continue) {
       schedule(r, c);
-    } else if (p.nodes[c].async && !r->slot_err) {
+    } else if (p.nodes[c].async && !r->flow.slot_err) {
       start_async(r, c);
     } else if (best == kNone) {
       best = c;
@@ -340,34 +266,25 @@ uint32_t complete(const std::shared_ptr<Run>& r, uint32_t node, bool can_continu
     }
   };
   for (uint32_t k = 0; k < n.cons_count; ++k) release(p.consumers[n.cons_begin + k]);
-  if (!r->after.empty() && r->after[node] != kNone) release(r->after[node]);
-  if (r->has_progress) {
-    std::function<void(uint64_t, uint64_t)> ended;  // released after the lock
-    std::lock_guard<std::recursive_mutex> lock(r->progress_mu);
-    if (r->opts.progress) {
-      r->in_progress = true;
-      try {
-        r->opts.progress(++r->progress_done, p.nodes.size());
-      } catch (...) {
-      }
-      r->in_progress = false;
-      // The callback ended the run: finish() left its release to us.
-      if (r->finished.load(std::memory_order_acquire)) ended.swap(r->opts.progress);
-    }
+  if (!r->fixed.after.empty() && r->fixed.after[node] != kNone) release(r->fixed.after[node]);
+  if (r->callbacks.progress.present()) {
+    Run::Callbacks& cb = r->callbacks;
+    cb.progress.call(r->finished,
+                     [&](const Run::Progress& fn) { fn(++cb.progress_done, p.nodes.size()); });
   }
-  if (r->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+  if (r->flow.remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
     std::vector<Value> outs;
     outs.reserve(p.out_slots.size());
     for (size_t k = 0; k < p.out_slots.size(); ++k) {
       const uint32_t s = p.out_slots[k];
-      if (r->slot_err && r->slot_err[s]) {
-        if (r->opts.on_output_error) r->opts.on_output_error(k, r->slot_err[s]);
-        outs.push_back(error_value(*r->slot_err[s]));
+      if (r->flow.slot_err && r->flow.slot_err[s]) {
+        if (r->fixed.opts.on_output_error) r->fixed.opts.on_output_error(k, r->flow.slot_err[s]);
+        outs.push_back(error_value(*r->flow.slot_err[s]));
       } else {
-        outs.push_back(r->slots[s]);
+        outs.push_back(r->flow.slots[s]);
       }
     }
-    Value v = r->opts.flat_output ? Value::list(std::move(outs)) : p.ir->out_tree.unflatten(outs);
+    Value v = r->fixed.opts.flat_output ? Value::list(std::move(outs)) : p.ir->out_tree.unflatten(outs);
     finish(r, &v, nullptr);
   }
   return best;
@@ -377,12 +294,12 @@ void execute(const std::shared_ptr<Run>& r, uint32_t node) {
   ScratchLease lease;
   std::vector<Value>& in = lease.s->in;
   std::vector<Value>& out = lease.s->out;
-  const Program& p = *r->prog;
+  const Program& p = *r->fixed.prog;
   // One copy of the run's environment for the nodes this thread runs in a
   // row (as the sequential interpreter keeps one): a copy per node wrote
   // two shared counts. No impl changes the environment it is given (those
   // that run sub-IRs change their own copy, or restore what they set).
-  RunEnv env = r->env;
+  RunEnv env = r->fixed.env;
   while (node != kNone) {
     if (r->finished.load(std::memory_order_acquire)) return;
     const Program::Node& n = p.nodes[node];
@@ -398,7 +315,7 @@ void execute(const std::shared_ptr<Run>& r, uint32_t node) {
     }
     gather(*r, n, in);
     out.assign(n.out_count, Value());
-    if (r->profile) r->profile->started(node, engine_thread_index());
+    if (r->fixed.profile) r->fixed.profile->started(node, engine_thread_index());
     try {
       env.eqn = n.eqn_index;
       env.owned_in = {};
@@ -415,29 +332,18 @@ void execute(const std::shared_ptr<Run>& r, uint32_t node) {
       node = fail_node(r, node, error_from(e), true);
       continue;
     }
-    for (uint32_t k = 0; k < n.out_count; ++k) r->slots[p.results[n.out_begin + k]] = std::move(out[k]);
-    if (r->profile) r->profile->finished(node, 0);
+    for (uint32_t k = 0; k < n.out_count; ++k) r->flow.slots[p.results[n.out_begin + k]] = std::move(out[k]);
+    if (r->fixed.profile) r->fixed.profile->finished(node, 0);
     node = complete(r, node, true);
   }
 }
 
 // The user's callbacks go when the run finishes, before it reports
-// completion: a binding's callable or a C caller's user_data is released by
-// the time the caller has the result (af.h: progress_destroy,
-// stream_destroy). Taking each lock also waits for a callback running on
-// another thread; one running on this thread (it ended the run) is
-// released by its caller when it returns.
+// completion (RunCallback: one being called on this thread, which ended the
+// run, is released by its call as it returns).
 void release_callbacks(Run& r) noexcept {
-  std::function<void(uint64_t, uint64_t)> progress;
-  std::function<void(uint32_t, uint64_t, const char*, size_t)> stream;
-  {
-    std::lock_guard<std::recursive_mutex> lock(r.progress_mu);
-    if (!r.in_progress) progress.swap(r.opts.progress);
-  }
-  {
-    std::lock_guard<std::recursive_mutex> lock(r.stream_mu);
-    if (!r.in_stream) stream.swap(r.opts.stream);
-  }
+  r.callbacks.progress.release();
+  r.callbacks.stream.release();
 }
 
 // A finished sub-run reports to the equation that started it. Its result
@@ -447,10 +353,10 @@ void sub_run_done(Run& r) noexcept {
   done.swap(r.done);
   if (!done) return;
   try {
-    if (r.error) {
-      done(nullptr, &*r.error);
+    if (r.outcome.error) {
+      done(nullptr, &*r.outcome.error);
     } else {
-      std::vector<Value> out = r.result.items();
+      std::vector<Value> out = r.outcome.result.items();
       done(&out, nullptr);
     }
   } catch (const Error& e) {
@@ -465,14 +371,14 @@ void finish(const std::shared_ptr<Run>& r, Value* result, const Error* err) noex
   bool expected = false;
   if (!r->finished.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) return;
   release_callbacks(*r);
-  if (r->opts.summary) r->opts.summary->stop();
+  if (r->fixed.opts.summary) r->fixed.opts.summary->stop();
   try {
-    if (uint64_t id = r->timer_id.load(std::memory_order_acquire)) r->sched->cancel_timer(id);
+    if (uint64_t id = r->timer_id.load(std::memory_order_acquire)) r->fixed.sched->cancel_timer(id);
     std::vector<std::shared_ptr<AsyncOp>> ops;
     {
       std::lock_guard<std::mutex> lock(r->mu);
-      ops.swap(r->inflight);
-      r->local = {};
+      ops.swap(r->work.inflight);
+      r->work.local = {};
     }
     std::optional<Error> error;
     if (err) error.emplace(detached(*err));
@@ -484,10 +390,10 @@ void finish(const std::shared_ptr<Run>& r, Value* result, const Error* err) noex
     // The run that opened the journal lets it go (sub-runs share it): by
     // now every reply the result holds is committed, and a caller may
     // resume on the file as soon as this run reports completion.
-    if (!r->opts.journal_path.empty() && r->env.journal) r->env.journal->close();
-    if (r->profile && !r->opts.profile_path.empty()) {
+    if (!r->fixed.opts.journal_path.empty() && r->fixed.env.journal) r->fixed.env.journal->close();
+    if (r->fixed.profile && !r->fixed.opts.profile_path.empty()) {
       try {
-        r->profile->write(r->opts.profile_path, *r->prog);
+        r->fixed.profile->write(r->fixed.opts.profile_path, *r->fixed.prog);
       } catch (const Error& e) {
         if (!error) error.emplace(e);
       }
@@ -495,10 +401,10 @@ void finish(const std::shared_ptr<Run>& r, Value* result, const Error* err) noex
     std::vector<std::function<void()>> cbs;
     {
       std::lock_guard<std::mutex> lock(r->mu);
-      if (error) r->error = std::move(error);
-      else if (result) r->result = std::move(*result);
-      r->ready = true;
-      cbs.swap(r->callbacks);
+      if (error) r->outcome.error = std::move(error);
+      else if (result) r->outcome.result = std::move(*result);
+      r->outcome.ready = true;
+      cbs.swap(r->outcome.on_done);
     }
     r->cv.notify_all();
     for (auto& cb : cbs) {
@@ -509,35 +415,36 @@ void finish(const std::shared_ptr<Run>& r, Value* result, const Error* err) noex
     }
   } catch (...) {
     std::lock_guard<std::mutex> lock(r->mu);
-    if (!r->ready) {
-      r->error.emplace(Code::OutOfMemory, "out of memory while finishing a run");
-      r->ready = true;
+    if (!r->outcome.ready) {
+      r->outcome.error.emplace(Code::OutOfMemory, "out of memory while finishing a run");
+      r->outcome.ready = true;
     }
     r->cv.notify_all();
   }
   sub_run_done(*r);
-  r->sched->remove_run(r.get());
+  r->fixed.sched->remove_run(r.get());
 }
 
 // While an inject scope queues values for a key, the equations that hit it
 // run one after another in program order, each once the previous one has
 // finished, so that the queued values reach the hits in program order
-// (docs/SEMANTICS.md §4 inject). Chain edges follow program order, as
+// (docs/SEMANTICS.md §4 inject): Run::Fixed::after, whose edges each add a
+// release to wait for (make_run). Chain edges follow program order, as
 // dataflow edges do, so they never close a cycle.
-void chain_injected(Run& r) {
-  const InjectedKeys keys = r.env.scopes->injected();
-  if (keys.empty()) return;
-  const Program& p = *r.prog;
+std::vector<uint32_t> inject_order(const RunEnv& env, const Program& p) {
+  std::vector<uint32_t> after;
+  const InjectedKeys keys = env.scopes->injected();
+  if (keys.empty()) return after;
   uint32_t prev = kNone;
   for (uint32_t i = 0; i < p.nodes.size(); ++i) {
     if (!keys.hit_by(*p.nodes[i].eqn)) continue;
     if (prev != kNone) {
-      if (r.after.empty()) r.after.assign(p.nodes.size(), kNone);
-      r.after[prev] = i;
-      r.pending[i].fetch_add(1, std::memory_order_relaxed);
+      if (after.empty()) after.assign(p.nodes.size(), kNone);
+      after[prev] = i;
     }
     prev = i;
   }
+  return after;
 }
 
 std::shared_ptr<Run> make_run(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Value> leaves,
@@ -552,61 +459,71 @@ std::shared_ptr<Run> make_run(RunEnv env, std::shared_ptr<const Program> prog, s
     make_parent_dirs(opts.profile_path, "profile");
     check_writable(opts.profile_path, "profile");
   }
-  auto r = std::make_shared<Run>();
-  r->prog = prog;
-  r->sched = exec_context(env).scheduler();
-  r->env = env;
-  r->env.owned_in = {};  // the caller's inputs are not this run's
-  r->env.stop = &r->finished;  // loops inside impls stop when the run ends
-  r->env.program = prog.get();  // control flow runs its compiled sub-IRs
-  // The starting thread's scopes, fixed for the run (sub-runs pass theirs);
-  // started inside cancel scopes with no token of its own, the run is
-  // cancelled by each of theirs.
-  if (!r->env.scopes) {
-    r->env.scopes = env.context->scopes.current();
-    if (!opts.cancel)
-      for (const auto& flag : r->env.scopes->cancels())
-        if (auto token = std::dynamic_pointer_cast<CancelToken>(flag)) r->scope_cancels.push_back(std::move(token));
-  }
-  // A path in program order (a sub-run has its parent's) while a checkpoint
-  // scope is open: only those read it (as in the sequential driver).
-  if (!r->env.rank)
-    if (const RunScopes* scopes = scopes_of(r->env); scopes && scopes->any_checkpoint_scope())
-      r->env.rank = run_rank();
-  r->env.item_errors = env.item_errors || opts.item_errors;
-  if (opts.max_value_bytes) r->env.max_value_bytes = opts.max_value_bytes;
-  r->opts = std::move(opts);
-  r->has_progress = bool(r->opts.progress);
-  r->has_stream = bool(r->opts.stream);
-  r->caller_driven = caller_driven;
   const Program& p = *prog;
-  r->slots.resize(p.n_slots);
+  // The callbacks the run releases when it finishes leave the options.
+  Run::Progress progress = std::exchange(opts.progress, nullptr);
+  Run::Stream stream = std::exchange(opts.stream, nullptr);
+  auto fix = [&](const std::atomic<bool>* stop) {
+    Run::Fixed f;
+    f.prog = prog;
+    f.sched = exec_context(env).scheduler();
+    f.env = env;
+    f.env.owned_in = {};  // the caller's inputs are not this run's
+    f.env.stop = stop;  // loops inside impls stop when the run ends
+    f.env.program = prog.get();  // control flow runs its compiled sub-IRs
+    // The starting thread's scopes, fixed for the run (sub-runs pass
+    // theirs); started inside cancel scopes with no token of its own, the
+    // run is cancelled by each of theirs.
+    if (!f.env.scopes) {
+      f.env.scopes = env.context->scopes.current();
+      if (!opts.cancel)
+        for (const auto& flag : f.env.scopes->cancels())
+          if (auto token = std::dynamic_pointer_cast<CancelToken>(flag)) f.scope_cancels.push_back(std::move(token));
+    }
+    // A path in program order (a sub-run has its parent's) while a
+    // checkpoint scope is open: only those read it (as in the sequential
+    // driver).
+    if (!f.env.rank)
+      if (const RunScopes* scopes = scopes_of(f.env); scopes && scopes->any_checkpoint_scope())
+        f.env.rank = run_rank();
+    f.env.item_errors = env.item_errors || opts.item_errors;
+    if (opts.max_value_bytes) f.env.max_value_bytes = opts.max_value_bytes;
+    f.opts = std::move(opts);
+    f.caller_driven = caller_driven;
+    f.after = inject_order(f.env, p);
+    if (f.opts.profile || !f.opts.profile_path.empty())
+      f.profile = std::make_unique<Profile>(p.nodes.size());
+    return f;
+  };
+  auto r = std::make_shared<Run>(fix, std::move(progress), std::move(stream));
+  Run::Dataflow& d = r->flow;
+  d.slots.resize(p.n_slots);
   const size_t n_vars = p.n_slots - p.constants.size();
-  for (size_t i = 0; i < p.constants.size(); ++i) r->slots[n_vars + i] = p.constants[i];
-  for (size_t i = 0; i < leaves.size(); ++i) r->slots[p.in_slots[i]] = std::move(leaves[i]);
-  r->pending.reset(new std::atomic<uint32_t>[p.nodes.size()]);
-  for (size_t i = 0; i < p.nodes.size(); ++i) r->pending[i].store(p.nodes[i].n_deps, std::memory_order_relaxed);
-  r->remaining.store(uint32_t(p.nodes.size()));
-  chain_injected(*r);
-  if (r->opts.keep_going) r->slot_err.reset(new std::shared_ptr<const Error>[p.n_slots]);
-  if (r->opts.profile || !r->opts.profile_path.empty()) r->profile = std::make_unique<Profile>(p.nodes.size());
+  for (size_t i = 0; i < p.constants.size(); ++i) d.slots[n_vars + i] = p.constants[i];
+  for (size_t i = 0; i < leaves.size(); ++i) d.slots[p.in_slots[i]] = std::move(leaves[i]);
+  d.pending.reset(new std::atomic<uint32_t>[p.nodes.size()]);
+  for (size_t i = 0; i < p.nodes.size(); ++i) d.pending[i].store(p.nodes[i].n_deps, std::memory_order_relaxed);
+  for (uint32_t next : r->fixed.after)
+    if (next != kNone) d.pending[next].fetch_add(1, std::memory_order_relaxed);
+  d.remaining.store(uint32_t(p.nodes.size()));
+  if (r->fixed.opts.keep_going) d.slot_err.reset(new std::shared_ptr<const Error>[p.n_slots]);
   return r;
 }
 
 void begin(const std::shared_ptr<Run>& r) {
-  r->sched->add_run(r.get());
-  const Program& p = *r->prog;
+  r->fixed.sched->add_run(r.get());
+  const Program& p = *r->fixed.prog;
   if (p.nodes.empty()) {
     std::vector<Value> outs;
-    for (uint32_t s : p.out_slots) outs.push_back(r->slots[s]);
-    Value v = r->opts.flat_output ? Value::list(std::move(outs)) : p.ir->out_tree.unflatten(outs);
+    for (uint32_t s : p.out_slots) outs.push_back(r->flow.slots[s]);
+    Value v = r->fixed.opts.flat_output ? Value::list(std::move(outs)) : p.ir->out_tree.unflatten(outs);
     finish(r, &v, nullptr);
     return;
   }
-  if (r->opts.timeout_ms > 0) {
+  if (r->fixed.opts.timeout_ms > 0) {
     std::weak_ptr<Run> weak = r;
-    int64_t ms = r->opts.timeout_ms;
-    uint64_t id = r->sched->timer().schedule(now_ns() + ms * 1000000, [weak, ms] {
+    int64_t ms = r->fixed.opts.timeout_ms;
+    uint64_t id = r->fixed.sched->timer().schedule(now_ns() + ms * 1000000, [weak, ms] {
       if (auto run = weak.lock()) {
         Error e(Code::Timeout, "the run did not finish within its timeout of " + std::to_string(ms) + " ms");
         finish(run, nullptr, &e);
@@ -614,20 +531,20 @@ void begin(const std::shared_ptr<Run>& r) {
     });
     r->timer_id.store(id, std::memory_order_release);
   }
-  if (r->opts.cancel) r->opts.cancel->attach(r);
-  for (const auto& token : r->scope_cancels) token->attach(r);
+  if (r->fixed.opts.cancel) r->fixed.opts.cancel->attach(r);
+  for (const auto& token : r->fixed.scope_cancels) token->attach(r);
   if (r->finished.load(std::memory_order_acquire)) return;
   // The roots an inject chain holds back are released by their predecessor:
   // pick the others before any root runs (and could release one).
   const std::vector<uint32_t>* roots = &p.roots;
   std::vector<uint32_t> free_roots;
-  if (!r->after.empty()) {
+  if (!r->fixed.after.empty()) {
     for (uint32_t root : p.roots)
-      if (r->pending[root].load(std::memory_order_relaxed) == 0) free_roots.push_back(root);
+      if (r->flow.pending[root].load(std::memory_order_relaxed) == 0) free_roots.push_back(root);
     roots = &free_roots;
   }
   for (uint32_t root : *roots) {
-    if (r->profile) r->profile->queued(root);
+    if (r->fixed.profile) r->fixed.profile->queued(root);
     schedule(r, root);
   }
 }
@@ -704,20 +621,20 @@ void Scheduler::worker(int index) {
 void Scheduler::add_run(Run* r) {
   std::lock_guard<std::mutex> lock(runs_mu_);
   if (runs_closed_) fail(Code::Cancelled, "the context is being freed; no new run can start");
-  r->prev_run = nullptr;
-  r->next_run = runs_;
-  if (runs_) runs_->prev_run = r;
+  r->links.prev = nullptr;
+  r->links.next = runs_;
+  if (runs_) runs_->links.prev = r;
   runs_ = r;
-  r->listed = true;
+  r->links.listed = true;
 }
 
 void Scheduler::remove_run(Run* r) {
   std::lock_guard<std::mutex> lock(runs_mu_);
-  if (!r->listed) return;
-  (r->prev_run ? r->prev_run->next_run : runs_) = r->next_run;
-  if (r->next_run) r->next_run->prev_run = r->prev_run;
-  r->prev_run = r->next_run = nullptr;
-  r->listed = false;
+  if (!r->links.listed) return;
+  (r->links.prev ? r->links.prev->links.next : runs_) = r->links.next;
+  if (r->links.next) r->links.next->links.prev = r->links.prev;
+  r->links.prev = r->links.next = nullptr;
+  r->links.listed = false;
 }
 
 void Scheduler::shutdown() noexcept {
@@ -733,7 +650,7 @@ void Scheduler::shutdown() noexcept {
     runs_closed_ = true;
     // A run being destroyed (its count at zero) waits on this lock to
     // unlink itself: lock() gives nothing for it.
-    for (Run* r = runs_; r; r = r->next_run)
+    for (Run* r = runs_; r; r = r->links.next)
       if (auto sp = r->weak_from_this().lock()) live.push_back(std::move(sp));
   }
   Error why(Code::Cancelled, "the context was freed while the run was in flight");
@@ -832,13 +749,13 @@ Value run_sync(RunEnv env, std::shared_ptr<const Program> prog, std::vector<Valu
     uint32_t node;
     {
       std::unique_lock<std::mutex> lock(r->mu);
-      r->cv.wait(lock, [&] { return r->ready || !r->local.empty(); });
-      if (r->ready) {
-        if (r->error) throw detached(*r->error);
-        return r->result;
+      r->cv.wait(lock, [&] { return r->outcome.ready || !r->work.local.empty(); });
+      if (r->outcome.ready) {
+        if (r->outcome.error) throw detached(*r->outcome.error);
+        return r->outcome.result;
       }
-      node = r->local.top().node;
-      r->local.pop();
+      node = r->work.local.top().node;
+      r->work.local.pop();
     }
     execute(r, node);
   }
@@ -890,15 +807,15 @@ void CancelToken::attach(const std::shared_ptr<Run>& r) {
 bool Future::ready() const noexcept {
   if (!run_) return false;
   std::lock_guard<std::mutex> lock(run_->mu);
-  return run_->ready;
+  return run_->outcome.ready;
 }
 
 Value Future::wait() const {
   if (!run_) invalid("wait: the future is empty");
   std::unique_lock<std::mutex> lock(run_->mu);
-  run_->cv.wait(lock, [&] { return run_->ready; });
-  if (run_->error) throw detached(*run_->error);
-  return run_->result;
+  run_->cv.wait(lock, [&] { return run_->outcome.ready; });
+  if (run_->outcome.error) throw detached(*run_->outcome.error);
+  return run_->outcome.result;
 }
 
 void Future::cancel() const noexcept {
@@ -911,8 +828,8 @@ void Future::on_done(std::function<void()> fn) const {
   if (!run_) invalid("on_done: the future is empty");
   {
     std::lock_guard<std::mutex> lock(run_->mu);
-    if (!run_->ready) {
-      run_->callbacks.push_back(std::move(fn));
+    if (!run_->outcome.ready) {
+      run_->outcome.on_done.push_back(std::move(fn));
       return;
     }
   }
@@ -920,8 +837,8 @@ void Future::on_done(std::function<void()> fn) const {
 }
 
 std::string Future::profile_json() const {
-  if (!run_ || !run_->profile) return "";
-  return run_->profile->to_json(*run_->prog);
+  if (!run_ || !run_->fixed.profile) return "";
+  return run_->fixed.profile->to_json(*run_->fixed.prog);
 }
 
 }  // namespace af

@@ -57,6 +57,7 @@ class CancelToken final : public CancelFlag {
 
  private:
   mutable std::mutex mu_;
+  // Guarded by mu_.
   bool cancelled_ = false;
   std::vector<std::weak_ptr<Run>> runs_;
   size_t prune_at_ = 16;
@@ -174,17 +175,22 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
  private:
   void worker(int index);
 
+  // The task queue and its workers: guarded by mu_ (cv_: a task or stop_).
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::priority_queue<Task> queue_;
   uint64_t seq_ = 0;
   std::vector<std::thread> workers_;
   size_t idle_ = 0;
-  size_t max_workers_;
   bool stop_ = false;
+  size_t max_workers_;  // set by the constructor, read-only after
+  // The active runs (linked through Run::links), for shutdown to cancel:
+  // guarded by runs_mu_ (its own lock: see add_run).
   std::mutex runs_mu_;
-  Run* runs_ = nullptr;  // the active runs, linked through Run::next_run
+  Run* runs_ = nullptr;
   bool runs_closed_ = false;
+  // Made by the first timer() (timer_once_); cancel_timer uses it and
+  // shutdown takes it under mu_.
   std::once_flag timer_once_;
   std::unique_ptr<lm::TimerQueue> timer_;
 };
