@@ -507,7 +507,7 @@ class Reader {
       ir.eqns.push_back(std::move(e));
       // Before the next equation is built: sub-IRs nesting too deep are
       // refused here, before a deeper IR exists.
-      checker_.equation(j);
+      checker_.equation(j, c_params ? c_params->Get(j) : 0);
       if (expanded > kMaxExpandedEqns) expanded = kMaxExpandedEqns + 1;
     }
     if (in_pos != n_in || out_pos != n_out) bad(ir_name + ": equation inputs or outputs left over after the last equation");

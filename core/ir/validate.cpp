@@ -30,16 +30,22 @@ struct Signature {
   }
 };
 
-struct SignatureHash {
-  size_t operator()(const Signature& s) const noexcept {
-    uint64_t h = (uint64_t(uintptr_t(s.prim)) * 0x9e3779b97f4a7c15ull) ^ uint64_t(uintptr_t(s.params)) ^
-                 (uint64_t(uintptr_t(s.tree)) << 7) ^ s.n;
-    for (uint32_t i = 0; i < s.n; ++i) h = (h ^ s.avals[i]) * 0x100000001b3ull;
-    return size_t(h ^ (h >> 29));
-  }
-};
+uint64_t hash_of(const Signature& s) noexcept {
+  uint64_t h = (uint64_t(uintptr_t(s.prim)) * 0x9e3779b97f4a7c15ull) ^ uint64_t(uintptr_t(s.params)) ^
+               (uint64_t(uintptr_t(s.tree)) << 7) ^ s.n;
+  for (uint32_t i = 0; i < s.n; ++i) h = (h ^ s.avals[i]) * 0x100000001b3ull;
+  // Every bit of the pointers into every bit of the result (MurmurHash3's
+  // finalizer): the table takes the low bits, its tags the high ones.
+  h = (h ^ (h >> 33)) * 0xff51afd7ed558ccdull;
+  h = (h ^ (h >> 33)) * 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 33);
+}
+
+// Hints past this are ignored (the table of hints stays small).
+constexpr uint32_t kMaxHints = 1u << 20;
 
 uint16_t pack(const Aval& a) noexcept { return uint16_t(uint8_t(a.kind) | uint16_t(a.list_depth) << 8); }
+Aval unpack(uint16_t a) noexcept { return Aval{Kind(a & 0xff), uint8_t(a >> 8)}; }
 
 std::string str(size_t n) { return std::to_string(n); }
 
@@ -54,15 +60,49 @@ std::string eqn_name(const Eqn& e, size_t i) {
 struct IRChecker::State {
   Report report;
   std::unordered_set<const IR*> done;
-  std::unordered_map<Signature, AbstractOut, SignatureHash> rules;  // never moves its elements
-  // The last signature seen in each slot, tried before the table: most
-  // params are used with one signature.
-  struct Recent {
+  // The signatures seen, in the order first seen (which is about the order
+  // equations use them in again), found through an open-addressing table
+  // of small slots, at most half full: a lookup per equation is the
+  // checker's hot path.
+  struct Seen {
     Signature sig;
-    const AbstractOut* shape = nullptr;
+    AbstractOut shape;
   };
-  std::vector<Recent> recent = std::vector<Recent>(1024);
+  std::vector<Seen> seen;
+  std::vector<uint64_t> slots = std::vector<uint64_t>(256);  // hash's top half << 32 | index + 1; 0: empty
+  static uint64_t tag(uint64_t h) noexcept { return h & 0xffffffff00000000ull; }
+
+  // The slot of sig: holding it, or the empty one where it goes.
+  uint64_t& slot(const Signature& sig, uint64_t h) {
+    const size_t mask = slots.size() - 1;
+    for (size_t i = size_t(h) & mask;; i = (i + 1) & mask) {
+      const uint64_t x = slots[i];
+      if (!x || (tag(x) == tag(h) && seen[uint32_t(x) - 1].sig == sig)) return slots[i];
+    }
+  }
+  const AbstractOut* add(const Signature& sig, uint64_t h, AbstractOut shape) {
+    if (2 * (seen.size() + 1) > slots.size()) {
+      std::vector<uint64_t> old(slots.size() * 2);
+      old.swap(slots);
+      for (uint64_t x : old)
+        if (x) slot(seen[uint32_t(x) - 1].sig, hash_of(seen[uint32_t(x) - 1].sig)) = x;
+    }
+    seen.push_back(Seen{sig, std::move(shape)});
+    slot(sig, h) = tag(h) | seen.size();
+    return &seen.back().shape;
+  }
+  // By the caller's hint (IRChecker::equation): the signature last seen with
+  // it, tried before the table (index + 1 into seen; 0: none).
+  std::vector<uint32_t> by_hint;
+  // A list literal's aval walks the list: once per list.
+  std::unordered_map<const void*, Aval> list_avals;
   std::set<std::string, std::less<>> hosts;
+  Aval literal_aval(const Value& v) {
+    if (v.kind() != Kind::List || v.size() == 0) return aval_of(v);
+    auto [it, added] = list_avals.try_emplace(&v.items());
+    if (added) it->second = aval_of(v);
+    return it->second;
+  }
 };
 
 // One IR being checked: where it is, and which vars are defined so far.
@@ -137,7 +177,7 @@ void IRChecker::check(const IR& ir, std::string lead, std::string_view sep) {
   building_ = std::move(outer);
 }
 
-void IRChecker::equation(size_t i) {
+void IRChecker::equation(size_t i, uint32_t hint) {
   Scope& s = *building_;
   State& st = *s_;
   const IR& ir = s.ir;
@@ -152,7 +192,8 @@ void IRChecker::equation(size_t i) {
           " outputs for an output structure of " + str(e.out_tree.num_leaves()) + " leaves)");
 
   Signature sig{e.prim, &e.params.items(), &e.in_tree.nodes(), uint32_t(e.in.size()), {}};
-  s.avals.clear();
+  const bool shared = e.in.size() <= sig.avals.size();
+  if (!shared) s.avals.clear();
   for (size_t k = 0; k < e.in.size(); ++k) {
     const Atom& a = e.in[k];
     Aval av;
@@ -160,10 +201,12 @@ void IRChecker::equation(size_t i) {
       if (a.var >= s.defined.size() || !s.defined[a.var]) s.undefined(a.var, eqn_name(e, i));
       av = ir.vars[a.var];
     } else {
-      av = aval_of(a.lit);
+      av = st.literal_aval(a.lit);
     }
-    s.avals.push_back(av);
-    if (k < sig.avals.size()) sig.avals[k] = pack(av);
+    if (shared)
+      sig.avals[k] = pack(av);
+    else
+      s.avals.push_back(av);
   }
 
   // What is checked once per signature: sub-IRs first (a primitive's
@@ -171,6 +214,10 @@ void IRChecker::equation(size_t i) {
   // params, the host functions named, and the abstract rule.
   auto first_sight = [&]() -> AbstractOut {
     const std::string by = eqn_name(e, i);
+    if (shared) {
+      s.avals.clear();
+      for (uint32_t k = 0; k < sig.n; ++k) s.avals.push_back(unpack(sig.avals[k]));
+    }
     for (const auto& item : e.params.items()) {
       // Named, not a structured binding: lambdas capture it (clang 14).
       const std::string& name = item.first;
@@ -234,14 +281,25 @@ void IRChecker::equation(size_t i) {
 
   AbstractOut unshared;
   const AbstractOut* shape;
-  if (e.in.size() <= sig.avals.size()) {
-    State::Recent& last = st.recent[SignatureHash()(sig) % st.recent.size()];
-    if (!last.shape || !(last.sig == sig)) {
-      auto it = st.rules.find(sig);
-      if (it == st.rules.end()) it = st.rules.emplace(sig, first_sight()).first;
-      last = {sig, &it->second};
+  if (shared) {
+    uint32_t* last = nullptr;
+    if (hint < kMaxHints) {
+      if (hint >= st.by_hint.size()) st.by_hint.resize(size_t(hint) + 1);
+      last = &st.by_hint[hint];
     }
-    shape = last.shape;
+    if (last && *last && st.seen[*last - 1].sig == sig) {
+      shape = &st.seen[*last - 1].shape;
+    } else {
+      const uint64_t h = hash_of(sig);
+      uint64_t x = st.slot(sig, h);
+      if (!x) {
+        st.add(sig, h, first_sight());
+        x = st.seen.size();
+      }
+      const uint32_t k = uint32_t(x);  // index + 1
+      if (hint < kMaxHints) st.by_hint[hint] = k;  // (first_sight may have grown it)
+      shape = &st.seen[k - 1].shape;
+    }
   } else {
     unshared = first_sight();
     shape = &unshared;

@@ -53,8 +53,10 @@ class IRChecker {
   // The same check, as ir is built in place (the loader: one pass over the
   // equations): begin once its vars, inputs, input roles and slice_items are
   // set; equation(i) once ir.eqns[i] is in place; end once its outputs are.
+  // `hint`, for speed only: equations given the same hint usually share a
+  // signature (the loader: its param set's index).
   void begin(const IR& ir, std::string lead, std::string_view sep);
-  void equation(size_t i);
+  void equation(size_t i, uint32_t hint = 0);
   void end();
 
   // The host functions the checked equations name (each param a primitive
