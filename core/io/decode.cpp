@@ -1,12 +1,13 @@
 // Loading: untrusted bytes -> IR, checking in the order of core/io/README.md, "Loading":
 // container (container.cpp: size cap, header, checksum, zstd), then the
-// FlatBuffers Verifier with explicit limits, then semantic validation of
-// every index, string and equation, building the IR as it goes. Nothing is
-// trusted before it is checked, and nothing is skipped.
+// FlatBuffers Verifier with explicit limits, then every index, string and
+// table of the flatbuffer as the IR is built, each IR checked by the one
+// IR checker (core/ir/validate.h) as it goes. This file holds the rules
+// about bytes; the rules about IRs are there. Nothing is trusted before it
+// is checked, and nothing is skipped.
 #include <cstring>
 #include <algorithm>
 #include <optional>
-#include <set>
 #include <unordered_map>
 
 #include "af_graph_generated.h"
@@ -14,6 +15,7 @@
 #include "io/raw.h"
 #include "ir/prim.h"
 #include "ir/registry.h"
+#include "ir/validate.h"
 #include "value/error.h"
 #include "value/huge_pages.h"
 
@@ -59,8 +61,6 @@ class Reader {
     strings();
     prims(out);
     literals_ = pool(g_->literals(), false, "literal");
-    literal_avals_.reserve(literals_.size());
-    for (const Value& v : literals_) literal_avals_.push_back(aval_of(v));
     for (const Value& v : pool(g_->trees(), true, "tree")) {
       // A root that is not a container is a single leaf or a null node.
       trees_.push_back(v.kind() == Kind::Bool ? TreeDef() : TreeDef::of(v));
@@ -83,7 +83,6 @@ class Reader {
   std::vector<std::string_view> strings_;
   std::vector<const Prim*> prims_;
   std::vector<Value> literals_;
-  std::vector<Aval> literal_avals_;
   std::vector<TreeDef> trees_;
   std::vector<Tags> tag_sets_;
   std::vector<NamePath> name_paths_;
@@ -95,37 +94,12 @@ class Reader {
     int64_t max_ir = -1;  // highest IR index referenced
     std::optional<Params> built;
     uint64_t expanded = 0;  // equations reached through the referenced IRs
-    uint32_t height = 0;    // 1 + the tallest referenced IR (0: none)
   };
   std::vector<ParamSet> param_sets_;
   std::vector<IRPtr> irs_;
   std::vector<uint64_t> expanded_;
-  std::vector<uint32_t> height_;  // per IR: how deep sub-IRs nest below it
-
-  // abstract_eval is a function of (params, input avals, input structure),
-  // so equations that share all three share its result: a million-equation
-  // graph usually has a handful of signatures.
-  struct Signature {
-    uint32_t prim, params, tree, n;
-    uint16_t avals[6];
-    bool operator==(const Signature& o) const {
-      return prim == o.prim && params == o.params && tree == o.tree && n == o.n &&
-             std::memcmp(avals, o.avals, sizeof(uint16_t) * n) == 0;
-    }
-  };
-  struct SignatureHash {
-    size_t operator()(const Signature& s) const noexcept {
-      uint64_t h = (uint64_t(s.prim) * 0x9e3779b97f4a7c15ull) ^ (uint64_t(s.params) << 32 | s.tree) ^ s.n;
-      for (uint32_t i = 0; i < s.n; ++i) h = (h ^ s.avals[i]) * 0x100000001b3ull;
-      return size_t(h ^ (h >> 29));
-    }
-  };
-  std::unordered_map<Signature, AbstractOut, SignatureHash> abstract_cache_;
-  struct LastRule {
-    Signature sig{};
-    const AbstractOut* shape = nullptr;
-  };
-  std::vector<LastRule> last_rule_;  // by param set index (0: none)
+  // Every rule about the IRs (a bad one is a bad file: FORMAT).
+  IRChecker checker_{{.code = Code::Format, .keep_rule_codes = false, .undeclared_means_none = true}};
 
   void verify() {
     if (size_ < 8 || !fb::GraphBufferHasIdentifier(data_))
@@ -311,7 +285,6 @@ class Reader {
   void param_sets() {
     const auto* v = g_->param_sets();
     param_sets_.resize(size_of(v));
-    last_rule_.resize(param_sets_.size() + 1);
     for (uint32_t i = 0; i < size_of(v); ++i) {
       ParamSet& set = param_sets_[i];
       set.fb = v->Get(i);
@@ -369,7 +342,6 @@ class Reader {
       switch (p->body_type()) {
         case fb::ParamBody::ValueParam: ps.set(name, literals_[p->body_as_ValueParam()->value()]); break;
         case fb::ParamBody::IrParam:
-          set.height = std::max(set.height, height_[p->body_as_IrParam()->ir()] + 1);
           set.expanded += expanded_[p->body_as_IrParam()->ir()];
           ps.set(name, irs_[p->body_as_IrParam()->ir()]);
           break;
@@ -377,7 +349,6 @@ class Reader {
           IRList list;
           const auto* irs = p->body_as_IrListParam()->irs();
           for (uint32_t j = 0; j < size_of(irs); ++j) {
-            set.height = std::max(set.height, height_[irs->Get(j)] + 1);
             set.expanded += expanded_[irs->Get(j)];
             list.push_back(irs_[irs->Get(j)]);
           }
@@ -388,7 +359,6 @@ class Reader {
           IRMap map;
           const auto* m = p->body_as_IrMapParam();
           for (uint32_t j = 0; j < size_of(m->keys()); ++j) {
-            set.height = std::max(set.height, height_[m->irs()->Get(j)] + 1);
             set.expanded += expanded_[m->irs()->Get(j)];
             map.emplace_back(std::string(str(m->keys()->Get(j), "an IR map key")), irs_[m->irs()->Get(j)]);
           }
@@ -403,44 +373,10 @@ class Reader {
     return *set.built;
   }
 
-  // The primitive's declared params, if it declares them.
   template <class Where>
-  static void check_declared(const Prim& p, const Params& ps, const Where& where) {
-    const auto& specs = p.params;
-    for (const auto& [name, param] : ps.items()) {
-      const ParamSpec* spec = nullptr;
-      for (const ParamSpec& s : specs)
-        if (s.name == name) spec = &s;
-      if (!spec) bad(where() + ": unknown param \"" + name + "\" for primitive " + p.name);
-      if (param.index() != size_t(spec->kind))
-        bad(where() + ": param \"" + name + "\" is " + param_kind_name(ParamKind(param.index())) +
-            ", expected " + param_kind_name(spec->kind));
-      if (spec->kind == ParamKind::Value && spec->value_kind != Kind::Null &&
-          std::get<Value>(param).kind() != spec->value_kind)
-        bad(where() + ": param \"" + name + "\" is a " + kind_name(std::get<Value>(param).kind()) +
-            ", expected a " + kind_name(spec->value_kind));
-    }
-    for (const ParamSpec& s : specs)
-      if (!s.optional && !ps.find(s.name)) bad(where() + ": missing param \"" + s.name + "\"");
-  }
-
-  // Host functions the equations name (ParamSpec::names_host_function).
-  std::set<std::string, std::less<>> hosts_used_;
-  void note_host_functions(const Prim& p, const Params& ps) {
-    for (const ParamSpec& s : p.params) {
-      if (!s.names_host_function) continue;
-      const Param* v = ps.find(s.name);
-      if (v && std::holds_alternative<Value>(*v) && std::get<Value>(*v).kind() == Kind::Str)
-        hosts_used_.insert(std::get<Value>(*v).as_str());
-    }
-  }
-
-  template <class Where>
-  const TreeDef& tree(uint32_t i, const Where& where, bool list_root) {
+  const TreeDef& tree(uint32_t i, const Where& where) {
     if (i >= trees_.size())
       bad(where() + " names tree " + std::to_string(i) + " but the graph has " + std::to_string(trees_.size()));
-    if (list_root && trees_[i].root().type != TreeDef::NodeType::List)
-      bad(where() + " has an input structure that is not a list");
     return trees_[i];
   }
 
@@ -451,9 +387,12 @@ class Reader {
     out.n_irs = irs_.size();
   }
 
+  // Builds IR `index` in place, from indices checked here, and has the
+  // checker check it equation by equation as it is built: one pass.
   void ir(uint32_t index, const fb::Ir* r, Loaded& out) {
     const std::string ir_name = "IR " + std::to_string(index);
-    IR ir;
+    auto built = std::make_shared<IR>();  // checked at its final address
+    IR& ir = *built;
     const uint32_t n_vars = size_of(r->vars());
     ir.vars.reserve(n_vars);
     for (uint32_t k = 0; k < n_vars; ++k) {
@@ -462,7 +401,7 @@ class Reader {
         bad(ir_name + ": variable %" + std::to_string(k) + " has unknown kind " + std::to_string(unsigned(a.kind)));
       ir.vars.push_back(a);
     }
-    std::vector<uint8_t> defined(n_vars, 0);
+    // A var's range and definition are the checker's; a literal's index is ours.
     auto atom = [&](uint32_t a, const auto& where) -> Atom {
       if (a & kLiteralBit) {
         uint32_t l = a & ~kLiteralBit;
@@ -470,42 +409,23 @@ class Reader {
           bad(where() + " uses literal " + std::to_string(l) + " but the graph has " + std::to_string(literals_.size()));
         return Atom::literal(literals_[l]);
       }
-      if (a >= n_vars) bad(where() + " uses %" + std::to_string(a) + " but the IR has " + std::to_string(n_vars) + " variables");
       return Atom::of_var(a);
-    };
-    auto use = [&](const Atom& a, const auto& where) {
-      if (a.is_var() && !defined[a.var]) bad(where() + " uses %" + std::to_string(a.var) + " before it is defined");
     };
 
     auto in_where = [&] { return ir_name + " input"; };
-    for (uint32_t k = 0; k < size_of(r->in_atoms()); ++k) {
-      Atom a = atom(r->in_atoms()->Get(k), in_where);
-      if (a.is_var()) {
-        if (defined[a.var]) bad(ir_name + ": input %" + std::to_string(a.var) + " is defined twice");
-        defined[a.var] = 1;
-      }
-      ir.in.push_back(std::move(a));
-    }
-    ir.in_tree = tree(r->in_tree(), in_where, true);
-    if (ir.in_tree.num_leaves() != ir.in.size())
-      bad(ir_name + ": " + std::to_string(ir.in.size()) + " input atoms for an input structure of " +
-          std::to_string(ir.in_tree.num_leaves()) + " leaves");
-
-    if (r->slice_items() < 0)
-      bad(ir_name + ": slice_items is " + std::to_string(r->slice_items()) + ", expected 0 (none) or more");
+    for (uint32_t k = 0; k < size_of(r->in_atoms()); ++k) ir.in.push_back(atom(r->in_atoms()->Get(k), in_where));
+    ir.in_tree = tree(r->in_tree(), in_where);
     ir.slice_items = r->slice_items();
     if (const auto* roles = r->in_roles()) {
+      // A column of one entry per input atom when present (even empty).
       if (roles->size() != ir.in.size())
         bad(ir_name + ": " + std::to_string(roles->size()) + " input roles for " + std::to_string(ir.in.size()) +
             " input leaves");
       std::vector<InputRole> rs;
-      for (uint8_t role : *roles) {
-        if (role > uint8_t(InputRole::Cotangent))
-          bad(ir_name + ": input role " + std::to_string(role) + " is not 0 (primal), 1 (tangent) or 2 (cotangent)");
-        rs.push_back(InputRole(role));
-      }
+      for (uint8_t role : *roles) rs.push_back(InputRole(role));
       set_input_roles(ir, std::move(rs));
     }
+    checker_.begin(ir, "invalid graph: " + ir_name, ", ");
 
     const uint32_t n = size_of(r->eqn_prim());
     auto column = [&](const flatbuffers::Vector<uint32_t>* c, const char* name, bool optional) {
@@ -535,8 +455,6 @@ class Reader {
                *c_tags = r->eqn_tags(), *c_names = r->eqn_name_path();
     uint32_t in_pos = 0, out_pos = 0;
     uint64_t expanded = n;
-    uint32_t height = 0;  // how deep sub-IRs nest below this IR
-    std::vector<Aval> avals;
     ir.eqns.reserve(n);
     advise_huge_pages(ir.eqns.data(), n * sizeof(Eqn));
     for (uint32_t j = 0; j < n; ++j) {
@@ -553,31 +471,13 @@ class Reader {
       const uint32_t in_end = c_in_end->Get(j);
       if (in_end < in_pos || in_end > n_in) bad(where() + ": input range out of order or out of bounds");
       e.in.reserve(in_end - in_pos);
-      avals.clear();
-      for (; in_pos < in_end; ++in_pos) {
-        const uint32_t raw = c_in->Get(in_pos);
-        Atom a = atom(raw, where);
-        use(a, where);
-        avals.push_back(a.is_var() ? ir.vars[a.var] : literal_avals_[raw & ~kLiteralBit]);
-        e.in.push_back(std::move(a));
-      }
-      e.in_tree = tree(c_in_tree->Get(j), where, true);
-      if (e.in_tree.num_leaves() != e.in.size())
-        bad(where() + ": " + std::to_string(e.in.size()) + " inputs for an input structure of " +
-            std::to_string(e.in_tree.num_leaves()) + " leaves");
+      for (; in_pos < in_end; ++in_pos) e.in.push_back(atom(c_in->Get(in_pos), where));
+      e.in_tree = tree(c_in_tree->Get(j), where);
       const uint32_t out_end = c_out_end->Get(j);
       if (out_end < out_pos || out_end > n_out) bad(where() + ": output range out of order or out of bounds");
       e.out.reserve(out_end - out_pos);
-      for (; out_pos < out_end; ++out_pos) {
-        uint32_t o = c_out->Get(out_pos);
-        if (o >= n_vars) bad(where() + " defines %" + std::to_string(o) + " but the IR has " + std::to_string(n_vars) + " variables");
-        if (defined[o]) bad(where() + " defines %" + std::to_string(o) + ", which is already defined");
-        e.out.push_back(o);
-      }
-      e.out_tree = tree(c_out_tree->Get(j), where, false);
-      if (e.out_tree.num_leaves() != e.out.size())
-        bad(where() + ": " + std::to_string(e.out.size()) + " outputs for an output structure of " +
-            std::to_string(e.out_tree.num_leaves()) + " leaves");
+      for (; out_pos < out_end; ++out_pos) e.out.push_back(c_out->Get(out_pos));
+      e.out_tree = tree(c_out_tree->Get(j), where);
       if (const uint32_t k = c_params ? c_params->Get(j) : 0) {
         if (k > param_sets_.size())
           bad(where() + " names param set " + std::to_string(k - 1) + " but the graph has " + std::to_string(param_sets_.size()));
@@ -586,11 +486,6 @@ class Reader {
           bad(where() + ": a param names IR " + std::to_string(set.max_ir) +
               ", which is not before this one (sub-IRs come first, and never form a cycle)");
         e.params = params_for(set);
-        // Checked here, before a deeper IR exists: every recursive pass
-        // (printing, freeing, transforms) relies on this bound.
-        if (set.height > kMaxIrDepth)
-          bad(where() + ": sub-IRs nest more than " + std::to_string(kMaxIrDepth) + " levels deep");
-        height = std::max(height, set.height);
         expanded += set.expanded;
       }
       const uint32_t tag_k = c_tags ? c_tags->Get(j) : 0, name_k = c_names ? c_names->Get(j) : 0;
@@ -609,85 +504,23 @@ class Reader {
         if (!shared) shared = EqnNotes::of(tags, names);
         e.notes = shared;
       }
-      // Params, host functions and the abstract rule are checked once per
-      // distinct (primitive, param set, input structure, input kinds).
-      auto check_new = [&] {
-        check_declared(*e.prim, e.params, where);
-        note_host_functions(*e.prim, e.params);
-        return abstract(e, avals, where);
-      };
-      Signature sig{pi, c_params ? c_params->Get(j) : 0, c_in_tree->Get(j),
-                    uint32_t(avals.size()), {}};
-      if (avals.size() <= std::size(sig.avals)) {
-        for (size_t k = 0; k < avals.size(); ++k) sig.avals[k] = pack_aval(avals[k]);
-        // The last signature seen with this param set is tried before the
-        // table: most param sets are used with one signature.
-        LastRule& last = last_rule_[sig.params];
-        if (!last.shape || !(last.sig == sig)) {
-          auto it = abstract_cache_.find(sig);
-          if (it == abstract_cache_.end()) it = abstract_cache_.emplace(sig, check_new()).first;
-          last = {sig, &it->second};  // unordered_map never moves its elements
-        }
-        check_outputs(e, *last.shape, ir.vars, where);
-      } else {
-        check_outputs(e, check_new(), ir.vars, where);
-      }
-      for (VarId o : e.out) defined[o] = 1;
       ir.eqns.push_back(std::move(e));
+      // Before the next equation is built: sub-IRs nesting too deep are
+      // refused here, before a deeper IR exists.
+      checker_.equation(j, c_params ? c_params->Get(j) : 0);
       if (expanded > kMaxExpandedEqns) expanded = kMaxExpandedEqns + 1;
     }
     if (in_pos != n_in || out_pos != n_out) bad(ir_name + ": equation inputs or outputs left over after the last equation");
     auto out_where = [&] { return ir_name + " output"; };
-    for (uint32_t k = 0; k < size_of(r->out_atoms()); ++k) {
-      Atom a = atom(r->out_atoms()->Get(k), out_where);
-      use(a, out_where);
-      ir.out.push_back(std::move(a));
-    }
-    ir.out_tree = tree(r->out_tree(), out_where, false);
-    if (ir.out_tree.num_leaves() != ir.out.size())
-      bad(ir_name + ": " + std::to_string(ir.out.size()) + " output atoms for an output structure of " +
-          std::to_string(ir.out_tree.num_leaves()) + " leaves");
+    for (uint32_t k = 0; k < size_of(r->out_atoms()); ++k) ir.out.push_back(atom(r->out_atoms()->Get(k), out_where));
+    ir.out_tree = tree(r->out_tree(), out_where);
+    checker_.end();
     if (expanded > kMaxExpandedEqns)
       bad(ir_name + " expands to more than 2^32 equations through shared sub-IRs");
     out.n_eqns += n;
     expanded_.push_back(expanded);
-    height_.push_back(height);
-    ir.checked = true;  // every check of the loader passed
-    irs_.push_back(std::make_shared<const IR>(std::move(ir)));
-  }
-
-  // Arity and kinds against the primitive's own rule.
-  template <class Where>
-  static AbstractOut abstract(const Eqn& e, const std::vector<Aval>& avals, const Where& where) {
-    if (!e.prim->abstract_eval) bad(where() + ": the primitive has no abstract rule to check it against");
-    try {
-      return e.prim->abstract_eval(e.params, avals, e.in_tree);
-    } catch (const std::bad_alloc&) {
-      throw;
-    } catch (const std::exception& x) {
-      bad(where() + ": " + x.what());
-    }
-  }
-
-  // The declared outputs against what the rule says the primitive produces:
-  // the test inline (every loaded equation), the message out of line.
-  template <class Where>
-  static void check_outputs(const Eqn& e, const AbstractOut& shape, const std::vector<Aval>& vars,
-                            const Where& where) {
-    bool match = shape.out.size() == e.out.size() && shape.out_tree == e.out_tree;
-    for (size_t k = 0; match && k < e.out.size(); ++k) match = vars[e.out[k]] == shape.out[k];
-    if (!match) outputs_differ(e, shape, vars, where());
-  }
-  [[noreturn, gnu::noinline]] static void outputs_differ(const Eqn& e, const AbstractOut& shape,
-                                                         const std::vector<Aval>& vars, const std::string& where) {
-    if (shape.out.size() != e.out.size() || !(shape.out_tree == e.out_tree))
-      bad(where + ": the output structure " + e.out_tree.to_string() + " differs from the primitive's " +
-          shape.out_tree.to_string());
-    for (size_t k = 0; k < e.out.size(); ++k)
-      if (!(vars[e.out[k]] == shape.out[k]))
-        bad(where + ": output %" + std::to_string(e.out[k]) + " is declared " + aval_name(vars[e.out[k]]) +
-            " but the primitive produces " + aval_name(shape.out[k]));
-    bad(where + ": the outputs differ from the primitive's");
+    ir.checked = true;  // the IR checker passed it
+    irs_.push_back(std::move(built));
   }
 
   // The plan's shape against the program's IR; exec checks its meaning.
@@ -731,8 +564,8 @@ class Reader {
     }
     // The list is what a plugin host reads to know what to register: it must
     // be exactly what the equations call.
-    if (!std::equal(out.host_functions.begin(), out.host_functions.end(), hosts_used_.begin(),
-                    hosts_used_.end()))
+    const auto& used = checker_.host_functions();
+    if (!std::equal(out.host_functions.begin(), out.host_functions.end(), used.begin(), used.end()))
       bad("the host function list does not match the host functions the equations call");
   }
 };

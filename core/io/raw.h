@@ -63,8 +63,9 @@ RawGraph encode(const IR& ir, const PlanData* plan = nullptr);
 // value, an index too large).
 std::string write_flatbuffer(const RawGraph& g);
 
-// A flatbuffer (8-byte aligned) -> IR: the Verifier and every semantic
-// check of the loader (decode.cpp). Used by load() and the JSON form.
+// A flatbuffer (8-byte aligned) -> IR: the Verifier, every check of the
+// bytes (decode.cpp) and of the IRs (the IR checker, core/ir/validate.h).
+// Used by load() and the JSON form.
 struct Loaded;
 Loaded read_flatbuffer(const uint8_t* data, size_t size);
 

@@ -234,7 +234,8 @@ struct IR {
   IRFacts facts;  // not part of the IR's value: never compared, hashed or saved
   // Built through libaf's own rules — traced (every equation recorded
   // through its primitive's abstract rule), made by a transform (Builder)
-  // or loaded (every loader check) — so compile need not validate it again.
+  // or loaded (checked by the IR checker validate uses, validate.h) — so
+  // compile need not validate it again.
   // Not part of the IR's value: equality and hashing ignore it.
   bool checked = false;
 
@@ -291,7 +292,9 @@ bool eqn_same(const Eqn& a, const Eqn& b, std::span<const VarId> alias = {}) noe
 
 // Checks SSA (each var defined once, before use, inputs defined by `in`),
 // arity and avals against each primitive's abstract rule, and recursively
-// sub-IRs in params. Throws INVALID_ARGUMENT describing the first problem.
+// sub-IRs in params: every rule of the IR checker (validate.h), which the
+// loader uses too. Throws INVALID_ARGUMENT describing the first problem (or
+// the code a primitive's rule threw).
 void validate(const IR& ir);
 
 // Equation indices (sorted) whose outputs eqn i transitively uses / that
