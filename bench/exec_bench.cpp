@@ -561,6 +561,58 @@ void BM_Exec_BatchedTriage(benchmark::State& state) {
   af_ir_free(ir);
   af_provider_free(p);
 }
+// The saved triage program (af_demo's), loaded and run over its three sample
+// tickets with a zero-latency echo: what a run costs a host that loaded a
+// program, CPU per run, and `compiles_per_run` (af_context_stats; -1 for a
+// libaf without the counter). First: the first run after the load.
+void BM_Exec_SavedTriage(benchmark::State& state) {
+  Ctx c;
+  af_provider_t* p = echo_routed(c.ctx, 0);
+  af_ir_t* ir = nullptr;
+  af_program_t *prog = nullptr, *loaded = nullptr;
+  const std::string path = "/tmp/af_bench_saved_triage_" + std::to_string(getpid()) + ".afg";
+  if (!ok(state, triage_batched_trace(c.ctx, &ir), "trace") || !ok(state, af_compile(c.ctx, ir, &prog), "compile") ||
+      !ok(state, af_program_save(prog, path.data(), path.size()), "save"))
+    return;
+  Ctx run;
+  af_provider_t* rp = echo_routed(run.ctx, 0);
+  auto compiles = [&] {
+    af_bytes_t b{nullptr, 0};
+    if (af_context_stats(run.ctx, &b)) return -1L;
+    std::string s(reinterpret_cast<char*>(b.data), b.len);
+    af_bytes_free(&b);
+    size_t at = s.find("\"compiles\":");
+    return at == std::string::npos ? -1L : std::stol(s.substr(at + 11));
+  };
+  std::vector<af_value_t*> tickets;
+  for (const char* t : triage_sample_tickets) tickets.push_back(str(run.ctx, t));
+  af_value_t* list = nullptr;
+  af_error_free(af_value_list(run.ctx, tickets.data(), tickets.size(), &list));
+  const double t0 = process_cpu_ms();
+  if (!ok(state, af_program_load(run.ctx, path.data(), path.size(), &loaded), "load")) return;
+  af_value_t* out = nullptr;
+  if (!ok(state, af_program_call(run.ctx, loaded, &list, 1, &out), "first run")) return;
+  af_value_free(out);
+  state.counters["first_cpu_us"] = (process_cpu_ms() - t0) * 1e3;
+  const long before = compiles();
+  for (auto _ : state) {
+    if (!ok(state, af_program_call(run.ctx, loaded, &list, 1, &out), "run")) break;
+    af_value_free(out);
+  }
+  const long after = compiles();
+  state.counters["compiles_per_run"] =
+      before < 0 ? -1.0 : double(after - before) / double(std::max<int64_t>(1, state.iterations()));
+  std::remove(path.c_str());
+  for (af_value_t* v : tickets) af_value_free(v);
+  af_value_free(list);
+  af_program_free(loaded);
+  af_program_free(prog);
+  af_ir_free(ir);
+  af_provider_free(rp);
+  af_provider_free(p);
+}
+BENCHMARK(BM_Exec_SavedTriage)->Unit(benchmark::kMicrosecond);
+
 BENCHMARK(BM_Exec_BatchedTriage)
     ->ArgNames({"tickets", "latency_ms", "calls"})
     ->Args({1, 50, 1})
