@@ -246,7 +246,7 @@ class Context(Guarded):
         return _value_of(call, self, None)
 
     def stats(self) -> dict[str, Any]:
-        """{"plan_cache": {"hits", "misses", "disk_hits", "evictions",
+        """{"compiles", "plan_cache": {"hits", "misses", "disk_hits", "evictions",
         "entries", "bytes", ...}, "lazy": {"recorded", "evaluated", "dropped",
         "pending", "evaluations", "timed_out", "cancelled"}} (af.h's
         af_context_stats lists every counter)."""
