@@ -14,25 +14,6 @@
 
 static long compiles_of(const af_context_t* c) { return stat_of(c, "{", "compiles"); }
 
-/* One user message asking `content` of model "m". */
-static af_error_t* ask_m(af_context_t* c, const af_value_t* content, af_value_t** out) {
-  const char* keys[2] = {"role", "content"};
-  size_t lens[2] = {4, 7};
-  af_value_t* items[2] = {NULL, NULL};
-  af_value_t *msg = NULL, *msgs = NULL, *model = NULL;
-  af_error_t* e = af_value_str(c, "user", 4, &items[0]);
-  items[1] = af_value_clone(content);
-  if (!e) e = af_value_dict(c, keys, lens, AS_ARGS(items), 2, &msg);
-  if (!e) e = af_value_list(c, AS_ARGS(&msg), 1, &msgs);
-  if (!e) e = af_value_str(c, "m", 1, &model);
-  if (!e) e = af_lm_call(c, msgs, model, out);
-  free_items(items, 2);
-  af_value_free(msg);
-  af_value_free(msgs);
-  af_value_free(model);
-  return e;
-}
-
 /* branch(s) = lm("<tag>: s"), tag given as user data */
 static af_error_t* branch_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
                              af_value_t** out) {
@@ -40,7 +21,7 @@ static af_error_t* branch_fn(void* ud, af_context_t* c, const af_value_t* const*
   af_value_t* q = NULL;
   af_error_t* e = af_format(c, tmpl, strlen(tmpl), in, 1, NULL, &q);
   (void)n;
-  if (!e) e = ask_m(c, q, out);
+  if (!e && !(*out = ask(c, q))) e = af_error_new(AF_ERR_INTERNAL, "ask failed", 10);
   af_value_free(q);
   return e;
 }
@@ -73,7 +54,7 @@ static af_error_t* step_fn(void* ud, af_context_t* c, const af_value_t* const* i
   af_error_t* e = af_format(c, "{} / {}", 7, in, 2, NULL, &q);
   (void)ud;
   (void)n;
-  if (!e) e = ask_m(c, q, &r);
+  if (!e && !(r = ask(c, q))) e = af_error_new(AF_ERR_INTERNAL, "ask failed", 10);
   pair[0] = r;
   pair[1] = r;
   if (!e) e = af_value_list(c, pair, 2, out);
