@@ -145,7 +145,7 @@ func enginesOf(eng *Engine, vs []*Value) []*Engine {
 	return engines
 }
 
-// Stats returns the engine's counters as JSON: {"compiles", "plan_cache": {"hits",
+// Stats returns the engine's counters as JSON: {"programs": {"compiles"}, "plan_cache": {"hits",
 // "misses", "disk_hits", "evictions", "entries", "bytes", "not_kept",
 // "disk_files", "disk_bytes", "disk_evictions"}, "lazy": {"recorded",
 // "evaluated", "dropped", "pending", "evaluations", "timed_out",

@@ -143,7 +143,7 @@ af_error_t* af_context_stats(const af_context_t* ctx, af_bytes_t* out) {
     lazy::GraphStats l = ctx->lazy ? ctx->lazy->stats() : lazy::GraphStats{};
     auto n = [](uint64_t x) { return Value::integer(int64_t(x)); };
     Value stats = Value::dict(
-        {{"compiles", n(ctx->core.compiles.load(std::memory_order_relaxed))},
+        {{"programs", Value::dict({{"compiles", n(ctx->core.compiles.load(std::memory_order_relaxed))}})},
          {"plan_cache", Value::dict({{"hits", n(c.hits)},
                                      {"misses", n(c.misses)},
                                      {"disk_hits", n(c.disk_hits)},

@@ -12,7 +12,7 @@
 
 #include "../../examples/triage/triage_program.h"
 
-static long compiles_of(const af_context_t* c) { return stat_of(c, "{", "compiles"); }
+static long compiles_of(const af_context_t* c) { return stat_of(c, "programs", "compiles"); }
 
 /* branch(s) = lm("<tag>: s"), tag given as user data */
 static af_error_t* branch_fn(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,

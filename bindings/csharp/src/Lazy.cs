@@ -133,7 +133,7 @@ namespace Af
             return Task.Run(() => Eval(options, ct, copy));
         }
 
-        /// <summary>The counters as JSON: {"compiles", "plan_cache": {"hits", "misses",
+        /// <summary>The counters as JSON: {"programs": {"compiles"}, "plan_cache": {"hits", "misses",
         /// "disk_hits", "evictions", "entries", "bytes", "not_kept",
         /// "disk_files", "disk_bytes", "disk_evictions"}, "lazy": {"recorded",
         /// "evaluated", "dropped", "pending", "evaluations", "timed_out",

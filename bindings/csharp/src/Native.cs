@@ -569,7 +569,7 @@ namespace Af
 
         /// <summary>
         /// ctx's counters as JSON (owned):
-        ///   {"compiles",
+        ///   {"programs": {"compiles"},
         ///    "plan_cache": {"hits", "misses", "disk_hits", "evictions", "entries",
         ///                   "bytes", "not_kept", "disk_files", "disk_bytes",
         ///                   "disk_evictions"},

@@ -59,13 +59,13 @@ def test_compile_and_call(ctx: libaf.Context) -> None:
 
 def test_a_saved_program_compiles_nothing_when_loaded_and_run(ctx: libaf.Context, tmp_path: Path) -> None:
     program = libaf.trace(hello, "x", ctx=ctx).compile(ctx)
-    assert ctx.stats()["compiles"] == 1
+    assert ctx.stats()["programs"]["compiles"] == 1
     program.save(tmp_path / "hello.afg")
     fresh = libaf.Context()
     loaded = libaf.Program.load(tmp_path / "hello.afg", fresh)
     for name in ("A", "B", "C"):
         assert loaded.call(name, ctx=fresh).to_py() == f"Hello, {name}!?"
-    assert fresh.stats()["compiles"] == 0
+    assert fresh.stats()["programs"]["compiles"] == 0
 
 
 def test_keep_going_turns_failures_into_values(ctx: libaf.Context) -> None:

@@ -98,7 +98,7 @@ impl Context {
     }
 
     /// The context's counters:
-    /// `{"compiles", "plan_cache": {"hits", "misses", "disk_hits", "evictions", "entries",
+    /// `{"programs": {"compiles"}, "plan_cache": {"hits", "misses", "disk_hits", "evictions", "entries",
     /// "bytes", "not_kept", "disk_files", "disk_bytes", "disk_evictions"},
     /// "lazy": {"recorded", "evaluated", "dropped", "pending", "evaluations",
     /// "timed_out", "cancelled"}}` (af.h, `af_context_stats`).

@@ -243,7 +243,7 @@ AF_API af_error_t* af_options_json(af_bytes_t* out);
 AF_API void af_context_free(af_context_t* ctx);
 
 /* ctx's counters as JSON (owned):
- *   {"compiles",
+ *   {"programs": {"compiles"},
  *    "plan_cache": {"hits", "misses", "disk_hits", "evictions", "entries",
  *                   "bytes", "not_kept", "disk_files", "disk_bytes",
  *                   "disk_evictions"},

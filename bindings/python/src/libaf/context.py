@@ -246,7 +246,7 @@ class Context(Guarded):
         return _value_of(call, self, None)
 
     def stats(self) -> dict[str, Any]:
-        """{"compiles", "plan_cache": {"hits", "misses", "disk_hits", "evictions",
+        """{"programs": {"compiles"}, "plan_cache": {"hits", "misses", "disk_hits", "evictions",
         "entries", "bytes", ...}, "lazy": {"recorded", "evaluated", "dropped",
         "pending", "evaluations", "timed_out", "cancelled"}} (af.h's
         af_context_stats lists every counter)."""

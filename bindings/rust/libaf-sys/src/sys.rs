@@ -454,7 +454,7 @@ unsafe extern "C" {
     /// get CANCELLED. Never call it from a libaf callback.
     pub fn af_context_free(ctx: *mut af_context_t);
     /// ctx's counters as JSON (owned):
-    ///   {"compiles",
+    ///   {"programs": {"compiles"},
     ///    "plan_cache": {"hits", "misses", "disk_hits", "evictions", "entries",
     ///                   "bytes", "not_kept", "disk_files", "disk_bytes",
     ///                   "disk_evictions"},
