@@ -22,9 +22,10 @@ namespace af {
 Value op_switch(const Value& key, std::span<const std::string> names, std::span<const IRPtr> branches,
                 std::span<const Value> operands, RunEnv& env);
 
-// The params of the control-flow primitives, built and read here only:
-// each builder and its `*_param_specs` (what the Prim declares) use one
-// spelling of each name (prims/control_flow.cpp).
+// The params of the control-flow primitives: each builder, its accessors and
+// its `*_param_specs` (what the Prim declares) spell each name once, in
+// prims/control_flow.cpp (while_scan's and scan's too, though prims/scan.cpp
+// registers them: they share the loops' names).
 
 // switch(branches): its branches by name (sorted).
 Params switch_params(IRMap branches);
