@@ -30,6 +30,7 @@
 #include "rt/scopes.h"
 #include "transforms/batch.h"
 #include "transforms/dce.h"
+#include "transforms/prim_params.h"
 #include "transforms/pullback.h"
 #include "transforms/pushforward.h"
 #include "value/error.h"
@@ -84,8 +85,8 @@ void SubRunSet::cancel_all() {
 }
 
 void dce_axes_body(DceCtx& ctx, const Eqn& e) {
-  const std::vector<bool> axes = bools(e.params.value("axes"));
-  DcedIR d = dce_flat(e.params.ir("body"), ctx.out_used);
+  const std::vector<bool> axes = bools(map_axes(e.params));
+  DcedIR d = dce_flat(map_body(e.params), ctx.out_used);
   Eqn k;
   k.prim = e.prim;
   std::vector<Value> new_axes;
@@ -99,9 +100,7 @@ void dce_axes_body(DceCtx& ctx, const Eqn& e) {
   for (size_t o = 0; o < e.out.size(); ++o)
     if (ctx.out_used[o]) k.out.push_back(e.out[o]);
   k.out_tree = TreeDef::flat_list(k.out.size());
-  k.params = e.params;
-  k.params.set("axes", Value::list(std::move(new_axes)));
-  k.params.set("body", drop_inputs(d.ir, d.used_in));
+  k.params = with_axes_and_body(e.params, Value::list(std::move(new_axes)), drop_inputs(d.ir, d.used_in));
   k.notes = e.notes;
   ctx.replace(std::move(k));
 }
@@ -113,8 +112,8 @@ Aval up(Aval a) { return Aval{a.kind, uint8_t(a.list_depth + 1)}; }
 // ---- map
 
 AbstractOut map_abstract(const Params& params, std::span<const Aval> in, const TreeDef&) {
-  const IRPtr& body = params.ir("body");
-  const Value& axes = params.value("axes");
+  const IRPtr& body = map_body(params);
+  const Value& axes = map_axes(params);
   if (axes.kind() != Kind::List || axes.size() != in.size() || body->in.size() != in.size())
     invalid("map: the body takes " + std::to_string(body->in.size()) + " input(s), axes has " +
             std::to_string(axes.size()) + ", the equation has " + std::to_string(in.size()));
@@ -168,7 +167,7 @@ void succeed_with_columns(AsyncOp& op, std::vector<std::vector<Value>>& rows, si
 
 void map_directly(const Eqn& e, std::span<const Value> in, const std::vector<bool>& axes, size_t n,
                   AsyncOp& op, RunEnv& env) {
-  const IR& body = *e.params.ir("body");
+  const IR& body = *map_body(e.params);
   const Eqn& be = body.eqns[0];
   // Where each input of the equation comes from: body input k (>= 0) or
   // its own literal (-1).
@@ -287,13 +286,13 @@ struct SwitchForms final : Forms {
 // item takes it, the map runs item by item.
 std::shared_ptr<const Forms> map_forms(const Eqn& e) {
   static const Prim& sw = prim("switch");
-  const IR& body = *e.params.ir("body");
+  const IR& body = *map_body(e.params);
   if (body.eqns.size() != 1 || body.eqns[0].prim != &sw) return nullptr;
   const Eqn& s = body.eqns[0];
   if (body.out.size() != s.out.size()) return nullptr;
   for (size_t o = 0; o < s.out.size(); ++o)
     if (!body.out[o].is_var() || body.out[o].var != s.out[o]) return nullptr;
-  const std::vector<bool> axes = bools(e.params.value("axes"));
+  const std::vector<bool> axes = bools(map_axes(e.params));
   auto f = std::make_shared<SwitchForms>();
   f->src.assign(s.in.size(), -1);
   for (size_t j = 0; j < s.in.size(); ++j)
@@ -331,7 +330,7 @@ bool map_switch_by_branch(const Eqn& e, std::span<const Value> in, const std::ve
   if (n == 0 || !env.context) return false;
   const auto* f = dynamic_cast<const SwitchForms*>(env.context->forms(e, env));
   if (!f) return false;
-  const Eqn& s = e.params.ir("body")->eqns[0];
+  const Eqn& s = map_body(e.params)->eqns[0];
   const size_t n_out = e.out.size(), m = s.in.size() - 1;
   const std::vector<int64_t>& src = f->src;
   const std::vector<bool>& op_axes = f->op_axes;
@@ -450,7 +449,7 @@ class MapInOrder final : public PassLoop {
   MapInOrder(const Eqn& e, std::span<const Value> in, std::vector<bool> axes, size_t n,
              std::shared_ptr<AsyncOp> op, const RunEnv& env)
       : PassLoop(std::move(op), env),
-        body_(e.params.ir("body")),
+        body_(map_body(e.params)),
         in_(in.begin(), in.end()),
         axes_(std::move(axes)),
         n_(n),
@@ -496,8 +495,8 @@ class MapInOrder final : public PassLoop {
 // others, unless per-item errors are on: then it becomes its error value and
 // the others go on.
 void map_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, RunEnv& env) {
-  const IRPtr& body = e.params.ir("body");
-  const std::vector<bool> axes = bools(e.params.value("axes"));
+  const IRPtr& body = map_body(e.params);
+  const std::vector<bool> axes = bools(map_axes(e.params));
   const size_t n = batch_length("map", in, axes), n_out = e.out.size();
   if (applies_directly(*body)) return map_directly(e, in, axes, n, *op, env);
   const RunScopes* scopes = scopes_of(env);
@@ -551,10 +550,10 @@ void map_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asy
 
 void map_push(PushCtx& ctx, const Eqn& e) {
   static const Prim& map = prim("map");
-  const std::vector<bool> axes = bools(e.params.value("axes"));
+  const std::vector<bool> axes = bools(map_axes(e.params));
   std::vector<bool> nz(ctx.n_in());
   for (size_t k = 0; k < ctx.n_in(); ++k) nz[k] = ctx.tangent(k).has_value();
-  PushedIR p = pushforward_flat(e.params.ir("body"), nz, {});
+  PushedIR p = pushforward_flat(map_body(e.params), nz, {});
   std::vector<Atom> in = ctx.primals;
   std::vector<Value> new_axes;
   for (bool a : axes) new_axes.push_back(Value::boolean(a));
@@ -563,10 +562,7 @@ void map_push(PushCtx& ctx, const Eqn& e) {
       in.push_back(*ctx.tangent(k));
       new_axes.push_back(Value::boolean(axes[k]));
     }
-  Params params;
-  params.set("axes", Value::list(std::move(new_axes)));
-  params.set("body", p.ir);
-  std::vector<Atom> o = ctx.b.emit(map, std::move(params), std::move(in));
+  std::vector<Atom> o = ctx.b.emit(map, map_params(Value::list(std::move(new_axes)), p.ir), std::move(in));
   const size_t n_out = e.out.size();
   size_t j = n_out;
   for (size_t k = 0; k < n_out; ++k) {
@@ -577,11 +573,8 @@ void map_push(PushCtx& ctx, const Eqn& e) {
 
 void map_pull_fwd(PullCtx& ctx, const Eqn& e) {
   static const Prim& map = prim("map");
-  SplitIR s = pullback_forward(e.params.ir("body"));
-  Params params;
-  params.set("axes", e.params.value("axes"));
-  params.set("body", s.fwd);
-  std::vector<Atom> o = ctx.b.emit(map, std::move(params), ctx.primals);
+  SplitIR s = pullback_forward(map_body(e.params));
+  std::vector<Atom> o = ctx.b.emit(map, map_params(map_axes(e.params), s.fwd), ctx.primals);
   for (size_t k = 0; k < e.out.size(); ++k) ctx.forward_out(k, o[k]);
   ctx.residuals.assign(o.begin() + long(e.out.size()), o.end());
 }
@@ -604,10 +597,10 @@ bool passes_through(const IR& body, const std::vector<Atom>& in, const std::vect
 void map_pull_bwd(PullCtx& ctx, const Eqn& e) {
   static const Prim& map = prim("map");
   static const Prim& accumulate_items = prim("accumulate_items");
-  const std::vector<bool> axes = bools(e.params.value("axes"));
+  const std::vector<bool> axes = bools(map_axes(e.params));
   std::vector<bool> nz(e.out.size());
   for (size_t k = 0; k < e.out.size(); ++k) nz[k] = ctx.cotangent(k).has_value();
-  SplitIR s = pullback_split(e.params.ir("body"), nz, {});
+  SplitIR s = pullback_split(map_body(e.params), nz, {});
   if (std::none_of(s.nz_in.begin(), s.nz_in.end(), [](bool x) { return x; })) return;
   std::vector<Atom> in = ctx.primals;
   std::vector<Value> new_axes;
@@ -626,10 +619,7 @@ void map_pull_bwd(PullCtx& ctx, const Eqn& e) {
     // The backward body only routes batched inputs to outputs: no map needed.
     o = std::move(direct);
   } else {
-    Params params;
-    params.set("axes", Value::list(std::move(new_axes)));
-    params.set("body", s.bwd);
-    o = ctx.b.emit(map, std::move(params), std::move(in));
+    o = ctx.b.emit(map, map_params(Value::list(std::move(new_axes)), s.bwd), std::move(in));
   }
   size_t j = 0;
   for (size_t k = 0; k < e.in.size(); ++k) {
@@ -652,10 +642,9 @@ AbstractOut batch_check_abstract(const Params&, std::span<const Aval> in, const 
 }
 
 void batch_check_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv&) {
-  const Param* paths = e.params.find("paths");
+  const Value* paths = batch_check_paths(e.params);
   auto name = [&](size_t k) {
-    if (paths && std::holds_alternative<Value>(*paths) && k < std::get<Value>(*paths).size())
-      return std::get<Value>(*paths).items()[k].as_str();
+    if (paths && k < paths->size()) return paths->items()[k].as_str();
     return "batched input " + std::to_string(k);
   };
   size_t n = 0;
@@ -713,7 +702,7 @@ void broadcast_pull_bwd(PullCtx& ctx, const Eqn&) {
 void add_batching_prims(std::vector<Prim>& out) {
   out.push_back(Prim{
       .name = "map",
-      .params = {{.name = "axes", .value_kind = Kind::List}, {.name = "body", .kind = ParamKind::IR}},
+      .params = map_param_specs(),
       .impl_async = map_impl_async,
       .forms = map_forms,
       .abstract_eval = map_abstract,
@@ -726,7 +715,7 @@ void add_batching_prims(std::vector<Prim>& out) {
   out.push_back(Prim{
       .name = "batch_check",
       .cost = 0.0,
-      .params = {{.name = "paths", .value_kind = Kind::List, .optional = true}},
+      .params = batch_check_param_specs(),
       .impl = batch_check_impl,
       .abstract_eval = batch_check_abstract,
       .batch = batch_by_map,

@@ -14,6 +14,25 @@
 
 namespace af {
 
+// ---- params (prims/ops.h): each name spelled once
+
+namespace {
+constexpr const char* kParamCollection = "collection";
+constexpr const char* kParamKey = "key";
+}  // namespace
+
+Params checkpoint_params(std::string collection, std::string key) {
+  Params p;
+  p.set(kParamCollection, Value::str(std::move(collection)));
+  p.set(kParamKey, Value::str(std::move(key)));
+  return p;
+}
+std::vector<ParamSpec> checkpoint_param_specs() {
+  return {{.name = kParamCollection, .value_kind = Kind::Str}, {.name = kParamKey, .value_kind = Kind::Str}};
+}
+const std::string& checkpoint_collection(const Params& p) { return p.value(kParamCollection).as_str(); }
+const std::string& checkpoint_key(const Params& p) { return p.value(kParamKey).as_str(); }
+
 namespace {
 
 // Output = the first positional input tree, unchanged.
@@ -39,7 +58,7 @@ void checkpoint_impl(const Eqn& e, std::span<const Value> in, std::span<Value> o
   }
   const TreeDef value_tree = e.in_tree.child(0);
   const Value value = value_tree.unflatten(in.first(value_tree.num_leaves()));
-  const std::string& key = e.params.value("key").as_str();
+  const std::string& key = checkpoint_key(e.params);
   auto check = [&](const Value& injected) {
     check_structure(injected, value_tree, "inject: the value for checkpoint \"" + key + "\"",
                     [&](size_t k, const Value& got, const std::string& path) {
@@ -49,7 +68,7 @@ void checkpoint_impl(const Eqn& e, std::span<const Value> in, std::span<Value> o
                     });
   };
   Value result =
-      scopes->checkpoint(e.params.value("collection").as_str(), key, value, hit_rank(env), check);
+      scopes->checkpoint(checkpoint_collection(e.params), key, value, hit_rank(env), check);
   std::vector<Value> leaves;
   flatten_into(result, leaves);
   for (size_t i = 0; i < out.size(); ++i) out[i] = leaves[i];
@@ -133,7 +152,7 @@ void add_control_prims(std::vector<Prim>& out) {
       .name = "checkpoint",
       .flags = kEffectful | kNoMerge | kObservable,
       .cost = 0.0,
-      .params = {{.name = "collection", .value_kind = Kind::Str}, {.name = "key", .value_kind = Kind::Str}},
+      .params = checkpoint_param_specs(),
       .impl = checkpoint_impl,
       .abstract_eval = first_input_abstract,
       .batch = batch_by_map,
@@ -169,10 +188,7 @@ Value op_checkpoint(const Value& v, std::string_view key, std::string_view colle
     }
   }
   static const Prim& p = prim("checkpoint");
-  Params params;
-  params.set("collection", Value::str(std::string(collection)));
-  params.set("key", Value::str(std::string(key)));
-  return bind(p, std::move(params), Value::list({v}), env);
+  return bind(p, checkpoint_params(std::string(collection), std::string(key)), Value::list({v}), env);
 }
 
 }  // namespace af

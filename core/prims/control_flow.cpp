@@ -41,13 +41,66 @@
 
 namespace af {
 
-namespace {
+// ---- params (prims/control_flow.h): each name spelled once
 
-Params switch_params(IRMap m) {
+namespace {
+constexpr const char* kParamBranches = "branches";
+constexpr const char* kParamBody = "body";
+constexpr const char* kParamCond = "cond";
+constexpr const char* kParamMaxIters = "max_iters";
+constexpr const char* kParamNXs = "n_xs";
+constexpr const char* kParamReverse = "reverse";
+}  // namespace
+
+Params switch_params(IRMap branches) {
   Params p;
-  p.set("branches", std::move(m));
+  p.set(kParamBranches, std::move(branches));
   return p;
 }
+std::vector<ParamSpec> switch_param_specs() { return {{.name = kParamBranches, .kind = ParamKind::IRMap}}; }
+
+const IRMap& switch_branches(const Params& p) {
+  const Param* b = p.find(kParamBranches);
+  if (!b || !std::holds_alternative<IRMap>(*b)) fail(Code::Internal, "switch: missing branches param");
+  return std::get<IRMap>(*b);
+}
+
+Params while_loop_params(IRPtr cond, IRPtr body, int64_t max_iters) {
+  Params p;
+  p.set(kParamBody, std::move(body));
+  p.set(kParamCond, std::move(cond));
+  p.set(kParamMaxIters, Value::integer(max_iters));
+  return p;
+}
+std::vector<ParamSpec> while_loop_param_specs() {
+  return {{.name = kParamBody, .kind = ParamKind::IR},
+          {.name = kParamCond, .kind = ParamKind::IR},
+          {.name = kParamMaxIters, .value_kind = Kind::Int}};
+}
+Params while_scan_params(IRPtr cond, IRPtr body, int64_t max_iters) {
+  return while_loop_params(std::move(cond), std::move(body), max_iters);
+}
+std::vector<ParamSpec> while_scan_param_specs() { return while_loop_param_specs(); }
+const IRPtr& loop_cond(const Params& p) { return p.ir(kParamCond); }
+const Value& loop_max_iters(const Params& p) { return p.value(kParamMaxIters); }
+const IRPtr& loop_body(const Params& p) { return p.ir(kParamBody); }
+
+Params scan_params(IRPtr body, size_t n_xs, bool reverse) {
+  Params p;
+  p.set(kParamBody, std::move(body));
+  p.set(kParamNXs, Value::integer(int64_t(n_xs)));
+  p.set(kParamReverse, Value::boolean(reverse));
+  return p;
+}
+std::vector<ParamSpec> scan_param_specs() {
+  return {{.name = kParamBody, .kind = ParamKind::IR},
+          {.name = kParamNXs, .value_kind = Kind::Int},
+          {.name = kParamReverse, .value_kind = Kind::Bool}};
+}
+size_t scan_n_xs(const Params& p) { return size_t(p.value(kParamNXs).as_int()); }
+bool scan_reverse(const Params& p) { return p.value(kParamReverse).as_bool(); }
+
+namespace {
 
 std::string branch_names(const IRMap& m) {
   std::string s;
@@ -275,15 +328,7 @@ void switch_dce(DceCtx& ctx, const Eqn& e) {
 
 // ---- while_loop
 
-int64_t max_iters_of(const Params& p) { return p.value("max_iters").as_int(); }
-
-Params loop_params(IRPtr cond, IRPtr body, int64_t max_iters) {
-  Params p;
-  p.set("body", std::move(body));
-  p.set("cond", std::move(cond));
-  p.set("max_iters", Value::integer(max_iters));
-  return p;
-}
+int64_t max_iters_of(const Params& p) { return loop_max_iters(p).as_int(); }
 
 TreeDef state_tree(size_t n) {
   TreeDef flat = TreeDef::flat_list(n);
@@ -291,9 +336,9 @@ TreeDef state_tree(size_t n) {
 }
 
 AbstractOut while_abstract(const Params& params, std::span<const Aval> in, const TreeDef& in_tree) {
-  const IRPtr& cond = params.ir("cond");
-  const IRPtr& body = params.ir("body");
-  const Value& max = params.value("max_iters");
+  const IRPtr& cond = loop_cond(params);
+  const IRPtr& body = loop_body(params);
+  const Value& max = loop_max_iters(params);
   if (max.kind() != Kind::Int || max.as_int() < 0) invalid("while_loop: max_iters must be a non-negative int");
   if (in_tree.root().n_children != 1) invalid("while_loop: takes one input, the initial state");
   TreeDef state = in_tree.child(0);
@@ -327,7 +372,7 @@ AbstractOut while_abstract(const Params& params, std::span<const Aval> in, const
 class WhileLoop final : public PassLoop {
  public:
   WhileLoop(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, const RunEnv& env)
-      : PassLoop(std::move(op), env), cond_(e.params.ir("cond")), body_(e.params.ir("body")),
+      : PassLoop(std::move(op), env), cond_(loop_cond(e.params)), body_(loop_body(e.params)),
         max_(max_iters_of(e.params)), state_(in.begin(), in.end()) {}
 
  private:
@@ -376,7 +421,7 @@ IRPtr cond_with_extra(const IR& cond, std::span<const Aval> extra) {
 void while_push(PushCtx& ctx, const Eqn& e) {
   static const Prim& wl = prim("while_loop");
   const size_t k = ctx.n_in();
-  IRPtr body = flat_signature(e.params.ir("body"));
+  IRPtr body = flat_signature(loop_body(e.params));
   std::vector<bool> nz(k);
   for (size_t i = 0; i < k; ++i) nz[i] = ctx.tangent(i).has_value();
   // The tangents that can become non-zero inside the loop: a fixpoint.
@@ -395,8 +440,8 @@ void while_push(PushCtx& ctx, const Eqn& e) {
       extra.push_back(ctx.in_aval(i));
       init.push_back(ctx.tangent_or_zero(i));
     }
-  IRPtr cond = state_signature(cond_with_extra(*flat_inputs(e.params.ir("cond")), extra));
-  Params params = loop_params(cond, state_signature(p.ir), max_iters_of(e.params));
+  IRPtr cond = state_signature(cond_with_extra(*flat_inputs(loop_cond(e.params)), extra));
+  Params params = while_loop_params(cond, state_signature(p.ir), max_iters_of(e.params));
   std::vector<Atom> o = ctx.b.emit(wl, std::move(params), init, state_tree(init.size()));
   for (size_t i = 0, j = k; i < k; ++i) {
     ctx.primal_out(i, o[i]);
@@ -407,7 +452,7 @@ void while_push(PushCtx& ctx, const Eqn& e) {
 void while_pull_fwd(PullCtx& ctx, const Eqn& e) {
   static const Prim& ws = prim("while_scan");
   const size_t k = ctx.n_in();
-  IRPtr body = flat_signature(e.params.ir("body"));
+  IRPtr body = flat_signature(loop_body(e.params));
   SplitIR s = pullback_forward(body);
   // The recording body: state -> [next state | state, residuals] (the
   // trajectory: every iteration's state and residuals).
@@ -419,10 +464,8 @@ void while_pull_fwd(PullCtx& ctx, const Eqn& e) {
   for (size_t i = 0; i < k; ++i) sel.push_back(n_fwd_out + i);
   for (size_t j = 0; j < s.n_res; ++j) sel.push_back(k + j);
   IRPtr rec = rewire(*s.fwd, avals, from, sel);
-  Params params;
-  params.set("body", rec);
-  params.set("cond", leaf_output(flat_inputs(e.params.ir("cond"))));
-  params.set("max_iters", e.params.value("max_iters"));
+  Params params =
+      while_scan_params(leaf_output(flat_inputs(loop_cond(e.params))), rec, max_iters_of(e.params));
   std::vector<Atom> o = ctx.b.emit(ws, std::move(params), ctx.primals);
   for (size_t i = 0; i < k; ++i) ctx.forward_out(i, o[i]);
   ctx.residuals.assign(o.begin() + long(k), o.end());  // [trajectory states, trajectory residuals, n]
@@ -431,7 +474,7 @@ void while_pull_fwd(PullCtx& ctx, const Eqn& e) {
 void while_pull_bwd(PullCtx& ctx, const Eqn& e) {
   static const Prim& scan = prim("scan");
   const size_t k = ctx.n_in();
-  IRPtr body = flat_signature(e.params.ir("body"));
+  IRPtr body = flat_signature(loop_body(e.params));
   std::vector<bool> c(k);
   for (size_t i = 0; i < k; ++i) c[i] = ctx.cotangent(i).has_value();
   SplitIR s;
@@ -449,19 +492,15 @@ void while_pull_bwd(PullCtx& ctx, const Eqn& e) {
   in.insert(in.end(), ctx.residuals.begin(), ctx.residuals.end() - 1);
   for (size_t i = 0; i < k; ++i)
     if (c[i]) in.push_back(ctx.cotangent_or_zero(i));
-  Params params;
-  params.set("body", s.bwd);
-  params.set("n_xs", Value::integer(int64_t(k + s.n_res)));
-  params.set("reverse", Value::boolean(true));
-  std::vector<Atom> o = ctx.b.emit(scan, std::move(params), std::move(in));
+  std::vector<Atom> o = ctx.b.emit(scan, scan_params(s.bwd, k + s.n_res, true), std::move(in));
   for (size_t i = 0, j = 0; i < k; ++i)
     if (c[i]) ctx.add_cotangent(i, o[j++]);
 }
 
 void while_dce(DceCtx& ctx, const Eqn& e) {
   const size_t k = e.in.size();
-  IRPtr body = flat_signature(e.params.ir("body"));
-  IRPtr cond = flat_inputs(e.params.ir("cond"));
+  IRPtr body = flat_signature(loop_body(e.params));
+  IRPtr cond = flat_inputs(loop_cond(e.params));
   std::vector<bool> live = ctx.out_used;
   std::vector<bool> one{true};
   DcedIR dc = dce_flat(cond, one);
@@ -483,19 +522,13 @@ void while_dce(DceCtx& ctx, const Eqn& e) {
     }
   n.in_tree = state_tree(n.in.size());
   n.out_tree = TreeDef::flat_list(n.out.size());
-  n.params = loop_params(state_signature(leaf_output(drop_inputs(dc.ir, live))),
+  n.params = while_loop_params(state_signature(leaf_output(drop_inputs(dc.ir, live))),
                          state_signature(drop_inputs(db.ir, live)), max_iters_of(e.params));
   n.notes = e.notes;
   ctx.replace(std::move(n));
 }
 
 }  // namespace
-
-const IRMap& switch_branches(const Params& p) {
-  const Param* b = p.find("branches");
-  if (!b || !std::holds_alternative<IRMap>(*b)) fail(Code::Internal, "switch: missing branches param");
-  return std::get<IRMap>(*b);
-}
 
 const IRPtr& switch_branch(const Params& p, const std::string& key) {
   return branch_for(switch_branches(p), key);
@@ -505,7 +538,7 @@ void add_control_flow_prims(std::vector<Prim>& out) {
   out.push_back(Prim{
       .name = "switch",
       .cost = 0.0,
-      .params = {{.name = "branches", .kind = ParamKind::IRMap}},
+      .params = switch_param_specs(),
       .impl_async = switch_impl_async,
       .abstract_eval = switch_abstract,
       .batch = switch_batch,
@@ -517,9 +550,7 @@ void add_control_flow_prims(std::vector<Prim>& out) {
   out.push_back(Prim{
       .name = "while_loop",
       .cost = 0.0,
-      .params = {{.name = "body", .kind = ParamKind::IR},
-                 {.name = "cond", .kind = ParamKind::IR},
-                 {.name = "max_iters", .value_kind = Kind::Int}},
+      .params = while_loop_param_specs(),
       .impl_async = while_impl_async,
       .abstract_eval = while_abstract,
       .batch = batch_by_map,
@@ -579,7 +610,7 @@ Value op_while_loop(const IRPtr& cond, const IRPtr& body, const Value& init, uin
                           ? std::numeric_limits<int64_t>::max()
                           : int64_t(max_iters);
   static const Prim& p = prim("while_loop");
-  return bind(p, loop_params(cond, body, max), Value::list({init}), env);
+  return bind(p, while_loop_params(cond, body, max), Value::list({init}), env);
 }
 
 }  // namespace af

@@ -44,10 +44,37 @@
 
 namespace af {
 
+// ---- params (prims/host.h): each name spelled once
+
+namespace {
+constexpr const char* kParamName = "name";
+constexpr const char* kParamResult = "result";
+constexpr const char* kParamPure = "pure";
+}  // namespace
+
+Params host_call_params(std::string name, Value result, bool pure) {
+  Params p;
+  p.set(kParamName, Value::str(std::move(name)));
+  p.set(kParamResult, std::move(result));
+  if (pure) p.set(kParamPure, Value::boolean(true));
+  return p;
+}
+std::vector<ParamSpec> host_call_param_specs() {
+  return {{.name = kParamName, .value_kind = Kind::Str, .names_host_function = true},
+          {.name = kParamResult},
+          {.name = kParamPure, .value_kind = Kind::Bool, .optional = true}};
+}
+const std::string& host_call_name(const Params& p) { return p.value(kParamName).as_str(); }
+const Value& host_call_result(const Params& p) { return p.value(kParamResult); }
+bool host_call_pure(const Params& p) {
+  const Param* pure = p.find(kParamPure);
+  return pure && std::get<Value>(*pure).as_bool();  // a bool Value: checked by every loader
+}
+
 namespace {
 
 AbstractOut host_abstract(const Params& params, std::span<const Aval>, const TreeDef&) {
-  return parse_result_kinds(params.value("result"));
+  return parse_result_kinds(host_call_result(params));
 }
 
 // Calls a Sync / Blocking function and finishes op with its checked result.
@@ -118,10 +145,10 @@ class JournaledOp final : public AsyncOp {
 // async equation whatever the function's mode: the mode is the
 // registration's, known only at run time).
 void host_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, RunEnv& env) {
-  const std::string& name = e.params.value("name").as_str();
+  const std::string& name = host_call_name(e.params);
   if (!env.context) fail(Code::NotFound, "host function " + json_quoted(name) + " is not registered (no context)");
   std::shared_ptr<const HostFunction> fn = env.context->hosts.require(name);
-  const Value& declared = e.params.value("result");
+  const Value& declared = host_call_result(e.params);
   std::vector<Value> args = e.in_tree.unflatten(in).items();
   // An effectful call of a run with a journal: answered from the journal
   // when an earlier run recorded it (not done again), else recorded once
@@ -182,19 +209,17 @@ void host_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<As
 }
 
 uint32_t host_flags(const Params& params) {
-  const Param* pure = params.find("pure");
-  const bool is_pure = pure && std::get<Value>(*pure).as_bool();  // a bool Value: checked by every loader
-  return is_pure ? kPure : kEffectful | kNondeterministic | kObservable;
+  return host_call_pure(params) ? kPure : kEffectful | kNondeterministic | kObservable;
 }
 
 void host_push(PushCtx&, const Eqn& e) {
-  invalid("pushforward: host function " + json_quoted(e.params.value("name").as_str()) +
+  invalid("pushforward: host function " + json_quoted(host_call_name(e.params)) +
           " has no pushforward rule (a tangent reaches its arguments; wrap them in stop_gradient if the "
           "host call should not be differentiated)");
 }
 
 void host_pull_bwd(PullCtx&, const Eqn& e) {
-  invalid("pullback: host function " + json_quoted(e.params.value("name").as_str()) +
+  invalid("pullback: host function " + json_quoted(host_call_name(e.params)) +
           " has no pullback rule (a cotangent reaches its result; wrap the result in stop_gradient if the "
           "host call should not be differentiated)");
 }
@@ -206,9 +231,7 @@ void add_host_prims(std::vector<Prim>& out) {
       .name = "host_call",
       .flags = kEffectful | kNondeterministic | kObservable,
       .flags_of = host_flags,
-      .params = {{.name = "name", .value_kind = Kind::Str, .names_host_function = true},
-                 {.name = "result"},
-                 {.name = "pure", .value_kind = Kind::Bool, .optional = true}},
+      .params = host_call_param_specs(),
       .impl_async = host_impl_async,
       .abstract_eval = host_abstract,
       .batch = batch_by_map,
@@ -223,12 +246,9 @@ Value op_host_call(std::string_view name, std::span<const Value> args, RunEnv& e
   if (!valid_utf8(name)) invalid("host_call: the name is not valid UTF-8");
   if (!env.context) invalid("host_call: no context");
   std::shared_ptr<const HostFunction> fn = env.context->hosts.require(name);
-  Params params;
-  params.set("name", Value::str(std::string(name)));
-  params.set("result", fn->result_kinds);
-  if (fn->pure) params.set("pure", Value::boolean(true));
   static const Prim& p = prim("host_call");
-  return bind(p, std::move(params), Value::list(std::vector<Value>(args.begin(), args.end())), env);
+  return bind(p, host_call_params(std::string(name), fn->result_kinds, fn->pure),
+              Value::list(std::vector<Value>(args.begin(), args.end())), env);
 }
 
 }  // namespace af

@@ -12,6 +12,7 @@
 #include "prims/builtins.h"
 #include "transforms/batch.h"
 #include "transforms/dce.h"
+#include "transforms/prim_params.h"
 #include "transforms/builder.h"
 #include "transforms/pullback.h"
 #include "transforms/pushforward.h"
@@ -76,12 +77,6 @@ Value zeros_of(const Value& x, bool text) {
   return zero_value(text ? Kind::Str : x.kind());
 }
 
-bool text_zeros(const Params& p) {
-  const Param* t = p.find("text");
-  return t && std::holds_alternative<Value>(*t) && std::get<Value>(*t).kind() == Kind::Bool &&
-         std::get<Value>(*t).as_bool();
-}
-
 // ---- accumulate
 
 AbstractOut accumulate_abstract(const Params&, std::span<const Aval> in, const TreeDef&) {
@@ -138,11 +133,11 @@ void accumulate_items_pull_bwd(PullCtx& ctx, const Eqn&) {
 AbstractOut zeros_like_abstract(const Params& p, std::span<const Aval> in, const TreeDef&) {
   if (in.size() != 1) invalid("zeros_like: takes one input");
   if (in[0].kind == Kind::Null || in[0].kind >= Kind::List) invalid("zeros_like: no zero of " + aval_name(in[0]));
-  return AbstractOut{{text_zeros(p) ? Aval{Kind::Str, in[0].list_depth} : in[0]}, TreeDef::leaf()};
+  return AbstractOut{{zeros_like_text(p) ? Aval{Kind::Str, in[0].list_depth} : in[0]}, TreeDef::leaf()};
 }
 
 void zeros_like_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv&) {
-  out[0] = zeros_of(in[0], text_zeros(e.params));
+  out[0] = zeros_of(in[0], zeros_like_text(e.params));
 }
 
 void zero_push(PushCtx& ctx, const Eqn&) {
@@ -182,7 +177,7 @@ void add_linear_prims(std::vector<Prim>& out) {
   out.push_back(Prim{
       .name = "zeros_like",
       .cost = 0.0,
-      .params = {{.name = "text", .value_kind = Kind::Bool, .optional = true}},
+      .params = zeros_like_param_specs(),
       .impl = zeros_like_impl,
       .abstract_eval = zeros_like_abstract,
       .batch = batch_identity,

@@ -22,6 +22,7 @@
 #include "lm/tools.h"
 #include "ir/registry.h"
 #include "prims/builtins.h"
+#include "prims/ops.h"
 #include "trace/trace.h"
 #include "transforms/batch.h"
 #include "transforms/dce.h"
@@ -35,16 +36,26 @@ namespace af {
 
 namespace {
 
-const Value& roles_of(const Params& p) { return p.value("roles"); }
+// The param names (prims/lm.h), spelled once: the sampling params' are in
+// kSampling below.
+constexpr const char* kParamRoles = "roles";
+constexpr const char* kParamParts = "parts";
+constexpr const char* kParamSchema = "schema";
+constexpr const char* kParamTools = "tools";
+constexpr const char* kParamToolChoice = "tool_choice";
+
+const Value* value_param(const Params& p, const char* name) {
+  const Param* x = p.find(name);
+  return x ? std::get_if<Value>(x) : nullptr;
+}
+
+const Value& roles_of(const Params& p) { return p.value(kParamRoles); }
 
 // Messages given as parts (af.h: content parts): the "parts" param holds,
 // per message, null (its content is one str input) or the kinds of its
 // parts, one input each: "text", "url" (an image by URL) or an image's
 // media type (base64 data). Absent when every message is plain.
-const Value* parts_of(const Params& p) {
-  const Param* x = p.find("parts");
-  return x ? std::get_if<Value>(x) : nullptr;
-}
+const Value* parts_of(const Params& p) { return lm_parts(p); }
 
 // Calls f(k, message, kind) for each content input k: kind is null for a
 // plain message's, else its part's kind.
@@ -74,14 +85,13 @@ bool is_image(const Value* kind) { return kind && kind->as_str() != "text"; }
 // The roles param, checked (graphs loaded from disk reach abstract_eval
 // with whatever params they hold).
 const Value& checked_roles(const char* prim, const Params& p) {
-  const Param* r = p.find("roles");
-  const Value* v = r ? std::get_if<Value>(r) : nullptr;
+  const Value* v = lm_roles(p);
   if (!v || v->kind() != Kind::List || v->items().empty())
     invalid(std::string(prim) + ": param \"roles\" must be a non-empty list of str");
   for (const Value& x : v->items())
     if (x.kind() != Kind::Str || x.as_str().empty())
       invalid(std::string(prim) + ": param \"roles\" must hold non-empty str roles");
-  if (const Param* pp = p.find("parts")) {  // one entry per role: null or part kinds
+  if (const Param* pp = p.find(kParamParts)) {  // one entry per role: null or part kinds
     const Value* parts = std::get_if<Value>(pp);
     bool ok = parts && parts->kind() == Kind::List && parts->size() == v->size();
     for (size_t i = 0; ok && i < parts->size(); ++i) {
@@ -170,7 +180,7 @@ void set_sampling(const char* op, const Value& given, Params& params, bool tool_
             kind_name(given.kind()));
   if (given.has_placeholder()) invalid(std::string(op) + ": params are static; they cannot hold traced values");
   for (const auto& [k, v] : given.entries()) {
-    if (tool_call && k == "tool_choice") {
+    if (tool_call && k == kParamToolChoice) {
       params.set(k, v);  // checked against the tools by the abstract rule
       continue;
     }
@@ -215,8 +225,7 @@ AbstractOut lm_schema_call_abstract(const Params& params, std::span<const Aval> 
   checked_roles("lm_schema_call", params);
   uint8_t d = batch_depth("lm_schema_call", in, content_count(params));
   check_sampling("lm_schema_call", params);
-  const Param* sp = params.find("schema");
-  const Value* tree = sp ? std::get_if<Value>(sp) : nullptr;
+  const Value* tree = lm_schema(params);
   if (!tree) invalid("lm_schema_call: param \"schema\" (the node tree) is missing");
   std::shared_ptr<const lm::Schema> schema;
   try {
@@ -234,12 +243,11 @@ AbstractOut lm_tool_call_abstract(const Params& params, std::span<const Aval> in
   checked_roles("lm_tool_call", params);
   uint8_t d = batch_depth("lm_tool_call", in, content_count(params), true);
   check_sampling("lm_tool_call", params);
-  const Param* tp = params.find("tools");
-  const Value* tree = tp ? std::get_if<Value>(tp) : nullptr;
+  const Value* tree = lm_tools(params);
   if (!tree) invalid("lm_tool_call: param \"tools\" is missing");
   try {
-    const Param* choice = params.find("tool_choice");
-    lm::tools_of(*tree)->check_choice(choice ? params.value("tool_choice") : Value());
+    const Value* choice = lm_tool_choice(params);
+    lm::tools_of(*tree)->check_choice(choice ? *choice : Value());
   } catch (const Error& e) {
     invalid(std::string("lm_tool_call: ") + e.what());
   }
@@ -428,10 +436,10 @@ std::string request_base(const Eqn& e, const Value& sampling) {
   std::string b;
   append_key_part(b, e.prim->name);
   append_key_part(b, sampling.is_null() ? "" : to_json(sampling));
-  const Param* s = e.params.find("schema");
-  append_key_part(b, s ? to_json(std::get<Value>(*s)) : "");
-  if (const Param* t = e.params.find("tools")) append_key_part(b, to_json(std::get<Value>(*t)));
-  if (const Param* c = e.params.find("tool_choice")) append_key_part(b, to_json(std::get<Value>(*c)));
+  const Value* s = lm_schema(e.params);
+  append_key_part(b, s ? to_json(*s) : "");
+  if (const Value* t = lm_tools(e.params)) append_key_part(b, to_json(*t));
+  if (const Value* c = lm_tool_choice(e.params)) append_key_part(b, to_json(*c));
   return b;
 }
 JournalKey request_key(std::string b, const lm::Request& req) {
@@ -765,14 +773,14 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   } issuing{*batch};
   batch->op = op;
   batch->prim = prim;
-  if (const Param* s = e.params.find("schema")) {
-    batch->schema = lm::schema_of(std::get<Value>(*s));
+  if (const Value* s = lm_schema(e.params)) {
+    batch->schema = lm::schema_of(*s);
     batch->n_out = batch->schema->leaf_kinds().size();
   }
-  if (const Param* t = e.params.find("tools")) {
-    batch->tools = lm::tools_of(std::get<Value>(*t));
+  if (const Value* t = lm_tools(e.params)) {
+    batch->tools = lm::tools_of(*t);
     batch->n_out = lm::kToolOutputs;
-    if (e.params.find("tool_choice")) batch->tool_choice = e.params.value("tool_choice");
+    if (const Value* c = lm_tool_choice(e.params)) batch->tool_choice = *c;
   }
   Expansion ex;
   ex.item_errors = env.item_errors;
@@ -1143,7 +1151,7 @@ void leaf_paths(const std::vector<TreeDef::Node>& nodes, size_t& pos, const std:
 void lm_pull_bwd(PullCtx& ctx, const Eqn& e) {
   const Value& roles = roles_of(e.params);
   const size_t n = content_count(e.params);
-  const bool structured = e.params.find("schema") != nullptr;
+  const bool structured = lm_schema(e.params) != nullptr;
   for (size_t k = 0; k < ctx.n_in(); ++k)
     if (ctx.in_aval(k).list_depth != 0)
       invalid(e.prim->name + ": pullback of a batched call is not supported; apply pullback before batch "
@@ -1175,21 +1183,18 @@ void lm_pull_bwd(PullCtx& ctx, const Eqn& e) {
       }
     }
     tmpl += "\n\nHow should the input be improved?";
-    Params fp;
-    fp.set("names", Value::list({}));
-    fp.set("template", Value::str(tmpl));
-    Atom prompt = ctx.b.emit1(format, std::move(fp), std::move(args));
-    Params lp;
-    lp.set("roles", Value::list({Value::str("system"), Value::str("user")}));
-    Atom advice = ctx.b.emit1(lm_call, std::move(lp), {Atom::literal(Value::str(kFeedbackSystem)), prompt, model});
+    Atom prompt = ctx.b.emit1(format, format_params(std::move(tmpl), {}), std::move(args));
+    Params lp = lm_call_params(Value::list({Value::str("system"), Value::str("user")}), Value());
+    Atom advice =
+        ctx.b.emit1(lm_call, std::move(lp), {Atom::literal(Value::str(kFeedbackSystem)), prompt, model});
     ctx.add_cotangent(k, advice);
   });
 }
 
 // roles, the sampling params (optional), then what the primitive adds.
-std::vector<ParamSpec> lm_params(std::vector<ParamSpec> more) {
-  std::vector<ParamSpec> ps{{.name = "roles", .value_kind = Kind::List},
-                            {.name = "parts", .value_kind = Kind::List, .optional = true}};
+std::vector<ParamSpec> lm_param_specs_with(std::vector<ParamSpec> more) {
+  std::vector<ParamSpec> ps{{.name = kParamRoles, .value_kind = Kind::List},
+                            {.name = kParamParts, .value_kind = Kind::List, .optional = true}};
   for (const SamplingParam& sp : kSampling)
     ps.push_back({.name = sp.name, .value_kind = sp.kind, .optional = true});
   for (ParamSpec& p : more) ps.push_back(std::move(p));
@@ -1229,6 +1234,34 @@ void tool_results_pull_bwd(PullCtx&, const Eqn&) {}
 
 }  // namespace
 
+Params lm_call_params(Value roles, Value parts) {
+  Params p;
+  p.set(kParamRoles, std::move(roles));
+  if (!parts.is_null()) p.set(kParamParts, std::move(parts));
+  return p;
+}
+Params lm_schema_call_params(Value roles, Value parts, Value schema) {
+  Params p = lm_call_params(std::move(roles), std::move(parts));
+  p.set(kParamSchema, std::move(schema));
+  return p;
+}
+Params lm_tool_call_params(Value roles, Value parts, Value tools) {
+  Params p = lm_call_params(std::move(roles), std::move(parts));
+  p.set(kParamTools, std::move(tools));
+  return p;
+}
+std::vector<ParamSpec> lm_call_param_specs() { return lm_param_specs_with({}); }
+std::vector<ParamSpec> lm_schema_call_param_specs() { return lm_param_specs_with({{.name = kParamSchema}}); }
+std::vector<ParamSpec> lm_tool_call_param_specs() {
+  return lm_param_specs_with(
+      {{.name = kParamTools}, {.name = kParamToolChoice, .value_kind = Kind::Str, .optional = true}});
+}
+const Value* lm_roles(const Params& p) { return value_param(p, kParamRoles); }
+const Value* lm_parts(const Params& p) { return value_param(p, kParamParts); }
+const Value* lm_schema(const Params& p) { return value_param(p, kParamSchema); }
+const Value* lm_tools(const Params& p) { return value_param(p, kParamTools); }
+const Value* lm_tool_choice(const Params& p) { return value_param(p, kParamToolChoice); }
+
 Value describe_sampling_params() {
   std::vector<Value> out;
   for (const SamplingParam& sp : kSampling) {
@@ -1248,11 +1281,9 @@ Value describe_sampling_params() {
 }
 
 void add_lm_prims(std::vector<Prim>& out) {
-  out.push_back(lm_prim("lm_call", lm_params({}), lm_call_abstract));
-  out.push_back(lm_prim("lm_schema_call", lm_params({{.name = "schema"}}), lm_schema_call_abstract));
-  out.push_back(lm_prim("lm_tool_call",
-                        lm_params({{.name = "tools"}, {.name = "tool_choice", .value_kind = Kind::Str, .optional = true}}),
-                        lm_tool_call_abstract, tool_call_push,
+  out.push_back(lm_prim("lm_call", lm_call_param_specs(), lm_call_abstract));
+  out.push_back(lm_prim("lm_schema_call", lm_schema_call_param_specs(), lm_schema_call_abstract));
+  out.push_back(lm_prim("lm_tool_call", lm_tool_call_param_specs(), lm_tool_call_abstract, tool_call_push,
                         tool_call_pull_bwd));
   out.push_back(Prim{
       .name = "tool_results",
@@ -1275,9 +1306,7 @@ Value op_lm_call(const Value& messages, const Value& model, const Value& samplin
   split_messages("lm_call", messages, roles, in, parts);
   check_model("lm_call", model);
   in.push_back(model);
-  Params params;
-  params.set("roles", std::move(roles));
-  if (!parts.is_null()) params.set("parts", std::move(parts));
+  Params params = lm_call_params(std::move(roles), std::move(parts));
   set_sampling("lm_call", sampling, params);
   static const Prim& p = prim("lm_call");
   return bind_flat(p, std::move(params), std::move(in), env);
@@ -1297,10 +1326,7 @@ Value op_lm_schema_call(const Value& messages, const Value& model, const Value& 
     invalid(std::string("lm_schema_call: ") + e.what());
   }
   in.push_back(model);
-  Params params;
-  params.set("roles", std::move(roles));
-  if (!parts.is_null()) params.set("parts", std::move(parts));
-  params.set("schema", schema);
+  Params params = lm_schema_call_params(std::move(roles), std::move(parts), schema);
   set_sampling("lm_schema_call", sampling, params);
   static const Prim& p = prim("lm_schema_call");
   return bind_flat(p, std::move(params), std::move(in), env);
@@ -1328,10 +1354,7 @@ Value op_lm_tool_call(const Value& messages, const Value& history, const Value& 
   }
   in.push_back(history);
   in.push_back(model);
-  Params params;
-  params.set("roles", std::move(roles));
-  if (!parts.is_null()) params.set("parts", std::move(parts));
-  params.set("tools", tools);
+  Params params = lm_tool_call_params(std::move(roles), std::move(parts), tools);
   set_sampling("lm_tool_call", sampling, params, true);
   static const Prim& p = prim("lm_tool_call");
   return bind_flat(p, std::move(params), std::move(in), env);

@@ -3,6 +3,9 @@
 // trace, evaluated — i.e. one blocking request — outside).
 #pragma once
 
+#include <vector>
+
+#include "ir/prim.h"
 #include "rt/env.h"
 #include "value/value.h"
 
@@ -23,6 +26,26 @@ Value op_lm_tool_call(const Value& messages, const Value& history, const Value& 
                       const Value& sampling, RunEnv& env);
 // The history after a turn and its tools' results (a list of str).
 Value op_tool_results(const Value& history, const Value& turn, const Value& results, RunEnv& env);
+
+// The params of the LM calls: roles (one str per message), parts (per
+// message, null or its parts' kinds; left out when every message is plain:
+// pass null), the sampling params (optional, set by the operations from the
+// sampling table), and schema (lm_schema_call) or tools and tool_choice
+// (lm_tool_call). Builders, accessors and `*_param_specs` (what the Prims
+// declare) spell the names once (prims/lm.cpp).
+Params lm_call_params(Value roles, Value parts);
+Params lm_schema_call_params(Value roles, Value parts, Value schema);
+Params lm_tool_call_params(Value roles, Value parts, Value tools);
+std::vector<ParamSpec> lm_call_param_specs();
+std::vector<ParamSpec> lm_schema_call_param_specs();
+std::vector<ParamSpec> lm_tool_call_param_specs();
+// Each param as a Value, or null when absent (or, in a loaded graph not yet
+// checked, not a Value).
+const Value* lm_roles(const Params& p);
+const Value* lm_parts(const Params& p);
+const Value* lm_schema(const Params& p);
+const Value* lm_tools(const Params& p);
+const Value* lm_tool_choice(const Params& p);
 
 // The sampling params (af_lm_call_ex's params) as af_options_json lists
 // them: {"key", "kind", "default", "min", "max", "doc"} (a list's min and

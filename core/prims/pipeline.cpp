@@ -33,6 +33,7 @@
 #include "rt/context.h"
 #include "rt/scopes.h"
 #include "transforms/batch.h"
+#include "transforms/prim_params.h"
 #include "transforms/pullback.h"
 #include "transforms/pushforward.h"
 #include "value/error.h"
@@ -42,12 +43,12 @@ namespace af {
 namespace {
 
 AbstractOut pipeline_abstract(const Params& params, std::span<const Aval> in, const TreeDef&) {
-  const IRPtr& body = params.ir("body");
-  const Value& axes = params.value("axes");
+  const IRPtr& body = map_body(params);
+  const Value& axes = map_axes(params);
   if (axes.kind() != Kind::List || axes.size() != in.size() || body->in.size() != in.size())
     invalid("pipeline: the body takes " + std::to_string(body->in.size()) + " input(s), axes has " +
             std::to_string(axes.size()) + ", the equation has " + std::to_string(in.size()));
-  if (params.value("chunk").as_int() < 1) invalid("pipeline: chunk must be at least 1 item");
+  if (pipeline_chunk(params) < 1) invalid("pipeline: chunk must be at least 1 item");
   const std::vector<Aval> body_in = in_avals(*body);
   bool any = false;
   for (size_t k = 0; k < in.size(); ++k) {
@@ -96,9 +97,9 @@ void join_slices(AsyncOp& op, std::vector<std::vector<Value>>& rows, const std::
 
 void pipeline_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, RunEnv& env) {
   if (!env.context) fail(Code::Internal, "pipeline: no context to run the body");
-  const IRPtr& body = e.params.ir("body");
-  const std::vector<bool> axes = bools(e.params.value("axes"));
-  const auto chunk = size_t(std::max<int64_t>(1, e.params.value("chunk").as_int()));
+  const IRPtr& body = map_body(e.params);
+  const std::vector<bool> axes = bools(map_axes(e.params));
+  const auto chunk = size_t(std::max<int64_t>(1, pipeline_chunk(e.params)));
   const size_t n = batch_length("pipeline", in, axes), n_out = e.out.size();
   const RunScopes* scopes = scopes_of(env);
   const bool whole = n <= chunk || op->streaming() || (scopes && scopes->any_checkpoint_scope()) ||
@@ -156,7 +157,7 @@ void pipeline_push(PushCtx& ctx, const Eqn& e) {
   std::vector<Atom> in = ctx.primals;
   for (size_t k = 0; k < ctx.n_in(); ++k)
     if ((nz[k] = ctx.tangent(k).has_value())) in.push_back(*ctx.tangent(k));
-  PushedIR p = pushforward_flat(e.params.ir("body"), nz, {});
+  PushedIR p = pushforward_flat(map_body(e.params), nz, {});
   std::vector<Atom> o = inline_into(ctx.b, *p.ir, in);
   const size_t n_out = e.out.size();
   for (size_t k = 0, j = n_out; k < n_out; ++k) {
@@ -166,7 +167,7 @@ void pipeline_push(PushCtx& ctx, const Eqn& e) {
 }
 
 void pipeline_pull_fwd(PullCtx& ctx, const Eqn& e) {
-  SplitIR s = pullback_forward(e.params.ir("body"));
+  SplitIR s = pullback_forward(map_body(e.params));
   std::vector<Atom> o = inline_into(ctx.b, *s.fwd, ctx.primals);
   for (size_t k = 0; k < e.out.size(); ++k) ctx.forward_out(k, o[k]);
   ctx.residuals.assign(o.begin() + ptrdiff_t(e.out.size()), o.end());
@@ -175,7 +176,7 @@ void pipeline_pull_fwd(PullCtx& ctx, const Eqn& e) {
 void pipeline_pull_bwd(PullCtx& ctx, const Eqn& e) {
   std::vector<bool> nz(e.out.size());
   for (size_t k = 0; k < e.out.size(); ++k) nz[k] = ctx.cotangent(k).has_value();
-  SplitIR s = pullback_split(e.params.ir("body"), nz, {});
+  SplitIR s = pullback_split(map_body(e.params), nz, {});
   if (std::none_of(s.nz_in.begin(), s.nz_in.end(), [](bool x) { return x; }) && !has_effects(*s.bwd)) return;
   std::vector<Atom> in = ctx.primals;
   in.insert(in.end(), ctx.residuals.begin(), ctx.residuals.end());
@@ -192,9 +193,7 @@ void add_pipeline_prims(std::vector<Prim>& out) {
   out.push_back(Prim{
       .name = "pipeline",
       .cost = 0.0,
-      .params = {{.name = "axes", .value_kind = Kind::List},
-                 {.name = "body", .kind = ParamKind::IR},
-                 {.name = "chunk", .value_kind = Kind::Int}},
+      .params = pipeline_param_specs(),
       .impl_async = pipeline_impl_async,
       .abstract_eval = pipeline_abstract,
       .batch = batch_by_map,

@@ -51,8 +51,8 @@ size_t count(const std::vector<bool>& m) { return size_t(std::count(m.begin(), m
 // ---- while_scan
 
 AbstractOut while_scan_abstract(const Params& params, std::span<const Aval> in, const TreeDef&) {
-  const IRPtr& cond = params.ir("cond");
-  const IRPtr& body = params.ir("body");
+  const IRPtr& cond = loop_cond(params);
+  const IRPtr& body = loop_body(params);
   const size_t k = in.size();
   std::vector<Aval> ci = in_avals(*cond), bi = in_avals(*body), bo = out_avals(*body), co = out_avals(*cond);
   if (ci.size() != k || bi.size() != k || bo.size() < k || co.size() != 1 || !(co[0] == Aval{Kind::Bool, 0}))
@@ -73,8 +73,8 @@ AbstractOut while_scan_abstract(const Params& params, std::span<const Aval> in, 
 class WhileScan final : public PassLoop {
  public:
   WhileScan(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, const RunEnv& env)
-      : PassLoop(std::move(op), env), cond_(e.params.ir("cond")), body_(e.params.ir("body")),
-        max_(e.params.value("max_iters").as_int()), carry_(in.begin(), in.end()),
+      : PassLoop(std::move(op), env), cond_(loop_cond(e.params)), body_(loop_body(e.params)),
+        max_(loop_max_iters(e.params).as_int()), carry_(in.begin(), in.end()),
         ys_(body_->out.size() - in.size()) {}
 
  private:
@@ -130,7 +130,7 @@ IRPtr cond_with_extra(const IR& cond, std::span<const Aval> extra) {
 
 void while_scan_push(PushCtx& ctx, const Eqn& e) {
   static const Prim& ws = prim("while_scan");
-  const IRPtr& body = e.params.ir("body");
+  const IRPtr& body = loop_body(e.params);
   const size_t k = ctx.n_in(), m = body->out.size() - k;
   std::vector<bool> nz(k);
   for (size_t i = 0; i < k; ++i) nz[i] = ctx.tangent(i).has_value();
@@ -162,10 +162,8 @@ void while_scan_push(PushCtx& ctx, const Eqn& e) {
       extra.push_back(ctx.in_aval(i));
       init.push_back(ctx.tangent_or_zero(i));
     }
-  Params params;
-  params.set("body", new_body);
-  params.set("cond", cond_with_extra(*e.params.ir("cond"), extra));
-  params.set("max_iters", e.params.value("max_iters"));
+  Params params = while_scan_params(cond_with_extra(*loop_cond(e.params), extra), new_body,
+                                    loop_max_iters(e.params).as_int());
   std::vector<Atom> o = ctx.b.emit(ws, std::move(params), std::move(init));
   // o: [c (k), tc (t), y (m), ty (ty), n]
   for (size_t i = 0, j = k; i < k; ++i) {
@@ -182,7 +180,7 @@ void while_scan_push(PushCtx& ctx, const Eqn& e) {
 
 void while_scan_pull_fwd(PullCtx& ctx, const Eqn& e) {
   static const Prim& ws = prim("while_scan");
-  const IRPtr& body = e.params.ir("body");
+  const IRPtr& body = loop_body(e.params);
   const size_t k = ctx.n_in(), m = body->out.size() - k;
   SplitIR s = pullback_forward(body);
   // s.fwd: c -> [c', y, R]; recording body: c -> [c' | y, c, R].
@@ -191,10 +189,7 @@ void while_scan_pull_fwd(PullCtx& ctx, const Eqn& e) {
   append(sel, iota(k + m + r, k));
   append(sel, iota(k + m, r));
   IRPtr rec = rewire(*s.fwd, in_avals(*s.fwd), iota(0, k), sel);
-  Params params;
-  params.set("body", rec);
-  params.set("cond", e.params.ir("cond"));
-  params.set("max_iters", e.params.value("max_iters"));
+  Params params = while_scan_params(loop_cond(e.params), rec, loop_max_iters(e.params).as_int());
   std::vector<Atom> o = ctx.b.emit(ws, std::move(params), ctx.primals);
   // o: [c (k), y (m), traj_c (k), traj_R (r), n]
   for (size_t i = 0; i < k + m; ++i) ctx.forward_out(i, o[i]);
@@ -204,7 +199,7 @@ void while_scan_pull_fwd(PullCtx& ctx, const Eqn& e) {
 
 void while_scan_pull_bwd(PullCtx& ctx, const Eqn& e) {
   static const Prim& scan = prim("scan");
-  const IRPtr& body = e.params.ir("body");
+  const IRPtr& body = loop_body(e.params);
   const size_t k = ctx.n_in(), m = body->out.size() - k;
   std::vector<bool> c(k), py(m);
   for (size_t i = 0; i < k; ++i) c[i] = ctx.cotangent(i).has_value();
@@ -236,31 +231,16 @@ void while_scan_pull_bwd(PullCtx& ctx, const Eqn& e) {
     if (py[j]) in.push_back(*ctx.cotangent(k + j));
   for (size_t i = 0; i < k; ++i)
     if (c[i]) in.push_back(ctx.cotangent_or_zero(i));
-  Params params;
-  params.set("body", back);
-  params.set("n_xs", Value::integer(int64_t(k + r + ny)));
-  params.set("reverse", Value::boolean(true));
-  std::vector<Atom> o = ctx.b.emit(scan, std::move(params), std::move(in));
+  std::vector<Atom> o = ctx.b.emit(scan, scan_params(back, k + r + ny, true), std::move(in));
   for (size_t i = 0, j = 0; i < k; ++i)
     if (c[i]) ctx.add_cotangent(i, o[j++]);
 }
 
 // ---- scan
 
-size_t n_xs_of(const Params& p) { return size_t(p.value("n_xs").as_int()); }
-bool reverse_of(const Params& p) { return p.value("reverse").as_bool(); }
-
-Params scan_params(IRPtr body, size_t n_xs, bool reverse) {
-  Params p;
-  p.set("body", std::move(body));
-  p.set("n_xs", Value::integer(int64_t(n_xs)));
-  p.set("reverse", Value::boolean(reverse));
-  return p;
-}
-
 AbstractOut scan_abstract(const Params& params, std::span<const Aval> in, const TreeDef&) {
-  const IRPtr& body = params.ir("body");
-  const size_t a = n_xs_of(params);
+  const IRPtr& body = loop_body(params);
+  const size_t a = scan_n_xs(params);
   std::vector<Aval> bi = in_avals(*body), bo = out_avals(*body);
   if (in.empty() || !(in[0] == Aval{Kind::Int, 0})) invalid("scan: the first input must be the int count");
   if (in.size() != 1 + bi.size() || bi.size() < a) invalid("scan: the inputs do not match the body");
@@ -297,8 +277,8 @@ size_t scan_count(std::span<const Value> in, size_t n_xs) {
 class Scan final : public PassLoop {
  public:
   Scan(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, const RunEnv& env)
-      : PassLoop(std::move(op), env), body_(e.params.ir("body")), a_(n_xs_of(e.params)),
-        rev_(reverse_of(e.params)), n_(scan_count(in, a_)), xs_(in.begin() + 1, in.begin() + 1 + long(a_)),
+      : PassLoop(std::move(op), env), body_(loop_body(e.params)), a_(scan_n_xs(e.params)),
+        rev_(scan_reverse(e.params)), n_(scan_count(in, a_)), xs_(in.begin() + 1, in.begin() + 1 + long(a_)),
         carry_(in.begin() + 1 + long(a_), in.end()), ys_(body_->out.size() - carry_.size()) {}
 
  private:
@@ -375,12 +355,12 @@ IRPtr unrolled_scan(const IR& body, size_t n_xs, size_t n) {
 
 void scan_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<AsyncOp> op, RunEnv& env) {
   if (!env.context) fail(Code::Internal, "scan: no context to run the body");
-  const IRPtr& body = e.params.ir("body");
-  const size_t a = n_xs_of(e.params), k = body->in.size() - a, m = body->out.size() - k;
+  const IRPtr& body = loop_body(e.params);
+  const size_t a = scan_n_xs(e.params), k = body->in.size() - a, m = body->out.size() - k;
   const size_t n = scan_count(in, a);
   if (n == 0 || n > kUnrollLimit / std::max<size_t>(1, body->eqns.size()) || !env.context->runs_async(body, env))
     return std::make_shared<Scan>(e, in, std::move(op), env)->start();
-  const bool rev = reverse_of(e.params);
+  const bool rev = scan_reverse(e.params);
   std::vector<Value> leaves;
   leaves.reserve(n * a + k);
   for (size_t t = 0; t < n; ++t)
@@ -408,8 +388,8 @@ void scan_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<As
 
 void scan_push(PushCtx& ctx, const Eqn& e) {
   static const Prim& scan = prim("scan");
-  const IRPtr& body = e.params.ir("body");
-  const size_t a = n_xs_of(e.params), k = body->in.size() - a, m = body->out.size() - k;
+  const IRPtr& body = loop_body(e.params);
+  const size_t a = scan_n_xs(e.params), k = body->in.size() - a, m = body->out.size() - k;
   std::vector<bool> nzx(a), nzc(k);
   for (size_t i = 0; i < a; ++i) nzx[i] = ctx.tangent(1 + i).has_value();
   for (size_t i = 0; i < k; ++i) nzc[i] = ctx.tangent(1 + a + i).has_value();
@@ -451,7 +431,7 @@ void scan_push(PushCtx& ctx, const Eqn& e) {
   for (size_t i = 0; i < k; ++i) in.push_back(ctx.primal(1 + a + i));
   for (size_t i = 0; i < k; ++i)
     if (nzc[i]) in.push_back(ctx.tangent_or_zero(1 + a + i));
-  std::vector<Atom> o = ctx.b.emit(scan, scan_params(new_body, a + tx, reverse_of(e.params)), std::move(in));
+  std::vector<Atom> o = ctx.b.emit(scan, scan_params(new_body, a + tx, scan_reverse(e.params)), std::move(in));
   // o: [c (k), tc, y (m), ty]
   for (size_t i = 0, j = k; i < k; ++i) {
     ctx.primal_out(i, o[i]);
@@ -465,8 +445,8 @@ void scan_push(PushCtx& ctx, const Eqn& e) {
 
 void scan_pull_fwd(PullCtx& ctx, const Eqn& e) {
   static const Prim& scan = prim("scan");
-  const IRPtr& body = e.params.ir("body");
-  const size_t a = n_xs_of(e.params), k = body->in.size() - a, m = body->out.size() - k;
+  const IRPtr& body = loop_body(e.params);
+  const size_t a = scan_n_xs(e.params), k = body->in.size() - a, m = body->out.size() - k;
   SplitIR s = pullback_forward(body);
   const size_t r = s.n_res;
   // s.fwd: [x, c] -> [c', y, R]; recording body: [x, c] -> [c' | y, c, R].
@@ -474,15 +454,15 @@ void scan_pull_fwd(PullCtx& ctx, const Eqn& e) {
   append(sel, iota(k + m + r + a, k));
   append(sel, iota(k + m, r));
   IRPtr rec = rewire(*s.fwd, in_avals(*s.fwd), iota(0, a + k), sel);
-  std::vector<Atom> o = ctx.b.emit(scan, scan_params(rec, a, reverse_of(e.params)), ctx.primals);
+  std::vector<Atom> o = ctx.b.emit(scan, scan_params(rec, a, scan_reverse(e.params)), ctx.primals);
   for (size_t i = 0; i < k + m; ++i) ctx.forward_out(i, o[i]);
   ctx.residuals.assign(o.begin() + long(k + m), o.end());  // [traj_c (k), traj_R (r)]
 }
 
 void scan_pull_bwd(PullCtx& ctx, const Eqn& e) {
   static const Prim& scan = prim("scan");
-  const IRPtr& body = e.params.ir("body");
-  const size_t a = n_xs_of(e.params), k = body->in.size() - a, m = body->out.size() - k;
+  const IRPtr& body = loop_body(e.params);
+  const size_t a = scan_n_xs(e.params), k = body->in.size() - a, m = body->out.size() - k;
   std::vector<bool> c(k), py(m);
   for (size_t i = 0; i < k; ++i) c[i] = ctx.cotangent(i).has_value();
   for (size_t j = 0; j < m; ++j) py[j] = ctx.cotangent(k + j).has_value();
@@ -521,7 +501,7 @@ void scan_pull_bwd(PullCtx& ctx, const Eqn& e) {
   for (size_t i = 0; i < k; ++i)
     if (c[i]) in.push_back(ctx.cotangent_or_zero(i));
   std::vector<Atom> o =
-      ctx.b.emit(scan, scan_params(back, a + k + r + ny, !reverse_of(e.params)), std::move(in));
+      ctx.b.emit(scan, scan_params(back, a + k + r + ny, !scan_reverse(e.params)), std::move(in));
   // o: [ct_c (nc), ct_xs (nx)]
   for (size_t i = 0, j = 0; i < k; ++i)
     if (c[i]) ctx.add_cotangent(1 + a + i, o[j++]);
@@ -552,7 +532,7 @@ void length_pull_bwd(PullCtx&, const Eqn&) {}
 // go, and so do the xs the remaining body no longer reads (scan).
 
 void while_scan_dce(DceCtx& ctx, const Eqn& e) {
-  const IRPtr& body = e.params.ir("body");
+  const IRPtr& body = loop_body(e.params);
   const size_t k = e.in.size(), m = body->out.size() - k;
   std::vector<bool> keep(k + m, true);
   bool any_dropped = false;
@@ -561,7 +541,7 @@ void while_scan_dce(DceCtx& ctx, const Eqn& e) {
   if (!any_dropped) return;
   DcedIR d = dce_flat(body, keep);
   Eqn n = e;
-  n.params.set("body", d.ir);
+  n.params = while_scan_params(loop_cond(e.params), d.ir, loop_max_iters(e.params).as_int());
   n.out.clear();
   for (size_t i = 0; i < e.out.size(); ++i)
     if (i >= k + m || keep[i]) n.out.push_back(e.out[i]);
@@ -570,8 +550,8 @@ void while_scan_dce(DceCtx& ctx, const Eqn& e) {
 }
 
 void scan_dce(DceCtx& ctx, const Eqn& e) {
-  const IRPtr& body = e.params.ir("body");
-  const size_t a = n_xs_of(e.params), k = body->in.size() - a, m = body->out.size() - k;
+  const IRPtr& body = loop_body(e.params);
+  const size_t a = scan_n_xs(e.params), k = body->in.size() - a, m = body->out.size() - k;
   std::vector<bool> keep(k + m, true);
   for (size_t j = 0; j < m; ++j) keep[k + j] = ctx.used(k + j);
   DcedIR d = dce_flat(body, keep);
@@ -591,7 +571,7 @@ void scan_dce(DceCtx& ctx, const Eqn& e) {
   for (size_t i = 0; i < k + m; ++i)
     if (keep[i]) n.out.push_back(e.out[i]);
   n.out_tree = TreeDef::flat_list(n.out.size());
-  n.params = scan_params(drop_inputs(d.ir, keep_in), new_a, reverse_of(e.params));
+  n.params = scan_params(drop_inputs(d.ir, keep_in), new_a, scan_reverse(e.params));
   n.notes = e.notes;
   ctx.replace(std::move(n));
 }
@@ -602,9 +582,7 @@ void add_scan_prims(std::vector<Prim>& out) {
   out.push_back(Prim{
       .name = "while_scan",
       .cost = 0.0,
-      .params = {{.name = "body", .kind = ParamKind::IR},
-                 {.name = "cond", .kind = ParamKind::IR},
-                 {.name = "max_iters", .value_kind = Kind::Int}},
+      .params = while_scan_param_specs(),
       .impl_async = while_scan_impl_async,
       .abstract_eval = while_scan_abstract,
       .batch = batch_by_map,
@@ -616,9 +594,7 @@ void add_scan_prims(std::vector<Prim>& out) {
   out.push_back(Prim{
       .name = "scan",
       .cost = 0.0,
-      .params = {{.name = "body", .kind = ParamKind::IR},
-                 {.name = "n_xs", .value_kind = Kind::Int},
-                 {.name = "reverse", .value_kind = Kind::Bool}},
+      .params = scan_param_specs(),
       .impl_async = scan_impl_async,
       .abstract_eval = scan_abstract,
       .batch = batch_by_map,

@@ -16,6 +16,25 @@
 
 namespace af {
 
+// ---- params (prims/ops.h): each name spelled once
+
+namespace {
+constexpr const char* kParamTemplate = "template";
+constexpr const char* kParamNames = "names";
+}  // namespace
+
+Params format_params(std::string tmpl, std::vector<Value> names) {
+  Params p;
+  p.set(kParamTemplate, Value::str(std::move(tmpl)));
+  p.set(kParamNames, Value::list(std::move(names)));
+  return p;
+}
+std::vector<ParamSpec> format_param_specs() {
+  return {{.name = kParamNames, .value_kind = Kind::List}, {.name = kParamTemplate, .value_kind = Kind::Str}};
+}
+const Value& format_template(const Params& p) { return p.value(kParamTemplate); }
+const Value& format_names(const Params& p) { return p.value(kParamNames); }
+
 namespace {
 
 AbstractOut one_leaf(Kind k) { return AbstractOut{{Aval{k, 0}}, TreeDef::leaf()}; }
@@ -38,8 +57,8 @@ AbstractOut format_abstract(const Params& params, std::span<const Aval> in, cons
   // The template against the arguments, as tracing checked them: an
   // equation from elsewhere (a loaded graph) must not make the impl look up
   // an argument that is not there.
-  const Template t = parse_template(params.value("template").as_str());
-  const auto& names = params.value("names").items();
+  const Template t = parse_template(format_template(params).as_str());
+  const auto& names = format_names(params).items();
   const size_t n_args = in_tree.root().n_children;
   if (names.size() > n_args)
     invalid("format: " + std::to_string(names.size()) + " named arguments but only " +
@@ -68,8 +87,8 @@ const Template& parsed_template(const Value& tmpl) {
 }
 
 void format_impl(const Eqn& e, std::span<const Value> in, std::span<Value> out, RunEnv& env) {
-  const Template& t = parsed_template(e.params.value("template"));
-  const auto& names = e.params.value("names").items();
+  const Template& t = parsed_template(format_template(e.params));
+  const auto& names = format_names(e.params).items();
   // Arguments as trees (the flat case, the common one, reads the inputs as
   // they are).
   std::vector<Value> rebuilt;
@@ -216,7 +235,7 @@ void match_pull_bwd(PullCtx&, const Eqn&) {}
 void add_string_prims(std::vector<Prim>& out) {
   out.push_back(Prim{
       .name = "format",
-      .params = {{.name = "names", .value_kind = Kind::List}, {.name = "template", .value_kind = Kind::Str}},
+      .params = format_param_specs(),
       .impl = format_impl,
       .abstract_eval = format_abstract,
       .batch = batch_by_map,
@@ -270,11 +289,8 @@ Value op_format(std::string_view tmpl, std::span<const Value> args, const Value&
     names.push_back(Value::str(named.entries()[i].first));
     in.push_back(named.entries()[i].second);
   }
-  Params params;
-  params.set("template", Value::str(std::string(tmpl)));
-  params.set("names", Value::list(std::move(names)));
   static const Prim& p = prim("format");
-  return bind(p, std::move(params), Value::list(std::move(in)), env);
+  return bind(p, format_params(std::string(tmpl), std::move(names)), Value::list(std::move(in)), env);
 }
 
 Value op_concat(std::span<const Value> args, RunEnv& env) {

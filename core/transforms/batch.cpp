@@ -3,6 +3,7 @@
 #include "ir/registry.h"
 #include "transforms/memo.h"
 #include "transforms/pipeline.h"
+#include "transforms/prim_params.h"
 #include "value/error.h"
 
 namespace af {
@@ -164,9 +165,7 @@ void batch_by_map(BatchCtx& ctx, const Eqn& e) {
   body->in_tree = in_tree;
   body->out_tree = e.out_tree;
   body->eqns.push_back(std::move(inner));
-  Params params;
-  params.set("axes", Value::list(std::move(axes)));
-  params.set("body", IRPtr(std::move(body)));
+  Params params = map_params(Value::list(std::move(axes)), IRPtr(std::move(body)));
   std::vector<Atom> outs = ctx.b.emit_known(map, std::move(params), std::move(outer), std::move(in_tree),
                                             out_avals, e.out_tree);
   for (size_t k = 0; k < outs.size(); ++k) ctx.out(k, outs[k], true);
@@ -257,8 +256,7 @@ IRPtr batch(const IRPtr& ir, const Value& in_axes) {
   }
   // Every batched input goes through one check (equal, non-zero lengths)
   // before anything reads it.
-  Params check_params;
-  check_params.set("paths", Value::list(std::move(checked_paths)));
+  Params check_params = batch_check_params(Value::list(std::move(checked_paths)));
   std::vector<Atom> checked = b.emit(batch_check, std::move(check_params), checked_in);
   for (size_t k = 0, c = 0; k < in.size(); ++k)
     if (batched[k]) bound[k] = checked[c++];

@@ -4,6 +4,7 @@
 
 #include "ir/registry.h"
 #include "transforms/memo.h"
+#include "transforms/prim_params.h"
 #include "value/error.h"
 
 namespace af {
@@ -168,9 +169,7 @@ Atom zero_cotangent(Builder& b, Aval primal, const Atom& like) {
   Aval a = cotangent_aval(primal);
   if (a.list_depth == 0 || !like.is_var()) return zero_atom(b, a, like);
   static const Prim& zeros_like = prim("zeros_like");
-  Params params;
-  params.set("text", Value::boolean(true));
-  return b.emit1(zeros_like, std::move(params), {like});
+  return b.emit1(zeros_like, zeros_like_params(true), {like});
 }
 
 Value filler_value(Aval a) {

@@ -5,6 +5,7 @@
 
 #include "ir/registry.h"
 #include "transforms/builder.h"
+#include "transforms/prim_params.h"
 
 namespace af {
 
@@ -107,11 +108,10 @@ IRPtr pipeline_form(const IRPtr& ir) {
   std::vector<Atom> body_out;
   for (const Atom& a : src.out) body_out.push_back(bind(a));
   const size_t n_in = body_in.size(), n_out = body_out.size();
-  Params params;
-  params.set("axes", Value::list(std::move(axes)));
-  params.set("body", inner.finish(std::move(body_in), TreeDef::flat_list(n_in), std::move(body_out),
-                                  TreeDef::flat_list(n_out)));
-  params.set("chunk", Value::integer(chunk));
+  Params params = pipeline_params(Value::list(std::move(axes)),
+                                  inner.finish(std::move(body_in), TreeDef::flat_list(n_in), std::move(body_out),
+                                               TreeDef::flat_list(n_out)),
+                                  chunk);
   std::vector<Atom> out = outer.emit(pipeline, std::move(params), std::move(pipe_in));
   return outer.finish(std::move(in), src.in_tree, std::move(out), src.out_tree, src.in_roles);
 }
