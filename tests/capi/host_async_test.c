@@ -534,6 +534,98 @@ static void blocking_failures_and_bad_registrations(void) {
   tool_done(&t);
 }
 
+/* A progress callback that finishes a pending host request by hand is
+ * called again, nested, on the same thread (the host call's equation
+ * completes there), and that nested call cancels the run: the run ends
+ * inside both calls. The callback's user data is released once, when the
+ * outermost call returns, never while a call is still running in it. */
+struct nested_log {
+  af_host_request_t* pending; /* the host call's request, held */
+  af_cancel_t* cancel;
+  int depth, max_depth, destroyed, destroyed_at_depth;
+};
+static void hold_request(void* ud, const af_value_t* const* args, size_t n, af_host_request_t* req) {
+  (void)args;
+  (void)n;
+  ((struct nested_log*)ud)->pending = req;
+}
+static void finish_pending_in_progress(void* ud, uint64_t done, uint64_t total) {
+  struct nested_log* l = (struct nested_log*)ud;
+  (void)done;
+  (void)total;
+  if (++l->depth > l->max_depth) l->max_depth = l->depth;
+  if (l->depth == 2) af_cancel_trigger(l->cancel); /* the nested call ends the run */
+  if (l->pending) {
+    af_host_request_t* req = l->pending;
+    af_value_t* v = NULL;
+    l->pending = NULL;
+    af_value_str(NULL, "held", 4, &v);
+    af_error_free(af_host_request_complete(req, v));
+    af_value_free(v);
+    af_host_request_free(req);
+  }
+  --l->depth;
+}
+static void nested_destroy(void* ud) {
+  struct nested_log* l = (struct nested_log*)ud;
+  l->destroyed++;
+  l->destroyed_at_depth = l->depth;
+}
+/* [concat(held(x), "!"), concat(x, "?")]: the host call leads the longer
+ * path, so it starts first; the second concat then reports progress. */
+static af_error_t* held_then_concat(void* ud, af_context_t* c, const af_value_t* const* in, size_t n,
+                                    af_value_t** out) {
+  af_value_t *h = NULL, *bang = NULL, *q = NULL, *pair[2] = {NULL, NULL};
+  const af_value_t* args[2];
+  af_error_t* e = af_host_call(c, "held", 4, in, 1, &h);
+  (void)ud;
+  (void)n;
+  if (!e) e = af_value_str(c, "!", 1, &bang);
+  if (!e) e = af_value_str(c, "?", 1, &q);
+  args[0] = h;
+  args[1] = bang;
+  if (!e) e = af_concat(c, args, 2, &pair[0]);
+  args[0] = in[0];
+  args[1] = q;
+  if (!e) e = af_concat(c, args, 2, &pair[1]);
+  if (!e) e = af_value_list(c, AS_ARGS(pair), 2, out);
+  af_value_free(h);
+  af_value_free(bang);
+  af_value_free(q);
+  free_items(pair, 2);
+  return e;
+}
+static void a_callback_nested_in_itself_is_released_after_the_outer_call(void) {
+  struct nested_log log;
+  af_value_t* kinds = mk_str("str");
+  af_value_t* x = mk_str("x");
+  af_value_t* out = NULL;
+  af_ir_t* ir = NULL;
+  af_program_t* p = NULL;
+  af_run_options_t o;
+  memset(&log, 0, sizeof log);
+  CHECK_OK(af_register_function_async(ctx, "held", 4, hold_request, &log, NULL, kinds));
+  ir = TRACE(held_then_concat, NULL, "[\"x\"]", NULL);
+  if (!ir || !CHECK_OK(af_compile(ctx, ir, &p)) || !CHECK_OK(af_cancel_new(&log.cancel))) goto done;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.cancel = log.cancel;
+  o.progress = finish_pending_in_progress;
+  o.progress_user_data = &log;
+  o.progress_destroy = nested_destroy;
+  CHECK_ERR(af_program_call_with(ctx, p, AS_ARGS(&x), 1, &o, &out), AF_ERR_CANCELLED, "");
+  CHECK_INT_EQ(log.max_depth, 2);
+  CHECK_INT_EQ(log.destroyed, 1);
+  CHECK_INT_EQ(log.destroyed_at_depth, 0);
+done:
+  af_value_free(out);
+  af_value_free(x);
+  af_value_free(kinds);
+  af_program_free(p);
+  af_ir_free(ir);
+  af_cancel_free(log.cancel);
+}
+
 int main(int argc, char** argv) {
   static const struct test_case cases[] = {
       CASE(async_tools_run_concurrently),
@@ -547,6 +639,7 @@ int main(int argc, char** argv) {
       CASE(eager_calls_honour_the_contexts_timeout),
       CASE(context_free_abandons_a_hung_blocking_call),
       CASE(blocking_failures_and_bad_registrations),
+      CASE(a_callback_nested_in_itself_is_released_after_the_outer_call),
   };
   return run_cases(argc, argv, cases, sizeof cases / sizeof cases[0]);
 }
