@@ -115,8 +115,8 @@ struct Program {
 // form. compile() and program_from_plan() call it on the programs they
 // return (not on sub-IRs': only a run of its own slices).
 void attach_sliced(Program& p, const CompileOptions& options = {});
-// The sliced form of p's IR (transforms/pipeline.h), or null, with the input
-// leaf whose length is the batch's.
+// The sliced form of `ir` (transforms/pipeline.h), or null; sets
+// `slice_leaf` to the input leaf whose length is the batch's.
 IRPtr sliced_form(const IRPtr& ir, uint32_t& slice_leaf);
 
 // INVALID_ARGUMENT if the IR does not validate.
