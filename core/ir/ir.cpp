@@ -147,6 +147,11 @@ const Param* Params::find(std::string_view name) const noexcept {
   return &it->second;
 }
 
+const Value* Params::find_value(std::string_view name) const noexcept {
+  const Param* p = find(name);
+  return p ? std::get_if<Value>(p) : nullptr;
+}
+
 const Value& Params::value(std::string_view name) const {
   const Param* p = find(name);
   if (!p || !std::holds_alternative<Value>(*p))

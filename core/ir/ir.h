@@ -73,6 +73,9 @@ class Params {
   // Throws INTERNAL if absent or of another type (params are built by rules).
   const Value& value(std::string_view name) const;
   const IRPtr& ir(std::string_view name) const;
+  // The value param `name`, or nullptr when absent or not a value (an
+  // optional param, or a loaded graph's params before its rule checks them).
+  const Value* find_value(std::string_view name) const noexcept;
   // True if pred (bool(const IR&)) holds for one of the IRs the params hold
   // (IR, list, map), tried in order.
   template <class Pred>

@@ -44,18 +44,7 @@ constexpr const char* kParamSchema = "schema";
 constexpr const char* kParamTools = "tools";
 constexpr const char* kParamToolChoice = "tool_choice";
 
-const Value* value_param(const Params& p, const char* name) {
-  const Param* x = p.find(name);
-  return x ? std::get_if<Value>(x) : nullptr;
-}
-
 const Value& roles_of(const Params& p) { return p.value(kParamRoles); }
-
-// Messages given as parts (af.h: content parts): the "parts" param holds,
-// per message, null (its content is one str input) or the kinds of its
-// parts, one input each: "text", "url" (an image by URL) or an image's
-// media type (base64 data). Absent when every message is plain.
-const Value* parts_of(const Params& p) { return lm_parts(p); }
 
 // Calls f(k, message, kind) for each content input k: kind is null for a
 // plain message's, else its part's kind.
@@ -75,7 +64,7 @@ void each_content(const Value& roles, const Value* parts, F&& f) {
 // The number of content inputs (before the history and the model).
 size_t content_count(const Params& p) {
   size_t n = 0;
-  each_content(roles_of(p), parts_of(p), [&](size_t, size_t, const Value*) { ++n; });
+  each_content(roles_of(p), lm_parts(p), [&](size_t, size_t, const Value*) { ++n; });
   return n;
 }
 
@@ -91,8 +80,8 @@ const Value& checked_roles(const char* prim, const Params& p) {
   for (const Value& x : v->items())
     if (x.kind() != Kind::Str || x.as_str().empty())
       invalid(std::string(prim) + ": param \"roles\" must hold non-empty str roles");
-  if (const Param* pp = p.find(kParamParts)) {  // one entry per role: null or part kinds
-    const Value* parts = std::get_if<Value>(pp);
+  if (p.find(kParamParts)) {  // one entry per role: null or part kinds
+    const Value* parts = p.find_value(kParamParts);
     bool ok = parts && parts->kind() == Kind::List && parts->size() == v->size();
     for (size_t i = 0; ok && i < parts->size(); ++i) {
       const Value& m = parts->items()[i];
@@ -135,9 +124,8 @@ std::string bound(double d) { return d == double(int64_t(d)) ? std::to_string(in
 // they hold): the abstract rule runs it when an equation is recorded or loaded.
 void check_sampling(const char* prim, const Params& p) {
   for (const SamplingParam& sp : kSampling) {
-    const Param* x = p.find(sp.name);
-    if (!x) continue;
-    const Value* v = std::get_if<Value>(x);
+    if (!p.find(sp.name)) continue;
+    const Value* v = p.find_value(sp.name);
     std::string at = std::string(prim) + ": param \"" + sp.name + "\"";
     if (!v || v->kind() != sp.kind) invalid(at + " must be a" + (sp.kind == Kind::Int ? "n " : " ") + kind_name(sp.kind));
     if (!sp.ranged) continue;
@@ -822,7 +810,7 @@ void lm_impl_async(const Eqn& e, std::span<const Value> in, std::shared_ptr<Asyn
   const std::string* routed_model = nullptr;
   // lm_tool_call: each item's history, read before any request is made.
   std::vector<std::vector<lm::Message>> histories(batch->tools ? n : 0);
-  const Value* parts = parts_of(e.params);
+  const Value* parts = lm_parts(e.params);
   const size_t n_contents = parts ? content_count(e.params) : roles.size();
   for (size_t i = 0; i < n; ++i) {
     if (ex.failed[i]) {
@@ -1097,7 +1085,7 @@ void lm_batch(BatchCtx& ctx, const Eqn& e) {
 
 void lm_push(PushCtx& ctx, const Eqn& e) {
   ctx.emit_primal();
-  const Value* parts = parts_of(e.params);
+  const Value* parts = lm_parts(e.params);
   const size_t n = content_count(e.params);
   std::vector<bool> image(n, false);  // an image keeps its primal in the tangent call
   each_content(roles_of(e.params), parts, [&](size_t k, size_t, const Value* kind) { image[k] = is_image(kind); });
@@ -1164,7 +1152,7 @@ void lm_pull_bwd(PullCtx& ctx, const Eqn& e) {
     leaf_paths(e.out_tree.nodes(), pos, "$", paths);
   }
   const Atom model = ctx.primal(n);
-  each_content(roles, parts_of(e.params), [&](size_t k, size_t m, const Value* kind) {
+  each_content(roles, lm_parts(e.params), [&](size_t k, size_t m, const Value* kind) {
     // A literal message, and an image, get no feedback call.
     if (!ctx.primal(k).is_var() || is_image(kind)) return;
     const std::string& role = roles.items()[m].as_str();
@@ -1256,11 +1244,11 @@ std::vector<ParamSpec> lm_tool_call_param_specs() {
   return lm_param_specs_with(
       {{.name = kParamTools}, {.name = kParamToolChoice, .value_kind = Kind::Str, .optional = true}});
 }
-const Value* lm_roles(const Params& p) { return value_param(p, kParamRoles); }
-const Value* lm_parts(const Params& p) { return value_param(p, kParamParts); }
-const Value* lm_schema(const Params& p) { return value_param(p, kParamSchema); }
-const Value* lm_tools(const Params& p) { return value_param(p, kParamTools); }
-const Value* lm_tool_choice(const Params& p) { return value_param(p, kParamToolChoice); }
+const Value* lm_roles(const Params& p) { return p.find_value(kParamRoles); }
+const Value* lm_parts(const Params& p) { return p.find_value(kParamParts); }
+const Value* lm_schema(const Params& p) { return p.find_value(kParamSchema); }
+const Value* lm_tools(const Params& p) { return p.find_value(kParamTools); }
+const Value* lm_tool_choice(const Params& p) { return p.find_value(kParamToolChoice); }
 
 Value describe_sampling_params() {
   std::vector<Value> out;

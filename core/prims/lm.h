@@ -42,6 +42,10 @@ std::vector<ParamSpec> lm_tool_call_param_specs();
 // Each param as a Value, or null when absent (or, in a loaded graph not yet
 // checked, not a Value).
 const Value* lm_roles(const Params& p);
+// Messages given as parts (af.h: content parts): per message, null (its
+// content is one str input) or the kinds of its parts, one input each:
+// "text", "url" (an image by URL) or an image's media type (base64 data).
+// Absent when every message is plain.
 const Value* lm_parts(const Params& p);
 const Value* lm_schema(const Params& p);
 const Value* lm_tools(const Params& p);

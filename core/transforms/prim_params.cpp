@@ -32,10 +32,7 @@ Params batch_check_params(Value paths) {
 std::vector<ParamSpec> batch_check_param_specs() {
   return {{.name = kParamPaths, .value_kind = Kind::List, .optional = true}};
 }
-const Value* batch_check_paths(const Params& p) {
-  const Param* paths = p.find(kParamPaths);
-  return paths && std::holds_alternative<Value>(*paths) ? &std::get<Value>(*paths) : nullptr;
-}
+const Value* batch_check_paths(const Params& p) { return p.find_value(kParamPaths); }
 
 Params pipeline_params(Value axes, IRPtr body, int64_t chunk) {
   Params p = map_params(std::move(axes), std::move(body));
