@@ -659,12 +659,6 @@ Value op_scan(const IRPtr& body, const Value& init, const Value& xs, bool revers
   values_at(init, carry_def, "init", carry);
   values_at(xs, in_def.child(1), "xs", lists);
   if (lists.empty()) invalid("scan: xs holds no list (give a list, or a tree whose leaves are lists of one length)");
-  // A list written out of traced values would be recorded as a literal
-  // holding them: the scan needs the list as one value.
-  for (const Value& l : lists)
-    if (l.kind() == Kind::List && l.has_placeholder())
-      invalid("scan: xs is a list of traced values; trace the list as one input of any length (af_trace_with's "
-              "list_mask)");
   const size_t k = carry.size(), a = lists.size();
   const std::vector<Aval> bi = in_avals(*body), bo = out_avals(*body);
   for (size_t i = 0; i < k; ++i)

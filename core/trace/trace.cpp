@@ -52,10 +52,28 @@ Frame& require_frame(const char* what) {
   return *f;
 }
 
+// Whether a container given as one leaf holds a traced value (a primitive
+// given a list as one leaf: scan's xs).
+bool holds_traced(const Value& v) {
+  switch (v.kind()) {
+    case Kind::Placeholder: return !v.promise();
+    case Kind::List: return std::any_of(v.items().begin(), v.items().end(), holds_traced);
+    case Kind::Dict:
+      return std::any_of(v.entries().begin(), v.entries().end(), [](const auto& e) { return holds_traced(e.second); });
+    default: return false;
+  }
+}
+
 // The atom a leaf becomes in frame f (a promise is evaluated: its content is
-// a constant of the trace).
+// a constant of the trace). A container leaf becomes a literal, so it may
+// not hold traced values: the literal could not be run or saved.
 Atom atom_of(Frame& f, const Value& leaf, const char* prim) {
-  if (leaf.kind() != Kind::Placeholder) return Atom::literal(leaf);
+  if (leaf.kind() != Kind::Placeholder) {
+    if ((leaf.kind() == Kind::List || leaf.kind() == Kind::Dict) && holds_traced(leaf))
+      invalid(std::string(prim) + ": an argument is a list of traced values, which cannot be a constant; trace "
+                                  "the list as one input of any length (af_trace_with's list_mask)");
+    return Atom::literal(leaf);
+  }
   if (leaf.promise()) return Atom::literal(resolve(leaf));
   const PlaceholderRef& r = leaf.placeholder_ref();
   if (r.frame != f.id)
