@@ -40,7 +40,7 @@ void BM_Lazy_Lookup10k(benchmark::State& state) {
   {
     af::lazy::Cut cut(batch);
     ir = cut.build();
-    ctx.plans.get(ir, cut.key);
+    ctx.plans.get(ir, cut.key, {}, cut.code);
     reset();
   }
   for (auto _ : state) {
@@ -49,7 +49,7 @@ void BM_Lazy_Lookup10k(benchmark::State& state) {
       continue;
     }
     af::lazy::Cut cut(batch);
-    auto p = ctx.plans.find(cut.key, [&](const af::IR& candidate) { return cut.same(candidate); });
+    auto p = ctx.plans.find(cut.key, cut.code);
     if (!p) state.SkipWithError("the lookup missed");
     benchmark::DoNotOptimize(p);
     reset();

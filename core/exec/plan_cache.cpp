@@ -85,13 +85,13 @@ void PlanCache::configure(PlanCacheOptions options) {
   if (!options.dir.empty()) scan_disk_locked(options.dir, options.max_disk_bytes);
 }
 
-void PlanCache::insert_locked(uint64_t key, std::shared_ptr<const Program> prog) {
-  size_t bytes = program_bytes(*prog);
+void PlanCache::insert_locked(uint64_t key, std::shared_ptr<const Program> prog, std::span<const uint32_t> sig) {
+  size_t bytes = program_bytes(*prog) + sig.size_bytes();
   if (bytes > options_.max_bytes) {  // it would push out everything else, and itself
     ++stats_.not_kept;
     return;
   }
-  lru_.push_front(Entry{key, std::move(prog), bytes});
+  lru_.push_front(Entry{key, std::move(prog), bytes, {sig.begin(), sig.end()}});
   index_.emplace(key, lru_.begin());
   stats_.bytes += bytes;
   evict_locked();
@@ -112,14 +112,23 @@ void PlanCache::evict_locked() {
   }
 }
 
-std::shared_ptr<const Program> PlanCache::get(const IRPtr& ir, uint64_t key, std::span<const uint64_t> eqn_ids) {
+std::shared_ptr<const Program> PlanCache::find(uint64_t key, std::span<const uint32_t> sig) {
+  std::lock_guard lock(mu_);
+  auto e = find_locked(key, [sig](const Entry& e) { return !e.sig.empty() && std::ranges::equal(e.sig, sig); });
+  if (e == lru_.end()) return nullptr;
+  ++stats_.hits;
+  return e->prog;
+}
+
+std::shared_ptr<const Program> PlanCache::get(const IRPtr& ir, uint64_t key, std::span<const uint64_t> eqn_ids,
+                                              std::span<const uint32_t> sig) {
   std::string dir;
   uint64_t max_disk_bytes = 0;
   {
     std::lock_guard lock(mu_);
-    if (auto p = find_locked(key, equal_to(*ir))) {
+    if (auto e = find_locked(key, equal_to(*ir)); e != lru_.end()) {
       ++stats_.hits;
-      return p;
+      return e->prog;
     }
     dir = options_.dir;
     max_disk_bytes = options_.max_disk_bytes;
@@ -134,8 +143,8 @@ std::shared_ptr<const Program> PlanCache::get(const IRPtr& ir, uint64_t key, std
   if (from_disk) ++stats_.disk_hits;
   else ++stats_.misses;
   // Another thread may have stored an equal program meanwhile: keep one.
-  if (auto p = find_locked(key, equal_to(*ir))) return p;
-  insert_locked(key, prog);
+  if (auto e = find_locked(key, equal_to(*ir)); e != lru_.end()) return e->prog;
+  insert_locked(key, prog, sig);
   return prog;
 }
 

@@ -22,6 +22,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 
@@ -60,22 +61,19 @@ class PlanCache {
   // the equations' identities from that pass, or empty (compile's CSE then
   // hashes them itself). Thread-safe; compiling runs outside the lock.
   // Throws what compile throws.
-  std::shared_ptr<const Program> get(const IRPtr& ir, uint64_t key, std::span<const uint64_t> eqn_ids = {});
+  // `sig`, when given, is ir's signature (see find), kept with its program.
+  std::shared_ptr<const Program> get(const IRPtr& ir, uint64_t key, std::span<const uint64_t> eqn_ids = {},
+                                     std::span<const uint32_t> sig = {});
   // Without the identities: most gets hit (the lazy evaluator's), and a hit
   // has no use for them.
   std::shared_ptr<const Program> get(const IRPtr& ir) { return get(ir, plan_key(*ir)); }
 
-  // The program stored under `key` whose IR `same` accepts, counted as a
-  // hit; nullptr (counting nothing: the caller goes on with get) if none.
-  // For callers that can confirm a structure without building its IR (the
-  // lazy evaluator compares its pending nodes); `same` runs under the lock.
-  template <class Same>
-  std::shared_ptr<const Program> find(uint64_t key, Same&& same) {
-    std::lock_guard lock(mu_);
-    std::shared_ptr<const Program> p = find_locked(key, same);
-    if (p) ++stats_.hits;
-    return p;
-  }
+  // The lazy evaluator's lookup: the program stored under `key` with
+  // signature `sig` (what lazy::Cut writes a cut as: exact, within this
+  // process, for the IR it names), counted as a hit; nullptr (counting
+  // nothing: the caller goes on with get) if none. Confirming by signature
+  // compares two arrays of numbers, never the IRs.
+  std::shared_ptr<const Program> find(uint64_t key, std::span<const uint32_t> sig);
 
   PlanCacheStats stats() const;
 
@@ -84,26 +82,27 @@ class PlanCache {
     uint64_t key;  // plan_key
     std::shared_ptr<const Program> prog;
     size_t bytes;
+    std::vector<uint32_t> sig;  // the lazy evaluator's signature of prog's IR, or empty
   };
   using Lru = std::list<Entry>;  // most recent first
 
-  // The entry under key whose IR `same` accepts, made the most recent.
+  // The entry under key that `same` (bool(const Entry&)) accepts, made the
+  // most recent; lru_.end() if none.
   template <class Same>
-  std::shared_ptr<const Program> find_locked(uint64_t key, const Same& same) {
+  Lru::iterator find_locked(uint64_t key, const Same& same) {
     auto [lo, hi] = index_.equal_range(key);
-    for (auto it = lo; it != hi; ++it) {
-      Lru::iterator e = it->second;
-      if (!same(*e->prog->ir)) continue;
-      lru_.splice(lru_.begin(), lru_, e);
-      return e->prog;
-    }
-    return nullptr;
+    for (auto it = lo; it != hi; ++it)
+      if (same(*it->second)) {
+        lru_.splice(lru_.begin(), lru_, it->second);
+        return it->second;
+      }
+    return lru_.end();
   }
   // `same` for get: the IR itself, or an equal one.
   static auto equal_to(const IR& ir) {
-    return [&ir](const IR& candidate) { return &candidate == &ir || ir_equal(candidate, ir); };
+    return [&ir](const Entry& e) { return e.prog->ir.get() == &ir || ir_equal(*e.prog->ir, ir); };
   }
-  void insert_locked(uint64_t key, std::shared_ptr<const Program> prog);
+  void insert_locked(uint64_t key, std::shared_ptr<const Program> prog, std::span<const uint32_t> sig);
   void evict_locked();
   // On disk, by the defined hash (ir_hash).
   static std::string file_of(const std::string& dir, uint64_t hash);

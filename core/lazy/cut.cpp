@@ -7,16 +7,6 @@
 
 namespace af::lazy {
 
-namespace {
-
-bool same_tags(const Tags& a, const Tags& b) noexcept {
-  const bool ea = !a || a->empty(), eb = !b || b->empty();
-  if (ea || eb) return ea == eb;
-  return a == b || *a == *b;
-}
-
-}  // namespace
-
 VarId Cut::new_var(Aval a) {
   vars.push_back(a);
   uses.push_back(0);
@@ -28,7 +18,7 @@ Cut::Cut(const std::vector<std::shared_ptr<Node>>& batch) {
   refs.reserve(2 * batch.size());
   vars.reserve(2 * batch.size());
   uses.reserve(2 * batch.size());
-  uint64_t h = batch.size();
+  code.reserve(5 * batch.size());
   for (const auto& np : batch) {
     Node& n = *np;
     for (const Value& leaf : n.in)
@@ -37,11 +27,14 @@ Cut::Cut(const std::vector<std::shared_ptr<Node>>& batch) {
         break;
       }
     if (n.error) continue;
-    h = hash_mix(h, n.shape);
+    const Shape& shape = *n.shape;
+    code.push_back(uint32_t(shape.id));
+    code.push_back(uint32_t(shape.id >> 32));
     for (size_t k = 0; k < n.in.size(); ++k) {
       const Value& leaf = n.in[k];
       const Cell* c = cell_of(leaf);
       uint32_t var;
+      bool fresh = false;  // a new input variable: its kind follows
       if (!n.literal.empty() && n.literal[k]) {
         var = kLiteral;
       } else if (c && c->node->first_var != kNoVar) {
@@ -49,20 +42,21 @@ Cut::Cut(const std::vector<std::shared_ptr<Node>>& batch) {
         ++uses[var];
       } else {
         const Value& v = c ? c->node->out[c->index] : leaf;  // evaluated earlier, or concrete
-        var = new_var(aval_of(v));
-        inputs.push_back(v);
+        var = new_var(c ? aval_of(v) : shape.in_avals[k]);
+        inputs.push_back(&v);
         in_vars.push_back(var);
-        h = hash_mix(h, uint64_t(vars[var].kind) << 8 | vars[var].list_depth);
+        fresh = true;
       }
       refs.push_back(var);
-      h = hash_mix(h, var);
+      code.push_back(var);
+      if (fresh) code.push_back(uint32_t(vars[var].kind) << 8 | vars[var].list_depth);
     }
     n.first_var = VarId(vars.size());
-    for (const Aval& a : n.out_avals) new_var(a);
+    for (const Aval& a : shape.out_avals) new_var(a);
     nodes.push_back(&n);
   }
   for (Node* n : nodes) {
-    const bool observable = eqn_flags(*n->prim, n->params) & kObservable;
+    const bool observable = n->shape->observable;
     for (uint32_t i = 0; i < n->out_avals.size(); ++i) {
       const VarId var = n->first_var + i;
       const Cell* c = n->cells[i].load(std::memory_order_acquire);
@@ -70,37 +64,13 @@ Cut::Cut(const std::vector<std::shared_ptr<Node>>& batch) {
       // elsewhere too when it has more references than uses.
       if (observable || (c && (uses[var] == 0 || c->refs.load(std::memory_order_acquire) > uses[var]))) {
         out_vars.push_back(var);
-        h = hash_mix(h, var);
+        code.push_back(var);
       }
     }
   }
-  key = hash_mix(h, out_vars.size());
-}
-
-bool Cut::same(const IR& ir) const {
-  if (ir.eqns.size() != nodes.size() || ir.vars.size() != vars.size() || ir.in.size() != in_vars.size() ||
-      ir.out.size() != out_vars.size() || !std::equal(vars.begin(), vars.end(), ir.vars.begin()))
-    return false;
-  for (size_t k = 0; k < in_vars.size(); ++k)
-    if (ir.in[k].var != in_vars[k]) return false;
-  for (size_t k = 0; k < out_vars.size(); ++k)
-    if (ir.out[k].var != out_vars[k]) return false;
-  size_t r = 0;
-  for (size_t j = 0; j < nodes.size(); ++j) {
-    const Eqn& e = ir.eqns[j];
-    const Node& n = *nodes[j];
-    if (e.prim != n.prim || e.in.size() != n.in.size() || e.out.size() != n.out_avals.size()) return false;
-    for (size_t i = 0; i < e.out.size(); ++i)
-      if (e.out[i] != n.first_var + i) return false;
-    for (size_t k = 0; k < n.in.size(); ++k, ++r) {
-      const Atom& a = e.in[k];
-      if (refs[r] == kLiteral ? a.is_var() || !(a.lit == n.in[k]) : a.var != refs[r]) return false;
-    }
-    if (!identical(e.in_tree, n.in_tree) || !identical(e.out_tree, n.out_tree) || !same_tags(e.tags(), n.tags) ||
-        !(e.params == n.params))
-      return false;
-  }
-  return true;
+  code.push_back(uint32_t(nodes.size()));
+  code.push_back(uint32_t(out_vars.size()));
+  key = hash_bytes({reinterpret_cast<const char*>(code.data()), code.size() * sizeof(uint32_t)});
 }
 
 IRPtr Cut::build() const {

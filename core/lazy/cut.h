@@ -8,6 +8,13 @@
 // the IR only when someone outside the cut still holds its promise (or the
 // node is observable, so that compile keeps it): a chain then keeps no
 // intermediate result alive, and strings are appended in place.
+//
+// The cut is also written as its signature (`code`), exact for the IR it
+// makes: per node its Shape's id (lazy/shapes.h) and each input's variable
+// (a new input variable followed by its kind, a literal as kLiteral), then
+// the output variables and the two counts. Equal signatures make equal IRs,
+// so a cached program stored with one is confirmed by comparing arrays
+// (PlanCache::find): a hit builds no IR and compares no structure.
 #pragma once
 
 #include <cstdint>
@@ -24,18 +31,17 @@ struct Cut {
   std::vector<uint32_t> refs;   // per input of each node: its variable, or kLiteral
   std::vector<Aval> vars;       // per variable
   std::vector<uint32_t> uses;   // per variable: uses by nodes of the cut
-  std::vector<Value> inputs;    // the IR's inputs, in order
+  // The IR's inputs, in order (held by the claimed nodes; the run copies them).
+  std::vector<const Value*> inputs;
   std::vector<VarId> in_vars, out_vars;
-  uint64_t key = 0;             // the plan cache's key, from the nodes' shapes
+  std::vector<uint32_t> code;   // the signature
+  uint64_t key = 0;             // the plan cache's key: the signature's hash
 
   // The nodes of `batch` (claimed, in recording order) not failed by an
   // earlier failure: a node whose input failed gets that error here and is
   // left out. Sets each cut node's first_var (the claimer resets it).
   explicit Cut(const std::vector<std::shared_ptr<Node>>& batch);
 
-  // Whether ir is the IR build() makes: compared field by field against the
-  // nodes, without building it.
-  bool same(const IR& ir) const;
   IRPtr build() const;
 
  private:

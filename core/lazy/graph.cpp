@@ -19,19 +19,6 @@ namespace {
           "(af_eval, or read it) before freeing its context");
 }
 
-// A node's structural key (Node::shape): everything of it an equation of
-// the cut holds, but which inputs are promises.
-uint64_t shape_of(const Node& n) {
-  uint64_t h = hash_mix(reinterpret_cast<uintptr_t>(n.prim), n.params.hash());
-  h = hash_mix(hash_mix(h, n.in_tree.identity_hash()), n.out_tree.identity_hash());
-  for (const Aval& a : n.out_avals) h = hash_mix(h, uint64_t(a.kind) << 8 | a.list_depth);
-  if (n.tags)
-    for (const std::string& t : *n.tags) h = hash_mix(h, hash_bytes(t));
-  for (size_t k = 0; k < n.literal.size(); ++k)
-    if (n.literal[k]) h = hash_mix(h ^ k, n.in[k].hash());
-  return hash_mix(h, n.in.size());
-}
-
 }  // namespace
 
 // ---- Node and Cell
@@ -107,10 +94,6 @@ const Value& Cell::result() const {
   fail(Code::Internal, "a promise was read before its evaluation finished");
 }
 
-const Cell* cell_of(const Value& leaf) noexcept {
-  return static_cast<const Cell*>(leaf.promise());
-}
-
 // ---- Recording
 
 Graph::Graph(ExecContext& ctx) : ctx_(ctx) {}
@@ -143,8 +126,9 @@ NamePath Graph::current_names() {
 }
 
 std::shared_ptr<Node> Graph::new_node(const Prim& p, Params params, std::vector<Value> leaves,
-                                      std::vector<uint8_t> literal, TreeDef in_tree,
-                                      std::vector<Aval> out_avals, TreeDef out_tree) {
+                                      std::vector<uint8_t> literal, std::span<const Aval> in_avals,
+                                      TreeDef in_tree, std::vector<Aval> out_avals, TreeDef out_tree,
+                                      const Tags& ir_tags) {
   auto n = std::make_shared<Node>();
   n->prim = &p;
   n->params = std::move(params);
@@ -153,12 +137,13 @@ std::shared_ptr<Node> Graph::new_node(const Prim& p, Params params, std::vector<
   n->in = std::move(leaves);
   n->literal = std::move(literal);
   n->out_avals = std::move(out_avals);
-  n->tags = current_tags();
+  n->tags = ir_tags ? union_tags(ir_tags, current_tags()) : current_tags();
   n->name_path = current_names();
   n->cells = std::make_unique<std::atomic<const Cell*>[]>(n->out_avals.size());
   n->graph = weak_from_this();
   n->seq = recorded_.fetch_add(1, std::memory_order_relaxed) + 1;
-  n->shape = shape_of(*n);
+  n->shape = shapes_.intern(
+      ShapeOf{p, n->params, n->in_tree, n->out_tree, n->tags, n->in, n->literal, in_avals, n->out_avals});
   if (eqn_flags(p, n->params) & kObservable) {
     std::lock_guard lock(mu_);
     observable_.push_back(n);
@@ -181,7 +166,7 @@ Value Graph::record(const Prim& p, Params params, std::vector<Value> leaves, Tre
     avals.push_back(aval_of(leaf));
   }
   AbstractOut shape = p.abstract_eval(params, avals, in_tree);
-  return outputs_of(new_node(p, std::move(params), std::move(leaves), {}, std::move(in_tree),
+  return outputs_of(new_node(p, std::move(params), std::move(leaves), {}, avals, std::move(in_tree),
                              std::move(shape.out), std::move(shape.out_tree)));
 }
 
@@ -205,14 +190,11 @@ Value Graph::record_ir(const IR& ir, std::span<const Value> inputs) {
         in.push_back(a.lit);
       }
     }
-    std::vector<Aval> out_avals;
+    std::vector<Aval> in_avals, out_avals;
+    for (const Value& leaf : in) in_avals.push_back(aval_of(leaf));
     for (VarId v : e.out) out_avals.push_back(ir.vars[v]);
-    auto n = new_node(*e.prim, e.params, std::move(in), std::move(literal), e.in_tree, std::move(out_avals),
-                      e.out_tree);
-    if (e.tags()) {
-      n->tags = union_tags(e.tags(), n->tags);
-      n->shape = shape_of(*n);
-    }
+    auto n = new_node(*e.prim, e.params, std::move(in), std::move(literal), in_avals, e.in_tree,
+                      std::move(out_avals), e.out_tree, e.tags());
     n->name_path = join_names(n->name_path, e.name_path());
     auto [leaf_outs, tree] = flatten(outputs_of(n));
     for (size_t k = 0; k < e.out.size(); ++k) vars[e.out[k]] = leaf_outs[k];
@@ -407,9 +389,12 @@ std::shared_ptr<const Error> Graph::run(const std::vector<std::shared_ptr<Node>>
   env.evaluation = std::make_shared<const Evaluation>(Evaluation{eval_id, serving_evaluation()});
   Value result;
   try {
-    std::shared_ptr<const Program> prog = ctx_.plans.find(cut.key, [&](const IR& ir) { return cut.same(ir); });
-    if (!prog) prog = ctx_.plans.get(cut.build(), cut.key);
-    result = run_sync(std::move(env), std::move(prog), std::move(cut.inputs), std::move(opts));
+    std::shared_ptr<const Program> prog = ctx_.plans.find(cut.key, cut.code);
+    if (!prog) prog = ctx_.plans.get(cut.build(), cut.key, {}, cut.code);
+    std::vector<Value> inputs;
+    inputs.reserve(cut.inputs.size());
+    for (const Value* v : cut.inputs) inputs.push_back(*v);
+    result = run_sync(std::move(env), std::move(prog), std::move(inputs), std::move(opts));
   } catch (const Error& e) {
     // The run as a whole failed (deadline, cancel, invalid program): so does
     // every node of it.

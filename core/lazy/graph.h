@@ -37,6 +37,7 @@
 #include "exec/executor.h"
 #include "rt/env.h"
 #include "ir/prim.h"
+#include "lazy/shapes.h"
 #include "value/error.h"
 
 namespace af::lazy {
@@ -55,10 +56,9 @@ struct Node {
   Tags tags;                      // tag scopes open when it was recorded
   NamePath name_path;             // name scopes open when it was recorded
   uint64_t seq = 0;               // 1, 2, ... in recording order on its graph
-  // Its structural key, computed when recorded: primitive, params, trees,
-  // tags, output kinds and literal inputs (not which inputs are promises:
-  // that is known only when it is cut out).
-  uint64_t shape = 0;
+  // Its own structure, interned when recorded (lazy/shapes.h): everything
+  // of it but which inputs are promises (known only when it is cut out).
+  std::shared_ptr<const Shape> shape;
   std::weak_ptr<Graph> graph;
   // The cell of each output while one exists (cleared by ~Cell): whether a
   // result is still wanted by anyone outside the evaluation.
@@ -102,7 +102,7 @@ struct Cell final : detail::PromiseHeap {
 };
 
 // The cell behind a promise leaf, or nullptr.
-const Cell* cell_of(const Value& leaf) noexcept;
+inline const Cell* cell_of(const Value& leaf) noexcept { return static_cast<const Cell*>(leaf.promise()); }
 
 struct GraphStats {
   uint64_t recorded = 0, evaluated = 0, dropped = 0, pending = 0;
@@ -148,9 +148,10 @@ class Graph final : public Recorder, public std::enable_shared_from_this<Graph> 
 
  private:
   friend struct Node;
+  // `ir_tags`: the tags of a called IR's equation, beside the open scopes'.
   std::shared_ptr<Node> new_node(const Prim& p, Params params, std::vector<Value> leaves,
-                                 std::vector<uint8_t> literal, TreeDef in_tree,
-                                 std::vector<Aval> out_avals, TreeDef out_tree);
+                                 std::vector<uint8_t> literal, std::span<const Aval> in_avals, TreeDef in_tree,
+                                 std::vector<Aval> out_avals, TreeDef out_tree, const Tags& ir_tags = nullptr);
   Value outputs_of(const std::shared_ptr<Node>& n) const;
   void check_input(const Value& leaf, const Prim& p) const;
   Tags current_tags();
@@ -168,6 +169,7 @@ class Graph final : public Recorder, public std::enable_shared_from_this<Graph> 
   void finish(const std::vector<std::shared_ptr<Node>>& batch);
 
   ExecContext& ctx_;  // valid while an evaluation is active (close() waits for them)
+  ShapeTable shapes_;
   std::atomic<int64_t> eval_timeout_ms_{0};
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -152,12 +152,6 @@ const PlaceholderRef& Value::placeholder_ref() const noexcept {
   static const PlaceholderRef none;
   return kind_ == Kind::Placeholder ? static_cast<detail::PlaceholderHeap*>(h_)->ref : none;
 }
-const detail::PromiseHeap* Value::promise() const noexcept {
-  if (kind_ != Kind::Placeholder || static_cast<detail::PlaceholderHeap*>(h_)->ref.frame != 0)
-    return nullptr;
-  return static_cast<const detail::PromiseHeap*>(h_);
-}
-
 const Value* Value::find(std::string_view key) const noexcept {
   if (kind_ != Kind::Dict) return nullptr;
   const auto* h = static_cast<DictHeap*>(h_);

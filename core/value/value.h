@@ -129,7 +129,11 @@ class Value {
   const std::vector<uint32_t>& sorted() const noexcept;
   const PlaceholderRef& placeholder_ref() const noexcept;
   // A lazy promise leaf (a placeholder of no trace), or nullptr.
-  const detail::PromiseHeap* promise() const noexcept;
+  const detail::PromiseHeap* promise() const noexcept {  // inline: the lazy cut asks per input
+    if (kind_ != Kind::Placeholder || static_cast<const detail::PlaceholderHeap*>(h_)->ref.frame != 0)
+      return nullptr;
+    return static_cast<const detail::PromiseHeap*>(h_);
+  }
 
   // Dict lookup by key (binary search over sorted keys); nullptr if absent.
   const Value* find(std::string_view key) const noexcept;

@@ -65,6 +65,25 @@ TEST(PlanCache, ASharedHashIsConfirmedByEquality) {
   EXPECT_EQ(cache.stats().entries, 2u);
 }
 
+TEST(PlanCache, ASignatureFindsOnlyTheProgramStoredWithIt) {
+  // The lazy evaluator's lookup: programs filed under one key are told
+  // apart by their signatures, and one stored without a signature (by
+  // af_compile) is never found that way.
+  PlanCache cache;
+  const uint64_t key = 7;
+  const std::vector<uint32_t> sig_a = {1, 0, 2}, sig_b = {1, 0, 3};
+  auto pa = cache.get(chain(2), key, {}, sig_a);
+  auto pb = cache.get(chain(4), key, {}, sig_b);
+  cache.get(chain(6), key);
+  EXPECT_EQ(cache.find(key, sig_a).get(), pa.get());
+  EXPECT_EQ(cache.find(key, sig_b).get(), pb.get());
+  EXPECT_EQ(cache.find(key, std::vector<uint32_t>{1, 0}), nullptr);
+  EXPECT_EQ(cache.find(key, {}), nullptr);
+  EXPECT_EQ(cache.find(key + 1, sig_a), nullptr);
+  EXPECT_EQ(cache.stats().hits, 2u);  // a find that misses counts nothing
+  EXPECT_EQ(cache.stats().misses, 3u);
+}
+
 TEST(PlanCache, EvictsLeastRecentlyUsedByEntriesAndBytes) {
   PlanCache cache;
   cache.configure(bounds(2));
