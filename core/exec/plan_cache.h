@@ -1,7 +1,9 @@
 // PlanCache: the one cache of compiled programs of a context, shared by
 // af_compile, af_ir_call and the lazy evaluator. The key is an IR's
 // plan_key, always confirmed by structural equality (ir_equal), so a key
-// collision can only cost a compile, never return a wrong program.
+// collision can only cost a compile, never return a wrong program. The lazy
+// evaluator's lookup (find) confirms by an exact signature of its cut
+// instead (lazy/cut.h), stored with the program it compiled.
 // Bounded by entries and bytes, least recently used out first.
 //
 // A program larger than max_bytes runs but is not kept.
