@@ -7,18 +7,11 @@
 
 namespace af::lazy {
 
-VarId Cut::new_var(Aval a) {
-  vars.push_back(a);
-  uses.push_back(0);
-  return VarId(vars.size() - 1);
-}
-
 Cut::Cut(const std::vector<std::shared_ptr<Node>>& batch) {
   nodes.reserve(batch.size());
-  refs.reserve(2 * batch.size());
   vars.reserve(2 * batch.size());
   uses.reserve(2 * batch.size());
-  code.reserve(5 * batch.size());
+  code.reserve(6 * batch.size() + 2);  // enough for nodes of two inputs, one of them new
   for (const auto& np : batch) {
     Node& n = *np;
     for (const Value& leaf : n.in)
@@ -47,7 +40,6 @@ Cut::Cut(const std::vector<std::shared_ptr<Node>>& batch) {
         in_vars.push_back(var);
         fresh = true;
       }
-      refs.push_back(var);
       code.push_back(var);
       if (fresh) code.push_back(uint32_t(vars[var].kind) << 8 | vars[var].list_depth);
     }
@@ -83,7 +75,8 @@ IRPtr Cut::build() const {
   ir->out_tree = TreeDef::flat_list(ir->out.size());
   ir->eqns.reserve(nodes.size());
   Shared<EqnNotes> notes;  // shared by consecutive nodes of the same tags
-  size_t r = 0;
+  size_t p = 0;            // into code: the equations are read back from the signature
+  VarId next = 0;          // the next new variable
   for (const Node* n : nodes) {
     Eqn e;
     e.prim = n->prim;
@@ -94,8 +87,16 @@ IRPtr Cut::build() const {
     if (!notes || notes->tags != n->tags) notes = EqnNotes::of(n->tags, nullptr);
     e.notes = notes;
     e.in.reserve(n->in.size());
-    for (size_t k = 0; k < n->in.size(); ++k, ++r)
-      e.in.push_back(refs[r] == kLiteral ? Atom::literal(n->in[k]) : Atom::of_var(refs[r]));
+    p += 2;  // the shape's id
+    for (size_t k = 0; k < n->in.size(); ++k) {
+      const uint32_t var = code[p++];
+      if (var == next) {  // a new input: its kind follows
+        ++next;
+        ++p;
+      }
+      e.in.push_back(var == kLiteral ? Atom::literal(n->in[k]) : Atom::of_var(var));
+    }
+    next = n->first_var + VarId(n->out_avals.size());
     for (uint32_t i = 0; i < n->out_avals.size(); ++i) e.out.push_back(n->first_var + i);
     ir->eqns.push_back(std::move(e));
   }

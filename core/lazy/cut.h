@@ -28,7 +28,6 @@ namespace af::lazy {
 struct Cut {
   static constexpr uint32_t kLiteral = UINT32_MAX;
   std::vector<Node*> nodes;     // one equation each, in order
-  std::vector<uint32_t> refs;   // per input of each node: its variable, or kLiteral
   std::vector<Aval> vars;       // per variable
   std::vector<uint32_t> uses;   // per variable: uses by nodes of the cut
   // The IR's inputs, in order (held by the claimed nodes; the run copies them).
@@ -45,7 +44,11 @@ struct Cut {
   IRPtr build() const;
 
  private:
-  VarId new_var(Aval a);
+  VarId new_var(Aval a) {
+    vars.push_back(a);
+    uses.push_back(0);
+    return VarId(vars.size() - 1);
+  }
 };
 
 }  // namespace af::lazy
