@@ -1,8 +1,5 @@
 #include "lazy/cut.h"
 
-#include <algorithm>
-
-#include "ir/effects.h"
 #include "value/hash.h"
 
 namespace af::lazy {

@@ -4,9 +4,7 @@
 #include <chrono>
 #include <unordered_map>
 
-#include "ir/effects.h"
 #include "lazy/cut.h"
-#include "value/hash.h"
 
 #include "exec/executor.h"
 
@@ -144,7 +142,7 @@ std::shared_ptr<Node> Graph::new_node(const Prim& p, Params params, std::vector<
   n->seq = recorded_.fetch_add(1, std::memory_order_relaxed) + 1;
   n->shape = shapes_.intern(
       ShapeOf{p, n->params, n->in_tree, n->out_tree, n->tags, n->in, n->literal, in_avals, n->out_avals});
-  if (eqn_flags(p, n->params) & kObservable) {
+  if (n->shape->observable) {
     std::lock_guard lock(mu_);
     observable_.push_back(n);
   }

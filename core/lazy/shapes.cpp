@@ -46,10 +46,9 @@ bool equal(const Shape& a, const ShapeOf& s) {
   return l == a.literals.size();
 }
 
-std::shared_ptr<const Shape> make(const ShapeOf& s, uint64_t hash) {
+std::shared_ptr<const Shape> make(const ShapeOf& s) {
   auto shape = std::make_shared<Shape>();
   shape->id = g_next_id.fetch_add(1, std::memory_order_relaxed);
-  shape->hash = hash;
   shape->prim = &s.prim;
   shape->params = s.params;
   shape->in_tree = s.in_tree;
@@ -78,7 +77,7 @@ std::shared_ptr<const Shape> ShapeTable::intern(const ShapeOf& s) {
     sweep_locked();
     limit_ = std::max(kMinEntries, 2 * by_hash_.size());
   }
-  auto shape = make(s, h);
+  auto shape = make(s);
   by_hash_.emplace(h, Entry{shape, true});
   return shape;
 }

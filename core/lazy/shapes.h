@@ -29,7 +29,6 @@ namespace af::lazy {
 
 struct Shape {
   uint64_t id = 0;
-  uint64_t hash = 0;
   const Prim* prim = nullptr;
   Params params;
   TreeDef in_tree, out_tree;
