@@ -62,6 +62,24 @@ std::shared_ptr<const Shape> make(const ShapeOf& s) {
   return shape;
 }
 
+// About how much memory a literal holds (what keeping it alive costs).
+size_t bytes_of(const Value& v) {
+  switch (v.kind()) {
+    case Kind::Str: return sizeof(Value) + v.as_str().size();
+    case Kind::List: {
+      size_t n = sizeof(Value);
+      for (const Value& item : v.items()) n += bytes_of(item);
+      return n;
+    }
+    case Kind::Dict: {
+      size_t n = sizeof(Value);
+      for (const auto& [key, item] : v.entries()) n += key.size() + bytes_of(item);
+      return n;
+    }
+    default: return sizeof(Value);
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<const Shape> ShapeTable::intern(const ShapeOf& s) {
@@ -73,12 +91,16 @@ std::shared_ptr<const Shape> ShapeTable::intern(const ShapeOf& s) {
       it->second.used = true;
       return it->second.shape;
     }
-  if (by_hash_.size() >= limit_) {
+  auto shape = make(s);
+  size_t bytes = 0;
+  for (const auto& [k, lit] : shape->literals) bytes += bytes_of(lit);
+  if (by_hash_.size() >= limit_ || literal_bytes_ + bytes > literal_limit_) {
     sweep_locked();
     limit_ = std::max(kMinEntries, 2 * by_hash_.size());
+    literal_limit_ = std::max(kMinLiteralBytes, 2 * literal_bytes_);
   }
-  auto shape = make(s);
-  by_hash_.emplace(h, Entry{shape, true});
+  by_hash_.emplace(h, Entry{shape, bytes, true});
+  literal_bytes_ += bytes;
   return shape;
 }
 
@@ -87,9 +109,18 @@ size_t ShapeTable::size() const {
   return by_hash_.size();
 }
 
+size_t ShapeTable::literal_bytes() const {
+  std::lock_guard lock(mu_);
+  return literal_bytes_;
+}
+
 void ShapeTable::sweep_locked() {
   std::erase_if(by_hash_, [](const auto& kv) { return !kv.second.used; });
-  for (auto& kv : by_hash_) kv.second.used = false;
+  literal_bytes_ = 0;
+  for (auto& kv : by_hash_) {
+    kv.second.used = false;
+    literal_bytes_ += kv.second.literal_bytes;
+  }
 }
 
 }  // namespace af::lazy

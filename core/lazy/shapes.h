@@ -9,9 +9,11 @@
 // confirms a cached program with no structural compare.
 //
 // The table forgets shapes no node recorded since its last sweep once it
-// holds more than it did after that sweep (at least kMinEntries): a node
-// keeps its own Shape alive, and a forgotten one costs a later evaluation a
-// compile (its id is never given again), never a wrong program.
+// holds twice as many as that sweep left (at least kMinEntries), or twice
+// the bytes of literal inputs (at least kMinLiteralBytes: constants of
+// called IRs, which it keeps alive): a node keeps its own Shape alive, and a
+// forgotten one costs a later evaluation a compile (its id is never given
+// again), never a wrong program.
 #pragma once
 
 #include <cstdint>
@@ -52,13 +54,16 @@ struct ShapeOf {
 class ShapeTable {
  public:
   static constexpr size_t kMinEntries = 4096;
+  static constexpr size_t kMinLiteralBytes = size_t(64) << 20;
   // The one Shape equal to `s`, made on first sight. Thread-safe.
   std::shared_ptr<const Shape> intern(const ShapeOf& s);
   size_t size() const;
+  size_t literal_bytes() const;
 
  private:
   struct Entry {
     std::shared_ptr<const Shape> shape;
+    size_t literal_bytes = 0;
     bool used = true;  // recorded since the last sweep
   };
   void sweep_locked();
@@ -66,6 +71,7 @@ class ShapeTable {
   mutable std::mutex mu_;
   std::unordered_multimap<uint64_t, Entry> by_hash_;
   size_t limit_ = kMinEntries;
+  size_t literal_bytes_ = 0, literal_limit_ = kMinLiteralBytes;
 };
 
 }  // namespace af::lazy

@@ -80,5 +80,16 @@ TEST(LazyShapes, AForgottenShapeIsNeverGivenItsIdAgain) {
   }
 }
 
+TEST(LazyShapes, TheLiteralsItKeepsAreBounded) {
+  // Constants of called IRs, each new: the table keeps about two sweeps'
+  // worth of them, not all.
+  ShapeTable t;
+  const std::string mb(size_t(1) << 20, 'x');
+  for (int i = 0; i < 300; ++i) t.intern(Recorded(Value::str(std::to_string(i) + mb)).view());
+  EXPECT_LE(t.literal_bytes(), 2 * ShapeTable::kMinLiteralBytes + (size_t(2) << 20));
+  EXPECT_GT(t.literal_bytes(), size_t(1) << 20);
+  EXPECT_LT(t.size(), 300u);
+}
+
 }  // namespace
 }  // namespace af::lazy
