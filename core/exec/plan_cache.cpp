@@ -114,10 +114,10 @@ void PlanCache::evict_locked() {
 
 std::shared_ptr<const Program> PlanCache::find(uint64_t key, std::span<const uint32_t> sig) {
   std::lock_guard lock(mu_);
-  auto e = find_locked(key, [sig](const Entry& e) { return !e.sig.empty() && std::ranges::equal(e.sig, sig); });
-  if (e == lru_.end()) return nullptr;
-  ++stats_.hits;
-  return e->prog;
+  std::shared_ptr<const Program> p =
+      find_locked(key, [sig](const Entry& e) { return !e.sig.empty() && std::ranges::equal(e.sig, sig); });
+  if (p) ++stats_.hits;
+  return p;
 }
 
 std::shared_ptr<const Program> PlanCache::get(const IRPtr& ir, uint64_t key, std::span<const uint64_t> eqn_ids,
@@ -126,9 +126,9 @@ std::shared_ptr<const Program> PlanCache::get(const IRPtr& ir, uint64_t key, std
   uint64_t max_disk_bytes = 0;
   {
     std::lock_guard lock(mu_);
-    if (auto e = find_locked(key, equal_to(*ir)); e != lru_.end()) {
+    if (auto p = find_locked(key, equal_to(*ir))) {
       ++stats_.hits;
-      return e->prog;
+      return p;
     }
     dir = options_.dir;
     max_disk_bytes = options_.max_disk_bytes;
@@ -143,7 +143,7 @@ std::shared_ptr<const Program> PlanCache::get(const IRPtr& ir, uint64_t key, std
   if (from_disk) ++stats_.disk_hits;
   else ++stats_.misses;
   // Another thread may have stored an equal program meanwhile: keep one.
-  if (auto e = find_locked(key, equal_to(*ir)); e != lru_.end()) return e->prog;
+  if (auto p = find_locked(key, equal_to(*ir))) return p;
   insert_locked(key, prog, sig);
   return prog;
 }

@@ -88,17 +88,18 @@ class PlanCache {
   };
   using Lru = std::list<Entry>;  // most recent first
 
-  // The entry under key that `same` (bool(const Entry&)) accepts, made the
-  // most recent; lru_.end() if none.
+  // The program of the entry under key that `same` (bool(const Entry&))
+  // accepts, made the most recent.
   template <class Same>
-  Lru::iterator find_locked(uint64_t key, const Same& same) {
+  std::shared_ptr<const Program> find_locked(uint64_t key, const Same& same) {
     auto [lo, hi] = index_.equal_range(key);
-    for (auto it = lo; it != hi; ++it)
-      if (same(*it->second)) {
-        lru_.splice(lru_.begin(), lru_, it->second);
-        return it->second;
-      }
-    return lru_.end();
+    for (auto it = lo; it != hi; ++it) {
+      Lru::iterator e = it->second;
+      if (!same(*e)) continue;
+      lru_.splice(lru_.begin(), lru_, e);
+      return e->prog;
+    }
+    return nullptr;
   }
   // `same` for get: the IR itself, or an equal one.
   static auto equal_to(const IR& ir) {
